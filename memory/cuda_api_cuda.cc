@@ -1,0 +1,139 @@
+// Builds with a CUDA toolkit: thin wrappers over the CUDA runtime.
+#include <cuda_runtime_api.h>
+
+#include "absl/strings/str_cat.h"
+#include "memory/cuda_api.h"
+
+namespace actorflow::cuda {
+namespace {
+
+absl::Status FromCuda(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(err),
+                                          " (", cudaGetErrorName(err), ")"));
+}
+
+// Device memory calls act on the calling thread's current device.
+absl::Status UseDevice(int device_index) {
+  absl::Status available = DeviceAvailable(device_index);
+  if (!available.ok()) return available;
+  return FromCuda(cudaSetDevice(device_index), "cudaSetDevice");
+}
+
+}  // namespace
+
+bool BuiltWithCuda() { return true; }
+
+absl::StatusOr<int> DeviceCount() {
+  // Asked once: without a driver the answer never changes, and each failing
+  // call costs a driver probe.
+  static const absl::StatusOr<int> count = []() -> absl::StatusOr<int> {
+    int n = 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess) {
+      // Clear the "last error" so later, unrelated checks start clean.
+      cudaGetLastError();
+      return absl::UnavailableError(
+          absl::StrCat("no usable CUDA device: ", cudaGetErrorString(err)));
+    }
+    return n;
+  }();
+  return count;
+}
+
+absl::Status DeviceAvailable(int device_index) {
+  absl::StatusOr<int> count = DeviceCount();
+  if (!count.ok()) return count.status();
+  if (device_index < 0 || device_index >= *count) {
+    return absl::UnavailableError(absl::StrCat(
+        "CUDA device ", device_index, " does not exist (this machine has ",
+        *count, " device", *count == 1 ? "" : "s", ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<void*> DeviceMalloc(int device_index, size_t bytes) {
+  absl::Status status = UseDevice(device_index);
+  if (!status.ok()) return status;
+  void* ptr = nullptr;
+  status = FromCuda(cudaMalloc(&ptr, bytes),
+                    absl::StrCat("cudaMalloc(", bytes, " bytes)").c_str());
+  if (!status.ok()) return status;
+  return ptr;
+}
+
+void DeviceFree(int device_index, void* ptr) {
+  if (UseDevice(device_index).ok()) cudaFree(ptr);
+}
+
+absl::StatusOr<void*> PinnedMalloc(size_t bytes) {
+  absl::StatusOr<int> count = DeviceCount();
+  if (!count.ok()) return count.status();
+  void* ptr = nullptr;
+  absl::Status status =
+      FromCuda(cudaMallocHost(&ptr, bytes),
+               absl::StrCat("cudaMallocHost(", bytes, " bytes)").c_str());
+  if (!status.ok()) return status;
+  return ptr;
+}
+
+void PinnedFree(void* ptr) { cudaFreeHost(ptr); }
+
+absl::Status MemcpyHostToDevice(int device_index, void* dst, const void* src,
+                                size_t bytes) {
+  absl::Status status = UseDevice(device_index);
+  if (!status.ok()) return status;
+  return FromCuda(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice),
+                  "cudaMemcpy host to device");
+}
+
+absl::Status MemcpyDeviceToHost(int device_index, void* dst, const void* src,
+                                size_t bytes) {
+  absl::Status status = UseDevice(device_index);
+  if (!status.ok()) return status;
+  return FromCuda(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost),
+                  "cudaMemcpy device to host");
+}
+
+absl::Status MemcpyHostToDeviceAsync(int device_index, void* dst,
+                                     const void* src, size_t bytes,
+                                     StreamHandle stream) {
+  absl::Status status = UseDevice(device_index);
+  if (!status.ok()) return status;
+  return FromCuda(
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+                      static_cast<cudaStream_t>(stream)),
+      "cudaMemcpyAsync host to device");
+}
+
+absl::Status DeviceMemset(int device_index, void* ptr, int value,
+                          size_t bytes) {
+  absl::Status status = UseDevice(device_index);
+  if (!status.ok()) return status;
+  return FromCuda(cudaMemset(ptr, value, bytes), "cudaMemset");
+}
+
+absl::StatusOr<StreamHandle> StreamCreate(int device_index) {
+  absl::Status status = UseDevice(device_index);
+  if (!status.ok()) return status;
+  cudaStream_t stream = nullptr;
+  status = FromCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+                    "cudaStreamCreate");
+  if (!status.ok()) return status;
+  return static_cast<StreamHandle>(stream);
+}
+
+absl::Status StreamSynchronize(int device_index, StreamHandle stream) {
+  absl::Status status = UseDevice(device_index);
+  if (!status.ok()) return status;
+  return FromCuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)),
+                  "cudaStreamSynchronize");
+}
+
+void StreamDestroy(int device_index, StreamHandle stream) {
+  if (UseDevice(device_index).ok()) {
+    cudaStreamDestroy(static_cast<cudaStream_t>(stream));
+  }
+}
+
+}  // namespace actorflow::cuda

@@ -1,0 +1,37 @@
+// CPU-only builds: every device call reports that CUDA is not compiled in.
+#include "memory/cuda_api.h"
+
+namespace actorflow::cuda {
+namespace {
+
+absl::Status NoCuda() {
+  return absl::UnavailableError(
+      "actorflow was built without CUDA (no toolkit at $CUDA_PATH or "
+      "/usr/local/cuda when it was built, or --config=nocuda)");
+}
+
+}  // namespace
+
+bool BuiltWithCuda() { return false; }
+absl::Status DeviceAvailable(int) { return NoCuda(); }
+absl::StatusOr<int> DeviceCount() { return NoCuda(); }
+absl::StatusOr<void*> DeviceMalloc(int, size_t) { return NoCuda(); }
+void DeviceFree(int, void*) {}
+absl::StatusOr<void*> PinnedMalloc(size_t) { return NoCuda(); }
+void PinnedFree(void*) {}
+absl::Status MemcpyHostToDevice(int, void*, const void*, size_t) {
+  return NoCuda();
+}
+absl::Status MemcpyDeviceToHost(int, void*, const void*, size_t) {
+  return NoCuda();
+}
+absl::Status MemcpyHostToDeviceAsync(int, void*, const void*, size_t,
+                                     StreamHandle) {
+  return NoCuda();
+}
+absl::Status DeviceMemset(int, void*, int, size_t) { return NoCuda(); }
+absl::StatusOr<StreamHandle> StreamCreate(int) { return NoCuda(); }
+absl::Status StreamSynchronize(int, StreamHandle) { return NoCuda(); }
+void StreamDestroy(int, StreamHandle) {}
+
+}  // namespace actorflow::cuda

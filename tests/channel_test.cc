@@ -1,0 +1,252 @@
+#include "thread/channel.h"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/test_util.h"
+
+namespace actorflow {
+namespace {
+
+using testing::TestSeed;
+using testing::WaitUntil;
+
+// Items carry (sender, sequence number) so the receiver can check that
+// nothing is lost or duplicated and that each sender's order is kept.
+uint64_t Encode(uint64_t sender, uint64_t seq) { return (sender << 40) | seq; }
+uint64_t SenderOf(uint64_t item) { return item >> 40; }
+uint64_t SeqOf(uint64_t item) { return item & ((uint64_t{1} << 40) - 1); }
+
+enum class ReceiveMode { kOne, kMany, kMixed };
+
+// Runs `senders` threads of `per_sender` items each into one receiver and
+// checks every item arrives exactly once, in per-sender order.
+void RunManyToOne(int senders, uint64_t per_sender, ChannelOptions options,
+                  ReceiveMode mode, uint64_t seed) {
+  Channel<uint64_t> channel(options);
+  // Catch2's assertions are not thread-safe: other threads count failures.
+  std::atomic<int> send_failures{0};
+  std::vector<std::thread> threads;
+  for (int s = 0; s < senders; ++s) {
+    threads.emplace_back([&channel, &send_failures, s, per_sender] {
+      for (uint64_t i = 0; i < per_sender; ++i) {
+        if (channel.Send(Encode(s, i)) != ChannelStatus::kOk) ++send_failures;
+      }
+    });
+  }
+  std::mt19937_64 rng(seed);
+  std::vector<uint64_t> next_seq(senders, 0);
+  std::vector<uint64_t> batch;
+  uint64_t received = 0;
+  uint64_t errors = 0;
+  const uint64_t total = per_sender * senders;
+  auto check = [&](uint64_t item) {
+    uint64_t s = SenderOf(item);
+    if (s >= static_cast<uint64_t>(senders) || SeqOf(item) != next_seq[s]) {
+      ++errors;
+    } else {
+      ++next_seq[s];
+    }
+    ++received;
+  };
+  while (received < total && send_failures == 0) {
+    bool many = mode == ReceiveMode::kMany ||
+                (mode == ReceiveMode::kMixed && (rng() & 1));
+    if (many) {
+      batch.clear();
+      REQUIRE(channel.ReceiveMany(&batch) == ChannelStatus::kOk);
+      REQUIRE(!batch.empty());
+      for (uint64_t item : batch) check(item);
+    } else {
+      uint64_t item;
+      REQUIRE(channel.Receive(&item) == ChannelStatus::kOk);
+      check(item);
+    }
+  }
+  for (auto& t : threads) t.join();
+  CHECK(send_failures == 0);
+  CHECK(errors == 0);
+  CHECK(received == total);
+  for (int s = 0; s < senders; ++s) CHECK(next_seq[s] == per_sender);
+  // Nothing extra is queued.
+  batch.clear();
+  CHECK(channel.TryReceiveMany(&batch) == 0);
+}
+
+TEST_CASE("many senders, one receiver: millions of items, none lost or "
+          "duplicated, per-sender order kept",
+          "[channel]") {
+  uint64_t seed = TestSeed("channel many-to-one");
+  SECTION("ReceiveMany, spinning receiver") {
+    RunManyToOne(4, 500'000, ChannelOptions{}, ReceiveMode::kMany, seed);
+  }
+  SECTION("Receive one at a time, receiver parks at once") {
+    RunManyToOne(3, 200'000, ChannelOptions{.spin_ns = 0}, ReceiveMode::kOne,
+                 seed);
+  }
+  SECTION("Receive and ReceiveMany mixed at random") {
+    RunManyToOne(5, 100'000, ChannelOptions{.spin_ns = 2'000},
+                 ReceiveMode::kMixed, seed);
+  }
+}
+
+TEST_CASE("ReceiveMany returns everything queued, in order", "[channel]") {
+  Channel<int> channel;
+  for (int i = 0; i < 1000; ++i) REQUIRE(channel.Send(i) == ChannelStatus::kOk);
+  std::vector<int> items;
+  REQUIRE(channel.ReceiveMany(&items) == ChannelStatus::kOk);
+  REQUIRE(items.size() == 1000);
+  for (int i = 0; i < 1000; ++i) CHECK(items[i] == i);
+  items.clear();
+  CHECK(channel.TryReceiveMany(&items) == 0);
+}
+
+TEST_CASE("ReceiveMany after a partial Receive returns the rest first",
+          "[channel]") {
+  Channel<int> channel;
+  for (int i = 0; i < 10; ++i) REQUIRE(channel.Send(i) == ChannelStatus::kOk);
+  int first = -1;
+  REQUIRE(channel.Receive(&first) == ChannelStatus::kOk);
+  CHECK(first == 0);
+  for (int i = 10; i < 15; ++i) REQUIRE(channel.Send(i) == ChannelStatus::kOk);
+  std::vector<int> items;
+  REQUIRE(channel.ReceiveMany(&items) == ChannelStatus::kOk);
+  REQUIRE(items.size() == 14);
+  for (int i = 0; i < 14; ++i) CHECK(items[i] == i + 1);
+}
+
+TEST_CASE("Close with items still queued: they are received, then kClosed",
+          "[channel]") {
+  Channel<std::string> channel;
+  REQUIRE(channel.Send("a") == ChannelStatus::kOk);
+  REQUIRE(channel.Send("b") == ChannelStatus::kOk);
+  REQUIRE(channel.Send(std::string(1000, 'c')) == ChannelStatus::kOk);
+  channel.Close();
+  CHECK(channel.closed());
+  std::string item;
+  REQUIRE(channel.Receive(&item) == ChannelStatus::kOk);
+  CHECK(item == "a");
+  std::vector<std::string> rest;
+  REQUIRE(channel.ReceiveMany(&rest) == ChannelStatus::kOk);
+  REQUIRE(rest.size() == 2);
+  CHECK(rest[0] == "b");
+  CHECK(rest[1] == std::string(1000, 'c'));
+  CHECK(channel.Receive(&item) == ChannelStatus::kClosed);
+  CHECK(channel.ReceiveMany(&rest) == ChannelStatus::kClosed);
+  CHECK(rest.size() == 2);
+}
+
+TEST_CASE("Send after Close reports kClosed and queues nothing", "[channel]") {
+  Channel<int> channel;
+  channel.Close();
+  channel.Close();  // idempotent
+  CHECK(channel.Send(1) == ChannelStatus::kClosed);
+  int item;
+  CHECK(channel.Receive(&item) == ChannelStatus::kClosed);
+}
+
+TEST_CASE("Close wakes a parked receiver", "[channel]") {
+  for (int spin_ns : {0, 1000}) {
+    Channel<int> channel(ChannelOptions{.spin_ns = spin_ns});
+    std::atomic<int> result{-1};
+    std::thread receiver([&] {
+      int item;
+      result = static_cast<int>(channel.Receive(&item));
+    });
+    REQUIRE(WaitUntil([&] { return channel.receiver_parked(); }));
+    channel.Close();
+    receiver.join();
+    CHECK(result == static_cast<int>(ChannelStatus::kClosed));
+  }
+}
+
+TEST_CASE("a sender wakes the receiver only when it is parked", "[channel]") {
+  Channel<int> channel(ChannelOptions{.spin_ns = 0});
+  // Nobody is receiving: no wake-up system calls at all.
+  for (int i = 0; i < 100; ++i) REQUIRE(channel.Send(i) == ChannelStatus::kOk);
+  CHECK(channel.wake_count() == 0);
+  std::vector<int> items;
+  REQUIRE(channel.ReceiveMany(&items) == ChannelStatus::kOk);
+  CHECK(items.size() == 100);
+
+  int item = -1;
+  std::atomic<ChannelStatus> status{ChannelStatus::kClosed};
+  std::thread receiver([&] { status = channel.Receive(&item); });
+  REQUIRE(WaitUntil([&] { return channel.receiver_parked(); }));
+  REQUIRE(channel.Send(7) == ChannelStatus::kOk);
+  receiver.join();
+  CHECK(status == ChannelStatus::kOk);
+  CHECK(item == 7);
+  CHECK(channel.wake_count() == 1);
+}
+
+TEST_CASE("every Send that reported kOk is received, even racing Close",
+          "[channel]") {
+  uint64_t seed = TestSeed("channel close race");
+  std::mt19937_64 rng(seed);
+  for (int round = 0; round < 20; ++round) {
+    Channel<uint64_t> channel(ChannelOptions{.spin_ns = 500});
+    constexpr int kSenders = 3;
+    std::atomic<uint64_t> accepted{0};
+    std::vector<std::thread> senders;
+    for (int s = 0; s < kSenders; ++s) {
+      senders.emplace_back([&channel, &accepted, s] {
+        for (uint64_t i = 0;; ++i) {
+          if (channel.Send(Encode(s, i)) != ChannelStatus::kOk) return;
+          accepted.fetch_add(1);
+        }
+      });
+    }
+    uint64_t close_after = rng() % 20'000;
+    uint64_t received = 0;
+    std::vector<uint64_t> batch;
+    std::vector<uint64_t> next_seq(kSenders, 0);
+    bool order_ok = true;
+    while (true) {
+      if (received >= close_after && !channel.closed()) channel.Close();
+      batch.clear();
+      if (channel.ReceiveMany(&batch) == ChannelStatus::kClosed) break;
+      for (uint64_t item : batch) {
+        order_ok &= SeqOf(item) == next_seq[SenderOf(item)]++;
+      }
+      received += batch.size();
+    }
+    for (auto& t : senders) t.join();
+    CHECK(order_ok);
+    CHECK(received == accepted.load());
+  }
+}
+
+TEST_CASE("steady state allocates no new nodes", "[channel]") {
+  Channel<int> channel(ChannelOptions{.spin_ns = 0});
+  std::vector<int> items;
+  auto burst = [&](int n) {
+    for (int i = 0; i < n; ++i) REQUIRE(channel.Send(i) == ChannelStatus::kOk);
+    items.clear();
+    REQUIRE(channel.ReceiveMany(&items) == ChannelStatus::kOk);
+    REQUIRE(items.size() == static_cast<size_t>(n));
+  };
+  burst(500);
+  uint64_t warm = channel.capacity();
+  CHECK(warm >= 500);
+  for (int round = 0; round < 1000; ++round) burst(1 + round % 500);
+  CHECK(channel.capacity() == warm);
+}
+
+TEST_CASE("move-only items are moved through", "[channel]") {
+  Channel<std::unique_ptr<int>> channel;
+  REQUIRE(channel.Send(std::make_unique<int>(42)) == ChannelStatus::kOk);
+  std::unique_ptr<int> out;
+  REQUIRE(channel.Receive(&out) == ChannelStatus::kOk);
+  REQUIRE(out != nullptr);
+  CHECK(*out == 42);
+}
+
+}  // namespace
+}  // namespace actorflow

@@ -1,0 +1,45 @@
+#ifndef ACTORFLOW_TESTS_TEST_UTIL_H_
+#define ACTORFLOW_TESTS_TEST_UTIL_H_
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+
+namespace actorflow::testing {
+
+// Seed for randomized tests: $ACTORFLOW_SEED if set (to replay a failure),
+// else fresh. Always printed, with how to replay it.
+inline uint64_t TestSeed(const char* test_name) {
+  uint64_t seed;
+  if (const char* env = std::getenv("ACTORFLOW_SEED")) {
+    seed = std::strtoull(env, nullptr, 10);
+  } else {
+    seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
+  }
+  std::printf("%s: seed %llu (replay: ACTORFLOW_SEED=%llu)\n", test_name,
+              static_cast<unsigned long long>(seed),
+              static_cast<unsigned long long>(seed));
+  return seed;
+}
+
+// Waits for a condition that another thread will make true, yielding the
+// CPU. Not a sleep: it returns as soon as the condition holds. The deadline
+// only turns a hang into a failure.
+inline bool WaitUntil(const std::function<bool()>& condition,
+                      std::chrono::seconds deadline = std::chrono::seconds(30)) {
+  auto end = std::chrono::steady_clock::now() + deadline;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+}  // namespace actorflow::testing
+
+#endif  // ACTORFLOW_TESTS_TEST_UTIL_H_

@@ -1,0 +1,40 @@
+#ifndef ACTORFLOW_THREAD_BLOCKING_COUNTER_H_
+#define ACTORFLOW_THREAD_BLOCKING_COUNTER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+#include "absl/time/time.h"
+
+namespace actorflow {
+
+// Counts down to zero; waiters block until it gets there. The runtime uses
+// one for actors still constructing and one for actors still running.
+class BlockingCounter {
+ public:
+  explicit BlockingCounter(int64_t initial);
+  BlockingCounter(const BlockingCounter&) = delete;
+  BlockingCounter& operator=(const BlockingCounter&) = delete;
+
+  // Returns the count after decrementing. Going below zero is a bug in the
+  // caller's accounting: it aborts with a message rather than letting a
+  // waiter miss its wake-up or return early.
+  int64_t Decrement(int64_t by = 1);
+
+  void Wait();
+  // True if the count reached zero within `timeout`.
+  bool WaitFor(absl::Duration timeout);
+
+  int64_t value() const { return count_.load(std::memory_order_acquire); }
+
+ private:
+  std::atomic<int64_t> count_;
+  std::mutex mu_;
+  std::condition_variable zero_;
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_THREAD_BLOCKING_COUNTER_H_

@@ -1,0 +1,135 @@
+#ifndef ACTORFLOW_THREAD_THREAD_H_
+#define ACTORFLOW_THREAD_THREAD_H_
+
+#include <pthread.h>
+
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "thread/channel.h"
+#include "thread/ring_queue.h"
+#include "thread/stream_key.h"
+
+namespace actorflow {
+
+// Receives every message a Thread dispatches, on that thread.
+template <typename Msg>
+class MsgHandler {
+ public:
+  virtual ~MsgHandler() = default;
+  virtual void Handle(const Msg& msg) = 0;
+};
+
+namespace internal {
+// The Thread whose loop runs on the calling OS thread, if any.
+inline thread_local const void* current_thread = nullptr;
+}  // namespace internal
+
+// One polling thread. Messages sent from the thread itself go to a plain
+// local queue (no lock, no atomic); everyone else's go through a Channel.
+// The loop drains the local queue, then takes everything waiting in the
+// channel in one go, and hands each message to the handler.
+//
+// Stopping is a command on the same path: RequestStop() closes the channel,
+// so the loop still handles everything sent before it (and whatever those
+// messages send locally), then exits. Later sends from other threads fail.
+template <typename Msg>
+class Thread {
+ public:
+  // `handler` must outlive the thread's loop.
+  Thread(StreamKey key, MsgHandler<Msg>* handler, ChannelOptions options = {})
+      : key_(key), handler_(handler), channel_(options) {}
+
+  virtual ~Thread() { Stop(); }
+  Thread(const Thread&) = delete;
+  Thread& operator=(const Thread&) = delete;
+
+  // Launches the loop. Call once.
+  void Start() { os_thread_ = std::thread([this] { Loop(); }); }
+
+  absl::Status Send(const Msg& msg) {
+    if (InThisThread()) {
+      local_.Push(msg);
+      return absl::OkStatus();
+    }
+    if (channel_.Send(msg) == ChannelStatus::kOk) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat("thread ", key_.ToString(), " is stopped"));
+  }
+
+  // Any thread, the loop's own included.
+  void RequestStop() { channel_.Close(); }
+
+  // RequestStop, then wait for the loop to exit. From the loop itself it only
+  // requests; the owner joins later.
+  void Stop() {
+    RequestStop();
+    if (!InThisThread() && os_thread_.joinable()) os_thread_.join();
+  }
+
+  bool InThisThread() const { return internal::current_thread == this; }
+  const StreamKey& key() const { return key_; }
+  virtual DeviceKind device_kind() const = 0;
+
+  // Messages handled from each path; read them after Stop().
+  uint64_t local_msg_count() const { return local_msg_count_; }
+  uint64_t channel_msg_count() const { return channel_msg_count_; }
+
+ protected:
+  // Hooks run on the loop thread (a GPU thread binds its device here).
+  virtual void OnLoopStart() {}
+  virtual void OnLoopEnd() {}
+
+ private:
+  void Loop() {
+    internal::current_thread = this;
+    // Linux limits thread names to 15 characters.
+    pthread_setname_np(pthread_self(),
+                       key_.ToString().substr(0, 15).c_str());
+    OnLoopStart();
+    while (true) {
+      while (!local_.empty()) {
+        Msg msg = local_.Pop();
+        ++local_msg_count_;
+        handler_->Handle(msg);
+      }
+      batch_.clear();
+      // The local queue is empty here, so blocking is safe.
+      if (channel_.ReceiveMany(&batch_) == ChannelStatus::kClosed) break;
+      for (const Msg& msg : batch_) {
+        ++channel_msg_count_;
+        handler_->Handle(msg);
+      }
+    }
+    OnLoopEnd();
+    internal::current_thread = nullptr;
+  }
+
+  const StreamKey key_;
+  MsgHandler<Msg>* const handler_;
+  Channel<Msg> channel_;
+  // Loop-thread private.
+  RingQueue<Msg> local_;
+  std::vector<Msg> batch_;
+  uint64_t local_msg_count_ = 0;
+  uint64_t channel_msg_count_ = 0;
+  std::thread os_thread_;
+};
+
+// The CPU kind: kernels run inline on the loop thread.
+template <typename Msg>
+class CpuThread final : public Thread<Msg> {
+ public:
+  using Thread<Msg>::Thread;
+  ~CpuThread() override { this->Stop(); }
+  DeviceKind device_kind() const override { return DeviceKind::kCpu; }
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_THREAD_THREAD_H_

@@ -1,0 +1,99 @@
+#ifndef ACTORFLOW_THREAD_THREAD_MGR_H_
+#define ACTORFLOW_THREAD_THREAD_MGR_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "thread/thread.h"
+
+namespace actorflow {
+
+// Owns one started Thread per distinct stream. Threads get dense indices in
+// order of first appearance, so later routing is an array lookup. The
+// destructor stops every thread (each drains what was sent to it before) and
+// joins them all.
+template <typename Msg>
+class ThreadMgr {
+ public:
+  // Every thread hands its messages to `handler`, which must outlive the
+  // manager and may be called from all threads at once.
+  static absl::StatusOr<std::unique_ptr<ThreadMgr>> Create(
+      absl::Span<const StreamKey> streams, MsgHandler<Msg>* handler,
+      ChannelOptions options = {}) {
+    std::unique_ptr<ThreadMgr> mgr(new ThreadMgr());
+    for (const StreamKey& key : streams) {
+      if (mgr->index_.contains(key)) continue;
+      if (key.machine_id != 0) {
+        return absl::UnimplementedError(absl::StrCat(
+            "stream ", key.ToString(),
+            ": machine_id must be 0 (multi-machine runs are not supported)"));
+      }
+      if (key.device != DeviceKind::kCpu) {
+        return absl::UnimplementedError(absl::StrCat(
+            "stream ", key.ToString(),
+            ": this runtime has no GPU thread kind yet; use CPU streams"));
+      }
+      if (key.device_index < 0 || key.stream_index < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("stream ", key.ToString(),
+                         ": device_index and stream_index must be >= 0"));
+      }
+      mgr->index_[key] = static_cast<int>(mgr->threads_.size());
+      mgr->threads_.push_back(
+          std::make_unique<CpuThread<Msg>>(key, handler, options));
+    }
+    // Start only once every stream is known to be valid, so a failed Create
+    // leaves no thread behind.
+    for (auto& thread : mgr->threads_) thread->Start();
+    return mgr;
+  }
+
+  ~ThreadMgr() { StopAll(); }
+  ThreadMgr(const ThreadMgr&) = delete;
+  ThreadMgr& operator=(const ThreadMgr&) = delete;
+
+  absl::StatusOr<Thread<Msg>*> Find(const StreamKey& key) const {
+    auto it = index_.find(key);
+    if (it != index_.end()) return threads_[it->second].get();
+    std::vector<std::string> known;
+    for (const auto& thread : threads_) known.push_back(thread->key().ToString());
+    return absl::NotFoundError(absl::StrCat("no thread for stream ",
+                                            key.ToString(), "; threads: ",
+                                            absl::StrJoin(known, ", ")));
+  }
+
+  absl::StatusOr<int> IndexOf(const StreamKey& key) const {
+    auto it = index_.find(key);
+    if (it != index_.end()) return it->second;
+    return Find(key).status();
+  }
+
+  // Precondition: 0 <= index < size().
+  Thread<Msg>* thread(int index) const { return threads_[index].get(); }
+  int size() const { return static_cast<int>(threads_.size()); }
+
+  // Closes every thread first, then joins them, so no thread waits on a
+  // sibling that has not been told to stop. Idempotent.
+  void StopAll() {
+    for (auto& thread : threads_) thread->RequestStop();
+    for (auto& thread : threads_) thread->Stop();
+  }
+
+ private:
+  ThreadMgr() = default;
+
+  std::vector<std::unique_ptr<Thread<Msg>>> threads_;
+  absl::flat_hash_map<StreamKey, int> index_;
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_THREAD_THREAD_MGR_H_
