@@ -35,13 +35,11 @@ absl::StatusOr<void*> Allocator::Allocate(size_t bytes) {
 
 void Allocator::Deallocate(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
-  live_bytes_.fetch_sub(static_cast<int64_t>(bytes),
-                        std::memory_order_relaxed);
+  live_bytes_.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
   DoDeallocate(ptr, bytes);
 }
 
-absl::Status Allocator::CopyFromHost(void* dst, const void* src,
-                                     size_t bytes) {
+absl::Status Allocator::CopyFromHost(void* dst, const void* src, size_t bytes) {
   std::memcpy(dst, src, bytes);
   return absl::OkStatus();
 }
@@ -72,8 +70,8 @@ class PageableHostAllocator final : public Allocator {
   absl::StatusOr<void*> DoAllocate(size_t bytes) override {
     // A cache line, so buffers of different registers never share one.
     constexpr size_t kAlign = 64;
-    void* ptr = std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign *
-                                               kAlign);
+    void* ptr =
+        std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
     if (ptr == nullptr) {
       return absl::ResourceExhaustedError(
           absl::StrCat("host allocation of ", bytes, " bytes failed"));
@@ -114,8 +112,7 @@ class CudaDeviceAllocator final : public Allocator {
   }
 
  public:
-  absl::Status CopyFromHost(void* dst, const void* src,
-                            size_t bytes) override {
+  absl::Status CopyFromHost(void* dst, const void* src, size_t bytes) override {
     return cuda::MemcpyHostToDevice(device_index_, dst, src, bytes);
   }
   absl::Status CopyToHost(void* dst, const void* src, size_t bytes) override {
@@ -156,7 +153,8 @@ absl::StatusOr<Allocator*> DeviceAllocator(int device_index) {
     allocators.resize(device_index + 1);
   }
   auto& slot = allocators[device_index];
-  if (slot == nullptr) slot = std::make_unique<CudaDeviceAllocator>(device_index);
+  if (slot == nullptr)
+    slot = std::make_unique<CudaDeviceAllocator>(device_index);
   return slot.get();
 }
 

@@ -35,8 +35,7 @@ absl::Status MemcpyDeviceToHost(int device_index, void* dst, const void* src,
 absl::Status MemcpyHostToDeviceAsync(int device_index, void* dst,
                                      const void* src, size_t bytes,
                                      StreamHandle stream);
-absl::Status DeviceMemset(int device_index, void* ptr, int value,
-                          size_t bytes);
+absl::Status DeviceMemset(int device_index, void* ptr, int value, size_t bytes);
 
 absl::StatusOr<StreamHandle> StreamCreate(int device_index);
 absl::Status StreamSynchronize(int device_index, StreamHandle stream);

@@ -100,10 +100,9 @@ absl::Status MemcpyHostToDeviceAsync(int device_index, void* dst,
                                      StreamHandle stream) {
   absl::Status status = UseDevice(device_index);
   if (!status.ok()) return status;
-  return FromCuda(
-      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
-                      static_cast<cudaStream_t>(stream)),
-      "cudaMemcpyAsync host to device");
+  return FromCuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+                                  static_cast<cudaStream_t>(stream)),
+                  "cudaMemcpyAsync host to device");
 }
 
 absl::Status DeviceMemset(int device_index, void* ptr, int value,

@@ -68,15 +68,14 @@ absl::Status SyncedMemory::set_cpu_data(void* data) {
 absl::Status SyncedMemory::async_gpu_push(cuda::StreamHandle stream) {
   if (head_ == SYNCED) return absl::OkStatus();
   if (head_ != HEAD_AT_CPU) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("async_gpu_push needs HEAD_AT_CPU, memory is ",
-                     SyncedHeadName(head_)));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "async_gpu_push needs HEAD_AT_CPU, memory is ", SyncedHeadName(head_)));
   }
   absl::Status status = AllocateGpu();
   if (!status.ok()) return status;
   if (size_ > 0) {
-    status = gpu_allocator_->CopyFromHostAsync(gpu_ptr_, cpu_ptr_, size_,
-                                               stream);
+    status =
+        gpu_allocator_->CopyFromHostAsync(gpu_ptr_, cpu_ptr_, size_, stream);
     if (!status.ok()) return DeviceError(status);
   }
   head_ = SYNCED;
@@ -154,10 +153,10 @@ absl::Status SyncedMemory::AllocateCpu() {
   }
   absl::StatusOr<void*> ptr = allocator->Allocate(size_);
   if (!ptr.ok()) {
-    return absl::Status(ptr.status().code(),
-                        absl::StrCat("SyncedMemory(", size_, " bytes): ",
-                                     allocator->name(), " allocation: ",
-                                     ptr.status().message()));
+    return absl::Status(
+        ptr.status().code(),
+        absl::StrCat("SyncedMemory(", size_, " bytes): ", allocator->name(),
+                     " allocation: ", ptr.status().message()));
   }
   absl::Status status = allocator->Fill(*ptr, 0, size_);
   if (!status.ok()) {
@@ -195,9 +194,8 @@ absl::Status SyncedMemory::AllocateGpu() {
 
 absl::Status SyncedMemory::DeviceError(const absl::Status& cause) const {
   return absl::Status(
-      cause.code(),
-      absl::StrCat("SyncedMemory(", size_, " bytes) on device ",
-                   options_.device_index, ": ", cause.message()));
+      cause.code(), absl::StrCat("SyncedMemory(", size_, " bytes) on device ",
+                                 options_.device_index, ": ", cause.message()));
 }
 
 }  // namespace actorflow

@@ -64,7 +64,7 @@ void RunManyToOne(int senders, uint64_t per_sender, ChannelOptions options,
       REQUIRE(!batch.empty());
       for (uint64_t item : batch) check(item);
     } else {
-      uint64_t item;
+      uint64_t item = 0;
       REQUIRE(channel.Receive(&item) == ChannelStatus::kOk);
       check(item);
     }
@@ -79,9 +79,10 @@ void RunManyToOne(int senders, uint64_t per_sender, ChannelOptions options,
   CHECK(channel.TryReceiveMany(&batch) == 0);
 }
 
-TEST_CASE("many senders, one receiver: millions of items, none lost or "
-          "duplicated, per-sender order kept",
-          "[channel]") {
+TEST_CASE(
+    "many senders, one receiver: millions of items, none lost or "
+    "duplicated, per-sender order kept",
+    "[channel]") {
   uint64_t seed = TestSeed("channel many-to-one");
   SECTION("ReceiveMany, spinning receiver") {
     RunManyToOne(4, 500'000, ChannelOptions{}, ReceiveMode::kMany, seed);

@@ -101,7 +101,8 @@ TEST_CASE("GPU: host memory is pinned when it will feed a device", "[gpu]") {
     REQUIRE(automatic.cpu_data().ok());
     CHECK(PinnedHostAllocator()->allocation_count() == pinned_before + 1);
     SyncedMemory pageable(
-        kBytes, SyncedMemoryOptions{.host = SyncedMemoryOptions::Host::kPageable});
+        kBytes,
+        SyncedMemoryOptions{.host = SyncedMemoryOptions::Host::kPageable});
     REQUIRE(pageable.cpu_data().ok());
     CHECK(PinnedHostAllocator()->allocation_count() == pinned_before + 1);
   }
@@ -115,7 +116,8 @@ TEST_CASE("GPU: a device index past the last one is a clear error", "[gpu]") {
   SyncedMemory mem(64, SyncedMemoryOptions{.device_index = *count});
   auto gpu = mem.gpu_data();
   REQUIRE_FALSE(gpu.ok());
-  CHECK(gpu.status().message().find("does not exist") != absl::string_view::npos);
+  CHECK(gpu.status().message().find("does not exist") !=
+        absl::string_view::npos);
   CHECK(mem.head() == SyncedMemory::UNINITIALIZED);
 }
 

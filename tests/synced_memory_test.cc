@@ -27,8 +27,7 @@ class CountingAllocator : public Allocator {
   MemoryKind kind() const override { return kind_; }
   std::string name() const override { return "counting"; }
 
-  absl::Status CopyFromHost(void* dst, const void* src,
-                            size_t bytes) override {
+  absl::Status CopyFromHost(void* dst, const void* src, size_t bytes) override {
     ++to_device_copies;
     return Allocator::CopyFromHost(dst, src, bytes);
   }
@@ -149,9 +148,10 @@ TEST_CASE("UNINITIALIZED: each side is allocated lazily and zero-filled",
   CHECK(f.device.to_device_copies + f.device.to_host_copies == 0);
 }
 
-TEST_CASE("HEAD_AT_CPU: reading the device copies once, writing it moves "
-          "the head",
-          "[synced_memory]") {
+TEST_CASE(
+    "HEAD_AT_CPU: reading the device copies once, writing it moves "
+    "the head",
+    "[synced_memory]") {
   Fixture f;
   Fill(f.MutableCpu(), 1.0f);
   REQUIRE(f.mem.head() == SyncedMemory::HEAD_AT_CPU);
@@ -205,9 +205,10 @@ TEST_CASE("HEAD_AT_GPU: reading the host copies once", "[synced_memory]") {
   }
 }
 
-TEST_CASE("SYNCED: writing a side makes it the only current one, and the "
-          "next read of the other side copies it over",
-          "[synced_memory]") {
+TEST_CASE(
+    "SYNCED: writing a side makes it the only current one, and the "
+    "next read of the other side copies it over",
+    "[synced_memory]") {
   Fixture f;
   Fill(f.MutableCpu(), 1.0f);
   f.Gpu();
@@ -256,9 +257,10 @@ TEST_CASE("async_gpu_push", "[synced_memory]") {
   }
 }
 
-TEST_CASE("ownership: lent buffers are never freed, owned ones once, by "
-          "their own allocator",
-          "[synced_memory]") {
+TEST_CASE(
+    "ownership: lent buffers are never freed, owned ones once, by "
+    "their own allocator",
+    "[synced_memory]") {
   CountingAllocator host(MemoryKind::kHost);
   CountingAllocator device(MemoryKind::kDevice);
   SyncedMemoryOptions options{.host_allocator = &host,
@@ -333,17 +335,19 @@ TEST_CASE("zero bytes (a control token) allocates nothing but keeps states",
   CHECK(host.allocation_count() + device.allocation_count() == 0);
 }
 
-TEST_CASE("without a usable device, device accessors fail clearly and "
-          "change nothing",
-          "[synced_memory]") {
+TEST_CASE(
+    "without a usable device, device accessors fail clearly and "
+    "change nothing",
+    "[synced_memory]") {
   if (cuda::DeviceAvailable(0).ok()) {
-    std::printf("note: a CUDA device is usable here; "
-                "synced_memory_gpu_test covers it\n");
+    std::printf(
+        "note: a CUDA device is usable here; "
+        "synced_memory_gpu_test covers it\n");
     return;
   }
-  SyncedMemory mem(64 * sizeof(float),
-                   SyncedMemoryOptions{.host =
-                                           SyncedMemoryOptions::Host::kPageable});
+  SyncedMemory mem(
+      64 * sizeof(float),
+      SyncedMemoryOptions{.host = SyncedMemoryOptions::Host::kPageable});
   auto cpu = mem.mutable_cpu_data();
   REQUIRE(cpu.ok());
   Fill(static_cast<float*>(*cpu), 7.0f);

@@ -30,8 +30,9 @@ inline uint64_t TestSeed(const char* test_name) {
 // Waits for a condition that another thread will make true, yielding the
 // CPU. Not a sleep: it returns as soon as the condition holds. The deadline
 // only turns a hang into a failure.
-inline bool WaitUntil(const std::function<bool()>& condition,
-                      std::chrono::seconds deadline = std::chrono::seconds(30)) {
+inline bool WaitUntil(
+    const std::function<bool()>& condition,
+    std::chrono::seconds deadline = std::chrono::seconds(30)) {
   auto end = std::chrono::steady_clock::now() + deadline;
   while (!condition()) {
     if (std::chrono::steady_clock::now() > end) return false;

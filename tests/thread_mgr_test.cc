@@ -63,8 +63,7 @@ TEST_CASE("one thread per distinct stream, found by key", "[thread_mgr]") {
   }
 }
 
-TEST_CASE("unknown and unsupported streams give clear errors",
-          "[thread_mgr]") {
+TEST_CASE("unknown and unsupported streams give clear errors", "[thread_mgr]") {
   BlockingCounter done(0);
   RingHandler handler(&done);
   std::vector<StreamKey> streams = {Cpu(0), Cpu(4)};
@@ -80,7 +79,8 @@ TEST_CASE("unknown and unsupported streams give clear errors",
       Cpu(0), StreamKey{.device = DeviceKind::kGpu, .device_index = 1}};
   auto no_gpu = ThreadMgr<Token>::Create(gpu, &handler);
   CHECK(absl::IsUnimplemented(no_gpu.status()));
-  CHECK(no_gpu.status().message().find("m0/gpu1/s0") != absl::string_view::npos);
+  CHECK(no_gpu.status().message().find("m0/gpu1/s0") !=
+        absl::string_view::npos);
 
   std::vector<StreamKey> remote = {StreamKey{.machine_id = 2}};
   auto no_remote = ThreadMgr<Token>::Create(remote, &handler);

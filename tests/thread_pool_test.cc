@@ -1,3 +1,5 @@
+#include "thread/thread_pool.h"
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -10,14 +12,14 @@
 #include "thread/balanced_splitter.h"
 #include "thread/blocking_counter.h"
 #include "thread/multi_thread_loop.h"
-#include "thread/thread_pool.h"
 
 namespace actorflow {
 namespace {
 
-TEST_CASE("ThreadPool runs every scheduled closure, also those queued at "
-          "destruction",
-          "[thread_pool]") {
+TEST_CASE(
+    "ThreadPool runs every scheduled closure, also those queued at "
+    "destruction",
+    "[thread_pool]") {
   std::atomic<int> runs{0};
   {
     ThreadPool pool(3);
@@ -113,9 +115,10 @@ TEST_CASE("MultiThreadLoop calls fn once per index", "[multi_thread_loop]") {
   CHECK(sum == 4950);
 }
 
-TEST_CASE("MultiThreadLoop inside pool tasks finishes even with every "
-          "worker busy",
-          "[multi_thread_loop]") {
+TEST_CASE(
+    "MultiThreadLoop inside pool tasks finishes even with every "
+    "worker busy",
+    "[multi_thread_loop]") {
   ThreadPool pool(2);
   constexpr int kOuter = 6;
   BlockingCounter done(kOuter);

@@ -28,7 +28,8 @@ class CountdownHandler : public MsgHandler<TestMsg> {
     handled_.fetch_add(1);
     if (!thread_->InThisThread()) wrong_thread_.fetch_add(1);
     if (msg.value > 0) {
-      if (!thread_->Send(TestMsg{msg.value - 1}).ok()) send_errors_.fetch_add(1);
+      if (!thread_->Send(TestMsg{msg.value - 1}).ok())
+        send_errors_.fetch_add(1);
     } else if (chain_done_ != nullptr) {
       chain_done_->Decrement();
     }
@@ -102,9 +103,10 @@ TEST_CASE("cross-thread sends arrive, through the channel", "[thread]") {
   CHECK(a.local_msg_count() + b.local_msg_count() == 0);
 }
 
-TEST_CASE("stop is clean with messages in flight: everything accepted is "
-          "handled once, later sends fail",
-          "[thread]") {
+TEST_CASE(
+    "stop is clean with messages in flight: everything accepted is "
+    "handled once, later sends fail",
+    "[thread]") {
   for (int round = 0; round < 10; ++round) {
     CountdownHandler handler(nullptr);
     CpuThread<TestMsg> thread(StreamKey{.stream_index = 3}, &handler);

@@ -3,9 +3,9 @@
 
 #include <atomic>
 #include <bit>
-#include <cstdlib>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -103,9 +103,7 @@ class Channel {
   bool receiver_parked() const {
     return parked_.load(std::memory_order_acquire) != 0;
   }
-  uint64_t wake_count() const {
-    return wakes_.load(std::memory_order_relaxed);
-  }
+  uint64_t wake_count() const { return wakes_.load(std::memory_order_relaxed); }
   // Nodes allocated so far (the high-water mark of queued items, rounded up
   // to chunk sizes).
   uint64_t capacity() const {
@@ -150,9 +148,8 @@ class Channel {
         return ChannelStatus::kClosed;
       }
       node.next.store(static_cast<uint32_t>(head), std::memory_order_relaxed);
-    } while (!sent_.compare_exchange_weak(head, index,
-                                          std::memory_order_seq_cst,
-                                          std::memory_order_relaxed));
+    } while (!sent_.compare_exchange_weak(
+        head, index, std::memory_order_seq_cst, std::memory_order_relaxed));
     // Dekker pairing with WaitUntilNotEmpty: the push above and this load are
     // both seq_cst, as are the receiver's store to parked_ and its re-read of
     // sent_, so either we see it parked or it sees our node.

@@ -50,7 +50,9 @@ class Thread {
   Thread& operator=(const Thread&) = delete;
 
   // Launches the loop. Call once.
-  void Start() { os_thread_ = std::thread([this] { Loop(); }); }
+  void Start() {
+    os_thread_ = std::thread([this] { Loop(); });
+  }
 
   absl::Status Send(const Msg& msg) {
     if (InThisThread()) {
@@ -89,8 +91,7 @@ class Thread {
   void Loop() {
     internal::current_thread = this;
     // Linux limits thread names to 15 characters.
-    pthread_setname_np(pthread_self(),
-                       key_.ToString().substr(0, 15).c_str());
+    pthread_setname_np(pthread_self(), key_.ToString().substr(0, 15).c_str());
     OnLoopStart();
     while (true) {
       while (!local_.empty()) {

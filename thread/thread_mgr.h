@@ -64,10 +64,11 @@ class ThreadMgr {
     auto it = index_.find(key);
     if (it != index_.end()) return threads_[it->second].get();
     std::vector<std::string> known;
-    for (const auto& thread : threads_) known.push_back(thread->key().ToString());
-    return absl::NotFoundError(absl::StrCat("no thread for stream ",
-                                            key.ToString(), "; threads: ",
-                                            absl::StrJoin(known, ", ")));
+    for (const auto& thread : threads_)
+      known.push_back(thread->key().ToString());
+    return absl::NotFoundError(
+        absl::StrCat("no thread for stream ", key.ToString(),
+                     "; threads: ", absl::StrJoin(known, ", ")));
   }
 
   absl::StatusOr<int> IndexOf(const StreamKey& key) const {

@@ -1,0 +1,37 @@
+#ifndef ACTORFLOW_BENCH_BENCH_UTIL_H_
+#define ACTORFLOW_BENCH_BENCH_UTIL_H_
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace actorflow::bench {
+
+inline int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+inline double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  if (n == 0) return 0;
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// Runs `sample` (which returns one measurement) `warmup` times unrecorded,
+// then `samples` times; returns the median.
+inline double MedianOf(int samples, int warmup,
+                       const std::function<double()>& sample) {
+  for (int i = 0; i < warmup; ++i) sample();
+  std::vector<double> values;
+  for (int i = 0; i < samples; ++i) values.push_back(sample());
+  return Median(values);
+}
+
+}  // namespace actorflow::bench
+
+#endif  // ACTORFLOW_BENCH_BENCH_UTIL_H_

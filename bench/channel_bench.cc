@@ -1,0 +1,289 @@
+// Cross-thread message costs of actorflow's Channel and Thread, each beside a
+// std::mutex + std::condition_variable + std::queue channel measured in the
+// same run. Prints medians and ratios. Run:
+//
+//   tools/bazel run -c opt //bench:channel_bench
+//   tools/bazel run -c opt //bench:channel_bench -- --samples=21
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "bench/mutex_channel.h"
+#include "thread/blocking_counter.h"
+#include "thread/channel.h"
+#include "thread/thread.h"
+
+namespace actorflow::bench {
+namespace {
+
+struct Config {
+  int samples = 11;
+  int64_t round_trips = 20'000;          // per sample, actorflow
+  int64_t baseline_round_trips = 2'000;  // per sample, mutex/condvar
+  int senders = 3;
+  int64_t per_sender = 300'000;
+  int idle_ms = 300;
+};
+
+// --- ping-pong: one message in flight, ns per round trip -----------------
+
+double ChannelRoundTripNs(int64_t n) {
+  Channel<int64_t> ping, pong;
+  std::thread echo([&] {
+    int64_t v;
+    while (ping.Receive(&v) == ChannelStatus::kOk) pong.Send(v);
+  });
+  int64_t v = 0;
+  int64_t start = NowNs();
+  for (int64_t i = 0; i < n; ++i) {
+    ping.Send(i);
+    pong.Receive(&v);
+  }
+  int64_t elapsed = NowNs() - start;
+  ping.Close();
+  echo.join();
+  return static_cast<double>(elapsed) / n;
+}
+
+double MutexRoundTripNs(int64_t n) {
+  MutexChannel<int64_t> ping, pong;
+  std::thread echo([&] {
+    while (true) {
+      int64_t v = ping.Receive();
+      if (v < 0) return;
+      pong.Send(v);
+    }
+  });
+  int64_t start = NowNs();
+  for (int64_t i = 0; i < n; ++i) {
+    ping.Send(i);
+    pong.Receive();
+  }
+  int64_t elapsed = NowNs() - start;
+  ping.Send(-1);
+  echo.join();
+  return static_cast<double>(elapsed) / n;
+}
+
+// Two Threads (the actor runtime's polling loops) bounce a message: the
+// handler of each forwards to the other.
+struct Bounce {
+  int64_t left = 0;
+};
+
+class BounceHandler : public MsgHandler<Bounce> {
+ public:
+  explicit BounceHandler(BlockingCounter* done) : done_(done) {}
+  Thread<Bounce>* peer = nullptr;
+  void Handle(const Bounce& msg) override {
+    if (msg.left == 0) {
+      done_->Decrement();
+    } else {
+      (void)peer->Send(Bounce{msg.left - 1});
+    }
+  }
+
+ private:
+  BlockingCounter* done_;
+};
+
+double ThreadRoundTripNs(int64_t n) {
+  BlockingCounter done(1);
+  BounceHandler ha(&done), hb(&done);
+  CpuThread<Bounce> a(StreamKey{.stream_index = 0}, &ha);
+  CpuThread<Bounce> b(StreamKey{.stream_index = 1}, &hb);
+  ha.peer = &b;
+  hb.peer = &a;
+  a.Start();
+  b.Start();
+  int64_t start = NowNs();
+  (void)a.Send(Bounce{2 * n});  // 2n hops = n round trips
+  done.Wait();
+  int64_t elapsed = NowNs() - start;
+  a.Stop();
+  b.Stop();
+  return static_cast<double>(elapsed) / n;
+}
+
+// --- many-to-one throughput, million messages per second -----------------
+
+double ChannelThroughputMps(int senders, int64_t per_sender) {
+  Channel<int64_t> channel;
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int s = 0; s < senders; ++s) {
+    threads.emplace_back([&] {
+      while (!go) std::this_thread::yield();
+      for (int64_t i = 0; i < per_sender; ++i) channel.Send(i);
+    });
+  }
+  std::vector<int64_t> batch;
+  int64_t total = senders * per_sender, received = 0;
+  int64_t start = NowNs();
+  go = true;
+  while (received < total) {
+    batch.clear();
+    channel.ReceiveMany(&batch);
+    received += static_cast<int64_t>(batch.size());
+  }
+  int64_t elapsed = NowNs() - start;
+  for (auto& t : threads) t.join();
+  return total * 1e3 / elapsed;
+}
+
+double MutexThroughputMps(int senders, int64_t per_sender) {
+  MutexChannel<int64_t> channel;
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int s = 0; s < senders; ++s) {
+    threads.emplace_back([&] {
+      while (!go) std::this_thread::yield();
+      for (int64_t i = 0; i < per_sender; ++i) channel.Send(i);
+    });
+  }
+  int64_t total = senders * per_sender;
+  int64_t start = NowNs();
+  go = true;
+  for (int64_t i = 0; i < total; ++i) channel.Receive();
+  int64_t elapsed = NowNs() - start;
+  for (auto& t : threads) t.join();
+  return total * 1e3 / elapsed;
+}
+
+// --- idle: CPU used by a receiver parked on an empty channel --------------
+
+double ThreadCpuSeconds(pthread_t thread) {
+  clockid_t clock;
+  if (pthread_getcpuclockid(thread, &clock) != 0) return -1;
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// Percent of one core the receiver used over `idle_ms`, measured after its
+// spin window has passed.
+double IdleReceiverCpuPercent(int idle_ms) {
+  Channel<int> channel;
+  std::thread receiver([&] {
+    int v;
+    while (channel.Receive(&v) == ChannelStatus::kOk) {
+    }
+  });
+  while (!channel.receiver_parked()) std::this_thread::yield();
+  pthread_t handle = receiver.native_handle();
+  double cpu0 = ThreadCpuSeconds(handle);
+  int64_t wall0 = NowNs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
+  double cpu1 = ThreadCpuSeconds(handle);
+  int64_t wall1 = NowNs();
+  channel.Close();
+  receiver.join();
+  return 100.0 * (cpu1 - cpu0) / ((wall1 - wall0) * 1e-9);
+}
+
+void PrintHelp() {
+  std::printf(
+      "channel_bench: cross-thread message costs of actorflow's Channel and\n"
+      "Thread beside a mutex/condvar/std::queue channel, in one run.\n\n"
+      "  --samples=N       samples per measurement; the median is shown (11)\n"
+      "  --round_trips=N   round trips per actorflow sample (20000)\n"
+      "  --baseline_round_trips=N  per mutex/condvar sample (2000)\n"
+      "  --senders=N       senders in the many-to-one test (3)\n"
+      "  --per_sender=N    messages per sender (300000)\n"
+      "  --idle_ms=N       how long to watch a parked receiver (300)\n"
+      "  --help            this text\n");
+}
+
+bool ParseFlag(const char* arg, const char* name, int64_t* value) {
+  size_t len = std::strlen(name);
+  if (std::strncmp(arg, name, len) != 0 || arg[len] != '=') return false;
+  char* end = nullptr;
+  long long v = std::strtoll(arg + len + 1, &end, 10);
+  if (*end != '\0' || v <= 0) {
+    std::fprintf(stderr, "channel_bench: %s needs a positive integer\n", name);
+    std::exit(2);
+  }
+  *value = v;
+  return true;
+}
+
+int Main(int argc, char** argv) {
+  Config config;
+  for (int i = 1; i < argc; ++i) {
+    int64_t v;
+    if (std::strcmp(argv[i], "--help") == 0) {
+      PrintHelp();
+      return 0;
+    } else if (ParseFlag(argv[i], "--samples", &v)) {
+      config.samples = static_cast<int>(v);
+    } else if (ParseFlag(argv[i], "--round_trips", &v)) {
+      config.round_trips = v;
+    } else if (ParseFlag(argv[i], "--baseline_round_trips", &v)) {
+      config.baseline_round_trips = v;
+    } else if (ParseFlag(argv[i], "--senders", &v)) {
+      config.senders = static_cast<int>(v);
+    } else if (ParseFlag(argv[i], "--per_sender", &v)) {
+      config.per_sender = v;
+    } else if (ParseFlag(argv[i], "--idle_ms", &v)) {
+      config.idle_ms = static_cast<int>(v);
+    } else {
+      std::fprintf(stderr, "channel_bench: unknown argument '%s' (--help)\n",
+                   argv[i]);
+      return 2;
+    }
+  }
+  std::printf(
+      "channel_bench: %u hardware threads, %d samples per figure "
+      "(medians)\n\n",
+      std::thread::hardware_concurrency(), config.samples);
+
+  double channel_rt = MedianOf(config.samples, 1, [&] {
+    return ChannelRoundTripNs(config.round_trips);
+  });
+  double thread_rt = MedianOf(
+      config.samples, 1, [&] { return ThreadRoundTripNs(config.round_trips); });
+  double mutex_rt = MedianOf(config.samples, 1, [&] {
+    return MutexRoundTripNs(config.baseline_round_trips);
+  });
+  std::printf("ping-pong round trip (one message in flight)\n");
+  std::printf("  %-28s %10.0f ns\n", "Channel", channel_rt);
+  std::printf("  %-28s %10.0f ns\n", "Thread (polling loops)", thread_rt);
+  std::printf("  %-28s %10.0f ns\n", "mutex+condvar (baseline)", mutex_rt);
+  std::printf("  ratio baseline/Channel     %10.1fx   (target >= 30x)\n",
+              mutex_rt / channel_rt);
+  std::printf("  ratio baseline/Thread      %10.1fx\n\n", mutex_rt / thread_rt);
+
+  double channel_mps = MedianOf(config.samples, 1, [&] {
+    return ChannelThroughputMps(config.senders, config.per_sender);
+  });
+  double mutex_mps = MedianOf(config.samples, 1, [&] {
+    return MutexThroughputMps(config.senders, config.per_sender);
+  });
+  std::printf("many-to-one throughput (%d senders x %lld messages)\n",
+              config.senders, static_cast<long long>(config.per_sender));
+  std::printf("  %-28s %10.2f M msg/s\n", "Channel (ReceiveMany)", channel_mps);
+  std::printf("  %-28s %10.2f M msg/s\n", "mutex+condvar (baseline)",
+              mutex_mps);
+  std::printf("  ratio Channel/baseline     %10.1fx\n\n",
+              channel_mps / mutex_mps);
+
+  double idle =
+      MedianOf(3, 0, [&] { return IdleReceiverCpuPercent(config.idle_ms); });
+  std::printf(
+      "parked idle receiver: %.2f%% of a core over %d ms (target ~0%%)\n", idle,
+      config.idle_ms);
+  return 0;
+}
+
+}  // namespace
+}  // namespace actorflow::bench
+
+int main(int argc, char** argv) { return actorflow::bench::Main(argc, argv); }
