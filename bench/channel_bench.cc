@@ -115,32 +115,12 @@ double ThreadRoundTripNs(int64_t n) {
 
 // --- many-to-one throughput, million messages per second -----------------
 
-double ChannelThroughputMps(int senders, int64_t per_sender) {
-  Channel<int64_t> channel;
-  std::atomic<bool> go{false};
-  std::vector<std::thread> threads;
-  for (int s = 0; s < senders; ++s) {
-    threads.emplace_back([&] {
-      while (!go) std::this_thread::yield();
-      for (int64_t i = 0; i < per_sender; ++i) channel.Send(i);
-    });
-  }
-  std::vector<int64_t> batch;
-  int64_t total = senders * per_sender, received = 0;
-  int64_t start = NowNs();
-  go = true;
-  while (received < total) {
-    batch.clear();
-    channel.ReceiveMany(&batch);
-    received += static_cast<int64_t>(batch.size());
-  }
-  int64_t elapsed = NowNs() - start;
-  for (auto& t : threads) t.join();
-  return total * 1e3 / elapsed;
-}
-
-double MutexThroughputMps(int senders, int64_t per_sender) {
-  MutexChannel<int64_t> channel;
+// Starts `senders` threads that each send 0..per_sender-1 into `channel`
+// once released, then runs `receive_all` (which must take senders *
+// per_sender messages) and returns million messages per second.
+template <typename ChannelT, typename ReceiveAll>
+double ManyToOneMps(ChannelT& channel, int senders, int64_t per_sender,
+                    ReceiveAll receive_all) {
   std::atomic<bool> go{false};
   std::vector<std::thread> threads;
   for (int s = 0; s < senders; ++s) {
@@ -152,10 +132,29 @@ double MutexThroughputMps(int senders, int64_t per_sender) {
   int64_t total = senders * per_sender;
   int64_t start = NowNs();
   go = true;
-  for (int64_t i = 0; i < total; ++i) channel.Receive();
+  receive_all(total);
   int64_t elapsed = NowNs() - start;
   for (auto& t : threads) t.join();
   return total * 1e3 / elapsed;
+}
+
+double ChannelThroughputMps(int senders, int64_t per_sender) {
+  Channel<int64_t> channel;
+  std::vector<int64_t> batch;
+  return ManyToOneMps(channel, senders, per_sender, [&](int64_t total) {
+    for (int64_t received = 0; received < total;) {
+      batch.clear();
+      channel.ReceiveMany(&batch);
+      received += static_cast<int64_t>(batch.size());
+    }
+  });
+}
+
+double MutexThroughputMps(int senders, int64_t per_sender) {
+  MutexChannel<int64_t> channel;
+  return ManyToOneMps(channel, senders, per_sender, [&](int64_t total) {
+    for (int64_t i = 0; i < total; ++i) channel.Receive();
+  });
 }
 
 // --- idle: CPU used by a receiver parked on an empty channel --------------
