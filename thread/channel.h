@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -211,12 +212,17 @@ class Channel {
     if (options_.spin_ns > 0) {
       auto deadline = std::chrono::steady_clock::now() +
                       std::chrono::nanoseconds(options_.spin_ns);
-      do {
+      while (true) {
         for (int i = 0; i < 64; ++i) {
           if (!empty(std::memory_order_acquire)) return;
           CpuRelax();
         }
-      } while (std::chrono::steady_clock::now() < deadline);
+        if (std::chrono::steady_clock::now() >= deadline) break;
+        // The sender we wait for may be queued behind us (more runnable
+        // threads than cores): give it the core. A quick reply arrives
+        // within the pauses above and never pays for this system call.
+        std::this_thread::yield();
+      }
     }
     while (true) {
       parked_.store(1, std::memory_order_seq_cst);

@@ -30,6 +30,10 @@ class RingQueue {
   }
 
   // Precondition: !empty().
+  T& front() { return slots_[head_ & (slots_.size() - 1)]; }
+  const T& front() const { return slots_[head_ & (slots_.size() - 1)]; }
+
+  // Precondition: !empty().
   T Pop() {
     T item = std::move(slots_[head_ & (slots_.size() - 1)]);
     ++head_;

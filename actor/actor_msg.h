@@ -1,0 +1,59 @@
+#ifndef ACTORFLOW_ACTOR_ACTOR_MSG_H_
+#define ACTORFLOW_ACTOR_ACTOR_MSG_H_
+
+#include <cstdint>
+#include <type_traits>
+
+namespace actorflow {
+
+class Regst;
+
+enum class ActorMsgKind : uint8_t {
+  // Producer -> consumer: `regst` holds a new piece; `slot` is the
+  // consumer's input slot for its descriptor.
+  kRegstReady,
+  // Consumer -> producer: the consumer is done reading `regst`; `slot` is
+  // the producer's output slot for its descriptor.
+  kRegstReturn,
+  // Producer -> consumer: no more pieces will come on input `slot`.
+  kEord,
+  // Runtime -> actor: see ActorCmd.
+  kCmd,
+};
+
+enum class ActorCmd : uint8_t {
+  kNone,
+  kConstruct,  // build the actor on its own thread
+  kStart,      // sources begin producing
+};
+
+// The only thing actors exchange: small, trivially copyable, no ownership.
+struct ActorMsg {
+  Regst* regst = nullptr;
+  int32_t dst = 0;  // dense actor index
+  int16_t slot = 0;
+  ActorMsgKind kind = ActorMsgKind::kCmd;
+  ActorCmd cmd = ActorCmd::kNone;
+
+  static ActorMsg Ready(int32_t dst, int16_t slot, Regst* regst) {
+    return ActorMsg{regst, dst, slot, ActorMsgKind::kRegstReady,
+                    ActorCmd::kNone};
+  }
+  static ActorMsg Return(int32_t dst, int16_t slot, Regst* regst) {
+    return ActorMsg{regst, dst, slot, ActorMsgKind::kRegstReturn,
+                    ActorCmd::kNone};
+  }
+  static ActorMsg Eord(int32_t dst, int16_t slot) {
+    return ActorMsg{nullptr, dst, slot, ActorMsgKind::kEord, ActorCmd::kNone};
+  }
+  static ActorMsg Cmd(int32_t dst, ActorCmd cmd) {
+    return ActorMsg{nullptr, dst, 0, ActorMsgKind::kCmd, cmd};
+  }
+};
+
+static_assert(std::is_trivially_copyable_v<ActorMsg>);
+static_assert(sizeof(ActorMsg) == 16);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTOR_ACTOR_MSG_H_

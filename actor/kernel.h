@@ -1,0 +1,154 @@
+#ifndef ACTORFLOW_ACTOR_KERNEL_H_
+#define ACTORFLOW_ACTOR_KERNEL_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "actor/regst.h"
+#include "proto/plan.pb.h"
+#include "thread/stream_key.h"
+
+namespace actorflow {
+
+// One named input or output of a task, as a kernel sees it at Init.
+struct KernelIo {
+  std::string name;  // "in", "out", ...
+  int64_t regst_desc_id = 0;
+  int64_t elem_cnt = 0;
+};
+
+// What a kernel may check before the plan runs: its attributes and the
+// shape of its inputs and outputs. Errors name the field; the caller adds
+// the task.
+class KernelInitContext {
+ public:
+  KernelInitContext(const TaskProto& task, std::vector<KernelIo> inputs,
+                    std::vector<KernelIo> outputs);
+
+  const TaskProto& task() const { return task_; }
+  const std::vector<KernelIo>& inputs() const { return inputs_; }
+  const std::vector<KernelIo>& outputs() const { return outputs_; }
+
+  // Typed attributes: an error if present with another type; the Or forms
+  // return `fallback` when absent, the others an error.
+  absl::StatusOr<double> FloatAttr(absl::string_view name) const;
+  absl::StatusOr<double> FloatAttrOr(absl::string_view name,
+                                     double fallback) const;
+  absl::StatusOr<int64_t> IntAttr(absl::string_view name) const;
+  absl::StatusOr<int64_t> IntAttrOr(absl::string_view name,
+                                    int64_t fallback) const;
+
+  // Signature checks for kernels that use the conventional names: between
+  // min and max inputs, all named "in"; an output named "out" (required or
+  // forbidden), no other.
+  absl::Status ExpectInputs(int min, int max) const;
+  absl::Status ExpectOutput(bool required) const;
+  absl::Status ExpectOptionalOutput() const;
+  // Every input and output has the same elem_cnt.
+  absl::Status ExpectSameElemCnt() const;
+
+ private:
+  const AttrValue* FindAttr(absl::string_view name) const;
+
+  const TaskProto& task_;
+  std::vector<KernelIo> inputs_;
+  std::vector<KernelIo> outputs_;
+};
+
+// What a kernel sees when it acts: the piece, its registers, its stream.
+// Built once per actor; the actor only swaps register pointers per act.
+class KernelContext {
+ public:
+  int64_t piece_id() const { return piece_id_; }
+  const StreamKey& stream() const { return stream_; }
+  const TaskProto& task() const { return *task_; }
+
+  // Every input register, in the order of the consumed names (sorted) and
+  // of each name's id list.
+  absl::Span<Regst* const> inputs() const { return inputs_; }
+  absl::Span<Regst* const> inputs(absl::string_view name) const;
+  absl::Span<Regst* const> outputs() const { return outputs_; }
+  // The output produced under `name`, or null.
+  Regst* output(absl::string_view name) const;
+
+ private:
+  friend class Actor;
+  struct Group {
+    std::string name;
+    int begin = 0;
+    int end = 0;
+  };
+
+  int64_t piece_id_ = -1;
+  StreamKey stream_;
+  const TaskProto* task_ = nullptr;
+  std::vector<Regst*> inputs_;
+  std::vector<Regst*> outputs_;
+  std::vector<Group> input_groups_;
+  std::vector<Group> output_groups_;
+};
+
+// What a sink reports after a run (the `checksum` kernel's figures).
+struct SinkSummary {
+  int64_t pieces = 0;
+  double checksum = 0;
+  bool in_order = true;
+};
+
+// A task's computation. One instance per task, used only on the task's
+// thread. Register with REGISTER_KERNEL from any library linked in (mark
+// that cc_library `alwayslink = True` so the registration is kept).
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // Checks attributes and signature; no side effects beyond the kernel's
+  // own fields (validation calls it too).
+  virtual absl::Status Init(const KernelInitContext& ctx) {
+    (void)ctx;
+    return absl::OkStatus();
+  }
+  virtual absl::Status Forward(KernelContext* ctx) = 0;
+  virtual std::optional<SinkSummary> sink_summary() const {
+    return std::nullopt;
+  }
+};
+
+using KernelFactory = std::function<std::unique_ptr<Kernel>()>;
+
+class KernelRegistry {
+ public:
+  static KernelRegistry& Get();
+
+  // False (and the first registration stays) if op_type is taken.
+  bool Register(const std::string& op_type, KernelFactory factory);
+  absl::StatusOr<std::unique_ptr<Kernel>> Create(
+      const std::string& op_type) const;
+  bool Has(const std::string& op_type) const;
+  std::vector<std::string> op_types() const;  // sorted
+
+ private:
+  std::vector<std::pair<std::string, KernelFactory>> factories_;
+};
+
+#define ACTORFLOW_KERNEL_CONCAT_INNER(a, b) a##b
+#define ACTORFLOW_KERNEL_CONCAT(a, b) ACTORFLOW_KERNEL_CONCAT_INNER(a, b)
+
+// REGISTER_KERNEL("my_op", MyKernel);  at namespace scope in a .cc file.
+#define REGISTER_KERNEL(op_type, KernelClass)                                  \
+  static const bool ACTORFLOW_KERNEL_CONCAT(kKernelRegistered_, __COUNTER__) = \
+      ::actorflow::KernelRegistry::Get().Register(                             \
+          op_type, []() -> std::unique_ptr<::actorflow::Kernel> {              \
+            return std::make_unique<KernelClass>();                            \
+          })
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTOR_KERNEL_H_

@@ -1,0 +1,83 @@
+// Kernels for testing and benchmarking the runtime:
+//   spin  busy-waits attr `us` (int) microseconds, then copies in to out if
+//         it has an output
+//   fail  returns an error at piece attr `at_piece` (int), identity otherwise
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "actor/kernel.h"
+
+namespace actorflow {
+namespace {
+
+absl::Status ExpectPassThrough(const KernelInitContext& ctx) {
+  absl::Status status = ctx.ExpectInputs(1, 1);
+  if (status.ok()) status = ctx.ExpectOptionalOutput();
+  if (status.ok()) status = ctx.ExpectSameElemCnt();
+  return status;
+}
+
+void CopyThrough(KernelContext* ctx) {
+  if (ctx->outputs().empty()) return;
+  Regst* out = ctx->outputs()[0];
+  if (out->elem_cnt() > 0) {
+    std::memcpy(out->data(), ctx->inputs()[0]->data(),
+                out->elem_cnt() * sizeof(float));
+  }
+}
+
+class SpinKernel final : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    absl::Status status = ExpectPassThrough(ctx);
+    if (!status.ok()) return status;
+    absl::StatusOr<int64_t> us = ctx.IntAttr("us");
+    if (!us.ok()) return us.status();
+    if (*us < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernel.attr['us']: must be >= 0, got ", *us));
+    }
+    spin_ = std::chrono::microseconds(*us);
+    return absl::OkStatus();
+  }
+  absl::Status Forward(KernelContext* ctx) override {
+    auto until = std::chrono::steady_clock::now() + spin_;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    CopyThrough(ctx);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::chrono::microseconds spin_{0};
+};
+
+class FailKernel final : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    absl::Status status = ExpectPassThrough(ctx);
+    if (!status.ok()) return status;
+    absl::StatusOr<int64_t> at = ctx.IntAttr("at_piece");
+    if (!at.ok()) return at.status();
+    at_piece_ = *at;
+    return absl::OkStatus();
+  }
+  absl::Status Forward(KernelContext* ctx) override {
+    if (ctx->piece_id() == at_piece_) {
+      return absl::AbortedError(
+          absl::StrCat("fail kernel: reached at_piece ", at_piece_));
+    }
+    CopyThrough(ctx);
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t at_piece_ = 0;
+};
+
+REGISTER_KERNEL("spin", SpinKernel);
+REGISTER_KERNEL("fail", FailKernel);
+
+}  // namespace
+}  // namespace actorflow

@@ -1,0 +1,180 @@
+// The `actorflow` command: run or validate a Plan.
+//
+// This file holds main(). A runner for custom kernels links it with the
+// kernels' library (see examples/custom_kernel/).
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "actor/kernel.h"
+#include "runtime/json.h"
+#include "runtime/plan_loader.h"
+#include "runtime/plan_validator.h"
+#include "runtime/runtime.h"
+
+namespace actorflow {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitRunFailed = 1;
+constexpr int kExitInvalid = 2;
+
+constexpr char kUsage[] =
+    R"(actorflow: run a dataflow Plan as actors on polling threads.
+
+usage:
+  actorflow run PLAN [--pieces=N]   run PLAN; the last line on stdout is a
+                                    JSON summary with one entry per checksum
+                                    task (pieces, checksum, in_order)
+  actorflow validate PLAN           print every problem in PLAN (exit 0: none)
+  actorflow kernels                 list the kernels linked into this binary
+  actorflow help                    this text
+
+PLAN is a text-format (.pbtxt) or binary (.pb) actorflow.Plan; see
+proto/plan.proto. Relative paths resolve against the directory you ran
+`bazel run` from. --pieces=N overrides the plan's total_piece_num.
+
+exit codes: 0 ok, 1 the run failed (the message names the task and piece),
+            2 invalid plan or arguments
+)";
+
+// Under `bazel run`, the process starts in the runfiles tree; the user's
+// paths are relative to where they typed the command.
+std::string ResolvePath(const std::string& path) {
+  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (path.empty() || path[0] == '/' || cwd == nullptr || *cwd == '\0') {
+    return path;
+  }
+  return absl::StrCat(cwd, "/", path);
+}
+
+int Invalid(const std::vector<std::string>& problems) {
+  std::vector<std::string> quoted;
+  for (const std::string& problem : problems) {
+    std::fprintf(stderr, "error: %s\n", problem.c_str());
+    quoted.push_back(JsonString(problem));
+  }
+  std::printf("{\"status\":\"invalid\",\"errors\":[%s]}\n",
+              absl::StrJoin(quoted, ",").c_str());
+  return kExitInvalid;
+}
+
+int UsageError(const std::string& message) {
+  std::fprintf(stderr, "actorflow: %s\n(actorflow help for usage)\n",
+               message.c_str());
+  return Invalid({message});
+}
+
+// Loads and validates; on failure prints the problems and sets *exit_code.
+bool LoadValidPlan(const std::string& path, Plan* plan, int* exit_code) {
+  absl::StatusOr<Plan> loaded = LoadPlan(ResolvePath(path));
+  if (!loaded.ok()) {
+    *exit_code = Invalid({std::string(loaded.status().message())});
+    return false;
+  }
+  std::vector<std::string> problems = ValidatePlan(*loaded);
+  if (!problems.empty()) {
+    *exit_code = Invalid(problems);
+    return false;
+  }
+  *plan = std::move(*loaded);
+  return true;
+}
+
+int Validate(const std::string& path) {
+  Plan plan;
+  int exit_code = kExitOk;
+  if (!LoadValidPlan(path, &plan, &exit_code)) return exit_code;
+  std::fprintf(stderr, "%s: ok (%d tasks)\n", path.c_str(), plan.task_size());
+  std::printf("{\"status\":\"ok\",\"tasks\":%d}\n", plan.task_size());
+  return kExitOk;
+}
+
+int Run(const std::string& path, int64_t pieces) {
+  Plan plan;
+  int exit_code = kExitOk;
+  if (!LoadValidPlan(path, &plan, &exit_code)) return exit_code;
+  RunOptions options;
+  options.pieces = pieces;
+  absl::StatusOr<RunResult> result = RunPlan(plan, options);
+  if (!result.ok()) {
+    std::fprintf(stderr, "actorflow: run failed: %s\n",
+                 std::string(result.status().message()).c_str());
+    std::printf("{\"status\":\"error\",\"error\":%s}\n",
+                JsonString(result.status().message()).c_str());
+    return kExitRunFailed;
+  }
+  std::vector<std::string> sinks;
+  for (const auto& [name, sink] : result->sinks) {
+    sinks.push_back(
+        absl::StrCat(JsonString(name), ":{\"pieces\":", sink.pieces,
+                     ",\"checksum\":", JsonNumber(sink.checksum),
+                     ",\"in_order\":", sink.in_order ? "true" : "false", "}"));
+  }
+  std::fprintf(stderr, "actorflow: %s: %lld pieces, %lld acts in %.3f ms\n",
+               path.c_str(), static_cast<long long>(result->pieces),
+               static_cast<long long>(result->acts), result->wall_ms);
+  std::printf(
+      "{\"status\":\"ok\",\"pieces\":%lld,\"wall_ms\":%.3f,\"sinks\":{%s}}\n",
+      static_cast<long long>(result->pieces), result->wall_ms,
+      absl::StrJoin(sinks, ",").c_str());
+  return kExitOk;
+}
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(kUsage, stderr);
+    return UsageError("missing command");
+  }
+  const std::string command = args[0];
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  if (command == "kernels") {
+    for (const std::string& op : KernelRegistry::Get().op_types()) {
+      std::printf("%s\n", op.c_str());
+    }
+    return kExitOk;
+  }
+  if (command != "run" && command != "validate") {
+    return UsageError(absl::StrCat("unknown command '", command, "'"));
+  }
+  std::string plan_path;
+  int64_t pieces = -1;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
+    if (command == "run" && absl::StartsWith(arg, "--pieces=")) {
+      if (!absl::SimpleAtoi(arg.substr(9), &pieces) || pieces < 0) {
+        return UsageError(absl::StrCat(
+            "--pieces needs a whole number >= 0, got '", arg.substr(9), "'"));
+      }
+    } else if (absl::StartsWith(arg, "-")) {
+      return UsageError(
+          absl::StrCat("unknown option '", arg, "' for ", command));
+    } else if (plan_path.empty()) {
+      plan_path = arg;
+    } else {
+      return UsageError(absl::StrCat("unexpected argument '", arg, "'"));
+    }
+  }
+  if (plan_path.empty()) {
+    return UsageError(absl::StrCat(command, ": missing PLAN"));
+  }
+  return command == "run" ? Run(plan_path, pieces) : Validate(plan_path);
+}
+
+}  // namespace
+}  // namespace actorflow
+
+int main(int argc, char** argv) { return actorflow::Main(argc, argv); }

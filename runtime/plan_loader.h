@@ -1,0 +1,21 @@
+#ifndef ACTORFLOW_RUNTIME_PLAN_LOADER_H_
+#define ACTORFLOW_RUNTIME_PLAN_LOADER_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "proto/plan.pb.h"
+
+namespace actorflow {
+
+// Reads a Plan from `path`: text format for .pbtxt/.textproto/.txt, binary
+// for .pb/.bin. Errors name the file, and for text the line and column.
+absl::StatusOr<Plan> LoadPlan(const std::string& path);
+
+// The same from memory; `name` is used in messages.
+absl::StatusOr<Plan> ParseTextPlan(const std::string& text,
+                                   const std::string& name);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_RUNTIME_PLAN_LOADER_H_

@@ -1,0 +1,47 @@
+#include "runtime/plan_util.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace actorflow {
+
+std::vector<std::pair<std::string, std::vector<int64_t>>> SortedInputs(
+    const TaskProto& task) {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> inputs;
+  for (const auto& [name, list] : task.consumed_regst_desc_id()) {
+    inputs.emplace_back(name, std::vector<int64_t>(list.regst_desc_id().begin(),
+                                                   list.regst_desc_id().end()));
+  }
+  std::sort(inputs.begin(), inputs.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return inputs;
+}
+
+std::vector<std::pair<std::string, const RegstDescProto*>> SortedOutputs(
+    const TaskProto& task) {
+  std::vector<std::pair<std::string, const RegstDescProto*>> outputs;
+  for (const auto& [name, desc] : task.produced_regst_desc()) {
+    outputs.emplace_back(name, &desc);
+  }
+  std::sort(outputs.begin(), outputs.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return outputs;
+}
+
+StreamKey ToStreamKey(const StreamId& stream) {
+  return StreamKey{
+      .machine_id = stream.machine_id(),
+      .device =
+          stream.device_type() == GPU ? DeviceKind::kGpu : DeviceKind::kCpu,
+      .device_index = stream.device_index(),
+      .stream_index = stream.stream_index(),
+  };
+}
+
+std::string TaskLabel(const TaskProto& task) {
+  return absl::StrCat("task '", task.name(), "' (task_id ", task.task_id(),
+                      ")");
+}
+
+}  // namespace actorflow

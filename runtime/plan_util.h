@@ -1,0 +1,30 @@
+#ifndef ACTORFLOW_RUNTIME_PLAN_UTIL_H_
+#define ACTORFLOW_RUNTIME_PLAN_UTIL_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "proto/plan.pb.h"
+#include "thread/stream_key.h"
+
+namespace actorflow {
+
+// A task's consumed descriptor ids by name, names sorted (proto maps have
+// no order; the runtime and the validator must agree on one).
+std::vector<std::pair<std::string, std::vector<int64_t>>> SortedInputs(
+    const TaskProto& task);
+
+// A task's produced descriptors by name, names sorted.
+std::vector<std::pair<std::string, const RegstDescProto*>> SortedOutputs(
+    const TaskProto& task);
+
+StreamKey ToStreamKey(const StreamId& stream);
+
+// "task 'name' (task_id 3)": how every message refers to a task.
+std::string TaskLabel(const TaskProto& task);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_RUNTIME_PLAN_UTIL_H_

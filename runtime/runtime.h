@@ -1,0 +1,41 @@
+#ifndef ACTORFLOW_RUNTIME_RUNTIME_H_
+#define ACTORFLOW_RUNTIME_RUNTIME_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "actor/kernel.h"
+#include "proto/plan.pb.h"
+#include "thread/channel.h"
+
+namespace actorflow {
+
+struct RunOptions {
+  // Pieces each source produces; < 0 takes the plan's total_piece_num.
+  int64_t pieces = -1;
+  ChannelOptions channel;
+};
+
+struct RunResult {
+  int64_t pieces = 0;
+  double wall_ms = 0;  // from starting the sources to the last finish
+  int64_t acts = 0;    // kernel invocations, all actors
+  std::map<std::string, SinkSummary> sinks;  // by task name
+};
+
+// Runs `plan` to completion: validates it, allocates every register once,
+// starts one thread per stream, constructs each actor on its own thread,
+// starts the sources and waits until every actor has finished. Every thread
+// is joined before it returns, on every path.
+//
+// Errors: InvalidArgument listing every validation problem; a kernel's
+// failure as "task 'name' (task_id N) failed at piece P: ...", after the
+// run has wound down (sources stop, everything in flight drains).
+absl::StatusOr<RunResult> RunPlan(const Plan& plan,
+                                  const RunOptions& options = {});
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_RUNTIME_RUNTIME_H_
