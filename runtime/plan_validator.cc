@@ -158,6 +158,7 @@ class Validator {
         if (!seen.insert(id).second) {
           Problem(absl::StrCat(where, ": regst_desc ", id,
                                " is consumed twice by this task"));
+          unresolved_.insert(t);
           continue;
         }
         auto it = producers_.find(id);
@@ -212,7 +213,7 @@ class Validator {
           ")"));
       return;
     }
-    // A kernel's signature check needs every input resolved.
+    // A kernel's signature check needs every input resolved, once.
     if (unresolved_.count(t)) return;
     std::vector<KernelIo> inputs;
     for (const auto& [name, ids] : SortedInputs(task(t))) {
@@ -277,6 +278,9 @@ class Validator {
       }
       std::vector<int> cycle(walk.begin() + position[t], walk.end());
       std::reverse(cycle.begin(), cycle.end());
+      // Start at the task that comes first in the plan: one cycle, one text.
+      std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()),
+                  cycle.end());
       if (on_reported_cycle.count(cycle.front())) continue;
       std::vector<std::string> names;
       for (int c : cycle) {

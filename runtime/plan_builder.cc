@@ -1,0 +1,70 @@
+#include "runtime/plan_builder.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace actorflow {
+
+AttrValue FloatAttr(double value) {
+  AttrValue attr;
+  attr.set_f(value);
+  return attr;
+}
+
+AttrValue IntAttr(int64_t value) {
+  AttrValue attr;
+  attr.set_i(value);
+  return attr;
+}
+
+absl::StatusOr<Plan> BuildPlan(const std::vector<TaskDef>& tasks,
+                               int64_t total_piece_num) {
+  std::map<std::string, int64_t> id_of;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    id_of[tasks[i].name] = static_cast<int64_t>(i) + 1;
+  }
+  Plan plan;
+  plan.set_total_piece_num(total_piece_num);
+  std::map<int64_t, TaskProto*> by_id;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const TaskDef& def = tasks[i];
+    int64_t id = static_cast<int64_t>(i) + 1;
+    TaskProto* task = plan.add_task();
+    task->set_task_id(id);
+    task->set_name(def.name);
+    task->mutable_stream()->set_stream_index(def.stream_index);
+    task->mutable_kernel()->set_op_type(def.op_type);
+    for (const auto& [key, value] : def.attrs) {
+      (*task->mutable_kernel()->mutable_attr())[key] = value;
+    }
+    if (def.has_output) {
+      RegstDescProto& out = (*task->mutable_produced_regst_desc())["out"];
+      out.set_regst_desc_id(10 * id);
+      out.set_producer_task_id(id);
+      out.set_register_num(def.register_num);
+      out.set_elem_cnt(def.elem_cnt);
+    }
+    by_id[id] = task;
+  }
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    int64_t id = static_cast<int64_t>(i) + 1;
+    for (const std::string& input : tasks[i].inputs) {
+      auto it = id_of.find(input);
+      if (it == id_of.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "task '", tasks[i].name, "': input '", input, "' is no task"));
+      }
+      TaskProto* producer = by_id[it->second];
+      auto out = producer->mutable_produced_regst_desc()->find("out");
+      if (out == producer->mutable_produced_regst_desc()->end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "task '", tasks[i].name, "': input '", input, "' has no output"));
+      }
+      out->second.add_consumer_task_id(id);
+      (*by_id[id]->mutable_consumed_regst_desc_id())["in"].add_regst_desc_id(
+          out->second.regst_desc_id());
+    }
+  }
+  return plan;
+}
+
+}  // namespace actorflow

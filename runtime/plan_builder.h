@@ -1,0 +1,39 @@
+#ifndef ACTORFLOW_RUNTIME_PLAN_BUILDER_H_
+#define ACTORFLOW_RUNTIME_PLAN_BUILDER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/plan.pb.h"
+
+namespace actorflow {
+
+// One task of a plan built in code: its inputs are other tasks' outputs,
+// named by task, consumed under "in" in the order given.
+struct TaskDef {
+  std::string name;
+  std::string op_type;
+  std::vector<std::string> inputs;
+  int32_t stream_index = 0;  // CPU stream on machine 0
+  bool has_output = true;    // produces "out"
+  int32_t register_num = 2;
+  int64_t elem_cnt = 4;
+  std::map<std::string, AttrValue> attrs;
+};
+
+AttrValue FloatAttr(double value);
+AttrValue IntAttr(int64_t value);
+
+// Numbers the tasks 1..n in order (task i's output is regst_desc 10 * i)
+// and fills in producer and consumer lists, so the result is consistent
+// by construction. Errors: an input naming no earlier-or-later task, or a
+// task without output used as an input.
+absl::StatusOr<Plan> BuildPlan(const std::vector<TaskDef>& tasks,
+                               int64_t total_piece_num);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_RUNTIME_PLAN_BUILDER_H_
