@@ -195,15 +195,12 @@ void Actor::ReturnToProducer(Regst* regst) {
   Send(ActorMsg::Return(desc.producer, desc.producer_out_slot, regst));
 }
 
-void Actor::Send(const ActorMsg& msg) {
-  absl::Status status = env_.bus->Send(msg);
-  if (!status.ok()) {
-    // Threads stop only after every actor has finished, so this is a
-    // runtime bug; report it rather than lose the message silently.
-    env_.monitor->ReportFailure(absl::InternalError(
-        absl::StrCat("task '", task_->name(), "': message to actor ", msg.dst,
-                     " lost: ", status.message())));
-  }
+// Threads stop only after every actor has finished, so a refused send is a
+// runtime bug; report it rather than lose the message silently.
+void Actor::ReportLostMessage(const ActorMsg& msg, const absl::Status& status) {
+  env_.monitor->ReportFailure(absl::InternalError(
+      absl::StrCat("task '", task_->name(), "': message to actor ", msg.dst,
+                   " lost: ", status.message())));
 }
 
 void Actor::Fail(const absl::Status& status, int64_t piece_id) {

@@ -83,7 +83,11 @@ class Actor {
   void EnterZombie();
   void Publish(Regst* regst);
   void ReturnToProducer(Regst* regst);
-  void Send(const ActorMsg& msg);
+  void Send(const ActorMsg& msg) {
+    absl::Status status = env_.bus->Send(msg);
+    if (__builtin_expect(!status.ok(), 0)) ReportLostMessage(msg, status);
+  }
+  void ReportLostMessage(const ActorMsg& msg, const absl::Status& status);
   void Fail(const absl::Status& status, int64_t piece_id);
 
   const int32_t index_;

@@ -42,6 +42,12 @@ std::string JsonString(absl::string_view text) {
 std::string JsonNumber(double value) {
   if (!std::isfinite(value)) return "null";
   char buf[32];
+  // Whole numbers as integers (a checksum of 640640000, not 6.4064e+08),
+  // while every integer up to 2^53 is still exact in a double.
+  if (value == std::floor(value) && std::fabs(value) < 9007199254740992.0) {
+    std::snprintf(buf, sizeof(buf), "%.0f", value);
+    return buf;
+  }
   std::snprintf(buf, sizeof(buf), "%.17g", value);
   // Prefer the shortest form that reads back exactly.
   for (int precision = 1; precision < 17; ++precision) {

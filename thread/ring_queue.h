@@ -24,7 +24,7 @@ class RingQueue {
   size_t capacity() const { return slots_.size(); }
 
   void Push(T item) {
-    if (size() == slots_.size()) Grow();
+    if (__builtin_expect(size() == slots_.size(), 0)) Grow();
     slots_[tail_ & (slots_.size() - 1)] = std::move(item);
     ++tail_;
   }
@@ -41,7 +41,8 @@ class RingQueue {
   }
 
  private:
-  void Grow() {
+  // Out of line: the hot Push stays small enough to inline.
+  __attribute__((noinline, cold)) void Grow() {
     std::vector<T> bigger(slots_.size() * 2);
     size_t n = size();
     for (size_t i = 0; i < n; ++i) {

@@ -60,8 +60,7 @@ class Thread {
       return absl::OkStatus();
     }
     if (channel_.Send(msg) == ChannelStatus::kOk) return absl::OkStatus();
-    return absl::FailedPreconditionError(
-        absl::StrCat("thread ", key_.ToString(), " is stopped"));
+    return StoppedError();
   }
 
   // Any thread, the loop's own included.
@@ -88,6 +87,12 @@ class Thread {
   virtual void OnLoopEnd() {}
 
  private:
+  // Out of line so that Send stays small enough to inline.
+  __attribute__((noinline, cold)) absl::Status StoppedError() const {
+    return absl::FailedPreconditionError(
+        absl::StrCat("thread ", key_.ToString(), " is stopped"));
+  }
+
   void Loop() {
     internal::current_thread = this;
     // Linux limits thread names to 15 characters.

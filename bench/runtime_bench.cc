@@ -1,0 +1,254 @@
+// ns per act of the actor runtime on an 8-stage pipeline (source, 6
+// identity stages, checksum) and a two-actor ping-pong, each beside a
+// straightforward design measured in the same run: a direct loop for one
+// thread, and threads joined by std::mutex + std::condition_variable queues
+// for two. Prints medians and ratios. Run:
+//
+//   tools/bazel run //bench:runtime_bench
+//   tools/bazel run //bench:runtime_bench -- --pieces=200000 --samples=11
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "bench/mutex_channel.h"
+#include "runtime/plan_builder.h"
+#include "runtime/runtime.h"
+
+namespace actorflow::bench {
+namespace {
+
+constexpr int kStages = 8;
+constexpr int64_t kElemCnt = 1;
+
+struct Config {
+  int samples = 7;
+  int64_t pieces = 100'000;
+  int64_t ping_pong_pieces = 20'000;
+};
+
+// source -> identity x6 -> checksum; stage i runs on stream i / split.
+Plan Pipeline(int threads, int register_num) {
+  std::vector<TaskDef> tasks;
+  for (int i = 0; i < kStages; ++i) {
+    TaskDef def;
+    def.name = i == kStages - 1 ? "sink" : "stage" + std::to_string(i);
+    def.op_type = i == 0             ? "source"
+                  : i == kStages - 1 ? "checksum"
+                                     : "identity";
+    if (i > 0) {
+      def.inputs = {i == 1 ? "stage0" : "stage" + std::to_string(i - 1)};
+    }
+    def.stream_index = i * threads / kStages;
+    def.register_num = register_num;
+    def.elem_cnt = kElemCnt;
+    def.has_output = i < kStages - 1;
+    tasks.push_back(def);
+  }
+  auto plan = BuildPlan(tasks, 0);
+  if (!plan.ok()) {
+    std::fprintf(stderr, "%s\n", plan.status().ToString().c_str());
+    std::exit(1);
+  }
+  return *plan;
+}
+
+// Source on one thread, checksum on another, one register: every piece is a
+// message there and a return back.
+Plan PingPong() {
+  TaskDef source{.name = "source", .op_type = "source"};
+  source.register_num = 1;
+  source.elem_cnt = kElemCnt;
+  TaskDef sink{.name = "sink", .op_type = "checksum", .inputs = {"source"}};
+  sink.stream_index = 1;
+  sink.has_output = false;
+  return *BuildPlan({source, sink}, 0);
+}
+
+// Wall time of one run, in ns, divided by `per`.
+double RunNs(const Plan& plan, int64_t pieces, double per) {
+  RunOptions options;
+  options.pieces = pieces;
+  auto result = RunPlan(plan, options);
+  if (!result.ok() || result->sinks.at("sink").pieces != pieces) {
+    std::fprintf(stderr, "run failed: %s\n",
+                 result.status().ToString().c_str());
+    std::exit(1);
+  }
+  return result->wall_ms * 1e6 / per;
+}
+
+// --- the straightforward designs ------------------------------------------
+
+// One stage of the baseline: what the kernels do, on plain buffers.
+void Stage(int i, int64_t piece, const float* in, float* out, double* sum) {
+  if (i == 0) {
+    for (int64_t e = 0; e < kElemCnt; ++e) out[e] = static_cast<float>(piece);
+  } else if (i == kStages - 1) {
+    for (int64_t e = 0; e < kElemCnt; ++e) *sum += in[e];
+  } else {
+    std::memcpy(out, in, kElemCnt * sizeof(float));
+  }
+}
+
+// All stages in a plain loop: the floor for one thread.
+double DirectLoopNs(int64_t pieces) {
+  std::vector<std::vector<float>> buf(kStages, std::vector<float>(kElemCnt));
+  double sum = 0;
+  int64_t start = NowNs();
+  for (int64_t p = 0; p < pieces; ++p) {
+    for (int i = 0; i < kStages; ++i) {
+      Stage(i, p, i == 0 ? nullptr : buf[i - 1].data(), buf[i].data(), &sum);
+    }
+  }
+  int64_t elapsed = NowNs() - start;
+  if (sum < 0) std::printf("impossible\n");  // keep the loop
+  return static_cast<double>(elapsed) / (pieces * kStages);
+}
+
+// Two threads, each running half the stages, handing `buffers` piece
+// buffers forward and back through mutex/condvar queues.
+double MutexPipelineNs(int64_t pieces, int buffers) {
+  using Piece = std::vector<float>*;
+  MutexChannel<Piece> forward, back;
+  std::vector<std::vector<float>> storage(buffers,
+                                          std::vector<float>(kElemCnt));
+  for (auto& b : storage) back.Send(&b);
+  double sum = 0;
+  std::thread second([&] {
+    std::vector<float> scratch(kElemCnt);
+    for (int64_t p = 0; p < pieces; ++p) {
+      Piece piece = forward.Receive();
+      for (int i = kStages / 2; i < kStages; ++i) {
+        Stage(i, p, piece->data(), scratch.data(), &sum);
+      }
+      back.Send(piece);
+    }
+  });
+  std::vector<float> scratch(kElemCnt);
+  int64_t start = NowNs();
+  for (int64_t p = 0; p < pieces; ++p) {
+    Piece piece = back.Receive();
+    for (int i = 0; i < kStages / 2; ++i) {
+      Stage(i, p, scratch.data(), piece->data(), &sum);
+    }
+    forward.Send(piece);
+  }
+  second.join();
+  int64_t elapsed = NowNs() - start;
+  return static_cast<double>(elapsed) / (pieces * kStages);
+}
+
+// Round trip through two mutex/condvar queues, one piece in flight.
+double MutexPingPongNs(int64_t pieces) {
+  MutexChannel<int64_t> ping, pong;
+  std::thread echo([&] {
+    for (int64_t p = 0; p < pieces; ++p) pong.Send(ping.Receive());
+  });
+  int64_t start = NowNs();
+  for (int64_t p = 0; p < pieces; ++p) {
+    ping.Send(p);
+    pong.Receive();
+  }
+  int64_t elapsed = NowNs() - start;
+  echo.join();
+  return static_cast<double>(elapsed) / pieces;
+}
+
+void PrintHelp() {
+  std::printf(
+      "runtime_bench: ns per act of the actor runtime beside a direct loop\n"
+      "and a mutex/condvar design, in one run (medians).\n\n"
+      "  --samples=N            runs per figure (7)\n"
+      "  --pieces=N             pieces per pipeline run (100000)\n"
+      "  --ping_pong_pieces=N   pieces per ping-pong run (20000)\n"
+      "  --help                 this text\n");
+}
+
+bool ParseFlag(const char* arg, const char* name, int64_t* value) {
+  size_t len = std::strlen(name);
+  if (std::strncmp(arg, name, len) != 0 || arg[len] != '=') return false;
+  char* end = nullptr;
+  long long v = std::strtoll(arg + len + 1, &end, 10);
+  if (*end != '\0' || v <= 0) {
+    std::fprintf(stderr, "runtime_bench: %s needs a positive integer\n", name);
+    std::exit(2);
+  }
+  *value = v;
+  return true;
+}
+
+void Row(const char* name, double ns, double baseline_ns,
+         const char* baseline_name, const char* target) {
+  std::printf("  %-34s %8.1f ns   %-22s %8.1f ns   %6.2fx   %s\n", name, ns,
+              baseline_name, baseline_ns, baseline_ns / ns, target);
+}
+
+int Main(int argc, char** argv) {
+  Config config;
+  for (int i = 1; i < argc; ++i) {
+    int64_t v;
+    if (std::strcmp(argv[i], "--help") == 0) {
+      PrintHelp();
+      return 0;
+    } else if (ParseFlag(argv[i], "--samples", &v)) {
+      config.samples = static_cast<int>(v);
+    } else if (ParseFlag(argv[i], "--pieces", &v)) {
+      config.pieces = v;
+    } else if (ParseFlag(argv[i], "--ping_pong_pieces", &v)) {
+      config.ping_pong_pieces = v;
+    } else {
+      std::fprintf(stderr, "runtime_bench: unknown argument '%s' (--help)\n",
+                   argv[i]);
+      return 2;
+    }
+  }
+  std::printf(
+      "runtime_bench: %u hardware threads, %lld pieces x %d stages, %d "
+      "samples (medians); ratio = baseline / actorflow\n\n",
+      std::thread::hardware_concurrency(),
+      static_cast<long long>(config.pieces), kStages, config.samples);
+  double acts = static_cast<double>(config.pieces) * kStages;
+  auto median_run = [&](const Plan& plan) {
+    return MedianOf(config.samples, 1,
+                    [&] { return RunNs(plan, config.pieces, acts); });
+  };
+
+  std::printf("ns per act\n");
+  Plan one = Pipeline(1, 2);
+  double direct =
+      MedianOf(config.samples, 1, [&] { return DirectLoopNs(config.pieces); });
+  Row("8 stages, 1 thread, register_num 2", median_run(one), direct,
+      "direct loop", "(target <= 30 ns)");
+  for (int register_num : {1, 2, 8}) {
+    Plan two = Pipeline(2, register_num);
+    double mutex = MedianOf(config.samples, 1, [&] {
+      return MutexPipelineNs(config.pieces, register_num);
+    });
+    std::string name =
+        "8 stages, 2 threads, register_num " + std::to_string(register_num);
+    Row(name.c_str(), median_run(two), mutex, "mutex/condvar",
+        register_num == 2 ? "(target <= 40 ns)" : "");
+  }
+
+  Plan ping_pong = PingPong();
+  double pp = MedianOf(config.samples, 1, [&] {
+    return RunNs(ping_pong, config.ping_pong_pieces,
+                 static_cast<double>(config.ping_pong_pieces));
+  });
+  double mutex_pp = MedianOf(config.samples, 1, [&] {
+    return MutexPingPongNs(config.ping_pong_pieces / 10);
+  });
+  std::printf("\nround trip\n");
+  Row("ping-pong across 2 threads", pp, mutex_pp, "mutex/condvar",
+      "(target <= 500 ns)");
+  return 0;
+}
+
+}  // namespace
+}  // namespace actorflow::bench
+
+int main(int argc, char** argv) { return actorflow::bench::Main(argc, argv); }

@@ -1,0 +1,216 @@
+// The `actorflow` command as users run it: exit codes, the JSON summary on
+// the last stdout line, relative paths under `bazel run`.
+#include <sys/wait.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;        // stdout
+  std::string last_line;  // its last line
+};
+
+std::string Runfile(const std::string& path) {
+  return std::string(std::getenv("TEST_SRCDIR")) + "/" +
+         std::getenv("TEST_WORKSPACE") + "/" + path;
+}
+
+// Runs `actorflow ARGS` (or another runner binary) in `dir` with `env`
+// prepended (e.g. "X=1 ").
+CliResult RunCli(const std::string& args, const std::string& dir = ".",
+                 const std::string& env = "",
+                 const std::string& binary = "actorflow") {
+  std::string command = "cd '" + dir + "' && " + env + "'" + Runfile(binary) +
+                        "' " + args + " 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  CliResult result;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) {
+    result.out.append(buf.data(), n);
+  }
+  int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::string trimmed = result.out;
+  while (!trimmed.empty() && trimmed.back() == '\n') trimmed.pop_back();
+  size_t nl = trimmed.rfind('\n');
+  result.last_line = nl == std::string::npos ? trimmed : trimmed.substr(nl + 1);
+  return result;
+}
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST_CASE("run the quickstart diamond", "[cli]") {
+  CliResult r =
+      RunCli("run '" + Runfile("examples/plans/quickstart.pbtxt") + "'");
+  CHECK(r.exit_code == 0);
+  INFO(r.out);
+  CHECK(r.last_line.rfind("{\"status\":\"ok\",\"pieces\":1000,\"wall_ms\":",
+                          0) == 0);
+  CHECK(Contains(r.last_line,
+                 "\"sinks\":{\"sink\":{\"pieces\":1000,\"checksum\":640640000,"
+                 "\"in_order\":true}}}"));
+}
+
+TEST_CASE("run the 8-stage pipeline with --pieces", "[cli]") {
+  std::string plan = Runfile("examples/plans/pipeline8.pbtxt");
+  CliResult r = RunCli("run '" + plan + "'");
+  CHECK(r.exit_code == 0);
+  CHECK(Contains(r.last_line, "\"checksum\":3199680000,\"in_order\":true"));
+  // 64 * (0 + 1 + ... + 9) = 2880
+  CliResult ten = RunCli("run --pieces=10 '" + plan + "'");
+  CHECK(ten.exit_code == 0);
+  CHECK(Contains(ten.last_line, "\"pieces\":10,"));
+  CHECK(Contains(ten.last_line, "\"checksum\":2880,"));
+}
+
+TEST_CASE("relative plan paths resolve against BUILD_WORKING_DIRECTORY",
+          "[cli]") {
+  std::string dir = Runfile("examples");
+  CliResult r = RunCli("validate plans/quickstart.pbtxt", "/",
+                       "BUILD_WORKING_DIRECTORY='" + dir + "' ");
+  CHECK(r.exit_code == 0);
+  CHECK(r.last_line == "{\"status\":\"ok\",\"tasks\":5}");
+}
+
+TEST_CASE("an invalid plan exits 2 and lists its problems", "[cli]") {
+  std::string path = WriteTemp("bad.pbtxt", R"pb(
+    total_piece_num: 3
+    task {
+      task_id: 1
+      name: "src"
+      kernel { op_type: "source" }
+      produced_regst_desc {
+        key: "out"
+        value {
+          regst_desc_id: 10
+          producer_task_id: 1
+          register_num: 0
+          elem_cnt: 4
+        }
+      }
+    }
+    task {
+      task_id: 2
+      name: "x"
+      kernel { op_type: "mystery" }
+      consumed_regst_desc_id {
+        key: "in"
+        value { regst_desc_id: [ 10 ] }
+      }
+    }
+  )pb");
+  for (const char* command : {"validate", "run"}) {
+    CliResult r = RunCli(std::string(command) + " '" + path + "'");
+    CHECK(r.exit_code == 2);
+    CHECK(r.last_line.rfind("{\"status\":\"invalid\",\"errors\":[", 0) == 0);
+    CHECK(Contains(r.last_line,
+                   "(regst_desc 10).register_num: must be >= 1, got 0"));
+    CHECK(Contains(r.last_line, "unknown op_type 'mystery'"));
+    CHECK(Contains(r.last_line,
+                   "(regst_desc 10).consumer_task_id: task 'x' (task_id 2) "
+                   "consumes it but is not listed"));
+  }
+}
+
+TEST_CASE("a failing kernel exits 1 naming task and piece", "[cli]") {
+  std::string path = WriteTemp("fail.pbtxt", R"pb(
+    total_piece_num: 100
+    task {
+      task_id: 1
+      name: "src"
+      kernel { op_type: "source" }
+      produced_regst_desc {
+        key: "out"
+        value {
+          regst_desc_id: 10
+          producer_task_id: 1
+          consumer_task_id: [ 2 ]
+          register_num: 2
+          elem_cnt: 4
+        }
+      }
+    }
+    task {
+      task_id: 2
+      name: "boom"
+      stream { stream_index: 1 }
+      kernel {
+        op_type: "fail"
+        attr {
+          key: "at_piece"
+          value { i: 42 }
+        }
+      }
+      consumed_regst_desc_id {
+        key: "in"
+        value { regst_desc_id: [ 10 ] }
+      }
+    }
+  )pb");
+  CliResult r = RunCli("run '" + path + "'");
+  CHECK(r.exit_code == 1);
+  CHECK(r.last_line ==
+        "{\"status\":\"error\",\"error\":\"task 'boom' (task_id 2) failed at "
+        "piece 42: fail kernel: reached at_piece 42\"}");
+}
+
+TEST_CASE("arguments: help, unknown commands and options, missing files",
+          "[cli]") {
+  CliResult help = RunCli("--help");
+  CHECK(help.exit_code == 0);
+  CHECK(Contains(help.out, "actorflow run PLAN [--pieces=N]"));
+  CHECK(RunCli("help").exit_code == 0);
+  CHECK(RunCli("run --help").exit_code == 0);
+
+  CliResult none = RunCli("");
+  CHECK(none.exit_code == 2);
+  CliResult unknown = RunCli("launch x.pbtxt");
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.last_line ==
+        "{\"status\":\"invalid\",\"errors\":[\"unknown command 'launch'\"]}");
+  std::string plan = Runfile("examples/plans/quickstart.pbtxt");
+  CHECK(RunCli("run --threads=4 '" + plan + "'").exit_code == 2);
+  CHECK(RunCli("run --pieces=-1 '" + plan + "'").exit_code == 2);
+  CHECK(RunCli("run --pieces=many '" + plan + "'").exit_code == 2);
+  CHECK(RunCli("run '" + plan + "' extra").exit_code == 2);
+  CliResult missing = RunCli("run /nonexistent/plan.pbtxt");
+  CHECK(missing.exit_code == 2);
+  CHECK(Contains(missing.last_line, "cannot open: No such file or directory"));
+
+  CliResult kernels = RunCli("kernels");
+  CHECK(kernels.exit_code == 0);
+  CHECK(kernels.out == "add\nchecksum\nfail\nidentity\nscale\nsource\nspin\n");
+}
+
+TEST_CASE("a custom kernel in its own target runs in its own runner", "[cli]") {
+  std::string plan = Runfile("examples/custom_kernel/square.pbtxt");
+  CliResult r =
+      RunCli("run '" + plan + "'", ".", "", "examples/custom_kernel/runner");
+  CHECK(r.exit_code == 0);
+  CHECK(
+      Contains(r.last_line,
+               "\"sink\":{\"pieces\":10,\"checksum\":1540,\"in_order\":true}"));
+  // The stock command does not know the kernel.
+  CliResult stock = RunCli("validate '" + plan + "'");
+  CHECK(stock.exit_code == 2);
+  CHECK(Contains(stock.last_line, "unknown op_type 'square'"));
+}
+
+}  // namespace
