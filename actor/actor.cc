@@ -10,7 +10,8 @@ Actor::Actor(ActorSpec spec, ActorEnv env)
     : index_(spec.index),
       task_(spec.task),
       kernel_(std::move(spec.kernel)),
-      env_(env) {
+      env_(env),
+      is_source_(spec.inputs.empty()) {
   ctx_.stream_ = spec.stream;
   ctx_.task_ = task_;
   for (auto& [name, descs] : spec.inputs) {
@@ -29,9 +30,11 @@ Actor::Actor(ActorSpec spec, ActorEnv env)
     out_.back().desc = desc;
     for (auto& regst : desc->regsts) out_.back().free.Push(regst.get());
     total_regsts_ += desc->register_num;
-    if (desc->register_num > 0) ++nonempty_out_;
   }
   free_regsts_ = total_regsts_;
+  num_in_ = static_cast<int>(in_.size());
+  num_out_ = static_cast<int>(out_.size());
+  blockers_ = num_in_;  // every output starts free
   ctx_.inputs_.resize(in_.size());
   ctx_.outputs_.resize(out_.size());
 }
@@ -44,18 +47,13 @@ void Actor::ProcessMsg(const ActorMsg& msg) {
         break;
       }
       InSlot& slot = in_[msg.slot];
-      if (slot.ready.empty()) ++nonempty_in_;
+      if (slot.ready.empty()) --blockers_;
       slot.ready.Push(msg.regst);
       break;
     }
     case ActorMsgKind::kRegstReturn: {
       Regst* regst = msg.regst;
-      if (--regst->reading_cnt == 0) {
-        OutSlot& slot = out_[msg.slot];
-        if (slot.free.empty()) ++nonempty_out_;
-        slot.free.Push(regst);
-        ++free_regsts_;
-      }
+      if (--regst->reading_cnt == 0) PushFree(out_[msg.slot], regst);
       break;
     }
     case ActorMsgKind::kEord: {
@@ -70,69 +68,94 @@ void Actor::ProcessMsg(const ActorMsg& msg) {
       if (msg.cmd == ActorCmd::kStart) started_ = true;
       break;
   }
-  while (CanAct()) Act();
-  MaybeEnd();
+  Progress();
 }
 
-bool Actor::CanAct() const {
-  if (state_ != State::kActing || failed_ || nonempty_in_ != in_.size() ||
-      nonempty_out_ != out_.size() || env_.monitor->aborting()) {
-    return false;
+inline void Actor::Publish(Regst* regst) {
+  const RegstDesc& desc = regst->desc();
+  if (desc.consumers.empty()) {
+    PushFree(out_[desc.producer_out_slot], regst);  // nobody reads it
+    return;
   }
-  return !is_source() || (started_ && next_piece_ < env_.total_piece_num);
+  regst->reading_cnt = static_cast<int32_t>(desc.consumers.size());
+  for (const RegstConsumer& consumer : desc.consumers) {
+    Send(consumer.thread,
+         ActorMsg::Ready(consumer.actor, consumer.in_slot, regst));
+  }
 }
 
+namespace {
+// How deep direct returns may nest on this thread: each one can make the
+// producer act and return its own inputs upstream in turn. Past this, the
+// return goes through the queue like any message, which bounds the stack.
+constexpr int kMaxDirectReturnDepth = 64;
+thread_local int direct_return_depth = 0;
+}  // namespace
+
+inline void Actor::ReturnToProducer(Regst* regst) {
+  const RegstDesc& desc = regst->desc();
+  if (desc.producer_thread->InThisThread() &&
+      direct_return_depth < kMaxDirectReturnDepth) {
+    ++direct_return_depth;
+    desc.producer_actor->OnRegstReturned(desc.producer_out_slot, regst);
+    --direct_return_depth;
+    return;
+  }
+  Send(desc.producer_thread,
+       ActorMsg::Return(desc.producer, desc.producer_out_slot, regst));
+}
+
+// A kernel that throws fails its task like one that returns an error.
+inline absl::Status Actor::CallKernel() {
+  try {
+    return kernel_->Forward(&ctx_);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("kernel threw: ", e.what()));
+  } catch (...) {
+    return absl::InternalError("kernel threw a non-std exception");
+  }
+}
+
+// The hot path: loops run over raw arrays with counts fixed at construction.
 void Actor::Act() {
-  int64_t piece = is_source() ? next_piece_ : in_[0].ready.front()->piece_id();
-  for (size_t i = 0; i < in_.size(); ++i) {
-    Regst* regst = in_[i].ready.front();
-    if (regst->piece_id() != piece) {
-      // Producers emit pieces in order and the channels keep it, so inputs
-      // cannot drift apart unless the runtime itself is broken.
-      Fail(absl::InternalError(absl::StrCat(
-               "inputs out of step: regst_desc ", in_[0].desc->id,
-               " holds piece ", piece, " but regst_desc ", in_[i].desc->id,
-               " holds piece ", regst->piece_id())),
-           piece);
-      return;
+  InSlot* const in = in_.data();
+  OutSlot* const out = out_.data();
+  Regst** const inputs = ctx_.inputs_.data();
+  Regst** const outputs = ctx_.outputs_.data();
+  int64_t piece = next_piece_;
+  if (!is_source_) {
+    inputs[0] = in[0].ready.front();
+    piece = inputs[0]->piece_id();
+    for (int i = 1; i < num_in_; ++i) {
+      inputs[i] = in[i].ready.front();
+      if (__builtin_expect(inputs[i]->piece_id() != piece, 0)) {
+        FailOutOfStep(i, piece);
+        return;
+      }
     }
-    ctx_.inputs_[i] = regst;
   }
-  for (size_t o = 0; o < out_.size(); ++o) {
-    OutSlot& slot = out_[o];
-    Regst* regst = slot.free.Pop();
-    if (slot.free.empty()) --nonempty_out_;
-    --free_regsts_;
+  for (int o = 0; o < num_out_; ++o) {
+    Regst* regst = out[o].free.Pop();
+    if (out[o].free.empty()) ++blockers_;
     regst->set_piece_id(piece);
-    ctx_.outputs_[o] = regst;
+    outputs[o] = regst;
   }
+  free_regsts_ -= num_out_;
   ctx_.piece_id_ = piece;
 
-  absl::Status status;
-  try {
-    status = kernel_->Forward(&ctx_);
-  } catch (const std::exception& e) {
-    status = absl::InternalError(absl::StrCat("kernel threw: ", e.what()));
-  } catch (...) {
-    status = absl::InternalError("kernel threw a non-std exception");
-  }
-  if (!status.ok()) {
-    for (size_t o = 0; o < out_.size(); ++o) {
-      OutSlot& slot = out_[o];
-      if (slot.free.empty()) ++nonempty_out_;
-      slot.free.Push(ctx_.outputs_[o]);
-      ++free_regsts_;
-    }
+  absl::Status status = CallKernel();
+  if (__builtin_expect(!status.ok(), 0)) {
+    for (int o = 0; o < num_out_; ++o) PushFree(out[o], outputs[o]);
     Fail(status, piece);
     return;  // MaybeEnd returns the inputs on the way to the zombie state
   }
 
-  if (is_source()) ++next_piece_;
-  for (Regst* regst : ctx_.outputs_) Publish(regst);
-  for (InSlot& slot : in_) {
-    Regst* regst = slot.ready.Pop();
-    if (slot.ready.empty()) --nonempty_in_;
-    ReturnToProducer(regst);
+  next_piece_ += is_source_;
+  for (int o = 0; o < num_out_; ++o) Publish(outputs[o]);
+  for (int i = 0; i < num_in_; ++i) {
+    in[i].ready.Pop();
+    if (in[i].ready.empty()) ++blockers_;
+    ReturnToProducer(inputs[i]);
   }
   ++act_count_;
 }
@@ -140,7 +163,7 @@ void Actor::Act() {
 void Actor::MaybeEnd() {
   if (state_ == State::kActing) {
     bool end = failed_ || env_.monitor->aborting();
-    if (!end && is_source()) {
+    if (!end && is_source_) {
       end = started_ && next_piece_ >= env_.total_piece_num;
     }
     if (!end && ended_in_ > 0) {
@@ -165,42 +188,30 @@ void Actor::EnterZombie() {
   state_ = State::kZombie;
   for (const OutSlot& slot : out_) {
     for (const RegstConsumer& consumer : slot.desc->consumers) {
-      Send(ActorMsg::Eord(consumer.actor, consumer.in_slot));
+      Send(consumer.thread, ActorMsg::Eord(consumer.actor, consumer.in_slot));
     }
   }
   for (InSlot& slot : in_) {
+    if (slot.ready.empty()) continue;
     while (!slot.ready.empty()) ReturnToProducer(slot.ready.Pop());
-  }
-  nonempty_in_ = 0;
-}
-
-void Actor::Publish(Regst* regst) {
-  const RegstDesc& desc = regst->desc();
-  if (desc.consumers.empty()) {
-    // Nobody reads it: free again at once.
-    OutSlot& slot = out_[desc.producer_out_slot];
-    if (slot.free.empty()) ++nonempty_out_;
-    slot.free.Push(regst);
-    ++free_regsts_;
-    return;
-  }
-  regst->reading_cnt = static_cast<int32_t>(desc.consumers.size());
-  for (const RegstConsumer& consumer : desc.consumers) {
-    Send(ActorMsg::Ready(consumer.actor, consumer.in_slot, regst));
+    ++blockers_;
   }
 }
 
-void Actor::ReturnToProducer(Regst* regst) {
-  const RegstDesc& desc = regst->desc();
-  Send(ActorMsg::Return(desc.producer, desc.producer_out_slot, regst));
-}
-
-// Threads stop only after every actor has finished, so a refused send is a
-// runtime bug; report it rather than lose the message silently.
-void Actor::ReportLostMessage(const ActorMsg& msg, const absl::Status& status) {
+void Actor::ReportLostMessage(const ActorMsg& msg) {
   env_.monitor->ReportFailure(absl::InternalError(
       absl::StrCat("task '", task_->name(), "': message to actor ", msg.dst,
-                   " lost: ", status.message())));
+                   " lost: its thread has stopped")));
+}
+
+// Producers emit pieces in order and the channels keep it, so inputs cannot
+// drift apart unless the runtime itself is broken.
+void Actor::FailOutOfStep(size_t input, int64_t piece) {
+  Fail(absl::InternalError(absl::StrCat(
+           "inputs out of step: regst_desc ", in_[0].desc->id, " holds piece ",
+           piece, " but regst_desc ", in_[input].desc->id, " holds piece ",
+           in_[input].ready.front()->piece_id())),
+       piece);
 }
 
 void Actor::Fail(const absl::Status& status, int64_t piece_id) {

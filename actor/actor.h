@@ -16,6 +16,7 @@
 #include "proto/plan.pb.h"
 #include "thread/ring_queue.h"
 #include "thread/stream_key.h"
+#include "thread/thread.h"
 
 namespace actorflow {
 
@@ -58,6 +59,13 @@ class Actor {
 
   void ProcessMsg(const ActorMsg& msg);
 
+  // A consumer on this actor's own thread is done with `regst`: the same as
+  // a kRegstReturn message, without the trip through the queue.
+  void OnRegstReturned(int16_t out_slot, Regst* regst) {
+    if (--regst->reading_cnt == 0) PushFree(out_[out_slot], regst);
+    Progress();
+  }
+
   const TaskProto& task() const { return *task_; }
   const Kernel& kernel() const { return *kernel_; }
   int64_t act_count() const { return act_count_; }
@@ -76,19 +84,40 @@ class Actor {
     RingQueue<Regst*> free;
   };
 
-  bool is_source() const { return in_.empty(); }
-  bool CanAct() const;
+  bool CanAct() const {
+    return blockers_ == 0 && state_ == State::kActing && !failed_ &&
+           !env_.monitor->aborting() &&
+           (!is_source_ || (started_ && next_piece_ < env_.total_piece_num));
+  }
+  // Whether MaybeEnd has anything to decide: false on the hot path of an
+  // actor that is acting and has seen no end of any kind yet.
+  bool MayEnd() const {
+    return state_ != State::kActing || failed_ || ended_in_ > 0 ||
+           env_.monitor->aborting() ||
+           (is_source_ && started_ && next_piece_ >= env_.total_piece_num);
+  }
+  void Progress() {
+    while (CanAct()) Act();
+    if (__builtin_expect(MayEnd(), 0)) MaybeEnd();
+  }
   void Act();
+  absl::Status CallKernel();
   void MaybeEnd();
   void EnterZombie();
   void Publish(Regst* regst);
   void ReturnToProducer(Regst* regst);
-  void Send(const ActorMsg& msg) {
-    absl::Status status = env_.bus->Send(msg);
-    if (__builtin_expect(!status.ok(), 0)) ReportLostMessage(msg, status);
+  void PushFree(OutSlot& slot, Regst* regst) {
+    if (slot.free.empty()) --blockers_;
+    slot.free.Push(regst);
+    ++free_regsts_;
   }
-  void ReportLostMessage(const ActorMsg& msg, const absl::Status& status);
+  void Send(Thread<ActorMsg>* thread, const ActorMsg& msg) {
+    if (__builtin_expect(!thread->TrySend(msg), 0)) ReportLostMessage(msg);
+  }
+  __attribute__((noinline, cold)) void ReportLostMessage(const ActorMsg& msg);
   void Fail(const absl::Status& status, int64_t piece_id);
+  __attribute__((noinline, cold)) void FailOutOfStep(size_t input,
+                                                     int64_t piece);
 
   const int32_t index_;
   const TaskProto* const task_;
@@ -97,9 +126,12 @@ class Actor {
 
   std::vector<InSlot> in_;
   std::vector<OutSlot> out_;
-  // Counters that make CanAct O(1).
-  size_t nonempty_in_ = 0;
-  size_t nonempty_out_ = 0;  // output slots with a free register
+  const bool is_source_;
+  int num_in_ = 0;
+  int num_out_ = 0;
+  // Input slots with nothing ready plus output slots with no free register:
+  // the actor can act only at zero, so CanAct is O(1).
+  int blockers_ = 0;
   int64_t free_regsts_ = 0;
   int64_t total_regsts_ = 0;
   size_t ended_in_ = 0;

@@ -10,12 +10,17 @@
 
 namespace actorflow {
 
+class Actor;
 class RegstDesc;
+struct ActorMsg;
+template <typename Msg>
+class Thread;
 
 // One buffer of a RegstDesc. Free: only its producer may write it. In use:
 // sent to every consumer, who read it and return it; it is free again when
 // the last one has. Only the producer's thread touches `reading_cnt`, since
-// returns arrive there as messages; consumers only read the payload.
+// returns arrive there (as messages, or as direct calls from consumers on
+// that thread); consumers only read the payload.
 class Regst {
  public:
   Regst(const RegstDesc* desc, std::unique_ptr<SyncedMemory> memory,
@@ -45,6 +50,7 @@ class Regst {
 struct RegstConsumer {
   int32_t actor = 0;    // dense actor index
   int16_t in_slot = 0;  // that actor's input slot for this descriptor
+  Thread<ActorMsg>* thread = nullptr;  // the actor's thread
 };
 
 // The runtime form of a RegstDescProto, with its registers allocated once.
@@ -55,6 +61,10 @@ class RegstDesc {
   int32_t register_num = 1;
   int32_t producer = 0;  // dense actor index
   int16_t producer_out_slot = 0;
+  Thread<ActorMsg>* producer_thread = nullptr;
+  // Set on the producer's thread when it is constructed; consumers on that
+  // same thread hand registers back by calling it directly.
+  Actor* producer_actor = nullptr;
   std::vector<RegstConsumer> consumers;
   std::vector<std::unique_ptr<Regst>> regsts;
 };

@@ -45,6 +45,14 @@ class Runtime final : public MsgHandler<ActorMsg> {
     for (const ActorSpec& spec : specs_) {
       thread_of_actor.push_back(*(*mgr)->Find(spec.stream));
     }
+    // Actors send straight to their peers' threads; the bus keeps the same
+    // routing for everything else (commands).
+    for (const auto& desc : descs_) {
+      desc->producer_thread = thread_of_actor[desc->producer];
+      for (RegstConsumer& consumer : desc->consumers) {
+        consumer.thread = thread_of_actor[consumer.actor];
+      }
+    }
     ActorMsgBus bus(std::move(thread_of_actor));
     RunMonitor monitor(n);
     env_ = ActorEnv{&bus, &monitor, pieces};
@@ -84,8 +92,15 @@ class Runtime final : public MsgHandler<ActorMsg> {
 
   void Handle(const ActorMsg& msg) override {
     if (msg.kind == ActorMsgKind::kCmd && msg.cmd == ActorCmd::kConstruct) {
+      std::vector<RegstDesc*> produced;
+      for (auto& [name, desc] : specs_[msg.dst].outputs)
+        produced.push_back(desc);
       actors_[msg.dst] =
           std::make_unique<Actor>(std::move(specs_[msg.dst]), env_);
+      // Read only by consumers on this same thread, after every actor is
+      // constructed (the runtime waits for that before starting any).
+      for (RegstDesc* desc : produced)
+        desc->producer_actor = actors_[msg.dst].get();
       constructing_->Decrement();
       return;
     }

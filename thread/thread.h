@@ -55,12 +55,17 @@ class Thread {
   }
 
   absl::Status Send(const Msg& msg) {
+    return TrySend(msg) ? absl::OkStatus() : StoppedError();
+  }
+
+  // Send without building a Status: false when the thread was stopped. The
+  // actor message path uses this.
+  bool TrySend(const Msg& msg) {
     if (InThisThread()) {
       local_.Push(msg);
-      return absl::OkStatus();
+      return true;
     }
-    if (channel_.Send(msg) == ChannelStatus::kOk) return absl::OkStatus();
-    return StoppedError();
+    return channel_.Send(msg) == ChannelStatus::kOk;
   }
 
   // Any thread, the loop's own included.
