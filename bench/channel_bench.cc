@@ -2,8 +2,8 @@
 // std::mutex + std::condition_variable + std::queue channel measured in the
 // same run. Prints medians and ratios. Run:
 //
-//   tools/bazel run -c opt //bench:channel_bench
-//   tools/bazel run -c opt //bench:channel_bench -- --samples=21
+//   tools/bazel run //bench:channel_bench
+//   tools/bazel run //bench:channel_bench -- --samples=21
 #include <pthread.h>
 
 #include <atomic>
