@@ -103,7 +103,8 @@ absl::Status KernelInitContext::ExpectInputs(int min, int max) const {
                                        : absl::StrCat(min, " to ", max));
     return absl::InvalidArgumentError(absl::StrCat(
         "consumed_regst_desc_id['in']: ", task_.kernel().op_type(), " takes ",
-        wanted, " input", wanted == "1" ? "" : "s", ", got ", n));
+        wanted, " input", max == 1 || (min == 1 && max == INT32_MAX) ? "" : "s",
+        ", got ", n));
   }
   return absl::OkStatus();
 }

@@ -81,6 +81,7 @@ class KernelContext {
 
  private:
   friend class Actor;
+  friend class KernelHarness;
   struct Group {
     std::string name;
     int begin = 0;
