@@ -32,6 +32,28 @@ inline double MedianOf(int samples, int warmup,
   return Median(values);
 }
 
+// Medians of two measurements taken in alternation, so that both see the
+// same machine (this one is shared and its speed drifts), and the median of
+// their per-pair ratio baseline / subject.
+struct Paired {
+  double subject = 0;
+  double baseline = 0;
+  double ratio = 0;
+};
+
+inline Paired PairedMedians(int samples, const std::function<double()>& subject,
+                            const std::function<double()>& baseline) {
+  subject();  // warm-up
+  baseline();
+  std::vector<double> s, b, r;
+  for (int i = 0; i < samples; ++i) {
+    s.push_back(subject());
+    b.push_back(baseline());
+    r.push_back(b.back() / s.back());
+  }
+  return Paired{Median(s), Median(b), Median(r)};
+}
+
 }  // namespace actorflow::bench
 
 #endif  // ACTORFLOW_BENCH_BENCH_UTIL_H_

@@ -42,6 +42,12 @@ double ChannelRoundTripNs(int64_t n) {
     while (ping.Receive(&v) == ChannelStatus::kOk) pong.Send(v);
   });
   int64_t v = 0;
+  // Untimed first: lets the scheduler spread the two threads over cores
+  // (a new thread often starts on its creator's core).
+  for (int64_t i = 0; i < n; ++i) {
+    ping.Send(i);
+    pong.Receive(&v);
+  }
   int64_t start = NowNs();
   for (int64_t i = 0; i < n; ++i) {
     ping.Send(i);
@@ -62,6 +68,10 @@ double MutexRoundTripNs(int64_t n) {
       pong.Send(v);
     }
   });
+  for (int64_t i = 0; i < n; ++i) {  // untimed, as for the Channel
+    ping.Send(i);
+    pong.Receive();
+  }
   int64_t start = NowNs();
   for (int64_t i = 0; i < n; ++i) {
     ping.Send(i);
@@ -81,29 +91,33 @@ struct Bounce {
 
 class BounceHandler : public MsgHandler<Bounce> {
  public:
-  explicit BounceHandler(BlockingCounter* done) : done_(done) {}
-  Thread<Bounce>* peer = nullptr;
+  explicit BounceHandler(BlockingCounter* done) : done(done) {}
   void Handle(const Bounce& msg) override {
     if (msg.left == 0) {
-      done_->Decrement();
+      done->Decrement();
     } else {
       (void)peer->Send(Bounce{msg.left - 1});
     }
   }
 
- private:
-  BlockingCounter* done_;
+  Thread<Bounce>* peer = nullptr;
+  BlockingCounter* done;
 };
 
 double ThreadRoundTripNs(int64_t n) {
-  BlockingCounter done(1);
-  BounceHandler ha(&done), hb(&done);
+  BlockingCounter warm(1), done(1);
+  BounceHandler ha(&warm), hb(&warm);
   CpuThread<Bounce> a(StreamKey{.stream_index = 0}, &ha);
   CpuThread<Bounce> b(StreamKey{.stream_index = 1}, &hb);
   ha.peer = &b;
   hb.peer = &a;
   a.Start();
   b.Start();
+  // Untimed first ball, as in ChannelRoundTripNs. The handlers read `done`
+  // only when a ball arrives, after the send that follows each switch.
+  (void)a.Send(Bounce{2 * n});
+  warm.Wait();
+  ha.done = hb.done = &done;
   int64_t start = NowNs();
   (void)a.Send(Bounce{2 * n});  // 2n hops = n round trips
   done.Wait();
@@ -241,38 +255,38 @@ int Main(int argc, char** argv) {
   }
   std::printf(
       "channel_bench: %u hardware threads, %d samples per figure "
-      "(medians)\n\n",
+      "(medians, taken alternately with a mutex/condvar channel)\n\n",
       std::thread::hardware_concurrency(), config.samples);
 
-  double channel_rt = MedianOf(config.samples, 1, [&] {
-    return ChannelRoundTripNs(config.round_trips);
-  });
-  double thread_rt = MedianOf(
-      config.samples, 1, [&] { return ThreadRoundTripNs(config.round_trips); });
-  double mutex_rt = MedianOf(config.samples, 1, [&] {
-    return MutexRoundTripNs(config.baseline_round_trips);
-  });
+  Paired channel_rt = PairedMedians(
+      config.samples, [&] { return ChannelRoundTripNs(config.round_trips); },
+      [&] { return MutexRoundTripNs(config.baseline_round_trips); });
+  Paired thread_rt = PairedMedians(
+      config.samples, [&] { return ThreadRoundTripNs(config.round_trips); },
+      [&] { return MutexRoundTripNs(config.baseline_round_trips); });
   std::printf("ping-pong round trip (one message in flight)\n");
-  std::printf("  %-28s %10.0f ns\n", "Channel", channel_rt);
-  std::printf("  %-28s %10.0f ns\n", "Thread (polling loops)", thread_rt);
-  std::printf("  %-28s %10.0f ns\n", "mutex+condvar (baseline)", mutex_rt);
-  std::printf("  ratio baseline/Channel     %10.1fx   (target >= 30x)\n",
-              mutex_rt / channel_rt);
-  std::printf("  ratio baseline/Thread      %10.1fx\n\n", mutex_rt / thread_rt);
+  std::printf("  %-24s %7.0f ns   baseline %7.0f ns   %6.1fx faster%s\n",
+              "Channel", channel_rt.subject, channel_rt.baseline,
+              channel_rt.ratio, "   (target >= 30x)");
+  std::printf("  %-24s %7.0f ns   baseline %7.0f ns   %6.1fx faster\n\n",
+              "Thread (polling loops)", thread_rt.subject, thread_rt.baseline,
+              thread_rt.ratio);
 
-  double channel_mps = MedianOf(config.samples, 1, [&] {
-    return ChannelThroughputMps(config.senders, config.per_sender);
-  });
-  double mutex_mps = MedianOf(config.samples, 1, [&] {
-    return MutexThroughputMps(config.senders, config.per_sender);
-  });
+  // Paired on seconds per million messages, so the ratio is again
+  // baseline / Channel.
+  Paired us_per_m = PairedMedians(
+      config.samples,
+      [&] {
+        return 1.0 / ChannelThroughputMps(config.senders, config.per_sender);
+      },
+      [&] {
+        return 1.0 / MutexThroughputMps(config.senders, config.per_sender);
+      });
   std::printf("many-to-one throughput (%d senders x %lld messages)\n",
               config.senders, static_cast<long long>(config.per_sender));
-  std::printf("  %-28s %10.2f M msg/s\n", "Channel (ReceiveMany)", channel_mps);
-  std::printf("  %-28s %10.2f M msg/s\n", "mutex+condvar (baseline)",
-              mutex_mps);
-  std::printf("  ratio Channel/baseline     %10.1fx\n\n",
-              channel_mps / mutex_mps);
+  std::printf("  %-24s %7.2f M msg/s   baseline %6.2f M msg/s   %5.1fx\n\n",
+              "Channel (ReceiveMany)", 1.0 / us_per_m.subject,
+              1.0 / us_per_m.baseline, us_per_m.ratio);
 
   double idle =
       MedianOf(3, 0, [&] { return IdleReceiverCpuPercent(config.idle_ms); });

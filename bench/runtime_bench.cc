@@ -181,10 +181,10 @@ bool ParseFlag(const char* arg, const char* name, int64_t* value) {
   return true;
 }
 
-void Row(const char* name, double ns, double baseline_ns,
-         const char* baseline_name, const char* target) {
-  std::printf("  %-34s %8.1f ns   %-22s %8.1f ns   %6.2fx   %s\n", name, ns,
-              baseline_name, baseline_ns, baseline_ns / ns, target);
+void Row(const char* name, const Paired& m, const char* baseline_name,
+         const char* target) {
+  std::printf("  %-34s %8.1f ns   %-14s %9.1f ns   %7.2fx   %s\n", name,
+              m.subject, baseline_name, m.baseline, m.ratio, target);
 }
 
 int Main(int argc, char** argv) {
@@ -208,43 +208,43 @@ int Main(int argc, char** argv) {
   }
   std::printf(
       "runtime_bench: %u hardware threads, %lld pieces x %d stages, %d "
-      "samples (medians); ratio = baseline / actorflow\n\n",
+      "samples (medians, taken alternately with the baseline); ratio = "
+      "baseline / actorflow\n\n",
       std::thread::hardware_concurrency(),
       static_cast<long long>(config.pieces), kStages, config.samples);
   double acts = static_cast<double>(config.pieces) * kStages;
-  auto median_run = [&](const Plan& plan) {
-    return MedianOf(config.samples, 1,
-                    [&] { return RunNs(plan, config.pieces, acts); });
+  auto run = [&](const Plan& plan) {
+    return [&config, &plan, acts] { return RunNs(plan, config.pieces, acts); };
   };
 
   std::printf("ns per act\n");
   Plan one = Pipeline(1, 2);
-  double direct =
-      MedianOf(config.samples, 1, [&] { return DirectLoopNs(config.pieces); });
-  Row("8 stages, 1 thread, register_num 2", median_run(one), direct,
+  Row("8 stages, 1 thread, register_num 2",
+      PairedMedians(config.samples, run(one),
+                    [&] { return DirectLoopNs(config.pieces); }),
       "direct loop", "(target <= 30 ns)");
   for (int register_num : {1, 2, 8}) {
     Plan two = Pipeline(2, register_num);
-    double mutex = MedianOf(config.samples, 1, [&] {
-      return MutexPipelineNs(config.pieces, register_num);
-    });
     std::string name =
         "8 stages, 2 threads, register_num " + std::to_string(register_num);
-    Row(name.c_str(), median_run(two), mutex, "mutex/condvar",
-        register_num == 2 ? "(target <= 40 ns)" : "");
+    Row(name.c_str(),
+        PairedMedians(
+            config.samples, run(two),
+            [&] { return MutexPipelineNs(config.pieces, register_num); }),
+        "mutex/condvar", register_num == 2 ? "(target <= 40 ns)" : "");
   }
 
   Plan ping_pong = PingPong();
-  double pp = MedianOf(config.samples, 1, [&] {
-    return RunNs(ping_pong, config.ping_pong_pieces,
-                 static_cast<double>(config.ping_pong_pieces));
-  });
-  double mutex_pp = MedianOf(config.samples, 1, [&] {
-    return MutexPingPongNs(config.ping_pong_pieces / 10);
-  });
   std::printf("\nround trip\n");
-  Row("ping-pong across 2 threads", pp, mutex_pp, "mutex/condvar",
-      "(target <= 500 ns)");
+  Row("ping-pong across 2 threads",
+      PairedMedians(
+          config.samples,
+          [&] {
+            return RunNs(ping_pong, config.ping_pong_pieces,
+                         static_cast<double>(config.ping_pong_pieces));
+          },
+          [&] { return MutexPingPongNs(config.ping_pong_pieces / 10); }),
+      "mutex/condvar", "(target <= 500 ns)");
   return 0;
 }
 
