@@ -49,42 +49,47 @@ const AttrValue* KernelInitContext::FindAttr(absl::string_view name) const {
   return it == task_.kernel().attr().end() ? nullptr : &it->second;
 }
 
-absl::StatusOr<double> KernelInitContext::FloatAttr(
-    absl::string_view name) const {
+absl::StatusOr<const AttrValue*> KernelInitContext::TypedAttr(
+    absl::string_view name, int value_case, bool required) const {
+  auto wanted = static_cast<AttrValue::ValueCase>(value_case);
   const AttrValue* value = FindAttr(name);
   if (value == nullptr) {
+    if (!required) return nullptr;
     return AttrError(name, absl::StrCat("missing; ", task_.kernel().op_type(),
-                                        " needs a float (f)"));
+                                        " needs ", AttrTypeName(wanted)));
   }
-  if (value->value_case() != AttrValue::kF) {
-    return WrongType(name, *value, AttrValue::kF);
-  }
-  return value->f();
+  if (value->value_case() != wanted) return WrongType(name, *value, wanted);
+  return value;
+}
+
+absl::StatusOr<double> KernelInitContext::FloatAttr(
+    absl::string_view name) const {
+  absl::StatusOr<const AttrValue*> value = TypedAttr(name, AttrValue::kF, true);
+  if (!value.ok()) return value.status();
+  return (*value)->f();
 }
 
 absl::StatusOr<double> KernelInitContext::FloatAttrOr(absl::string_view name,
                                                       double fallback) const {
-  if (FindAttr(name) == nullptr) return fallback;
-  return FloatAttr(name);
+  absl::StatusOr<const AttrValue*> value =
+      TypedAttr(name, AttrValue::kF, false);
+  if (!value.ok()) return value.status();
+  return *value == nullptr ? fallback : (*value)->f();
 }
 
 absl::StatusOr<int64_t> KernelInitContext::IntAttr(
     absl::string_view name) const {
-  const AttrValue* value = FindAttr(name);
-  if (value == nullptr) {
-    return AttrError(name, absl::StrCat("missing; ", task_.kernel().op_type(),
-                                        " needs an int (i)"));
-  }
-  if (value->value_case() != AttrValue::kI) {
-    return WrongType(name, *value, AttrValue::kI);
-  }
-  return value->i();
+  absl::StatusOr<const AttrValue*> value = TypedAttr(name, AttrValue::kI, true);
+  if (!value.ok()) return value.status();
+  return (*value)->i();
 }
 
 absl::StatusOr<int64_t> KernelInitContext::IntAttrOr(absl::string_view name,
                                                      int64_t fallback) const {
-  if (FindAttr(name) == nullptr) return fallback;
-  return IntAttr(name);
+  absl::StatusOr<const AttrValue*> value =
+      TypedAttr(name, AttrValue::kI, false);
+  if (!value.ok()) return value.status();
+  return *value == nullptr ? fallback : (*value)->i();
 }
 
 absl::Status KernelInitContext::ExpectInputs(int min, int max) const {

@@ -57,6 +57,11 @@ class KernelInitContext {
 
  private:
   const AttrValue* FindAttr(absl::string_view name) const;
+  // The attribute if it has type `value_case` (an AttrValue::ValueCase);
+  // null if absent and not required; an error naming the attribute else.
+  absl::StatusOr<const AttrValue*> TypedAttr(absl::string_view name,
+                                             int value_case,
+                                             bool required) const;
 
   const TaskProto& task_;
   std::vector<KernelIo> inputs_;

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -30,6 +33,22 @@ inline double MedianOf(int samples, int warmup,
   std::vector<double> values;
   for (int i = 0; i < samples; ++i) values.push_back(sample());
   return Median(values);
+}
+
+// True if `arg` is `name=VALUE`; then VALUE must be a positive integer, or
+// the program exits with status 2 and says so.
+inline bool ParsePositiveFlag(const char* program, const char* arg,
+                              const char* name, int64_t* value) {
+  size_t len = std::strlen(name);
+  if (std::strncmp(arg, name, len) != 0 || arg[len] != '=') return false;
+  char* end = nullptr;
+  long long v = std::strtoll(arg + len + 1, &end, 10);
+  if (*end != '\0' || v <= 0) {
+    std::fprintf(stderr, "%s: %s needs a positive integer\n", program, name);
+    std::exit(2);
+  }
+  *value = v;
+  return true;
 }
 
 // Medians of two measurements taken in alternation, so that both see the

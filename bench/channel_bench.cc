@@ -215,19 +215,6 @@ void PrintHelp() {
       "  --help            this text\n");
 }
 
-bool ParseFlag(const char* arg, const char* name, int64_t* value) {
-  size_t len = std::strlen(name);
-  if (std::strncmp(arg, name, len) != 0 || arg[len] != '=') return false;
-  char* end = nullptr;
-  long long v = std::strtoll(arg + len + 1, &end, 10);
-  if (*end != '\0' || v <= 0) {
-    std::fprintf(stderr, "channel_bench: %s needs a positive integer\n", name);
-    std::exit(2);
-  }
-  *value = v;
-  return true;
-}
-
 int Main(int argc, char** argv) {
   Config config;
   for (int i = 1; i < argc; ++i) {
@@ -235,17 +222,20 @@ int Main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--help") == 0) {
       PrintHelp();
       return 0;
-    } else if (ParseFlag(argv[i], "--samples", &v)) {
+    } else if (ParsePositiveFlag("channel_bench", argv[i], "--samples", &v)) {
       config.samples = static_cast<int>(v);
-    } else if (ParseFlag(argv[i], "--round_trips", &v)) {
+    } else if (ParsePositiveFlag("channel_bench", argv[i], "--round_trips",
+                                 &v)) {
       config.round_trips = v;
-    } else if (ParseFlag(argv[i], "--baseline_round_trips", &v)) {
+    } else if (ParsePositiveFlag("channel_bench", argv[i],
+                                 "--baseline_round_trips", &v)) {
       config.baseline_round_trips = v;
-    } else if (ParseFlag(argv[i], "--senders", &v)) {
+    } else if (ParsePositiveFlag("channel_bench", argv[i], "--senders", &v)) {
       config.senders = static_cast<int>(v);
-    } else if (ParseFlag(argv[i], "--per_sender", &v)) {
+    } else if (ParsePositiveFlag("channel_bench", argv[i], "--per_sender",
+                                 &v)) {
       config.per_sender = v;
-    } else if (ParseFlag(argv[i], "--idle_ms", &v)) {
+    } else if (ParsePositiveFlag("channel_bench", argv[i], "--idle_ms", &v)) {
       config.idle_ms = static_cast<int>(v);
     } else {
       std::fprintf(stderr, "channel_bench: unknown argument '%s' (--help)\n",

@@ -168,19 +168,6 @@ void PrintHelp() {
       "  --help                 this text\n");
 }
 
-bool ParseFlag(const char* arg, const char* name, int64_t* value) {
-  size_t len = std::strlen(name);
-  if (std::strncmp(arg, name, len) != 0 || arg[len] != '=') return false;
-  char* end = nullptr;
-  long long v = std::strtoll(arg + len + 1, &end, 10);
-  if (*end != '\0' || v <= 0) {
-    std::fprintf(stderr, "runtime_bench: %s needs a positive integer\n", name);
-    std::exit(2);
-  }
-  *value = v;
-  return true;
-}
-
 void Row(const char* name, const Paired& m, const char* baseline_name,
          const char* target) {
   std::printf("  %-34s %8.1f ns   %-14s %9.1f ns   %7.2fx   %s\n", name,
@@ -194,11 +181,12 @@ int Main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--help") == 0) {
       PrintHelp();
       return 0;
-    } else if (ParseFlag(argv[i], "--samples", &v)) {
+    } else if (ParsePositiveFlag("runtime_bench", argv[i], "--samples", &v)) {
       config.samples = static_cast<int>(v);
-    } else if (ParseFlag(argv[i], "--pieces", &v)) {
+    } else if (ParsePositiveFlag("runtime_bench", argv[i], "--pieces", &v)) {
       config.pieces = v;
-    } else if (ParseFlag(argv[i], "--ping_pong_pieces", &v)) {
+    } else if (ParsePositiveFlag("runtime_bench", argv[i], "--ping_pong_pieces",
+                                 &v)) {
       config.ping_pong_pieces = v;
     } else {
       std::fprintf(stderr, "runtime_bench: unknown argument '%s' (--help)\n",
