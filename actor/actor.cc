@@ -7,8 +7,7 @@
 namespace actorflow {
 
 Actor::Actor(ActorSpec spec, ActorEnv env)
-    : index_(spec.index),
-      task_(spec.task),
+    : task_(spec.task),
       kernel_(std::move(spec.kernel)),
       env_(env),
       is_source_(spec.inputs.empty()) {

@@ -9,7 +9,6 @@
 
 #include "absl/status/status.h"
 #include "actor/actor_msg.h"
-#include "actor/actor_msg_bus.h"
 #include "actor/kernel.h"
 #include "actor/regst.h"
 #include "actor/run_monitor.h"
@@ -22,7 +21,6 @@ namespace actorflow {
 
 // Everything an actor is built from, prepared when the plan is loaded.
 struct ActorSpec {
-  int32_t index = 0;
   const TaskProto* task = nullptr;
   StreamKey stream;
   std::unique_ptr<Kernel> kernel;
@@ -34,7 +32,6 @@ struct ActorSpec {
 
 // What the actors of one run share.
 struct ActorEnv {
-  const ActorMsgBus* bus = nullptr;
   RunMonitor* monitor = nullptr;
   int64_t total_piece_num = 0;
 };
@@ -119,7 +116,6 @@ class Actor {
   __attribute__((noinline, cold)) void FailOutOfStep(size_t input,
                                                      int64_t piece);
 
-  const int32_t index_;
   const TaskProto* const task_;
   std::unique_ptr<Kernel> kernel_;
   const ActorEnv env_;

@@ -55,7 +55,7 @@ class Runtime final : public MsgHandler<ActorMsg> {
     }
     ActorMsgBus bus(std::move(thread_of_actor));
     RunMonitor monitor(n);
-    env_ = ActorEnv{&bus, &monitor, pieces};
+    env_ = ActorEnv{&monitor, pieces};
     actors_.resize(n);
 
     BlockingCounter constructing(n);
@@ -130,7 +130,6 @@ class Runtime final : public MsgHandler<ActorMsg> {
     for (int t = 0; t < plan_.task_size(); ++t) {
       const TaskProto& task = plan_.task(t);
       ActorSpec spec;
-      spec.index = t;
       spec.task = &task;
       spec.stream = ToStreamKey(task.stream());
       for (const auto& [name, proto] : SortedOutputs(task)) {
