@@ -120,12 +120,8 @@ class Runtime final : public MsgHandler<ActorMsg> {
     return false;
   }
 
-  // Registers (allocated here, once) and actor specs with dense indices.
+  // Registers (allocated here, once) and actor specs; actor i runs task i.
   absl::Status Build() {
-    absl::flat_hash_map<int64_t, int32_t> actor_of_task;
-    for (int t = 0; t < plan_.task_size(); ++t) {
-      actor_of_task[plan_.task(t).task_id()] = t;
-    }
     absl::flat_hash_map<int64_t, RegstDesc*> desc_by_id;
     for (int t = 0; t < plan_.task_size(); ++t) {
       const TaskProto& task = plan_.task(t);
