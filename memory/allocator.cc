@@ -73,8 +73,7 @@ class PageableHostAllocator final : public Allocator {
     void* ptr =
         std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
     if (ptr == nullptr) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("host allocation of ", bytes, " bytes failed"));
+      return absl::ResourceExhaustedError("out of host memory");
     }
     return ptr;
   }

@@ -384,6 +384,20 @@ TEST_CASE(
   CHECK(PinnedHostAllocator()->allocation_count() == 0);
 }
 
+TEST_CASE("an allocation that cannot be served is an error, not a crash",
+          "[synced_memory]") {
+  SyncedMemory huge(
+      size_t{1} << 50,  // a petabyte
+      SyncedMemoryOptions{.host = SyncedMemoryOptions::Host::kPageable});
+  auto cpu = huge.cpu_data();
+  REQUIRE_FALSE(cpu.ok());
+  CHECK(absl::IsResourceExhausted(cpu.status()));
+  CHECK(cpu.status().message() ==
+        "SyncedMemory(1125899906842624 bytes): host allocation: out of host "
+        "memory");
+  CHECK(huge.head() == SyncedMemory::UNINITIALIZED);
+}
+
 TEST_CASE("head names", "[synced_memory]") {
   CHECK(std::string(SyncedHeadName(SyncedMemory::UNINITIALIZED)) ==
         "UNINITIALIZED");
