@@ -185,6 +185,7 @@ void Actor::MaybeEnd() {
 
 void Actor::EnterZombie() {
   state_ = State::kZombie;
+  StopActing();
   for (const OutSlot& slot : out_) {
     for (const RegstConsumer& consumer : slot.desc->consumers) {
       Send(consumer.thread, ActorMsg::Eord(consumer.actor, consumer.in_slot));
@@ -215,6 +216,7 @@ void Actor::FailOutOfStep(size_t input, int64_t piece) {
 
 void Actor::Fail(const absl::Status& status, int64_t piece_id) {
   failed_ = true;
+  StopActing();
   env_.monitor->ReportFailure(absl::Status(
       status.code(),
       absl::StrCat("task '", task_->name(), "' (task_id ", task_->task_id(),

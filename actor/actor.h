@@ -82,14 +82,13 @@ class Actor {
   };
 
   bool CanAct() const {
-    return blockers_ == 0 && state_ == State::kActing && !failed_ &&
-           !env_.monitor->aborting() &&
+    return blockers_ == 0 && !env_.monitor->aborting() &&
            (!is_source_ || (started_ && next_piece_ < env_.total_piece_num));
   }
   // Whether MaybeEnd has anything to decide: false on the hot path of an
   // actor that is acting and has seen no end of any kind yet.
   bool MayEnd() const {
-    return state_ != State::kActing || failed_ || ended_in_ > 0 ||
+    return blockers_ >= kStoppedActing || ended_in_ > 0 ||
            env_.monitor->aborting() ||
            (is_source_ && started_ && next_piece_ >= env_.total_piece_num);
   }
@@ -113,6 +112,9 @@ class Actor {
   }
   __attribute__((noinline, cold)) void ReportLostMessage(const ActorMsg& msg);
   void Fail(const absl::Status& status, int64_t piece_id);
+  void StopActing() {
+    if (blockers_ < kStoppedActing) blockers_ += kStoppedActing;
+  }
   __attribute__((noinline, cold)) void FailOutOfStep(size_t input,
                                                      int64_t piece);
 
@@ -125,8 +127,10 @@ class Actor {
   const bool is_source_;
   int num_in_ = 0;
   int num_out_ = 0;
-  // Input slots with nothing ready plus output slots with no free register:
-  // the actor can act only at zero, so CanAct is O(1).
+  // Input slots with nothing ready, plus output slots with no free register,
+  // plus kStoppedActing once the actor failed or left kActing: it can act
+  // only at zero, so CanAct is one comparison for a non-source.
+  static constexpr int kStoppedActing = 1 << 24;
   int blockers_ = 0;
   int64_t free_regsts_ = 0;
   int64_t total_regsts_ = 0;
