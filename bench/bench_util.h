@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <vector>
 
 namespace actorflow::bench {
@@ -35,20 +36,41 @@ inline double MedianOf(int samples, int warmup,
   return Median(values);
 }
 
-// True if `arg` is `name=VALUE`; then VALUE must be a positive integer, or
-// the program exits with status 2 and says so.
-inline bool ParsePositiveFlag(const char* program, const char* arg,
-                              const char* name, int64_t* value) {
-  size_t len = std::strlen(name);
-  if (std::strncmp(arg, name, len) != 0 || arg[len] != '=') return false;
-  char* end = nullptr;
-  long long v = std::strtoll(arg + len + 1, &end, 10);
-  if (*end != '\0' || v <= 0) {
-    std::fprintf(stderr, "%s: %s needs a positive integer\n", program, name);
-    std::exit(2);
+struct IntFlag {
+  const char* name;  // "--samples"
+  int64_t* value;
+};
+
+// Parses `--name=N` arguments (N a positive integer) into `flags`; --help
+// prints `help` and exits 0; anything else exits 2 with a message.
+inline void ParseFlags(const char* program, int argc, char** argv,
+                       std::initializer_list<IntFlag> flags, const char* help) {
+  for (int i = 1; i < argc; ++i) {
+    const char* arg = argv[i];
+    if (std::strcmp(arg, "--help") == 0) {
+      std::fputs(help, stdout);
+      std::exit(0);
+    }
+    bool known = false;
+    for (const IntFlag& flag : flags) {
+      size_t len = std::strlen(flag.name);
+      if (std::strncmp(arg, flag.name, len) != 0 || arg[len] != '=') continue;
+      char* end = nullptr;
+      long long v = std::strtoll(arg + len + 1, &end, 10);
+      if (*end != '\0' || v <= 0) {
+        std::fprintf(stderr, "%s: %s needs a positive integer\n", program,
+                     flag.name);
+        std::exit(2);
+      }
+      *flag.value = v;
+      known = true;
+    }
+    if (!known) {
+      std::fprintf(stderr, "%s: unknown argument '%s' (--help)\n", program,
+                   arg);
+      std::exit(2);
+    }
   }
-  *value = v;
-  return true;
 }
 
 // Medians of two measurements taken in alternation, so that both see the

@@ -25,12 +25,12 @@ namespace actorflow::bench {
 namespace {
 
 struct Config {
-  int samples = 11;
+  int64_t samples = 11;
   int64_t round_trips = 20'000;          // per sample, actorflow
   int64_t baseline_round_trips = 2'000;  // per sample, mutex/condvar
-  int senders = 3;
+  int64_t senders = 3;
   int64_t per_sender = 300'000;
-  int idle_ms = 300;
+  int64_t idle_ms = 300;
 };
 
 // --- ping-pong: one message in flight, ns per round trip -----------------
@@ -202,51 +202,32 @@ double IdleReceiverCpuPercent(int idle_ms) {
   return 100.0 * (cpu1 - cpu0) / ((wall1 - wall0) * 1e-9);
 }
 
-void PrintHelp() {
-  std::printf(
-      "channel_bench: cross-thread message costs of actorflow's Channel and\n"
-      "Thread beside a mutex/condvar/std::queue channel, in one run.\n\n"
-      "  --samples=N       samples per measurement; the median is shown (11)\n"
-      "  --round_trips=N   round trips per actorflow sample (20000)\n"
-      "  --baseline_round_trips=N  per mutex/condvar sample (2000)\n"
-      "  --senders=N       senders in the many-to-one test (3)\n"
-      "  --per_sender=N    messages per sender (300000)\n"
-      "  --idle_ms=N       how long to watch a parked receiver (300)\n"
-      "  --help            this text\n");
-}
+constexpr char kHelp[] =
+    "channel_bench: cross-thread message costs of actorflow's Channel and\n"
+    "Thread beside a mutex/condvar/std::queue channel, in one run.\n\n"
+    "  --samples=N       samples per measurement; the median is shown (11)\n"
+    "  --round_trips=N   round trips per actorflow sample (20000)\n"
+    "  --baseline_round_trips=N  per mutex/condvar sample (2000)\n"
+    "  --senders=N       senders in the many-to-one test (3)\n"
+    "  --per_sender=N    messages per sender (300000)\n"
+    "  --idle_ms=N       how long to watch a parked receiver (300)\n"
+    "  --help            this text\n";
 
 int Main(int argc, char** argv) {
   Config config;
-  for (int i = 1; i < argc; ++i) {
-    int64_t v;
-    if (std::strcmp(argv[i], "--help") == 0) {
-      PrintHelp();
-      return 0;
-    } else if (ParsePositiveFlag("channel_bench", argv[i], "--samples", &v)) {
-      config.samples = static_cast<int>(v);
-    } else if (ParsePositiveFlag("channel_bench", argv[i], "--round_trips",
-                                 &v)) {
-      config.round_trips = v;
-    } else if (ParsePositiveFlag("channel_bench", argv[i],
-                                 "--baseline_round_trips", &v)) {
-      config.baseline_round_trips = v;
-    } else if (ParsePositiveFlag("channel_bench", argv[i], "--senders", &v)) {
-      config.senders = static_cast<int>(v);
-    } else if (ParsePositiveFlag("channel_bench", argv[i], "--per_sender",
-                                 &v)) {
-      config.per_sender = v;
-    } else if (ParsePositiveFlag("channel_bench", argv[i], "--idle_ms", &v)) {
-      config.idle_ms = static_cast<int>(v);
-    } else {
-      std::fprintf(stderr, "channel_bench: unknown argument '%s' (--help)\n",
-                   argv[i]);
-      return 2;
-    }
-  }
+  ParseFlags("channel_bench", argc, argv,
+             {{"--samples", &config.samples},
+              {"--round_trips", &config.round_trips},
+              {"--baseline_round_trips", &config.baseline_round_trips},
+              {"--senders", &config.senders},
+              {"--per_sender", &config.per_sender},
+              {"--idle_ms", &config.idle_ms}},
+             kHelp);
   std::printf(
-      "channel_bench: %u hardware threads, %d samples per figure "
+      "channel_bench: %u hardware threads, %lld samples per figure "
       "(medians, taken alternately with a mutex/condvar channel)\n\n",
-      std::thread::hardware_concurrency(), config.samples);
+      std::thread::hardware_concurrency(),
+      static_cast<long long>(config.samples));
 
   Paired channel_rt = PairedMedians(
       config.samples, [&] { return ChannelRoundTripNs(config.round_trips); },
@@ -272,8 +253,9 @@ int Main(int argc, char** argv) {
       [&] {
         return 1.0 / MutexThroughputMps(config.senders, config.per_sender);
       });
-  std::printf("many-to-one throughput (%d senders x %lld messages)\n",
-              config.senders, static_cast<long long>(config.per_sender));
+  std::printf("many-to-one throughput (%lld senders x %lld messages)\n",
+              static_cast<long long>(config.senders),
+              static_cast<long long>(config.per_sender));
   std::printf("  %-24s %7.2f M msg/s   baseline %6.2f M msg/s   %5.1fx\n\n",
               "Channel (ReceiveMany)", 1.0 / us_per_m.subject,
               1.0 / us_per_m.baseline, us_per_m.ratio);
@@ -281,8 +263,8 @@ int Main(int argc, char** argv) {
   double idle =
       MedianOf(3, 0, [&] { return IdleReceiverCpuPercent(config.idle_ms); });
   std::printf(
-      "parked idle receiver: %.2f%% of a core over %d ms (target ~0%%)\n", idle,
-      config.idle_ms);
+      "parked idle receiver: %.2f%% of a core over %lld ms (target ~0%%)\n",
+      idle, static_cast<long long>(config.idle_ms));
   return 0;
 }
 

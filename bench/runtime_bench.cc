@@ -25,7 +25,7 @@ constexpr int kStages = 8;
 constexpr int64_t kElemCnt = 1;
 
 struct Config {
-  int samples = 7;
+  int64_t samples = 7;
   int64_t pieces = 100'000;
   int64_t ping_pong_pieces = 20'000;
 };
@@ -158,15 +158,13 @@ double MutexPingPongNs(int64_t pieces) {
   return static_cast<double>(elapsed) / pieces;
 }
 
-void PrintHelp() {
-  std::printf(
-      "runtime_bench: ns per act of the actor runtime beside a direct loop\n"
-      "and a mutex/condvar design, in one run (medians).\n\n"
-      "  --samples=N            runs per figure (7)\n"
-      "  --pieces=N             pieces per pipeline run (100000)\n"
-      "  --ping_pong_pieces=N   pieces per ping-pong run (20000)\n"
-      "  --help                 this text\n");
-}
+constexpr char kHelp[] =
+    "runtime_bench: ns per act of the actor runtime beside a direct loop\n"
+    "and a mutex/condvar design, in one run (medians).\n\n"
+    "  --samples=N            runs per figure (7)\n"
+    "  --pieces=N             pieces per pipeline run (100000)\n"
+    "  --ping_pong_pieces=N   pieces per ping-pong run (20000)\n"
+    "  --help                 this text\n";
 
 void Row(const char* name, const Paired& m, const char* baseline_name,
          const char* target) {
@@ -176,30 +174,18 @@ void Row(const char* name, const Paired& m, const char* baseline_name,
 
 int Main(int argc, char** argv) {
   Config config;
-  for (int i = 1; i < argc; ++i) {
-    int64_t v;
-    if (std::strcmp(argv[i], "--help") == 0) {
-      PrintHelp();
-      return 0;
-    } else if (ParsePositiveFlag("runtime_bench", argv[i], "--samples", &v)) {
-      config.samples = static_cast<int>(v);
-    } else if (ParsePositiveFlag("runtime_bench", argv[i], "--pieces", &v)) {
-      config.pieces = v;
-    } else if (ParsePositiveFlag("runtime_bench", argv[i], "--ping_pong_pieces",
-                                 &v)) {
-      config.ping_pong_pieces = v;
-    } else {
-      std::fprintf(stderr, "runtime_bench: unknown argument '%s' (--help)\n",
-                   argv[i]);
-      return 2;
-    }
-  }
+  ParseFlags("runtime_bench", argc, argv,
+             {{"--samples", &config.samples},
+              {"--pieces", &config.pieces},
+              {"--ping_pong_pieces", &config.ping_pong_pieces}},
+             kHelp);
   std::printf(
-      "runtime_bench: %u hardware threads, %lld pieces x %d stages, %d "
+      "runtime_bench: %u hardware threads, %lld pieces x %d stages, %lld "
       "samples (medians, taken alternately with the baseline); ratio = "
       "baseline / actorflow\n\n",
       std::thread::hardware_concurrency(),
-      static_cast<long long>(config.pieces), kStages, config.samples);
+      static_cast<long long>(config.pieces), kStages,
+      static_cast<long long>(config.samples));
   double acts = static_cast<double>(config.pieces) * kStages;
   auto run = [&](const Plan& plan) {
     return [&config, &plan, acts] { return RunNs(plan, config.pieces, acts); };
