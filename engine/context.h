@@ -1,0 +1,56 @@
+#ifndef ACTORFLOW_ENGINE_CONTEXT_H_
+#define ACTORFLOW_ENGINE_CONTEXT_H_
+
+#include <string>
+
+namespace actorflow {
+
+// Device indices an engine serves: 0 .. kMaxEngineDevices - 1.
+constexpr int kMaxEngineDevices = 64;
+
+// Where an engine operation runs: a device type and index.
+struct Context {
+  enum class DeviceType { kCPU = 1, kGPU = 2 };
+
+  DeviceType dev_type = DeviceType::kCPU;
+  int dev_id = 0;
+
+  static Context CPU(int dev_id = 0) { return {DeviceType::kCPU, dev_id}; }
+  static Context GPU(int dev_id = 0) { return {DeviceType::kGPU, dev_id}; }
+  bool is_gpu() const { return dev_type == DeviceType::kGPU; }
+  // "cpu(0)", "gpu(1)".
+  std::string ToString() const {
+    return (is_gpu() ? "gpu(" : "cpu(") + std::to_string(dev_id) + ")";
+  }
+  bool operator==(const Context& o) const {
+    return dev_type == o.dev_type && dev_id == o.dev_id;
+  }
+};
+
+// What an operation gets when it runs: its context and, on a GPU context,
+// the cudaStream_t of the worker running it (null on CPU).
+struct RunContext {
+  Context ctx;
+  void* stream = nullptr;
+
+  template <typename StreamT>
+  StreamT get_stream() const {
+    return static_cast<StreamT>(stream);
+  }
+};
+
+// How an operation is scheduled (MXNet's FnProperty).
+enum class FnProperty {
+  kNormal,          // the device's FIFO workers
+  kCopyFromGPU,     // a GPU copy worker of the source device
+  kCopyToGPU,       // a GPU copy worker of the destination device
+  kCPUPrioritized,  // the CPU priority pool, highest priority first
+  kAsync,           // inline, on the thread that makes it ready
+  kDeleteVar,       // DeleteVariable's operation
+};
+
+const char* FnPropertyName(FnProperty prop);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ENGINE_CONTEXT_H_

@@ -1,0 +1,37 @@
+#ifndef ACTORFLOW_ENGINE_DISPATCHER_H_
+#define ACTORFLOW_ENGINE_DISPATCHER_H_
+
+#include <memory>
+
+#include "engine/engine_options.h"
+
+namespace actorflow {
+
+class Engine;
+struct OprBlock;
+
+// Where an engine type runs its ready operations: the only part that differs
+// between NaiveEngine, ThreadedEnginePooled and ThreadedEnginePerDevice.
+// Destroying it joins its workers; the engine first waits until nothing is
+// pending.
+class Dispatcher {
+ public:
+  virtual ~Dispatcher() = default;
+
+  // A ready operation (not kAsync): queue it on a worker, which calls
+  // Engine::Execute. Any thread may call this.
+  virtual void Dispatch(OprBlock* block) = 0;
+
+  // NaiveEngine: every operation runs inline and Push waits for it.
+  virtual bool runs_on_caller() const { return false; }
+};
+
+std::unique_ptr<Dispatcher> MakeNaiveDispatcher();
+std::unique_ptr<Dispatcher> MakePooledDispatcher(Engine* engine,
+                                                 const EngineOptions& options);
+std::unique_ptr<Dispatcher> MakePerDeviceDispatcher(
+    Engine* engine, const EngineOptions& options);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ENGINE_DISPATCHER_H_

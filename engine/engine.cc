@@ -1,0 +1,500 @@
+#include "engine/engine.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+#include "engine/dispatcher.h"
+#include "engine/opr.h"
+#include "memory/cuda_api.h"
+
+namespace actorflow {
+
+namespace {
+
+// Blocks made ready on this thread while it is already running one inline
+// (Engine::RunInline): run by the outermost call, in order.
+struct InlineQueue {
+  int depth = 0;
+  OprBlock* head = nullptr;
+  OprBlock* tail = nullptr;
+};
+thread_local InlineQueue t_inline;
+
+std::string OprName(const Opr& opr) {
+  return opr.name.empty() ? std::string("(unnamed)") : opr.name;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// CallbackOnComplete
+
+CallbackOnComplete::CallbackOnComplete(Engine* engine, OprBlock* block)
+    : engine_(engine), block_(block) {
+  block_->refs.fetch_add(2, std::memory_order_relaxed);
+}
+
+CallbackOnComplete::CallbackOnComplete(const CallbackOnComplete& other)
+    : engine_(other.engine_), block_(other.block_) {
+  if (block_ != nullptr) block_->refs.fetch_add(2, std::memory_order_relaxed);
+}
+
+CallbackOnComplete::CallbackOnComplete(CallbackOnComplete&& other) noexcept
+    : engine_(other.engine_), block_(other.block_) {
+  other.block_ = nullptr;
+}
+
+CallbackOnComplete::~CallbackOnComplete() {
+  if (block_ == nullptr) return;
+  // Only the count may be read here: once it is decremented, another
+  // copy's owner may free the block.
+  int left = block_->refs.fetch_sub(2, std::memory_order_acq_rel) - 2;
+  if (left == 0) {
+    Engine::ReleaseBlock(block_);
+  } else if (left == 1) {
+    // No copy is left and completion is still pending: nobody else can
+    // reach the block, and nobody will call the callback.
+    block_->completed.store(true, std::memory_order_relaxed);
+    engine_->Complete(
+        block_, absl::InternalError(absl::StrCat(
+                    "operation '", OprName(*block_->opr),
+                    "' dropped its completion callback without calling it")));
+  }
+}
+
+void CallbackOnComplete::operator()(absl::Status status) const {
+  if (!status.ok() && block_ != nullptr) {
+    status = absl::Status(status.code(),
+                          absl::StrCat("operation '", OprName(*block_->opr),
+                                       "' failed: ", status.message()));
+  }
+  if (block_ == nullptr || !CompleteIfPending(std::move(status))) {
+    std::fprintf(stderr,
+                 "actorflow engine: completion callback of operation '%s' "
+                 "called more than once; ignored\n",
+                 block_ ? OprName(*block_->opr).c_str() : "(moved from)");
+  }
+}
+
+bool CallbackOnComplete::CompleteIfPending(absl::Status status) const {
+  if (block_->completed.exchange(true, std::memory_order_acq_rel)) {
+    return false;
+  }
+  engine_->Complete(block_, std::move(status));
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Creation
+
+Engine::Engine(EngineType type, const EngineOptions& options) : type_(type) {
+  switch (type) {
+    case EngineType::kNaive:
+      dispatcher_ = MakeNaiveDispatcher();
+      break;
+    case EngineType::kThreadedPooled:
+      dispatcher_ = MakePooledDispatcher(this, options);
+      break;
+    case EngineType::kThreadedPerDevice:
+      dispatcher_ = MakePerDeviceDispatcher(this, options);
+      break;
+  }
+}
+
+std::unique_ptr<Engine> Engine::Create(EngineType type,
+                                       const EngineOptions& options) {
+  return std::unique_ptr<Engine>(new Engine(type, options));
+}
+
+std::unique_ptr<Engine> Engine::Create(EngineType type) {
+  absl::StatusOr<EngineOptions> options = EngineOptions::FromEnv();
+  if (!options.ok()) {
+    std::fprintf(stderr, "actorflow engine: %s; using the default counts\n",
+                 std::string(options.status().message()).c_str());
+    return Create(type, EngineOptions());
+  }
+  return Create(type, *options);
+}
+
+Engine* Engine::Get() {
+  static const std::unique_ptr<Engine> engine = [] {
+    EngineType type = EngineType::kThreadedPerDevice;
+    if (const char* name = std::getenv("ACTORFLOW_ENGINE_TYPE")) {
+      absl::StatusOr<EngineType> parsed = ParseEngineType(name);
+      if (parsed.ok()) {
+        type = *parsed;
+      } else {
+        std::fprintf(stderr,
+                     "actorflow engine: $ACTORFLOW_ENGINE_TYPE: %s; using "
+                     "ThreadedEnginePerDevice\n",
+                     std::string(parsed.status().message()).c_str());
+      }
+    }
+    return Create(type);
+  }();
+  return engine.get();
+}
+
+Engine::~Engine() {
+  {
+    std::unique_lock<std::mutex> lock(all_mu_);
+    all_done_.wait(lock, [this] { return pending_.load() == 0; });
+  }
+  dispatcher_.reset();  // joins the workers, now idle
+  for (Var* var : live_vars_) delete var;
+}
+
+// ---------------------------------------------------------------------------
+// Pushing
+
+VarHandle Engine::NewVariable() {
+  Var* var = new Var();
+  std::lock_guard<std::mutex> lock(vars_mu_);
+  live_vars_.insert(var);
+  return var;
+}
+
+OprHandle Engine::NewOperator(AsyncFn fn,
+                              const std::vector<VarHandle>& const_vars,
+                              const std::vector<VarHandle>& mutable_vars,
+                              FnProperty prop, std::string name) {
+  return new Opr(std::move(fn), const_vars, mutable_vars, prop,
+                 std::move(name));
+}
+
+void Engine::DeleteOperator(OprHandle op) { op->Unref(); }
+
+void Engine::Push(OprHandle op, Context exec_ctx, int priority) {
+  PushBlock(op, exec_ctx, priority, nullptr);
+}
+
+void Engine::PushAsync(AsyncFn fn, Context exec_ctx,
+                       const std::vector<VarHandle>& const_vars,
+                       const std::vector<VarHandle>& mutable_vars,
+                       FnProperty prop, int priority, std::string name) {
+  Opr* opr =
+      new Opr(std::move(fn), const_vars, mutable_vars, prop, std::move(name));
+  PushBlock(opr, exec_ctx, priority, nullptr);
+  opr->Unref();
+}
+
+void Engine::PushSync(SyncFn fn, Context exec_ctx,
+                      const std::vector<VarHandle>& const_vars,
+                      const std::vector<VarHandle>& mutable_vars,
+                      FnProperty prop, int priority, std::string name) {
+  PushAsync(
+      [fn = std::move(fn)](RunContext rctx, CallbackOnComplete on_complete) {
+        fn(rctx);
+        // Device work the function queued must be done before dependents
+        // run.
+        if (rctx.stream != nullptr) {
+          on_complete(cuda::StreamSynchronize(rctx.ctx.dev_id, rctx.stream));
+        } else {
+          on_complete();
+        }
+      },
+      exec_ctx, const_vars, mutable_vars, prop, priority, std::move(name));
+}
+
+void Engine::DeleteVariable(SyncFn delete_fn, Context exec_ctx, VarHandle var) {
+  {
+    // Under vars_mu_, so that a variable being freed is not touched.
+    std::lock_guard<std::mutex> lock(vars_mu_);
+    if (!live_vars_.contains(var) || var->deleting_.exchange(true)) {
+      std::lock_guard<std::mutex> lock(all_mu_);
+      if (first_error_.ok()) {
+        first_error_ = absl::FailedPreconditionError(
+            "DeleteVariable called twice on one variable; the second call was "
+            "ignored");
+      }
+      return;
+    }
+  }
+  Opr* opr = new Opr(
+      [fn = std::move(delete_fn)](RunContext rctx, CallbackOnComplete done) {
+        if (fn) fn(rctx);
+        done();
+      },
+      {}, {var}, FnProperty::kDeleteVar, "DeleteVariable");
+  opr->internal = true;
+  PushBlock(opr, exec_ctx, 0, nullptr);
+  opr->Unref();
+}
+
+absl::Status Engine::CheckPush(const Opr& opr, const Context& ctx) {
+  if (ctx.dev_id < 0 || ctx.dev_id >= kMaxEngineDevices) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("operation '", OprName(opr), "' asks for ", ctx.ToString(),
+                     ": device indices go from 0 to ", kMaxEngineDevices - 1));
+  }
+  if (ctx.is_gpu()) {
+    absl::Status available = cuda::DeviceAvailable(ctx.dev_id);
+    if (!available.ok()) {
+      return absl::Status(
+          available.code(),
+          absl::StrCat("operation '", OprName(opr), "' asks for ",
+                       ctx.ToString(), ": ", available.message()));
+    }
+  }
+  if (opr.internal) return absl::OkStatus();
+  if (shutting_down_.load(std::memory_order_acquire)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "engine is shutting down: operation '", OprName(opr), "' was not run"));
+  }
+  for (const auto* vars : {&opr.const_vars, &opr.mutable_vars}) {
+    for (VarHandle var : *vars) {
+      if (var->deleting_.load(std::memory_order_acquire)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("operation '", OprName(opr),
+                         "' uses a variable already passed to DeleteVariable"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Engine::PushBlock(Opr* opr, Context ctx, int priority,
+                       BlockWaiter* waiter) {
+  pending_.fetch_add(1, std::memory_order_relaxed);
+  absl::Status refused = CheckPush(*opr, ctx);
+  if (!refused.ok() && opr->internal) {
+    // DeleteVariable and WaitForVar must still pass through the queues (the
+    // variable is freed, or waited for, after its earlier users): run them
+    // on the CPU instead of on the context they cannot have.
+    RecordError(*opr, refused, /*mark_vars=*/false);
+    ctx = Context::CPU();
+    refused = absl::OkStatus();
+  }
+  opr->Ref();
+  auto* block = new OprBlock(this, opr, ctx, priority,
+                             next_seq_.fetch_add(1, std::memory_order_relaxed));
+  block->waiter = waiter;
+  if (!refused.ok()) {
+    block->completed.store(true, std::memory_order_relaxed);
+    Complete(block, std::move(refused));
+    return;
+  }
+  // NaiveEngine's push returns once its operation is done, unless it is
+  // pushed from inside a running operation, which may hold what it needs.
+  BlockWaiter naive_waiter;
+  bool naive_wait =
+      dispatcher_->runs_on_caller() && waiter == nullptr && t_inline.depth == 0;
+  if (naive_wait) block->waiter = &naive_waiter;
+  Submit(block);
+  if (naive_wait) naive_waiter.Wait();
+}
+
+void Engine::Submit(OprBlock* block) {
+  const Opr& opr = *block->opr;
+  int granted = 0;
+  {
+    std::lock_guard<std::mutex> lock(submit_mu_);
+    block->submitted = true;
+    size_t i = 0;
+    for (VarHandle var : opr.const_vars) {
+      granted += var->AppendRead(&block->waits[i++]);
+    }
+    for (VarHandle var : opr.mutable_vars) {
+      granted += var->AppendWrite(&block->waits[i++]);
+    }
+  }
+  if (block->wait.fetch_sub(granted + 1, std::memory_order_acq_rel) ==
+      granted + 1) {
+    OnReady(block);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Running
+
+void Engine::OnReady(OprBlock* block) {
+  if (block->opr->prop == FnProperty::kAsync || dispatcher_->runs_on_caller() ||
+      (vars_with_error_.load(std::memory_order_acquire) > 0 &&
+       !block->opr->internal)) {
+    RunInline(block);
+  } else {
+    dispatcher_->Dispatch(block);
+  }
+}
+
+void Engine::RunInline(OprBlock* block) {
+  InlineQueue& queue = t_inline;
+  if (queue.depth > 0) {
+    block->next_inline = nullptr;
+    (queue.tail ? queue.tail->next_inline : queue.head) = block;
+    queue.tail = block;
+    return;
+  }
+  ++queue.depth;
+  block->engine->RunOneInline(block);
+  while (queue.head != nullptr) {
+    OprBlock* next = queue.head;
+    queue.head = next->next_inline;
+    if (queue.head == nullptr) queue.tail = nullptr;
+    next->engine->RunOneInline(next);
+  }
+  --queue.depth;
+}
+
+void Engine::RunOneInline(OprBlock* block) {
+  const Opr& opr = *block->opr;
+  if (!opr.internal) {
+    absl::Status inherited = InheritedError(*block);
+    if (!inherited.ok()) {
+      block->completed.store(true, std::memory_order_relaxed);
+      Complete(block, std::move(inherited));
+      return;
+    }
+  }
+  bool worker_op = opr.prop != FnProperty::kAsync &&
+                   !dispatcher_->runs_on_caller() && !opr.internal;
+  if (worker_op) {
+    // Ran inline only to check errors; it has none, so it goes to a worker.
+    dispatcher_->Dispatch(block);
+    return;
+  }
+  Execute(block, &inline_streams_);
+}
+
+void Engine::Execute(OprBlock* block, StreamSet* streams) {
+  CallbackOnComplete keep(this, block);
+  absl::StatusOr<RunContext> rctx = streams->For(block->ctx);
+  if (!rctx.ok()) {
+    keep.CompleteIfPending(absl::Status(
+        rctx.status().code(), absl::StrCat("operation '", OprName(*block->opr),
+                                           "': ", rctx.status().message())));
+    return;
+  }
+  try {
+    block->opr->fn(*rctx, keep);
+  } catch (const std::exception& e) {
+    keep.CompleteIfPending(absl::InternalError(absl::StrCat(
+        "operation '", OprName(*block->opr), "' threw: ", e.what())));
+  } catch (...) {
+    keep.CompleteIfPending(absl::InternalError(
+        absl::StrCat("operation '", OprName(*block->opr),
+                     "' threw something that is not a std::exception")));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Completing
+
+absl::Status Engine::InheritedError(const OprBlock& block) {
+  if (vars_with_error_.load(std::memory_order_acquire) == 0) {
+    return absl::OkStatus();
+  }
+  for (const auto* vars : {&block.opr->const_vars, &block.opr->mutable_vars}) {
+    for (VarHandle var : *vars) {
+      absl::Status error = var->error();
+      if (!error.ok()) return error;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Engine::RecordError(const Opr& opr, const absl::Status& status,
+                         bool mark_vars) {
+  for (VarHandle var : opr.mutable_vars) {
+    if (mark_vars && var->SetError(status)) {
+      vars_with_error_.fetch_add(1, std::memory_order_acq_rel);
+    }
+  }
+  std::lock_guard<std::mutex> lock(all_mu_);
+  if (first_error_.ok()) first_error_ = status;
+}
+
+void Engine::Complete(OprBlock* block, absl::Status status) {
+  const Opr& opr = *block->opr;
+  if (!status.ok()) RecordError(opr, status, /*mark_vars=*/!opr.internal);
+  if (block->submitted) {
+    GrantList granted;
+    for (VarHandle var : opr.const_vars) var->CompleteRead(&granted);
+    for (VarHandle var : opr.mutable_vars) {
+      var->CompleteWrite(&granted, opr.counts_version);
+    }
+    if (opr.internal && opr.prop == FnProperty::kDeleteVar) {
+      FreeDeletedVars(opr);
+    }
+    for (OprBlock* next : granted) {
+      if (next->wait.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        OnReady(next);
+      }
+    }
+  }
+  BlockWaiter* waiter = block->waiter;
+  if (block->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    ReleaseBlock(block);
+  }
+  if (waiter != nullptr) waiter->Notify();
+  FinishOne();
+}
+
+void Engine::FreeDeletedVars(const Opr& opr) {
+  for (VarHandle var : opr.mutable_vars) {
+    // Later pushes on it were refused, so its queue is empty.
+    if (!var->TakeError().ok()) {
+      vars_with_error_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    std::lock_guard<std::mutex> lock(vars_mu_);
+    live_vars_.erase(var);
+    delete var;
+  }
+}
+
+void Engine::ReleaseBlock(OprBlock* block) {
+  block->opr->Unref();
+  delete block;
+}
+
+void Engine::FinishOne() {
+  int64_t n = pending_.load(std::memory_order_relaxed);
+  while (n > 1) {
+    if (pending_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) {
+      return;
+    }
+  }
+  std::lock_guard<std::mutex> lock(all_mu_);
+  pending_.fetch_sub(1, std::memory_order_acq_rel);
+  all_done_.notify_all();
+}
+
+// ---------------------------------------------------------------------------
+// Waiting
+
+absl::Status Engine::WaitForVar(VarHandle var) {
+  {
+    std::lock_guard<std::mutex> lock(vars_mu_);
+    if (!live_vars_.contains(var) || var->deleting_.load()) {
+      return absl::FailedPreconditionError(
+          "WaitForVar on a variable already passed to DeleteVariable");
+    }
+  }
+  Opr* opr = new Opr([](RunContext, CallbackOnComplete done) { done(); }, {},
+                     {var}, FnProperty::kAsync, "WaitForVar");
+  opr->internal = true;
+  opr->counts_version = false;
+  BlockWaiter waiter;
+  PushBlock(opr, Context::CPU(), 0, &waiter);
+  opr->Unref();
+  waiter.Wait();
+  absl::Status error = var->TakeError();
+  if (!error.ok()) vars_with_error_.fetch_sub(1, std::memory_order_acq_rel);
+  return error;
+}
+
+absl::Status Engine::WaitForAll() {
+  std::unique_lock<std::mutex> lock(all_mu_);
+  all_done_.wait(lock, [this] { return pending_.load() == 0; });
+  absl::Status first = std::move(first_error_);
+  first_error_ = absl::OkStatus();
+  return first;
+}
+
+void Engine::NotifyShutdown() {
+  shutting_down_.store(true, std::memory_order_release);
+}
+
+}  // namespace actorflow

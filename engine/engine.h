@@ -1,0 +1,197 @@
+#ifndef ACTORFLOW_ENGINE_ENGINE_H_
+#define ACTORFLOW_ENGINE_ENGINE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "engine/context.h"
+#include "engine/engine_options.h"
+#include "engine/stream_set.h"
+#include "engine/var.h"
+
+// The dependency engine (DESIGN.md section 4): an imperative API, with
+// MXNet's names and semantics, that runs pushed functions as soon as the
+// variables they read and write allow.
+//
+//   Engine* engine = Engine::Get();
+//   VarHandle a = engine->NewVariable();
+//   engine->PushSync([&](RunContext) { x = 1; }, Context::CPU(), {}, {a});
+//   engine->PushSync([&](RunContext) { y = x; }, Context::CPU(), {a}, {});
+//   absl::Status status = engine->WaitForAll();
+namespace actorflow {
+
+class Engine;
+class Opr;
+struct BlockWaiter;
+struct OprBlock;
+using OprHandle = Opr*;
+
+// Tells the engine that an asynchronous operation is done. Call it exactly
+// once, from any thread, with an error if the operation failed. Copies share
+// one completion; a second call is reported on stderr and ignored. If every
+// copy is destroyed without a call, the operation completes with an error
+// saying so, so a forgotten callback cannot hang WaitForAll.
+class CallbackOnComplete {
+ public:
+  CallbackOnComplete(const CallbackOnComplete& other);
+  CallbackOnComplete(CallbackOnComplete&& other) noexcept;
+  CallbackOnComplete& operator=(const CallbackOnComplete&) = delete;
+  CallbackOnComplete& operator=(CallbackOnComplete&&) = delete;
+  ~CallbackOnComplete();
+
+  void operator()(absl::Status status = absl::OkStatus()) const;
+
+ private:
+  friend class Engine;
+  CallbackOnComplete(Engine* engine, OprBlock* block);
+  // Completes unless already completed; true if this call completed it.
+  bool CompleteIfPending(absl::Status status) const;
+
+  Engine* engine_;
+  OprBlock* block_;  // null once moved from
+};
+
+using AsyncFn = std::function<void(RunContext, CallbackOnComplete)>;
+using SyncFn = std::function<void(RunContext)>;
+
+class Dispatcher;
+
+class Engine {
+ public:
+  // An engine of `type` with thread counts from the environment (see
+  // EngineOptions::FromEnv; a bad value is reported on stderr and its
+  // default used).
+  static std::unique_ptr<Engine> Create(EngineType type);
+  static std::unique_ptr<Engine> Create(EngineType type,
+                                        const EngineOptions& options);
+  // The process-wide engine, created on first use with the type named by
+  // $ACTORFLOW_ENGINE_TYPE (default ThreadedEnginePerDevice). It lives until
+  // the process exits.
+  static Engine* Get();
+
+  // Finishes every pushed operation, joins the workers and frees the
+  // variables not deleted yet.
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  EngineType type() const { return type_; }
+
+  VarHandle NewVariable();
+
+  // An operator that can be pushed many times. A variable listed twice, or
+  // as both read and written, counts once, as written.
+  OprHandle NewOperator(AsyncFn fn, const std::vector<VarHandle>& const_vars,
+                        const std::vector<VarHandle>& mutable_vars,
+                        FnProperty prop = FnProperty::kNormal,
+                        std::string name = "");
+  // Frees the operator once every push of it has completed.
+  void DeleteOperator(OprHandle op);
+  // Higher priorities run first in the CPU priority pool (kCPUPrioritized);
+  // elsewhere the order is FIFO among ready operations.
+  void Push(OprHandle op, Context exec_ctx, int priority = 0);
+
+  void PushAsync(AsyncFn fn, Context exec_ctx,
+                 const std::vector<VarHandle>& const_vars,
+                 const std::vector<VarHandle>& mutable_vars,
+                 FnProperty prop = FnProperty::kNormal, int priority = 0,
+                 std::string name = "");
+  // `fn` returns when the work is done; throwing fails the operation. On a
+  // GPU context the worker's stream is synchronized before completion.
+  void PushSync(SyncFn fn, Context exec_ctx,
+                const std::vector<VarHandle>& const_vars,
+                const std::vector<VarHandle>& mutable_vars,
+                FnProperty prop = FnProperty::kNormal, int priority = 0,
+                std::string name = "");
+
+  // Runs `delete_fn` after every operation pushed on `var` before this call,
+  // then frees the variable. Pushing on `var` afterwards is an error.
+  void DeleteVariable(SyncFn delete_fn, Context exec_ctx, VarHandle var);
+
+  // Waits for every operation pushed on `var` before this call. Returns the
+  // error carried by `var` (an operation that wrote it failed, or was skipped
+  // because something it depended on failed) and clears it: each error is
+  // reported once.
+  absl::Status WaitForVar(VarHandle var);
+  // Waits until nothing is pending. Returns the first error since the last
+  // WaitForAll that returned one, and clears it.
+  absl::Status WaitForAll();
+
+  // Refuses new pushes: each one completes at once, unrun, with an error on
+  // the variables it writes (and in WaitForAll). Pending operations still
+  // run; the destructor waits for them.
+  void NotifyShutdown();
+
+  // Operations pushed and not yet completed.
+  int64_t pending() const { return pending_.load(std::memory_order_acquire); }
+
+  // Runs a ready operation on the calling thread, on `streams`' stream for
+  // its device: the workers' entry.
+  void Execute(OprBlock* block, StreamSet* streams);
+
+ private:
+  friend class CallbackOnComplete;
+  Engine(EngineType type, const EngineOptions& options);
+
+  // Push's body. `waiter`, if given, is notified when the block completes.
+  void PushBlock(Opr* opr, Context ctx, int priority, BlockWaiter* waiter);
+  // Why a push cannot be accepted (shutdown, bad context, deleted
+  // variable), or OK.
+  absl::Status CheckPush(const Opr& opr, const Context& ctx);
+  // Puts `block` in the queues of its variables; it becomes ready once all
+  // of them granted it.
+  void Submit(OprBlock* block);
+  // All dependencies granted: run inline (kAsync, NaiveEngine, or skipped on
+  // an inherited error), else hand to the dispatcher.
+  void OnReady(OprBlock* block);
+  // Runs `block` on this thread; nested calls are queued and run by the
+  // outermost one, so chains of inline operations do not grow the stack.
+  void RunInline(OprBlock* block);
+  void RunOneInline(OprBlock* block);
+  // Exactly once per block, whether it ran, failed or was skipped.
+  void Complete(OprBlock* block, absl::Status status);
+  // The error of the first failed variable `block` depends on, or OK.
+  absl::Status InheritedError(const OprBlock& block);
+  // Remembers `status` for WaitForAll and, with `mark_vars`, on the
+  // variables `opr` writes, so their later users are skipped.
+  void RecordError(const Opr& opr, const absl::Status& status, bool mark_vars);
+  void FreeDeletedVars(const Opr& opr);
+  // pending_ - 1; the step to zero is taken under all_mu_ so that a waiter
+  // that sees zero can destroy the engine safely.
+  void FinishOne();
+  static void ReleaseBlock(OprBlock* block);
+
+  const EngineType type_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  StreamSet inline_streams_;  // kAsync and NaiveEngine operations on a GPU
+  // Serializes Submit: every push enters all its variables' queues as one
+  // step, so two pushers can never order two operations differently on two
+  // variables (which would deadlock both).
+  std::mutex submit_mu_;
+  std::atomic<bool> shutting_down_{false};
+  std::atomic<int64_t> pending_{0};
+  // Variables whose error is set: while zero, readiness skips the per-variable
+  // error check.
+  std::atomic<int64_t> vars_with_error_{0};
+  std::atomic<uint64_t> next_seq_{0};
+
+  std::mutex vars_mu_;
+  absl::flat_hash_set<Var*> live_vars_;  // guarded by vars_mu_
+
+  std::mutex all_mu_;
+  std::condition_variable all_done_;
+  std::atomic<int> all_waiters_{0};
+  absl::Status first_error_;  // guarded by all_mu_
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ENGINE_ENGINE_H_

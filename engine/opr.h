@@ -1,0 +1,87 @@
+#ifndef ACTORFLOW_ENGINE_OPR_H_
+#define ACTORFLOW_ENGINE_OPR_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "engine/context.h"
+#include "engine/engine.h"
+#include "engine/var.h"
+
+namespace actorflow {
+
+// A pushable function with its variables, deduplicated: a variable listed
+// twice, or both read and written, appears once, in mutable_vars.
+class Opr {
+ public:
+  Opr(AsyncFn fn, const std::vector<VarHandle>& const_vars,
+      const std::vector<VarHandle>& mutable_vars, FnProperty prop,
+      std::string name);
+
+  const AsyncFn fn;
+  const FnProperty prop;
+  const std::string name;
+  absl::InlinedVector<VarHandle, 4> const_vars;
+  absl::InlinedVector<VarHandle, 4> mutable_vars;
+
+  // The user's handle plus one per block in flight; the last release frees.
+  void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void Unref() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  // Internal operations (WaitForVar, DeleteVariable) are not refused while
+  // shutting down, and always run.
+  bool internal = false;
+  // False for WaitForVar's operation: it writes its variable only to wait
+  // for every earlier reader too, and is not a write the user made.
+  bool counts_version = true;
+
+ private:
+  std::atomic<int> refs_{1};
+};
+
+// Signalled when one block completes (NaiveEngine's push, WaitForVar).
+struct BlockWaiter {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+
+  void Notify();
+  void Wait();
+};
+
+// One push of an Opr: its dependency count and its places in the variables'
+// queues.
+struct OprBlock {
+  OprBlock(Engine* engine, Opr* opr, Context ctx, int priority, uint64_t seq);
+
+  Engine* const engine;
+  Opr* const opr;
+  const Context ctx;
+  const int priority;
+  const uint64_t seq;  // push order, breaks priority ties FIFO
+  // Variables not yet granted, plus one that Submit holds until every
+  // variable has been asked: whoever takes it to zero makes it ready.
+  std::atomic<int> wait;
+  // const_vars' entries first, then mutable_vars'.
+  absl::InlinedVector<VarWait, 6> waits;
+  // 2 * (live CallbackOnComplete copies) + (1 until completion). Freed at
+  // zero, so a late copy never sees freed memory; a copy's destructor that
+  // leaves exactly 1 knows the callback was dropped uncalled.
+  std::atomic<int> refs{1};
+  std::atomic<bool> completed{false};
+  BlockWaiter* waiter = nullptr;
+  // In its variables' queues; a push refused up front never is.
+  bool submitted = false;
+  OprBlock* next_inline = nullptr;  // Engine::RunInline's queue
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ENGINE_OPR_H_

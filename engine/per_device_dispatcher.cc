@@ -1,0 +1,88 @@
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "engine/dispatcher.h"
+#include "engine/opr.h"
+#include "engine/worker_pool.h"
+
+namespace actorflow {
+
+namespace {
+
+// One set of pools per device, created on the first operation for it:
+// `kMaxDevices` slots, each published once under mu_.
+class PoolTable {
+ public:
+  PoolTable(Engine* engine, int num_threads, WorkerPool::Order order)
+      : engine_(engine), num_threads_(num_threads), order_(order) {}
+
+  WorkerPool* For(int device) {
+    WorkerPool* pool = slots_[device].load(std::memory_order_acquire);
+    if (pool != nullptr) return pool;
+    std::lock_guard<std::mutex> lock(mu_);
+    pool = slots_[device].load(std::memory_order_relaxed);
+    if (pool == nullptr) {
+      owned_[device] =
+          std::make_unique<WorkerPool>(engine_, num_threads_, order_);
+      pool = owned_[device].get();
+      slots_[device].store(pool, std::memory_order_release);
+    }
+    return pool;
+  }
+
+ private:
+  Engine* const engine_;
+  const int num_threads_;
+  const WorkerPool::Order order_;
+  std::mutex mu_;
+  std::array<std::atomic<WorkerPool*>, kMaxEngineDevices> slots_{};
+  std::array<std::unique_ptr<WorkerPool>, kMaxEngineDevices> owned_;
+};
+
+// ThreadedEnginePerDevice: per CPU device a FIFO pool, one CPU priority pool,
+// and per GPU device compute workers and copy workers, each worker with its
+// own stream.
+class PerDeviceDispatcher : public Dispatcher {
+ public:
+  PerDeviceDispatcher(Engine* engine, const EngineOptions& options)
+      : cpu_(engine, options.cpu_worker_nthreads, WorkerPool::Order::kFifo),
+        priority_(engine, options.cpu_priority_nthreads,
+                  WorkerPool::Order::kPriority),
+        gpu_compute_(engine, options.gpu_worker_nthreads,
+                     WorkerPool::Order::kFifo),
+        gpu_copy_(engine, options.gpu_copy_nthreads, WorkerPool::Order::kFifo) {
+  }
+
+  void Dispatch(OprBlock* block) override {
+    const Context& ctx = block->ctx;
+    FnProperty prop = block->opr->prop;
+    WorkerPool* pool;
+    if (ctx.is_gpu()) {
+      bool copy =
+          prop == FnProperty::kCopyFromGPU || prop == FnProperty::kCopyToGPU;
+      pool = (copy ? gpu_copy_ : gpu_compute_).For(ctx.dev_id);
+    } else if (prop == FnProperty::kCPUPrioritized) {
+      pool = priority_.For(0);
+    } else {
+      pool = cpu_.For(ctx.dev_id);
+    }
+    pool->Push(block);
+  }
+
+ private:
+  PoolTable cpu_;
+  PoolTable priority_;  // slot 0 only
+  PoolTable gpu_compute_;
+  PoolTable gpu_copy_;
+};
+
+}  // namespace
+
+std::unique_ptr<Dispatcher> MakePerDeviceDispatcher(
+    Engine* engine, const EngineOptions& options) {
+  return std::make_unique<PerDeviceDispatcher>(engine, options);
+}
+
+}  // namespace actorflow

@@ -1,0 +1,39 @@
+#include <thread>
+
+#include "engine/dispatcher.h"
+#include "engine/opr.h"
+#include "engine/worker_pool.h"
+
+namespace actorflow {
+
+namespace {
+
+bool IsCopy(FnProperty prop) {
+  return prop == FnProperty::kCopyFromGPU || prop == FnProperty::kCopyToGPU;
+}
+
+// ThreadedEnginePooled: every device shares one FIFO pool; copies go to a
+// separate I/O pool so that they overlap compute.
+class PooledDispatcher : public Dispatcher {
+ public:
+  PooledDispatcher(Engine* engine, const EngineOptions& options)
+      : shared_(engine, options.pool_nthreads, WorkerPool::Order::kFifo),
+        io_(engine, 1, WorkerPool::Order::kFifo) {}
+
+  void Dispatch(OprBlock* block) override {
+    (IsCopy(block->opr->prop) ? io_ : shared_).Push(block);
+  }
+
+ private:
+  WorkerPool shared_;
+  WorkerPool io_;
+};
+
+}  // namespace
+
+std::unique_ptr<Dispatcher> MakePooledDispatcher(Engine* engine,
+                                                 const EngineOptions& options) {
+  return std::make_unique<PooledDispatcher>(engine, options);
+}
+
+}  // namespace actorflow

@@ -1,0 +1,72 @@
+#ifndef ACTORFLOW_ENGINE_VAR_H_
+#define ACTORFLOW_ENGINE_VAR_H_
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+
+namespace actorflow {
+
+struct OprBlock;
+
+// One operation's place in one variable's queue. Lives inside its OprBlock.
+struct VarWait {
+  OprBlock* block = nullptr;
+  bool write = false;
+  VarWait* next = nullptr;
+};
+
+// Operations that a completion made runnable on a variable (all the reads
+// now allowed, or one write).
+using GrantList = absl::InlinedVector<OprBlock*, 8>;
+
+// An engine variable: the ordering point for the operations that read and
+// write it. Invariants, all under mu_:
+//  - a write runs alone: write_running_ implies running_reads_ == 0;
+//  - the queue holds, in push order, the operations not yet allowed to run;
+//  - its head is a read only while a write runs (a completion grants every
+//    read at the head at once), so reads pushed back to back run together.
+class Var {
+ public:
+  // Writes completed so far (failed and skipped ones included).
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+
+ private:
+  friend class Engine;
+  Var() = default;
+
+  // True if the operation may run on this variable now; otherwise it is
+  // queued and granted later by a completion.
+  bool AppendRead(VarWait* wait);
+  bool AppendWrite(VarWait* wait);
+  // Appends to `granted` the operations this completion lets run.
+  void CompleteRead(GrantList* granted);
+  void CompleteWrite(GrantList* granted, bool counts_version);
+
+  // Sets the error (keeping an earlier one). True if it was clear.
+  bool SetError(const absl::Status& status);
+  // Takes the error, leaving it clear. OK if none.
+  absl::Status TakeError();
+  absl::Status error();
+
+  void GrantFromHead(GrantList* granted);
+
+  std::mutex mu_;
+  int running_reads_ = 0;
+  bool write_running_ = false;
+  VarWait* head_ = nullptr;
+  VarWait* tail_ = nullptr;
+  absl::Status error_;
+  std::atomic<uint64_t> version_{0};
+  // Set when DeleteVariable is pushed; later pushes on it are refused.
+  std::atomic<bool> deleting_{false};
+};
+
+using VarHandle = Var*;
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ENGINE_VAR_H_

@@ -1,0 +1,94 @@
+#include "engine/worker_pool.h"
+
+#include <algorithm>
+
+#include "engine/engine.h"
+#include "engine/opr.h"
+#include "engine/stream_set.h"
+#include "thread/cpu_relax.h"
+
+namespace actorflow {
+
+namespace {
+
+// Some microseconds of polling before sleeping: long enough to catch the next
+// push of a busy client, short enough not to steal a core from it for long.
+constexpr int kSpinRounds = 1000;
+
+// Heap order: higher priority first, then earlier push.
+bool RunsLater(const OprBlock* a, const OprBlock* b) {
+  if (a->priority != b->priority) return a->priority < b->priority;
+  return a->seq > b->seq;
+}
+
+}  // namespace
+
+WorkerPool::WorkerPool(Engine* engine, int num_threads, Order order)
+    : engine_(engine), order_(order) {
+  num_threads = std::max(num_threads, 1);
+  workers_.reserve(num_threads);
+  for (int i = 0; i < num_threads; ++i) {
+    workers_.emplace_back([this] { WorkerLoop(); });
+  }
+}
+
+WorkerPool::~WorkerPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& worker : workers_) worker.join();
+}
+
+void WorkerPool::Push(OprBlock* block) {
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (order_ == Order::kFifo) {
+      fifo_.push_back(block);
+    } else {
+      heap_.push_back(block);
+      std::push_heap(heap_.begin(), heap_.end(), RunsLater);
+    }
+    queued_.fetch_add(1, std::memory_order_release);
+    wake = sleepers_ > 0;
+  }
+  if (wake) wake_.notify_one();
+}
+
+OprBlock* WorkerPool::PopLocked() {
+  OprBlock* block;
+  if (order_ == Order::kFifo) {
+    block = fifo_.front();
+    fifo_.pop_front();
+  } else {
+    std::pop_heap(heap_.begin(), heap_.end(), RunsLater);
+    block = heap_.back();
+    heap_.pop_back();
+  }
+  queued_.fetch_sub(1, std::memory_order_relaxed);
+  return block;
+}
+
+OprBlock* WorkerPool::Take() {
+  for (int i = 0; i < kSpinRounds; ++i) {
+    if (queued_.load(std::memory_order_acquire) > 0) break;
+    CpuRelax();
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  while (queued_.load(std::memory_order_relaxed) == 0) {
+    if (stopping_) return nullptr;
+    ++sleepers_;
+    wake_.wait(lock);
+    --sleepers_;
+  }
+  return PopLocked();
+}
+
+void WorkerPool::WorkerLoop() {
+  StreamSet streams;
+  while (OprBlock* block = Take()) engine_->Execute(block, &streams);
+}
+
+}  // namespace actorflow

@@ -1,0 +1,55 @@
+#ifndef ACTORFLOW_ENGINE_WORKER_POOL_H_
+#define ACTORFLOW_ENGINE_WORKER_POOL_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace actorflow {
+
+class Engine;
+struct OprBlock;
+
+// Engine workers sharing one queue of ready operations, taken FIFO or
+// highest priority first (push order among equals). Each worker owns its
+// CUDA streams (StreamSet). An idle worker spins briefly before it sleeps,
+// and a push wakes a worker only when one sleeps: under load no system call
+// is made per operation.
+class WorkerPool {
+ public:
+  enum class Order { kFifo, kPriority };
+
+  WorkerPool(Engine* engine, int num_threads, Order order);
+  // Joins the workers. The engine has drained the queue before this.
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  void Push(OprBlock* block);
+  int size() const { return static_cast<int>(workers_.size()); }
+
+ private:
+  void WorkerLoop();
+  // Takes the next block or returns null once stopping and empty.
+  OprBlock* Take();
+  OprBlock* PopLocked();
+
+  Engine* const engine_;
+  const Order order_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<OprBlock*> fifo_;      // guarded by mu_ (kFifo)
+  std::vector<OprBlock*> heap_;     // guarded by mu_ (kPriority)
+  int sleepers_ = 0;                // guarded by mu_
+  bool stopping_ = false;           // guarded by mu_
+  std::atomic<int64_t> queued_{0};  // read unlocked by spinning workers
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ENGINE_WORKER_POOL_H_
