@@ -290,7 +290,7 @@ void Engine::Submit(OprBlock* block) {
   const Opr& opr = *block->opr;
   int granted = 0;
   {
-    std::lock_guard<std::mutex> lock(submit_mu_);
+    std::lock_guard<SpinMutex> lock(submit_mu_);
     block->submitted = true;
     size_t i = 0;
     for (VarHandle var : opr.const_vars) {

@@ -16,6 +16,7 @@
 #include "engine/engine_options.h"
 #include "engine/stream_set.h"
 #include "engine/var.h"
+#include "thread/spin_mutex.h"
 
 // The dependency engine (DESIGN.md section 4): an imperative API, with
 // MXNet's names and semantics, that runs pushed functions as soon as the
@@ -175,7 +176,7 @@ class Engine {
   // Serializes Submit: every push enters all its variables' queues as one
   // step, so two pushers can never order two operations differently on two
   // variables (which would deadlock both).
-  std::mutex submit_mu_;
+  SpinMutex submit_mu_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<int64_t> pending_{0};
   // Variables whose error is set: while zero, readiness skips the per-variable

@@ -11,6 +11,7 @@
 #include "absl/container/inlined_vector.h"
 #include "engine/context.h"
 #include "engine/engine.h"
+#include "engine/free_store.h"
 #include "engine/var.h"
 
 namespace actorflow {
@@ -28,6 +29,13 @@ class Opr {
   const std::string name;
   absl::InlinedVector<VarHandle, 4> const_vars;
   absl::InlinedVector<VarHandle, 4> mutable_vars;
+
+  static void* operator new(size_t size) {
+    return FreeStore<Opr>::Allocate(size);
+  }
+  static void operator delete(void* ptr, size_t size) {
+    FreeStore<Opr>::Free(ptr, size);
+  }
 
   // The user's handle plus one per block in flight; the last release frees.
   void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
@@ -60,6 +68,12 @@ struct BlockWaiter {
 // queues.
 struct OprBlock {
   OprBlock(Engine* engine, Opr* opr, Context ctx, int priority, uint64_t seq);
+  static void* operator new(size_t size) {
+    return FreeStore<OprBlock>::Allocate(size);
+  }
+  static void operator delete(void* ptr, size_t size) {
+    FreeStore<OprBlock>::Free(ptr, size);
+  }
 
   Engine* const engine;
   Opr* const opr;

@@ -7,6 +7,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
+#include "thread/spin_mutex.h"
 
 namespace actorflow {
 
@@ -54,7 +55,7 @@ class Var {
 
   void GrantFromHead(GrantList* granted);
 
-  std::mutex mu_;
+  SpinMutex mu_;
   int running_reads_ = 0;
   bool write_running_ = false;
   VarWait* head_ = nullptr;

@@ -4,10 +4,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "thread/ring_queue.h"
 
 namespace actorflow {
 
@@ -42,7 +43,7 @@ class WorkerPool {
   const Order order_;
   std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<OprBlock*> fifo_;      // guarded by mu_ (kFifo)
+  RingQueue<OprBlock*> fifo_;       // guarded by mu_ (kFifo)
   std::vector<OprBlock*> heap_;     // guarded by mu_ (kPriority)
   int sleepers_ = 0;                // guarded by mu_
   bool stopping_ = false;           // guarded by mu_

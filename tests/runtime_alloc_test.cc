@@ -1,66 +1,11 @@
 // No heap allocation per act: a run of many more pieces allocates no more
 // than a short one (allocation happens at load and while queues reach their
 // working size, both independent of the piece count).
-#include <atomic>
 #include <catch2/catch.hpp>
-#include <cstdlib>
-#include <new>
 
 #include "runtime/plan_builder.h"
 #include "runtime/runtime.h"
-
-namespace {
-std::atomic<int64_t> allocations{0};
-}  // namespace
-
-// Counting replacements of the global allocation functions (this binary
-// only). Every form is replaced, so every allocation is a malloc/free pair
-// whatever the sanitizer build.
-namespace {
-void* CountedAlloc(size_t size) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void* CountedAlignedAlloc(size_t size, std::align_val_t align) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  size_t a = static_cast<size_t>(align);
-  if (void* p = std::aligned_alloc(a, (size + a - 1) / a * a)) return p;
-  throw std::bad_alloc();
-}
-}  // namespace
-
-void* operator new(size_t size) { return CountedAlloc(size); }
-void* operator new[](size_t size) { return CountedAlloc(size); }
-void* operator new(size_t size, std::align_val_t align) {
-  return CountedAlignedAlloc(size, align);
-}
-void* operator new[](size_t size, std::align_val_t align) {
-  return CountedAlignedAlloc(size, align);
-}
-void* operator new(size_t size, const std::nothrow_t&) noexcept {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(size == 0 ? 1 : size);
-}
-void* operator new[](size_t size, const std::nothrow_t& tag) noexcept {
-  return operator new(size, tag);
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
+#include "tests/allocation_counter.h"
 
 namespace actorflow {
 namespace {
@@ -68,9 +13,9 @@ namespace {
 int64_t AllocationsForRun(const Plan& plan, int64_t pieces) {
   RunOptions options;
   options.pieces = pieces;
-  int64_t before = allocations.load();
+  int64_t before = testing::AllocationCount();
   auto result = RunPlan(plan, options);
-  int64_t used = allocations.load() - before;
+  int64_t used = testing::AllocationCount() - before;
   REQUIRE(result.ok());
   REQUIRE(result->sinks.at("sink").pieces == pieces);
   return used;
