@@ -500,6 +500,12 @@ TEST_CASE("engine types and thread counts from their names") {
         "to 256");
   setenv("ACTORFLOW_CPU_WORKER_NTHREADS", "0", 1);
   CHECK_FALSE(EngineOptions::FromEnv().ok());
+  // Create warns and falls back to the defaults.
+  std::unique_ptr<Engine> engine =
+      Engine::Create(EngineType::kThreadedPerDevice);
+  VarHandle a = engine->NewVariable();
+  engine->PushSync([](RunContext) {}, Context::CPU(), {}, {a});
+  CHECK(engine->WaitForVar(a).ok());
   unsetenv("ACTORFLOW_CPU_WORKER_NTHREADS");
   unsetenv("ACTORFLOW_CPU_PRIORITY_NTHREADS");
   unsetenv("ACTORFLOW_GPU_COPY_NTHREADS");
