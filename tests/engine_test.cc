@@ -26,6 +26,17 @@ constexpr EngineType kThreaded[] = {EngineType::kThreadedPooled,
 constexpr EngineType kAll[] = {EngineType::kNaive, EngineType::kThreadedPooled,
                                EngineType::kThreadedPerDevice};
 
+// Runs `body` on a fresh engine of each type; the engine frees the
+// variables the body leaves.
+template <size_t N, typename Body>
+void ForEachEngine(const EngineType (&types)[N], Body body) {
+  for (EngineType type : types) {
+    INFO(EngineTypeName(type));
+    std::unique_ptr<Engine> engine = Engine::Create(type, EngineOptions());
+    body(engine.get());
+  }
+}
+
 // An asynchronous operation that the test completes when it chooses: until
 // then it holds its variables.
 class HeldOp {
@@ -62,9 +73,7 @@ void Drain(Engine* engine) {
 }
 
 TEST_CASE("version counts completed writes; reads leave it alone") {
-  for (EngineType type : kAll) {
-    INFO(EngineTypeName(type));
-    std::unique_ptr<Engine> engine = Engine::Create(type, EngineOptions());
+  ForEachEngine(kAll, [&](Engine* engine) {
     VarHandle a = engine->NewVariable();
     CHECK(a->version() == 0);
     int value = 0;
@@ -76,9 +85,7 @@ TEST_CASE("version counts completed writes; reads leave it alone") {
     REQUIRE(engine->WaitForVar(a).ok());
     CHECK(a->version() == 5);
     CHECK(value == 5);
-    engine->DeleteVariable(nullptr, Context::CPU(), a);
-    REQUIRE(engine->WaitForAll().ok());
-  }
+  });
 }
 
 TEST_CASE("a variable both read and written counts once, as written") {
@@ -97,8 +104,6 @@ TEST_CASE("a variable both read and written counts once, as written") {
   REQUIRE(engine->WaitForVar(a).ok());
   CHECK(reader_ran.load());
   CHECK(a->version() == 1);  // one write, not two
-  engine->DeleteVariable(nullptr, Context::CPU(), a);
-  REQUIRE(engine->WaitForAll().ok());
 }
 
 TEST_CASE("reads of one variable run together; a write waits for them") {
@@ -124,14 +129,10 @@ TEST_CASE("reads of one variable run together; a write waits for them") {
   REQUIRE(engine->WaitForVar(a).ok());
   CHECK(met.load() == 2);
   CHECK(seen_by_writer.load() == 2);
-  engine->DeleteVariable(nullptr, Context::CPU(), a);
-  REQUIRE(engine->WaitForAll().ok());
 }
 
 TEST_CASE("WaitForVar waits only for its variable") {
-  for (EngineType type : kThreaded) {
-    INFO(EngineTypeName(type));
-    std::unique_ptr<Engine> engine = Engine::Create(type, EngineOptions());
+  ForEachEngine(kThreaded, [&](Engine* engine) {
     VarHandle a = engine->NewVariable();
     VarHandle b = engine->NewVariable();
     HeldOp held;
@@ -143,10 +144,7 @@ TEST_CASE("WaitForVar waits only for its variable") {
     held.Release();
     REQUIRE(engine->WaitForVar(a).ok());
     CHECK(a->version() == 1);
-    engine->DeleteVariable(nullptr, Context::CPU(), a);
-    engine->DeleteVariable(nullptr, Context::CPU(), b);
-    REQUIRE(engine->WaitForAll().ok());
-  }
+  });
 }
 
 TEST_CASE("the priority pool runs the highest priority first, FIFO on ties") {
@@ -185,9 +183,7 @@ TEST_CASE("the priority pool runs the highest priority first, FIFO on ties") {
 }
 
 TEST_CASE("DeleteVariable runs after earlier users, then refuses new ones") {
-  for (EngineType type : kThreaded) {
-    INFO(EngineTypeName(type));
-    std::unique_ptr<Engine> engine = Engine::Create(type, EngineOptions());
+  ForEachEngine(kThreaded, [&](Engine* engine) {
     VarHandle v = engine->NewVariable();
     std::mutex mu;
     std::vector<std::string> events;
@@ -204,7 +200,7 @@ TEST_CASE("DeleteVariable runs after earlier users, then refuses new ones") {
     std::atomic<bool> late_ran{false};
     engine->PushSync([&](RunContext) { late_ran = true; }, Context::CPU(), {v},
                      {}, FnProperty::kNormal, 0, "late reader");
-    Drain(engine.get());
+    Drain(engine);
     {
       std::lock_guard<std::mutex> lock(mu);
       CHECK(events.empty());  // the held read keeps both waiting
@@ -218,7 +214,7 @@ TEST_CASE("DeleteVariable runs after earlier users, then refuses new ones") {
                                "already passed to DeleteVariable"));
     CHECK_FALSE(late_ran.load());
     CHECK(events == std::vector<std::string>{"release", "write", "delete"});
-  }
+  });
 }
 
 TEST_CASE("DeleteVariable twice is reported, not a double free") {
@@ -239,9 +235,7 @@ TEST_CASE("DeleteVariable twice is reported, not a double free") {
 }
 
 TEST_CASE("kAsync operations run inline on the thread that makes them ready") {
-  for (EngineType type : kAll) {
-    INFO(EngineTypeName(type));
-    std::unique_ptr<Engine> engine = Engine::Create(type, EngineOptions());
+  ForEachEngine(kAll, [&](Engine* engine) {
     VarHandle a = engine->NewVariable();
     std::thread::id ran_on;
     engine->PushAsync(
@@ -253,15 +247,11 @@ TEST_CASE("kAsync operations run inline on the thread that makes them ready") {
     // Ready at push: it ran before PushAsync returned, on this thread.
     CHECK(ran_on == std::this_thread::get_id());
     CHECK(a->version() == 1);
-    engine->DeleteVariable(nullptr, Context::CPU(), a);
-    REQUIRE(engine->WaitForAll().ok());
-  }
+  });
 }
 
 TEST_CASE("a failure skips its dependents, which inherit the error") {
-  for (EngineType type : kAll) {
-    INFO(EngineTypeName(type));
-    std::unique_ptr<Engine> engine = Engine::Create(type, EngineOptions());
+  ForEachEngine(kAll, [&](Engine* engine) {
     VarHandle a = engine->NewVariable();
     VarHandle b = engine->NewVariable();
     VarHandle c = engine->NewVariable();
@@ -298,17 +288,11 @@ TEST_CASE("a failure skips its dependents, which inherit the error") {
     status = engine->WaitForAll();
     CHECK(status.message() == "operation 'first' failed: boom");
     CHECK(engine->WaitForAll().ok());
-    for (VarHandle v : {a, b, c, d}) {
-      engine->DeleteVariable(nullptr, Context::CPU(), v);
-    }
-    REQUIRE(engine->WaitForAll().ok());
-  }
+  });
 }
 
 TEST_CASE("a throwing operation fails with its message") {
-  for (EngineType type : kAll) {
-    INFO(EngineTypeName(type));
-    std::unique_ptr<Engine> engine = Engine::Create(type, EngineOptions());
+  ForEachEngine(kAll, [&](Engine* engine) {
     VarHandle a = engine->NewVariable();
     engine->PushSync(
         [](RunContext) { throw std::runtime_error("no such file: x.bin"); },
@@ -317,15 +301,11 @@ TEST_CASE("a throwing operation fails with its message") {
     CHECK(status.code() == absl::StatusCode::kInternal);
     CHECK(status.message() == "operation 'loader' threw: no such file: x.bin");
     CHECK_FALSE(engine->WaitForAll().ok());
-    engine->DeleteVariable(nullptr, Context::CPU(), a);
-    REQUIRE(engine->WaitForAll().ok());
-  }
+  });
 }
 
 TEST_CASE("a dropped completion callback fails the operation, no hang") {
-  for (EngineType type : kAll) {
-    INFO(EngineTypeName(type));
-    std::unique_ptr<Engine> engine = Engine::Create(type, EngineOptions());
+  ForEachEngine(kAll, [&](Engine* engine) {
     VarHandle a = engine->NewVariable();
     engine->PushAsync([](RunContext, CallbackOnComplete) {}, Context::CPU(), {},
                       {a}, FnProperty::kNormal, 0, "forgetful");
@@ -343,15 +323,11 @@ TEST_CASE("a dropped completion callback fails the operation, no hang") {
     CHECK(engine->WaitForVar(a).ok());
     CHECK(a->version() == 2);
     engine->WaitForAll().IgnoreError();
-    engine->DeleteVariable(nullptr, Context::CPU(), a);
-    REQUIRE(engine->WaitForAll().ok());
-  }
+  });
 }
 
 TEST_CASE("a callback completed later from another thread") {
-  for (EngineType type : kAll) {
-    INFO(EngineTypeName(type));
-    std::unique_ptr<Engine> engine = Engine::Create(type, EngineOptions());
+  ForEachEngine(kAll, [&](Engine* engine) {
     VarHandle a = engine->NewVariable();
     std::vector<std::thread> helpers;
     std::mutex mu;
@@ -372,16 +348,12 @@ TEST_CASE("a callback completed later from another thread") {
     // The last helper may complete before its emplace_back has returned.
     std::lock_guard<std::mutex> lock(mu);
     for (std::thread& helper : helpers) helper.join();
-    engine->DeleteVariable(nullptr, Context::CPU(), a);
-    REQUIRE(engine->WaitForAll().ok());
-  }
+  });
 }
 
 TEST_CASE("operations pushed from inside operations") {
-  for (EngineType type : kAll) {
-    INFO(EngineTypeName(type));
-    std::unique_ptr<Engine> engine = Engine::Create(type, EngineOptions());
-    Engine* e = engine.get();
+  ForEachEngine(kAll, [&](Engine* engine) {
+    Engine* e = engine;
     VarHandle a = engine->NewVariable();
     std::vector<int> order;
     engine->PushSync(
@@ -394,9 +366,7 @@ TEST_CASE("operations pushed from inside operations") {
         Context::CPU(), {}, {a});
     REQUIRE(engine->WaitForAll().ok());
     CHECK(order == std::vector<int>{1, 2});
-    engine->DeleteVariable(nullptr, Context::CPU(), a);
-    REQUIRE(engine->WaitForAll().ok());
-  }
+  });
 }
 
 TEST_CASE("shutdown: pending operations finish, new pushes are refused") {
@@ -470,8 +440,6 @@ TEST_CASE("contexts the engine cannot serve fail the operation by name") {
     std::printf("without a GPU: %s\n", std::string(status.message()).c_str());
   }
   CHECK_FALSE(ran.load());
-  engine->DeleteVariable(nullptr, Context::CPU(), a);
-  engine->WaitForAll().IgnoreError();
 }
 
 TEST_CASE("engine types and thread counts from their names") {
@@ -523,8 +491,6 @@ TEST_CASE("Engine::Get is one process-wide engine") {
                    {a});
   REQUIRE(engine->WaitForVar(a).ok());
   CHECK(value == 42);
-  engine->DeleteVariable(nullptr, Context::CPU(), a);
-  REQUIRE(engine->WaitForAll().ok());
 }
 
 }  // namespace
