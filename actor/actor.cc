@@ -40,16 +40,9 @@ Actor::Actor(ActorSpec spec, ActorEnv env)
 
 void Actor::ProcessMsg(const ActorMsg& msg) {
   switch (msg.kind) {
-    case ActorMsgKind::kRegstReady: {
-      if (state_ != State::kActing) {
-        ReturnToProducer(msg.regst);  // no more acts: hand it back unread
-        break;
-      }
-      InSlot& slot = in_[msg.slot];
-      if (slot.ready.empty()) --blockers_;
-      slot.ready.Push(msg.regst);
+    case ActorMsgKind::kRegstReady:
+      AcceptReady(msg.slot, msg.regst);
       break;
-    }
     case ActorMsgKind::kRegstReturn: {
       Regst* regst = msg.regst;
       if (--regst->reading_cnt == 0) PushFree(out_[msg.slot], regst);
@@ -70,6 +63,24 @@ void Actor::ProcessMsg(const ActorMsg& msg) {
   Progress();
 }
 
+inline void Actor::AcceptReady(int16_t in_slot, Regst* regst) {
+  if (state_ != State::kActing) {
+    ReturnToProducer(regst);  // no more acts: hand it back unread
+    return;
+  }
+  InSlot& slot = in_[in_slot];
+  if (slot.ready.empty()) --blockers_;
+  slot.ready.Push(regst);
+}
+
+namespace {
+// How deep direct calls may nest on this thread: each delivery or return
+// can make the peer act and deliver in turn. Past this, messages go through
+// the queue, which bounds the stack.
+constexpr int kMaxDirectCallDepth = 64;
+thread_local int direct_call_depth = 0;
+}  // namespace
+
 inline void Actor::Publish(Regst* regst) {
   const RegstDesc& desc = regst->desc();
   if (desc.consumers.empty()) {
@@ -78,26 +89,31 @@ inline void Actor::Publish(Regst* regst) {
   }
   regst->reading_cnt = static_cast<int32_t>(desc.consumers.size());
   for (const RegstConsumer& consumer : desc.consumers) {
-    Send(consumer.thread,
-         ActorMsg::Ready(consumer.actor, consumer.in_slot, regst));
+    // A direct delivery must not overtake a message queued earlier for the
+    // same input slot, hence the empty local queue: once anything is
+    // queued, everything is until the thread has drained it.
+    if (consumer.thread->InThisThread() &&
+        direct_call_depth < kMaxDirectCallDepth &&
+        consumer.thread->local_queue_empty()) {
+      ++direct_call_depth;
+      consumer.actor_ptr->OnRegstReady(consumer.in_slot, regst);
+      --direct_call_depth;
+    } else {
+      Send(consumer.thread,
+           ActorMsg::Ready(consumer.actor, consumer.in_slot, regst));
+    }
   }
 }
 
-namespace {
-// How deep direct returns may nest on this thread: each one can make the
-// producer act and return its own inputs upstream in turn. Past this, the
-// return goes through the queue like any message, which bounds the stack.
-constexpr int kMaxDirectReturnDepth = 64;
-thread_local int direct_return_depth = 0;
-}  // namespace
-
+// Returns may arrive in any order (they only count readers down), so no
+// queue check here.
 inline void Actor::ReturnToProducer(Regst* regst) {
   const RegstDesc& desc = regst->desc();
   if (desc.producer_thread->InThisThread() &&
-      direct_return_depth < kMaxDirectReturnDepth) {
-    ++direct_return_depth;
+      direct_call_depth < kMaxDirectCallDepth) {
+    ++direct_call_depth;
     desc.producer_actor->OnRegstReturned(desc.producer_out_slot, regst);
-    --direct_return_depth;
+    --direct_call_depth;
     return;
   }
   Send(desc.producer_thread,
@@ -149,14 +165,17 @@ void Actor::Act() {
     return;  // MaybeEnd returns the inputs on the way to the zombie state
   }
 
+  // Every state change comes before the first delivery: a delivery may run
+  // other actors, and they may hand registers back to this one (busy, so
+  // it only records them), which must find this act complete.
   next_piece_ += is_source_;
-  for (int o = 0; o < num_out_; ++o) Publish(outputs[o]);
+  ++act_count_;
   for (int i = 0; i < num_in_; ++i) {
     in[i].ready.Pop();
     if (in[i].ready.empty()) ++blockers_;
-    ReturnToProducer(inputs[i]);
   }
-  ++act_count_;
+  for (int i = 0; i < num_in_; ++i) ReturnToProducer(inputs[i]);
+  for (int o = 0; o < num_out_; ++o) Publish(outputs[o]);
 }
 
 void Actor::MaybeEnd() {

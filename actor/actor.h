@@ -56,11 +56,18 @@ class Actor {
 
   void ProcessMsg(const ActorMsg& msg);
 
-  // A consumer on this actor's own thread is done with `regst`: the same as
-  // a kRegstReturn message, without the trip through the queue.
+  // Direct calls from a peer on this actor's own thread, the same as a
+  // kRegstReturn or kRegstReady message without the trip through the queue.
+  // If this actor is busy (further up the stack, delivering what it just
+  // made) the call only records the register: its Progress loop re-checks
+  // before it returns, so it never re-enters itself.
   void OnRegstReturned(int16_t out_slot, Regst* regst) {
     if (--regst->reading_cnt == 0) PushFree(out_[out_slot], regst);
-    Progress();
+    if (!busy_) Progress();
+  }
+  void OnRegstReady(int16_t in_slot, Regst* regst) {
+    AcceptReady(in_slot, regst);
+    if (!busy_) Progress();
   }
 
   const TaskProto& task() const { return *task_; }
@@ -93,9 +100,12 @@ class Actor {
            (is_source_ && started_ && next_piece_ >= env_.total_piece_num);
   }
   void Progress() {
+    busy_ = true;
     while (CanAct()) Act();
     if (__builtin_expect(MayEnd(), 0)) MaybeEnd();
+    busy_ = false;
   }
+  void AcceptReady(int16_t in_slot, Regst* regst);
   void Act();
   absl::Status CallKernel();
   void MaybeEnd();
@@ -139,6 +149,7 @@ class Actor {
   State state_ = State::kActing;
   bool started_ = false;  // sources: kStart received
   bool failed_ = false;
+  bool busy_ = false;
   int64_t next_piece_ = 0;  // sources
   int64_t act_count_ = 0;
   KernelContext ctx_;

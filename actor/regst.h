@@ -51,6 +51,9 @@ struct RegstConsumer {
   int32_t actor = 0;    // dense actor index
   int16_t in_slot = 0;  // that actor's input slot for this descriptor
   Thread<ActorMsg>* thread = nullptr;  // the actor's thread
+  // Set on the consumer's thread when it is constructed; a producer on that
+  // same thread hands registers over by calling it directly.
+  Actor* actor_ptr = nullptr;
 };
 
 // The runtime form of a RegstDescProto, with its registers allocated once.

@@ -93,14 +93,23 @@ class Runtime final : public MsgHandler<ActorMsg> {
   void Handle(const ActorMsg& msg) override {
     if (msg.kind == ActorMsgKind::kCmd && msg.cmd == ActorCmd::kConstruct) {
       std::vector<RegstDesc*> produced;
+      std::vector<RegstDesc*> consumed;
       for (auto& [name, desc] : specs_[msg.dst].outputs)
         produced.push_back(desc);
+      for (auto& [name, descs] : specs_[msg.dst].inputs) {
+        consumed.insert(consumed.end(), descs.begin(), descs.end());
+      }
       actors_[msg.dst] =
           std::make_unique<Actor>(std::move(specs_[msg.dst]), env_);
-      // Read only by consumers on this same thread, after every actor is
+      Actor* actor = actors_[msg.dst].get();
+      // Read only by peers on this same thread, after every actor is
       // constructed (the runtime waits for that before starting any).
-      for (RegstDesc* desc : produced)
-        desc->producer_actor = actors_[msg.dst].get();
+      for (RegstDesc* desc : produced) desc->producer_actor = actor;
+      for (RegstDesc* desc : consumed) {
+        for (RegstConsumer& consumer : desc->consumers) {
+          if (consumer.actor == msg.dst) consumer.actor_ptr = actor;
+        }
+      }
       constructing_->Decrement();
       return;
     }

@@ -367,5 +367,47 @@ TEST_CASE("--pieces overrides total_piece_num", "[runtime]") {
   CHECK(result->sinks.at("sink").pieces == 33);
 }
 
+// Same-thread peers hand registers over by direct calls, up to a depth of
+// 64, and through the queue past it. A chain longer than that on one thread
+// (mixed with a hop to a second thread and back), with fan-outs that rejoin,
+// must keep every piece in order and every value exact.
+TEST_CASE(
+    "long same-thread chains keep pieces in order past the direct-call "
+    "depth",
+    "[runtime][protocol]") {
+  for (int register_num : {1, 2, 3}) {
+    INFO("register_num " << register_num);
+    std::vector<TaskDef> tasks = {Source("s0", 0, register_num)};
+    std::string last = "s0";
+    for (int i = 1; i <= 150; ++i) {
+      std::string name = "s" + std::to_string(i);
+      int stream = (i >= 70 && i < 75) ? 1 : 0;
+      if (i % 25 == 0) {
+        // A fan-out that rejoins: last -> (a, b) -> add.
+        tasks.push_back(
+            Unary(name + "a", "identity", last, stream, register_num));
+        tasks.push_back(
+            Unary(name + "b", "identity", last, stream, register_num));
+        TaskDef add{.name = name, .op_type = "add"};
+        add.inputs = {name + "a", name + "b"};
+        add.stream_index = stream;
+        add.register_num = register_num;
+        add.elem_cnt = 4;
+        tasks.push_back(add);
+      } else {
+        tasks.push_back(Unary(name, "identity", last, stream, register_num));
+      }
+      last = name;
+    }
+    tasks.push_back(Sink("sink", {last}));
+    RunResult result = MustRun(tasks, 300);
+    const SinkSummary& sink = result.sinks.at("sink");
+    CHECK(sink.pieces == 300);
+    CHECK(sink.in_order);
+    // Six fan-outs each double the value; source elements are p (4 each).
+    CHECK(sink.checksum == Triangle(300) * 4 * 64);
+  }
+}
+
 }  // namespace
 }  // namespace actorflow

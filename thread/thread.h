@@ -79,6 +79,10 @@ class Thread {
   }
 
   bool InThisThread() const { return internal::current_thread == this; }
+  // Whether the local queue is empty: loop thread only. A caller that
+  // delivers a message by a direct call instead of sending it must do so
+  // only when this holds, or it could overtake a queued one.
+  bool local_queue_empty() const { return local_.empty(); }
   const StreamKey& key() const { return key_; }
   virtual DeviceKind device_kind() const = 0;
 
