@@ -69,13 +69,18 @@ Plan PingPong() {
 }
 
 // Wall time of one run, in ns, divided by `per`.
+// Runs `pieces` and returns ns per `per` unit; exits if the run did not do
+// every act of every piece, in order.
 double RunNs(const Plan& plan, int64_t pieces, double per) {
   RunOptions options;
   options.pieces = pieces;
   auto result = RunPlan(plan, options);
-  if (!result.ok() || result->sinks.at("sink").pieces != pieces) {
+  int64_t expected_acts = pieces * plan.task_size();
+  if (!result.ok() || result->sinks.at("sink").pieces != pieces ||
+      !result->sinks.at("sink").in_order || result->acts != expected_acts) {
     std::fprintf(stderr, "run failed: %s\n",
-                 result.status().ToString().c_str());
+                 result.ok() ? "wrong act count or order"
+                             : result.status().ToString().c_str());
     std::exit(1);
   }
   return result->wall_ms * 1e6 / per;
