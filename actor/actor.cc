@@ -23,6 +23,10 @@ Actor::Actor(ActorSpec spec, ActorEnv env)
     ctx_.input_groups_.push_back(group);
   }
   for (auto& [name, desc] : spec.outputs) {
+    for (const RegstConsumer& consumer : desc->consumers) {
+      // Actors are constructed on their own threads.
+      if (!consumer.thread->InThisThread()) publishes_first_ = true;
+    }
     int slot = static_cast<int>(out_.size());
     ctx_.output_groups_.push_back({name, slot, slot + 1});
     out_.emplace_back();
@@ -167,15 +171,24 @@ void Actor::Act() {
 
   // Every state change comes before the first delivery: a delivery may run
   // other actors, and they may hand registers back to this one (busy, so
-  // it only records them), which must find this act complete.
+  // it only records them), which must find this act complete. Whatever
+  // goes to another thread goes first, so that thread can work while this
+  // one runs its own peers through direct calls: consumed registers back to
+  // their producers, or, for an actor that feeds another thread, the
+  // produced ones.
   next_piece_ += is_source_;
   ++act_count_;
   for (int i = 0; i < num_in_; ++i) {
     in[i].ready.Pop();
     if (in[i].ready.empty()) ++blockers_;
   }
-  for (int i = 0; i < num_in_; ++i) ReturnToProducer(inputs[i]);
-  for (int o = 0; o < num_out_; ++o) Publish(outputs[o]);
+  if (publishes_first_) {
+    for (int o = 0; o < num_out_; ++o) Publish(outputs[o]);
+    for (int i = 0; i < num_in_; ++i) ReturnToProducer(inputs[i]);
+  } else {
+    for (int i = 0; i < num_in_; ++i) ReturnToProducer(inputs[i]);
+    for (int o = 0; o < num_out_; ++o) Publish(outputs[o]);
+  }
 }
 
 void Actor::MaybeEnd() {

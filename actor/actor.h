@@ -150,6 +150,9 @@ class Actor {
   bool started_ = false;  // sources: kStart received
   bool failed_ = false;
   bool busy_ = false;
+  // Some consumer is on another thread: deliver outputs before returning
+  // inputs (see Act).
+  bool publishes_first_ = false;
   int64_t next_piece_ = 0;  // sources
   int64_t act_count_ = 0;
   KernelContext ctx_;
