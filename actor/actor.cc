@@ -7,7 +7,8 @@
 namespace actorflow {
 
 Actor::Actor(ActorSpec spec, ActorEnv env)
-    : task_(spec.task),
+    : id_(spec.id),
+      task_(spec.task),
       kernel_(std::move(spec.kernel)),
       env_(env),
       is_source_(spec.inputs.empty()) {
@@ -40,6 +41,7 @@ Actor::Actor(ActorSpec spec, ActorEnv env)
   blockers_ = num_in_;  // every output starts free
   ctx_.inputs_.resize(in_.size());
   ctx_.outputs_.resize(out_.size());
+  if (spec.async_thread != nullptr) InitAsync(spec.async_thread);
 }
 
 void Actor::ProcessMsg(const ActorMsg& msg) {
@@ -62,6 +64,7 @@ void Actor::ProcessMsg(const ActorMsg& msg) {
     }
     case ActorMsgKind::kCmd:
       if (msg.cmd == ActorCmd::kStart) started_ = true;
+      if (msg.cmd == ActorCmd::kAsyncFailed) HandleAsyncFailures();
       break;
   }
   Progress();
@@ -124,15 +127,11 @@ inline void Actor::ReturnToProducer(Regst* regst) {
        ActorMsg::Return(desc.producer, desc.producer_out_slot, regst));
 }
 
-// A kernel that throws fails its task like one that returns an error.
-inline absl::Status Actor::CallKernel() {
-  try {
-    return kernel_->Forward(&ctx_);
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("kernel threw: ", e.what()));
-  } catch (...) {
+absl::Status Actor::KernelThrew(const char* what) {
+  if (what == nullptr) {
     return absl::InternalError("kernel threw a non-std exception");
   }
+  return absl::InternalError(absl::StrCat("kernel threw: ", what));
 }
 
 // The hot path: loops run over raw arrays with counts fixed at construction.
@@ -161,8 +160,12 @@ void Actor::Act() {
   }
   free_regsts_ -= num_out_;
   ctx_.piece_id_ = piece;
+  if (async_ != nullptr) {
+    LaunchAsync(inputs, outputs, piece);
+    return;
+  }
 
-  absl::Status status = CallKernel();
+  absl::Status status = CallKernel(&ctx_);
   if (__builtin_expect(!status.ok(), 0)) {
     for (int o = 0; o < num_out_; ++o) PushFree(out[o], outputs[o]);
     Fail(status, piece);
@@ -218,15 +221,26 @@ void Actor::MaybeEnd() {
 void Actor::EnterZombie() {
   state_ = State::kZombie;
   StopActing();
-  for (const OutSlot& slot : out_) {
-    for (const RegstConsumer& consumer : slot.desc->consumers) {
-      Send(consumer.thread, ActorMsg::Eord(consumer.actor, consumer.in_slot));
-    }
+  if (async_ != nullptr) {
+    // After the callbacks of every act, so EORD cannot overtake a register.
+    absl::Status added = async_->poller()->AddCallback(
+        async_->stream(), [this](absl::Status) { SendEords(); });
+    if (!added.ok()) env_.monitor->ReportFailure(added);
+  } else {
+    SendEords();
   }
   for (InSlot& slot : in_) {
     if (slot.ready.empty()) continue;
     while (!slot.ready.empty()) ReturnToProducer(slot.ready.Pop());
     ++blockers_;
+  }
+}
+
+void Actor::SendEords() {
+  for (const OutSlot& slot : out_) {
+    for (const RegstConsumer& consumer : slot.desc->consumers) {
+      Send(consumer.thread, ActorMsg::Eord(consumer.actor, consumer.in_slot));
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "actor/regst.h"
 #include "actor/run_monitor.h"
 #include "proto/plan.pb.h"
+#include "thread/async_thread.h"
 #include "thread/ring_queue.h"
 #include "thread/stream_key.h"
 #include "thread/thread.h"
@@ -21,6 +23,7 @@ namespace actorflow {
 
 // Everything an actor is built from, prepared when the plan is loaded.
 struct ActorSpec {
+  int32_t id = 0;  // dense actor index
   const TaskProto* task = nullptr;
   StreamKey stream;
   std::unique_ptr<Kernel> kernel;
@@ -28,6 +31,8 @@ struct ActorSpec {
   std::vector<std::pair<std::string, std::vector<RegstDesc*>>> inputs;
   // Produced descriptors by name (sorted).
   std::vector<std::pair<std::string, RegstDesc*>> outputs;
+  // Set when the task's thread runs kernels on an asynchronous stream.
+  AsyncThread<ActorMsg>* async_thread = nullptr;
 };
 
 // What the actors of one run share.
@@ -107,7 +112,19 @@ class Actor {
   }
   void AcceptReady(int16_t in_slot, Regst* regst);
   void Act();
-  absl::Status CallKernel();
+  // A kernel that throws fails its task like one that returns an error.
+  absl::Status CallKernel(KernelContext* ctx) {
+    try {
+      return kernel_->Forward(ctx);
+    } catch (const std::exception& e) {
+      return KernelThrew(e.what());
+    } catch (...) {
+      return KernelThrew(nullptr);
+    }
+  }
+  // `what` is null for a non-std exception.
+  __attribute__((noinline, cold)) static absl::Status KernelThrew(
+      const char* what);
   void MaybeEnd();
   void EnterZombie();
   void Publish(Regst* regst);
@@ -128,6 +145,36 @@ class Actor {
   __attribute__((noinline, cold)) void FailOutOfStep(size_t input,
                                                      int64_t piece);
 
+  // --- asynchronous streams (actor_async.cc) ---------------------------
+  // On such a stream an act queues the kernel on the stream and a callback
+  // on the poller; the callback, once the kernel has run, sends what the
+  // act made and returns what it read. So no consumer sees a register
+  // before the work that filled it is done. EORD goes the same way, after
+  // every earlier callback.
+  struct AsyncAct {
+    KernelContext ctx;    // this act's registers and piece
+    absl::Status status;  // the kernel's, written on the stream worker
+  };
+  void InitAsync(AsyncThread<ActorMsg>* thread);
+  // Act's tail on an asynchronous stream: state is updated already.
+  void LaunchAsync(Regst** inputs, Regst** outputs, int64_t piece);
+  // On the poller.
+  void FinishAsync(AsyncAct* act);
+  // On this actor's thread, after a kAsyncFailed command.
+  void HandleAsyncFailures();
+  // A return as a message, from any thread (never a direct call).
+  void SendReturn(Regst* regst);
+  void SendEords();
+
+  AsyncThread<ActorMsg>* async_ = nullptr;
+  // A ring: an act in flight holds at least one register, so there are
+  // never more in flight than registers, and slots are reused in order.
+  std::vector<std::unique_ptr<AsyncAct>> async_acts_;
+  size_t async_next_ = 0;
+  std::mutex async_failed_mu_;
+  std::vector<AsyncAct*> async_failed_;  // guarded by async_failed_mu_
+
+  const int32_t id_;
   const TaskProto* const task_;
   std::unique_ptr<Kernel> kernel_;
   const ActorEnv env_;

@@ -23,8 +23,9 @@ enum class ActorMsgKind : uint8_t {
 
 enum class ActorCmd : uint8_t {
   kNone,
-  kConstruct,  // build the actor on its own thread
-  kStart,      // sources begin producing
+  kConstruct,    // build the actor on its own thread
+  kStart,        // sources begin producing
+  kAsyncFailed,  // a kernel on the actor's asynchronous stream failed
 };
 
 // The only thing actors exchange: small, trivially copyable, no ownership.

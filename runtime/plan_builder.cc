@@ -32,6 +32,7 @@ absl::StatusOr<Plan> BuildPlan(const std::vector<TaskDef>& tasks,
     task->set_task_id(id);
     task->set_name(def.name);
     task->mutable_stream()->set_stream_index(def.stream_index);
+    task->mutable_stream()->set_host_async(def.host_async);
     task->mutable_kernel()->set_op_type(def.op_type);
     for (const auto& [key, value] : def.attrs) {
       (*task->mutable_kernel()->mutable_attr())[key] = value;

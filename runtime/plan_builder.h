@@ -18,6 +18,7 @@ struct TaskDef {
   std::string op_type;
   std::vector<std::string> inputs;
   int32_t stream_index = 0;  // CPU stream on machine 0
+  bool host_async = false;   // StreamId.host_async
   bool has_output = true;    // produces "out"
   int32_t register_num = 2;
   int64_t elem_cnt = 4;

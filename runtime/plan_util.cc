@@ -36,6 +36,7 @@ StreamKey ToStreamKey(const StreamId& stream) {
           stream.device_type() == GPU ? DeviceKind::kGpu : DeviceKind::kCpu,
       .device_index = stream.device_index(),
       .stream_index = stream.stream_index(),
+      .host_async = stream.host_async(),
   };
 }
 

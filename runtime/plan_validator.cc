@@ -100,6 +100,11 @@ class Validator {
       Problem(absl::StrCat(Label(t), ": stream.device_type GPU (device ",
                            stream.device_index(),
                            "): ", GpuProblem(stream.device_index())));
+      if (stream.host_async()) {
+        Problem(absl::StrCat(Label(t),
+                             ": stream.host_async: applies to CPU streams "
+                             "only (a GPU stream is asynchronous already)"));
+      }
     }
   }
 

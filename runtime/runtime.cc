@@ -42,8 +42,10 @@ class Runtime final : public MsgHandler<ActorMsg> {
     auto mgr = ThreadMgr<ActorMsg>::Create(streams, this, options.channel);
     if (!mgr.ok()) return mgr.status();
     std::vector<Thread<ActorMsg>*> thread_of_actor;
-    for (const ActorSpec& spec : specs_) {
+    for (ActorSpec& spec : specs_) {
       thread_of_actor.push_back(*(*mgr)->Find(spec.stream));
+      spec.async_thread =
+          dynamic_cast<AsyncThread<ActorMsg>*>(thread_of_actor.back());
     }
     // Actors send straight to their peers' threads; the bus keeps the same
     // routing for everything else (commands).
@@ -135,6 +137,7 @@ class Runtime final : public MsgHandler<ActorMsg> {
     for (int t = 0; t < plan_.task_size(); ++t) {
       const TaskProto& task = plan_.task(t);
       ActorSpec spec;
+      spec.id = t;
       spec.task = &task;
       spec.stream = ToStreamKey(task.stream());
       for (const auto& [name, proto] : SortedOutputs(task)) {

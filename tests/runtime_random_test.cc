@@ -32,6 +32,9 @@ RandomPlan MakeRandomPlan(std::mt19937_64& rng, int n) {
   RandomPlan plan;
   plan.pieces = uniform(0, 150);
   int threads = uniform(1, 6);
+  // Half the plans put some streams on host asynchronous streams, whose
+  // actors send from stream callbacks (the GPU protocol).
+  int async_streams = uniform(0, 1) ? uniform(0, (1 << threads) - 1) : 0;
   int64_t elem_cnt = uniform(0, 16);
   std::vector<std::string> producers;  // tasks with an output
   std::map<std::string, int> consumers;
@@ -39,6 +42,7 @@ RandomPlan MakeRandomPlan(std::mt19937_64& rng, int n) {
     TaskDef def;
     def.name = "t" + std::to_string(i);
     def.stream_index = uniform(0, threads - 1);
+    def.host_async = (async_streams >> def.stream_index) & 1;
     def.register_num = uniform(1, 4);
     def.elem_cnt = elem_cnt;
     int kind = producers.empty() ? 0 : uniform(0, 9);
@@ -84,6 +88,7 @@ RandomPlan MakeRandomPlan(std::mt19937_64& rng, int n) {
     if (consumers[p] > 0) continue;
     TaskDef sink{.name = "sink_" + p, .op_type = "checksum", .inputs = {p}};
     sink.stream_index = uniform(0, threads - 1);
+    sink.host_async = (async_streams >> sink.stream_index) & 1;
     sink.elem_cnt = elem_cnt;  // what it reads; the evaluator sums that many
     sink.has_output = false;
     plan.tasks.push_back(sink);
@@ -141,6 +146,7 @@ TEST_CASE("random plans match a sequential evaluation bit for bit",
   std::mt19937_64 rng(seed);
   constexpr int kPlans = 40;
   int max_tasks = 0;
+  int async_tasks = 0;
   for (int round = 0; round < kPlans; ++round) {
     // The smallest and the largest sizes come first, then any.
     int n = round == 0   ? 1
@@ -148,6 +154,7 @@ TEST_CASE("random plans match a sequential evaluation bit for bit",
                          : static_cast<int>(rng() % 120) + 1;
     RandomPlan random = MakeRandomPlan(rng, n);
     max_tasks = std::max<int>(max_tasks, random.tasks.size());
+    for (const TaskDef& def : random.tasks) async_tasks += def.host_async;
     INFO("seed " << seed << ", plan " << round << ": " << random.tasks.size()
                  << " tasks, " << random.pieces << " pieces");
     auto plan = BuildPlan(random.tasks, random.pieces);
@@ -166,7 +173,10 @@ TEST_CASE("random plans match a sequential evaluation bit for bit",
       CHECK(SameDouble(got.checksum, want.checksum));
     }
   }
-  std::printf("random plans: %d plans, up to %d tasks\n", kPlans, max_tasks);
+  std::printf(
+      "random plans: %d plans, up to %d tasks, %d tasks on host async "
+      "streams\n",
+      kPlans, max_tasks, async_tasks);
 }
 
 }  // namespace

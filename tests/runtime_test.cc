@@ -409,5 +409,68 @@ TEST_CASE(
   }
 }
 
+// --- host asynchronous streams --------------------------------------------
+
+TaskDef OnAsyncStream(TaskDef def) {
+  def.host_async = true;
+  return def;
+}
+
+// The kernel on the async stream writes its output only after spinning on
+// the stream's worker: a consumer that got the register early would read
+// the previous piece's values and the checksum would be off.
+TEST_CASE("a host async stream delivers a register only after its kernel ran",
+          "[runtime][async]") {
+  for (int register_num : {1, 2, 3}) {
+    INFO("register_num " << register_num);
+    TaskDef slow = OnAsyncStream(Unary("slow", "spin", "src", 1, register_num));
+    slow.attrs["us"] = IntAttr(20);
+    TaskDef copy =
+        OnAsyncStream(Unary("copy", "identity", "slow", 1, register_num));
+    RunResult result = MustRun(
+        {Source("src", 0, register_num), slow, copy, Sink("sink", {"copy"}, 2)},
+        200);
+    const SinkSummary& sink = result.sinks.at("sink");
+    CHECK(sink.pieces == 200);
+    CHECK(sink.in_order);
+    CHECK(sink.checksum == Triangle(200) * 4);
+    CHECK(result.acts == 4 * 200);
+  }
+}
+
+TEST_CASE("a failure on a host async stream names task and piece",
+          "[runtime][async][failure]") {
+  for (int register_num : {1, 3}) {
+    for (int64_t at : {0, 7, 99}) {
+      INFO("register_num " << register_num << ", at_piece " << at);
+      TaskDef boom =
+          OnAsyncStream(Unary("boom", "fail", "src", 1, register_num));
+      boom.attrs["at_piece"] = IntAttr(at);
+      absl::Status status = RunError(
+          {Source("src", 0, register_num), boom,
+           OnAsyncStream(Unary("copy", "identity", "boom", 1, register_num)),
+           Sink("sink", {"copy"}, 2)},
+          100);
+      CHECK(absl::IsAborted(status));
+      CHECK(status.message() ==
+            "task 'boom' (task_id 2) failed at piece " + std::to_string(at) +
+                ": fail kernel: reached at_piece " + std::to_string(at));
+    }
+  }
+}
+
+TEST_CASE("a failure downstream drains acts still in flight on an async stream",
+          "[runtime][async][failure]") {
+  TaskDef slow = OnAsyncStream(Unary("slow", "spin", "src", 1, 4));
+  slow.attrs["us"] = IntAttr(50);
+  TaskDef boom = Unary("boom", "fail", "slow", 0, 2);
+  boom.attrs["at_piece"] = IntAttr(3);
+  absl::Status status = RunError(
+      {Source("src", 0, 4), slow, boom, Sink("sink", {"boom"}, 2)}, 1000);
+  CHECK(status.message() ==
+        "task 'boom' (task_id 3) failed at piece 3: fail kernel: reached "
+        "at_piece 3");
+}
+
 }  // namespace
 }  // namespace actorflow

@@ -21,19 +21,23 @@ struct StreamKey {
   DeviceKind device = DeviceKind::kCpu;
   int32_t device_index = 0;
   int32_t stream_index = 0;
+  // A host asynchronous stream (see StreamId.host_async in plan.proto).
+  bool host_async = false;
 
   friend bool operator==(const StreamKey&, const StreamKey&) = default;
 
   template <typename H>
   friend H AbslHashValue(H h, const StreamKey& key) {
     return H::combine(std::move(h), key.machine_id, key.device,
-                      key.device_index, key.stream_index);
+                      key.device_index, key.stream_index, key.host_async);
   }
 
-  // "m0/cpu0/s1": short enough for thread names and error messages.
+  // "m0/cpu0/s1" ("m0/cpu0/s1a" for a host asynchronous stream): short
+  // enough for thread names and error messages.
   std::string ToString() const {
     return absl::StrCat("m", machine_id, "/", DeviceKindName(device),
-                        device_index, "/s", stream_index);
+                        device_index, "/s", stream_index,
+                        host_async ? "a" : "");
   }
 };
 

@@ -78,6 +78,11 @@ class Thread {
     if (!InThisThread() && os_thread_.joinable()) os_thread_.join();
   }
 
+  // Stops and joins the threads this one owns besides its loop (an async
+  // stream's poller). Those send to other threads, so ThreadMgr calls this
+  // after every loop has exited and before it destroys any thread.
+  virtual void JoinHelpers() {}
+
   bool InThisThread() const { return internal::current_thread == this; }
   // Whether the local queue is empty: loop thread only. A caller that
   // delivers a message by a direct call instead of sending it must do so

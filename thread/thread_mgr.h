@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
+#include "thread/async_thread.h"
 #include "thread/thread.h"
 
 namespace actorflow {
@@ -47,8 +48,13 @@ class ThreadMgr {
                          ": device_index and stream_index must be >= 0"));
       }
       mgr->index_[key] = static_cast<int>(mgr->threads_.size());
-      mgr->threads_.push_back(
-          std::make_unique<CpuThread<Msg>>(key, handler, options));
+      if (key.host_async) {
+        mgr->threads_.push_back(
+            std::make_unique<AsyncThread<Msg>>(key, handler, options));
+      } else {
+        mgr->threads_.push_back(
+            std::make_unique<CpuThread<Msg>>(key, handler, options));
+      }
     }
     // Start only once every stream is known to be valid, so a failed Create
     // leaves no thread behind.
@@ -86,6 +92,7 @@ class ThreadMgr {
   void StopAll() {
     for (auto& thread : threads_) thread->RequestStop();
     for (auto& thread : threads_) thread->Stop();
+    for (auto& thread : threads_) thread->JoinHelpers();
   }
 
  private:

@@ -1,0 +1,101 @@
+// Actor on an asynchronous stream: the kernel runs on the stream, and what
+// an act sends waits for it in a stream callback (see Actor::AsyncAct).
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "actor/actor.h"
+
+namespace actorflow {
+
+void Actor::InitAsync(AsyncThread<ActorMsg>* thread) {
+  async_ = thread;
+  int64_t registers = total_regsts_;
+  for (const InSlot& slot : in_) registers += slot.desc->register_num;
+  async_acts_.reserve(registers);
+  for (int64_t i = 0; i < registers; ++i) {
+    auto act = std::make_unique<AsyncAct>();
+    act->ctx = ctx_;  // groups and sizes; registers are set per act
+    async_acts_.push_back(std::move(act));
+  }
+}
+
+void Actor::LaunchAsync(Regst** inputs, Regst** outputs, int64_t piece) {
+  AsyncAct* act = async_acts_[async_next_++ % async_acts_.size()].get();
+  std::copy(inputs, inputs + num_in_, act->ctx.inputs_.begin());
+  std::copy(outputs, outputs + num_out_, act->ctx.outputs_.begin());
+  act->ctx.piece_id_ = piece;
+
+  // The act counts as done here; only its sends wait for the stream.
+  next_piece_ += is_source_;
+  ++act_count_;
+  for (int i = 0; i < num_in_; ++i) {
+    in_[i].ready.Pop();
+    if (in_[i].ready.empty()) ++blockers_;
+  }
+  for (int o = 0; o < num_out_; ++o) {
+    const RegstDesc& desc = outputs[o]->desc();
+    if (desc.consumers.empty()) {
+      // Nobody reads it. The stream runs in order, so the next act that
+      // writes it does so after this one.
+      PushFree(out_[o], outputs[o]);
+    } else {
+      outputs[o]->reading_cnt = static_cast<int32_t>(desc.consumers.size());
+    }
+  }
+
+  async_->stream()->Enqueue([this, act] {
+    act->status = CallKernel(&act->ctx);
+    return act->status;
+  });
+  absl::Status added = async_->poller()->AddCallback(
+      async_->stream(), [this, act](absl::Status) { FinishAsync(act); });
+  if (!added.ok()) env_.monitor->ReportFailure(added);
+}
+
+void Actor::FinishAsync(AsyncAct* act) {
+  if (!act->status.ok()) {
+    // The registers stay with the act; this actor's thread frees them.
+    {
+      std::lock_guard<std::mutex> lock(async_failed_mu_);
+      async_failed_.push_back(act);
+    }
+    Send(async_, ActorMsg::Cmd(id_, ActorCmd::kAsyncFailed));
+    return;
+  }
+  // Copied out first: once anything is sent, a register can come back and
+  // this slot be reused by a later act.
+  absl::InlinedVector<Regst*, 8> outputs(act->ctx.outputs_.begin(),
+                                         act->ctx.outputs_.end());
+  absl::InlinedVector<Regst*, 8> inputs(act->ctx.inputs_.begin(),
+                                        act->ctx.inputs_.end());
+  for (Regst* regst : outputs) {
+    for (const RegstConsumer& consumer : regst->desc().consumers) {
+      Send(consumer.thread,
+           ActorMsg::Ready(consumer.actor, consumer.in_slot, regst));
+    }
+  }
+  for (Regst* regst : inputs) SendReturn(regst);
+}
+
+void Actor::SendReturn(Regst* regst) {
+  const RegstDesc& desc = regst->desc();
+  Send(desc.producer_thread,
+       ActorMsg::Return(desc.producer, desc.producer_out_slot, regst));
+}
+
+void Actor::HandleAsyncFailures() {
+  std::vector<AsyncAct*> failed;
+  {
+    std::lock_guard<std::mutex> lock(async_failed_mu_);
+    failed.swap(async_failed_);
+  }
+  for (AsyncAct* act : failed) {
+    for (int o = 0; o < num_out_; ++o) {
+      Regst* regst = act->ctx.outputs_[o];
+      if (!regst->desc().consumers.empty()) PushFree(out_[o], regst);
+    }
+    for (Regst* regst : act->ctx.inputs_) SendReturn(regst);
+    Fail(act->status, act->ctx.piece_id_);
+  }
+}
+
+}  // namespace actorflow
