@@ -323,6 +323,19 @@ TEST_CASE("streams and memory cases this build or machine cannot serve",
                          "device") != std::string::npos);
     }
   }
+  SECTION("host_async on a GPU stream") {
+    plan.mutable_task(1)->mutable_stream()->set_device_type(GPU);
+    plan.mutable_task(1)->mutable_stream()->set_host_async(true);
+    std::vector<std::string> problems = ValidatePlan(plan);
+    REQUIRE(problems.size() == 2);
+    CHECK(problems[1] ==
+          "task 'mid' (task_id 2): stream.host_async: applies to CPU streams "
+          "only (a GPU stream is asynchronous already)");
+  }
+  SECTION("host_async on a CPU stream is valid") {
+    plan.mutable_task(1)->mutable_stream()->set_host_async(true);
+    CHECK(ValidatePlan(plan).empty());
+  }
   SECTION("GPU memory case") {
     Out(plan, 0).mutable_mem_case()->set_device_type(GPU);
     Out(plan, 0).mutable_mem_case()->set_device_index(3);
