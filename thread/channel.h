@@ -137,11 +137,14 @@ class Channel {
   }
 
   ChannelStatus Push(T&& item) {
-    if (closed()) return ChannelStatus::kClosed;
     uint32_t index = PopFree();
     Node& node = NodeAt(index);
     node.value = std::move(item);
-    uint64_t head = sent_.load(std::memory_order_relaxed);
+    // Guess "empty and open", the usual state of a channel between a sender
+    // and a receiver that keeps up: the first access to sent_ is then the
+    // compare-exchange itself, which takes the cache line once instead of
+    // reading it and taking it again. A wrong guess only costs the retry.
+    uint64_t head = kNil;
     do {
       if (head & kClosedBit) {
         node.value = T();
