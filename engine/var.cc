@@ -8,10 +8,7 @@ bool Var::AppendRead(VarWait* wait) {
     ++running_reads_;
     return true;
   }
-  wait->write = false;
-  wait->next = nullptr;
-  (tail_ ? tail_->next : head_) = wait;
-  tail_ = wait;
+  Enqueue(wait, /*write=*/false);
   return false;
 }
 
@@ -21,11 +18,15 @@ bool Var::AppendWrite(VarWait* wait) {
     write_running_ = true;
     return true;
   }
-  wait->write = true;
+  Enqueue(wait, /*write=*/true);
+  return false;
+}
+
+void Var::Enqueue(VarWait* wait, bool write) {
+  wait->write = write;
   wait->next = nullptr;
   (tail_ ? tail_->next : head_) = wait;
   tail_ = wait;
-  return false;
 }
 
 void Var::CompleteRead(GrantList* granted) {

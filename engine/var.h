@@ -53,6 +53,8 @@ class Var {
   absl::Status TakeError();
   absl::Status error();
 
+  // Under mu_.
+  void Enqueue(VarWait* wait, bool write);
   void GrantFromHead(GrantList* granted);
 
   SpinMutex mu_;

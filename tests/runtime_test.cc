@@ -301,20 +301,24 @@ TEST_CASE("EORD reaches every actor of a diamond, fan-out and fan-in",
 
 TEST_CASE("a failing kernel stops the run and names task and piece",
           "[runtime][failure]") {
-  for (int register_num : {1, 2, 4}) {
-    for (int64_t at : {0, 7, 99}) {
-      INFO("register_num " << register_num << ", at_piece " << at);
-      TaskDef boom = Unary("boom", "fail", "src", 1, register_num);
-      boom.attrs["at_piece"] = IntAttr(at);
-      absl::Status status =
-          RunError({Source("src", 0, register_num), boom,
-                    Unary("copy", "identity", "boom", 0, register_num),
-                    Sink("sink", {"copy"}, 2)},
-                   100);
-      CHECK(absl::IsAborted(status));
-      CHECK(status.message() ==
-            "task 'boom' (task_id 2) failed at piece " + std::to_string(at) +
-                ": fail kernel: reached at_piece " + std::to_string(at));
+  for (bool host_async : {false, true}) {
+    for (int register_num : {1, 2, 4}) {
+      for (int64_t at : {0, 7, 99}) {
+        INFO("host_async " << host_async << ", register_num " << register_num
+                           << ", at_piece " << at);
+        TaskDef boom = Unary("boom", "fail", "src", 1, register_num);
+        boom.host_async = host_async;
+        boom.attrs["at_piece"] = IntAttr(at);
+        absl::Status status =
+            RunError({Source("src", 0, register_num), boom,
+                      Unary("copy", "identity", "boom", 0, register_num),
+                      Sink("sink", {"copy"}, 2)},
+                     100);
+        CHECK(absl::IsAborted(status));
+        CHECK(status.message() ==
+              "task 'boom' (task_id 2) failed at piece " + std::to_string(at) +
+                  ": fail kernel: reached at_piece " + std::to_string(at));
+      }
     }
   }
 }
@@ -435,27 +439,6 @@ TEST_CASE("a host async stream delivers a register only after its kernel ran",
     CHECK(sink.in_order);
     CHECK(sink.checksum == Triangle(200) * 4);
     CHECK(result.acts == 4 * 200);
-  }
-}
-
-TEST_CASE("a failure on a host async stream names task and piece",
-          "[runtime][async][failure]") {
-  for (int register_num : {1, 3}) {
-    for (int64_t at : {0, 7, 99}) {
-      INFO("register_num " << register_num << ", at_piece " << at);
-      TaskDef boom =
-          OnAsyncStream(Unary("boom", "fail", "src", 1, register_num));
-      boom.attrs["at_piece"] = IntAttr(at);
-      absl::Status status = RunError(
-          {Source("src", 0, register_num), boom,
-           OnAsyncStream(Unary("copy", "identity", "boom", 1, register_num)),
-           Sink("sink", {"copy"}, 2)},
-          100);
-      CHECK(absl::IsAborted(status));
-      CHECK(status.message() ==
-            "task 'boom' (task_id 2) failed at piece " + std::to_string(at) +
-                ": fail kernel: reached at_piece " + std::to_string(at));
-    }
   }
 }
 
