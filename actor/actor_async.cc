@@ -8,6 +8,7 @@ namespace actorflow {
 
 void Actor::InitAsync(AsyncThread<ActorMsg>* thread) {
   async_ = thread;
+  ctx_.cuda_stream_ = thread->stream()->native_handle();
   int64_t registers = total_regsts_;
   for (const InSlot& slot : in_) registers += slot.desc->register_num;
   async_acts_.reserve(registers);
@@ -42,12 +43,17 @@ void Actor::LaunchAsync(Regst** inputs, Regst** outputs, int64_t piece) {
     }
   }
 
-  async_->stream()->Enqueue([this, act] {
+  async_->stream()->Submit([this, act] {
     act->status = CallKernel(&act->ctx);
     return act->status;
   });
+  // The act's own error comes first; otherwise the event's (a device fault
+  // in the act's work, or a sticky one from earlier work on the stream).
   absl::Status added = async_->poller()->AddCallback(
-      async_->stream(), [this, act](absl::Status) { FinishAsync(act); });
+      async_->stream(), [this, act](absl::Status event) {
+        if (act->status.ok()) act->status = std::move(event);
+        FinishAsync(act);
+      });
   if (!added.ok()) env_.monitor->ReportFailure(added);
 }
 

@@ -12,8 +12,9 @@
 // has no CUDA. Nothing here crashes on a machine without a GPU or driver.
 namespace actorflow::cuda {
 
-// An opaque cudaStream_t.
+// An opaque cudaStream_t and cudaEvent_t.
 using StreamHandle = void*;
+using EventHandle = void*;
 
 bool BuiltWithCuda();
 
@@ -37,9 +38,32 @@ absl::Status MemcpyHostToDeviceAsync(int device_index, void* dst,
                                      StreamHandle stream);
 absl::Status DeviceMemset(int device_index, void* ptr, int value, size_t bytes);
 
+// Any two of host, pinned and device memory (unified addressing): queued
+// on `stream`, complete when the stream reaches it.
+absl::Status MemcpyAsync(void* dst, const void* src, size_t bytes,
+                         StreamHandle stream);
+// Waits for all work on the device, every stream included.
+absl::Status DeviceSynchronize(int device_index);
+// Makes `device_index` the calling thread's current device.
+absl::Status SetDevice(int device_index);
+
+// Non-blocking stream (no implicit ordering with the legacy stream 0).
 absl::StatusOr<StreamHandle> StreamCreate(int device_index);
 absl::Status StreamSynchronize(int device_index, StreamHandle stream);
 void StreamDestroy(int device_index, StreamHandle stream);
+
+// Events without timing (cheaper to record and wait on).
+absl::StatusOr<EventHandle> EventCreate(int device_index);
+// Marks the point after everything queued on `stream` so far.
+absl::Status EventRecord(EventHandle event, StreamHandle stream);
+// Blocks until the event has happened; reports an error of the work before
+// it (asynchronous CUDA errors are sticky: every later call reports them).
+absl::Status EventSynchronize(EventHandle event);
+void EventDestroy(EventHandle event);
+
+// The error of the last kernel launch on this thread, with `what` in front;
+// OK if it succeeded. Clears it.
+absl::Status LastLaunchError(const char* what);
 
 }  // namespace actorflow::cuda
 

@@ -112,6 +112,21 @@ absl::Status DeviceMemset(int device_index, void* ptr, int value,
   return FromCuda(cudaMemset(ptr, value, bytes), "cudaMemset");
 }
 
+absl::Status MemcpyAsync(void* dst, const void* src, size_t bytes,
+                         StreamHandle stream) {
+  return FromCuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
+                                  static_cast<cudaStream_t>(stream)),
+                  "cudaMemcpyAsync");
+}
+
+absl::Status DeviceSynchronize(int device_index) {
+  absl::Status status = UseDevice(device_index);
+  if (!status.ok()) return status;
+  return FromCuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+absl::Status SetDevice(int device_index) { return UseDevice(device_index); }
+
 absl::StatusOr<StreamHandle> StreamCreate(int device_index) {
   absl::Status status = UseDevice(device_index);
   if (!status.ok()) return status;
@@ -133,6 +148,35 @@ void StreamDestroy(int device_index, StreamHandle stream) {
   if (UseDevice(device_index).ok()) {
     cudaStreamDestroy(static_cast<cudaStream_t>(stream));
   }
+}
+
+absl::StatusOr<EventHandle> EventCreate(int device_index) {
+  absl::Status status = UseDevice(device_index);
+  if (!status.ok()) return status;
+  cudaEvent_t event = nullptr;
+  status = FromCuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+                    "cudaEventCreate");
+  if (!status.ok()) return status;
+  return static_cast<EventHandle>(event);
+}
+
+absl::Status EventRecord(EventHandle event, StreamHandle stream) {
+  return FromCuda(cudaEventRecord(static_cast<cudaEvent_t>(event),
+                                  static_cast<cudaStream_t>(stream)),
+                  "cudaEventRecord");
+}
+
+absl::Status EventSynchronize(EventHandle event) {
+  return FromCuda(cudaEventSynchronize(static_cast<cudaEvent_t>(event)),
+                  "cudaEventSynchronize");
+}
+
+void EventDestroy(EventHandle event) {
+  cudaEventDestroy(static_cast<cudaEvent_t>(event));
+}
+
+absl::Status LastLaunchError(const char* what) {
+  return FromCuda(cudaGetLastError(), what);
 }
 
 }  // namespace actorflow::cuda

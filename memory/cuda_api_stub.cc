@@ -30,8 +30,18 @@ absl::Status MemcpyHostToDeviceAsync(int, void*, const void*, size_t,
   return NoCuda();
 }
 absl::Status DeviceMemset(int, void*, int, size_t) { return NoCuda(); }
+absl::Status MemcpyAsync(void*, const void*, size_t, StreamHandle) {
+  return NoCuda();
+}
+absl::Status DeviceSynchronize(int) { return NoCuda(); }
+absl::Status SetDevice(int) { return NoCuda(); }
 absl::StatusOr<StreamHandle> StreamCreate(int) { return NoCuda(); }
 absl::Status StreamSynchronize(int, StreamHandle) { return NoCuda(); }
 void StreamDestroy(int, StreamHandle) {}
+absl::StatusOr<EventHandle> EventCreate(int) { return NoCuda(); }
+absl::Status EventRecord(EventHandle, StreamHandle) { return NoCuda(); }
+absl::Status EventSynchronize(EventHandle) { return NoCuda(); }
+void EventDestroy(EventHandle) {}
+absl::Status LastLaunchError(const char*) { return NoCuda(); }
 
 }  // namespace actorflow::cuda

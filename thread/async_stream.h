@@ -2,6 +2,7 @@
 #define ACTORFLOW_THREAD_ASYNC_STREAM_H_
 
 #include <cstdint>
+#include <functional>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -18,6 +19,12 @@ class AsyncStream {
   using EventToken = uint64_t;
 
   virtual ~AsyncStream() = default;
+
+  // Runs one act's work in stream order. A host stream queues `work` for
+  // its worker thread; a device stream calls it right here, on the actor's
+  // thread, where it queues device work on native_handle(). Either way an
+  // event recorded afterwards happens once that work is done.
+  virtual void Submit(std::function<absl::Status()> work) = 0;
 
   // Records an event after everything queued so far. Any thread.
   virtual absl::StatusOr<EventToken> RecordEvent() = 0;

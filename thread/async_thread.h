@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "thread/async_stream.h"
 #include "thread/callback_poller.h"
 #include "thread/host_async_stream.h"
 #include "thread/thread.h"
@@ -12,17 +13,18 @@
 namespace actorflow {
 
 // An actor thread whose kernels run on an asynchronous stream: the loop
-// thread queues work on the stream, and the thread's poller runs the
-// callbacks (the actors' deferred sends) once the work is done. Both extra
-// threads are joined on Stop, the poller after it has run every callback
-// already added. This kind owns a HostAsyncStream; a CUDA stream plugs in
-// the same way.
+// thread submits work to the stream, and the thread's poller runs the
+// callbacks (the actors' deferred sends) once the work is done. The poller
+// is joined in JoinHelpers, after it has run every callback already added;
+// the stream is destroyed after the poller. The public constructor makes a
+// host asynchronous stream; GpuThread passes a CUDA stream.
 template <typename Msg>
-class AsyncThread final : public Thread<Msg> {
+class AsyncThread : public Thread<Msg> {
  public:
   AsyncThread(StreamKey key, MsgHandler<Msg>* handler,
               ChannelOptions options = {})
-      : Thread<Msg>(key, handler, options), poller_(key.ToString() + "p") {}
+      : AsyncThread(key, handler, options,
+                    std::make_unique<HostAsyncStream>()) {}
   ~AsyncThread() override {
     this->Stop();
     JoinHelpers();
@@ -32,13 +34,20 @@ class AsyncThread final : public Thread<Msg> {
 
   DeviceKind device_kind() const override { return this->key().device; }
 
-  HostAsyncStream* stream() { return &stream_; }
+  AsyncStream* stream() { return stream_.get(); }
   CallbackPoller* poller() { return &poller_; }
+
+ protected:
+  AsyncThread(StreamKey key, MsgHandler<Msg>* handler, ChannelOptions options,
+              std::unique_ptr<AsyncStream> stream)
+      : Thread<Msg>(key, handler, options),
+        stream_(std::move(stream)),
+        poller_(key.ToString() + "p") {}
 
  private:
   // Declared first: destroyed last, after the poller has stopped waiting on
   // its events.
-  HostAsyncStream stream_;
+  std::unique_ptr<AsyncStream> stream_;
   CallbackPoller poller_;
 };
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "thread/async_stream.h"
 
@@ -27,6 +28,9 @@ class HostAsyncStream final : public AsyncStream {
   // Queues `work`; a non-OK return marks the stream failed: every event
   // recorded after it reports that error. Any thread.
   void Enqueue(std::function<absl::Status()> work);
+  void Submit(std::function<absl::Status()> work) override {
+    Enqueue(std::move(work));
+  }
 
   absl::StatusOr<EventToken> RecordEvent() override;
   absl::Status WaitEvent(EventToken event) override;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "thread/async_thread.h"
+#include "thread/gpu_thread.h"
 #include "thread/thread.h"
 
 namespace actorflow {
@@ -37,18 +38,22 @@ class ThreadMgr {
             "stream ", key.ToString(),
             ": machine_id must be 0 (multi-machine runs are not supported)"));
       }
-      if (key.device != DeviceKind::kCpu) {
-        return absl::UnimplementedError(absl::StrCat(
-            "stream ", key.ToString(),
-            ": this runtime has no GPU thread kind yet; use CPU streams"));
-      }
       if (key.device_index < 0 || key.stream_index < 0) {
         return absl::InvalidArgumentError(
             absl::StrCat("stream ", key.ToString(),
                          ": device_index and stream_index must be >= 0"));
       }
+      if (key.device == DeviceKind::kGpu && key.host_async) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("stream ", key.ToString(),
+                         ": host_async applies to CPU streams only"));
+      }
       mgr->index_[key] = static_cast<int>(mgr->threads_.size());
-      if (key.host_async) {
+      if (key.device == DeviceKind::kGpu) {
+        auto thread = GpuThread<Msg>::Create(key, handler, options);
+        if (!thread.ok()) return thread.status();
+        mgr->threads_.push_back(std::move(*thread));
+      } else if (key.host_async) {
         mgr->threads_.push_back(
             std::make_unique<AsyncThread<Msg>>(key, handler, options));
       } else {
