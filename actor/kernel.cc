@@ -175,38 +175,44 @@ KernelRegistry& KernelRegistry::Get() {
   return *registry;
 }
 
-bool KernelRegistry::Register(const std::string& op_type,
-                              KernelFactory factory) {
-  if (Has(op_type)) {
+const KernelRegistry::Entry* KernelRegistry::Find(const std::string& op_type,
+                                                  DeviceKind device) const {
+  for (const Entry& entry : factories_) {
+    if (entry.op_type == op_type && entry.device == device) return &entry;
+  }
+  return nullptr;
+}
+
+bool KernelRegistry::Register(const std::string& op_type, KernelFactory factory,
+                              DeviceKind device) {
+  if (Has(op_type, device)) {
     std::fprintf(stderr,
-                 "actorflow: kernel op_type '%s' registered twice; keeping "
+                 "actorflow: %s kernel op_type '%s' registered twice; keeping "
                  "the first\n",
-                 op_type.c_str());
+                 DeviceKindName(device), op_type.c_str());
     return false;
   }
-  factories_.emplace_back(op_type, std::move(factory));
+  factories_.push_back({op_type, device, std::move(factory)});
   return true;
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> KernelRegistry::Create(
-    const std::string& op_type) const {
-  for (const auto& [name, factory] : factories_) {
-    if (name == op_type) return factory();
-  }
+    const std::string& op_type, DeviceKind device) const {
+  if (const Entry* entry = Find(op_type, device)) return entry->factory();
   return absl::NotFoundError(
-      absl::StrCat("kernel.op_type: unknown op_type '", op_type, "'"));
+      absl::StrCat("kernel.op_type: no ", DeviceKindName(device),
+                   " kernel for op_type '", op_type, "'"));
 }
 
-bool KernelRegistry::Has(const std::string& op_type) const {
-  for (const auto& entry : factories_) {
-    if (entry.first == op_type) return true;
-  }
-  return false;
+bool KernelRegistry::Has(const std::string& op_type, DeviceKind device) const {
+  return Find(op_type, device) != nullptr;
 }
 
-std::vector<std::string> KernelRegistry::op_types() const {
+std::vector<std::string> KernelRegistry::op_types(DeviceKind device) const {
   std::vector<std::string> names;
-  for (const auto& entry : factories_) names.push_back(entry.first);
+  for (const Entry& entry : factories_) {
+    if (entry.device == device) names.push_back(entry.op_type);
+  }
   std::sort(names.begin(), names.end());
   return names;
 }

@@ -75,6 +75,9 @@ class KernelContext {
   int64_t piece_id() const { return piece_id_; }
   const StreamKey& stream() const { return stream_; }
   const TaskProto& task() const { return *task_; }
+  // The cudaStream_t to launch on (GPU streams); null on CPU streams. The
+  // thread's current device is the stream's, stream().device_index.
+  void* cuda_stream() const { return cuda_stream_; }
 
   // Every input register, in the order of the consumed names (sorted) and
   // of each name's id list.
@@ -95,6 +98,7 @@ class KernelContext {
 
   int64_t piece_id_ = -1;
   StreamKey stream_;
+  void* cuda_stream_ = nullptr;
   const TaskProto* task_ = nullptr;
   std::vector<Regst*> inputs_;
   std::vector<Regst*> outputs_;
@@ -129,31 +133,52 @@ class Kernel {
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>()>;
 
+// Kernels by op_type and device: a task gets the kernel registered for its
+// stream's device (CPU or GPU), so one plan vocabulary runs on both.
 class KernelRegistry {
  public:
   static KernelRegistry& Get();
 
-  // False (and the first registration stays) if op_type is taken.
-  bool Register(const std::string& op_type, KernelFactory factory);
+  // False (and the first registration stays) if op_type is taken for
+  // `device`.
+  bool Register(const std::string& op_type, KernelFactory factory,
+                DeviceKind device = DeviceKind::kCpu);
   absl::StatusOr<std::unique_ptr<Kernel>> Create(
-      const std::string& op_type) const;
-  bool Has(const std::string& op_type) const;
-  std::vector<std::string> op_types() const;  // sorted
+      const std::string& op_type, DeviceKind device = DeviceKind::kCpu) const;
+  bool Has(const std::string& op_type,
+           DeviceKind device = DeviceKind::kCpu) const;
+  std::vector<std::string> op_types(
+      DeviceKind device = DeviceKind::kCpu) const;  // sorted
 
  private:
-  std::vector<std::pair<std::string, KernelFactory>> factories_;
+  struct Entry {
+    std::string op_type;
+    DeviceKind device;
+    KernelFactory factory;
+  };
+  const Entry* Find(const std::string& op_type, DeviceKind device) const;
+
+  std::vector<Entry> factories_;
 };
 
 #define ACTORFLOW_KERNEL_CONCAT_INNER(a, b) a##b
 #define ACTORFLOW_KERNEL_CONCAT(a, b) ACTORFLOW_KERNEL_CONCAT_INNER(a, b)
 
-// REGISTER_KERNEL("my_op", MyKernel);  at namespace scope in a .cc file.
-#define REGISTER_KERNEL(op_type, KernelClass)                                  \
+#define ACTORFLOW_REGISTER_KERNEL(op_type, KernelClass, device)                \
   static const bool ACTORFLOW_KERNEL_CONCAT(kKernelRegistered_, __COUNTER__) = \
       ::actorflow::KernelRegistry::Get().Register(                             \
-          op_type, []() -> std::unique_ptr<::actorflow::Kernel> {              \
+          op_type,                                                             \
+          []() -> std::unique_ptr<::actorflow::Kernel> {                       \
             return std::make_unique<KernelClass>();                            \
-          })
+          },                                                                   \
+          device)
+
+// REGISTER_KERNEL("my_op", MyKernel);  at namespace scope in a .cc file:
+// the CPU kernel of my_op. REGISTER_GPU_KERNEL: the one for GPU streams.
+#define REGISTER_KERNEL(op_type, KernelClass) \
+  ACTORFLOW_REGISTER_KERNEL(op_type, KernelClass, ::actorflow::DeviceKind::kCpu)
+#define REGISTER_GPU_KERNEL(op_type, KernelClass) \
+  ACTORFLOW_REGISTER_KERNEL(op_type, KernelClass, ::actorflow::DeviceKind::kGpu)
 
 }  // namespace actorflow
 

@@ -4,6 +4,7 @@
 // kernels' library (see examples/custom_kernel/).
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,9 @@ usage:
                                     JSON summary with one entry per checksum
                                     task (pieces, checksum, in_order)
   actorflow validate PLAN           print every problem in PLAN (exit 0: none)
-  actorflow kernels                 list the kernels linked into this binary
+  actorflow kernels                 list the kernels linked into this binary:
+                                    one op_type per line, then the devices
+                                    it has a kernel for (cpu, gpu)
   actorflow help                    this text
 
 PLAN is a text-format (.pbtxt) or binary (.pb) actorflow.Plan; see
@@ -126,6 +129,24 @@ int Run(const std::string& path, int64_t pieces) {
   return kExitOk;
 }
 
+int ListKernels() {
+  const KernelRegistry& registry = KernelRegistry::Get();
+  std::set<std::string> ops;
+  for (DeviceKind device : {DeviceKind::kCpu, DeviceKind::kGpu}) {
+    for (const std::string& op : registry.op_types(device)) ops.insert(op);
+  }
+  for (const std::string& op : ops) {
+    std::string devices;
+    for (DeviceKind device : {DeviceKind::kCpu, DeviceKind::kGpu}) {
+      if (registry.Has(op, device)) {
+        absl::StrAppend(&devices, " ", DeviceKindName(device));
+      }
+    }
+    std::printf("%s%s\n", op.c_str(), devices.c_str());
+  }
+  return kExitOk;
+}
+
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -138,10 +159,7 @@ int Main(int argc, char** argv) {
     return kExitOk;
   }
   if (command == "kernels") {
-    for (const std::string& op : KernelRegistry::Get().op_types()) {
-      std::printf("%s\n", op.c_str());
-    }
-    return kExitOk;
+    return ListKernels();
   }
   if (command != "run" && command != "validate") {
     return UsageError(absl::StrCat("unknown command '", command, "'"));

@@ -9,7 +9,10 @@
 #include <fstream>
 #include <string>
 
+#include "memory/cuda_api.h"
+
 namespace {
+namespace cuda = ::actorflow::cuda;
 
 struct CliResult {
   int exit_code = -1;
@@ -196,7 +199,44 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
 
   CliResult kernels = RunCli("kernels");
   CHECK(kernels.exit_code == 0);
-  CHECK(kernels.out == "add\nchecksum\nfail\nidentity\nscale\nsource\nspin\n");
+  // GPU kernels exist in builds with CUDA (whether or not a GPU is here).
+  CHECK(kernels.out == (cuda::BuiltWithCuda()
+                            ? "add cpu gpu\nchecksum cpu gpu\nd2h gpu\nfail "
+                              "cpu\nh2d gpu\nidentity cpu gpu\nscale cpu "
+                              "gpu\nsource cpu gpu\nspin cpu\n"
+                            : "add cpu\nchecksum cpu\nfail cpu\nidentity "
+                              "cpu\nscale cpu\nsource cpu\nspin cpu\n"));
+}
+
+TEST_CASE("the GPU pipeline equals its CPU twin, or is refused with the reason",
+          "[cli][gpu]") {
+  CliResult cpu =
+      RunCli("run '" + Runfile("examples/plans/gpu_pipeline_cpu.pbtxt") + "'");
+  CHECK(cpu.exit_code == 0);
+  const std::string expected =
+      "\"checksum\":{\"pieces\":1000,\"checksum\":2050048000,\"in_order\":"
+      "true}";
+  CHECK(Contains(cpu.last_line, expected));
+
+  CliResult gpu =
+      RunCli("run '" + Runfile("examples/plans/gpu_pipeline.pbtxt") + "'");
+  if (cuda::DeviceAvailable(0).ok()) {
+    CHECK(gpu.exit_code == 0);
+    CHECK(Contains(gpu.last_line, expected));
+    return;
+  }
+  std::printf("gpu_pipeline refused here, as it must be: %s\n",
+              gpu.last_line.c_str());
+  CHECK(gpu.exit_code == 2);
+  CHECK(
+      Contains(gpu.last_line,
+               "task 'h2d' (task_id 2): stream.device_type GPU (device 0): "));
+  CHECK(Contains(gpu.last_line, cuda::BuiltWithCuda()
+                                    ? "this machine cannot serve it"
+                                    : "this build has no CUDA support"));
+  CHECK(
+      RunCli("validate '" + Runfile("examples/plans/gpu_pipeline.pbtxt") + "'")
+          .exit_code == 2);
 }
 
 TEST_CASE("a custom kernel in its own target runs in its own runner", "[cli]") {
