@@ -14,17 +14,17 @@
 namespace actorflow {
 namespace {
 
-// Why this build and machine cannot serve a GPU stream or memory case.
-std::string GpuProblem(int device_index) {
-  if (!cuda::BuiltWithCuda()) {
-    return "this build has no CUDA support (no CUDA toolkit was found when it "
-           "was built)";
-  }
-  absl::Status available = cuda::DeviceAvailable(device_index);
-  if (!available.ok()) {
-    return absl::StrCat("this machine cannot serve it: ", available.message());
-  }
-  return "GPU streams and GPU memory are not supported by this runtime yet";
+bool IsHostToDevice(const TaskProto& task) {
+  return task.kernel().op_type() == "h2d";
+}
+bool IsDeviceToHost(const TaskProto& task) {
+  return task.kernel().op_type() == "d2h";
+}
+
+std::string MemoryName(const MemoryCase& mem) {
+  return mem.device_type() == GPU
+             ? absl::StrCat("GPU memory of device ", mem.device_index())
+             : std::string("host memory");
 }
 
 struct Producer {
@@ -35,7 +35,8 @@ struct Producer {
 
 class Validator {
  public:
-  explicit Validator(const Plan& plan) : plan_(plan) {}
+  Validator(const Plan& plan, DeviceProbe probe)
+      : plan_(plan), probe_(std::move(probe)) {}
 
   std::vector<std::string> Run() {
     if (plan_.task_size() == 0) {
@@ -51,6 +52,7 @@ class Validator {
     for (int t = 0; t < plan_.task_size(); ++t) CollectProduced(t);
     for (int t = 0; t < plan_.task_size(); ++t) CheckConsumed(t);
     CheckConsumerLists();
+    for (int t = 0; t < plan_.task_size(); ++t) CheckPlacement(t);
     for (int t = 0; t < plan_.task_size(); ++t) CheckKernel(t);
     CheckCycles();
     return problems_;
@@ -60,6 +62,18 @@ class Validator {
   const TaskProto& task(int t) const { return plan_.task(t); }
   std::string Label(int t) const { return TaskLabel(task(t)); }
   void Problem(std::string message) { problems_.push_back(std::move(message)); }
+
+  // Why this build and machine cannot serve GPU work on `device_index`;
+  // empty when they can.
+  std::string GpuProblem(int device_index) const {
+    absl::Status available = probe_(device_index);
+    if (available.ok()) return "";
+    if (!cuda::BuiltWithCuda()) {
+      return "this build has no CUDA support (no CUDA toolkit was found when "
+             "it was built)";
+    }
+    return absl::StrCat("this machine cannot serve it: ", available.message());
+  }
 
   void CheckTaskIds() {
     std::map<int64_t, int> ids;
@@ -97,9 +111,12 @@ class Validator {
           Label(t), ": stream: device_index and stream_index must be >= 0"));
     }
     if (stream.device_type() == GPU) {
-      Problem(absl::StrCat(Label(t), ": stream.device_type GPU (device ",
-                           stream.device_index(),
-                           "): ", GpuProblem(stream.device_index())));
+      std::string problem = GpuProblem(stream.device_index());
+      if (!problem.empty()) {
+        gpu_unusable_.insert(t);
+        Problem(absl::StrCat(Label(t), ": stream.device_type GPU (device ",
+                             stream.device_index(), "): ", problem));
+      }
       if (stream.host_async()) {
         Problem(absl::StrCat(Label(t),
                              ": stream.host_async: applies to CPU streams "
@@ -138,11 +155,13 @@ class Validator {
       }
       const MemoryCase& mem = desc->mem_case();
       if (mem.device_type() == GPU) {
-        Problem(absl::StrCat(where, ".mem_case.device_type GPU (device ",
-                             mem.device_index(),
-                             "): ", GpuProblem(mem.device_index())));
+        std::string problem = GpuProblem(mem.device_index());
+        if (!problem.empty()) {
+          Problem(absl::StrCat(where, ".mem_case.device_type GPU (device ",
+                               mem.device_index(), "): ", problem));
+        }
       } else if (mem.pinned()) {
-        absl::Status pinnable = cuda::DeviceAvailable(0);
+        absl::Status pinnable = probe_(0);
         if (!pinnable.ok()) {
           Problem(absl::StrCat(where,
                                ".mem_case.pinned: pinned host memory needs a "
@@ -209,13 +228,76 @@ class Validator {
     }
   }
 
+  // Kernels touch only memory their stream's device can address: host
+  // memory on CPU streams; on a GPU stream, that device's memory, except
+  // the host side of h2d (its input) and d2h (its output).
+  void CheckPlacement(int t) {
+    const StreamId& stream = task(t).stream();
+    const bool gpu = stream.device_type() == GPU;
+    auto expected = [&](bool host_side) {
+      MemoryCase mem;
+      if (gpu && !host_side) {
+        mem.set_device_type(GPU);
+        mem.set_device_index(stream.device_index());
+      }
+      return mem;
+    };
+    auto same_place = [](const MemoryCase& a, const MemoryCase& b) {
+      return a.device_type() == b.device_type() &&
+             (a.device_type() == CPU || a.device_index() == b.device_index());
+    };
+    std::string runs_on =
+        gpu ? absl::StrCat("GPU stream of device ", stream.device_index())
+            : std::string("CPU stream");
+    std::string hint =
+        gpu ? "(h2d and d2h tasks move data between host and device)"
+            : "(a d2h task on a GPU stream brings data to the host)";
+    if (!unresolved_.count(t)) {
+      MemoryCase want = expected(IsHostToDevice(task(t)));
+      for (const auto& [name, ids] : SortedInputs(task(t))) {
+        for (int64_t id : ids) {
+          const MemoryCase& have = producers_.at(id).desc->mem_case();
+          if (same_place(have, want)) continue;
+          Problem(absl::StrCat(
+              Label(t), ": consumed_regst_desc_id['", name, "']: regst_desc ",
+              id, " is in ", MemoryName(have), ", but this task runs on a ",
+              runs_on, " and reads ", MemoryName(want), " ", hint));
+        }
+      }
+    }
+    MemoryCase want = expected(IsDeviceToHost(task(t)));
+    for (const auto& [name, desc] : SortedOutputs(task(t))) {
+      if (same_place(desc->mem_case(), want)) continue;
+      Problem(absl::StrCat(Label(t), ": produced_regst_desc['", name,
+                           "'] (regst_desc ", desc->regst_desc_id(),
+                           ").mem_case: is ", MemoryName(desc->mem_case()),
+                           ", but this task runs on a ", runs_on,
+                           " and writes ", MemoryName(want), " ", hint));
+    }
+  }
+
   void CheckKernel(int t) {
     const std::string& op_type = task(t).kernel().op_type();
-    if (!KernelRegistry::Get().Has(op_type)) {
+    const KernelRegistry& registry = KernelRegistry::Get();
+    const DeviceKind device = task(t).stream().device_type() == GPU
+                                  ? DeviceKind::kGpu
+                                  : DeviceKind::kCpu;
+    const DeviceKind other =
+        device == DeviceKind::kGpu ? DeviceKind::kCpu : DeviceKind::kGpu;
+    if (!registry.Has(op_type, device) && !registry.Has(op_type, other)) {
       Problem(absl::StrCat(
           Label(t), ": kernel.op_type: unknown op_type '", op_type,
-          "' (known: ", absl::StrJoin(KernelRegistry::Get().op_types(), ", "),
-          ")"));
+          "' (known: ", absl::StrJoin(registry.op_types(), ", "), ")"));
+      return;
+    }
+    if (!registry.Has(op_type, device)) {
+      // Already reported when the GPU itself is unusable here.
+      if (gpu_unusable_.count(t)) return;
+      Problem(absl::StrCat(
+          Label(t), ": kernel.op_type: '", op_type, "' has no ",
+          DeviceKindName(device), " kernel; it runs on ", DeviceKindName(other),
+          " streams (", DeviceKindName(device),
+          " kernels: ", absl::StrJoin(registry.op_types(device), ", "), ")"));
       return;
     }
     // A kernel's signature check needs every input resolved, once.
@@ -230,7 +312,7 @@ class Validator {
     for (const auto& [name, desc] : SortedOutputs(task(t))) {
       outputs.push_back({name, desc->regst_desc_id(), desc->elem_cnt()});
     }
-    auto kernel = KernelRegistry::Get().Create(op_type);
+    auto kernel = registry.Create(op_type, device);
     absl::Status status =
         (*kernel)->Init(KernelInitContext(task(t), inputs, outputs));
     if (!status.ok()) {
@@ -299,18 +381,20 @@ class Validator {
   }
 
   const Plan& plan_;
+  const DeviceProbe probe_;
   std::vector<std::string> problems_;
   std::map<int64_t, int> index_of_task_id_;
   std::map<int64_t, Producer> producers_;              // by regst_desc_id
   std::map<int64_t, std::set<int64_t>> consumers_of_;  // desc -> task ids
   std::map<int, std::set<int>> edges_;  // producer task -> consumer tasks
   std::set<int> unresolved_;
+  std::set<int> gpu_unusable_;  // tasks on a GPU stream this machine lacks
 };
 
 }  // namespace
 
-std::vector<std::string> ValidatePlan(const Plan& plan) {
-  return Validator(plan).Run();
+std::vector<std::string> ValidatePlan(const Plan& plan, DeviceProbe probe) {
+  return Validator(plan, std::move(probe)).Run();
 }
 
 }  // namespace actorflow

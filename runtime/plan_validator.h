@@ -1,21 +1,32 @@
 #ifndef ACTORFLOW_RUNTIME_PLAN_VALIDATOR_H_
 #define ACTORFLOW_RUNTIME_PLAN_VALIDATOR_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "memory/cuda_api.h"
 #include "proto/plan.pb.h"
 
 namespace actorflow {
 
+// OK when CUDA device `index` can run work; otherwise why not.
+using DeviceProbe = std::function<absl::Status(int index)>;
+
 // Every problem that would keep `plan` from running, one message each,
 // naming the task, the regst_desc id and the field. Empty when the plan is
 // valid. Checks: tasks present and uniquely named and numbered; streams and
-// memory cases this build and machine can serve; descriptors produced once,
+// memory cases this build and machine can serve (`probe` says which CUDA
+// devices are usable; tests pass their own); every register in memory its
+// reader's and writer's streams can address (host memory on CPU streams,
+// the device's own on GPU streams, h2d/d2h bridging the two); descriptors
+// produced once,
 // with register_num >= 1, elem_cnt >= 0 and producer/consumer lists that
 // match the tasks; every consumed id produced; known op_types whose kernels
 // accept their attributes and signature; no cycle.
-std::vector<std::string> ValidatePlan(const Plan& plan);
+std::vector<std::string> ValidatePlan(
+    const Plan& plan, DeviceProbe probe = cuda::DeviceAvailable);
 
 }  // namespace actorflow
 

@@ -2,14 +2,18 @@
 
 #include <chrono>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "actor/actor.h"
 #include "actor/actor_msg_bus.h"
 #include "actor/run_monitor.h"
+#include "memory/cuda_api.h"
 #include "memory/synced_memory.h"
 #include "runtime/plan_util.h"
 #include "runtime/plan_validator.h"
@@ -134,6 +138,8 @@ class Runtime final : public MsgHandler<ActorMsg> {
   // Registers (allocated here, once) and actor specs; actor i runs task i.
   absl::Status Build() {
     absl::flat_hash_map<int64_t, RegstDesc*> desc_by_id;
+    absl::flat_hash_set<int64_t> pinned = HostSidesOfCopies();
+    std::set<int> devices_used;
     for (int t = 0; t < plan_.task_size(); ++t) {
       const TaskProto& task = plan_.task(t);
       ActorSpec spec;
@@ -147,7 +153,11 @@ class Runtime final : public MsgHandler<ActorMsg> {
         desc->register_num = proto->register_num();
         desc->producer = t;
         desc->producer_out_slot = static_cast<int16_t>(spec.outputs.size());
-        absl::Status status = AllocateRegsts(*proto, desc.get());
+        absl::Status status = AllocateRegsts(
+            *proto, pinned.contains(proto->regst_desc_id()), desc.get());
+        if (proto->mem_case().device_type() == GPU) {
+          devices_used.insert(proto->mem_case().device_index());
+        }
         if (!status.ok()) {
           return absl::Status(status.code(),
                               absl::StrCat(TaskLabel(task), ": regst_desc ",
@@ -178,8 +188,13 @@ class Runtime final : public MsgHandler<ActorMsg> {
       for (const auto& [name, desc] : spec.outputs) {
         outputs.push_back({name, desc->id, desc->elem_cnt});
       }
-      auto kernel = KernelRegistry::Get().Create(task.kernel().op_type());
-      if (!kernel.ok()) return kernel.status();
+      auto kernel = KernelRegistry::Get().Create(task.kernel().op_type(),
+                                                 spec.stream.device);
+      if (!kernel.ok()) {
+        return absl::Status(
+            kernel.status().code(),
+            absl::StrCat(TaskLabel(task), ": ", kernel.status().message()));
+      }
       absl::Status status =
           (*kernel)->Init(KernelInitContext(task, inputs, outputs));
       if (!status.ok()) {
@@ -188,23 +203,53 @@ class Runtime final : public MsgHandler<ActorMsg> {
       }
       spec.kernel = std::move(*kernel);
     }
+    // Device buffers are zero-filled on the legacy stream; the actors' own
+    // streams do not wait for it, so the fill must be done before they run.
+    for (int device : devices_used) {
+      absl::Status status = cuda::DeviceSynchronize(device);
+      if (!status.ok()) return status;
+    }
     return absl::OkStatus();
   }
 
-  static absl::Status AllocateRegsts(const RegstDescProto& proto,
+  // Host registers that h2d reads or d2h writes: they get pinned memory,
+  // so those copies are asynchronous DMA rather than staged by the driver.
+  absl::flat_hash_set<int64_t> HostSidesOfCopies() const {
+    absl::flat_hash_set<int64_t> ids;
+    for (const TaskProto& task : plan_.task()) {
+      const std::string& op = task.kernel().op_type();
+      if (op == "h2d") {
+        for (const auto& [name, list] : task.consumed_regst_desc_id()) {
+          ids.insert(list.regst_desc_id().begin(), list.regst_desc_id().end());
+        }
+      } else if (op == "d2h") {
+        for (const auto& [name, desc] : task.produced_regst_desc()) {
+          ids.insert(desc.regst_desc_id());
+        }
+      }
+    }
+    return ids;
+  }
+
+  // GPU memory cases get device buffers of that device; host ones pinned
+  // memory when asked for (mem_case.pinned) or when a copy touches them.
+  static absl::Status AllocateRegsts(const RegstDescProto& proto, bool pin,
                                      RegstDesc* desc) {
+    const MemoryCase& mem = proto.mem_case();
+    const bool on_device = mem.device_type() == GPU;
     SyncedMemoryOptions options;
-    options.host = proto.mem_case().pinned()
-                       ? SyncedMemoryOptions::Host::kPinned
-                       : SyncedMemoryOptions::Host::kPageable;
+    options.device_index = mem.device_index();
+    options.host = mem.pinned() || pin ? SyncedMemoryOptions::Host::kPinned
+                                       : SyncedMemoryOptions::Host::kPageable;
     size_t bytes = static_cast<size_t>(proto.elem_cnt()) * sizeof(float);
     for (int r = 0; r < proto.register_num(); ++r) {
       auto memory = std::make_unique<SyncedMemory>(bytes, options);
       float* data = nullptr;
       if (bytes > 0) {
-        absl::StatusOr<void*> host = memory->mutable_cpu_data();
-        if (!host.ok()) return host.status();
-        data = static_cast<float*>(*host);
+        absl::StatusOr<void*> buffer =
+            on_device ? memory->mutable_gpu_data() : memory->mutable_cpu_data();
+        if (!buffer.ok()) return buffer.status();
+        data = static_cast<float*>(*buffer);
       }
       desc->regsts.push_back(
           std::make_unique<Regst>(desc, std::move(memory), data));

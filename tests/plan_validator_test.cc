@@ -3,6 +3,7 @@
 #include "runtime/plan_validator.h"
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -311,23 +312,35 @@ TEST_CASE("streams and memory cases this build or machine cannot serve",
   }
   SECTION("GPU stream") {
     plan.mutable_task(1)->mutable_stream()->set_device_type(GPU);
-    std::string problem = OnlyProblem(plan);
-    CHECK(problem.rfind(
+    std::vector<std::string> problems = ValidatePlan(plan);
+    REQUIRE(problems.size() == 3);
+    CHECK(problems[0].rfind(
               "task 'mid' (task_id 2): stream.device_type GPU (device 0): ",
               0) == 0);
     if (!cuda::BuiltWithCuda()) {
-      CHECK(problem.find("this build has no CUDA support") !=
+      CHECK(problems[0].find("this build has no CUDA support") !=
             std::string::npos);
     } else if (!cuda::DeviceAvailable(0).ok()) {
-      CHECK(problem.find("this machine cannot serve it: no usable CUDA "
-                         "device") != std::string::npos);
+      CHECK(problems[0].find("this machine cannot serve it: no usable CUDA "
+                             "device") != std::string::npos);
     }
+    // Its registers are still in host memory, which it cannot address.
+    CHECK(problems[1] ==
+          "task 'mid' (task_id 2): consumed_regst_desc_id['in']: regst_desc "
+          "10 is in host memory, but this task runs on a GPU stream of device "
+          "0 and reads GPU memory of device 0 (h2d and d2h tasks move data "
+          "between host and device)");
+    CHECK(problems[2] ==
+          "task 'mid' (task_id 2): produced_regst_desc['out'] (regst_desc "
+          "20).mem_case: is host memory, but this task runs on a GPU stream of "
+          "device 0 and writes GPU memory of device 0 (h2d and d2h tasks move "
+          "data between host and device)");
   }
   SECTION("host_async on a GPU stream") {
     plan.mutable_task(1)->mutable_stream()->set_device_type(GPU);
     plan.mutable_task(1)->mutable_stream()->set_host_async(true);
     std::vector<std::string> problems = ValidatePlan(plan);
-    REQUIRE(problems.size() == 2);
+    REQUIRE(problems.size() == 4);
     CHECK(problems[1] ==
           "task 'mid' (task_id 2): stream.host_async: applies to CPU streams "
           "only (a GPU stream is asynchronous already)");
@@ -339,10 +352,22 @@ TEST_CASE("streams and memory cases this build or machine cannot serve",
   SECTION("GPU memory case") {
     Out(plan, 0).mutable_mem_case()->set_device_type(GPU);
     Out(plan, 0).mutable_mem_case()->set_device_index(3);
-    CHECK(OnlyProblem(plan).rfind(
+    std::vector<std::string> problems = ValidatePlan(plan);
+    REQUIRE(problems.size() == 3);
+    CHECK(problems[0].rfind(
               "task 'src' (task_id 1): produced_regst_desc['out'] "
               "(regst_desc 10).mem_case.device_type GPU (device 3): ",
               0) == 0);
+    CHECK(problems[1] ==
+          "task 'src' (task_id 1): produced_regst_desc['out'] (regst_desc "
+          "10).mem_case: is GPU memory of device 3, but this task runs on a "
+          "CPU stream and writes host memory (a d2h task on a GPU stream "
+          "brings data to the host)");
+    CHECK(problems[2] ==
+          "task 'mid' (task_id 2): consumed_regst_desc_id['in']: regst_desc "
+          "10 is in GPU memory of device 3, but this task runs on a CPU "
+          "stream and reads host memory (a d2h task on a GPU stream brings "
+          "data to the host)");
   }
   SECTION("pinned host memory without a device") {
     if (cuda::DeviceAvailable(0).ok()) return;  // servable there
@@ -352,6 +377,193 @@ TEST_CASE("streams and memory cases this build or machine cannot serve",
               "(regst_desc 10).mem_case.pinned: pinned host memory needs a "
               "usable CUDA device: ",
               0) == 0);
+  }
+}
+
+// src (CPU) -> h2d (GPU 0, s1) -> scale (GPU 0, s0) -> d2h (GPU 0, s2) ->
+// sink (CPU): valid wherever device 0 is usable.
+constexpr char kGpuPlan[] = R"pb(
+  total_piece_num: 10
+  task {
+    task_id: 1
+    name: "src"
+    kernel { op_type: "source" }
+    produced_regst_desc {
+      key: "out"
+      value {
+        regst_desc_id: 10
+        producer_task_id: 1
+        consumer_task_id: [ 2 ]
+        register_num: 2
+        elem_cnt: 4
+      }
+    }
+  }
+  task {
+    task_id: 2
+    name: "up"
+    stream { device_type: GPU stream_index: 1 }
+    kernel { op_type: "h2d" }
+    consumed_regst_desc_id {
+      key: "in"
+      value { regst_desc_id: [ 10 ] }
+    }
+    produced_regst_desc {
+      key: "out"
+      value {
+        regst_desc_id: 20
+        producer_task_id: 2
+        consumer_task_id: [ 3 ]
+        register_num: 2
+        elem_cnt: 4
+        mem_case { device_type: GPU }
+      }
+    }
+  }
+  task {
+    task_id: 3
+    name: "mid"
+    stream { device_type: GPU }
+    kernel {
+      op_type: "scale"
+      attr {
+        key: "factor"
+        value { f: 2 }
+      }
+    }
+    consumed_regst_desc_id {
+      key: "in"
+      value { regst_desc_id: [ 20 ] }
+    }
+    produced_regst_desc {
+      key: "out"
+      value {
+        regst_desc_id: 30
+        producer_task_id: 3
+        consumer_task_id: [ 4 ]
+        register_num: 2
+        elem_cnt: 4
+        mem_case { device_type: GPU }
+      }
+    }
+  }
+  task {
+    task_id: 4
+    name: "down"
+    stream { device_type: GPU stream_index: 2 }
+    kernel { op_type: "d2h" }
+    consumed_regst_desc_id {
+      key: "in"
+      value { regst_desc_id: [ 30 ] }
+    }
+    produced_regst_desc {
+      key: "out"
+      value {
+        regst_desc_id: 40
+        producer_task_id: 4
+        consumer_task_id: [ 5 ]
+        register_num: 2
+        elem_cnt: 4
+      }
+    }
+  }
+  task {
+    task_id: 5
+    name: "sink"
+    kernel { op_type: "checksum" }
+    consumed_regst_desc_id {
+      key: "in"
+      value { regst_desc_id: [ 40 ] }
+    }
+  }
+)pb";
+
+TEST_CASE("register placement and kernels on GPU streams", "[validator]") {
+  if (!cuda::BuiltWithCuda()) {
+    std::printf(
+        "SKIPPED: GPU placement rules: this build has no GPU kernels\n");
+    return;
+  }
+  // As on a machine with a usable device 0 (and 1).
+  DeviceProbe usable = [](int index) {
+    return index <= 1 ? absl::OkStatus()
+                      : absl::UnavailableError("no such device");
+  };
+  auto parsed = ParseTextPlan(kGpuPlan, "gpu");
+  REQUIRE(parsed.ok());
+  Plan plan = *parsed;
+  auto problems_of = [&](const Plan& p) {
+    std::vector<std::string> problems = ValidatePlan(p, usable);
+    for (const std::string& problem : problems) INFO(problem);
+    return problems;
+  };
+  SECTION("the plan is valid where the device is") {
+    CHECK(problems_of(plan).empty());
+  }
+  SECTION("a GPU kernel reading host memory") {
+    // mid reads the source's host register directly, skipping the copy.
+    (*plan.mutable_task(2)->mutable_consumed_regst_desc_id())["in"]
+        .set_regst_desc_id(0, 10);
+    Out(plan, 0).add_consumer_task_id(3);
+    Out(plan, 1).clear_consumer_task_id();
+    auto problems = problems_of(plan);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0] ==
+          "task 'mid' (task_id 3): consumed_regst_desc_id['in']: regst_desc "
+          "10 is in host memory, but this task runs on a GPU stream of device "
+          "0 and reads GPU memory of device 0 (h2d and d2h tasks move data "
+          "between host and device)");
+  }
+  SECTION("a CPU kernel reading GPU memory") {
+    Out(plan, 3).mutable_mem_case()->set_device_type(GPU);
+    auto problems = problems_of(plan);
+    REQUIRE(problems.size() == 2);
+    CHECK(problems[0] ==
+          "task 'down' (task_id 4): produced_regst_desc['out'] (regst_desc "
+          "40).mem_case: is GPU memory of device 0, but this task runs on a "
+          "GPU stream of device 0 and writes host memory (h2d and d2h tasks "
+          "move data between host and device)");
+    CHECK(problems[1] ==
+          "task 'sink' (task_id 5): consumed_regst_desc_id['in']: regst_desc "
+          "40 is in GPU memory of device 0, but this task runs on a CPU "
+          "stream and reads host memory (a d2h task on a GPU stream brings "
+          "data to the host)");
+  }
+  SECTION("memory of another device") {
+    plan.mutable_task(2)->mutable_stream()->set_device_index(1);
+    auto problems = problems_of(plan);
+    REQUIRE(problems.size() == 2);
+    CHECK(problems[0] ==
+          "task 'mid' (task_id 3): consumed_regst_desc_id['in']: regst_desc "
+          "20 is in GPU memory of device 0, but this task runs on a GPU stream "
+          "of device 1 and reads GPU memory of device 1 (h2d and d2h tasks "
+          "move data between host and device)");
+  }
+  SECTION("a copy kernel on a CPU stream") {
+    plan.mutable_task(1)->mutable_stream()->set_device_type(CPU);
+    auto problems = problems_of(plan);
+    REQUIRE(problems.size() == 2);
+    CHECK(problems[1] ==
+          "task 'up' (task_id 2): kernel.op_type: 'h2d' has no cpu kernel; it "
+          "runs on gpu streams (cpu kernels: add, checksum, fail, identity, "
+          "scale, source, spin)");
+  }
+  SECTION("a CPU-only kernel on a GPU stream") {
+    plan.mutable_task(2)->mutable_kernel()->set_op_type("spin");
+    auto problems = problems_of(plan);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0] ==
+          "task 'mid' (task_id 3): kernel.op_type: 'spin' has no gpu kernel; "
+          "it runs on cpu streams (gpu kernels: add, checksum, d2h, h2d, "
+          "identity, scale, source)");
+  }
+  SECTION("a device this machine lacks") {
+    plan.mutable_task(2)->mutable_stream()->set_device_index(2);
+    auto problems = problems_of(plan);
+    REQUIRE(problems.size() == 3);
+    CHECK(problems[0] ==
+          "task 'mid' (task_id 3): stream.device_type GPU (device 2): this "
+          "machine cannot serve it: no such device");
   }
 }
 
