@@ -33,6 +33,10 @@ absl::StatusOr<Plan> BuildPlan(const std::vector<TaskDef>& tasks,
     task->set_name(def.name);
     task->mutable_stream()->set_stream_index(def.stream_index);
     task->mutable_stream()->set_host_async(def.host_async);
+    if (def.gpu) {
+      task->mutable_stream()->set_device_type(GPU);
+      task->mutable_stream()->set_device_index(def.device_index);
+    }
     task->mutable_kernel()->set_op_type(def.op_type);
     for (const auto& [key, value] : def.attrs) {
       (*task->mutable_kernel()->mutable_attr())[key] = value;
@@ -43,6 +47,10 @@ absl::StatusOr<Plan> BuildPlan(const std::vector<TaskDef>& tasks,
       out.set_producer_task_id(id);
       out.set_register_num(def.register_num);
       out.set_elem_cnt(def.elem_cnt);
+      if (def.gpu && def.op_type != "d2h") {
+        out.mutable_mem_case()->set_device_type(GPU);
+        out.mutable_mem_case()->set_device_index(def.device_index);
+      }
     }
     by_id[id] = task;
   }

@@ -19,6 +19,10 @@ struct TaskDef {
   std::vector<std::string> inputs;
   int32_t stream_index = 0;  // CPU stream on machine 0
   bool host_async = false;   // StreamId.host_async
+  // A GPU stream of device `device_index`; its output then lives in that
+  // device's memory, except a d2h task's (host memory, as validation wants).
+  bool gpu = false;
+  int32_t device_index = 0;
   bool has_output = true;    // produces "out"
   int32_t register_num = 2;
   int64_t elem_cnt = 4;
