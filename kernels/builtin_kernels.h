@@ -1,6 +1,7 @@
 #ifndef ACTORFLOW_KERNELS_BUILTIN_KERNELS_H_
 #define ACTORFLOW_KERNELS_BUILTIN_KERNELS_H_
 
+#include <chrono>
 #include <optional>
 
 #include "actor/kernel.h"
@@ -76,6 +77,20 @@ class ChecksumKernel : public Kernel {
     ++summary_.pieces;
   }
   SinkSummary summary_;
+};
+
+// `spin` (a test kernel): busy-waits attr `us` (int) microseconds, then
+// copies in to out if it has an output.
+class SpinKernel : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+
+ protected:
+  std::chrono::microseconds spin() const { return spin_; }
+
+ private:
+  std::chrono::microseconds spin_{0};
 };
 
 }  // namespace actorflow

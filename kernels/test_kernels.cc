@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "actor/kernel.h"
+#include "kernels/builtin_kernels.h"
 
 namespace actorflow {
 namespace {
@@ -27,31 +27,30 @@ void CopyThrough(KernelContext* ctx) {
   }
 }
 
-class SpinKernel final : public Kernel {
- public:
-  absl::Status Init(const KernelInitContext& ctx) override {
-    absl::Status status = ExpectPassThrough(ctx);
-    if (!status.ok()) return status;
-    absl::StatusOr<int64_t> us = ctx.IntAttr("us");
-    if (!us.ok()) return us.status();
-    if (*us < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("kernel.attr['us']: must be >= 0, got ", *us));
-    }
-    spin_ = std::chrono::microseconds(*us);
-    return absl::OkStatus();
-  }
-  absl::Status Forward(KernelContext* ctx) override {
-    auto until = std::chrono::steady_clock::now() + spin_;
-    while (std::chrono::steady_clock::now() < until) {
-    }
-    CopyThrough(ctx);
-    return absl::OkStatus();
-  }
+}  // namespace
 
- private:
-  std::chrono::microseconds spin_{0};
-};
+absl::Status SpinKernel::Init(const KernelInitContext& ctx) {
+  absl::Status status = ExpectPassThrough(ctx);
+  if (!status.ok()) return status;
+  absl::StatusOr<int64_t> us = ctx.IntAttr("us");
+  if (!us.ok()) return us.status();
+  if (*us < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel.attr['us']: must be >= 0, got ", *us));
+  }
+  spin_ = std::chrono::microseconds(*us);
+  return absl::OkStatus();
+}
+
+absl::Status SpinKernel::Forward(KernelContext* ctx) {
+  auto until = std::chrono::steady_clock::now() + spin_;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  CopyThrough(ctx);
+  return absl::OkStatus();
+}
+
+namespace {
 
 class FailKernel final : public Kernel {
  public:

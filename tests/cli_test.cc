@@ -203,7 +203,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   CHECK(kernels.out == (cuda::BuiltWithCuda()
                             ? "add cpu gpu\nchecksum cpu gpu\nd2h gpu\nfail "
                               "cpu\nh2d gpu\nidentity cpu gpu\nscale cpu "
-                              "gpu\nsource cpu gpu\nspin cpu\n"
+                              "gpu\nsource cpu gpu\nspin cpu gpu\n"
                             : "add cpu\nchecksum cpu\nfail cpu\nidentity "
                               "cpu\nscale cpu\nsource cpu\nspin cpu\n"));
 }

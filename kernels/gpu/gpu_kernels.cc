@@ -160,7 +160,21 @@ class GpuChecksumKernel final : public ChecksumKernel {
   double* host_total_ = nullptr;
 };
 
+// A device kernel of known length: for tests and benchmarks of the stream
+// machinery with work of a given size.
+class GpuSpinKernel final : public SpinKernel {
+ public:
+  absl::Status Forward(KernelContext* ctx) override {
+    gpu::LaunchSpin(std::chrono::nanoseconds(spin()).count(),
+                    ctx->cuda_stream());
+    absl::Status status = cuda::LastLaunchError("spin: kernel launch");
+    if (!status.ok() || ctx->outputs().empty()) return status;
+    return CopyForward(ctx, "spin");
+  }
+};
+
 REGISTER_GPU_KERNEL("source", GpuSourceKernel);
+REGISTER_GPU_KERNEL("spin", GpuSpinKernel);
 REGISTER_GPU_KERNEL("identity", GpuIdentityKernel);
 REGISTER_GPU_KERNEL("scale", GpuScaleKernel);
 REGISTER_GPU_KERNEL("add", GpuAddKernel);
