@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "memory/cuda_api.h"
+#include "runtime/plan_builder.h"
 #include "runtime/plan_loader.h"
 
 namespace actorflow {
@@ -380,108 +381,38 @@ TEST_CASE("streams and memory cases this build or machine cannot serve",
   }
 }
 
-// src (CPU) -> h2d (GPU 0, s1) -> scale (GPU 0, s0) -> d2h (GPU 0, s2) ->
-// sink (CPU): valid wherever device 0 is usable.
-constexpr char kGpuPlan[] = R"pb(
-  total_piece_num: 10
-  task {
-    task_id: 1
-    name: "src"
-    kernel { op_type: "source" }
-    produced_regst_desc {
-      key: "out"
-      value {
-        regst_desc_id: 10
-        producer_task_id: 1
-        consumer_task_id: [ 2 ]
-        register_num: 2
-        elem_cnt: 4
-      }
-    }
-  }
-  task {
-    task_id: 2
-    name: "up"
-    stream { device_type: GPU stream_index: 1 }
-    kernel { op_type: "h2d" }
-    consumed_regst_desc_id {
-      key: "in"
-      value { regst_desc_id: [ 10 ] }
-    }
-    produced_regst_desc {
-      key: "out"
-      value {
-        regst_desc_id: 20
-        producer_task_id: 2
-        consumer_task_id: [ 3 ]
-        register_num: 2
-        elem_cnt: 4
-        mem_case { device_type: GPU }
-      }
-    }
-  }
-  task {
-    task_id: 3
-    name: "mid"
-    stream { device_type: GPU }
-    kernel {
-      op_type: "scale"
-      attr {
-        key: "factor"
-        value { f: 2 }
-      }
-    }
-    consumed_regst_desc_id {
-      key: "in"
-      value { regst_desc_id: [ 20 ] }
-    }
-    produced_regst_desc {
-      key: "out"
-      value {
-        regst_desc_id: 30
-        producer_task_id: 3
-        consumer_task_id: [ 4 ]
-        register_num: 2
-        elem_cnt: 4
-        mem_case { device_type: GPU }
-      }
-    }
-  }
-  task {
-    task_id: 4
-    name: "down"
-    stream { device_type: GPU stream_index: 2 }
-    kernel { op_type: "d2h" }
-    consumed_regst_desc_id {
-      key: "in"
-      value { regst_desc_id: [ 30 ] }
-    }
-    produced_regst_desc {
-      key: "out"
-      value {
-        regst_desc_id: 40
-        producer_task_id: 4
-        consumer_task_id: [ 5 ]
-        register_num: 2
-        elem_cnt: 4
-      }
-    }
-  }
-  task {
-    task_id: 5
-    name: "sink"
-    kernel { op_type: "checksum" }
-    consumed_regst_desc_id {
-      key: "in"
-      value { regst_desc_id: [ 40 ] }
-    }
-  }
-)pb";
+// src (CPU) -> up: h2d (GPU 0, s1) -> mid: scale (GPU 0, s0) -> down: d2h
+// (GPU 0, s2) -> sink (CPU): valid wherever device 0 is usable. Task ids
+// 1..5, each task's output regst_desc 10 * id.
+Plan GpuPlan() {
+  TaskDef mid{.name = "mid", .op_type = "scale", .inputs = {"up"}, .gpu = true};
+  mid.attrs["factor"] = FloatAttr(2);
+  auto plan = BuildPlan({{.name = "src", .op_type = "source"},
+                         {.name = "up",
+                          .op_type = "h2d",
+                          .inputs = {"src"},
+                          .stream_index = 1,
+                          .gpu = true},
+                         mid,
+                         {.name = "down",
+                          .op_type = "d2h",
+                          .inputs = {"mid"},
+                          .stream_index = 2,
+                          .gpu = true},
+                         {.name = "sink",
+                          .op_type = "checksum",
+                          .inputs = {"down"},
+                          .has_output = false}},
+                        10);
+  REQUIRE(plan.ok());
+  return *plan;
+}
 
 TEST_CASE("register placement and kernels on GPU streams", "[validator]") {
   if (!cuda::BuiltWithCuda()) {
-    std::printf("GPU placement rules not checked: this build has no GPU "
-                "kernels\n");
+    std::printf(
+        "GPU placement rules not checked: this build has no GPU "
+        "kernels\n");
     return;
   }
   // As on a machine with a usable device 0 (and 1).
@@ -489,9 +420,7 @@ TEST_CASE("register placement and kernels on GPU streams", "[validator]") {
     return index <= 1 ? absl::OkStatus()
                       : absl::UnavailableError("no such device");
   };
-  auto parsed = ParseTextPlan(kGpuPlan, "gpu");
-  REQUIRE(parsed.ok());
-  Plan plan = *parsed;
+  Plan plan = GpuPlan();
   auto problems_of = [&](const Plan& p) {
     std::vector<std::string> problems = ValidatePlan(p, usable);
     for (const std::string& problem : problems) INFO(problem);
