@@ -42,6 +42,9 @@ Actor::Actor(ActorSpec spec, ActorEnv env)
   ctx_.inputs_.resize(in_.size());
   ctx_.outputs_.resize(out_.size());
   if (spec.async_thread != nullptr) InitAsync(spec.async_thread);
+  // Reserved so that recording never reallocates mid-run: every actor acts
+  // at most once per piece.
+  if (env_.trace) trace_.reserve(env_.total_piece_num);
 }
 
 void Actor::ProcessMsg(const ActorMsg& msg) {
@@ -165,7 +168,9 @@ void Actor::Act() {
     return;
   }
 
-  absl::Status status = CallKernel(&ctx_);
+  absl::Status status = __builtin_expect(env_.trace, 0)
+                            ? CallKernelTraced(piece)
+                            : CallKernel(&ctx_);
   if (__builtin_expect(!status.ok(), 0)) {
     for (int o = 0; o < num_out_; ++o) PushFree(out[o], outputs[o]);
     Fail(status, piece);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "actor/act_span.h"
 #include "actor/actor_msg.h"
 #include "actor/kernel.h"
 #include "actor/regst.h"
@@ -39,6 +40,8 @@ struct ActorSpec {
 struct ActorEnv {
   RunMonitor* monitor = nullptr;
   int64_t total_piece_num = 0;
+  // Record an ActSpan per act (see trace()).
+  bool trace = false;
 };
 
 // One task at run time. Lives on its stream's thread and is only touched
@@ -79,6 +82,10 @@ class Actor {
   const Kernel& kernel() const { return *kernel_; }
   int64_t act_count() const { return act_count_; }
   bool finished() const { return state_ == State::kFinished; }
+  // One span per act when ActorEnv::trace is set, in act order; read it
+  // after the actor's threads have stopped. Written by one thread: the
+  // actor's (CPU stream) or its poller's (asynchronous stream).
+  const std::vector<ActSpan>& trace() const { return trace_; }
 
  private:
   enum class State { kActing, kZombie, kFinished };
@@ -122,6 +129,13 @@ class Actor {
       return KernelThrew(nullptr);
     }
   }
+  // CallKernel, recording its span.
+  __attribute__((noinline)) absl::Status CallKernelTraced(int64_t piece) {
+    int64_t begin = SteadyNowNs();
+    absl::Status status = CallKernel(&ctx_);
+    trace_.push_back({piece, begin, SteadyNowNs()});
+    return status;
+  }
   // `what` is null for a non-std exception.
   __attribute__((noinline, cold)) static absl::Status KernelThrew(
       const char* what);
@@ -152,8 +166,9 @@ class Actor {
   // before the work that filled it is done. EORD goes the same way, after
   // every earlier callback.
   struct AsyncAct {
-    KernelContext ctx;    // this act's registers and piece
-    absl::Status status;  // the kernel's, written on the stream worker
+    KernelContext ctx;      // this act's registers and piece
+    absl::Status status;    // the kernel's, written on the stream worker
+    int64_t launch_ns = 0;  // traced runs only
   };
   void InitAsync(AsyncThread<ActorMsg>* thread);
   // Act's tail on an asynchronous stream: state is updated already.
@@ -203,6 +218,7 @@ class Actor {
   int64_t next_piece_ = 0;  // sources
   int64_t act_count_ = 0;
   KernelContext ctx_;
+  std::vector<ActSpan> trace_;
 };
 
 }  // namespace actorflow

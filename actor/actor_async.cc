@@ -24,6 +24,7 @@ void Actor::LaunchAsync(Regst** inputs, Regst** outputs, int64_t piece) {
   std::copy(inputs, inputs + num_in_, act->ctx.inputs_.begin());
   std::copy(outputs, outputs + num_out_, act->ctx.outputs_.begin());
   act->ctx.piece_id_ = piece;
+  if (env_.trace) act->launch_ns = SteadyNowNs();
 
   // The act counts as done here; only its sends wait for the stream.
   next_piece_ += is_source_;
@@ -58,6 +59,9 @@ void Actor::LaunchAsync(Regst** inputs, Regst** outputs, int64_t piece) {
 }
 
 void Actor::FinishAsync(AsyncAct* act) {
+  if (env_.trace) {
+    trace_.push_back({act->ctx.piece_id_, act->launch_ns, SteadyNowNs()});
+  }
   if (!act->status.ok()) {
     // The registers stay with the act; this actor's thread frees them.
     {

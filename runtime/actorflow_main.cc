@@ -2,8 +2,11 @@
 //
 // This file holds main(). A runner for custom kernels links it with the
 // kernels' library (see examples/custom_kernel/).
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -13,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "actor/kernel.h"
+#include "runtime/chrome_trace.h"
 #include "runtime/json.h"
 #include "runtime/plan_loader.h"
 #include "runtime/plan_validator.h"
@@ -29,9 +33,13 @@ constexpr char kUsage[] =
     R"(actorflow: run a dataflow Plan as actors on polling threads.
 
 usage:
-  actorflow run PLAN [--pieces=N]   run PLAN; the last line on stdout is a
+  actorflow run PLAN [--pieces=N] [--trace=FILE]
+                                    run PLAN; the last line on stdout is a
                                     JSON summary with one entry per checksum
-                                    task (pieces, checksum, in_order)
+                                    task (pieces, checksum, in_order).
+                                    --trace writes when every act ran, as a
+                                    Chrome trace (chrome://tracing or
+                                    ui.perfetto.dev): one row per task
   actorflow validate PLAN           print every problem in PLAN (exit 0: none)
   actorflow kernels                 list the kernels linked into this binary:
                                     one op_type per line, then the devices
@@ -98,12 +106,19 @@ int Validate(const std::string& path) {
   return kExitOk;
 }
 
-int Run(const std::string& path, int64_t pieces) {
+int Run(const std::string& path, int64_t pieces,
+        const std::string& trace_path) {
   Plan plan;
   int exit_code = kExitOk;
   if (!LoadValidPlan(path, &plan, &exit_code)) return exit_code;
   RunOptions options;
   options.pieces = pieces;
+  options.trace = !trace_path.empty();
+  if (options.trace && !std::ofstream(trace_path, std::ios::app)) {
+    // Found out before the run, not after it.
+    return UsageError(absl::StrCat("--trace: cannot write ", trace_path, ": ",
+                                   std::strerror(errno)));
+  }
   absl::StatusOr<RunResult> result = RunPlan(plan, options);
   if (!result.ok()) {
     std::fprintf(stderr, "actorflow: run failed: %s\n",
@@ -111,6 +126,16 @@ int Run(const std::string& path, int64_t pieces) {
     std::printf("{\"status\":\"error\",\"error\":%s}\n",
                 JsonString(result.status().message()).c_str());
     return kExitRunFailed;
+  }
+  if (options.trace) {
+    absl::Status written = WriteChromeTrace(result->trace, trace_path);
+    if (!written.ok()) {
+      std::fprintf(stderr, "actorflow: %s\n",
+                   std::string(written.message()).c_str());
+      std::printf("{\"status\":\"error\",\"error\":%s}\n",
+                  JsonString(written.message()).c_str());
+      return kExitRunFailed;
+    }
   }
   std::vector<std::string> sinks;
   for (const auto& [name, sink] : result->sinks) {
@@ -165,6 +190,7 @@ int Main(int argc, char** argv) {
     return UsageError(absl::StrCat("unknown command '", command, "'"));
   }
   std::string plan_path;
+  std::string trace_path;
   int64_t pieces = -1;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -176,6 +202,11 @@ int Main(int argc, char** argv) {
       if (!absl::SimpleAtoi(arg.substr(9), &pieces) || pieces < 0) {
         return UsageError(absl::StrCat(
             "--pieces needs a whole number >= 0, got '", arg.substr(9), "'"));
+      }
+    } else if (command == "run" && absl::StartsWith(arg, "--trace=")) {
+      trace_path = ResolvePath(arg.substr(8));
+      if (arg.size() == 8) {
+        return UsageError("--trace needs a file name");
       }
     } else if (absl::StartsWith(arg, "-")) {
       return UsageError(
@@ -189,7 +220,8 @@ int Main(int argc, char** argv) {
   if (plan_path.empty()) {
     return UsageError(absl::StrCat(command, ": missing PLAN"));
   }
-  return command == "run" ? Run(plan_path, pieces) : Validate(plan_path);
+  return command == "run" ? Run(plan_path, pieces, trace_path)
+                          : Validate(plan_path);
 }
 
 }  // namespace

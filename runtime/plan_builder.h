@@ -23,7 +23,7 @@ struct TaskDef {
   // device's memory, except a d2h task's (host memory, as validation wants).
   bool gpu = false;
   int32_t device_index = 0;
-  bool has_output = true;    // produces "out"
+  bool has_output = true;  // produces "out"
   int32_t register_num = 2;
   int64_t elem_cnt = 4;
   std::map<std::string, AttrValue> attrs;

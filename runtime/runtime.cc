@@ -46,10 +46,12 @@ class Runtime final : public MsgHandler<ActorMsg> {
     auto mgr = ThreadMgr<ActorMsg>::Create(streams, this, options.channel);
     if (!mgr.ok()) return mgr.status();
     std::vector<Thread<ActorMsg>*> thread_of_actor;
+    std::vector<bool> async_actor;
     for (ActorSpec& spec : specs_) {
       thread_of_actor.push_back(*(*mgr)->Find(spec.stream));
       spec.async_thread =
           dynamic_cast<AsyncThread<ActorMsg>*>(thread_of_actor.back());
+      async_actor.push_back(spec.async_thread != nullptr);
     }
     // Actors send straight to their peers' threads; the bus keeps the same
     // routing for everything else (commands).
@@ -61,7 +63,7 @@ class Runtime final : public MsgHandler<ActorMsg> {
     }
     ActorMsgBus bus(std::move(thread_of_actor));
     RunMonitor monitor(n);
-    env_ = ActorEnv{&monitor, pieces};
+    env_ = ActorEnv{&monitor, pieces, options.trace};
     actors_.resize(n);
 
     BlockingCounter constructing(n);
@@ -75,6 +77,7 @@ class Runtime final : public MsgHandler<ActorMsg> {
     constructing.Wait();
 
     auto start = std::chrono::steady_clock::now();
+    const int64_t start_ns = SteadyNowNs();
     for (int a = 0; a < n; ++a) {
       Send(bus, ActorMsg::Cmd(a, ActorCmd::kStart), &monitor);
     }
@@ -91,6 +94,14 @@ class Runtime final : public MsgHandler<ActorMsg> {
       result.acts += actor->act_count();
       if (auto summary = actor->kernel().sink_summary()) {
         result.sinks[actor->task().name()] = *summary;
+      }
+    }
+    if (options.trace) {
+      result.trace.origin_ns = start_ns;
+      for (int a = 0; a < n; ++a) {
+        result.trace.tasks.push_back({actors_[a]->task().name(),
+                                      streams[a].ToString(), async_actor[a],
+                                      actors_[a]->trace()});
       }
     }
     return result;

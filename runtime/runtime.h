@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "actor/act_span.h"
 #include "actor/kernel.h"
 #include "proto/plan.pb.h"
 #include "thread/channel.h"
@@ -16,6 +18,21 @@ struct RunOptions {
   // Pieces each source produces; < 0 takes the plan's total_piece_num.
   int64_t pieces = -1;
   ChannelOptions channel;
+  // Record when every act ran (RunResult::trace). Costs a clock read or two
+  // per act; off, one predictable branch.
+  bool trace = false;
+};
+
+// What RunOptions::trace records: per task, one span per act.
+struct RunTrace {
+  struct Task {
+    std::string name;
+    std::string stream;  // StreamKey::ToString(), e.g. "m0/gpu0/s1"
+    bool async = false;  // spans run from launch to completion
+    std::vector<ActSpan> spans;
+  };
+  int64_t origin_ns = 0;    // when the sources were started
+  std::vector<Task> tasks;  // in plan order
 };
 
 struct RunResult {
@@ -23,6 +40,7 @@ struct RunResult {
   double wall_ms = 0;  // from starting the sources to the last finish
   int64_t acts = 0;    // kernel invocations, all actors
   std::map<std::string, SinkSummary> sinks;  // by task name
+  RunTrace trace;                            // empty unless RunOptions::trace
 };
 
 // Runs `plan` to completion: validates it, allocates every register once,

@@ -457,3 +457,83 @@ TEST_CASE("a failure downstream drains acts still in flight on an async stream",
 
 }  // namespace
 }  // namespace actorflow
+
+namespace actorflow {
+namespace {
+
+TEST_CASE("a traced run records every act, and no consumer before its producer",
+          "[runtime][trace]") {
+  for (bool host_async : {false, true}) {
+    DYNAMIC_SECTION((host_async ? "host async streams" : "CPU streams")) {
+      // src -> a (stream 1) -> b (stream 2) -> sink, with a fan-in at b.
+      TaskDef spin_a{.name = "a",
+                     .op_type = "spin",
+                     .inputs = {"src"},
+                     .stream_index = 1,
+                     .host_async = host_async};
+      spin_a.attrs["us"] = IntAttr(20);
+      auto plan = BuildPlan({{.name = "src", .op_type = "source"},
+                             spin_a,
+                             {.name = "b",
+                              .op_type = "add",
+                              .inputs = {"a", "src"},
+                              .stream_index = 2,
+                              .host_async = host_async},
+                             {.name = "sink",
+                              .op_type = "checksum",
+                              .inputs = {"b"},
+                              .has_output = false}},
+                            40);
+      REQUIRE(plan.ok());
+      RunOptions options;
+      options.trace = true;
+      auto result = RunPlan(*plan, options);
+      REQUIRE(result.ok());
+      const RunTrace& trace = result->trace;
+      REQUIRE(trace.tasks.size() == 4);
+      CHECK(trace.tasks[1].name == "a");
+      CHECK(trace.tasks[1].stream ==
+            (host_async ? "m0/cpu0/s1a" : "m0/cpu0/s1"));
+      CHECK(trace.tasks[1].async == host_async);
+      CHECK(!trace.tasks[0].async);
+      for (const RunTrace::Task& task : trace.tasks) {
+        INFO(task.name);
+        REQUIRE(task.spans.size() == 40);
+        for (int64_t p = 0; p < 40; ++p) {
+          CHECK(task.spans[p].piece == p);
+          CHECK(task.spans[p].begin_ns >= trace.origin_ns);
+          CHECK(task.spans[p].begin_ns <= task.spans[p].end_ns);
+        }
+      }
+      // The spin's 20 us show, and a consumer starts a piece only after
+      // each producer has finished it (on async streams: after the
+      // poller saw the kernel done).
+      auto span = [&](int task, int64_t p) {
+        return trace.tasks[task].spans[p];
+      };
+      for (int64_t p = 0; p < 40; ++p) {
+        CHECK(span(1, p).end_ns - span(1, p).begin_ns >= 20'000);
+        CHECK(span(1, p).begin_ns >= span(0, p).end_ns);
+        CHECK(span(2, p).begin_ns >= span(1, p).end_ns);
+        CHECK(span(2, p).begin_ns >= span(0, p).end_ns);
+        CHECK(span(3, p).begin_ns >= span(2, p).end_ns);
+      }
+    }
+  }
+}
+
+TEST_CASE("an untraced run records nothing", "[runtime][trace]") {
+  auto plan = BuildPlan({{.name = "src", .op_type = "source"},
+                         {.name = "sink",
+                          .op_type = "checksum",
+                          .inputs = {"src"},
+                          .has_output = false}},
+                        10);
+  REQUIRE(plan.ok());
+  auto result = RunPlan(*plan);
+  REQUIRE(result.ok());
+  CHECK(result->trace.tasks.empty());
+}
+
+}  // namespace
+}  // namespace actorflow
