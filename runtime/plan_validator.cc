@@ -285,6 +285,9 @@ class Validator {
     const DeviceKind other =
         device == DeviceKind::kGpu ? DeviceKind::kCpu : DeviceKind::kGpu;
     if (!registry.Has(op_type, device) && !registry.Has(op_type, other)) {
+      // A build without CUDA has no GPU kernels (h2d, d2h) at all; the
+      // GPU stream's problem already says why.
+      if (gpu_unusable_.count(t) && !cuda::BuiltWithCuda()) return;
       Problem(absl::StrCat(
           Label(t), ": kernel.op_type: unknown op_type '", op_type,
           "' (known: ", absl::StrJoin(registry.op_types(), ", "), ")"));
