@@ -149,6 +149,11 @@ int Main(int argc, char** argv) {
                 std::string(device.message()).c_str());
     return 0;
   }
+  if (cuda::EmulatedDevice()) {
+    std::printf(
+        "note: EMULATED device (--config=emulated_gpu): host threads, "
+        "not a GPU; these figures only show the code runs\n\n");
+  }
   Check(cuda::SetDevice(0));
   auto stream = CudaStream::Create(0, "bench");
   Check(stream.status());

@@ -17,6 +17,9 @@ using StreamHandle = void*;
 using EventHandle = void*;
 
 bool BuiltWithCuda();
+// True in --config=emulated_gpu builds, whose "devices" are host threads
+// (memory/cuda_api_emulated.cc): timings there are not GPU timings.
+bool EmulatedDevice();
 
 // OK when `device_index` names a device this process can use; otherwise says
 // why (no CUDA in the build, no driver, index out of range, ...). Cached.

@@ -23,6 +23,7 @@ absl::Status UseDevice(int device_index) {
 }  // namespace
 
 bool BuiltWithCuda() { return true; }
+bool EmulatedDevice() { return false; }
 
 absl::StatusOr<int> DeviceCount() {
   // Asked once: without a driver the answer never changes, and each failing

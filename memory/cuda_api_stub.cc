@@ -13,6 +13,7 @@ absl::Status NoCuda() {
 }  // namespace
 
 bool BuiltWithCuda() { return false; }
+bool EmulatedDevice() { return false; }
 absl::Status DeviceAvailable(int) { return NoCuda(); }
 absl::StatusOr<int> DeviceCount() { return NoCuda(); }
 absl::StatusOr<void*> DeviceMalloc(int, size_t) { return NoCuda(); }

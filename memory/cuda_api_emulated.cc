@@ -1,0 +1,249 @@
+// An emulated CUDA device, for running the GPU code paths (CudaStream,
+// GpuThread, device registers, GPU kernels, copies) on machines without a
+// GPU: `--config=emulated_gpu`. It has kDevices devices whose memory is host
+// memory; each stream is a worker thread that runs what is queued on it in
+// order, later and elsewhere, as a device would; an event marks a point in
+// its stream's queue and EventSynchronize waits until the worker has passed
+// it. A missing wait in the runtime therefore shows as stale data or a
+// ThreadSanitizer report, as it would on a GPU. What it cannot show: real
+// device faults, and anything about the .cu code (kernels here are the host
+// loops of launch_emulated.cc).
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "memory/cuda_api.h"
+#include "memory/cuda_emulation.h"
+
+namespace actorflow::cuda {
+namespace {
+
+constexpr int kDevices = 2;
+
+class Stream {
+ public:
+  Stream() : worker_([this] { Loop(); }) {}
+  ~Stream() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    work_ready_.notify_all();
+    worker_.join();
+  }
+
+  void Enqueue(std::function<void()> work) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(work));
+      ++enqueued_;
+    }
+    work_ready_.notify_one();
+  }
+  // The point after everything queued so far.
+  uint64_t Mark() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return enqueued_;
+  }
+  void WaitFor(uint64_t mark) {
+    std::unique_lock<std::mutex> lock(mu_);
+    progress_.wait(lock, [&] { return completed_ >= mark; });
+  }
+
+ private:
+  void Loop() {
+    while (true) {
+      std::function<void()> work;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        work = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      work();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++completed_;
+      }
+      progress_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable work_ready_;
+  std::condition_variable progress_;
+  std::deque<std::function<void()>> queue_;  // guarded by mu_
+  uint64_t enqueued_ = 0;                    // guarded by mu_
+  uint64_t completed_ = 0;                   // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
+  std::thread worker_;
+};
+
+struct Event {
+  Stream* stream = nullptr;  // null until recorded
+  uint64_t mark = 0;
+};
+
+// Every live stream, for DeviceSynchronize.
+std::mutex streams_mu;
+std::set<Stream*>& Streams() {
+  static auto* streams = new std::set<Stream*>();
+  return *streams;
+}
+
+Stream* AsStream(StreamHandle stream) { return static_cast<Stream*>(stream); }
+
+void* AllocateHost(size_t bytes) {
+  // 256-byte aligned, like cudaMalloc.
+  return std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+}
+
+}  // namespace
+
+namespace emulated {
+void Enqueue(StreamHandle stream, std::function<void()> work) {
+  if (stream == nullptr) {
+    work();
+  } else {
+    AsStream(stream)->Enqueue(std::move(work));
+  }
+}
+}  // namespace emulated
+
+bool BuiltWithCuda() { return true; }
+bool EmulatedDevice() { return true; }
+
+absl::StatusOr<int> DeviceCount() { return kDevices; }
+
+absl::Status DeviceAvailable(int device_index) {
+  if (device_index < 0 || device_index >= kDevices) {
+    return absl::UnavailableError(absl::StrCat(
+        "CUDA device ", device_index, " does not exist (this machine has ",
+        kDevices, " emulated devices)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<void*> DeviceMalloc(int device_index, size_t bytes) {
+  absl::Status status = DeviceAvailable(device_index);
+  if (!status.ok()) return status;
+  void* ptr = AllocateHost(bytes);
+  if (ptr == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cudaMalloc(", bytes, " bytes): out of memory"));
+  }
+  return ptr;
+}
+
+void DeviceFree(int, void* ptr) { std::free(ptr); }
+
+absl::StatusOr<void*> PinnedMalloc(size_t bytes) {
+  void* ptr = AllocateHost(bytes);
+  if (ptr == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cudaMallocHost(", bytes, " bytes): out of memory"));
+  }
+  return ptr;
+}
+
+void PinnedFree(void* ptr) { std::free(ptr); }
+
+absl::Status MemcpyHostToDevice(int device_index, void* dst, const void* src,
+                                size_t bytes) {
+  absl::Status status = DeviceAvailable(device_index);
+  if (status.ok()) std::memcpy(dst, src, bytes);
+  return status;
+}
+
+absl::Status MemcpyDeviceToHost(int device_index, void* dst, const void* src,
+                                size_t bytes) {
+  return MemcpyHostToDevice(device_index, dst, src, bytes);
+}
+
+absl::Status MemcpyHostToDeviceAsync(int device_index, void* dst,
+                                     const void* src, size_t bytes,
+                                     StreamHandle stream) {
+  absl::Status status = DeviceAvailable(device_index);
+  if (!status.ok()) return status;
+  return MemcpyAsync(dst, src, bytes, stream);
+}
+
+absl::Status MemcpyAsync(void* dst, const void* src, size_t bytes,
+                         StreamHandle stream) {
+  emulated::Enqueue(stream, [=] { std::memcpy(dst, src, bytes); });
+  return absl::OkStatus();
+}
+
+absl::Status DeviceMemset(int device_index, void* ptr, int value,
+                          size_t bytes) {
+  absl::Status status = DeviceAvailable(device_index);
+  if (status.ok()) std::memset(ptr, value, bytes);
+  return status;
+}
+
+absl::Status DeviceSynchronize(int device_index) {
+  absl::Status status = DeviceAvailable(device_index);
+  if (!status.ok()) return status;
+  std::lock_guard<std::mutex> lock(streams_mu);
+  for (Stream* stream : Streams()) stream->WaitFor(stream->Mark());
+  return absl::OkStatus();
+}
+
+absl::Status SetDevice(int device_index) {
+  return DeviceAvailable(device_index);
+}
+
+absl::StatusOr<StreamHandle> StreamCreate(int device_index) {
+  absl::Status status = DeviceAvailable(device_index);
+  if (!status.ok()) return status;
+  auto* stream = new Stream();
+  std::lock_guard<std::mutex> lock(streams_mu);
+  Streams().insert(stream);
+  return static_cast<StreamHandle>(stream);
+}
+
+absl::Status StreamSynchronize(int, StreamHandle stream) {
+  AsStream(stream)->WaitFor(AsStream(stream)->Mark());
+  return absl::OkStatus();
+}
+
+void StreamDestroy(int, StreamHandle stream) {
+  {
+    std::lock_guard<std::mutex> lock(streams_mu);
+    Streams().erase(AsStream(stream));
+  }
+  delete AsStream(stream);  // runs what is still queued first
+}
+
+absl::StatusOr<EventHandle> EventCreate(int device_index) {
+  absl::Status status = DeviceAvailable(device_index);
+  if (!status.ok()) return status;
+  return static_cast<EventHandle>(new Event());
+}
+
+absl::Status EventRecord(EventHandle event, StreamHandle stream) {
+  auto* e = static_cast<Event*>(event);
+  e->stream = AsStream(stream);
+  e->mark = e->stream->Mark();
+  return absl::OkStatus();
+}
+
+absl::Status EventSynchronize(EventHandle event) {
+  auto* e = static_cast<Event*>(event);
+  if (e->stream != nullptr) e->stream->WaitFor(e->mark);
+  return absl::OkStatus();
+}
+
+void EventDestroy(EventHandle event) { delete static_cast<Event*>(event); }
+
+absl::Status LastLaunchError(const char*) { return absl::OkStatus(); }
+
+}  // namespace actorflow::cuda

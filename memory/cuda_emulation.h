@@ -1,0 +1,18 @@
+#ifndef ACTORFLOW_MEMORY_CUDA_EMULATION_H_
+#define ACTORFLOW_MEMORY_CUDA_EMULATION_H_
+
+#include <functional>
+
+#include "memory/cuda_api.h"
+
+// The emulated CUDA device (--config=emulated_gpu; cuda_api_emulated.cc):
+// how emulated kernels (kernels/gpu/launch_emulated.cc) join a stream.
+namespace actorflow::cuda::emulated {
+
+// Runs `work` on `stream`'s worker thread after everything queued before
+// it; a null stream (the legacy stream) runs it here and now.
+void Enqueue(StreamHandle stream, std::function<void()> work);
+
+}  // namespace actorflow::cuda::emulated
+
+#endif  // ACTORFLOW_MEMORY_CUDA_EMULATION_H_
