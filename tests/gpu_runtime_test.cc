@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "actor/kernel.h"
 #include "kernels/gpu/launch.h"
 #include "memory/cuda_api.h"
 #include "runtime/plan_builder.h"
@@ -111,6 +112,31 @@ void ExpectSameAsCpu(const std::vector<TaskDef>& gpu_tasks, int64_t pieces) {
   CHECK(gpu.checksum == cpu.checksum);
 }
 
+// A GPU kernel that fails at piece `at_piece` (before launching anything)
+// and copies otherwise: the failure path of GPU streams.
+class GpuFailKernel final : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    absl::StatusOr<int64_t> at = ctx.IntAttr("at_piece");
+    if (!at.ok()) return at.status();
+    at_piece_ = *at;
+    return ctx.ExpectInputs(1, 1);
+  }
+  absl::Status Forward(KernelContext* ctx) override {
+    if (ctx->piece_id() == at_piece_) {
+      return absl::AbortedError("gpu fail kernel: reached at_piece");
+    }
+    Regst* out = ctx->outputs()[0];
+    return cuda::MemcpyAsync(out->data(), ctx->inputs()[0]->data(),
+                             out->elem_cnt() * sizeof(float),
+                             ctx->cuda_stream());
+  }
+
+ private:
+  int64_t at_piece_ = 0;
+};
+REGISTER_GPU_KERNEL("test_gpu_fail", GpuFailKernel);
+
 TEST_CASE("GPU: every element-wise GPU kernel equals its CPU version",
           "[gpu]") {
   if (!testing::GpuOrSkip("GPU kernels against CPU")) return;
@@ -198,6 +224,37 @@ TEST_CASE("GPU: stress, many pieces, register_num 1 to 4", "[gpu]") {
       ExpectSameAsCpu(Chain(middle, "add", register_num, 256), 20000);
     }
   }
+}
+
+TEST_CASE("GPU: a failing GPU kernel stops the run and names task and piece",
+          "[gpu]") {
+  if (!testing::GpuOrSkip("GPU kernel failure")) return;
+  for (int64_t at : {0, 7, 49}) {
+    TaskDef boom{.name = "boom", .op_type = "test_gpu_fail", .inputs = {"up"}};
+    boom.attrs["at_piece"] = IntAttr(at);
+    absl::StatusOr<RunResult> result =
+        RunPlan(Build(Chain({boom}, "boom", 2, 100), 50));
+    REQUIRE(!result.ok());
+    CHECK(absl::IsAborted(result.status()));
+    CHECK(result.status().message() ==
+          "task 'boom' (task_id 3) failed at piece " + std::to_string(at) +
+              ": gpu fail kernel: reached at_piece");
+  }
+}
+
+TEST_CASE("GPU: a plan for a device this machine lacks is refused", "[gpu]") {
+  if (!testing::GpuOrSkip("GPU device missing")) return;
+  std::vector<TaskDef> tasks = Chain({Scale("x", "up", 2.0)}, "x", 2, 16);
+  for (TaskDef& task : tasks) {
+    if (task.gpu) task.device_index = 4096;
+  }
+  absl::StatusOr<RunResult> result = RunPlan(Build(tasks, 5));
+  REQUIRE(!result.ok());
+  CHECK(absl::IsInvalidArgument(result.status()));
+  CHECK(result.status().message().find(
+            "task 'up' (task_id 2): stream.device_type GPU (device 4096): "
+            "this machine cannot serve it: CUDA device 4096 does not exist") !=
+        std::string::npos);
 }
 
 TEST_CASE("GPU: a stream callback runs only after the work before it",
