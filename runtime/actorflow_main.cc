@@ -106,6 +106,16 @@ int Validate(const std::string& path) {
   return kExitOk;
 }
 
+// Reports a failure after the plan was accepted: `what` and the message on
+// stderr, the JSON error line on stdout.
+int RunFailed(const char* what, const absl::Status& status) {
+  std::fprintf(stderr, "actorflow: %s%s\n", what,
+               std::string(status.message()).c_str());
+  std::printf("{\"status\":\"error\",\"error\":%s}\n",
+              JsonString(status.message()).c_str());
+  return kExitRunFailed;
+}
+
 int Run(const std::string& path, int64_t pieces,
         const std::string& trace_path) {
   Plan plan;
@@ -120,22 +130,10 @@ int Run(const std::string& path, int64_t pieces,
                                    std::strerror(errno)));
   }
   absl::StatusOr<RunResult> result = RunPlan(plan, options);
-  if (!result.ok()) {
-    std::fprintf(stderr, "actorflow: run failed: %s\n",
-                 std::string(result.status().message()).c_str());
-    std::printf("{\"status\":\"error\",\"error\":%s}\n",
-                JsonString(result.status().message()).c_str());
-    return kExitRunFailed;
-  }
+  if (!result.ok()) return RunFailed("run failed: ", result.status());
   if (options.trace) {
     absl::Status written = WriteChromeTrace(result->trace, trace_path);
-    if (!written.ok()) {
-      std::fprintf(stderr, "actorflow: %s\n",
-                   std::string(written.message()).c_str());
-      std::printf("{\"status\":\"error\",\"error\":%s}\n",
-                  JsonString(written.message()).c_str());
-      return kExitRunFailed;
-    }
+    if (!written.ok()) return RunFailed("", written);
   }
   std::vector<std::string> sinks;
   for (const auto& [name, sink] : result->sinks) {

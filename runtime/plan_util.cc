@@ -40,6 +40,14 @@ StreamKey ToStreamKey(const StreamId& stream) {
   };
 }
 
+bool IsHostToDevice(const TaskProto& task) {
+  return task.kernel().op_type() == "h2d";
+}
+
+bool IsDeviceToHost(const TaskProto& task) {
+  return task.kernel().op_type() == "d2h";
+}
+
 std::string TaskLabel(const TaskProto& task) {
   return absl::StrCat("task '", task.name(), "' (task_id ", task.task_id(),
                       ")");

@@ -22,6 +22,12 @@ std::vector<std::pair<std::string, const RegstDescProto*>> SortedOutputs(
 
 StreamKey ToStreamKey(const StreamId& stream);
 
+// The copy kernels, whose one side is host memory on a GPU stream: h2d
+// reads a host register, d2h writes one. The validator's placement rules and
+// the runtime's pinning must agree on them.
+bool IsHostToDevice(const TaskProto& task);
+bool IsDeviceToHost(const TaskProto& task);
+
 // "task 'name' (task_id 3)": how every message refers to a task.
 std::string TaskLabel(const TaskProto& task);
 

@@ -14,13 +14,6 @@
 namespace actorflow {
 namespace {
 
-bool IsHostToDevice(const TaskProto& task) {
-  return task.kernel().op_type() == "h2d";
-}
-bool IsDeviceToHost(const TaskProto& task) {
-  return task.kernel().op_type() == "d2h";
-}
-
 std::string MemoryName(const MemoryCase& mem) {
   return mem.device_type() == GPU
              ? absl::StrCat("GPU memory of device ", mem.device_index())

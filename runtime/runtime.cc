@@ -228,14 +228,13 @@ class Runtime final : public MsgHandler<ActorMsg> {
   absl::flat_hash_set<int64_t> HostSidesOfCopies() const {
     absl::flat_hash_set<int64_t> ids;
     for (const TaskProto& task : plan_.task()) {
-      const std::string& op = task.kernel().op_type();
-      if (op == "h2d") {
-        for (const auto& [name, list] : task.consumed_regst_desc_id()) {
-          ids.insert(list.regst_desc_id().begin(), list.regst_desc_id().end());
+      if (IsHostToDevice(task)) {
+        for (const auto& [name, list] : SortedInputs(task)) {
+          ids.insert(list.begin(), list.end());
         }
-      } else if (op == "d2h") {
-        for (const auto& [name, desc] : task.produced_regst_desc()) {
-          ids.insert(desc.regst_desc_id());
+      } else if (IsDeviceToHost(task)) {
+        for (const auto& [name, desc] : SortedOutputs(task)) {
+          ids.insert(desc->regst_desc_id());
         }
       }
     }
