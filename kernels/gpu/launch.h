@@ -5,8 +5,9 @@
 
 // Host functions that queue the device kernels of the built-in GPU kernels
 // on a stream (a cudaStream_t as void*). Compiled by nvcc (launch.cu); the
-// caller checks the launch with cuda::LastLaunchError. Every function
-// queues nothing for n == 0. Pointers are device memory.
+// caller checks the launch with cuda::LastLaunchError. Fill, Scale and Add
+// queue nothing for n == 0; Sum always queues, since it still sets *total.
+// Pointers are device memory.
 namespace actorflow::gpu {
 
 // out[i] = value.
