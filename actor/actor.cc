@@ -7,7 +7,10 @@
 namespace actorflow {
 
 Actor::Actor(ActorSpec spec, ActorEnv env)
-    : id_(spec.id),
+    : feed_port_(spec.feed_port),
+      fetch_port_(spec.fetch_port),
+      boundary_(feed_port_ != nullptr || fetch_port_ != nullptr),
+      id_(spec.id),
       task_(spec.task),
       kernel_(std::move(spec.kernel)),
       env_(env),
@@ -34,6 +37,7 @@ Actor::Actor(ActorSpec spec, ActorEnv env)
     out_.back().desc = desc;
     for (auto& regst : desc->regsts) out_.back().free.Push(regst.get());
     total_regsts_ += desc->register_num;
+    resets_shapes_ |= desc->has_dynamic_blob;
   }
   free_regsts_ = total_regsts_;
   num_in_ = static_cast<int>(in_.size());
@@ -42,9 +46,27 @@ Actor::Actor(ActorSpec spec, ActorEnv env)
   ctx_.inputs_.resize(in_.size());
   ctx_.outputs_.resize(out_.size());
   if (spec.async_thread != nullptr) InitAsync(spec.async_thread);
-  // Reserved so that recording never reallocates mid-run: every actor acts
-  // at most once per piece.
-  if (env_.trace) trace_.reserve(env_.total_piece_num);
+  state_ = State::kFinished;  // until the first kReset
+}
+
+void Actor::Reset() {
+  state_ = State::kActing;
+  started_ = false;
+  ended_in_ = 0;
+  blockers_ = 0;
+  for (InSlot& slot : in_) {
+    slot.ended = false;
+    blockers_ += slot.ready.empty();
+  }
+  for (OutSlot& slot : out_) blockers_ += slot.free.empty();
+  // A feed's run ends when the caller closes it, not at a piece count.
+  piece_end_ = feed_port_ != nullptr ? INT64_MAX : next_piece_ + *env_.pieces;
+  if (env_.trace) {
+    // Reserved so that recording never reallocates mid-run: every actor
+    // acts at most once per piece (a feed's count is not known ahead).
+    trace_.clear();
+    if (feed_port_ == nullptr) trace_.reserve(*env_.pieces);
+  }
 }
 
 void Actor::ProcessMsg(const ActorMsg& msg) {
@@ -66,8 +88,20 @@ void Actor::ProcessMsg(const ActorMsg& msg) {
       break;
     }
     case ActorMsgKind::kCmd:
-      if (msg.cmd == ActorCmd::kStart) started_ = true;
-      if (msg.cmd == ActorCmd::kAsyncFailed) HandleAsyncFailures();
+      switch (msg.cmd) {
+        case ActorCmd::kReset:
+          Reset();
+          env_.resetting->Decrement();
+          return;  // nothing may act before kStart
+        case ActorCmd::kStart:
+          started_ = true;
+          break;
+        case ActorCmd::kAsyncFailed:
+          HandleAsyncFailures();
+          break;
+        default:  // kFed: Progress looks at the feed port
+          break;
+      }
       break;
   }
   Progress();
@@ -159,6 +193,7 @@ void Actor::Act() {
     Regst* regst = out[o].free.Pop();
     if (out[o].free.empty()) ++blockers_;
     regst->set_piece_id(piece);
+    if (__builtin_expect(resets_shapes_, 0)) regst->ResetShapes();
     outputs[o] = regst;
   }
   free_regsts_ -= num_out_;
@@ -203,7 +238,8 @@ void Actor::MaybeEnd() {
   if (state_ == State::kActing) {
     bool end = failed_ || env_.monitor->aborting();
     if (!end && is_source_) {
-      end = started_ && next_piece_ >= env_.total_piece_num;
+      end = started_ &&
+            (feed_port_ != nullptr ? FeedEnded() : next_piece_ >= piece_end_);
     }
     if (!end && ended_in_ > 0) {
       // An input that has ended and is empty can never feed another act.
@@ -239,6 +275,7 @@ void Actor::EnterZombie() {
     while (!slot.ready.empty()) ReturnToProducer(slot.ready.Pop());
     ++blockers_;
   }
+  if (fetch_port_ != nullptr) fetch_port_->End();
 }
 
 void Actor::SendEords() {

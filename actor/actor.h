@@ -11,11 +11,14 @@
 #include "absl/status/status.h"
 #include "actor/act_span.h"
 #include "actor/actor_msg.h"
+#include "actor/feed_port.h"
+#include "actor/fetch_port.h"
 #include "actor/kernel.h"
 #include "actor/regst.h"
 #include "actor/run_monitor.h"
 #include "proto/plan.pb.h"
 #include "thread/async_thread.h"
+#include "thread/blocking_counter.h"
 #include "thread/ring_queue.h"
 #include "thread/stream_key.h"
 #include "thread/thread.h"
@@ -34,12 +37,20 @@ struct ActorSpec {
   std::vector<std::pair<std::string, RegstDesc*>> outputs;
   // Set when the task's thread runs kernels on an asynchronous stream.
   AsyncThread<ActorMsg>* async_thread = nullptr;
+  // Set for the boundary tasks `feed` and `fetch` (see Session).
+  FeedPort* feed_port = nullptr;
+  FetchPort* fetch_port = nullptr;
 };
 
-// What the actors of one run share.
+// What the actors of a session share. A session runs its plan many times;
+// each run starts with kReset to every actor (written by the session before
+// it sends them, read by each actor when it handles its kReset).
 struct ActorEnv {
   RunMonitor* monitor = nullptr;
-  int64_t total_piece_num = 0;
+  // Pieces each plain source makes in the run being reset.
+  const int64_t* pieces = nullptr;
+  // Counted down by each actor when it has handled kReset.
+  BlockingCounter* resetting = nullptr;
   // Record an ActSpan per act (see trace()).
   bool trace = false;
 };
@@ -50,12 +61,21 @@ struct ActorEnv {
 // register to all its consumers and returns each consumed one to its
 // producer.
 //
-// Life cycle: kActing until no more pieces can come (a source has made its
-// last piece; an input has ended and is empty; the run is aborting or this
-// actor failed). Then it sends EORD on every output and becomes a zombie:
-// it returns anything still arriving unread and waits until every input has
-// ended and every register it produced has come back. Then it is finished
-// and tells the RunMonitor, once.
+// Life cycle of one run: kReset makes it kActing (with every register free
+// and every input empty, as the previous run left them), kStart lets a
+// source begin. kActing until no more pieces can come (a source has made
+// its last piece; a feed is closed and drained; an input has ended and is
+// empty; the run is aborting or this actor failed). Then it sends EORD on
+// every output and becomes a zombie: it returns anything still arriving
+// unread and waits until every input has ended and every register it
+// produced has come back. Then it is finished and tells the RunMonitor,
+// once. Piece ids keep counting from run to run.
+//
+// Boundary actors move registers between the plan and the caller instead
+// of calling a kernel: a feed publishes what the caller submitted to its
+// FeedPort and hands it every register that comes back free; a fetch hands
+// every register it receives to its FetchPort, and the caller's release
+// returns it to the producer.
 class Actor {
  public:
   Actor(ActorSpec spec, ActorEnv env);
@@ -80,6 +100,8 @@ class Actor {
 
   const TaskProto& task() const { return *task_; }
   const Kernel& kernel() const { return *kernel_; }
+  // Acts since the actor was built (a boundary actor counts the pieces it
+  // moved); the runtime reads it between runs.
   int64_t act_count() const { return act_count_; }
   bool finished() const { return state_ == State::kFinished; }
   // One span per act when ActorEnv::trace is set, in act order; read it
@@ -102,21 +124,31 @@ class Actor {
 
   bool CanAct() const {
     return blockers_ == 0 && !env_.monitor->aborting() &&
-           (!is_source_ || (started_ && next_piece_ < env_.total_piece_num));
+           (!is_source_ || (started_ && next_piece_ < piece_end_));
   }
   // Whether MaybeEnd has anything to decide: false on the hot path of an
   // actor that is acting and has seen no end of any kind yet.
   bool MayEnd() const {
     return blockers_ >= kStoppedActing || ended_in_ > 0 ||
-           env_.monitor->aborting() ||
-           (is_source_ && started_ && next_piece_ >= env_.total_piece_num);
+           env_.monitor->aborting() || boundary_ ||
+           (is_source_ && started_ && next_piece_ >= piece_end_);
   }
   void Progress() {
     busy_ = true;
-    while (CanAct()) Act();
+    if (__builtin_expect(boundary_, 0)) {
+      ProgressBoundary();
+    } else {
+      while (CanAct()) Act();
+    }
     if (__builtin_expect(MayEnd(), 0)) MaybeEnd();
     busy_ = false;
   }
+  // kReset: ready for another run.
+  void Reset();
+  // --- boundary actors (actor_boundary.cc) ---
+  void ProgressBoundary();
+  // Whether a feed can make no more pieces this run.
+  bool FeedEnded();
   void AcceptReady(int16_t in_slot, Regst* regst);
   void Act();
   // A kernel that throws fails its task like one that returns an error.
@@ -148,6 +180,9 @@ class Actor {
     slot.free.Push(regst);
     ++free_regsts_;
   }
+  // Output slots whose register has dynamic blobs: their shapes go back to
+  // the maximum before each act.
+  bool resets_shapes_ = false;
   void Send(Thread<ActorMsg>* thread, const ActorMsg& msg) {
     if (__builtin_expect(!thread->TrySend(msg), 0)) ReportLostMessage(msg);
   }
@@ -189,6 +224,10 @@ class Actor {
   std::mutex async_failed_mu_;
   std::vector<AsyncAct*> async_failed_;  // guarded by async_failed_mu_
 
+  FeedPort* const feed_port_;
+  FetchPort* const fetch_port_;
+  const bool boundary_;  // a feed or a fetch
+
   const int32_t id_;
   const TaskProto* const task_;
   std::unique_ptr<Kernel> kernel_;
@@ -216,6 +255,7 @@ class Actor {
   // inputs (see Act).
   bool publishes_first_ = false;
   int64_t next_piece_ = 0;  // sources
+  int64_t piece_end_ = 0;   // plain sources: this run ends before it
   int64_t act_count_ = 0;
   KernelContext ctx_;
   std::vector<ActSpan> trace_;

@@ -24,8 +24,10 @@ enum class ActorMsgKind : uint8_t {
 enum class ActorCmd : uint8_t {
   kNone,
   kConstruct,    // build the actor on its own thread
+  kReset,        // get ready for another run (see Actor)
   kStart,        // sources begin producing
   kAsyncFailed,  // a kernel on the actor's asynchronous stream failed
+  kFed,          // a feed's caller submitted a register or closed the feed
 };
 
 // The only thing actors exchange: small, trivially copyable, no ownership.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace actorflow {
 namespace {
@@ -19,6 +20,8 @@ const char* AttrTypeName(AttrValue::ValueCase value_case) {
       return "a string (s)";
     case AttrValue::kB:
       return "a bool (b)";
+    case AttrValue::kList:
+      return "a list (list)";
     case AttrValue::VALUE_NOT_SET:
       break;
   }
@@ -42,7 +45,44 @@ absl::Status WrongType(absl::string_view name, const AttrValue& value,
 KernelInitContext::KernelInitContext(const TaskProto& task,
                                      std::vector<KernelIo> inputs,
                                      std::vector<KernelIo> outputs)
-    : task_(task), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {}
+    : task_(task),
+      inputs_(std::move(inputs)),
+      outputs_(std::move(outputs)),
+      inferred_(std::make_unique<
+                std::vector<std::optional<std::vector<BlobDesc>>>>(
+          outputs_.size())) {}
+
+const KernelIo* KernelInitContext::input(absl::string_view name, int i) const {
+  for (const KernelIo& io : inputs_) {
+    if (io.name == name && i-- == 0) return &io;
+  }
+  return nullptr;
+}
+
+const KernelIo* KernelInitContext::output(absl::string_view name) const {
+  for (const KernelIo& io : outputs_) {
+    if (io.name == name) return &io;
+  }
+  return nullptr;
+}
+
+absl::Status KernelInitContext::SetOutputBlobs(
+    absl::string_view name, std::vector<BlobDesc> blobs) const {
+  for (size_t o = 0; o < outputs_.size(); ++o) {
+    if (outputs_[o].name == name) {
+      (*inferred_)[o] = std::move(blobs);
+      return absl::OkStatus();
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("produced_regst_desc['", name, "']: missing; ",
+                   task_.kernel().op_type(), " produces it"));
+}
+
+const std::vector<BlobDesc>* KernelInitContext::inferred(int i) const {
+  const auto& entry = (*inferred_)[i];
+  return entry.has_value() ? &*entry : nullptr;
+}
 
 const AttrValue* KernelInitContext::FindAttr(absl::string_view name) const {
   auto it = task_.kernel().attr().find(std::string(name));
@@ -92,6 +132,77 @@ absl::StatusOr<int64_t> KernelInitContext::IntAttrOr(absl::string_view name,
   return *value == nullptr ? fallback : (*value)->i();
 }
 
+absl::StatusOr<std::string> KernelInitContext::StringAttr(
+    absl::string_view name) const {
+  absl::StatusOr<const AttrValue*> value = TypedAttr(name, AttrValue::kS, true);
+  if (!value.ok()) return value.status();
+  return (*value)->s();
+}
+
+absl::StatusOr<std::string> KernelInitContext::StringAttrOr(
+    absl::string_view name, std::string fallback) const {
+  absl::StatusOr<const AttrValue*> value =
+      TypedAttr(name, AttrValue::kS, false);
+  if (!value.ok()) return value.status();
+  return *value == nullptr ? fallback : (*value)->s();
+}
+
+absl::StatusOr<bool> KernelInitContext::BoolAttr(absl::string_view name) const {
+  absl::StatusOr<const AttrValue*> value = TypedAttr(name, AttrValue::kB, true);
+  if (!value.ok()) return value.status();
+  return (*value)->b();
+}
+
+absl::StatusOr<bool> KernelInitContext::BoolAttrOr(absl::string_view name,
+                                                   bool fallback) const {
+  absl::StatusOr<const AttrValue*> value =
+      TypedAttr(name, AttrValue::kB, false);
+  if (!value.ok()) return value.status();
+  return *value == nullptr ? fallback : (*value)->b();
+}
+
+absl::StatusOr<const AttrList*> KernelInitContext::ListAttr(
+    absl::string_view name, const char* kind) const {
+  absl::StatusOr<const AttrValue*> value =
+      TypedAttr(name, AttrValue::kList, false);
+  if (!value.ok()) return value.status();
+  if (*value == nullptr) return nullptr;
+  const AttrList& list = (*value)->list();
+  const std::pair<const char*, int> sizes[] = {
+      {"i", list.i_size()}, {"f", list.f_size()}, {"s", list.s_size()}};
+  for (const auto& [field, size] : sizes) {
+    if (size > 0 && std::string(field) != kind) {
+      return AttrError(name, absl::StrCat("must be a list of ", kind,
+                                          ", got a list of ", field));
+    }
+  }
+  return &list;
+}
+
+absl::StatusOr<std::vector<int64_t>> KernelInitContext::IntListAttr(
+    absl::string_view name) const {
+  absl::StatusOr<const AttrList*> list = ListAttr(name, "i");
+  if (!list.ok()) return list.status();
+  if (*list == nullptr) return std::vector<int64_t>();
+  return std::vector<int64_t>((*list)->i().begin(), (*list)->i().end());
+}
+
+absl::StatusOr<std::vector<double>> KernelInitContext::FloatListAttr(
+    absl::string_view name) const {
+  absl::StatusOr<const AttrList*> list = ListAttr(name, "f");
+  if (!list.ok()) return list.status();
+  if (*list == nullptr) return std::vector<double>();
+  return std::vector<double>((*list)->f().begin(), (*list)->f().end());
+}
+
+absl::StatusOr<std::vector<std::string>> KernelInitContext::StringListAttr(
+    absl::string_view name) const {
+  absl::StatusOr<const AttrList*> list = ListAttr(name, "s");
+  if (!list.ok()) return list.status();
+  if (*list == nullptr) return std::vector<std::string>();
+  return std::vector<std::string>((*list)->s().begin(), (*list)->s().end());
+}
+
 absl::Status KernelInitContext::ExpectInputs(int min, int max) const {
   for (const KernelIo& io : inputs_) {
     if (io.name != "in") {
@@ -134,39 +245,106 @@ absl::Status KernelInitContext::ExpectOptionalOutput() const {
   return outputs_.empty() ? absl::OkStatus() : ExpectOutput(true);
 }
 
-absl::Status KernelInitContext::ExpectSameElemCnt() const {
-  const KernelIo* first = nullptr;
-  for (const auto* list : {&inputs_, &outputs_}) {
-    for (const KernelIo& io : *list) {
-      if (first == nullptr) {
-        first = &io;
-      } else if (io.elem_cnt != first->elem_cnt) {
+absl::Status KernelInitContext::ExpectSameBlobs() const {
+  if (inputs_.empty()) return absl::OkStatus();
+  const KernelIo& first = inputs_[0];
+  for (size_t k = 1; k < inputs_.size(); ++k) {
+    const KernelIo& io = inputs_[k];
+    std::string pair = absl::StrCat(
+        task_.kernel().op_type(), " needs inputs with the same blobs, but ");
+    if (io.blobs.size() != first.blobs.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "consumed_regst_desc_id['", io.name, "']: ", pair, "regst_desc ",
+          first.regst_desc_id, " has ", first.blobs.size(),
+          " blobs and regst_desc ", io.regst_desc_id, " has ",
+          io.blobs.size()));
+    }
+    for (size_t b = 0; b < io.blobs.size(); ++b) {
+      const BlobDesc& a = first.blobs[b];
+      const BlobDesc& c = io.blobs[b];
+      std::string where = absl::StrCat(
+          "consumed_regst_desc_id['", io.name, "']: ", pair, "blob '", a.name,
+          "' of regst_desc ", first.regst_desc_id, " and blob '", c.name,
+          "' of regst_desc ", io.regst_desc_id);
+      if (a.data_type != c.data_type) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "elem_cnt: ", task_.kernel().op_type(),
-            " needs equal sizes, but regst_desc ", first->regst_desc_id,
-            " has ", first->elem_cnt, " and regst_desc ", io.regst_desc_id,
-            " has ", io.elem_cnt));
+            where, " differ in data type: ", DataTypeName(a.data_type),
+            " vs ", DataTypeName(c.data_type)));
+      }
+      if (a.shape.size() != c.shape.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, " differ in rank: ", ShapeString(a.shape),
+                         " vs ", ShapeString(c.shape)));
+      }
+      for (size_t d = 0; d < a.shape.size(); ++d) {
+        if (a.shape[d] != c.shape[d]) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, " differ in dimension ", d, ": ", a.shape[d], " vs ",
+              c.shape[d]));
+        }
+      }
+      if (a.is_dynamic != c.is_dynamic) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, " differ: one is dynamic, one is not"));
       }
     }
   }
   return absl::OkStatus();
 }
 
-absl::Span<Regst* const> KernelContext::inputs(absl::string_view name) const {
-  for (const Group& group : input_groups_) {
-    if (group.name == name) {
-      return absl::MakeConstSpan(inputs_).subspan(group.begin,
-                                                  group.end - group.begin);
+absl::Status KernelInitContext::ExpectInputTypes(
+    absl::Span<const DataType> types) const {
+  for (const KernelIo& io : inputs_) {
+    for (const BlobDesc& blob : io.blobs) {
+      if (std::find(types.begin(), types.end(), blob.data_type) !=
+          types.end()) {
+        continue;
+      }
+      std::vector<std::string> names;
+      for (DataType type : types) names.push_back(DataTypeName(type));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "consumed_regst_desc_id['", io.name, "']: blob '", blob.name,
+          "' of regst_desc ", io.regst_desc_id, " is ",
+          DataTypeName(blob.data_type), "; ", task_.kernel().op_type(),
+          " takes ", absl::StrJoin(names, ", ")));
     }
   }
-  return {};
+  return absl::OkStatus();
 }
 
-Regst* KernelContext::output(absl::string_view name) const {
-  for (const Group& group : output_groups_) {
-    if (group.name == name) return outputs_[group.begin];
+absl::Status KernelInitContext::InferOutputsLikeInput() const {
+  if (inputs_.empty()) return absl::OkStatus();
+  for (const KernelIo& io : outputs_) {
+    absl::Status status = SetOutputBlobs(io.name, inputs_[0].blobs);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+const KernelContext::Group* KernelContext::FindGroup(
+    const std::vector<Group>& groups, absl::string_view name) const {
+  for (const Group& group : groups) {
+    if (group.name == name) return &group;
   }
   return nullptr;
+}
+
+int KernelContext::num_inputs(absl::string_view name) const {
+  const Group* group = FindGroup(input_groups_, name);
+  return group == nullptr ? 0 : group->end - group->begin;
+}
+
+ConstRegstView KernelContext::input(absl::string_view name, int i) const {
+  const Group* group = FindGroup(input_groups_, name);
+  if (group == nullptr || i < 0 || i >= group->end - group->begin) {
+    return ConstRegstView();
+  }
+  return ConstRegstView(inputs_[group->begin + i]);
+}
+
+RegstView KernelContext::output(absl::string_view name) const {
+  const Group* group = FindGroup(output_groups_, name);
+  return group == nullptr ? RegstView() : RegstView(outputs_[group->begin]);
 }
 
 KernelRegistry& KernelRegistry::Get() {

@@ -12,6 +12,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "actor/blob_desc.h"
+#include "actor/data_type.h"
 #include "actor/regst.h"
 #include "proto/plan.pb.h"
 #include "thread/stream_key.h"
@@ -22,12 +24,16 @@ namespace actorflow {
 struct KernelIo {
   std::string name;  // "in", "out", ...
   int64_t regst_desc_id = 0;
-  int64_t elem_cnt = 0;
+  // Inputs: the producer's blobs (stated by the plan or inferred). Outputs:
+  // what the plan states, if it states anything (`declared`).
+  std::vector<BlobDesc> blobs;
+  bool declared = true;
 };
 
-// What a kernel may check before the plan runs: its attributes and the
-// shape of its inputs and outputs. Errors name the field; the caller adds
-// the task.
+// What a kernel may check before the plan runs, and where it states its
+// outputs' blobs (shape inference): its attributes, its inputs' blobs and
+// its outputs' as the plan declares them. Errors name the field; the
+// caller adds the task.
 class KernelInitContext {
  public:
   KernelInitContext(const TaskProto& task, std::vector<KernelIo> inputs,
@@ -36,6 +42,21 @@ class KernelInitContext {
   const TaskProto& task() const { return task_; }
   const std::vector<KernelIo>& inputs() const { return inputs_; }
   const std::vector<KernelIo>& outputs() const { return outputs_; }
+  // The i-th input consumed under `name`, or the output `name`; null if
+  // the task has none.
+  const KernelIo* input(absl::string_view name, int i = 0) const;
+  const KernelIo* output(absl::string_view name) const;
+
+  // Shape inference: states the blobs of output `name` (the task must
+  // produce it). The runtime checks them against what the plan declares,
+  // or fills them in where it declares nothing. An output no kernel states
+  // keeps the plan's blobs (a source's), or has none (a control token).
+  // The context is const to its kernel; this records into the table the
+  // caller reads after Init.
+  absl::Status SetOutputBlobs(absl::string_view name,
+                              std::vector<BlobDesc> blobs) const;
+  // What Init stated for output i (null: nothing).
+  const std::vector<BlobDesc>* inferred(int i) const;
 
   // Typed attributes: an error if present with another type; the Or forms
   // return `fallback` when absent, the others an error.
@@ -45,6 +66,19 @@ class KernelInitContext {
   absl::StatusOr<int64_t> IntAttr(absl::string_view name) const;
   absl::StatusOr<int64_t> IntAttrOr(absl::string_view name,
                                     int64_t fallback) const;
+  absl::StatusOr<std::string> StringAttr(absl::string_view name) const;
+  absl::StatusOr<std::string> StringAttrOr(absl::string_view name,
+                                           std::string fallback) const;
+  absl::StatusOr<bool> BoolAttr(absl::string_view name) const;
+  absl::StatusOr<bool> BoolAttrOr(absl::string_view name, bool fallback) const;
+  // List attributes (`list { i: [...] }`); absent: an empty list. A list
+  // of another element kind is an error.
+  absl::StatusOr<std::vector<int64_t>> IntListAttr(
+      absl::string_view name) const;
+  absl::StatusOr<std::vector<double>> FloatListAttr(
+      absl::string_view name) const;
+  absl::StatusOr<std::vector<std::string>> StringListAttr(
+      absl::string_view name) const;
 
   // Signature checks for kernels that use the conventional names: between
   // min and max inputs, all named "in"; an output named "out" (required or
@@ -52,8 +86,15 @@ class KernelInitContext {
   absl::Status ExpectInputs(int min, int max) const;
   absl::Status ExpectOutput(bool required) const;
   absl::Status ExpectOptionalOutput() const;
-  // Every input and output has the same elem_cnt.
-  absl::Status ExpectSameElemCnt() const;
+  // Every input has the same blobs as the first (count, data types, shapes,
+  // dynamic or not; names may differ). Errors name both registers, the
+  // blob and the dimension.
+  absl::Status ExpectSameBlobs() const;
+  // Every blob of every input has one of `types`.
+  absl::Status ExpectInputTypes(absl::Span<const DataType> types) const;
+  // States every output (there is at most "out") as a copy of the first
+  // input's blobs: what element-wise kernels produce.
+  absl::Status InferOutputsLikeInput() const;
 
  private:
   const AttrValue* FindAttr(absl::string_view name) const;
@@ -62,14 +103,23 @@ class KernelInitContext {
   absl::StatusOr<const AttrValue*> TypedAttr(absl::string_view name,
                                              int value_case,
                                              bool required) const;
+  // The list attribute, after checking that only the field `kind` ("i",
+  // "f" or "s") has elements; null if absent.
+  absl::StatusOr<const AttrList*> ListAttr(absl::string_view name,
+                                           const char* kind) const;
 
   const TaskProto& task_;
   std::vector<KernelIo> inputs_;
   std::vector<KernelIo> outputs_;
+  // Per output; written through const methods (see SetOutputBlobs).
+  std::unique_ptr<std::vector<std::optional<std::vector<BlobDesc>>>>
+      inferred_;
 };
 
 // What a kernel sees when it acts: the piece, its registers, its stream.
 // Built once per actor; the actor only swaps register pointers per act.
+// Registers come as views: inputs read-only, outputs writable, and none of
+// the runtime's bookkeeping in reach.
 class KernelContext {
  public:
   int64_t piece_id() const { return piece_id_; }
@@ -81,11 +131,15 @@ class KernelContext {
 
   // Every input register, in the order of the consumed names (sorted) and
   // of each name's id list.
-  absl::Span<Regst* const> inputs() const { return inputs_; }
-  absl::Span<Regst* const> inputs(absl::string_view name) const;
-  absl::Span<Regst* const> outputs() const { return outputs_; }
-  // The output produced under `name`, or null.
-  Regst* output(absl::string_view name) const;
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  ConstRegstView input(int i) const { return ConstRegstView(inputs_[i]); }
+  // The i-th register consumed under `name`; an empty view if none.
+  int num_inputs(absl::string_view name) const;
+  ConstRegstView input(absl::string_view name, int i = 0) const;
+  int num_outputs() const { return static_cast<int>(outputs_.size()); }
+  RegstView output(int i) const { return RegstView(outputs_[i]); }
+  // The output produced under `name`; an empty view if none.
+  RegstView output(absl::string_view name) const;
 
  private:
   friend class Actor;
@@ -95,6 +149,8 @@ class KernelContext {
     int begin = 0;
     int end = 0;
   };
+  const Group* FindGroup(const std::vector<Group>& groups,
+                         absl::string_view name) const;
 
   int64_t piece_id_ = -1;
   StreamKey stream_;

@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/types/span.h"
+#include "actor/blob_desc.h"
+#include "actor/tensor_view.h"
 #include "memory/synced_memory.h"
 
 namespace actorflow {
@@ -16,25 +19,30 @@ struct ActorMsg;
 template <typename Msg>
 class Thread;
 
-// One buffer of a RegstDesc. Free: only its producer may write it. In use:
-// sent to every consumer, who read it and return it; it is free again when
-// the last one has. Only the producer's thread touches `reading_cnt`, since
-// returns arrive there (as messages, or as direct calls from consumers on
-// that thread); consumers only read the payload.
+// One buffer of a RegstDesc: its blobs in one allocation. Free: only its
+// producer may write it. In use: sent to every consumer, who read it and
+// return it; it is free again when the last one has. Only the producer's
+// thread touches `reading_cnt`, since returns arrive there (as messages, or
+// as direct calls from consumers on that thread); consumers only read the
+// payload. Kernels never see this class: they get RegstViews.
 class Regst {
  public:
+  // `base`: the register's memory (null when it has no bytes).
   Regst(const RegstDesc* desc, std::unique_ptr<SyncedMemory> memory,
-        float* data)
-      : desc_(desc), memory_(std::move(memory)), data_(data) {}
+        char* base);
 
   const RegstDesc& desc() const { return *desc_; }
   int64_t piece_id() const { return piece_id_; }
   void set_piece_id(int64_t piece_id) { piece_id_ = piece_id; }
 
-  // elem_cnt floats in the descriptor's memory case (host memory for CPU);
-  // null for a control token.
-  float* data() const { return data_; }
-  int64_t elem_cnt() const;
+  int num_blobs() const { return static_cast<int>(blobs_.size()); }
+  Blob& blob(int i) { return blobs_[i]; }
+  const Blob& blob(int i) const { return blobs_[i]; }
+  // Null when there is no blob of that name.
+  Blob* FindBlob(absl::string_view name);
+  // Dynamic blobs back to their maximum shape: before each act that
+  // produces this register.
+  void ResetShapes();
   SyncedMemory& memory() const { return *memory_; }
 
   int32_t reading_cnt = 0;  // producer thread only
@@ -42,7 +50,7 @@ class Regst {
  private:
   const RegstDesc* desc_;
   std::unique_ptr<SyncedMemory> memory_;
-  float* data_;
+  std::vector<Blob> blobs_;
   int64_t piece_id_ = -1;
 };
 
@@ -60,7 +68,9 @@ struct RegstConsumer {
 class RegstDesc {
  public:
   int64_t id = 0;
-  int64_t elem_cnt = 0;
+  std::vector<BlobDesc> blobs;  // stated or inferred
+  RegstLayout layout;
+  bool has_dynamic_blob = false;
   int32_t register_num = 1;
   int32_t producer = 0;  // dense actor index
   int16_t producer_out_slot = 0;
@@ -72,7 +82,73 @@ class RegstDesc {
   std::vector<std::unique_ptr<Regst>> regsts;
 };
 
-inline int64_t Regst::elem_cnt() const { return desc_->elem_cnt; }
+inline Regst::Regst(const RegstDesc* desc, std::unique_ptr<SyncedMemory> memory,
+                    char* base)
+    : desc_(desc), memory_(std::move(memory)) {
+  blobs_.resize(desc->blobs.size());
+  for (size_t b = 0; b < blobs_.size(); ++b) {
+    Blob& blob = blobs_[b];
+    blob.desc = &desc->blobs[b];
+    blob.regst_desc_id = desc->id;
+    blob.data = base == nullptr ? nullptr : base + desc->layout.offsets[b];
+    blob.shape.assign(blob.desc->shape.begin(), blob.desc->shape.end());
+    blob.elem_cnt = blob.desc->elem_cnt();
+  }
+}
+
+inline Blob* Regst::FindBlob(absl::string_view name) {
+  for (Blob& blob : blobs_) {
+    if (blob.desc->name == name) return &blob;
+  }
+  return nullptr;
+}
+
+inline void Regst::ResetShapes() {
+  for (Blob& blob : blobs_) {
+    if (!blob.desc->is_dynamic) continue;
+    blob.shape.assign(blob.desc->shape.begin(), blob.desc->shape.end());
+    blob.elem_cnt = blob.desc->elem_cnt();
+  }
+}
+
+// What a kernel sees of a register it reads: the piece and read-only blobs.
+class ConstRegstView {
+ public:
+  ConstRegstView() = default;
+  explicit ConstRegstView(Regst* regst) : regst_(regst) {}
+
+  // False for a register that does not exist (a name the task lacks).
+  bool valid() const { return regst_ != nullptr; }
+  int64_t piece_id() const { return regst_->piece_id(); }
+  int64_t regst_desc_id() const { return regst_->desc().id; }
+  int num_blobs() const { return regst_ ? regst_->num_blobs() : 0; }
+  // Out-of-range indices and unknown names give an empty view, whose typed
+  // accessors return an error.
+  ConstTensorView blob(int i) const { return ConstTensorView(Get(i)); }
+  ConstTensorView blob(absl::string_view name) const {
+    return ConstTensorView(regst_ ? regst_->FindBlob(name) : nullptr);
+  }
+
+ protected:
+  Blob* Get(int i) const {
+    return regst_ != nullptr && i >= 0 && i < regst_->num_blobs()
+               ? &regst_->blob(i)
+               : nullptr;
+  }
+  Regst* regst_ = nullptr;
+};
+
+// What a kernel sees of a register it produces: writable blobs.
+class RegstView : public ConstRegstView {
+ public:
+  RegstView() = default;
+  explicit RegstView(Regst* regst) : ConstRegstView(regst) {}
+
+  TensorView blob(int i) const { return TensorView(Get(i)); }
+  TensorView blob(absl::string_view name) const {
+    return TensorView(regst_ ? regst_->FindBlob(name) : nullptr);
+  }
+};
 
 }  // namespace actorflow
 

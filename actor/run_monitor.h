@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 
 #include "absl/status/status.h"
@@ -10,21 +11,35 @@
 
 namespace actorflow {
 
-// What the actors of one run share with the runtime: how many are still
-// running, whether the run is being aborted, and the first failure.
+// What the actors of a session share with the runtime: how many are still
+// running in the current run, whether the session is aborting, and the
+// first failure. A failure is final: the session takes no more runs.
 class RunMonitor {
  public:
-  explicit RunMonitor(int64_t num_actors) : running_(num_actors) {}
+  // `on_failure` (may be empty) runs once, with the first failure, on the
+  // thread that reports it: the session wakes its callers there.
+  explicit RunMonitor(
+      int64_t num_actors,
+      std::function<void(const absl::Status&)> on_failure = nullptr)
+      : running_(num_actors), on_failure_(std::move(on_failure)) {}
 
   // The first failure wins; it also asks sources to stop producing, so the
   // run winds down through the normal end-of-data path.
   void ReportFailure(absl::Status status) {
+    bool first = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (first_error_.ok()) first_error_ = std::move(status);
+      if (first_error_.ok()) {
+        first_error_ = status;
+        first = true;
+      }
     }
     aborting_.store(true, std::memory_order_relaxed);
+    if (first && on_failure_) on_failure_(status);
   }
+
+  // Counts `num_actors` running again, for the next run.
+  void StartRun(int64_t num_actors) { running_.Reset(num_actors); }
 
   bool aborting() const { return aborting_.load(std::memory_order_relaxed); }
 
@@ -38,6 +53,7 @@ class RunMonitor {
 
  private:
   BlockingCounter running_;
+  const std::function<void(const absl::Status&)> on_failure_;
   std::atomic<bool> aborting_{false};
   mutable std::mutex mu_;
   absl::Status first_error_;  // guarded by mu_

@@ -7,20 +7,23 @@
 #include "actor/kernel.h"
 
 // The built-in kernels' CPU classes. Their Init checks attributes and
-// signature; the GPU versions (kernels/gpu) derive from them and replace
-// only Forward, so a plan means the same on either device.
+// signature and states the outputs' blobs; the GPU versions (kernels/gpu)
+// derive from them and replace only Forward, so a plan means the same on
+// either device. Kernels work blob by blob: output blob i comes from input
+// blob i, and only the valid elements of dynamic blobs are read or moved.
 namespace actorflow {
 
-// `source`: every element of piece p is value + p*step (float attrs value,
-// default 0, and step, default 1).
+// `source`: every element of piece p is value + p*step, converted to the
+// blob's type as `cast` converts (float attrs value, default 0, and step,
+// default 1). Its blobs are the plan's: a source is where shapes are stated.
 class SourceKernel : public Kernel {
  public:
   absl::Status Init(const KernelInitContext& ctx) override;
   absl::Status Forward(KernelContext* ctx) override;
 
  protected:
-  float ElementOf(int64_t piece) const {
-    return static_cast<float>(value_ + static_cast<double>(piece) * step_);
+  double ValueOf(int64_t piece) const {
+    return value_ + static_cast<double>(piece) * step_;
   }
 
  private:
@@ -28,19 +31,20 @@ class SourceKernel : public Kernel {
   double step_ = 1;
 };
 
-// One input "in", one output "out", equal elem_cnt.
+// One input "in", one output "out" with the input's blobs.
 class UnaryKernel : public Kernel {
  public:
   absl::Status Init(const KernelInitContext& ctx) override;
 };
 
-// `identity`: out = in.
+// `identity`: out = in, any type.
 class IdentityKernel : public UnaryKernel {
  public:
   absl::Status Forward(KernelContext* ctx) override;
 };
 
-// `scale`: out = float(in * factor) (float attr factor, required).
+// `scale`: out = in * factor, the product in double, on float32 and
+// float64 blobs (float attr factor, required).
 class ScaleKernel : public UnaryKernel {
  public:
   absl::Status Init(const KernelInitContext& ctx) override;
@@ -53,16 +57,52 @@ class ScaleKernel : public UnaryKernel {
   double factor_ = 1;
 };
 
-// `add`: out = in[0] + in[1] + ..., in float, summed in list order.
+// `add`: out = in[0] + in[1] + ..., summed in the blobs' type in list
+// order; float32 and float64 inputs with the same blobs.
 class AddKernel : public Kernel {
  public:
   absl::Status Init(const KernelInitContext& ctx) override;
   absl::Status Forward(KernelContext* ctx) override;
 };
 
-// `checksum`: a sink. Sums every element of every piece in double and
-// checks that pieces arrive in order (0, 1, 2, ...). Its SinkSummary is
-// what `actorflow run` reports under the task's name.
+// `cast`: out = in converted to attr `to` ("float32", "int64", "uint8",
+// ...; see kernels/convert.h for the rules), shapes kept.
+class CastKernel : public UnaryKernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+
+ protected:
+  DataType to() const { return to_; }
+
+ private:
+  DataType to_ = DT_FLOAT32;
+};
+
+// `head`: a dynamic copy of the input: piece p keeps the first
+// 1 + p % mod entries along dimension 0 of each blob (all of them if there
+// are fewer). Attr `mod` (int, >= 1). Tests and examples use it to make
+// pieces of varying size.
+class HeadKernel : public UnaryKernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+
+ protected:
+  // Dimension 0 of piece `piece`'s output, for an input whose is `rows`.
+  int64_t RowsOf(int64_t piece, int64_t rows) const {
+    int64_t keep = 1 + piece % mod_;
+    return keep < rows ? keep : rows;
+  }
+
+ private:
+  int64_t mod_ = 1;
+};
+
+// `checksum`: a sink. Sums the valid elements of every blob of every piece
+// in double (bool counts 1 for true) and checks that pieces arrive in order
+// (0, 1, 2, ...). Its SinkSummary is what `actorflow run` reports under the
+// task's name.
 class ChecksumKernel : public Kernel {
  public:
   absl::Status Init(const KernelInitContext& ctx) override;
@@ -92,6 +132,34 @@ class SpinKernel : public Kernel {
  private:
   std::chrono::microseconds spin_{0};
 };
+
+// Init of a kernel with one input and an optional output with the input's
+// blobs (spin, fail).
+absl::Status InitPassThrough(const KernelInitContext& ctx);
+
+// Output blob i takes input blob i's shape and valid bytes (host memory).
+absl::Status CopyBlobs(ConstRegstView in, RegstView out);
+
+// Runs fn(b, in_blob, out_blob) for each blob pair, after giving a dynamic
+// output blob its input blob's shape; stops at the first error.
+template <typename Fn>
+absl::Status ForEachBlob(ConstRegstView in, RegstView out, Fn&& fn) {
+  for (int b = 0; b < out.num_blobs(); ++b) {
+    ConstTensorView from = in.blob(b);
+    TensorView to = out.blob(b);
+    if (to.is_dynamic()) {
+      absl::Status status = to.set_shape(from.shape());
+      if (!status.ok()) return status;
+    }
+    absl::Status status = fn(b, from, to);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+// Each piece's blobs in one add term must have the first term's shape
+// (they can differ only when dynamic).
+absl::Status CheckAddTermShape(const KernelContext& ctx, int term, int blob);
 
 }  // namespace actorflow
 

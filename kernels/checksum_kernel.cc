@@ -9,10 +9,19 @@ absl::Status ChecksumKernel::Init(const KernelInitContext& ctx) {
 }
 
 absl::Status ChecksumKernel::Forward(KernelContext* ctx) {
-  const Regst* in = ctx->inputs()[0];
-  const float* data = in->data();
+  ConstRegstView in = ctx->input(0);
   double sum = 0;
-  for (int64_t i = 0; i < in->elem_cnt(); ++i) sum += data[i];
+  for (int b = 0; b < in.num_blobs(); ++b) {
+    ConstTensorView blob = in.blob(b);
+    absl::Status status = VisitDataType(blob.data_type(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      absl::StatusOr<absl::Span<const T>> data = blob.data<T>();
+      if (!data.ok()) return data.status();
+      for (T x : *data) sum += static_cast<double>(x);
+      return absl::OkStatus();
+    });
+    if (!status.ok()) return status;
+  }
   CountPiece(ctx->piece_id(), sum);
   return absl::OkStatus();
 }

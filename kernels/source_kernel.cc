@@ -1,4 +1,5 @@
 #include "kernels/builtin_kernels.h"
+#include "kernels/convert.h"
 
 namespace actorflow {
 
@@ -16,10 +17,20 @@ absl::Status SourceKernel::Init(const KernelInitContext& ctx) {
 }
 
 absl::Status SourceKernel::Forward(KernelContext* ctx) {
-  Regst* out = ctx->outputs()[0];
-  float element = ElementOf(ctx->piece_id());
-  float* data = out->data();
-  for (int64_t i = 0; i < out->elem_cnt(); ++i) data[i] = element;
+  RegstView out = ctx->output(0);
+  const double value = ValueOf(ctx->piece_id());
+  for (int b = 0; b < out.num_blobs(); ++b) {
+    TensorView blob = out.blob(b);
+    absl::Status status = VisitDataType(blob.data_type(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      absl::StatusOr<absl::Span<T>> data = blob.mutable_data<T>();
+      if (!data.ok()) return data.status();
+      const T element = ConvertElement<T>(value);
+      for (T& x : *data) x = element;
+      return absl::OkStatus();
+    });
+    if (!status.ok()) return status;
+  }
   return absl::OkStatus();
 }
 

@@ -3,7 +3,6 @@
 //         it has an output
 //   fail  returns an error at piece attr `at_piece` (int), identity otherwise
 #include <chrono>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/builtin_kernels.h"
@@ -11,26 +10,22 @@
 namespace actorflow {
 namespace {
 
-absl::Status ExpectPassThrough(const KernelInitContext& ctx) {
-  absl::Status status = ctx.ExpectInputs(1, 1);
-  if (status.ok()) status = ctx.ExpectOptionalOutput();
-  if (status.ok()) status = ctx.ExpectSameElemCnt();
-  return status;
-}
-
-void CopyThrough(KernelContext* ctx) {
-  if (ctx->outputs().empty()) return;
-  Regst* out = ctx->outputs()[0];
-  if (out->elem_cnt() > 0) {
-    std::memcpy(out->data(), ctx->inputs()[0]->data(),
-                out->elem_cnt() * sizeof(float));
-  }
+absl::Status CopyThrough(KernelContext* ctx) {
+  if (ctx->num_outputs() == 0) return absl::OkStatus();
+  return CopyBlobs(ctx->input(0), ctx->output(0));
 }
 
 }  // namespace
 
+absl::Status InitPassThrough(const KernelInitContext& ctx) {
+  absl::Status status = ctx.ExpectInputs(1, 1);
+  if (status.ok()) status = ctx.ExpectOptionalOutput();
+  if (status.ok()) status = ctx.InferOutputsLikeInput();
+  return status;
+}
+
 absl::Status SpinKernel::Init(const KernelInitContext& ctx) {
-  absl::Status status = ExpectPassThrough(ctx);
+  absl::Status status = InitPassThrough(ctx);
   if (!status.ok()) return status;
   absl::StatusOr<int64_t> us = ctx.IntAttr("us");
   if (!us.ok()) return us.status();
@@ -46,8 +41,7 @@ absl::Status SpinKernel::Forward(KernelContext* ctx) {
   auto until = std::chrono::steady_clock::now() + spin_;
   while (std::chrono::steady_clock::now() < until) {
   }
-  CopyThrough(ctx);
-  return absl::OkStatus();
+  return CopyThrough(ctx);
 }
 
 namespace {
@@ -55,7 +49,7 @@ namespace {
 class FailKernel final : public Kernel {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
-    absl::Status status = ExpectPassThrough(ctx);
+    absl::Status status = InitPassThrough(ctx);
     if (!status.ok()) return status;
     absl::StatusOr<int64_t> at = ctx.IntAttr("at_piece");
     if (!at.ok()) return at.status();
@@ -67,8 +61,7 @@ class FailKernel final : public Kernel {
       return absl::AbortedError(
           absl::StrCat("fail kernel: reached at_piece ", at_piece_));
     }
-    CopyThrough(ctx);
-    return absl::OkStatus();
+    return CopyThrough(ctx);
   }
 
  private:

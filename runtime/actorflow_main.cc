@@ -15,12 +15,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "actor/kernel.h"
 #include "runtime/chrome_trace.h"
 #include "runtime/json.h"
+#include "runtime/compiled_plan.h"
 #include "runtime/plan_loader.h"
-#include "runtime/plan_validator.h"
-#include "runtime/runtime.h"
+#include "runtime/plan_util.h"
+#include "runtime/session.h"
 
 namespace actorflow {
 namespace {
@@ -39,8 +41,13 @@ usage:
                                     task (pieces, checksum, in_order).
                                     --trace writes when every act ran, as a
                                     Chrome trace (chrome://tracing or
-                                    ui.perfetto.dev): one row per task
-  actorflow validate PLAN           print every problem in PLAN (exit 0: none)
+                                    ui.perfetto.dev): one row per task.
+                                    Plans with feed or fetch tasks need a
+                                    program to feed them (runtime/session.h)
+  actorflow validate PLAN [--shapes]
+                                    print every problem in PLAN (exit 0:
+                                    none); --shapes also prints every
+                                    register's blobs, inferred or stated
   actorflow kernels                 list the kernels linked into this binary:
                                     one op_type per line, then the devices
                                     it has a kernel for (cpu, gpu)
@@ -81,28 +88,21 @@ int UsageError(const std::string& message) {
   return Invalid({message});
 }
 
-// Loads and validates; on failure prints the problems and sets *exit_code.
-bool LoadValidPlan(const std::string& path, Plan* plan, int* exit_code) {
-  absl::StatusOr<Plan> loaded = LoadPlan(ResolvePath(path));
-  if (!loaded.ok()) {
-    *exit_code = Invalid({std::string(loaded.status().message())});
-    return false;
-  }
-  std::vector<std::string> problems = ValidatePlan(*loaded);
-  if (!problems.empty()) {
-    *exit_code = Invalid(problems);
-    return false;
-  }
-  *plan = std::move(*loaded);
-  return true;
+// An InvalidArgument from compiling holds one problem per line.
+int InvalidStatus(const absl::Status& status) {
+  return Invalid(absl::StrSplit(status.message(), '\n'));
 }
 
-int Validate(const std::string& path) {
-  Plan plan;
-  int exit_code = kExitOk;
-  if (!LoadValidPlan(path, &plan, &exit_code)) return exit_code;
-  std::fprintf(stderr, "%s: ok (%d tasks)\n", path.c_str(), plan.task_size());
-  std::printf("{\"status\":\"ok\",\"tasks\":%d}\n", plan.task_size());
+int Validate(const std::string& path, bool shapes) {
+  absl::StatusOr<Plan> loaded = LoadPlan(ResolvePath(path));
+  if (!loaded.ok()) return Invalid({std::string(loaded.status().message())});
+  absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =
+      CompilePlan(std::move(*loaded));
+  if (!compiled.ok()) return InvalidStatus(compiled.status());
+  const int tasks = (*compiled)->plan.task_size();
+  if (shapes) std::fputs(DescribeShapes(**compiled).c_str(), stdout);
+  std::fprintf(stderr, "%s: ok (%d tasks)\n", path.c_str(), tasks);
+  std::printf("{\"status\":\"ok\",\"tasks\":%d}\n", tasks);
   return kExitOk;
 }
 
@@ -116,27 +116,45 @@ int RunFailed(const char* what, const absl::Status& status) {
   return kExitRunFailed;
 }
 
+// One compile (each kernel's Init runs once), one run.
 int Run(const std::string& path, int64_t pieces,
         const std::string& trace_path) {
-  Plan plan;
-  int exit_code = kExitOk;
-  if (!LoadValidPlan(path, &plan, &exit_code)) return exit_code;
-  RunOptions options;
-  options.pieces = pieces;
+  absl::StatusOr<Plan> loaded = LoadPlan(ResolvePath(path));
+  if (!loaded.ok()) return Invalid({std::string(loaded.status().message())});
+  std::vector<std::string> boundary;
+  for (const TaskProto& task : loaded->task()) {
+    const std::string& op = task.kernel().op_type();
+    if (op == "feed" || op == "fetch") boundary.push_back(TaskLabel(task));
+  }
+  if (!boundary.empty()) {
+    return Invalid({absl::StrCat(
+        absl::StrJoin(boundary, ", "),
+        ": feed and fetch tasks connect a plan to a program; run this plan "
+        "through a Session (runtime/session.h), not the command")});
+  }
+  SessionOptions options;
   options.trace = !trace_path.empty();
   if (options.trace && !std::ofstream(trace_path, std::ios::app)) {
     // Found out before the run, not after it.
     return UsageError(absl::StrCat("--trace: cannot write ", trace_path, ": ",
                                    std::strerror(errno)));
   }
-  absl::StatusOr<RunResult> result = RunPlan(plan, options);
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      Session::Create(std::move(*loaded), std::move(options));
+  if (!session.ok()) {
+    if (absl::IsInvalidArgument(session.status())) {
+      return InvalidStatus(session.status());
+    }
+    return RunFailed("", session.status());
+  }
+  absl::StatusOr<RunStats> result = (*session)->Run(pieces);
   if (!result.ok()) return RunFailed("run failed: ", result.status());
-  if (options.trace) {
-    absl::Status written = WriteChromeTrace(result->trace, trace_path);
+  if (!trace_path.empty()) {
+    absl::Status written = WriteChromeTrace((*session)->trace(), trace_path);
     if (!written.ok()) return RunFailed("", written);
   }
   std::vector<std::string> sinks;
-  for (const auto& [name, sink] : result->sinks) {
+  for (const auto& [name, sink] : (*session)->Sinks()) {
     sinks.push_back(
         absl::StrCat(JsonString(name), ":{\"pieces\":", sink.pieces,
                      ",\"checksum\":", JsonNumber(sink.checksum),
@@ -190,6 +208,7 @@ int Main(int argc, char** argv) {
   std::string plan_path;
   std::string trace_path;
   int64_t pieces = -1;
+  bool shapes = false;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--help" || arg == "-h") {
@@ -206,6 +225,8 @@ int Main(int argc, char** argv) {
       if (arg.size() == 8) {
         return UsageError("--trace needs a file name");
       }
+    } else if (command == "validate" && arg == "--shapes") {
+      shapes = true;
     } else if (absl::StartsWith(arg, "-")) {
       return UsageError(
           absl::StrCat("unknown option '", arg, "' for ", command));
@@ -219,7 +240,7 @@ int Main(int argc, char** argv) {
     return UsageError(absl::StrCat(command, ": missing PLAN"));
   }
   return command == "run" ? Run(plan_path, pieces, trace_path)
-                          : Validate(plan_path);
+                          : Validate(plan_path, shapes);
 }
 
 }  // namespace

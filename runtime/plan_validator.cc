@@ -1,6 +1,7 @@
 #include "runtime/plan_validator.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -9,6 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "actor/kernel.h"
 #include "memory/cuda_api.h"
+#include "runtime/compiled_plan.h"
+#include "runtime/kernel_bindings.h"
 #include "runtime/plan_util.h"
 
 namespace actorflow {
@@ -26,12 +29,18 @@ struct Producer {
   const RegstDescProto* desc = nullptr;
 };
 
+// Checks a plan and, on the way, compiles it: kernels are created and
+// Init'ed in topological order, so each sees its inputs' blobs.
 class Validator {
  public:
-  Validator(const Plan& plan, DeviceProbe probe)
-      : plan_(plan), probe_(std::move(probe)) {}
+  Validator(const Plan& plan, DeviceProbe probe,
+            const KernelBindings& bindings)
+      : plan_(plan), probe_(std::move(probe)), bindings_(bindings) {}
 
-  std::vector<std::string> Run() {
+  // `compiled` (may be null) receives the kernels and blobs; they are
+  // complete only when no problem is returned.
+  std::vector<std::string> Run(CompiledPlan* compiled) {
+    compiled_ = compiled;
     if (plan_.task_size() == 0) {
       Problem("plan: has no task");
       return problems_;
@@ -46,9 +55,14 @@ class Validator {
     for (int t = 0; t < plan_.task_size(); ++t) CheckConsumed(t);
     CheckConsumerLists();
     for (int t = 0; t < plan_.task_size(); ++t) CheckPlacement(t);
-    for (int t = 0; t < plan_.task_size(); ++t) CheckKernel(t);
     CheckCycles();
+    CheckObjectBindings();
+    for (int t : topological_order_) CheckKernel(t);
     return problems_;
+  }
+
+  const std::map<int64_t, std::vector<BlobDesc>>& resolved_blobs() const {
+    return resolved_;
   }
 
  private:
@@ -145,6 +159,23 @@ class Validator {
       if (desc->elem_cnt() < 0) {
         Problem(absl::StrCat(where, ".elem_cnt: must be >= 0, got ",
                              desc->elem_cnt()));
+      }
+      absl::StatusOr<std::vector<BlobDesc>> blobs = BlobDescsFromProto(*desc);
+      if (!blobs.ok()) {
+        Problem(absl::StrCat(where, ".", blobs.status().message()));
+        unknown_blobs_.insert(desc->regst_desc_id());
+      } else if (!blobs->empty()) {
+        int64_t total = 0;
+        for (const BlobDesc& blob : *blobs) total += blob.elem_cnt();
+        if (desc->elem_cnt() > 0 && desc->elem_cnt() != total) {
+          Problem(absl::StrCat(where, ".elem_cnt: is ", desc->elem_cnt(),
+                               ", but its blobs hold ", total,
+                               " elements (state one or the other)"));
+        }
+        declared_[desc->regst_desc_id()] = std::move(*blobs);
+      } else if (desc->elem_cnt() > 0) {
+        declared_[desc->regst_desc_id()] = {LegacyBlob(desc->elem_cnt())};
+        legacy_.insert(desc->regst_desc_id());
       }
       const MemoryCase& mem = desc->mem_case();
       if (mem.device_type() == GPU) {
@@ -269,51 +300,182 @@ class Validator {
     }
   }
 
+  DeviceKind DeviceOf(int t) const {
+    return task(t).stream().device_type() == GPU ? DeviceKind::kGpu
+                                                 : DeviceKind::kCpu;
+  }
+
+  // An object bound with BindObject serves one task only.
+  void CheckObjectBindings() {
+    std::map<std::string, int> first_user;
+    for (int t = 0; t < plan_.task_size(); ++t) {
+      const std::string& op_type = task(t).kernel().op_type();
+      if (!bindings_.IsObject(op_type, DeviceOf(t))) continue;
+      auto [it, fresh] = first_user.emplace(op_type, t);
+      if (fresh) continue;
+      Problem(absl::StrCat(Label(t), ": kernel.op_type: '", op_type,
+                           "' is bound to one kernel object, already used by ",
+                           Label(it->second)));
+      failed_kernel_.insert(t);
+    }
+  }
+
+  // Creates the task's kernel and runs its Init with its inputs' blobs;
+  // then settles each output's blobs: what Init states must match what the
+  // plan states; either one alone is taken; neither is a control token.
+  // Tasks downstream of a failure are skipped, so one mistake is reported
+  // once.
   void CheckKernel(int t) {
     const std::string& op_type = task(t).kernel().op_type();
-    const KernelRegistry& registry = KernelRegistry::Get();
-    const DeviceKind device = task(t).stream().device_type() == GPU
-                                  ? DeviceKind::kGpu
-                                  : DeviceKind::kCpu;
+    const DeviceKind device = DeviceOf(t);
     const DeviceKind other =
         device == DeviceKind::kGpu ? DeviceKind::kCpu : DeviceKind::kGpu;
-    if (!registry.Has(op_type, device) && !registry.Has(op_type, other)) {
+    const std::vector<std::pair<std::string, const RegstDescProto*>> outputs =
+        SortedOutputs(task(t));
+    auto give_up = [&] {
+      for (const auto& [name, desc] : outputs) {
+        unknown_blobs_.insert(desc->regst_desc_id());
+      }
+    };
+    if (failed_kernel_.count(t)) return give_up();
+    if (!bindings_.Has(op_type, device) && !bindings_.Has(op_type, other)) {
+      give_up();
       // A build without CUDA has no GPU kernels (h2d, d2h) at all; the
       // GPU stream's problem already says why.
       if (gpu_unusable_.count(t) && !cuda::BuiltWithCuda()) return;
       Problem(absl::StrCat(
           Label(t), ": kernel.op_type: unknown op_type '", op_type,
-          "' (known: ", absl::StrJoin(registry.op_types(), ", "), ")"));
+          "' (known: ", absl::StrJoin(bindings_.op_types(DeviceKind::kCpu), ", "),
+          ")"));
       return;
     }
-    if (!registry.Has(op_type, device)) {
+    if (!bindings_.Has(op_type, device)) {
+      give_up();
       // Already reported when the GPU itself is unusable here.
       if (gpu_unusable_.count(t)) return;
       Problem(absl::StrCat(
           Label(t), ": kernel.op_type: '", op_type, "' has no ",
           DeviceKindName(device), " kernel; it runs on ", DeviceKindName(other),
           " streams (", DeviceKindName(device),
-          " kernels: ", absl::StrJoin(registry.op_types(device), ", "), ")"));
+          " kernels: ", absl::StrJoin(bindings_.op_types(device), ", "), ")"));
       return;
     }
-    // A kernel's signature check needs every input resolved, once.
-    if (unresolved_.count(t)) return;
+    // A kernel's Init needs every input resolved and its blobs known.
+    if (unresolved_.count(t)) return give_up();
     std::vector<KernelIo> inputs;
     for (const auto& [name, ids] : SortedInputs(task(t))) {
       for (int64_t id : ids) {
-        inputs.push_back({name, id, producers_.at(id).desc->elem_cnt()});
+        if (unknown_blobs_.count(id)) return give_up();
+        inputs.push_back({name, id, resolved_.at(id), true});
       }
     }
-    std::vector<KernelIo> outputs;
-    for (const auto& [name, desc] : SortedOutputs(task(t))) {
-      outputs.push_back({name, desc->regst_desc_id(), desc->elem_cnt()});
+    std::vector<KernelIo> output_ios;
+    for (const auto& [name, desc] : outputs) {
+      auto declared = declared_.find(desc->regst_desc_id());
+      output_ios.push_back(
+          {name, desc->regst_desc_id(),
+           declared == declared_.end() ? std::vector<BlobDesc>()
+                                       : declared->second,
+           declared != declared_.end()});
     }
-    auto kernel = registry.Create(op_type, device);
-    absl::Status status =
-        (*kernel)->Init(KernelInitContext(task(t), inputs, outputs));
+    auto kernel = bindings_.Create(op_type, device);
+    if (!kernel.ok()) {
+      give_up();
+      Problem(absl::StrCat(Label(t), ": ", kernel.status().message()));
+      return;
+    }
+    KernelInitContext ctx(task(t), std::move(inputs), output_ios);
+    absl::Status status = (*kernel)->Init(ctx);
     if (!status.ok()) {
+      give_up();
       Problem(absl::StrCat(Label(t), ": ", status.message()));
+      return;
     }
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      const int64_t id = outputs[o].second->regst_desc_id();
+      if (unknown_blobs_.count(id)) continue;  // a bad blob entry
+      const std::vector<BlobDesc>* inferred = ctx.inferred(o);
+      std::string where =
+          absl::StrCat(Label(t), ": produced_regst_desc['", outputs[o].first,
+                       "'] (regst_desc ", id, ")");
+      if (inferred != nullptr && output_ios[o].declared) {
+        std::string mismatch = legacy_.count(id)
+                                   ? LegacyMismatch(*inferred, id)
+                                   : Mismatch(output_ios[o].blobs, *inferred);
+        if (!mismatch.empty()) {
+          Problem(absl::StrCat(where, ": ", mismatch));
+          unknown_blobs_.insert(id);
+          continue;
+        }
+      }
+      resolved_[id] = inferred != nullptr ? *inferred : output_ios[o].blobs;
+    }
+    if (compiled_ != nullptr) compiled_->kernels[t] = std::move(*kernel);
+  }
+
+  // What the plan states against what Init inferred: "" when they agree.
+  static std::string Mismatch(const std::vector<BlobDesc>& stated,
+                              const std::vector<BlobDesc>& inferred) {
+    if (stated.size() != inferred.size()) {
+      std::vector<std::string> names;
+      for (const BlobDesc& blob : inferred) names.push_back(blob.ToString());
+      return absl::StrCat("the plan states ", stated.size(),
+                          " blobs, but shape inference gives ",
+                          inferred.size(), " (",
+                          absl::StrJoin(names, "; "), ")");
+    }
+    for (size_t b = 0; b < stated.size(); ++b) {
+      const BlobDesc& s = stated[b];
+      const BlobDesc& i = inferred[b];
+      std::string blob = absl::StrCat("blob '", s.name, "'");
+      if (s.name != i.name) {
+        return absl::StrCat("blob[", b, "].name: the plan states '", s.name,
+                            "', but shape inference gives '", i.name, "'");
+      }
+      if (s.data_type != i.data_type) {
+        return absl::StrCat(blob, ".data_type: the plan states ",
+                            DataTypeName(s.data_type),
+                            ", but shape inference gives ",
+                            DataTypeName(i.data_type));
+      }
+      if (s.shape.size() != i.shape.size()) {
+        return absl::StrCat(blob, ".shape: the plan states ",
+                            ShapeString(s.shape), " (rank ", s.shape.size(),
+                            "), but shape inference gives ",
+                            ShapeString(i.shape), " (rank ", i.shape.size(),
+                            ")");
+      }
+      for (size_t d = 0; d < s.shape.size(); ++d) {
+        if (s.shape[d] != i.shape[d]) {
+          return absl::StrCat(blob, ".shape: dimension ", d, " is ", s.shape[d],
+                              " in the plan, but shape inference gives ",
+                              i.shape[d], " (", ShapeString(i.shape), ")");
+        }
+      }
+      if (s.is_dynamic != i.is_dynamic) {
+        return absl::StrCat(blob, ".is_dynamic: the plan states ",
+                            s.is_dynamic ? "true" : "false",
+                            ", but shape inference gives ",
+                            i.is_dynamic ? "true" : "false");
+      }
+    }
+    return "";
+  }
+
+  // A descriptor stated only by elem_cnt means that many float32 values,
+  // however inference shapes them.
+  std::string LegacyMismatch(const std::vector<BlobDesc>& inferred,
+                             int64_t id) const {
+    const int64_t elem_cnt = declared_.at(id)[0].elem_cnt();
+    if (inferred.size() == 1 && inferred[0].data_type == DT_FLOAT32 &&
+        !inferred[0].is_dynamic && inferred[0].elem_cnt() == elem_cnt) {
+      return "";
+    }
+    std::vector<std::string> names;
+    for (const BlobDesc& blob : inferred) names.push_back(blob.ToString());
+    return absl::StrCat("elem_cnt: is ", elem_cnt,
+                        " (float32 values), but shape inference gives ",
+                        names.empty() ? "no blobs" : absl::StrJoin(names, "; "));
   }
 
   // Kahn's algorithm; whatever it cannot order lies on a cycle or behind
@@ -335,10 +497,14 @@ class Validator {
       if (in_degree[t] == 0) ready.push_back(t);
     }
     std::vector<bool> ordered(n, false);
+    // Plan order among the ready ones: a min-heap would do; plans are small
+    // enough that a sorted insert is clearer.
     while (!ready.empty()) {
+      std::sort(ready.begin(), ready.end(), std::greater<int>());
       int t = ready.back();
       ready.pop_back();
       ordered[t] = true;
+      topological_order_.push_back(t);
       for (int to : edges_[t]) {
         if (--in_degree[to] == 0) ready.push_back(to);
       }
@@ -378,7 +544,16 @@ class Validator {
 
   const Plan& plan_;
   const DeviceProbe probe_;
+  const KernelBindings& bindings_;
+  CompiledPlan* compiled_ = nullptr;
   std::vector<std::string> problems_;
+  std::vector<int> topological_order_;  // tasks on no cycle
+  // Blobs by regst_desc_id: as the plan states them, and as settled.
+  std::map<int64_t, std::vector<BlobDesc>> declared_;
+  std::set<int64_t> legacy_;  // stated by elem_cnt alone
+  std::map<int64_t, std::vector<BlobDesc>> resolved_;
+  std::set<int64_t> unknown_blobs_;  // not settled: a problem upstream
+  std::set<int> failed_kernel_;
   std::map<int64_t, int> index_of_task_id_;
   std::map<int64_t, Producer> producers_;              // by regst_desc_id
   std::map<int64_t, std::set<int64_t>> consumers_of_;  // desc -> task ids
@@ -390,7 +565,54 @@ class Validator {
 }  // namespace
 
 std::vector<std::string> ValidatePlan(const Plan& plan, DeviceProbe probe) {
-  return Validator(plan, std::move(probe)).Run();
+  KernelBindings registry_only;
+  return Validator(plan, std::move(probe), registry_only).Run(nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<CompiledPlan>> CompilePlan(
+    Plan plan, const CompileOptions& options) {
+  auto compiled = std::make_unique<CompiledPlan>();
+  compiled->plan = std::move(plan);
+  compiled->kernels.resize(compiled->plan.task_size());
+  KernelBindings registry_only;
+  const KernelBindings& bindings =
+      options.bindings != nullptr ? *options.bindings : registry_only;
+  Validator validator(compiled->plan, options.probe, bindings);
+  std::vector<std::string> problems = validator.Run(compiled.get());
+  if (!problems.empty()) {
+    return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
+  }
+  compiled->blobs = validator.resolved_blobs();
+  for (TaskProto& task : *compiled->plan.mutable_task()) {
+    for (auto& [name, desc] : *task.mutable_produced_regst_desc()) {
+      desc.clear_blob();
+      for (const BlobDesc& blob : compiled->blobs.at(desc.regst_desc_id())) {
+        *desc.add_blob() = BlobDescToProto(blob);
+      }
+    }
+  }
+  return compiled;
+}
+
+std::string DescribeShapes(const CompiledPlan& compiled) {
+  std::string text;
+  for (const TaskProto& task : compiled.plan.task()) {
+    for (const auto& [name, desc] : SortedOutputs(task)) {
+      std::string head = absl::StrCat(TaskLabel(task), " ", name,
+                                      " (regst_desc ", desc->regst_desc_id(),
+                                      ", register_num ", desc->register_num(),
+                                      "): ");
+      const std::vector<BlobDesc>& blobs =
+          compiled.blobs.at(desc->regst_desc_id());
+      if (blobs.empty()) {
+        absl::StrAppend(&text, head, "(no blobs: a control token)\n");
+      }
+      for (const BlobDesc& blob : blobs) {
+        absl::StrAppend(&text, head, blob.ToString(), "\n");
+      }
+    }
+  }
+  return text;
 }
 
 }  // namespace actorflow

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "actor/act_span.h"
+#include "runtime/run_trace.h"
 #include "actor/kernel.h"
 #include "proto/plan.pb.h"
 #include "thread/channel.h"
@@ -23,18 +23,6 @@ struct RunOptions {
   bool trace = false;
 };
 
-// What RunOptions::trace records: per task, one span per act.
-struct RunTrace {
-  struct Task {
-    std::string name;
-    std::string stream;  // StreamKey::ToString(), e.g. "m0/gpu0/s1"
-    bool async = false;  // spans run from launch to completion
-    std::vector<ActSpan> spans;
-  };
-  int64_t origin_ns = 0;    // when the sources were started
-  std::vector<Task> tasks;  // in plan order
-};
-
 struct RunResult {
   int64_t pieces = 0;
   double wall_ms = 0;  // from starting the sources to the last finish
@@ -43,10 +31,10 @@ struct RunResult {
   RunTrace trace;                            // empty unless RunOptions::trace
 };
 
-// Runs `plan` to completion: validates it, allocates every register once,
-// starts one thread per stream, constructs each actor on its own thread,
-// starts the sources and waits until every actor has finished. Every thread
-// is joined before it returns, on every path.
+// Runs `plan` once, to completion: a Session (runtime/session.h) created,
+// run for options.pieces and destroyed. Every thread is joined before it
+// returns, on every path. To run a plan more than once, or to feed and
+// fetch, use a Session.
 //
 // Errors: InvalidArgument listing every validation problem; a kernel's
 // failure as "task 'name' (task_id N) failed at piece P: ...", after the

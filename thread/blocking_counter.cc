@@ -30,6 +30,11 @@ int64_t BlockingCounter::Decrement(int64_t by) {
   return after;
 }
 
+void BlockingCounter::Reset(int64_t count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  count_.store(count, std::memory_order_release);
+}
+
 void BlockingCounter::Wait() {
   std::unique_lock<std::mutex> lock(mu_);
   zero_.wait(lock, [this] { return value() == 0; });

@@ -23,6 +23,10 @@ class BlockingCounter {
   // waiter miss its wake-up or return early.
   int64_t Decrement(int64_t by = 1);
 
+  // Starts counting again from `count`. Only while nobody waits or
+  // decrements (the runtime resets its counters between runs).
+  void Reset(int64_t count);
+
   void Wait();
   // True if the count reached zero within `timeout`.
   bool WaitFor(absl::Duration timeout);

@@ -1,41 +1,74 @@
 // The built-in kernels on GPU streams. Each derives from its CPU class
-// (same attributes, same signature checks) and replaces Forward with a
-// launch on the task's CUDA stream; registers are device memory of the
-// stream's device. `h2d` and `d2h` copy between a host register (pinned by
-// the runtime) and a device register. Launch errors fail the act at once;
-// faults during the kernel surface when the act's event is waited for.
+// (same attributes, same signature checks, same shape inference) and
+// replaces Forward with launches on the task's CUDA stream; registers are
+// device memory of the stream's device. Blob shapes are host-side metadata
+// of the register, set here when the work is queued, so a consumer sees a
+// piece's shape with its data. `h2d` and `d2h` copy between a host
+// register (pinned by the runtime) and a device register, moving only the
+// valid bytes of dynamic blobs. Launch errors fail the act at once; faults
+// during the kernel surface when the act's event is waited for.
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/builtin_kernels.h"
+#include "kernels/convert.h"
 #include "kernels/gpu/launch.h"
 #include "memory/cuda_api.h"
 
 namespace actorflow {
 namespace {
 
+static_assert(gpu::kFloat32 == DT_FLOAT32 && gpu::kFloat64 == DT_FLOAT64 &&
+              gpu::kInt8 == DT_INT8 && gpu::kUInt8 == DT_UINT8 &&
+              gpu::kInt32 == DT_INT32 && gpu::kInt64 == DT_INT64 &&
+              gpu::kBool == DT_BOOL);
+
+gpu::ElemType ElemTypeOf(DataType type) {
+  return static_cast<gpu::ElemType>(type);
+}
+
+absl::Status Launched(const char* what) {
+  return cuda::LastLaunchError(what);
+}
+
 class GpuSourceKernel final : public SourceKernel {
  public:
   absl::Status Forward(KernelContext* ctx) override {
-    Regst* out = ctx->outputs()[0];
-    gpu::LaunchFill(out->data(), out->elem_cnt(), ElementOf(ctx->piece_id()),
-                    ctx->cuda_stream());
-    return cuda::LastLaunchError("source: fill kernel launch");
+    RegstView out = ctx->output(0);
+    const double value = ValueOf(ctx->piece_id());
+    for (int b = 0; b < out.num_blobs(); ++b) {
+      TensorView blob = out.blob(b);
+      uint64_t pattern = 0;
+      VisitDataType(blob.data_type(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T element = ConvertElement<T>(value);
+        std::memcpy(&pattern, &element, sizeof(T));
+      });
+      gpu::LaunchFill(blob.mutable_raw_data(), blob.elem_cnt(),
+                      static_cast<int>(DataTypeSize(blob.data_type())),
+                      pattern, ctx->cuda_stream());
+      absl::Status status = Launched("source: fill kernel launch");
+      if (!status.ok()) return status;
+    }
+    return absl::OkStatus();
   }
 };
 
-// identity, h2d and d2h: one asynchronous copy (unified addressing tells
-// the direction).
+// identity, h2d and d2h: one asynchronous copy per blob of its valid bytes
+// (unified addressing tells the direction).
 absl::Status CopyForward(KernelContext* ctx, const char* what) {
-  const Regst* in = ctx->inputs()[0];
-  Regst* out = ctx->outputs()[0];
-  if (out->elem_cnt() == 0) return absl::OkStatus();
-  absl::Status status =
-      cuda::MemcpyAsync(out->data(), in->data(),
-                        out->elem_cnt() * sizeof(float), ctx->cuda_stream());
-  if (status.ok()) return status;
-  return absl::Status(status.code(),
-                      absl::StrCat(what, ": ", status.message()));
+  return ForEachBlob(
+      ctx->input(0), ctx->output(0),
+      [&](int, ConstTensorView from, TensorView to) -> absl::Status {
+        if (from.byte_size() == 0) return absl::OkStatus();
+        absl::Status status =
+            cuda::MemcpyAsync(to.mutable_raw_data(), from.raw_data(),
+                              from.byte_size(), ctx->cuda_stream());
+        if (status.ok()) return status;
+        return absl::Status(status.code(),
+                            absl::StrCat(what, ": ", status.message()));
+      });
 }
 
 class GpuIdentityKernel final : public IdentityKernel {
@@ -71,10 +104,14 @@ class D2hKernel final : public CopyKernel {
 class GpuScaleKernel final : public ScaleKernel {
  public:
   absl::Status Forward(KernelContext* ctx) override {
-    Regst* out = ctx->outputs()[0];
-    gpu::LaunchScale(ctx->inputs()[0]->data(), out->data(), out->elem_cnt(),
-                     factor(), ctx->cuda_stream());
-    return cuda::LastLaunchError("scale: kernel launch");
+    return ForEachBlob(ctx->input(0), ctx->output(0),
+                       [&](int, ConstTensorView from, TensorView to) {
+                         gpu::LaunchScale(ElemTypeOf(to.data_type()),
+                                          from.raw_data(),
+                                          to.mutable_raw_data(), to.elem_cnt(),
+                                          factor(), ctx->cuda_stream());
+                         return Launched("scale: kernel launch");
+                       });
   }
 };
 
@@ -83,17 +120,59 @@ class GpuAddKernel final : public AddKernel {
   // Up to kMaxAddInputs terms per launch; later launches accumulate onto
   // the output, which keeps the CPU kernel's left-to-right order.
   absl::Status Forward(KernelContext* ctx) override {
-    absl::Span<Regst* const> ins = ctx->inputs();
-    Regst* out = ctx->outputs()[0];
-    for (size_t begin = 0; begin < ins.size(); begin += gpu::kMaxAddInputs) {
-      gpu::AddInputs batch;
-      batch.accumulate = begin > 0;
-      size_t end = std::min(ins.size(), begin + gpu::kMaxAddInputs);
-      for (size_t k = begin; k < end; ++k) {
-        batch.in[batch.count++] = ins[k]->data();
-      }
-      gpu::LaunchAdd(batch, out->data(), out->elem_cnt(), ctx->cuda_stream());
-      absl::Status status = cuda::LastLaunchError("add: kernel launch");
+    const int n = ctx->num_inputs();
+    return ForEachBlob(
+        ctx->input(0), ctx->output(0),
+        [&](int b, ConstTensorView, TensorView to) -> absl::Status {
+          for (int begin = 0; begin < n; begin += gpu::kMaxAddInputs) {
+            gpu::AddInputs batch;
+            batch.accumulate = begin > 0;
+            int end = std::min(n, begin + gpu::kMaxAddInputs);
+            for (int k = begin; k < end; ++k) {
+              absl::Status same = CheckAddTermShape(*ctx, k, b);
+              if (!same.ok()) return same;
+              batch.in[batch.count++] = ctx->input(k).blob(b).raw_data();
+            }
+            gpu::LaunchAdd(ElemTypeOf(to.data_type()), batch,
+                           to.mutable_raw_data(), to.elem_cnt(),
+                           ctx->cuda_stream());
+            absl::Status status = Launched("add: kernel launch");
+            if (!status.ok()) return status;
+          }
+          return absl::OkStatus();
+        });
+  }
+};
+
+class GpuCastKernel final : public CastKernel {
+ public:
+  absl::Status Forward(KernelContext* ctx) override {
+    return ForEachBlob(ctx->input(0), ctx->output(0),
+                       [&](int, ConstTensorView from, TensorView to) {
+                         gpu::LaunchCast(ElemTypeOf(from.data_type()),
+                                         ElemTypeOf(to.data_type()),
+                                         from.raw_data(), to.mutable_raw_data(),
+                                         to.elem_cnt(), ctx->cuda_stream());
+                         return Launched("cast: kernel launch");
+                       });
+  }
+};
+
+class GpuHeadKernel final : public HeadKernel {
+ public:
+  absl::Status Forward(KernelContext* ctx) override {
+    ConstRegstView in = ctx->input(0);
+    RegstView out = ctx->output(0);
+    for (int b = 0; b < out.num_blobs(); ++b) {
+      ConstTensorView from = in.blob(b);
+      TensorView to = out.blob(b);
+      std::vector<int64_t> shape(from.shape().begin(), from.shape().end());
+      shape[0] = RowsOf(ctx->piece_id(), shape[0]);
+      absl::Status status = to.set_shape(shape);
+      if (!status.ok()) return status;
+      if (to.byte_size() == 0) continue;
+      status = cuda::MemcpyAsync(to.mutable_raw_data(), from.raw_data(),
+                                 to.byte_size(), ctx->cuda_stream());
       if (!status.ok()) return status;
     }
     return absl::OkStatus();
@@ -103,7 +182,7 @@ class GpuAddKernel final : public AddKernel {
 // The running total stays on the device; after each piece it is copied to
 // pinned host memory on the same stream, so once the last act's event has
 // happened (the runtime waits for every event before it reads summaries)
-// the host copy is the final sum. Sums are in double, per piece in a fixed
+// the host copy is the final sum. Sums are in double, per blob in a fixed
 // tree order: equal to the CPU's sequential sum whenever the sums are exact
 // in double (e.g. values with few significant bits, as the examples use).
 class GpuChecksumKernel final : public ChecksumKernel {
@@ -118,15 +197,22 @@ class GpuChecksumKernel final : public ChecksumKernel {
       absl::Status status = Allocate(ctx->stream().device_index);
       if (!status.ok()) return status;
     }
-    const Regst* in = ctx->inputs()[0];
-    gpu::LaunchSum(in->data(), in->elem_cnt(), partials_,
-                   partials_ + gpu::kSumPartials, summary_.pieces == 0,
-                   ctx->cuda_stream());
-    absl::Status status = cuda::LastLaunchError("checksum: kernel launch");
-    if (!status.ok()) return status;
-    status = cuda::MemcpyAsync(host_total_, partials_ + gpu::kSumPartials,
-                               sizeof(double), ctx->cuda_stream());
-    if (!status.ok()) return status;
+    ConstRegstView in = ctx->input(0);
+    for (int b = 0; b < in.num_blobs(); ++b) {
+      ConstTensorView blob = in.blob(b);
+      gpu::LaunchSum(ElemTypeOf(blob.data_type()), blob.raw_data(),
+                     blob.elem_cnt(), partials_, partials_ + gpu::kSumPartials,
+                     !started_, ctx->cuda_stream());
+      started_ = true;
+      absl::Status status = Launched("checksum: kernel launch");
+      if (!status.ok()) return status;
+    }
+    if (started_) {
+      absl::Status status =
+          cuda::MemcpyAsync(host_total_, partials_ + gpu::kSumPartials,
+                            sizeof(double), ctx->cuda_stream());
+      if (!status.ok()) return status;
+    }
     CountPiece(ctx->piece_id(), 0.0);
     return absl::OkStatus();
   }
@@ -156,6 +242,7 @@ class GpuChecksumKernel final : public ChecksumKernel {
   }
 
   int device_ = 0;
+  bool started_ = false;  // the device total has been set
   double* partials_ = nullptr;
   double* host_total_ = nullptr;
 };
@@ -167,8 +254,8 @@ class GpuSpinKernel final : public SpinKernel {
   absl::Status Forward(KernelContext* ctx) override {
     gpu::LaunchSpin(std::chrono::nanoseconds(spin()).count(),
                     ctx->cuda_stream());
-    absl::Status status = cuda::LastLaunchError("spin: kernel launch");
-    if (!status.ok() || ctx->outputs().empty()) return status;
+    absl::Status status = Launched("spin: kernel launch");
+    if (!status.ok() || ctx->num_outputs() == 0) return status;
     return CopyForward(ctx, "spin");
   }
 };
@@ -178,6 +265,8 @@ REGISTER_GPU_KERNEL("spin", GpuSpinKernel);
 REGISTER_GPU_KERNEL("identity", GpuIdentityKernel);
 REGISTER_GPU_KERNEL("scale", GpuScaleKernel);
 REGISTER_GPU_KERNEL("add", GpuAddKernel);
+REGISTER_GPU_KERNEL("cast", GpuCastKernel);
+REGISTER_GPU_KERNEL("head", GpuHeadKernel);
 REGISTER_GPU_KERNEL("checksum", GpuChecksumKernel);
 REGISTER_GPU_KERNEL("h2d", H2dKernel);
 REGISTER_GPU_KERNEL("d2h", D2hKernel);

@@ -2,6 +2,10 @@
 // in a genrule; the host side of each kernel is in gpu_kernels.cc.
 #include <cuda_runtime.h>
 
+#include <cstring>
+
+#include "kernels/convert.h"
+#include "kernels/gpu/elem_visit.h"
 #include "kernels/gpu/launch.h"
 
 namespace actorflow::gpu {
@@ -20,37 +24,47 @@ cudaStream_t AsStream(void* stream) {
   return static_cast<cudaStream_t>(stream);
 }
 
-__global__ void FillKernel(float* out, int64_t n, float value) {
+template <typename T>
+__global__ void FillKernel(T* out, int64_t n, T value) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     out[i] = value;
   }
 }
 
-__global__ void ScaleKernel(const float* in, float* out, int64_t n,
-                            double factor) {
+template <typename T>
+__global__ void ScaleKernel(const T* in, T* out, int64_t n, double factor) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    out[i] = static_cast<float>(static_cast<double>(in[i]) * factor);
+    out[i] = static_cast<T>(static_cast<double>(in[i]) * factor);
   }
 }
 
-__global__ void AddKernel(AddInputs inputs, float* out, int64_t n) {
+template <typename T>
+__global__ void AddKernel(AddInputs inputs, T* out, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     // The first term is copied, not added to zero (0 + -0 is +0), as the
     // CPU kernel does; unrolled so the pointers stay in registers.
     bool have = inputs.accumulate;
-    float acc = have ? out[i] : 0.0f;
+    T acc = have ? out[i] : T(0);
 #pragma unroll
     for (int k = 0; k < kMaxAddInputs; ++k) {
       if (k < inputs.count) {
-        float term = inputs.in[k][i];
+        T term = static_cast<const T*>(inputs.in[k])[i];
         acc = have ? acc + term : term;
         have = true;
       }
     }
     out[i] = acc;
+  }
+}
+
+template <typename To, typename From>
+__global__ void CastKernel(const From* in, To* out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    out[i] = ConvertElement<To>(in[i]);
   }
 }
 
@@ -68,11 +82,12 @@ __device__ double BlockSum(double value) {
   return shared[0];
 }
 
-__global__ void PartialSumKernel(const float* in, int64_t n, double* partials) {
+template <typename T>
+__global__ void PartialSumKernel(const T* in, int64_t n, double* partials) {
   double sum = 0;
   for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n;
        i += int64_t{kSumPartials} * kThreads) {
-    sum += in[i];
+    sum += static_cast<double>(in[i]);
   }
   double block = BlockSum(sum);
   if (threadIdx.x == 0) partials[blockIdx.x] = block;
@@ -95,29 +110,75 @@ __global__ void SpinKernel(int64_t ns) {
 
 }  // namespace
 
-void LaunchFill(float* out, int64_t n, float value, void* stream) {
+void LaunchFill(void* out, int64_t n, int elem_size, uint64_t pattern,
+                void* stream) {
   if (n == 0) return;
-  FillKernel<<<GridFor(n), kThreads, 0, AsStream(stream)>>>(out, n, value);
+  auto fill = [&](auto type_tag) {
+    using T = decltype(type_tag);
+    T value;
+    static_assert(sizeof(T) <= sizeof(pattern));
+    memcpy(&value, &pattern, sizeof(T));
+    FillKernel<T><<<GridFor(n), kThreads, 0, AsStream(stream)>>>(
+        static_cast<T*>(out), n, value);
+  };
+  switch (elem_size) {
+    case 1:
+      return fill(uint8_t{});
+    case 2:
+      return fill(uint16_t{});
+    case 4:
+      return fill(uint32_t{});
+    default:
+      return fill(uint64_t{});
+  }
 }
 
-void LaunchScale(const float* in, float* out, int64_t n, double factor,
-                 void* stream) {
+void LaunchScale(ElemType type, const void* in, void* out, int64_t n,
+                 double factor, void* stream) {
   if (n == 0) return;
-  ScaleKernel<<<GridFor(n), kThreads, 0, AsStream(stream)>>>(in, out, n,
-                                                             factor);
+  if (type == kFloat64) {
+    ScaleKernel<double><<<GridFor(n), kThreads, 0, AsStream(stream)>>>(
+        static_cast<const double*>(in), static_cast<double*>(out), n, factor);
+  } else {
+    ScaleKernel<float><<<GridFor(n), kThreads, 0, AsStream(stream)>>>(
+        static_cast<const float*>(in), static_cast<float*>(out), n, factor);
+  }
 }
 
-void LaunchAdd(const AddInputs& inputs, float* out, int64_t n, void* stream) {
+void LaunchAdd(ElemType type, const AddInputs& inputs, void* out, int64_t n,
+               void* stream) {
   if (n == 0) return;
-  AddKernel<<<GridFor(n), kThreads, 0, AsStream(stream)>>>(inputs, out, n);
+  if (type == kFloat64) {
+    AddKernel<double><<<GridFor(n), kThreads, 0, AsStream(stream)>>>(
+        inputs, static_cast<double*>(out), n);
+  } else {
+    AddKernel<float><<<GridFor(n), kThreads, 0, AsStream(stream)>>>(
+        inputs, static_cast<float*>(out), n);
+  }
 }
 
-void LaunchSum(const float* in, int64_t n, double* partials, double* total,
-               bool first, void* stream) {
+void LaunchCast(ElemType from, ElemType to, const void* in, void* out,
+                int64_t n, void* stream) {
+  if (n == 0) return;
+  VisitElemType(from, [&](auto from_tag) {
+    using From = decltype(from_tag);
+    VisitElemType(to, [&](auto to_tag) {
+      using To = decltype(to_tag);
+      CastKernel<To, From><<<GridFor(n), kThreads, 0, AsStream(stream)>>>(
+          static_cast<const From*>(in), static_cast<To*>(out), n);
+    });
+  });
+}
+
+void LaunchSum(ElemType type, const void* in, int64_t n, double* partials,
+               double* total, bool first, void* stream) {
   // Every partial is written (zero for blocks past the end), so the second
   // kernel never reads stale scratch.
-  PartialSumKernel<<<kSumPartials, kThreads, 0, AsStream(stream)>>>(in, n,
-                                                                    partials);
+  VisitElemType(type, [&](auto tag) {
+    using T = decltype(tag);
+    PartialSumKernel<T><<<kSumPartials, kThreads, 0, AsStream(stream)>>>(
+        static_cast<const T*>(in), n, partials);
+  });
   TotalKernel<<<1, kThreads, 0, AsStream(stream)>>>(partials, total, first);
 }
 

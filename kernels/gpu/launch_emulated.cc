@@ -2,49 +2,91 @@
 // launch.cu as host loops, run on the stream's worker thread in stream
 // order. The checksum sums in sequence rather than in launch.cu's tree.
 #include <chrono>
+#include <cstring>
 
+#include "kernels/convert.h"
+#include "kernels/gpu/elem_visit.h"
 #include "kernels/gpu/launch.h"
 #include "memory/cuda_emulation.h"
 
 namespace actorflow::gpu {
 
-void LaunchFill(float* out, int64_t n, float value, void* stream) {
+void LaunchFill(void* out, int64_t n, int elem_size, uint64_t pattern,
+                void* stream) {
   if (n == 0) return;
   cuda::emulated::Enqueue(stream, [=] {
-    for (int64_t i = 0; i < n; ++i) out[i] = value;
-  });
-}
-
-void LaunchScale(const float* in, float* out, int64_t n, double factor,
-                 void* stream) {
-  if (n == 0) return;
-  cuda::emulated::Enqueue(stream, [=] {
+    char* bytes = static_cast<char*>(out);
     for (int64_t i = 0; i < n; ++i) {
-      out[i] = static_cast<float>(static_cast<double>(in[i]) * factor);
+      std::memcpy(bytes + i * elem_size, &pattern, elem_size);
     }
   });
 }
 
-void LaunchAdd(const AddInputs& inputs, float* out, int64_t n, void* stream) {
+void LaunchScale(ElemType type, const void* in, void* out, int64_t n,
+                 double factor, void* stream) {
   if (n == 0) return;
   cuda::emulated::Enqueue(stream, [=] {
-    for (int64_t i = 0; i < n; ++i) {
-      bool have = inputs.accumulate;
-      float acc = have ? out[i] : 0.0f;
-      for (int k = 0; k < inputs.count; ++k) {
-        acc = have ? acc + inputs.in[k][i] : inputs.in[k][i];
-        have = true;
+    auto scale = [&](auto tag) {
+      using T = decltype(tag);
+      const T* from = static_cast<const T*>(in);
+      T* to = static_cast<T*>(out);
+      for (int64_t i = 0; i < n; ++i) {
+        to[i] = static_cast<T>(static_cast<double>(from[i]) * factor);
       }
-      out[i] = acc;
-    }
+    };
+    type == kFloat64 ? scale(double{}) : scale(float{});
   });
 }
 
-void LaunchSum(const float* in, int64_t n, double* partials, double* total,
-               bool first, void* stream) {
+void LaunchAdd(ElemType type, const AddInputs& inputs, void* out, int64_t n,
+               void* stream) {
+  if (n == 0) return;
+  cuda::emulated::Enqueue(stream, [=] {
+    auto add = [&](auto tag) {
+      using T = decltype(tag);
+      T* to = static_cast<T*>(out);
+      for (int64_t i = 0; i < n; ++i) {
+        bool have = inputs.accumulate;
+        T acc = have ? to[i] : T(0);
+        for (int k = 0; k < inputs.count; ++k) {
+          T term = static_cast<const T*>(inputs.in[k])[i];
+          acc = have ? acc + term : term;
+          have = true;
+        }
+        to[i] = acc;
+      }
+    };
+    type == kFloat64 ? add(double{}) : add(float{});
+  });
+}
+
+void LaunchCast(ElemType from, ElemType to, const void* in, void* out,
+                int64_t n, void* stream) {
+  if (n == 0) return;
+  cuda::emulated::Enqueue(stream, [=] {
+    VisitElemType(from, [&](auto from_tag) {
+      using From = decltype(from_tag);
+      VisitElemType(to, [&](auto to_tag) {
+        using To = decltype(to_tag);
+        for (int64_t i = 0; i < n; ++i) {
+          static_cast<To*>(out)[i] =
+              ConvertElement<To>(static_cast<const From*>(in)[i]);
+        }
+      });
+    });
+  });
+}
+
+void LaunchSum(ElemType type, const void* in, int64_t n, double* partials,
+               double* total, bool first, void* stream) {
   cuda::emulated::Enqueue(stream, [=] {
     double sum = 0;
-    for (int64_t i = 0; i < n; ++i) sum += in[i];
+    VisitElemType(type, [&](auto tag) {
+      using T = decltype(tag);
+      for (int64_t i = 0; i < n; ++i) {
+        sum += static_cast<double>(static_cast<const T*>(in)[i]);
+      }
+    });
     partials[0] = sum;
     *total = (first ? 0.0 : *total) + sum;
   });

@@ -1,0 +1,73 @@
+#ifndef ACTORFLOW_ACTOR_DATA_TYPE_H_
+#define ACTORFLOW_ACTOR_DATA_TYPE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/plan.pb.h"
+
+// Element types of blobs (DataType in plan.proto) and their C++ types.
+namespace actorflow {
+
+// Bytes per element.
+size_t DataTypeSize(DataType type);
+// "float32", "uint8", ...: the enum's name in lower case without "DT_".
+const char* DataTypeName(DataType type);
+// The inverse of DataTypeName; an error listing the names otherwise.
+absl::StatusOr<DataType> ParseDataType(absl::string_view name);
+bool IsFloatingType(DataType type);
+// Every value of the enum, in enum order.
+const DataType* AllDataTypes(int* count);
+
+// The DataType of a C++ element type: DataTypeOf<float>::value == DT_FLOAT32.
+template <typename T>
+struct DataTypeOf;
+#define ACTORFLOW_DATA_TYPE_OF(T, dt) \
+  template <>                         \
+  struct DataTypeOf<T> {              \
+    static constexpr DataType value = dt; \
+  }
+ACTORFLOW_DATA_TYPE_OF(float, DT_FLOAT32);
+ACTORFLOW_DATA_TYPE_OF(double, DT_FLOAT64);
+ACTORFLOW_DATA_TYPE_OF(int8_t, DT_INT8);
+ACTORFLOW_DATA_TYPE_OF(uint8_t, DT_UINT8);
+ACTORFLOW_DATA_TYPE_OF(int32_t, DT_INT32);
+ACTORFLOW_DATA_TYPE_OF(int64_t, DT_INT64);
+ACTORFLOW_DATA_TYPE_OF(bool, DT_BOOL);
+#undef ACTORFLOW_DATA_TYPE_OF
+
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+// Calls fn(TypeTag<T>{}) with T the C++ type of `type`, and returns what it
+// returns:  VisitDataType(t, [&](auto tag) { using T = typename
+// decltype(tag)::type; ... });
+template <typename Fn>
+decltype(auto) VisitDataType(DataType type, Fn&& fn) {
+  switch (type) {
+    case DT_FLOAT64:
+      return fn(TypeTag<double>{});
+    case DT_INT8:
+      return fn(TypeTag<int8_t>{});
+    case DT_UINT8:
+      return fn(TypeTag<uint8_t>{});
+    case DT_INT32:
+      return fn(TypeTag<int32_t>{});
+    case DT_INT64:
+      return fn(TypeTag<int64_t>{});
+    case DT_BOOL:
+      return fn(TypeTag<bool>{});
+    default:  // DT_FLOAT32; plans are validated before anything visits
+      return fn(TypeTag<float>{});
+  }
+}
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTOR_DATA_TYPE_H_

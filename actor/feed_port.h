@@ -1,0 +1,59 @@
+#ifndef ACTORFLOW_ACTOR_FEED_PORT_H_
+#define ACTORFLOW_ACTOR_FEED_PORT_H_
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "actor/regst.h"
+
+namespace actorflow {
+
+// Where a `feed` task's registers meet the caller. The feed actor hands
+// every free register here; the caller takes one (blocking while all are in
+// use downstream: the register_num bound), fills it, and submits it; the
+// actor publishes submitted registers in order as its pieces. Closing ends
+// the feed once everything submitted is published.
+//
+// Invariant: a register is in exactly one place: the actor's hands, `free_`,
+// the caller's hands (between Acquire and Submit), `filled_`, or downstream.
+class FeedPort {
+ public:
+  // --- caller ---
+  // A free register to fill. Blocks while there is none; an error once the
+  // feed is closed or the run has failed.
+  absl::StatusOr<Regst*> Acquire();
+  // Gives back a register from Acquire without feeding it.
+  void Unacquire(Regst* regst);
+  void Submit(Regst* regst);
+  // No more pieces this run; false if it was closed already.
+  bool Close();
+
+  // --- feed actor ---
+  void Release(Regst* regst);
+  // The oldest submitted register, or null.
+  Regst* PopFilled();
+  // Closed, and everything submitted has been popped.
+  bool Drained();
+
+  // --- session ---
+  // Opens the feed for a new run.
+  void Reopen();
+  // Wakes every blocked caller with `status`; later calls return it.
+  void Fail(absl::Status status);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::vector<Regst*> free_;     // guarded by mu_
+  std::deque<Regst*> filled_;    // guarded by mu_
+  bool closed_ = false;          // guarded by mu_
+  absl::Status failure_;         // guarded by mu_
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTOR_FEED_PORT_H_

@@ -1,0 +1,53 @@
+#include "actor/fetch_port.h"
+
+namespace actorflow {
+
+absl::StatusOr<Regst*> FetchPort::Next() {
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait(lock,
+                [&] { return !ready_.empty() || ended_ || !failure_.ok(); });
+  if (!failure_.ok()) return failure_;
+  if (ready_.empty()) {
+    return absl::OutOfRangeError("end of data: every piece has been fetched");
+  }
+  Regst* regst = ready_.front();
+  ready_.pop_front();
+  return regst;
+}
+
+bool FetchPort::Push(Regst* regst) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!failure_.ok()) return false;
+  ready_.push_back(regst);
+  changed_.notify_one();
+  return true;
+}
+
+void FetchPort::End() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ended_ = true;
+  changed_.notify_all();
+}
+
+void FetchPort::Reopen() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ended_ = false;
+}
+
+std::vector<Regst*> FetchPort::Fail(absl::Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (failure_.ok()) failure_ = std::move(status);
+  changed_.notify_all();
+  std::vector<Regst*> left(ready_.begin(), ready_.end());
+  ready_.clear();
+  return left;
+}
+
+std::vector<Regst*> FetchPort::TakeAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Regst*> left(ready_.begin(), ready_.end());
+  ready_.clear();
+  return left;
+}
+
+}  // namespace actorflow

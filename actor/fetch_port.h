@@ -1,0 +1,51 @@
+#ifndef ACTORFLOW_ACTOR_FETCH_PORT_H_
+#define ACTORFLOW_ACTOR_FETCH_PORT_H_
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "actor/regst.h"
+
+namespace actorflow {
+
+// Where a `fetch` task's input meets the caller. The fetch actor hands each
+// register it receives here, in piece order, instead of reading it; the
+// caller takes them one by one and, when done, the session returns each to
+// its producer. So the producer's register_num bounds how far the plan runs
+// ahead of the caller, and nothing queues without bound.
+class FetchPort {
+ public:
+  // --- caller ---
+  // The next piece's register. Blocks until there is one; OutOfRange once
+  // this run's pieces are all taken; the failure once the run has failed.
+  absl::StatusOr<Regst*> Next();
+
+  // --- fetch actor ---
+  // False once the run has failed: the actor then returns it itself.
+  bool Push(Regst* regst);
+  // No more pieces this run.
+  void End();
+
+  // --- session ---
+  void Reopen();
+  // Wakes every blocked caller with `status`; later calls return it. Returns
+  // the registers nobody took, for the session to hand back.
+  std::vector<Regst*> Fail(absl::Status status);
+  // Registers nobody took (a run ended with pieces left unfetched).
+  std::vector<Regst*> TakeAll();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<Regst*> ready_;  // guarded by mu_
+  bool ended_ = false;        // guarded by mu_
+  absl::Status failure_;      // guarded by mu_
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTOR_FETCH_PORT_H_

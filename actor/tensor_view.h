@@ -1,0 +1,100 @@
+#ifndef ACTORFLOW_ACTOR_TENSOR_VIEW_H_
+#define ACTORFLOW_ACTOR_TENSOR_VIEW_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "actor/blob_desc.h"
+#include "actor/data_type.h"
+
+namespace actorflow {
+
+// A blob inside one register: where its bytes are and, for a dynamic blob,
+// the shape of the piece it holds now. Owned by its Regst; only the
+// register's current holder touches it (the producer while writing, the
+// readers after).
+struct Blob {
+  const BlobDesc* desc = nullptr;
+  int64_t regst_desc_id = 0;
+  char* data = nullptr;  // in the register's memory case
+  // The current shape: the maximum for a static blob, and for a dynamic one
+  // whatever its producer set (the maximum until it sets one). The rank
+  // never changes, so assigning never allocates.
+  absl::InlinedVector<int64_t, 4> shape;
+  int64_t elem_cnt = 0;  // of `shape`
+};
+
+// A read-only view of a blob: its type, its shape and its valid elements.
+// Typed access checks the element type: asking for another is an error,
+// never a reinterpretation. Cheap to copy (one pointer).
+class ConstTensorView {
+ public:
+  ConstTensorView() = default;
+  explicit ConstTensorView(Blob* blob) : blob_(blob) {}
+
+  // False for the view of a blob or register that does not exist.
+  bool valid() const { return blob_ != nullptr; }
+  const std::string& name() const { return blob_->desc->name; }
+  DataType data_type() const { return blob_->desc->data_type; }
+  // The piece's shape (the maximum for a static blob).
+  absl::Span<const int64_t> shape() const { return blob_->shape; }
+  absl::Span<const int64_t> max_shape() const { return blob_->desc->shape; }
+  bool is_dynamic() const { return blob_->desc->is_dynamic; }
+  // Valid elements and bytes: those of shape().
+  int64_t elem_cnt() const { return blob_->elem_cnt; }
+  int64_t byte_size() const {
+    return blob_->elem_cnt * static_cast<int64_t>(DataTypeSize(data_type()));
+  }
+  // Memory of the register's memory case (a device pointer in GPU memory).
+  const void* raw_data() const { return blob_->data; }
+
+  // The valid elements as T; an error if the blob holds another type.
+  template <typename T>
+  absl::StatusOr<absl::Span<const T>> data() const {
+    absl::Status ok = CheckType(DataTypeOf<T>::value);
+    if (!ok.ok()) return ok;
+    return absl::Span<const T>(reinterpret_cast<const T*>(blob_->data),
+                               blob_->elem_cnt);
+  }
+
+ protected:
+  absl::Status CheckType(DataType wanted) const {
+    if (__builtin_expect(blob_ != nullptr && data_type() == wanted, 1)) {
+      return absl::OkStatus();
+    }
+    return TypeError(wanted);
+  }
+  __attribute__((noinline, cold)) absl::Status TypeError(
+      DataType wanted) const;
+
+  Blob* blob_ = nullptr;
+};
+
+// A writable view of a blob of a register being produced. A dynamic blob
+// starts each act at its maximum shape; set_shape sets the piece's.
+class TensorView : public ConstTensorView {
+ public:
+  TensorView() = default;
+  explicit TensorView(Blob* blob) : ConstTensorView(blob) {}
+
+  void* mutable_raw_data() const { return blob_->data; }
+
+  template <typename T>
+  absl::StatusOr<absl::Span<T>> mutable_data() const {
+    absl::Status ok = CheckType(DataTypeOf<T>::value);
+    if (!ok.ok()) return ok;
+    return absl::Span<T>(reinterpret_cast<T*>(blob_->data), blob_->elem_cnt);
+  }
+
+  // The piece's shape: same rank as the maximum, no dimension above it. A
+  // static blob accepts only its own shape.
+  absl::Status set_shape(absl::Span<const int64_t> shape) const;
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTOR_TENSOR_VIEW_H_

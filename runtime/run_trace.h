@@ -1,0 +1,26 @@
+#ifndef ACTORFLOW_RUNTIME_RUN_TRACE_H_
+#define ACTORFLOW_RUNTIME_RUN_TRACE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actor/act_span.h"
+
+namespace actorflow {
+
+// What RunOptions::trace records: per task, one span per act.
+struct RunTrace {
+  struct Task {
+    std::string name;
+    std::string stream;  // StreamKey::ToString(), e.g. "m0/gpu0/s1"
+    bool async = false;  // spans run from launch to completion
+    std::vector<ActSpan> spans;
+  };
+  int64_t origin_ns = 0;    // when the sources were started
+  std::vector<Task> tasks;  // in plan order
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_RUNTIME_RUN_TRACE_H_

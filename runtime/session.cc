@@ -1,0 +1,569 @@
+#include "runtime/session.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "memory/cuda_api.h"
+#include "memory/synced_memory.h"
+#include "runtime/plan_util.h"
+
+namespace actorflow {
+
+// A feed or fetch task and the port where it meets the caller.
+struct Session::Port {
+  std::string name;  // the task's
+  int32_t actor = 0;
+  bool is_feed = false;
+  const BlobDesc* blob = nullptr;  // the one blob it moves
+  FeedPort feed;
+  FetchPort fetch;
+};
+
+namespace {
+
+// GPU memory cases get device buffers of that device; host ones pinned
+// memory when asked for (mem_case.pinned) or when a copy touches them.
+absl::Status AllocateRegsts(const RegstDescProto& proto, bool pin,
+                            RegstDesc* desc) {
+  const MemoryCase& mem = proto.mem_case();
+  const bool on_device = mem.device_type() == GPU;
+  SyncedMemoryOptions options;
+  options.device_index = mem.device_index();
+  options.host = mem.pinned() || pin ? SyncedMemoryOptions::Host::kPinned
+                                     : SyncedMemoryOptions::Host::kPageable;
+  const size_t bytes = static_cast<size_t>(desc->layout.bytes);
+  for (int r = 0; r < proto.register_num(); ++r) {
+    auto memory = std::make_unique<SyncedMemory>(bytes, options);
+    char* base = nullptr;
+    if (bytes > 0) {
+      absl::StatusOr<void*> buffer =
+          on_device ? memory->mutable_gpu_data() : memory->mutable_cpu_data();
+      if (!buffer.ok()) return buffer.status();
+      base = static_cast<char*>(*buffer);
+    }
+    desc->regsts.push_back(
+        std::make_unique<Regst>(desc, std::move(memory), base));
+  }
+  return absl::OkStatus();
+}
+
+// Host registers that h2d reads or d2h writes: they get pinned memory, so
+// those copies are asynchronous DMA rather than staged by the driver.
+absl::flat_hash_set<int64_t> HostSidesOfCopies(const Plan& plan) {
+  absl::flat_hash_set<int64_t> ids;
+  for (const TaskProto& task : plan.task()) {
+    if (IsHostToDevice(task)) {
+      for (const auto& [name, list] : SortedInputs(task)) {
+        ids.insert(list.begin(), list.end());
+      }
+    } else if (IsDeviceToHost(task)) {
+      for (const auto& [name, desc] : SortedOutputs(task)) {
+        ids.insert(desc->regst_desc_id());
+      }
+    }
+  }
+  return ids;
+}
+
+bool IsFeed(const TaskProto& task) { return task.kernel().op_type() == "feed"; }
+bool IsFetch(const TaskProto& task) {
+  return task.kernel().op_type() == "fetch";
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Session>> Session::Create(
+    Plan plan, SessionOptions options) {
+  CompileOptions compile;
+  compile.probe = options.probe;
+  compile.bindings = &options.kernels;
+  absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =
+      CompilePlan(std::move(plan), compile);
+  if (!compiled.ok()) return compiled.status();
+  std::unique_ptr<Session> session(
+      new Session(std::move(*compiled), std::move(options)));
+  absl::Status status = session->Build();
+  if (!status.ok()) return status;  // the destructor joins what started
+  return session;
+}
+
+Session::Session(std::unique_ptr<CompiledPlan> compiled,
+                 SessionOptions options)
+    : compiled_(std::move(compiled)), options_(std::move(options)) {}
+
+absl::Status Session::Build() {
+  const Plan& plan = compiled_->plan;
+  const int n = plan.task_size();
+  // A plan with feeds runs as long as the caller feeds it; a plain source
+  // would need a piece count nobody gives.
+  std::vector<std::string> feeds, plain_sources;
+  for (const TaskProto& task : plan.task()) {
+    if (IsFeed(task)) {
+      feeds.push_back(TaskLabel(task));
+    } else if (task.consumed_regst_desc_id().empty()) {
+      plain_sources.push_back(TaskLabel(task));
+    }
+  }
+  if (!feeds.empty() && !plain_sources.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plan: has feeds (", absl::StrJoin(feeds, ", "),
+        ") and other sources (", absl::StrJoin(plain_sources, ", "),
+        "); a plan with feeds takes every piece from its feeds"));
+  }
+
+  absl::flat_hash_map<int64_t, RegstDesc*> desc_by_id;
+  absl::flat_hash_set<int64_t> pinned = HostSidesOfCopies(plan);
+  std::set<int> devices_used;
+  for (int t = 0; t < n; ++t) {
+    const TaskProto& task = plan.task(t);
+    ActorSpec spec;
+    spec.id = t;
+    spec.task = &task;
+    spec.stream = ToStreamKey(task.stream());
+    spec.kernel = std::move(compiled_->kernels[t]);
+    for (const auto& [name, proto] : SortedOutputs(task)) {
+      auto desc = std::make_unique<RegstDesc>();
+      desc->id = proto->regst_desc_id();
+      desc->blobs = compiled_->blobs.at(desc->id);
+      desc->layout = LayOut(desc->blobs);
+      for (const BlobDesc& blob : desc->blobs) {
+        desc->has_dynamic_blob |= blob.is_dynamic;
+      }
+      desc->register_num = proto->register_num();
+      desc->producer = t;
+      desc->producer_out_slot = static_cast<int16_t>(spec.outputs.size());
+      if (proto->mem_case().device_type() == GPU) {
+        devices_used.insert(proto->mem_case().device_index());
+      }
+      absl::Status status = AllocateRegsts(
+          *proto, pinned.contains(proto->regst_desc_id()), desc.get());
+      if (!status.ok()) {
+        return absl::Status(status.code(),
+                            absl::StrCat(TaskLabel(task), ": regst_desc ",
+                                         desc->id, ": ", status.message()));
+      }
+      desc_by_id[desc->id] = desc.get();
+      spec.outputs.emplace_back(name, desc.get());
+      descs_.push_back(std::move(desc));
+    }
+    specs_.push_back(std::move(spec));
+  }
+  for (int t = 0; t < n; ++t) {
+    const TaskProto& task = plan.task(t);
+    ActorSpec& spec = specs_[t];
+    int16_t in_slot = 0;
+    for (const auto& [name, ids] : SortedInputs(task)) {
+      std::vector<RegstDesc*> descs;
+      for (int64_t id : ids) {
+        RegstDesc* desc = desc_by_id.at(id);
+        desc->consumers.push_back({t, in_slot++});
+        descs.push_back(desc);
+      }
+      spec.inputs.emplace_back(name, std::move(descs));
+    }
+    if (IsFeed(task) || IsFetch(task)) {
+      auto port = std::make_unique<Port>();
+      port->name = task.name();
+      port->actor = t;
+      port->is_feed = IsFeed(task);
+      port->blob = port->is_feed ? &spec.outputs[0].second->blobs[0]
+                                 : &spec.inputs[0].second[0]->blobs[0];
+      if (port->is_feed) {
+        spec.feed_port = &port->feed;
+        has_feeds_ = true;
+      } else {
+        spec.fetch_port = &port->fetch;
+        has_fetches_ = true;
+      }
+      ports_.push_back(std::move(port));
+    }
+  }
+  // Device buffers are zero-filled on the legacy stream; the actors' own
+  // streams do not wait for it, so the fill must be done before they run.
+  for (int device : devices_used) {
+    absl::Status status = cuda::DeviceSynchronize(device);
+    if (!status.ok()) return status;
+  }
+
+  for (const ActorSpec& spec : specs_) streams_.push_back(spec.stream);
+  auto threads = ThreadMgr<ActorMsg>::Create(streams_, this, options_.channel);
+  if (!threads.ok()) return threads.status();
+  threads_ = std::move(*threads);
+  std::vector<Thread<ActorMsg>*> thread_of_actor;
+  for (ActorSpec& spec : specs_) {
+    thread_of_actor.push_back(*threads_->Find(spec.stream));
+    spec.async_thread =
+        dynamic_cast<AsyncThread<ActorMsg>*>(thread_of_actor.back());
+    async_actor_.push_back(spec.async_thread != nullptr);
+  }
+  // Actors send straight to their peers' threads; the bus keeps the same
+  // routing for commands.
+  for (const auto& desc : descs_) {
+    desc->producer_thread = thread_of_actor[desc->producer];
+    for (RegstConsumer& consumer : desc->consumers) {
+      consumer.thread = thread_of_actor[consumer.actor];
+    }
+  }
+  bus_ = std::make_unique<ActorMsgBus>(std::move(thread_of_actor));
+  monitor_ = std::make_unique<RunMonitor>(
+      0, [this](const absl::Status& status) { OnFailure(status); });
+  env_ = ActorEnv{monitor_.get(), &pieces_, &resetting_, options_.trace};
+  actors_.resize(n);
+  acts_before_.resize(n);
+
+  constructing_.Reset(n);
+  for (int a = 0; a < n; ++a) {
+    // A refused send would leave the count up forever; count it here.
+    if (!SendCmd(a, ActorCmd::kConstruct).ok()) constructing_.Decrement();
+  }
+  constructing_.Wait();
+  return monitor_->status();
+}
+
+Session::~Session() {
+  bool running;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running = running_;
+  }
+  if (running) {
+    monitor_->ReportFailure(absl::CancelledError(
+        "the session was destroyed while a run was in progress"));
+    for (const auto& port : ports_) {
+      if (!port->is_feed) continue;
+      port->feed.Close();
+      (void)SendCmd(port->actor, ActorCmd::kFed);
+    }
+    monitor_->running().Wait();
+  }
+  threads_.reset();  // stops and joins every thread
+  actors_.clear();
+  descs_.clear();
+}
+
+void Session::Handle(const ActorMsg& msg) {
+  if (msg.kind == ActorMsgKind::kCmd && msg.cmd == ActorCmd::kConstruct) {
+    std::vector<RegstDesc*> produced;
+    std::vector<RegstDesc*> consumed;
+    for (auto& [name, desc] : specs_[msg.dst].outputs) produced.push_back(desc);
+    for (auto& [name, descs] : specs_[msg.dst].inputs) {
+      consumed.insert(consumed.end(), descs.begin(), descs.end());
+    }
+    actors_[msg.dst] = std::make_unique<Actor>(std::move(specs_[msg.dst]), env_);
+    Actor* actor = actors_[msg.dst].get();
+    // Read only by peers on this same thread, after every actor is
+    // constructed (Create waits for that before any run).
+    for (RegstDesc* desc : produced) desc->producer_actor = actor;
+    for (RegstDesc* desc : consumed) {
+      for (RegstConsumer& consumer : desc->consumers) {
+        if (consumer.actor == msg.dst) consumer.actor_ptr = actor;
+      }
+    }
+    constructing_.Decrement();
+    return;
+  }
+  actors_[msg.dst]->ProcessMsg(msg);
+}
+
+// Threads run as long as the session, so a refused send is a runtime bug;
+// it is reported rather than lost.
+absl::Status Session::SendCmd(int32_t actor, ActorCmd cmd) {
+  absl::Status status = bus_->Send(ActorMsg::Cmd(actor, cmd));
+  if (status.ok()) return status;
+  status = absl::InternalError(absl::StrCat(
+      "runtime: message to actor ", actor, " refused: ", status.message()));
+  monitor_->ReportFailure(status);
+  return status;
+}
+
+absl::Status Session::StartLocked(int64_t pieces) {
+  absl::Status failed = monitor_->status();
+  if (!failed.ok()) return failed;
+  if (running_) {
+    return absl::FailedPreconditionError(
+        "a run is in progress; Wait() for it to end first");
+  }
+  const int n = static_cast<int>(actors_.size());
+  pieces_ = pieces >= 0 ? pieces : compiled_->plan.total_piece_num();
+  for (const auto& port : ports_) {
+    port->is_feed ? port->feed.Reopen() : port->fetch.Reopen();
+  }
+  for (int a = 0; a < n; ++a) acts_before_[a] = actors_[a]->act_count();
+  monitor_->StartRun(n);
+  // Every actor is reset before any source starts, so no register can reach
+  // an actor still finished from the last run.
+  resetting_.Reset(n);
+  for (int a = 0; a < n; ++a) {
+    if (!SendCmd(a, ActorCmd::kReset).ok()) resetting_.Decrement();
+  }
+  resetting_.Wait();
+  run_start_ns_ = SteadyNowNs();
+  running_ = true;
+  started_once_ = true;
+  for (int a = 0; a < n; ++a) (void)SendCmd(a, ActorCmd::kStart);
+  return absl::OkStatus();
+}
+
+absl::Status Session::Start(int64_t pieces) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return StartLocked(pieces);
+}
+
+absl::StatusOr<RunStats> Session::Wait() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!running_) {
+      absl::Status failed = monitor_->status();
+      if (!failed.ok()) return failed;
+      return absl::FailedPreconditionError("no run in progress");
+    }
+  }
+  // Not under mu_: a feed's caller may need it to close the feed.
+  monitor_->running().Wait();
+  const int64_t end_ns = SteadyNowNs();
+  std::lock_guard<std::mutex> lock(mu_);
+  running_ = false;
+  RunStats stats;
+  stats.first_piece = next_piece_;
+  stats.wall_ms = static_cast<double>(end_ns - run_start_ns_) / 1e6;
+  stats.pieces = has_feeds_ ? 0 : pieces_;
+  for (size_t a = 0; a < actors_.size(); ++a) {
+    int64_t acts = actors_[a]->act_count() - acts_before_[a];
+    stats.acts += acts;
+    if (IsFeed(actors_[a]->task())) stats.pieces = std::max(stats.pieces, acts);
+  }
+  next_piece_ += stats.pieces;
+  if (options_.trace) {
+    trace_.origin_ns = run_start_ns_;
+    trace_.tasks.clear();
+    for (size_t a = 0; a < actors_.size(); ++a) {
+      trace_.tasks.push_back({actors_[a]->task().name(),
+                              streams_[a].ToString(), async_actor_[a],
+                              actors_[a]->trace()});
+    }
+  }
+  absl::Status failed = monitor_->status();
+  if (!failed.ok()) return failed;
+  return stats;
+}
+
+absl::StatusOr<RunStats> Session::Run(int64_t pieces) {
+  if (has_feeds_ || has_fetches_) {
+    std::vector<std::string> names;
+    for (const auto& port : ports_) names.push_back(port->name);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Run: the plan has feed or fetch tasks (", absl::StrJoin(names, ", "),
+        "); drive it with Feed/CloseFeeds or Start, Fetch and Wait"));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    absl::Status started = StartLocked(pieces);
+    if (!started.ok()) return started;
+  }
+  return Wait();
+}
+
+bool Session::running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_;
+}
+
+absl::Status Session::status() const { return monitor_->status(); }
+
+absl::StatusOr<Session::Port*> Session::FindPort(absl::string_view name,
+                                                 bool feed) {
+  std::vector<std::string> names;
+  for (const auto& port : ports_) {
+    if (port->is_feed != feed) continue;
+    if (port->name == name) return port.get();
+    names.push_back(absl::StrCat("'", port->name, "'"));
+  }
+  const char* kind = feed ? "feed" : "fetch";
+  return absl::NotFoundError(absl::StrCat(
+      "no ", kind, " task named '", name, "' (", kind, " tasks: ",
+      names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
+}
+
+absl::Status Session::Feed(absl::string_view name, const Tensor& tensor) {
+  absl::StatusOr<Port*> found = FindPort(name, /*feed=*/true);
+  if (!found.ok()) return found.status();
+  Port& port = **found;
+  const BlobDesc& blob = *port.blob;
+  std::string where = absl::StrCat("feed '", port.name, "': blob '",
+                                   blob.name, "': ");
+  if (tensor.data_type() != blob.data_type) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "the tensor is ", DataTypeName(tensor.data_type()),
+                     ", the blob ", DataTypeName(blob.data_type)));
+  }
+  if (tensor.shape().size() != blob.shape.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, "the tensor has shape ", ShapeString(tensor.shape()),
+        ", rank ", tensor.shape().size(), "; the blob has rank ",
+        blob.shape.size(), " ", ShapeString(blob.shape)));
+  }
+  for (size_t d = 0; d < blob.shape.size(); ++d) {
+    int64_t have = tensor.shape()[d];
+    if (blob.is_dynamic ? have > blob.shape[d] : have != blob.shape[d]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "dimension ", d, " of the tensor is ", have,
+          blob.is_dynamic ? ", above the blob's maximum "
+                          : ", but the blob's is ",
+          blob.shape[d], " (", ShapeString(blob.shape), ")"));
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    absl::Status failed = monitor_->status();
+    if (!failed.ok()) return failed;
+    if (!running_) {
+      absl::Status started = StartLocked(-1);
+      if (!started.ok()) return started;
+    }
+  }
+  absl::StatusOr<Regst*> regst = port.feed.Acquire();
+  if (!regst.ok()) {
+    if (!absl::IsFailedPrecondition(regst.status())) return regst.status();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "feed '", port.name,
+        "' is closed for this run; Wait() for the run to end, then Feed "
+        "starts the next"));
+  }
+  TensorView view(&(*regst)->blob(0));
+  absl::Status shaped = view.set_shape(tensor.shape());
+  if (!shaped.ok()) {
+    port.feed.Unacquire(*regst);
+    return shaped;
+  }
+  if (tensor.byte_size() > 0) {
+    std::memcpy(view.mutable_raw_data(), tensor.raw_data(),
+                tensor.byte_size());
+  }
+  port.feed.Submit(*regst);
+  return SendCmd(port.actor, ActorCmd::kFed);
+}
+
+absl::Status Session::CloseFeed(absl::string_view name) {
+  absl::StatusOr<Port*> found = FindPort(name, /*feed=*/true);
+  if (!found.ok()) return found.status();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    absl::Status failed = monitor_->status();
+    if (!failed.ok()) return failed;
+    // Closing before feeding anything is a run of no pieces.
+    if (!running_) {
+      absl::Status started = StartLocked(-1);
+      if (!started.ok()) return started;
+    }
+  }
+  if (!(*found)->feed.Close()) return absl::OkStatus();
+  return SendCmd((*found)->actor, ActorCmd::kFed);
+}
+
+absl::Status Session::CloseFeeds() {
+  for (const auto& port : ports_) {
+    if (!port->is_feed) continue;
+    absl::Status status = CloseFeed(port->name);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FetchedTensor> Session::FetchBorrowed(absl::string_view name) {
+  absl::StatusOr<Port*> found = FindPort(name, /*feed=*/false);
+  if (!found.ok()) return found.status();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    absl::Status failed = monitor_->status();
+    if (!failed.ok()) return failed;
+    // Without feeds only Start begins a run: waiting before the first one
+    // could only hang.
+    if (!running_ && !has_feeds_ && !started_once_) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("fetch '", name, "': no run has started (Start first)"));
+    }
+  }
+  absl::StatusOr<Regst*> regst = (*found)->fetch.Next();
+  if (!regst.ok()) {
+    return absl::Status(regst.status().code(),
+                        absl::StrCat("fetch '", name, "': ",
+                                     regst.status().message()));
+  }
+  return FetchedTensor(this, *regst);
+}
+
+absl::StatusOr<Tensor> Session::Fetch(absl::string_view name) {
+  absl::StatusOr<FetchedTensor> borrowed = FetchBorrowed(name);
+  if (!borrowed.ok()) return borrowed.status();
+  ConstTensorView view = borrowed->view();
+  Tensor tensor(view.data_type(),
+                std::vector<int64_t>(view.shape().begin(), view.shape().end()));
+  if (view.byte_size() > 0) {
+    std::memcpy(tensor.mutable_raw_data(), view.raw_data(), view.byte_size());
+  }
+  return tensor;
+}
+
+void Session::Release(Regst* regst) {
+  const RegstDesc& desc = regst->desc();
+  // Fails only once the threads have stopped, when nothing waits for it.
+  (void)desc.producer_thread->TrySend(
+      ActorMsg::Return(desc.producer, desc.producer_out_slot, regst));
+}
+
+void Session::OnFailure(const absl::Status& status) {
+  for (const auto& port : ports_) {
+    if (port->is_feed) {
+      port->feed.Fail(status);
+    } else {
+      for (Regst* regst : port->fetch.Fail(status)) Release(regst);
+    }
+  }
+}
+
+std::map<std::string, SinkSummary> Session::Sinks() const {
+  std::map<std::string, SinkSummary> sinks;
+  for (const auto& actor : actors_) {
+    if (auto summary = actor->kernel().sink_summary()) {
+      sinks[actor->task().name()] = *summary;
+    }
+  }
+  return sinks;
+}
+
+FetchedTensor::FetchedTensor(FetchedTensor&& other) noexcept
+    : session_(other.session_), regst_(other.regst_) {
+  other.regst_ = nullptr;
+}
+
+FetchedTensor& FetchedTensor::operator=(FetchedTensor&& other) noexcept {
+  if (this != &other) {
+    Release();
+    session_ = other.session_;
+    regst_ = other.regst_;
+    other.regst_ = nullptr;
+  }
+  return *this;
+}
+
+int64_t FetchedTensor::piece_id() const {
+  return regst_ == nullptr ? -1 : regst_->piece_id();
+}
+
+ConstTensorView FetchedTensor::view() const {
+  return ConstTensorView(regst_ == nullptr ? nullptr : &regst_->blob(0));
+}
+
+void FetchedTensor::Release() {
+  if (regst_ == nullptr) return;
+  session_->Release(regst_);
+  regst_ = nullptr;
+}
+
+}  // namespace actorflow

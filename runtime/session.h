@@ -1,0 +1,184 @@
+#ifndef ACTORFLOW_RUNTIME_SESSION_H_
+#define ACTORFLOW_RUNTIME_SESSION_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "actor/actor.h"
+#include "actor/actor_msg_bus.h"
+#include "actor/kernel.h"
+#include "actor/run_monitor.h"
+#include "runtime/compiled_plan.h"
+#include "runtime/kernel_bindings.h"
+#include "runtime/run_trace.h"
+#include "runtime/tensor.h"
+#include "thread/blocking_counter.h"
+#include "thread/channel.h"
+#include "thread/thread_mgr.h"
+
+namespace actorflow {
+
+struct SessionOptions {
+  ChannelOptions channel;
+  // Record when every act of each run ran (Session::trace()).
+  bool trace = false;
+  // Kernels for this session only (see KernelBindings).
+  KernelBindings kernels;
+  // Which CUDA devices are usable (tests pass their own).
+  DeviceProbe probe = cuda::DeviceAvailable;
+};
+
+// What one run did. Plain data: returning it allocates nothing.
+struct RunStats {
+  int64_t first_piece = 0;  // the id of the run's first piece
+  int64_t pieces = 0;       // pieces each source made (a feed: pieces fed)
+  int64_t acts = 0;         // acts of every actor in this run
+  double wall_ms = 0;       // from starting the sources to the last finish
+};
+
+class Session;
+
+// A fetched piece borrowed from the plan: its register stays out of the
+// plan (holding back its producer, as any reader does) until Release or
+// destruction. Must not outlive its session.
+class FetchedTensor {
+ public:
+  FetchedTensor() = default;
+  FetchedTensor(FetchedTensor&& other) noexcept;
+  FetchedTensor& operator=(FetchedTensor&& other) noexcept;
+  ~FetchedTensor() { Release(); }
+
+  int64_t piece_id() const;
+  // The fetched blob, read-only, valid until Release.
+  ConstTensorView view() const;
+  void Release();
+
+ private:
+  friend class Session;
+  FetchedTensor(Session* session, Regst* regst)
+      : session_(session), regst_(regst) {}
+  Session* session_ = nullptr;
+  Regst* regst_ = nullptr;
+};
+
+// A plan compiled once and run many times. Create checks the plan, infers
+// its shapes, creates and Inits every kernel (once), allocates every
+// register and starts the threads; each run then only resets the actors and
+// starts the sources. Nothing is allocated per run in steady state.
+//
+// Runs. Run(n) makes n more pieces from every source and returns when the
+// plan has drained. Piece ids keep counting across runs: the second Run(n)
+// makes pieces n..2n-1, so sources see new ids and sinks (such as
+// `checksum`) see one stream of pieces. Sink summaries count every piece
+// since Create.
+//
+// Feeding and fetching. A `feed` task is a source whose pieces come from
+// Feed; a `fetch` task is a sink whose pieces go to Fetch. A plan with feeds
+// has no other sources; it runs for as long as the caller feeds it: the
+// first Feed (or CloseFeed) starts a run, CloseFeeds ends it once what was
+// fed has drained, Wait returns its stats, and the next Feed starts the
+// next run. A plan with fetches but no feeds runs with Start(n), Fetch until
+// OutOfRange, then Wait. Every edge stays bounded: Feed blocks while every
+// register of its feed is in use, and a fetch's producer stops when the
+// caller holds all its registers. Feed and Fetch may be called from
+// different threads at once; Start, Wait, Run and the destructor from one.
+//
+// Failures. A kernel's error stops the run; it surfaces at the caller's
+// next Feed, Fetch, Run, Start or Wait (a blocked one wakes), naming the
+// task and piece, and from then on every call returns that same error.
+// Destroying a session with a run in progress cancels it: sources stop,
+// everything in flight drains, every thread is joined and every register
+// freed (borrowed FetchedTensors must be released first).
+class Session final : public MsgHandler<ActorMsg> {
+ public:
+  static absl::StatusOr<std::unique_ptr<Session>> Create(
+      Plan plan, SessionOptions options = {});
+  ~Session() override;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Start(pieces) then Wait(). Plans with feeds or fetches are refused
+  // (nobody would feed or fetch while Run waits).
+  absl::StatusOr<RunStats> Run(int64_t pieces);
+  // Begins a run: every plain source makes `pieces` pieces (< 0: the plan's
+  // total_piece_num). Refused while a run is in progress.
+  absl::Status Start(int64_t pieces = -1);
+  // Waits for the run in progress to drain and returns what it did.
+  absl::StatusOr<RunStats> Wait();
+  bool running() const;
+
+  // Copies `tensor` into a free register of feed task `name` and sends it
+  // on as the feed's next piece. The tensor must have the blob's data type
+  // and rank, and its shape (a dynamic blob: no dimension above it).
+  absl::Status Feed(absl::string_view name, const Tensor& tensor);
+  // No more pieces from feed `name` in this run.
+  absl::Status CloseFeed(absl::string_view name);
+  absl::Status CloseFeeds();
+  // The next piece of fetch task `name`, in piece order, copied out (its
+  // register goes back to the plan at once). OutOfRange when the run has
+  // ended and every piece was fetched.
+  absl::StatusOr<Tensor> Fetch(absl::string_view name);
+  // The same, borrowed: no copy, the register held until released.
+  absl::StatusOr<FetchedTensor> FetchBorrowed(absl::string_view name);
+
+  // Between runs: per `checksum`-like task, what its kernel reports.
+  std::map<std::string, SinkSummary> Sinks() const;
+  // Between runs, with SessionOptions::trace: the last run's acts.
+  const RunTrace& trace() const { return trace_; }
+  const CompiledPlan& compiled() const { return *compiled_; }
+  // The failure that stopped the session; OK while it is usable.
+  absl::Status status() const;
+
+  void Handle(const ActorMsg& msg) override;  // threads only
+
+ private:
+  struct Port;  // a feed or fetch task and its port
+  Session(std::unique_ptr<CompiledPlan> compiled, SessionOptions options);
+  friend class FetchedTensor;
+
+  absl::Status Build();
+  absl::Status StartLocked(int64_t pieces);  // mu_ held
+  // Hands a fetched register back to its producer.
+  void Release(Regst* regst);
+  void OnFailure(const absl::Status& status);
+  absl::StatusOr<Port*> FindPort(absl::string_view name, bool feed);
+  absl::Status SendCmd(int32_t actor, ActorCmd cmd);
+
+  std::unique_ptr<CompiledPlan> compiled_;
+  const SessionOptions options_;
+  std::vector<std::unique_ptr<RegstDesc>> descs_;
+  std::vector<ActorSpec> specs_;
+  std::vector<StreamKey> streams_;  // per actor
+  std::vector<bool> async_actor_;
+  std::vector<std::unique_ptr<Port>> ports_;
+  bool has_feeds_ = false;
+  bool has_fetches_ = false;
+  // Slot a is written once, on actor a's thread, before Create returns.
+  std::vector<std::unique_ptr<Actor>> actors_;
+  std::unique_ptr<RunMonitor> monitor_;
+  std::unique_ptr<ThreadMgr<ActorMsg>> threads_;
+  std::unique_ptr<ActorMsgBus> bus_;
+  BlockingCounter constructing_{0};
+  BlockingCounter resetting_{0};
+  ActorEnv env_;
+
+  mutable std::mutex mu_;  // guards the run state below
+  bool running_ = false;
+  bool started_once_ = false;
+  int64_t pieces_ = 0;  // read by actors at kReset
+  int64_t next_piece_ = 0;
+  int64_t run_start_ns_ = 0;
+  std::vector<int64_t> acts_before_;  // per actor, at the run's start
+  RunTrace trace_;
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_RUNTIME_SESSION_H_
