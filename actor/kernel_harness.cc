@@ -7,56 +7,72 @@
 namespace actorflow {
 namespace {
 
-std::unique_ptr<RegstDesc> HostDesc(int64_t id, int64_t elem_cnt,
-                                    absl::Status* status) {
+absl::StatusOr<std::unique_ptr<RegstDesc>> HostDesc(
+    int64_t id, std::vector<BlobDesc> blobs) {
   auto desc = std::make_unique<RegstDesc>();
   desc->id = id;
-  desc->elem_cnt = elem_cnt;
+  desc->blobs = std::move(blobs);
+  desc->layout = LayOut(desc->blobs);
   auto memory = std::make_unique<SyncedMemory>(
-      elem_cnt * sizeof(float),
+      desc->layout.bytes,
       SyncedMemoryOptions{.host = SyncedMemoryOptions::Host::kPageable});
-  float* data = nullptr;
-  if (elem_cnt > 0) {
+  char* base = nullptr;
+  if (desc->layout.bytes > 0) {
     absl::StatusOr<void*> host = memory->mutable_cpu_data();
-    if (!host.ok()) {
-      *status = host.status();
-    } else {
-      data = static_cast<float*>(*host);
-    }
+    if (!host.ok()) return host.status();
+    base = static_cast<char*>(*host);
   }
   desc->regsts.push_back(
-      std::make_unique<Regst>(desc.get(), std::move(memory), data));
+      std::make_unique<Regst>(desc.get(), std::move(memory), base));
   return desc;
+}
+
+const float* FirstFloats(const Regst* regst) {
+  if (regst == nullptr || regst->num_blobs() == 0) return nullptr;
+  const Blob& blob = regst->blob(0);
+  if (blob.desc->data_type != DT_FLOAT32) return nullptr;
+  return reinterpret_cast<const float*>(blob.data);
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<KernelHarness>> KernelHarness::Create(
-    const TaskProto& task, int num_inputs, bool has_output, int64_t elem_cnt) {
+    const TaskProto& task, std::vector<std::vector<BlobDesc>> inputs,
+    bool has_output, std::vector<BlobDesc> output_blobs) {
   std::unique_ptr<KernelHarness> harness(new KernelHarness());
   harness->task_ = task;
-  absl::Status status;
-  std::vector<KernelIo> inputs, outputs;
-  for (int i = 0; i < num_inputs; ++i) {
-    harness->descs_.push_back(HostDesc(i + 1, elem_cnt, &status));
-    harness->inputs_.push_back(harness->descs_.back()->regsts[0].get());
-    inputs.push_back({"in", i + 1, elem_cnt});
+  std::vector<KernelIo> input_ios, output_ios;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const int64_t id = static_cast<int64_t>(i) + 1;
+    input_ios.push_back({"in", id, inputs[i], true});
+    auto desc = HostDesc(id, std::move(inputs[i]));
+    if (!desc.ok()) return desc.status();
+    harness->inputs_.push_back((*desc)->regsts[0].get());
+    harness->descs_.push_back(std::move(*desc));
   }
+  const int64_t out_id = static_cast<int64_t>(inputs.size()) + 1;
   if (has_output) {
-    harness->descs_.push_back(HostDesc(num_inputs + 1, elem_cnt, &status));
-    harness->output_ = harness->descs_.back()->regsts[0].get();
-    outputs.push_back({"out", num_inputs + 1, elem_cnt});
+    output_ios.push_back(
+        {"out", out_id, output_blobs, !output_blobs.empty()});
   }
-  if (!status.ok()) return status;
   auto kernel = KernelRegistry::Get().Create(task.kernel().op_type());
   if (!kernel.ok()) return kernel.status();
-  status = (*kernel)->Init(KernelInitContext(harness->task_, inputs, outputs));
+  KernelInitContext init(harness->task_, input_ios, output_ios);
+  absl::Status status = (*kernel)->Init(init);
   if (!status.ok()) return status;
   harness->kernel_ = std::move(*kernel);
+  if (has_output) {
+    const std::vector<BlobDesc>* inferred = init.inferred(0);
+    auto desc = HostDesc(out_id, inferred ? *inferred : output_blobs);
+    if (!desc.ok()) return desc.status();
+    harness->output_ = (*desc)->regsts[0].get();
+    harness->descs_.push_back(std::move(*desc));
+  }
 
   KernelContext& ctx = harness->ctx_;
   ctx.task_ = &harness->task_;
   ctx.inputs_ = harness->inputs_;
+  const int num_inputs = static_cast<int>(harness->inputs_.size());
   if (num_inputs > 0) ctx.input_groups_.push_back({"in", 0, num_inputs});
   if (has_output) {
     ctx.outputs_.push_back(harness->output_);
@@ -65,9 +81,28 @@ absl::StatusOr<std::unique_ptr<KernelHarness>> KernelHarness::Create(
   return harness;
 }
 
+absl::StatusOr<std::unique_ptr<KernelHarness>> KernelHarness::Create(
+    const TaskProto& task, int num_inputs, bool has_output, int64_t elem_cnt) {
+  return Create(task,
+                std::vector<std::vector<BlobDesc>>(num_inputs,
+                                                   {LegacyBlob(elem_cnt)}),
+                has_output, {LegacyBlob(elem_cnt)});
+}
+
+float* KernelHarness::input_floats(int i) const {
+  return const_cast<float*>(FirstFloats(inputs_[i]));
+}
+
+const float* KernelHarness::output_floats() const {
+  return FirstFloats(output_);
+}
+
 absl::Status KernelHarness::Run(int64_t piece_id) {
   for (Regst* in : inputs_) in->set_piece_id(piece_id);
-  if (output_ != nullptr) output_->set_piece_id(piece_id);
+  if (output_ != nullptr) {
+    output_->set_piece_id(piece_id);
+    output_->ResetShapes();
+  }
   ctx_.piece_id_ = piece_id;
   return kernel_->Forward(&ctx_);
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "actor/blob_desc.h"
 #include "actor/kernel.h"
 #include "actor/regst.h"
 #include "proto/plan.pb.h"
@@ -13,18 +14,29 @@
 namespace actorflow {
 
 // Runs one kernel outside a plan, one piece at a time: for unit tests of
-// kernels, the built-in ones and yours. The task's inputs are `num_inputs`
-// registers consumed under "in" and, if `has_output`, one produced under
-// "out", all of `elem_cnt` floats in host memory.
+// kernels, the built-in ones and yours. The task's inputs are registers
+// consumed under "in" with the blobs given; its output, if `has_output`, is
+// produced under "out" with the blobs the kernel's Init infers, or else the
+// `output_blobs` given (as a plan states a source's). All in host memory.
 class KernelHarness {
  public:
   // Creates the kernel named by task.kernel().op_type and runs its Init.
   static absl::StatusOr<std::unique_ptr<KernelHarness>> Create(
+      const TaskProto& task, std::vector<std::vector<BlobDesc>> inputs,
+      bool has_output, std::vector<BlobDesc> output_blobs = {});
+  // Inputs (and a stated output) of one float32 blob of elem_cnt values.
+  static absl::StatusOr<std::unique_ptr<KernelHarness>> Create(
       const TaskProto& task, int num_inputs, bool has_output, int64_t elem_cnt);
 
-  float* input(int i) { return inputs_[i]->data(); }
-  const float* output() const { return output_ ? output_->data() : nullptr; }
-  // Calls Forward for `piece_id` (the inputs carry that piece id).
+  // Input i's register, to fill before Run (writable here).
+  RegstView input(int i) const { return RegstView(inputs_[i]); }
+  // The output register after Run; an empty view without output.
+  ConstRegstView output() const { return ConstRegstView(output_); }
+  // The first blob's floats (float32 blobs; null otherwise).
+  float* input_floats(int i) const;
+  const float* output_floats() const;
+  // Calls Forward for `piece_id` (the inputs carry that piece id); the
+  // output's dynamic blobs start at their maximum shape, as in a plan.
   absl::Status Run(int64_t piece_id);
   const Kernel& kernel() const { return *kernel_; }
 

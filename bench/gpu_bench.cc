@@ -11,6 +11,7 @@
 //    synchronous loop for kernels of about 10 us.
 //
 // Without a usable device it prints SKIPPED with the reason and exits 0.
+#include <cstring>
 #include <atomic>
 #include <cstdio>
 #include <vector>
@@ -122,14 +123,18 @@ double SyncLoopRate(CudaStream* stream, float* a, float* b, double* scratch,
   void* s = stream->native_handle();
   int64_t start = NowNs();
   for (int64_t p = 0; p < pieces; ++p) {
-    gpu::LaunchFill(a, 256, static_cast<float>(p), s);
+    float value = static_cast<float>(p);
+    uint32_t pattern;
+    std::memcpy(&pattern, &value, sizeof(pattern));
+    gpu::LaunchFill(a, 256, sizeof(float), pattern, s);
     Check(cuda::StreamSynchronize(0, s));
     for (int k = 0; k < kStages; ++k) {
       gpu::LaunchSpin(kernel_us * 1000, s);
       Check(cuda::MemcpyAsync(b, a, 256 * sizeof(float), s));
       Check(cuda::StreamSynchronize(0, s));
     }
-    gpu::LaunchSum(b, 256, scratch, scratch + gpu::kSumPartials, p == 0, s);
+    gpu::LaunchSum(gpu::kFloat32, b, 256, scratch, scratch + gpu::kSumPartials,
+                   p == 0, s);
     Check(cuda::StreamSynchronize(0, s));
   }
   return pieces / ((NowNs() - start) / 1e9);

@@ -201,11 +201,13 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   CHECK(kernels.exit_code == 0);
   // GPU kernels exist in builds with CUDA (whether or not a GPU is here).
   CHECK(kernels.out == (cuda::BuiltWithCuda()
-                            ? "add cpu gpu\nchecksum cpu gpu\nd2h gpu\nfail "
-                              "cpu\nh2d gpu\nidentity cpu gpu\nscale cpu "
-                              "gpu\nsource cpu gpu\nspin cpu gpu\n"
-                            : "add cpu\nchecksum cpu\nfail cpu\nidentity "
-                              "cpu\nscale cpu\nsource cpu\nspin cpu\n"));
+                            ? "add cpu gpu\ncast cpu gpu\nchecksum cpu gpu\n"
+                              "d2h gpu\nfail cpu\nfeed cpu\nfetch cpu\n"
+                              "h2d gpu\nhead cpu gpu\nidentity cpu gpu\n"
+                              "scale cpu gpu\nsource cpu gpu\nspin cpu gpu\n"
+                            : "add cpu\ncast cpu\nchecksum cpu\nfail cpu\n"
+                              "feed cpu\nfetch cpu\nhead cpu\nidentity cpu\n"
+                              "scale cpu\nsource cpu\nspin cpu\n"));
 }
 
 TEST_CASE("the GPU pipeline equals its CPU twin, or is refused with the reason",

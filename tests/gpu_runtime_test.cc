@@ -126,9 +126,9 @@ class GpuFailKernel final : public Kernel {
     if (ctx->piece_id() == at_piece_) {
       return absl::AbortedError("gpu fail kernel: reached at_piece");
     }
-    Regst* out = ctx->outputs()[0];
-    return cuda::MemcpyAsync(out->data(), ctx->inputs()[0]->data(),
-                             out->elem_cnt() * sizeof(float),
+    TensorView out = ctx->output(0).blob(0);
+    return cuda::MemcpyAsync(out.mutable_raw_data(),
+                             ctx->input(0).blob(0).raw_data(), out.byte_size(),
                              ctx->cuda_stream());
   }
 

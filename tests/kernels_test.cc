@@ -37,11 +37,11 @@ TEST_CASE("source: every element of piece p is value + p * step", "[kernels]") {
       0, true);
   for (int64_t p : {0, 1, 7, 1000}) {
     REQUIRE(h->Run(p).ok());
-    for (int i = 0; i < 4; ++i) CHECK(h->output()[i] == 1.5f - 0.25f * p);
+    for (int i = 0; i < 4; ++i) CHECK(h->output_floats()[i] == 1.5f - 0.25f * p);
   }
   auto defaults = Make(Task("source"), 0, true);
   REQUIRE(defaults->Run(9).ok());
-  CHECK(defaults->output()[3] == 9.0f);
+  CHECK(defaults->output_floats()[3] == 9.0f);
 }
 
 TEST_CASE("scale, identity and add", "[kernels]") {
@@ -49,29 +49,29 @@ TEST_CASE("scale, identity and add", "[kernels]") {
   auto identity = Make(Task("identity"), 1, true);
   auto add = Make(Task("add"), 3, true);
   for (int i = 0; i < 4; ++i) {
-    scale->input(0)[i] = identity->input(0)[i] = 0.5f + i;
-    for (int k = 0; k < 3; ++k) add->input(k)[i] = 10.0f * k + i;
+    scale->input_floats(0)[i] = identity->input_floats(0)[i] = 0.5f + i;
+    for (int k = 0; k < 3; ++k) add->input_floats(k)[i] = 10.0f * k + i;
   }
   REQUIRE(scale->Run(0).ok());
   REQUIRE(identity->Run(0).ok());
   REQUIRE(add->Run(0).ok());
   for (int i = 0; i < 4; ++i) {
-    CHECK(scale->output()[i] == -3.0f * (0.5f + i));
-    CHECK(identity->output()[i] == 0.5f + i);
-    CHECK(add->output()[i] == 30.0f + 3 * i);
+    CHECK(scale->output_floats()[i] == -3.0f * (0.5f + i));
+    CHECK(identity->output_floats()[i] == 0.5f + i);
+    CHECK(add->output_floats()[i] == 30.0f + 3 * i);
   }
   auto add_one = Make(Task("add"), 1, true);
-  add_one->input(0)[2] = 4;
+  add_one->input_floats(0)[2] = 4;
   REQUIRE(add_one->Run(0).ok());
-  CHECK(add_one->output()[2] == 4);
+  CHECK(add_one->output_floats()[2] == 4);
 }
 
 TEST_CASE("checksum sums in double and notices pieces out of order",
           "[kernels]") {
   auto h = Make(Task("checksum"), 1, false, 3);
-  h->input(0)[0] = 1e8f;
-  h->input(0)[1] = 1.0f;
-  h->input(0)[2] = -1e8f;
+  h->input_floats(0)[0] = 1e8f;
+  h->input_floats(0)[1] = 1.0f;
+  h->input_floats(0)[2] = -1e8f;
   REQUIRE(h->Run(0).ok());
   REQUIRE(h->Run(1).ok());
   auto summary = h->kernel().sink_summary();
@@ -87,12 +87,12 @@ TEST_CASE("checksum sums in double and notices pieces out of order",
 TEST_CASE("spin busy-waits at least `us`, then passes its input on",
           "[kernels]") {
   auto h = Make(Task("spin", {{"us", IntAttr(2000)}}), 1, true);
-  h->input(0)[1] = 42;
+  h->input_floats(0)[1] = 42;
   auto start = std::chrono::steady_clock::now();
   REQUIRE(h->Run(0).ok());
   CHECK(std::chrono::steady_clock::now() - start >=
         std::chrono::microseconds(2000));
-  CHECK(h->output()[1] == 42);
+  CHECK(h->output_floats()[1] == 42);
   auto sink = Make(Task("spin", {{"us", IntAttr(0)}}), 1, false);
   CHECK(sink->Run(0).ok());
   auto negative =
@@ -103,9 +103,9 @@ TEST_CASE("spin busy-waits at least `us`, then passes its input on",
 
 TEST_CASE("fail errs at its piece and is identity otherwise", "[kernels]") {
   auto h = Make(Task("fail", {{"at_piece", IntAttr(3)}}), 1, true);
-  h->input(0)[0] = 8;
+  h->input_floats(0)[0] = 8;
   REQUIRE(h->Run(2).ok());
-  CHECK(h->output()[0] == 8);
+  CHECK(h->output_floats()[0] == 8);
   absl::Status status = h->Run(3);
   CHECK(absl::IsAborted(status));
   CHECK(status.message() == "fail kernel: reached at_piece 3");

@@ -131,7 +131,8 @@ TEST_CASE("kernels", "[validator]") {
     plan.mutable_task(1)->mutable_kernel()->set_op_type("sclae");
     CHECK(OnlyProblem(plan) ==
           "task 'mid' (task_id 2): kernel.op_type: unknown op_type 'sclae' "
-          "(known: add, checksum, fail, identity, scale, source, spin)");
+          "(known: add, cast, checksum, fail, feed, fetch, head, identity, scale, "
+          "source, spin)");
   }
   SECTION("missing attribute") {
     plan.mutable_task(1)->mutable_kernel()->mutable_attr()->clear();
@@ -169,8 +170,9 @@ TEST_CASE("kernels", "[validator]") {
   SECTION("unequal sizes") {
     Out(plan, 1).set_elem_cnt(8);
     CHECK(OnlyProblem(plan) ==
-          "task 'mid' (task_id 2): elem_cnt: scale needs equal sizes, but "
-          "regst_desc 10 has 4 and regst_desc 20 has 8");
+          "task 'mid' (task_id 2): produced_regst_desc['out'] (regst_desc 20): "
+          "elem_cnt: is 8 (float32 values), but shape inference gives data: "
+          "float32 [4]");
   }
   SECTION("input under another name") {
     auto* consumed = plan.mutable_task(2)->mutable_consumed_regst_desc_id();
@@ -477,8 +479,8 @@ TEST_CASE("register placement and kernels on GPU streams", "[validator]") {
     REQUIRE(problems.size() == 2);
     CHECK(problems[1] ==
           "task 'up' (task_id 2): kernel.op_type: 'h2d' has no cpu kernel; it "
-          "runs on gpu streams (cpu kernels: add, checksum, fail, identity, "
-          "scale, source, spin)");
+          "runs on gpu streams (cpu kernels: add, cast, checksum, fail, feed, "
+          "fetch, head, identity, scale, source, spin)");
   }
   SECTION("a CPU-only kernel on a GPU stream") {
     plan.mutable_task(2)->mutable_kernel()->set_op_type("fail");
@@ -486,8 +488,8 @@ TEST_CASE("register placement and kernels on GPU streams", "[validator]") {
     REQUIRE(problems.size() == 1);
     CHECK(problems[0] ==
           "task 'mid' (task_id 3): kernel.op_type: 'fail' has no gpu kernel; "
-          "it runs on cpu streams (gpu kernels: add, checksum, d2h, h2d, "
-          "identity, scale, source, spin)");
+          "it runs on cpu streams (gpu kernels: add, cast, checksum, d2h, h2d, "
+          "head, identity, scale, source, spin)");
   }
   SECTION("a device this machine lacks") {
     plan.mutable_task(2)->mutable_stream()->set_device_index(2);

@@ -50,10 +50,9 @@ class CountingSource final : public Kernel {
   }
   absl::Status Forward(KernelContext* ctx) override {
     probe.source_acts.fetch_add(1);
-    Regst* out = ctx->outputs()[0];
-    for (int64_t i = 0; i < out->elem_cnt(); ++i) {
-      out->data()[i] = static_cast<float>(ctx->piece_id());
-    }
+    auto out = ctx->output(0).blob(0).mutable_data<float>();
+    if (!out.ok()) return out.status();
+    for (float& x : *out) x = static_cast<float>(ctx->piece_id());
     return absl::OkStatus();
   }
 };
@@ -78,7 +77,8 @@ class Hold final : public Kernel {
     return absl::OkStatus();
   }
   absl::Status Forward(KernelContext* ctx) override {
-    const Regst* in = ctx->inputs()[0];
+    auto in = ctx->input(0).blob(0).data<float>();
+    if (!in.ok()) return in.status();
     {
       std::lock_guard<std::mutex> lock(probe.mu);
       probe.seen_data[slot_].push_back(in->data());
@@ -87,8 +87,8 @@ class Hold final : public Kernel {
     probe.holders_waiting.fetch_add(1);
     while (!probe.gate_open.load()) std::this_thread::yield();
     // Nothing may have reused this register while we held it.
-    for (int64_t i = 0; i < in->elem_cnt(); ++i) {
-      if (in->data()[i] != static_cast<float>(at_)) {
+    for (float x : *in) {
+      if (x != static_cast<float>(at_)) {
         probe.Note("held register was overwritten");
         break;
       }
