@@ -8,6 +8,7 @@
 // ThreadSanitizer report, as it would on a GPU. What it cannot show: real
 // device faults, and anything about the .cu code (kernels here are the host
 // loops of launch_emulated.cc).
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -176,8 +177,18 @@ absl::Status MemcpyHostToDeviceAsync(int device_index, void* dst,
   return MemcpyAsync(dst, src, bytes, stream);
 }
 
+namespace {
+std::atomic<int64_t> async_bytes_copied{0};
+}  // namespace
+
+int64_t emulated::AsyncBytesCopied() {
+  return async_bytes_copied.load(std::memory_order_relaxed);
+}
+
 absl::Status MemcpyAsync(void* dst, const void* src, size_t bytes,
                          StreamHandle stream) {
+  async_bytes_copied.fetch_add(static_cast<int64_t>(bytes),
+                               std::memory_order_relaxed);
   emulated::Enqueue(stream, [=] { std::memcpy(dst, src, bytes); });
   return absl::OkStatus();
 }

@@ -1,6 +1,7 @@
 #ifndef ACTORFLOW_MEMORY_CUDA_EMULATION_H_
 #define ACTORFLOW_MEMORY_CUDA_EMULATION_H_
 
+#include <cstdint>
 #include <functional>
 
 #include "memory/cuda_api.h"
@@ -12,6 +13,10 @@ namespace actorflow::cuda::emulated {
 // Runs `work` on `stream`'s worker thread after everything queued before
 // it; a null stream (the legacy stream) runs it here and now.
 void Enqueue(StreamHandle stream, std::function<void()> work);
+
+// Bytes moved by MemcpyAsync since the process started: tests check that
+// copies of dynamic blobs move only the valid bytes.
+int64_t AsyncBytesCopied();
 
 }  // namespace actorflow::cuda::emulated
 

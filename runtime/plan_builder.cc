@@ -16,6 +16,22 @@ AttrValue IntAttr(int64_t value) {
   return attr;
 }
 
+AttrValue StringAttr(std::string value) {
+  AttrValue attr;
+  attr.set_s(std::move(value));
+  return attr;
+}
+
+BlobDescProto Blob(std::string name, DataType type, std::vector<int64_t> shape,
+                   bool is_dynamic) {
+  BlobDescProto blob;
+  blob.set_name(std::move(name));
+  blob.set_data_type(type);
+  for (int64_t dim : shape) blob.add_shape(dim);
+  blob.set_is_dynamic(is_dynamic);
+  return blob;
+}
+
 absl::StatusOr<Plan> BuildPlan(const std::vector<TaskDef>& tasks,
                                int64_t total_piece_num) {
   std::map<std::string, int64_t> id_of;
@@ -46,7 +62,11 @@ absl::StatusOr<Plan> BuildPlan(const std::vector<TaskDef>& tasks,
       out.set_regst_desc_id(10 * id);
       out.set_producer_task_id(id);
       out.set_register_num(def.register_num);
-      out.set_elem_cnt(def.elem_cnt);
+      if (!def.blobs.empty()) {
+        for (const BlobDescProto& blob : def.blobs) *out.add_blob() = blob;
+      } else if (!def.infer_output) {
+        out.set_elem_cnt(def.elem_cnt);
+      }
       if (def.gpu && def.op_type != "d2h") {
         out.mutable_mem_case()->set_device_type(GPU);
         out.mutable_mem_case()->set_device_index(def.device_index);

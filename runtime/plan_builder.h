@@ -26,11 +26,19 @@ struct TaskDef {
   bool has_output = true;  // produces "out"
   int32_t register_num = 2;
   int64_t elem_cnt = 4;
+  // When set, the output's stated blobs (elem_cnt is then not written).
+  std::vector<BlobDescProto> blobs;
+  // Leave the output unstated (no elem_cnt, no blobs): shape inference
+  // fills it in.
+  bool infer_output = false;
   std::map<std::string, AttrValue> attrs;
 };
 
 AttrValue FloatAttr(double value);
 AttrValue IntAttr(int64_t value);
+AttrValue StringAttr(std::string value);
+BlobDescProto Blob(std::string name, DataType type, std::vector<int64_t> shape,
+                   bool is_dynamic = false);
 
 // Numbers the tasks 1..n in order (task i's output is regst_desc 10 * i)
 // and fills in producer and consumer lists, so the result is consistent
