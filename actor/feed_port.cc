@@ -13,6 +13,18 @@ absl::StatusOr<Regst*> FeedPort::Acquire() {
   return regst;
 }
 
+absl::StatusOr<Regst*> FeedPort::TryAcquire() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!failure_.ok()) return failure_;
+  if (closed_) return absl::FailedPreconditionError("the feed is closed");
+  if (free_.empty()) {
+    return absl::UnavailableError("every register of the feed is in use");
+  }
+  Regst* regst = free_.back();
+  free_.pop_back();
+  return regst;
+}
+
 void FeedPort::Unacquire(Regst* regst) {
   std::lock_guard<std::mutex> lock(mu_);
   free_.push_back(regst);

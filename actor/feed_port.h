@@ -26,6 +26,8 @@ class FeedPort {
   // A free register to fill. Blocks while there is none; an error once the
   // feed is closed or the run has failed.
   absl::StatusOr<Regst*> Acquire();
+  // The same without blocking: Unavailable while every register is in use.
+  absl::StatusOr<Regst*> TryAcquire();
   // Gives back a register from Acquire without feeding it.
   void Unacquire(Regst* regst);
   void Submit(Regst* regst);

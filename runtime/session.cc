@@ -21,6 +21,7 @@ struct Session::Port {
   int32_t actor = 0;
   bool is_feed = false;
   const BlobDesc* blob = nullptr;  // the one blob it moves
+  int32_t register_num = 0;
   FeedPort feed;
   FetchPort fetch;
 };
@@ -174,6 +175,9 @@ absl::Status Session::Build() {
       port->is_feed = IsFeed(task);
       port->blob = port->is_feed ? &spec.outputs[0].second->blobs[0]
                                  : &spec.inputs[0].second[0]->blobs[0];
+      port->register_num = port->is_feed
+                               ? spec.outputs[0].second->register_num
+                               : spec.inputs[0].second[0]->register_num;
       if (port->is_feed) {
         spec.feed_port = &port->feed;
         has_feeds_ = true;
@@ -391,6 +395,15 @@ absl::StatusOr<Session::Port*> Session::FindPort(absl::string_view name,
 }
 
 absl::Status Session::Feed(absl::string_view name, const Tensor& tensor) {
+  return FeedImpl(name, tensor, /*block=*/true);
+}
+
+absl::Status Session::TryFeed(absl::string_view name, const Tensor& tensor) {
+  return FeedImpl(name, tensor, /*block=*/false);
+}
+
+absl::Status Session::FeedImpl(absl::string_view name, const Tensor& tensor,
+                               bool block) {
   absl::StatusOr<Port*> found = FindPort(name, /*feed=*/true);
   if (!found.ok()) return found.status();
   Port& port = **found;
@@ -427,8 +440,14 @@ absl::Status Session::Feed(absl::string_view name, const Tensor& tensor) {
       if (!started.ok()) return started;
     }
   }
-  absl::StatusOr<Regst*> regst = port.feed.Acquire();
+  absl::StatusOr<Regst*> regst =
+      block ? port.feed.Acquire() : port.feed.TryAcquire();
   if (!regst.ok()) {
+    if (absl::IsUnavailable(regst.status())) {
+      return absl::UnavailableError(absl::StrCat(
+          "feed '", port.name, "': every register is in use (register_num ",
+          port.register_num, ")"));
+    }
     if (!absl::IsFailedPrecondition(regst.status())) return regst.status();
     return absl::FailedPreconditionError(absl::StrCat(
         "feed '", port.name,
@@ -490,11 +509,11 @@ absl::StatusOr<FetchedTensor> Session::FetchBorrowed(absl::string_view name) {
     }
   }
   absl::StatusOr<Regst*> regst = (*found)->fetch.Next();
-  if (!regst.ok()) {
-    return absl::Status(regst.status().code(),
-                        absl::StrCat("fetch '", name, "': ",
-                                     regst.status().message()));
+  if (absl::IsOutOfRange(regst.status())) {
+    return absl::OutOfRangeError(
+        absl::StrCat("fetch '", name, "': ", regst.status().message()));
   }
+  if (!regst.ok()) return regst.status();  // the session's failure
   return FetchedTensor(this, *regst);
 }
 

@@ -118,6 +118,9 @@ class Session final : public MsgHandler<ActorMsg> {
   // on as the feed's next piece. The tensor must have the blob's data type
   // and rank, and its shape (a dynamic blob: no dimension above it).
   absl::Status Feed(absl::string_view name, const Tensor& tensor);
+  // Feed without blocking: Unavailable (and nothing fed) while every
+  // register of the feed is in use.
+  absl::Status TryFeed(absl::string_view name, const Tensor& tensor);
   // No more pieces from feed `name` in this run.
   absl::Status CloseFeed(absl::string_view name);
   absl::Status CloseFeeds();
@@ -149,6 +152,8 @@ class Session final : public MsgHandler<ActorMsg> {
   void Release(Regst* regst);
   void OnFailure(const absl::Status& status);
   absl::StatusOr<Port*> FindPort(absl::string_view name, bool feed);
+  absl::Status FeedImpl(absl::string_view name, const Tensor& tensor,
+                        bool block);
   absl::Status SendCmd(int32_t actor, ActorCmd cmd);
 
   std::unique_ptr<CompiledPlan> compiled_;

@@ -1,0 +1,438 @@
+// Session: a plan compiled once and run many times; feeding and fetching;
+// failures at the caller's next call; destruction mid-run; kernels bound
+// per session; no allocation per run.
+#include <catch2/catch.hpp>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/builtin_kernels.h"
+#include "runtime/plan_builder.h"
+#include "runtime/runtime.h"
+#include "runtime/session.h"
+#include "tests/allocation_counter.h"
+
+namespace actorflow {
+namespace {
+
+Plan MustBuild(const std::vector<TaskDef>& tasks, int64_t pieces) {
+  auto plan = BuildPlan(tasks, pieces);
+  REQUIRE(plan.ok());
+  return *plan;
+}
+
+std::unique_ptr<Session> MustCreate(Plan plan, SessionOptions options = {}) {
+  auto session = Session::Create(std::move(plan), std::move(options));
+  INFO(session.status().ToString());
+  REQUIRE(session.ok());
+  return std::move(*session);
+}
+
+// source -> scale x2 (thread 1) -> identity (thread 0) -> sink
+Plan Chain(int64_t pieces) {
+  TaskDef src{.name = "src", .op_type = "source"};
+  TaskDef scale{.name = "scale", .op_type = "scale", .inputs = {"src"}};
+  scale.attrs["factor"] = FloatAttr(2);
+  scale.stream_index = 1;
+  TaskDef copy{.name = "copy", .op_type = "identity", .inputs = {"scale"}};
+  TaskDef sink{.name = "sink", .op_type = "checksum", .inputs = {"copy"}};
+  sink.has_output = false;
+  return MustBuild({src, scale, copy, sink}, pieces);
+}
+
+// feed (blob `type` [n], dynamic if asked) -> [middle op] -> fetch
+Plan FeedFetch(DataType type, int64_t n, bool dynamic, int register_num,
+               const std::string& middle = "identity", int middle_stream = 1) {
+  TaskDef feed{.name = "in", .op_type = "feed"};
+  feed.blobs = {Blob("x", type, {n}, dynamic)};
+  feed.register_num = register_num;
+  TaskDef mid{.name = "mid", .op_type = middle, .inputs = {"in"}};
+  mid.stream_index = middle_stream;
+  mid.infer_output = true;
+  mid.register_num = register_num;
+  TaskDef fetch{.name = "out", .op_type = "fetch", .inputs = {"mid"}};
+  fetch.has_output = false;
+  return MustBuild({feed, mid, fetch}, 0);
+}
+
+Tensor Ints(std::vector<int32_t> values) {
+  auto tensor = Tensor::FromValues<int32_t>(
+      {static_cast<int64_t>(values.size())}, values);
+  REQUIRE(tensor.ok());
+  return std::move(*tensor);
+}
+
+TEST_CASE("a session runs its plan again and again", "[session]") {
+  auto session = MustCreate(Chain(0));
+  auto first = session->Run(50);
+  REQUIRE(first.ok());
+  CHECK(first->first_piece == 0);
+  CHECK(first->pieces == 50);
+  CHECK(first->acts == 4 * 50);
+  auto second = session->Run(50);
+  REQUIRE(second.ok());
+  CHECK(second->first_piece == 50);  // piece ids keep counting
+  CHECK(second->acts == 4 * 50);
+  auto empty = session->Run(0);
+  REQUIRE(empty.ok());
+  CHECK(empty->acts == 0);
+  // One stream of pieces, as one run of 100 would make.
+  auto once = RunPlan(Chain(100));
+  REQUIRE(once.ok());
+  SinkSummary sink = session->Sinks().at("sink");
+  CHECK(sink.pieces == 100);
+  CHECK(sink.in_order);
+  CHECK(sink.checksum == once->sinks.at("sink").checksum);
+}
+
+TEST_CASE("kernels are created and Init'ed once per session", "[session]") {
+  std::atomic<int> inits{0};
+  std::atomic<int> forwards{0};
+  SessionOptions options;
+  options.kernels.BindFunction(
+      "count",
+      [&](KernelContext* ctx) {
+        forwards.fetch_add(1);
+        return CopyBlobs(ctx->input(0), ctx->output(0));
+      },
+      [&](const KernelInitContext& ctx) {
+        inits.fetch_add(1);
+        return ctx.InferOutputsLikeInput();
+      });
+  TaskDef src{.name = "src", .op_type = "source"};
+  TaskDef count{.name = "count", .op_type = "count", .inputs = {"src"}};
+  count.infer_output = true;
+  TaskDef sink{.name = "sink", .op_type = "checksum", .inputs = {"count"}};
+  sink.has_output = false;
+  auto session = MustCreate(MustBuild({src, count, sink}, 7), std::move(options));
+  CHECK(inits.load() == 1);
+  for (int run = 0; run < 3; ++run) REQUIRE(session->Run(-1).ok());
+  CHECK(inits.load() == 1);
+  CHECK(forwards.load() == 21);
+}
+
+TEST_CASE("kernels bound to the caller's objects and lambdas", "[session]") {
+  // A sink the caller owns and reads afterwards.
+  class Collect final : public Kernel {
+   public:
+    absl::Status Forward(KernelContext* ctx) override {
+      auto values = ctx->input(0).blob(0).data<float>();
+      if (!values.ok()) return values.status();
+      firsts.push_back((*values)[0]);
+      return absl::OkStatus();
+    }
+    std::vector<float> firsts;
+  };
+  Collect collect;
+  SessionOptions options;
+  options.kernels.BindObject("collect", &collect);
+  // A binding wins over the registry's kernel of the same op_type, for
+  // this session only.
+  options.kernels.BindFunction("scale", [](KernelContext* ctx) {
+    auto in = ctx->input(0).blob(0).data<float>();
+    auto out = ctx->output(0).blob(0).mutable_data<float>();
+    if (!in.ok()) return in.status();
+    if (!out.ok()) return out.status();
+    for (size_t i = 0; i < out->size(); ++i) (*out)[i] = (*in)[i] + 100;
+    return absl::OkStatus();
+  });
+  TaskDef src{.name = "src", .op_type = "source"};
+  TaskDef scale{.name = "scale", .op_type = "scale", .inputs = {"src"}};
+  scale.infer_output = true;  // no `factor`: the bound kernel needs none
+  TaskDef sink{.name = "sink", .op_type = "collect", .inputs = {"scale"}};
+  sink.has_output = false;
+  sink.stream_index = 1;
+  Plan plan = MustBuild({src, scale, sink}, 4);
+  auto session = MustCreate(plan, std::move(options));
+  REQUIRE(session->Run(4).ok());
+  CHECK(collect.firsts == std::vector<float>{100, 101, 102, 103});
+
+  // The registry's scale still wants its factor.
+  auto plain = Session::Create(plan);
+  CHECK(plain.status().message() ==
+        "task 'scale' (task_id 2): kernel.attr['factor']: missing; scale "
+        "needs a float (f)\n"
+        "task 'sink' (task_id 3): kernel.op_type: unknown op_type 'collect' "
+        "(known: add, cast, checksum, fail, feed, fetch, head, identity, "
+        "scale, source, spin)");
+
+  SessionOptions twice;
+  twice.kernels.BindObject("collect", &collect);
+  TaskDef sink2 = sink;
+  sink2.name = "sink2";
+  sink.inputs = sink2.inputs = {"src"};
+  auto refused =
+      Session::Create(MustBuild({src, sink, sink2}, 1), std::move(twice));
+  CHECK(refused.status().message() ==
+        "task 'sink2' (task_id 3): kernel.op_type: 'collect' is bound to one "
+        "kernel object, already used by task 'sink' (task_id 2)");
+}
+
+TEST_CASE("feed and fetch: pieces in order, across threads", "[session]") {
+  auto session = MustCreate(FeedFetch(DT_INT32, 8, /*dynamic=*/true, 2));
+  const int pieces = 2000;
+  // Catch2's assertions are for the main thread: the feeder records.
+  absl::Status feeder_status;
+  std::thread feeder([&] {
+    for (int p = 0; p < pieces && feeder_status.ok(); ++p) {
+      std::vector<int32_t> values(1 + p % 8);
+      for (size_t i = 0; i < values.size(); ++i) {
+        values[i] = p * 10 + static_cast<int32_t>(i);
+      }
+      auto tensor =
+          Tensor::FromValues<int32_t>({static_cast<int64_t>(values.size())},
+                                      values);
+      feeder_status = session->Feed("in", *tensor);
+    }
+    if (feeder_status.ok()) feeder_status = session->CloseFeeds();
+  });
+  int in_order = 0;
+  for (int p = 0; p < pieces; ++p) {
+    auto tensor = session->Fetch("out");
+    if (!tensor.ok() || tensor->shape().size() != 1 ||
+        tensor->shape()[0] != 1 + p % 8) {
+      break;
+    }
+    auto values = tensor->data<int32_t>();
+    if ((*values)[0] != p * 10 || values->back() != p * 10 + p % 8) break;
+    ++in_order;
+  }
+  absl::Status end = session->Fetch("out").status();
+  feeder.join();
+  CHECK(feeder_status.ok());
+  CHECK(in_order == pieces);
+  CHECK(end.message() ==
+        "fetch 'out': end of data: every piece has been fetched");
+  auto stats = session->Wait();
+  REQUIRE(stats.ok());
+  CHECK(stats->pieces == pieces);
+  CHECK(stats->first_piece == 0);
+
+  // The next Feed starts the next run; piece ids go on.
+  REQUIRE(session->Feed("in", Ints({7})).ok());
+  auto borrowed = session->FetchBorrowed("out");
+  REQUIRE(borrowed.ok());
+  CHECK(borrowed->piece_id() == pieces);
+  CHECK((*borrowed->view().data<int32_t>())[0] == 7);
+  borrowed->Release();
+  REQUIRE(session->CloseFeeds().ok());
+  CHECK(absl::IsOutOfRange(session->Fetch("out").status()));
+  auto next = session->Wait();
+  REQUIRE(next.ok());
+  CHECK(next->first_piece == pieces);
+  CHECK(next->pieces == 1);
+}
+
+TEST_CASE("a full feed blocks until the plan frees a register",
+          "[session]") {
+  // feed -> identity -> fetch, two registers each: the caller can be four
+  // pieces ahead (two in the identity's registers, two in the feed's).
+  auto session = MustCreate(FeedFetch(DT_INT32, 1, false, 2));
+  REQUIRE(session->Feed("in", Ints({0})).ok());
+  REQUIRE(session->Feed("in", Ints({1})).ok());
+  // Whether the identity has taken them yet is timing; that the feed gets
+  // at most 4 ahead of the fetches is not.
+  int fed = 2;
+  while (fed < 10 && session->TryFeed("in", Ints({fed})).ok()) ++fed;
+  CHECK(fed <= 4);
+  CHECK(session->TryFeed("in", Ints({99})).message() ==
+        "feed 'in': every register is in use (register_num 2)");
+  absl::Status blocked_status = absl::UnknownError("not fed");
+  std::thread blocked([&] {
+    // Blocks until a fetch frees a register.
+    blocked_status = session->Feed("in", Ints({fed}));
+  });
+  std::vector<int32_t> got;
+  for (int p = 0; p <= fed; ++p) {
+    auto tensor = session->Fetch("out");
+    if (!tensor.ok()) break;
+    got.push_back((*tensor->data<int32_t>())[0]);
+  }
+  blocked.join();
+  CHECK(blocked_status.ok());
+  std::vector<int32_t> expected;
+  for (int p = 0; p <= fed; ++p) expected.push_back(p);
+  CHECK(got == expected);
+  REQUIRE(session->CloseFeeds().ok());
+  CHECK(absl::IsOutOfRange(session->Fetch("out").status()));
+  REQUIRE(session->Wait().ok());
+}
+
+TEST_CASE("feed checks each tensor against its blob", "[session]") {
+  auto session = MustCreate(FeedFetch(DT_INT32, 4, /*dynamic=*/false, 2));
+  auto floats = Tensor::FromValues<float>({4}, {1, 2, 3, 4});
+  CHECK(session->Feed("in", *floats).message() ==
+        "feed 'in': blob 'x': the tensor is float32, the blob int32");
+  CHECK(session->Feed("in", Ints({1, 2, 3})).message() ==
+        "feed 'in': blob 'x': dimension 0 of the tensor is 3, but the blob's "
+        "is 4 ([4])");
+  CHECK(session->Feed("in", Tensor(DT_INT32, {2, 2})).message() ==
+        "feed 'in': blob 'x': the tensor has shape [2, 2], rank 2; the blob "
+        "has rank 1 [4]");
+  CHECK(session->Feed("nope", Ints({1, 2, 3, 4})).message() ==
+        "no feed task named 'nope' (feed tasks: 'in')");
+  CHECK(session->Fetch("nope").status().message() ==
+        "no fetch task named 'nope' (fetch tasks: 'out')");
+  auto dynamic = MustCreate(FeedFetch(DT_INT32, 4, /*dynamic=*/true, 2));
+  CHECK(dynamic->Feed("in", Ints({1, 2, 3, 4, 5})).message() ==
+        "feed 'in': blob 'x': dimension 0 of the tensor is 5, above the "
+        "blob's maximum 4 ([4])");
+  // Nothing was fed, so nothing started.
+  CHECK_FALSE(session->running());
+}
+
+// feed -> fail (at piece `at`) -> fetch
+Plan FailingFeed(int register_num, int64_t at) {
+  TaskDef feed{.name = "in", .op_type = "feed"};
+  feed.blobs = {Blob("x", DT_FLOAT32, {2})};
+  feed.register_num = register_num;
+  TaskDef boom{.name = "boom", .op_type = "fail", .inputs = {"in"}};
+  boom.attrs["at_piece"] = IntAttr(at);
+  boom.infer_output = true;
+  boom.stream_index = 1;
+  TaskDef fetch{.name = "out", .op_type = "fetch", .inputs = {"boom"}};
+  fetch.has_output = false;
+  return MustBuild({feed, boom, fetch}, 0);
+}
+
+const char kBoom[] =
+    "task 'boom' (task_id 2) failed at piece 3: fail kernel: reached "
+    "at_piece 3";
+
+TEST_CASE("a kernel's error surfaces at the next Fetch, then everywhere",
+          "[session]") {
+  auto session = MustCreate(FailingFeed(2, 3));
+  for (int p = 0; p < 3; ++p) {
+    REQUIRE(session->Feed("in", Tensor(DT_FLOAT32, {2})).ok());
+    auto piece = session->Fetch("out");
+    REQUIRE(piece.ok());
+  }
+  // Piece 3 fails after Feed has handed it over: the next call says so.
+  REQUIRE(session->Feed("in", Tensor(DT_FLOAT32, {2})).ok());
+  CHECK(session->Fetch("out").status().message() == kBoom);
+  CHECK(session->status().message() == kBoom);
+  CHECK(session->Feed("in", Tensor(DT_FLOAT32, {2})).message() == kBoom);
+  CHECK(session->TryFeed("in", Tensor(DT_FLOAT32, {2})).message() == kBoom);
+  CHECK(session->CloseFeeds().message() == kBoom);
+  CHECK(session->Wait().status().message() == kBoom);
+  CHECK(session->Start(1).message() == kBoom);
+  CHECK(session->Fetch("out").status().message() == kBoom);
+}
+
+TEST_CASE("a failure wakes a caller blocked in Feed", "[session]") {
+  // Nobody fetches: piece 0 waits in the fetch, piece 1 fails. Whether the
+  // feeder is blocked by then or feeds on, its last Feed returns the error.
+  auto session = MustCreate(FailingFeed(1, 1));
+  const std::string boom =
+      "task 'boom' (task_id 2) failed at piece 1: fail kernel: reached "
+      "at_piece 1";
+  absl::Status last;
+  std::thread feeder([&] {
+    for (int p = 0; p < 1000 && last.ok(); ++p) {
+      last = session->Feed("in", Tensor(DT_FLOAT32, {2}));
+    }
+  });
+  feeder.join();
+  CHECK(last.message() == boom);
+  // What the fetch held when the run failed is dropped, not delivered.
+  CHECK(session->Fetch("out").status().message() == boom);
+}
+
+TEST_CASE("Run's error names the task and piece, and sticks", "[session]") {
+  TaskDef src{.name = "src", .op_type = "source"};
+  TaskDef boom{.name = "boom", .op_type = "fail", .inputs = {"src"}};
+  boom.attrs["at_piece"] = IntAttr(12);
+  boom.has_output = false;
+  auto session = MustCreate(MustBuild({src, boom}, 10));
+  REQUIRE(session->Run(10).ok());  // pieces 0..9
+  auto failed = session->Run(10);  // piece 12 fails
+  CHECK(failed.status().message() ==
+        "task 'boom' (task_id 2) failed at piece 12: fail kernel: reached "
+        "at_piece 12");
+  CHECK(session->Run(1).status() == failed.status());
+}
+
+TEST_CASE("calls that cannot work are refused with the reason",
+          "[session]") {
+  auto fetching = MustCreate(FeedFetch(DT_INT32, 2, false, 2));
+  CHECK(fetching->Run(1).status().message() ==
+        "Run: the plan has feed or fetch tasks (in, out); drive it with "
+        "Feed/CloseFeeds or Start, Fetch and Wait");
+  auto chain = MustCreate(Chain(3));
+  CHECK(chain->Wait().status().message() == "no run in progress");
+  REQUIRE(chain->Start(5).ok());
+  CHECK(chain->Start(5).message() ==
+        "a run is in progress; Wait() for it to end first");
+  REQUIRE(chain->Wait().ok());
+
+  TaskDef src{.name = "src", .op_type = "source"};
+  TaskDef fetch{.name = "out", .op_type = "fetch", .inputs = {"src"}};
+  fetch.has_output = false;
+  auto sourced = MustCreate(MustBuild({src, fetch}, 3));
+  CHECK(sourced->Fetch("out").status().message() ==
+        "fetch 'out': no run has started (Start first)");
+  REQUIRE(sourced->Start(3).ok());
+  for (int p = 0; p < 3; ++p) {
+    auto piece = sourced->Fetch("out");
+    REQUIRE(piece.ok());
+    CHECK((*piece->data<float>())[0] == p);
+  }
+  CHECK(absl::IsOutOfRange(sourced->Fetch("out").status()));
+  REQUIRE(sourced->Wait().ok());
+
+  TaskDef feed{.name = "in", .op_type = "feed"};
+  feed.blobs = {Blob("x", DT_FLOAT32, {1})};
+  TaskDef add{.name = "add", .op_type = "add", .inputs = {"in", "src"}};
+  add.infer_output = true;
+  TaskDef sink{.name = "sink", .op_type = "checksum", .inputs = {"add"}};
+  sink.has_output = false;
+  src.elem_cnt = 1;
+  CHECK(Session::Create(MustBuild({feed, src, add, sink}, 1)).status().message() ==
+        "plan: has feeds (task 'in' (task_id 1)) and other sources (task "
+        "'src' (task_id 2)); a plan with feeds takes every piece from its "
+        "feeds");
+}
+
+TEST_CASE("destroying a session mid-run cancels and joins", "[session]") {
+  SECTION("plain sources, many pieces to go") {
+    auto session = MustCreate(Chain(0));
+    REQUIRE(session->Start(100'000'000).ok());
+    session.reset();  // must return: sources stop, everything drains
+  }
+  SECTION("pieces waiting to be fetched") {
+    TaskDef src{.name = "src", .op_type = "source"};
+    TaskDef fetch{.name = "out", .op_type = "fetch", .inputs = {"src"}};
+    fetch.has_output = false;
+    fetch.stream_index = 1;
+    auto session = MustCreate(MustBuild({src, fetch}, 0));
+    REQUIRE(session->Start(1000).ok());
+    REQUIRE(session->Fetch("out").ok());
+    auto held = session->FetchBorrowed("out");
+    REQUIRE(held.ok());
+    held->Release();
+    session.reset();
+  }
+  SECTION("a feed left open") {
+    auto session = MustCreate(FeedFetch(DT_INT32, 1, false, 2));
+    REQUIRE(session->Feed("in", Ints({1})).ok());
+    REQUIRE(session->Feed("in", Ints({2})).ok());
+    session.reset();
+  }
+}
+
+TEST_CASE("no allocation per run in steady state", "[session][alloc]") {
+  auto session = MustCreate(Chain(0));
+  for (int warm = 0; warm < 10; ++warm) REQUIRE(session->Run(200).ok());
+  bool all_ok = true;
+  int64_t before = testing::AllocationCount();
+  for (int run = 0; run < 20; ++run) all_ok &= session->Run(200).ok();
+  int64_t used = testing::AllocationCount() - before;
+  CHECK(all_ok);
+  INFO(used << " allocations in 20 runs");
+  CHECK(used == 0);
+}
+
+}  // namespace
+}  // namespace actorflow
