@@ -22,7 +22,7 @@ AttrValue StringAttr(std::string value) {
   return attr;
 }
 
-BlobDescProto Blob(std::string name, DataType type, std::vector<int64_t> shape,
+BlobDescProto BlobProto(std::string name, DataType type, std::vector<int64_t> shape,
                    bool is_dynamic) {
   BlobDescProto blob;
   blob.set_name(std::move(name));

@@ -37,7 +37,7 @@ struct TaskDef {
 AttrValue FloatAttr(double value);
 AttrValue IntAttr(int64_t value);
 AttrValue StringAttr(std::string value);
-BlobDescProto Blob(std::string name, DataType type, std::vector<int64_t> shape,
+BlobDescProto BlobProto(std::string name, DataType type, std::vector<int64_t> shape,
                    bool is_dynamic = false);
 
 // Numbers the tasks 1..n in order (task i's output is regst_desc 10 * i)

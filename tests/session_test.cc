@@ -46,7 +46,7 @@ Plan Chain(int64_t pieces) {
 Plan FeedFetch(DataType type, int64_t n, bool dynamic, int register_num,
                const std::string& middle = "identity", int middle_stream = 1) {
   TaskDef feed{.name = "in", .op_type = "feed"};
-  feed.blobs = {Blob("x", type, {n}, dynamic)};
+  feed.blobs = {BlobProto("x", type, {n}, dynamic)};
   feed.register_num = register_num;
   TaskDef mid{.name = "mid", .op_type = middle, .inputs = {"in"}};
   mid.stream_index = middle_stream;
@@ -286,7 +286,7 @@ TEST_CASE("feed checks each tensor against its blob", "[session]") {
 // feed -> fail (at piece `at`) -> fetch
 Plan FailingFeed(int register_num, int64_t at) {
   TaskDef feed{.name = "in", .op_type = "feed"};
-  feed.blobs = {Blob("x", DT_FLOAT32, {2})};
+  feed.blobs = {BlobProto("x", DT_FLOAT32, {2})};
   feed.register_num = register_num;
   TaskDef boom{.name = "boom", .op_type = "fail", .inputs = {"in"}};
   boom.attrs["at_piece"] = IntAttr(at);
@@ -383,7 +383,7 @@ TEST_CASE("calls that cannot work are refused with the reason",
   REQUIRE(sourced->Wait().ok());
 
   TaskDef feed{.name = "in", .op_type = "feed"};
-  feed.blobs = {Blob("x", DT_FLOAT32, {1})};
+  feed.blobs = {BlobProto("x", DT_FLOAT32, {1})};
   TaskDef add{.name = "add", .op_type = "add", .inputs = {"in", "src"}};
   add.infer_output = true;
   TaskDef sink{.name = "sink", .op_type = "checksum", .inputs = {"add"}};

@@ -46,7 +46,7 @@ RegstDescProto& Out(Plan& plan, int task) {
 // source states its shape.
 Plan InferredChain() {
   TaskDef src{.name = "src", .op_type = "source"};
-  src.blobs = {Blob("img", DT_UINT8, {4, 3})};
+  src.blobs = {BlobProto("img", DT_UINT8, {4, 3})};
   TaskDef cast{.name = "cast", .op_type = "cast", .inputs = {"src"}};
   cast.attrs["to"] = StringAttr("float32");
   cast.infer_output = true;
@@ -89,43 +89,43 @@ TEST_CASE("a stated output must match inference, word for word",
   Plan plan = InferredChain();
   RegstDescProto& cast = Out(plan, 1);
   SECTION("data type") {
-    *cast.add_blob() = Blob("img", DT_FLOAT64, {4, 3});
+    *cast.add_blob() = BlobProto("img", DT_FLOAT64, {4, 3});
     CHECK(OnlyProblem(plan) ==
           "task 'cast' (task_id 2): produced_regst_desc['out'] (regst_desc "
           "20): blob 'img'.data_type: the plan states float64, but shape "
           "inference gives float32");
   }
   SECTION("dimension") {
-    *cast.add_blob() = Blob("img", DT_FLOAT32, {4, 5});
+    *cast.add_blob() = BlobProto("img", DT_FLOAT32, {4, 5});
     CHECK(OnlyProblem(plan) ==
           "task 'cast' (task_id 2): produced_regst_desc['out'] (regst_desc "
           "20): blob 'img'.shape: dimension 1 is 5 in the plan, but shape "
           "inference gives 3 ([4, 3])");
   }
   SECTION("rank") {
-    *cast.add_blob() = Blob("img", DT_FLOAT32, {12});
+    *cast.add_blob() = BlobProto("img", DT_FLOAT32, {12});
     CHECK(OnlyProblem(plan) ==
           "task 'cast' (task_id 2): produced_regst_desc['out'] (regst_desc "
           "20): blob 'img'.shape: the plan states [12] (rank 1), but shape "
           "inference gives [4, 3] (rank 2)");
   }
   SECTION("name") {
-    *cast.add_blob() = Blob("image", DT_FLOAT32, {4, 3});
+    *cast.add_blob() = BlobProto("image", DT_FLOAT32, {4, 3});
     CHECK(OnlyProblem(plan) ==
           "task 'cast' (task_id 2): produced_regst_desc['out'] (regst_desc "
           "20): blob[0].name: the plan states 'image', but shape inference "
           "gives 'img'");
   }
   SECTION("dynamic") {
-    *cast.add_blob() = Blob("img", DT_FLOAT32, {4, 3}, true);
+    *cast.add_blob() = BlobProto("img", DT_FLOAT32, {4, 3}, true);
     CHECK(OnlyProblem(plan) ==
           "task 'cast' (task_id 2): produced_regst_desc['out'] (regst_desc "
           "20): blob 'img'.is_dynamic: the plan states true, but shape "
           "inference gives false");
   }
   SECTION("count") {
-    *cast.add_blob() = Blob("img", DT_FLOAT32, {4, 3});
-    *cast.add_blob() = Blob("extra", DT_FLOAT32, {1});
+    *cast.add_blob() = BlobProto("img", DT_FLOAT32, {4, 3});
+    *cast.add_blob() = BlobProto("extra", DT_FLOAT32, {1});
     CHECK(OnlyProblem(plan) ==
           "task 'cast' (task_id 2): produced_regst_desc['out'] (regst_desc "
           "20): the plan states 2 blobs, but shape inference gives 1 (img: "

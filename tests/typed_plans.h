@@ -50,7 +50,7 @@ inline Plan TypeChain(DataType type, Streams streams, int64_t pieces) {
   };
   TaskDef src = task("src", "source", {}, 0);
   src.host_async = false;
-  src.blobs = {Blob("x", DT_FLOAT32, {5})};
+  src.blobs = {BlobProto("x", DT_FLOAT32, {5})};
   src.attrs["value"] = FloatAttr(-3.5);
   src.attrs["step"] = FloatAttr(1.25);
   std::vector<TaskDef> tasks = {src};
@@ -89,7 +89,7 @@ inline Plan TypeChain(DataType type, Streams streams, int64_t pieces) {
 // sink: piece p keeps 1 + p % 4 values of p.
 inline Plan DynamicChain(bool gpu, int64_t pieces) {
   TaskDef src{.name = "src", .op_type = "source"};
-  src.blobs = {Blob("v", DT_INT32, {6})};
+  src.blobs = {BlobProto("v", DT_INT32, {6})};
   TaskDef head{.name = "head", .op_type = "head", .inputs = {"src"}};
   head.attrs["mod"] = IntAttr(4);
   head.infer_output = true;
