@@ -132,6 +132,117 @@ TEST_CASE("an invalid plan exits 2 and lists its problems", "[cli]") {
   }
 }
 
+TEST_CASE("a typed plan: shapes stated at the source only", "[cli]") {
+  std::string plan = Runfile("examples/plans/typed.pbtxt");
+  CliResult shapes = RunCli("validate '" + plan + "' --shapes");
+  CHECK(shapes.exit_code == 0);
+  CHECK(shapes.out ==
+        "task 'pixels' (task_id 1) out (regst_desc 10, register_num 2): img: "
+        "uint8 [4, 4, 3]\n"
+        "task 'to_float' (task_id 2) out (regst_desc 20, register_num 2): "
+        "img: float32 [4, 4, 3]\n"
+        "task 'halve' (task_id 3) out (regst_desc 30, register_num 2): img: "
+        "float32 [4, 4, 3]\n"
+        "task 'rows' (task_id 4) out (regst_desc 40, register_num 2): img: "
+        "float32 [4, 4, 3] dynamic\n"
+        "{\"status\":\"ok\",\"tasks\":5}\n");
+  // Without --shapes, only the summary.
+  CHECK(RunCli("validate '" + plan + "'").out ==
+        "{\"status\":\"ok\",\"tasks\":5}\n");
+  // sum over p < 100 of (1 + p % 4) rows * 12 * 0.5 * min(250 + p, 255)
+  CliResult run = RunCli("run '" + plan + "'");
+  CHECK(run.exit_code == 0);
+  CHECK(Contains(run.last_line,
+                 "\"sink\":{\"pieces\":100,\"checksum\":382314,"
+                 "\"in_order\":true}"));
+  CHECK(RunCli("run --shapes '" + plan + "'").exit_code == 2);
+}
+
+TEST_CASE("a shape that contradicts inference is refused", "[cli]") {
+  std::string path = WriteTemp("mismatch.pbtxt", R"pb(
+    total_piece_num: 3
+    task {
+      task_id: 1
+      name: "src"
+      kernel { op_type: "source" }
+      produced_regst_desc {
+        key: "out"
+        value {
+          regst_desc_id: 10
+          producer_task_id: 1
+          consumer_task_id: [ 2 ]
+          register_num: 1
+          blob { name: "x" data_type: DT_INT64 shape: [ 2, 3 ] }
+        }
+      }
+    }
+    task {
+      task_id: 2
+      name: "cast"
+      kernel {
+        op_type: "cast"
+        attr { key: "to" value { s: "int8" } }
+      }
+      consumed_regst_desc_id {
+        key: "in"
+        value { regst_desc_id: [ 10 ] }
+      }
+      produced_regst_desc {
+        key: "out"
+        value {
+          regst_desc_id: 20
+          producer_task_id: 2
+          register_num: 1
+          blob { name: "x" data_type: DT_INT8 shape: [ 3, 2 ] }
+        }
+      }
+    }
+  )pb");
+  CliResult r = RunCli("validate '" + path + "'");
+  CHECK(r.exit_code == 2);
+  CHECK(r.last_line ==
+        "{\"status\":\"invalid\",\"errors\":[\"task 'cast' (task_id 2): "
+        "produced_regst_desc['out'] (regst_desc 20): blob 'x'.shape: "
+        "dimension 0 is 3 in the plan, but shape inference gives 2 ([2, "
+        "3])\"]}");
+}
+
+TEST_CASE("a plan with feeds is for a program, not the command", "[cli]") {
+  std::string path = WriteTemp("feed.pbtxt", R"pb(
+    task {
+      task_id: 1
+      name: "in"
+      kernel { op_type: "feed" }
+      produced_regst_desc {
+        key: "out"
+        value {
+          regst_desc_id: 10
+          producer_task_id: 1
+          consumer_task_id: [ 2 ]
+          register_num: 2
+          blob { name: "x" data_type: DT_FLOAT32 shape: [ 4 ] }
+        }
+      }
+    }
+    task {
+      task_id: 2
+      name: "sink"
+      kernel { op_type: "checksum" }
+      consumed_regst_desc_id {
+        key: "in"
+        value { regst_desc_id: [ 10 ] }
+      }
+    }
+  )pb");
+  CHECK(RunCli("validate '" + path + "'").exit_code == 0);
+  CliResult r = RunCli("run '" + path + "'");
+  CHECK(r.exit_code == 2);
+  CHECK(r.last_line ==
+        "{\"status\":\"invalid\",\"errors\":[\"task 'in' (task_id 1): "
+        "feed and fetch tasks connect a plan to a program; run this plan "
+        "through a Session (runtime/session.h), not the command\"]}");
+}
+
 TEST_CASE("a failing kernel exits 1 naming task and piece", "[cli]") {
   std::string path = WriteTemp("fail.pbtxt", R"pb(
     total_piece_num: 100
