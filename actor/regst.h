@@ -35,7 +35,7 @@ class Regst {
   int64_t piece_id() const { return piece_id_; }
   void set_piece_id(int64_t piece_id) { piece_id_ = piece_id; }
 
-  int num_blobs() const { return static_cast<int>(blobs_.size()); }
+  int num_blobs() const { return num_blobs_; }
   Blob& blob(int i) { return blobs_[i]; }
   const Blob& blob(int i) const { return blobs_[i]; }
   // Null when there is no blob of that name.
@@ -51,6 +51,7 @@ class Regst {
   const RegstDesc* desc_;
   std::unique_ptr<SyncedMemory> memory_;
   std::vector<Blob> blobs_;
+  int num_blobs_ = 0;  // blobs_.size(), read on every act
   int64_t piece_id_ = -1;
 };
 
@@ -86,10 +87,13 @@ inline Regst::Regst(const RegstDesc* desc, std::unique_ptr<SyncedMemory> memory,
                     char* base)
     : desc_(desc), memory_(std::move(memory)) {
   blobs_.resize(desc->blobs.size());
+  num_blobs_ = static_cast<int>(blobs_.size());
   for (size_t b = 0; b < blobs_.size(); ++b) {
     Blob& blob = blobs_[b];
     blob.desc = &desc->blobs[b];
     blob.regst_desc_id = desc->id;
+    blob.elem_size = static_cast<int32_t>(DataTypeSize(blob.desc->data_type));
+    blob.is_dynamic = blob.desc->is_dynamic;
     blob.data = base == nullptr ? nullptr : base + desc->layout.offsets[b];
     blob.shape.assign(blob.desc->shape.begin(), blob.desc->shape.end());
     blob.elem_cnt = blob.desc->elem_cnt();
@@ -105,7 +109,7 @@ inline Blob* Regst::FindBlob(absl::string_view name) {
 
 inline void Regst::ResetShapes() {
   for (Blob& blob : blobs_) {
-    if (!blob.desc->is_dynamic) continue;
+    if (!blob.is_dynamic) continue;
     blob.shape.assign(blob.desc->shape.begin(), blob.desc->shape.end());
     blob.elem_cnt = blob.desc->elem_cnt();
   }
@@ -131,7 +135,8 @@ class ConstRegstView {
 
  protected:
   Blob* Get(int i) const {
-    return regst_ != nullptr && i >= 0 && i < regst_->num_blobs()
+    return regst_ != nullptr && static_cast<unsigned>(i) <
+                                    static_cast<unsigned>(regst_->num_blobs())
                ? &regst_->blob(i)
                : nullptr;
   }

@@ -21,6 +21,9 @@ struct Blob {
   const BlobDesc* desc = nullptr;
   int64_t regst_desc_id = 0;
   char* data = nullptr;  // in the register's memory case
+  // desc's, kept here so the per-act path reads one cache line.
+  int32_t elem_size = 0;
+  bool is_dynamic = false;
   // The current shape: the maximum for a static blob, and for a dynamic one
   // whatever its producer set (the maximum until it sets one). The rank
   // never changes, so assigning never allocates.
@@ -43,12 +46,10 @@ class ConstTensorView {
   // The piece's shape (the maximum for a static blob).
   absl::Span<const int64_t> shape() const { return blob_->shape; }
   absl::Span<const int64_t> max_shape() const { return blob_->desc->shape; }
-  bool is_dynamic() const { return blob_->desc->is_dynamic; }
+  bool is_dynamic() const { return blob_->is_dynamic; }
   // Valid elements and bytes: those of shape().
   int64_t elem_cnt() const { return blob_->elem_cnt; }
-  int64_t byte_size() const {
-    return blob_->elem_cnt * static_cast<int64_t>(DataTypeSize(data_type()));
-  }
+  int64_t byte_size() const { return blob_->elem_cnt * blob_->elem_size; }
   // Memory of the register's memory case (a device pointer in GPU memory).
   const void* raw_data() const { return blob_->data; }
 

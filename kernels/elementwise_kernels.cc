@@ -11,13 +11,19 @@ constexpr DataType kFloatingTypes[] = {DT_FLOAT32, DT_FLOAT64};
 
 }  // namespace
 
-absl::Status CopyBlobs(ConstRegstView in, RegstView out) {
-  return ForEachBlob(in, out, [](int, ConstTensorView from, TensorView to) {
-    if (from.byte_size() > 0) {
-      std::memcpy(to.mutable_raw_data(), from.raw_data(), from.byte_size());
+absl::Status CopyEveryBlob(ConstRegstView in, RegstView out) {
+  const int n = out.num_blobs();
+  for (int b = 0; b < n; ++b) {
+    ConstTensorView from = in.blob(b);
+    TensorView to = out.blob(b);
+    if (to.is_dynamic()) {
+      absl::Status status = to.set_shape(from.shape());
+      if (!status.ok()) return status;
     }
-    return absl::OkStatus();
-  });
+    const int64_t bytes = from.byte_size();
+    if (bytes > 0) std::memcpy(to.mutable_raw_data(), from.raw_data(), bytes);
+  }
+  return absl::OkStatus();
 }
 
 // Blobs match by position; names may differ between inputs.
