@@ -1,8 +1,12 @@
 #include "actor/feed_port.h"
 
+#include "thread/spin_wait.h"
+
 namespace actorflow {
 
 absl::StatusOr<Regst*> FeedPort::Acquire() {
+  // A register usually comes back within microseconds: spin before parking.
+  SpinUntil([this] { return news_.load(std::memory_order_acquire); });
   std::unique_lock<std::mutex> lock(mu_);
   changed_.wait(lock,
                 [&] { return !free_.empty() || closed_ || !failure_.ok(); });
@@ -10,6 +14,7 @@ absl::StatusOr<Regst*> FeedPort::Acquire() {
   if (closed_) return absl::FailedPreconditionError("the feed is closed");
   Regst* regst = free_.back();
   free_.pop_back();
+  Publish();
   return regst;
 }
 
@@ -22,12 +27,14 @@ absl::StatusOr<Regst*> FeedPort::TryAcquire() {
   }
   Regst* regst = free_.back();
   free_.pop_back();
+  Publish();
   return regst;
 }
 
 void FeedPort::Unacquire(Regst* regst) {
   std::lock_guard<std::mutex> lock(mu_);
   free_.push_back(regst);
+  Publish();
   changed_.notify_one();
 }
 
@@ -40,6 +47,7 @@ bool FeedPort::Close() {
   std::lock_guard<std::mutex> lock(mu_);
   bool was_open = !closed_;
   closed_ = true;
+  Publish();
   changed_.notify_all();
   return was_open;
 }
@@ -47,6 +55,7 @@ bool FeedPort::Close() {
 void FeedPort::Release(Regst* regst) {
   std::lock_guard<std::mutex> lock(mu_);
   free_.push_back(regst);
+  Publish();
   changed_.notify_one();
 }
 
@@ -66,11 +75,13 @@ bool FeedPort::Drained() {
 void FeedPort::Reopen() {
   std::lock_guard<std::mutex> lock(mu_);
   closed_ = false;
+  Publish();
 }
 
 void FeedPort::Fail(absl::Status status) {
   std::lock_guard<std::mutex> lock(mu_);
   if (failure_.ok()) failure_ = std::move(status);
+  Publish();
   changed_.notify_all();
 }
 

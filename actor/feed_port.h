@@ -1,6 +1,7 @@
 #ifndef ACTORFLOW_ACTOR_FEED_PORT_H_
 #define ACTORFLOW_ACTOR_FEED_PORT_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -48,8 +49,16 @@ class FeedPort {
   void Fail(absl::Status status);
 
  private:
+  // Whether Acquire would return at once; written under mu_, read by a
+  // spinning caller without it.
+  void Publish() {
+    news_.store(!free_.empty() || closed_ || !failure_.ok(),
+                std::memory_order_release);
+  }
+
   std::mutex mu_;
   std::condition_variable changed_;
+  std::atomic<bool> news_{false};
   std::vector<Regst*> free_;     // guarded by mu_
   std::deque<Regst*> filled_;    // guarded by mu_
   bool closed_ = false;          // guarded by mu_

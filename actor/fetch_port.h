@@ -1,6 +1,7 @@
 #ifndef ACTORFLOW_ACTOR_FETCH_PORT_H_
 #define ACTORFLOW_ACTOR_FETCH_PORT_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -39,11 +40,19 @@ class FetchPort {
   std::vector<Regst*> TakeAll();
 
  private:
+  // Whether Next has something to return; written under mu_, read by a
+  // spinning caller without it.
+  void Publish() {
+    news_.store(!ready_.empty() || ended_ || !failure_.ok(),
+                std::memory_order_release);
+  }
+
   std::mutex mu_;
   std::condition_variable changed_;
   std::deque<Regst*> ready_;  // guarded by mu_
   bool ended_ = false;        // guarded by mu_
   absl::Status failure_;      // guarded by mu_
+  std::atomic<bool> news_{false};
 };
 
 }  // namespace actorflow
