@@ -50,8 +50,8 @@ absl::StatusOr<std::vector<BlobDesc>> BlobDescsFromProto(
           absl::StrCat(where, ".name: duplicate in this register"));
     }
     if (!DataType_IsValid(blob.data_type())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ".data_type: unknown value ", blob.data_type()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".data_type: unknown value ", blob.data_type()));
     }
     for (int d = 0; d < blob.shape_size(); ++d) {
       if (blob.shape(d) < 0) {
@@ -63,14 +63,15 @@ absl::StatusOr<std::vector<BlobDesc>> BlobDescsFromProto(
     int64_t bytes = static_cast<int64_t>(DataTypeSize(blob.data_type()));
     for (int64_t dim : blob.shape()) {
       if (__builtin_mul_overflow(bytes, dim, &bytes)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, ".shape: ",
-            ShapeString(std::vector<int64_t>(blob.shape().begin(),
-                                             blob.shape().end())),
-            " is too large to address"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ".shape: ",
+                         ShapeString(std::vector<int64_t>(blob.shape().begin(),
+                                                          blob.shape().end())),
+                         " is too large to address"));
       }
     }
-    blobs.push_back(BlobDesc{blob.name(), blob.data_type(),
+    blobs.push_back(BlobDesc{blob.name(),
+                             blob.data_type(),
                              {blob.shape().begin(), blob.shape().end()},
                              blob.is_dynamic()});
   }
@@ -91,8 +92,8 @@ RegstLayout LayOut(absl::Span<const BlobDesc> blobs) {
   for (const BlobDesc& blob : blobs) {
     layout.offsets.push_back(layout.bytes);
     int64_t bytes = blob.byte_size();
-    layout.bytes += (bytes + kBlobAlignment - 1) / kBlobAlignment *
-                    kBlobAlignment;
+    layout.bytes +=
+        (bytes + kBlobAlignment - 1) / kBlobAlignment * kBlobAlignment;
   }
   return layout;
 }

@@ -11,9 +11,8 @@ constexpr DataType kAll[] = {DT_FLOAT32, DT_FLOAT64, DT_INT8, DT_UINT8,
 }  // namespace
 
 size_t DataTypeSize(DataType type) {
-  return VisitDataType(type, [](auto tag) {
-    return sizeof(typename decltype(tag)::type);
-  });
+  return VisitDataType(
+      type, [](auto tag) { return sizeof(typename decltype(tag)::type); });
 }
 
 const char* DataTypeName(DataType type) {

@@ -26,9 +26,9 @@ const DataType* AllDataTypes(int* count);
 // The DataType of a C++ element type: DataTypeOf<float>::value == DT_FLOAT32.
 template <typename T>
 struct DataTypeOf;
-#define ACTORFLOW_DATA_TYPE_OF(T, dt) \
-  template <>                         \
-  struct DataTypeOf<T> {              \
+#define ACTORFLOW_DATA_TYPE_OF(T, dt)     \
+  template <>                             \
+  struct DataTypeOf<T> {                  \
     static constexpr DataType value = dt; \
   }
 ACTORFLOW_DATA_TYPE_OF(float, DT_FLOAT32);

@@ -59,10 +59,10 @@ class FeedPort {
   std::mutex mu_;
   std::condition_variable changed_;
   std::atomic<bool> news_{false};
-  std::vector<Regst*> free_;     // guarded by mu_
-  std::deque<Regst*> filled_;    // guarded by mu_
-  bool closed_ = false;          // guarded by mu_
-  absl::Status failure_;         // guarded by mu_
+  std::vector<Regst*> free_;   // guarded by mu_
+  std::deque<Regst*> filled_;  // guarded by mu_
+  bool closed_ = false;        // guarded by mu_
+  absl::Status failure_;       // guarded by mu_
 };
 
 }  // namespace actorflow

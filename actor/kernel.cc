@@ -48,9 +48,9 @@ KernelInitContext::KernelInitContext(const TaskProto& task,
     : task_(task),
       inputs_(std::move(inputs)),
       outputs_(std::move(outputs)),
-      inferred_(std::make_unique<
-                std::vector<std::optional<std::vector<BlobDesc>>>>(
-          outputs_.size())) {}
+      inferred_(
+          std::make_unique<std::vector<std::optional<std::vector<BlobDesc>>>>(
+              outputs_.size())) {}
 
 const KernelIo* KernelInitContext::input(absl::string_view name, int i) const {
   for (const KernelIo& io : inputs_) {
@@ -250,14 +250,14 @@ absl::Status KernelInitContext::ExpectSameBlobs() const {
   const KernelIo& first = inputs_[0];
   for (size_t k = 1; k < inputs_.size(); ++k) {
     const KernelIo& io = inputs_[k];
-    std::string pair = absl::StrCat(
-        task_.kernel().op_type(), " needs inputs with the same blobs, but ");
+    std::string pair = absl::StrCat(task_.kernel().op_type(),
+                                    " needs inputs with the same blobs, but ");
     if (io.blobs.size() != first.blobs.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "consumed_regst_desc_id['", io.name, "']: ", pair, "regst_desc ",
-          first.regst_desc_id, " has ", first.blobs.size(),
-          " blobs and regst_desc ", io.regst_desc_id, " has ",
-          io.blobs.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("consumed_regst_desc_id['", io.name, "']: ", pair,
+                       "regst_desc ", first.regst_desc_id, " has ",
+                       first.blobs.size(), " blobs and regst_desc ",
+                       io.regst_desc_id, " has ", io.blobs.size()));
     }
     for (size_t b = 0; b < io.blobs.size(); ++b) {
       const BlobDesc& a = first.blobs[b];
@@ -268,8 +268,8 @@ absl::Status KernelInitContext::ExpectSameBlobs() const {
           "' of regst_desc ", io.regst_desc_id);
       if (a.data_type != c.data_type) {
         return absl::InvalidArgumentError(absl::StrCat(
-            where, " differ in data type: ", DataTypeName(a.data_type),
-            " vs ", DataTypeName(c.data_type)));
+            where, " differ in data type: ", DataTypeName(a.data_type), " vs ",
+            DataTypeName(c.data_type)));
       }
       if (a.shape.size() != c.shape.size()) {
         return absl::InvalidArgumentError(
@@ -278,9 +278,9 @@ absl::Status KernelInitContext::ExpectSameBlobs() const {
       }
       for (size_t d = 0; d < a.shape.size(); ++d) {
         if (a.shape[d] != c.shape[d]) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              where, " differ in dimension ", d, ": ", a.shape[d], " vs ",
-              c.shape[d]));
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, " differ in dimension ", d, ": ", a.shape[d],
+                           " vs ", c.shape[d]));
         }
       }
       if (a.is_dynamic != c.is_dynamic) {

@@ -112,8 +112,7 @@ class KernelInitContext {
   std::vector<KernelIo> inputs_;
   std::vector<KernelIo> outputs_;
   // Per output; written through const methods (see SetOutputBlobs).
-  std::unique_ptr<std::vector<std::optional<std::vector<BlobDesc>>>>
-      inferred_;
+  std::unique_ptr<std::vector<std::optional<std::vector<BlobDesc>>>> inferred_;
 };
 
 // What a kernel sees when it acts: the piece, its registers, its stream.

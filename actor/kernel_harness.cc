@@ -52,8 +52,7 @@ absl::StatusOr<std::unique_ptr<KernelHarness>> KernelHarness::Create(
   }
   const int64_t out_id = static_cast<int64_t>(inputs.size()) + 1;
   if (has_output) {
-    output_ios.push_back(
-        {"out", out_id, output_blobs, !output_blobs.empty()});
+    output_ios.push_back({"out", out_id, output_blobs, !output_blobs.empty()});
   }
   auto kernel = KernelRegistry::Get().Create(task.kernel().op_type());
   if (!kernel.ok()) return kernel.status();
@@ -83,10 +82,10 @@ absl::StatusOr<std::unique_ptr<KernelHarness>> KernelHarness::Create(
 
 absl::StatusOr<std::unique_ptr<KernelHarness>> KernelHarness::Create(
     const TaskProto& task, int num_inputs, bool has_output, int64_t elem_cnt) {
-  return Create(task,
-                std::vector<std::vector<BlobDesc>>(num_inputs,
-                                                   {LegacyBlob(elem_cnt)}),
-                has_output, {LegacyBlob(elem_cnt)});
+  return Create(
+      task,
+      std::vector<std::vector<BlobDesc>>(num_inputs, {LegacyBlob(elem_cnt)}),
+      has_output, {LegacyBlob(elem_cnt)});
 }
 
 float* KernelHarness::input_floats(int i) const {

@@ -25,8 +25,9 @@ absl::Status ConstTensorView::TypeError(DataType wanted) const {
 
 absl::Status TensorView::set_shape(absl::Span<const int64_t> shape) const {
   if (blob_ == nullptr) {
-    return absl::NotFoundError("no such blob or register: set_shape on an "
-                               "empty view");
+    return absl::NotFoundError(
+        "no such blob or register: set_shape on an "
+        "empty view");
   }
   const BlobDesc& desc = *blob_->desc;
   if (shape.size() != desc.shape.size()) {

@@ -69,8 +69,7 @@ class ConstTensorView {
     }
     return TypeError(wanted);
   }
-  __attribute__((noinline, cold)) absl::Status TypeError(
-      DataType wanted) const;
+  __attribute__((noinline, cold)) absl::Status TypeError(DataType wanted) const;
 
   Blob* blob_ = nullptr;
 };

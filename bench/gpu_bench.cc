@@ -11,9 +11,9 @@
 //    synchronous loop for kernels of about 10 us.
 //
 // Without a usable device it prints SKIPPED with the reason and exits 0.
-#include <cstring>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "bench/bench_util.h"

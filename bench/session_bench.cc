@@ -33,7 +33,7 @@ constexpr int64_t kElems = 256;  // float32 per piece
 
 struct Config {
   int64_t samples = 11;
-  int64_t startups = 20;      // runs per start-up sample
+  int64_t startups = 20;       // runs per start-up sample
   int64_t round_trips = 2000;  // per feed/fetch sample
 };
 
@@ -168,8 +168,7 @@ int Main(int argc, char** argv) {
   if (!session.ok()) Die(session.status());
   std::printf("start-up of one run of a 4-task plan, 1 piece (us per run)\n");
   Paired startup = PairedMedians(
-      samples,
-      [&] { return SessionRunNs(session->get(), config.startups); },
+      samples, [&] { return SessionRunNs(session->get(), config.startups); },
       [&] { return RunPlanNs(four, config.startups); });
   Row("Session::Run(1)", startup, "RunPlan (compile+run)");
 
@@ -183,9 +182,7 @@ int Main(int argc, char** argv) {
               static_cast<long long>(kElems));
   Paired trip = PairedMedians(
       samples,
-      [&] {
-        return FeedFetchNs(feeding->get(), *tensor, config.round_trips);
-      },
+      [&] { return FeedFetchNs(feeding->get(), *tensor, config.round_trips); },
       [&] { return worker.RoundTripNs(values, config.round_trips); });
   Row("Feed + Fetch", trip, "mutex/condvar worker");
   absl::Status closed = (*feeding)->CloseFeeds();
@@ -201,6 +198,4 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace actorflow::bench
 
-int main(int argc, char** argv) {
-  return actorflow::bench::Main(argc, argv);
-}
+int main(int argc, char** argv) { return actorflow::bench::Main(argc, argv); }

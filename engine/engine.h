@@ -18,8 +18,8 @@
 #include "engine/var.h"
 #include "thread/spin_mutex.h"
 
-// The dependency engine (DESIGN.md section 4): an imperative API, with
-// MXNet's names and semantics, that runs pushed functions as soon as the
+// The dependency engine (docs/ARCHITECTURE.md, section 6): an imperative API,
+// with MXNet's names and semantics, that runs pushed functions as soon as the
 // variables they read and write allow.
 //
 //   Engine* engine = Engine::Get();

@@ -12,16 +12,17 @@ namespace {
 
 absl::Status OneBlob(const KernelIo& io, const char* op, const char* field) {
   if (io.blobs.size() == 1) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      field, "['", io.name, "']: ", op,
-      " moves registers of exactly one blob, but regst_desc ",
-      io.regst_desc_id, " has ", io.blobs.size()));
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, "['", io.name, "']: ", op,
+                   " moves registers of exactly one blob, but regst_desc ",
+                   io.regst_desc_id, " has ", io.blobs.size()));
 }
 
 absl::Status NotCalled(const char* op) {
   return absl::InternalError(absl::StrCat(
-      op, " runs only as a boundary actor of a session; its Forward is never "
-          "called by the runtime"));
+      op,
+      " runs only as a boundary actor of a session; its Forward is never "
+      "called by the runtime"));
 }
 
 class FeedKernel final : public Kernel {

@@ -102,7 +102,8 @@ absl::Status AddKernel::Forward(KernelContext* ctx) {
           if (!out.ok()) return out.status();
           auto in = first.data<T>();
           if (!in.ok()) return in.status();
-          if (!out->empty()) std::memcpy(out->data(), in->data(), to.byte_size());
+          if (!out->empty())
+            std::memcpy(out->data(), in->data(), to.byte_size());
           for (int k = 1; k < n; ++k) {
             absl::Status same = CheckAddTermShape(*ctx, k, b);
             if (!same.ok()) return same;
@@ -166,10 +167,10 @@ absl::Status HeadKernel::Init(const KernelInitContext& ctx) {
   std::vector<BlobDesc> blobs = ctx.inputs()[0].blobs;
   for (BlobDesc& blob : blobs) {
     if (blob.shape.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "consumed_regst_desc_id['in']: blob '", blob.name, "' of regst_desc ",
-          ctx.inputs()[0].regst_desc_id,
-          " has rank 0; head keeps entries along dimension 0"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("consumed_regst_desc_id['in']: blob '", blob.name,
+                       "' of regst_desc ", ctx.inputs()[0].regst_desc_id,
+                       " has rank 0; head keeps entries along dimension 0"));
     }
     blob.is_dynamic = true;
   }

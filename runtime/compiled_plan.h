@@ -44,7 +44,8 @@ absl::StatusOr<std::unique_ptr<CompiledPlan>> CompilePlan(
     Plan plan, const CompileOptions& options = {});
 
 // One line per blob of every register, in plan order:
-//   task 'src' (task_id 1) out (regst_desc 10, register_num 2): img: uint8 [28, 28] dynamic
+//   task 'src' (task_id 1) out (regst_desc 10, register_num 2): img: uint8 [28,
+//   28] dynamic
 // and "(no blobs: a control token)" for a register without any.
 std::string DescribeShapes(const CompiledPlan& compiled);
 

@@ -9,16 +9,14 @@ namespace {
 
 class FunctionKernel final : public Kernel {
  public:
-  FunctionKernel(KernelBindings::ForwardFn forward,
-                 KernelBindings::InitFn init)
+  FunctionKernel(KernelBindings::ForwardFn forward, KernelBindings::InitFn init)
       : forward_(std::move(forward)), init_(std::move(init)) {}
 
   absl::Status Init(const KernelInitContext& ctx) override {
     if (init_) return init_(ctx);
     for (const KernelIo& out : ctx.outputs()) {
       if (out.declared || ctx.inputs().empty()) continue;
-      absl::Status status =
-          ctx.SetOutputBlobs(out.name, ctx.inputs()[0].blobs);
+      absl::Status status = ctx.SetOutputBlobs(out.name, ctx.inputs()[0].blobs);
       if (!status.ok()) return status;
     }
     return absl::OkStatus();
@@ -51,8 +49,7 @@ class BorrowedKernel final : public Kernel {
 
 }  // namespace
 
-KernelBindings& KernelBindings::Bind(std::string op_type,
-                                     KernelFactory factory,
+KernelBindings& KernelBindings::Bind(std::string op_type, KernelFactory factory,
                                      DeviceKind device) {
   entries_.push_back({std::move(op_type), device, std::move(factory), false});
   return *this;

@@ -22,8 +22,8 @@ AttrValue StringAttr(std::string value) {
   return attr;
 }
 
-BlobDescProto BlobProto(std::string name, DataType type, std::vector<int64_t> shape,
-                   bool is_dynamic) {
+BlobDescProto BlobProto(std::string name, DataType type,
+                        std::vector<int64_t> shape, bool is_dynamic) {
   BlobDescProto blob;
   blob.set_name(std::move(name));
   blob.set_data_type(type);

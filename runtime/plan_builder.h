@@ -37,8 +37,8 @@ struct TaskDef {
 AttrValue FloatAttr(double value);
 AttrValue IntAttr(int64_t value);
 AttrValue StringAttr(std::string value);
-BlobDescProto BlobProto(std::string name, DataType type, std::vector<int64_t> shape,
-                   bool is_dynamic = false);
+BlobDescProto BlobProto(std::string name, DataType type,
+                        std::vector<int64_t> shape, bool is_dynamic = false);
 
 // Numbers the tasks 1..n in order (task i's output is regst_desc 10 * i)
 // and fills in producer and consumer lists, so the result is consistent

@@ -33,8 +33,7 @@ struct Producer {
 // Init'ed in topological order, so each sees its inputs' blobs.
 class Validator {
  public:
-  Validator(const Plan& plan, DeviceProbe probe,
-            const KernelBindings& bindings)
+  Validator(const Plan& plan, DeviceProbe probe, const KernelBindings& bindings)
       : plan_(plan), probe_(std::move(probe)), bindings_(bindings) {}
 
   // `compiled` (may be null) receives the kernels and blobs; they are
@@ -345,8 +344,8 @@ class Validator {
       if (gpu_unusable_.count(t) && !cuda::BuiltWithCuda()) return;
       Problem(absl::StrCat(
           Label(t), ": kernel.op_type: unknown op_type '", op_type,
-          "' (known: ", absl::StrJoin(bindings_.op_types(DeviceKind::kCpu), ", "),
-          ")"));
+          "' (known: ",
+          absl::StrJoin(bindings_.op_types(DeviceKind::kCpu), ", "), ")"));
       return;
     }
     if (!bindings_.Has(op_type, device)) {
@@ -372,11 +371,11 @@ class Validator {
     std::vector<KernelIo> output_ios;
     for (const auto& [name, desc] : outputs) {
       auto declared = declared_.find(desc->regst_desc_id());
-      output_ios.push_back(
-          {name, desc->regst_desc_id(),
-           declared == declared_.end() ? std::vector<BlobDesc>()
-                                       : declared->second,
-           declared != declared_.end()});
+      output_ios.push_back({name, desc->regst_desc_id(),
+                            declared == declared_.end()
+                                ? std::vector<BlobDesc>()
+                                : declared->second,
+                            declared != declared_.end()});
     }
     auto kernel = bindings_.Create(op_type, device);
     if (!kernel.ok()) {
@@ -420,9 +419,8 @@ class Validator {
       std::vector<std::string> names;
       for (const BlobDesc& blob : inferred) names.push_back(blob.ToString());
       return absl::StrCat("the plan states ", stated.size(),
-                          " blobs, but shape inference gives ",
-                          inferred.size(), " (",
-                          absl::StrJoin(names, "; "), ")");
+                          " blobs, but shape inference gives ", inferred.size(),
+                          " (", absl::StrJoin(names, "; "), ")");
     }
     for (size_t b = 0; b < stated.size(); ++b) {
       const BlobDesc& s = stated[b];
@@ -433,17 +431,15 @@ class Validator {
                             "', but shape inference gives '", i.name, "'");
       }
       if (s.data_type != i.data_type) {
-        return absl::StrCat(blob, ".data_type: the plan states ",
-                            DataTypeName(s.data_type),
-                            ", but shape inference gives ",
-                            DataTypeName(i.data_type));
+        return absl::StrCat(
+            blob, ".data_type: the plan states ", DataTypeName(s.data_type),
+            ", but shape inference gives ", DataTypeName(i.data_type));
       }
       if (s.shape.size() != i.shape.size()) {
-        return absl::StrCat(blob, ".shape: the plan states ",
-                            ShapeString(s.shape), " (rank ", s.shape.size(),
-                            "), but shape inference gives ",
-                            ShapeString(i.shape), " (rank ", i.shape.size(),
-                            ")");
+        return absl::StrCat(
+            blob, ".shape: the plan states ", ShapeString(s.shape), " (rank ",
+            s.shape.size(), "), but shape inference gives ",
+            ShapeString(i.shape), " (rank ", i.shape.size(), ")");
       }
       for (size_t d = 0; d < s.shape.size(); ++d) {
         if (s.shape[d] != i.shape[d]) {
@@ -473,9 +469,10 @@ class Validator {
     }
     std::vector<std::string> names;
     for (const BlobDesc& blob : inferred) names.push_back(blob.ToString());
-    return absl::StrCat("elem_cnt: is ", elem_cnt,
-                        " (float32 values), but shape inference gives ",
-                        names.empty() ? "no blobs" : absl::StrJoin(names, "; "));
+    return absl::StrCat(
+        "elem_cnt: is ", elem_cnt,
+        " (float32 values), but shape inference gives ",
+        names.empty() ? "no blobs" : absl::StrJoin(names, "; "));
   }
 
   // Kahn's algorithm; whatever it cannot order lies on a cycle or behind
@@ -598,10 +595,9 @@ std::string DescribeShapes(const CompiledPlan& compiled) {
   std::string text;
   for (const TaskProto& task : compiled.plan.task()) {
     for (const auto& [name, desc] : SortedOutputs(task)) {
-      std::string head = absl::StrCat(TaskLabel(task), " ", name,
-                                      " (regst_desc ", desc->regst_desc_id(),
-                                      ", register_num ", desc->register_num(),
-                                      "): ");
+      std::string head = absl::StrCat(
+          TaskLabel(task), " ", name, " (regst_desc ", desc->regst_desc_id(),
+          ", register_num ", desc->register_num(), "): ");
       const std::vector<BlobDesc>& blobs =
           compiled.blobs.at(desc->regst_desc_id());
       if (blobs.empty()) {

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "runtime/run_trace.h"
 #include "actor/kernel.h"
 #include "proto/plan.pb.h"
+#include "runtime/run_trace.h"
 #include "thread/channel.h"
 
 namespace actorflow {

@@ -94,8 +94,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(
   return session;
 }
 
-Session::Session(std::unique_ptr<CompiledPlan> compiled,
-                 SessionOptions options)
+Session::Session(std::unique_ptr<CompiledPlan> compiled, SessionOptions options)
     : compiled_(std::move(compiled)), options_(std::move(options)) {}
 
 absl::Status Session::Build() {
@@ -259,7 +258,8 @@ void Session::Handle(const ActorMsg& msg) {
     for (auto& [name, descs] : specs_[msg.dst].inputs) {
       consumed.insert(consumed.end(), descs.begin(), descs.end());
     }
-    actors_[msg.dst] = std::make_unique<Actor>(std::move(specs_[msg.dst]), env_);
+    actors_[msg.dst] =
+        std::make_unique<Actor>(std::move(specs_[msg.dst]), env_);
     Actor* actor = actors_[msg.dst].get();
     // Read only by peers on this same thread, after every actor is
     // constructed (Create waits for that before any run).
@@ -280,8 +280,8 @@ void Session::Handle(const ActorMsg& msg) {
 absl::Status Session::SendCmd(int32_t actor, ActorCmd cmd) {
   absl::Status status = bus_->Send(ActorMsg::Cmd(actor, cmd));
   if (status.ok()) return status;
-  status = absl::InternalError(absl::StrCat(
-      "runtime: message to actor ", actor, " refused: ", status.message()));
+  status = absl::InternalError(absl::StrCat("runtime: message to actor ", actor,
+                                            " refused: ", status.message()));
   monitor_->ReportFailure(status);
   return status;
 }
@@ -347,9 +347,8 @@ absl::StatusOr<RunStats> Session::Wait() {
     trace_.origin_ns = run_start_ns_;
     trace_.tasks.clear();
     for (size_t a = 0; a < actors_.size(); ++a) {
-      trace_.tasks.push_back({actors_[a]->task().name(),
-                              streams_[a].ToString(), async_actor_[a],
-                              actors_[a]->trace()});
+      trace_.tasks.push_back({actors_[a]->task().name(), streams_[a].ToString(),
+                              async_actor_[a], actors_[a]->trace()});
     }
   }
   absl::Status failed = monitor_->status();
@@ -390,8 +389,8 @@ absl::StatusOr<Session::Port*> Session::FindPort(absl::string_view name,
   }
   const char* kind = feed ? "feed" : "fetch";
   return absl::NotFoundError(absl::StrCat(
-      "no ", kind, " task named '", name, "' (", kind, " tasks: ",
-      names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
+      "no ", kind, " task named '", name, "' (", kind,
+      " tasks: ", names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
 }
 
 absl::Status Session::Feed(absl::string_view name, const Tensor& tensor) {
@@ -408,8 +407,8 @@ absl::Status Session::FeedImpl(absl::string_view name, const Tensor& tensor,
   if (!found.ok()) return found.status();
   Port& port = **found;
   const BlobDesc& blob = *port.blob;
-  std::string where = absl::StrCat("feed '", port.name, "': blob '",
-                                   blob.name, "': ");
+  std::string where =
+      absl::StrCat("feed '", port.name, "': blob '", blob.name, "': ");
   if (tensor.data_type() != blob.data_type) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, "the tensor is ", DataTypeName(tensor.data_type()),
@@ -417,18 +416,18 @@ absl::Status Session::FeedImpl(absl::string_view name, const Tensor& tensor,
   }
   if (tensor.shape().size() != blob.shape.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        where, "the tensor has shape ", ShapeString(tensor.shape()),
-        ", rank ", tensor.shape().size(), "; the blob has rank ",
-        blob.shape.size(), " ", ShapeString(blob.shape)));
+        where, "the tensor has shape ", ShapeString(tensor.shape()), ", rank ",
+        tensor.shape().size(), "; the blob has rank ", blob.shape.size(), " ",
+        ShapeString(blob.shape)));
   }
   for (size_t d = 0; d < blob.shape.size(); ++d) {
     int64_t have = tensor.shape()[d];
     if (blob.is_dynamic ? have > blob.shape[d] : have != blob.shape[d]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, "dimension ", d, " of the tensor is ", have,
-          blob.is_dynamic ? ", above the blob's maximum "
-                          : ", but the blob's is ",
-          blob.shape[d], " (", ShapeString(blob.shape), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "dimension ", d, " of the tensor is ", have,
+                       blob.is_dynamic ? ", above the blob's maximum "
+                                       : ", but the blob's is ",
+                       blob.shape[d], " (", ShapeString(blob.shape), ")"));
     }
   }
   {
@@ -461,8 +460,7 @@ absl::Status Session::FeedImpl(absl::string_view name, const Tensor& tensor,
     return shaped;
   }
   if (tensor.byte_size() > 0) {
-    std::memcpy(view.mutable_raw_data(), tensor.raw_data(),
-                tensor.byte_size());
+    std::memcpy(view.mutable_raw_data(), tensor.raw_data(), tensor.byte_size());
   }
   port.feed.Submit(*regst);
   return SendCmd(port.actor, ActorCmd::kFed);

@@ -172,7 +172,11 @@ TEST_CASE("a shape that contradicts inference is refused", "[cli]") {
           producer_task_id: 1
           consumer_task_id: [ 2 ]
           register_num: 1
-          blob { name: "x" data_type: DT_INT64 shape: [ 2, 3 ] }
+          blob {
+            name: "x"
+            data_type: DT_INT64
+            shape: [ 2, 3 ]
+          }
         }
       }
     }
@@ -181,7 +185,10 @@ TEST_CASE("a shape that contradicts inference is refused", "[cli]") {
       name: "cast"
       kernel {
         op_type: "cast"
-        attr { key: "to" value { s: "int8" } }
+        attr {
+          key: "to"
+          value { s: "int8" }
+        }
       }
       consumed_regst_desc_id {
         key: "in"
@@ -193,7 +200,11 @@ TEST_CASE("a shape that contradicts inference is refused", "[cli]") {
           regst_desc_id: 20
           producer_task_id: 2
           register_num: 1
-          blob { name: "x" data_type: DT_INT8 shape: [ 3, 2 ] }
+          blob {
+            name: "x"
+            data_type: DT_INT8
+            shape: [ 3, 2 ]
+          }
         }
       }
     }
@@ -220,7 +231,11 @@ TEST_CASE("a plan with feeds is for a program, not the command", "[cli]") {
           producer_task_id: 1
           consumer_task_id: [ 2 ]
           register_num: 2
-          blob { name: "x" data_type: DT_FLOAT32 shape: [ 4 ] }
+          blob {
+            name: "x"
+            data_type: DT_FLOAT32
+            shape: [ 4 ]
+          }
         }
       }
     }

@@ -37,7 +37,8 @@ TEST_CASE("source: every element of piece p is value + p * step", "[kernels]") {
       0, true);
   for (int64_t p : {0, 1, 7, 1000}) {
     REQUIRE(h->Run(p).ok());
-    for (int i = 0; i < 4; ++i) CHECK(h->output_floats()[i] == 1.5f - 0.25f * p);
+    for (int i = 0; i < 4; ++i)
+      CHECK(h->output_floats()[i] == 1.5f - 0.25f * p);
   }
   auto defaults = Make(Task("source"), 0, true);
   REQUIRE(defaults->Run(9).ok());

@@ -131,7 +131,8 @@ TEST_CASE("kernels", "[validator]") {
     plan.mutable_task(1)->mutable_kernel()->set_op_type("sclae");
     CHECK(OnlyProblem(plan) ==
           "task 'mid' (task_id 2): kernel.op_type: unknown op_type 'sclae' "
-          "(known: add, cast, checksum, fail, feed, fetch, head, identity, scale, "
+          "(known: add, cast, checksum, fail, feed, fetch, head, identity, "
+          "scale, "
           "source, spin)");
   }
   SECTION("missing attribute") {

@@ -1,8 +1,10 @@
 // Session: a plan compiled once and run many times; feeding and fetching;
 // failures at the caller's next call; destruction mid-run; kernels bound
 // per session; no allocation per run.
-#include <catch2/catch.hpp>
+#include "runtime/session.h"
+
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -11,7 +13,6 @@
 #include "kernels/builtin_kernels.h"
 #include "runtime/plan_builder.h"
 #include "runtime/runtime.h"
-#include "runtime/session.h"
 #include "tests/allocation_counter.h"
 
 namespace actorflow {
@@ -106,7 +107,8 @@ TEST_CASE("kernels are created and Init'ed once per session", "[session]") {
   count.infer_output = true;
   TaskDef sink{.name = "sink", .op_type = "checksum", .inputs = {"count"}};
   sink.has_output = false;
-  auto session = MustCreate(MustBuild({src, count, sink}, 7), std::move(options));
+  auto session =
+      MustCreate(MustBuild({src, count, sink}, 7), std::move(options));
   CHECK(inits.load() == 1);
   for (int run = 0; run < 3; ++run) REQUIRE(session->Run(-1).ok());
   CHECK(inits.load() == 1);
@@ -181,9 +183,8 @@ TEST_CASE("feed and fetch: pieces in order, across threads", "[session]") {
       for (size_t i = 0; i < values.size(); ++i) {
         values[i] = p * 10 + static_cast<int32_t>(i);
       }
-      auto tensor =
-          Tensor::FromValues<int32_t>({static_cast<int64_t>(values.size())},
-                                      values);
+      auto tensor = Tensor::FromValues<int32_t>(
+          {static_cast<int64_t>(values.size())}, values);
       feeder_status = session->Feed("in", *tensor);
     }
     if (feeder_status.ok()) feeder_status = session->CloseFeeds();
@@ -225,8 +226,7 @@ TEST_CASE("feed and fetch: pieces in order, across threads", "[session]") {
   CHECK(next->pieces == 1);
 }
 
-TEST_CASE("a full feed blocks until the plan frees a register",
-          "[session]") {
+TEST_CASE("a full feed blocks until the plan frees a register", "[session]") {
   // feed -> identity -> fetch, two registers each: the caller can be four
   // pieces ahead of its fetches (two in the identity's registers, held by
   // the fetch; two in the feed's, which the identity cannot take while its
@@ -352,8 +352,7 @@ TEST_CASE("Run's error names the task and piece, and sticks", "[session]") {
   CHECK(session->Run(1).status() == failed.status());
 }
 
-TEST_CASE("calls that cannot work are refused with the reason",
-          "[session]") {
+TEST_CASE("calls that cannot work are refused with the reason", "[session]") {
   auto fetching = MustCreate(FeedFetch(DT_INT32, 2, false, 2));
   CHECK(fetching->Run(1).status().message() ==
         "Run: the plan has feed or fetch tasks (in, out); drive it with "
@@ -387,7 +386,9 @@ TEST_CASE("calls that cannot work are refused with the reason",
   TaskDef sink{.name = "sink", .op_type = "checksum", .inputs = {"add"}};
   sink.has_output = false;
   src.elem_cnt = 1;
-  CHECK(Session::Create(MustBuild({feed, src, add, sink}, 1)).status().message() ==
+  CHECK(Session::Create(MustBuild({feed, src, add, sink}, 1))
+            .status()
+            .message() ==
         "plan: has feeds (task 'in' (task_id 1)) and other sources (task "
         "'src' (task_id 2)); a plan with feeds takes every piece from its "
         "feeds");

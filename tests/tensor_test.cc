@@ -1,6 +1,8 @@
 // Data types, blob descriptions, register layout, typed views and their
 // errors (word for word), host tensors, element conversion, and the typed
 // built-in kernels (cast, head, checksum, identity) one piece at a time.
+#include "runtime/tensor.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -15,7 +17,6 @@
 #include "actor/regst.h"
 #include "kernels/convert.h"
 #include "runtime/plan_builder.h"
-#include "runtime/tensor.h"
 
 namespace actorflow {
 namespace {
@@ -123,8 +124,7 @@ struct OneRegst {
 };
 
 TEST_CASE("views: typed access checks the element type", "[tensor]") {
-  OneRegst r({{"img", DT_UINT8, {2, 3}, false},
-              {"len", DT_INT64, {4}, true}});
+  OneRegst r({{"img", DT_UINT8, {2, 3}, false}, {"len", DT_INT64, {4}, true}});
   RegstView out(r.regst.get());
   ConstRegstView in(r.regst.get());
   REQUIRE(out.num_blobs() == 2);
@@ -150,8 +150,8 @@ TEST_CASE("views: typed access checks the element type", "[tensor]") {
 }
 
 TEST_CASE("views: a dynamic blob's shape is set per piece", "[tensor]") {
-  OneRegst r({{"img", DT_UINT8, {2, 3}, false},
-              {"len", DT_INT64, {4, 2}, true}});
+  OneRegst r(
+      {{"img", DT_UINT8, {2, 3}, false}, {"len", DT_INT64, {4, 2}, true}});
   RegstView out(r.regst.get());
   TensorView len = out.blob("len");
   CHECK(len.elem_cnt() == 8);  // the maximum until set
@@ -164,8 +164,9 @@ TEST_CASE("views: a dynamic blob's shape is set per piece", "[tensor]") {
   CHECK(len.set_shape({5, 2}).message() ==
         "blob 'len' (regst_desc 42): shape [5, 2]: dimension 0 is 5, outside "
         "[0, 4]");
-  CHECK(len.set_shape({2}).message() ==
-        "blob 'len' (regst_desc 42): shape [2] has rank 1, the blob has rank 2");
+  CHECK(
+      len.set_shape({2}).message() ==
+      "blob 'len' (regst_desc 42): shape [2] has rank 1, the blob has rank 2");
   CHECK(out.blob("img").set_shape({1, 3}).message() ==
         "blob 'img' (regst_desc 42): shape [1, 3]: dimension 0 is 1, but the "
         "blob is static with [2, 3]");
@@ -249,8 +250,8 @@ TEST_CASE("cast: attr errors", "[tensor][kernels]") {
   CHECK(bad.status().message() ==
         "kernel.attr['to']: unknown data type 'half' (known: float32, "
         "float64, int8, uint8, int32, int64, bool)");
-  auto missing = KernelHarness::Create(
-      Task("cast"), {{{"x", DT_FLOAT32, {2}, false}}}, true);
+  auto missing = KernelHarness::Create(Task("cast"),
+                                       {{{"x", DT_FLOAT32, {2}, false}}}, true);
   CHECK(missing.status().message() ==
         "kernel.attr['to']: missing; cast needs a string (s)");
   auto wrong = KernelHarness::Create(Task("cast", {{"to", IntAttr(3)}}),
@@ -296,11 +297,11 @@ TEST_CASE("head: piece p keeps 1 + p % mod rows", "[tensor][kernels]") {
 
 TEST_CASE("checksum sums the valid elements of every blob of any type",
           "[tensor][kernels]") {
-  auto h = KernelHarness::Create(
-      Task("checksum"),
-      {{{"a", DT_INT8, {3}, false}, {"b", DT_BOOL, {2}, false},
-        {"c", DT_INT64, {4}, true}}},
-      false);
+  auto h = KernelHarness::Create(Task("checksum"),
+                                 {{{"a", DT_INT8, {3}, false},
+                                   {"b", DT_BOOL, {2}, false},
+                                   {"c", DT_INT64, {4}, true}}},
+                                 false);
   REQUIRE(h.ok());
   RegstView in = (*h)->input(0);
   auto a = in.blob("a").mutable_data<int8_t>();
@@ -327,10 +328,10 @@ TEST_CASE("element-wise kernels: types they refuse, word for word",
             .message() ==
         "consumed_regst_desc_id['in']: blob 'x' of regst_desc 1 is int32; "
         "scale takes float32, float64");
-  CHECK(KernelHarness::Create(Task("add"),
-                              {{{"x", DT_FLOAT64, {2}, false}},
-                               {{"y", DT_FLOAT32, {2}, false}}},
-                              true)
+  CHECK(KernelHarness::Create(
+            Task("add"),
+            {{{"x", DT_FLOAT64, {2}, false}}, {{"y", DT_FLOAT32, {2}, false}}},
+            true)
             .status()
             .message() ==
         "consumed_regst_desc_id['in']: add needs inputs with the same blobs, "
@@ -359,10 +360,9 @@ TEST_CASE("identity and add keep types and shapes", "[tensor][kernels]") {
   CHECK(std::vector<uint8_t>(copied->begin(), copied->end()) ==
         std::vector<uint8_t>(img->begin(), img->end()));
 
-  auto add = KernelHarness::Create(Task("add"),
-                                   {{{"x", DT_FLOAT64, {3}, false}},
-                                    {{"y", DT_FLOAT64, {3}, false}}},
-                                   true);
+  auto add = KernelHarness::Create(
+      Task("add"),
+      {{{"x", DT_FLOAT64, {3}, false}}, {{"y", DT_FLOAT64, {3}, false}}}, true);
   REQUIRE(add.ok());
   for (int k = 0; k < 2; ++k) {
     auto in = (*add)->input(k).blob(0).mutable_data<double>();

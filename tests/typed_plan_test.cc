@@ -18,7 +18,9 @@
 namespace actorflow {
 namespace {
 
-absl::Status NoGpu(int) { return absl::UnavailableError("no GPU in this test"); }
+absl::Status NoGpu(int) {
+  return absl::UnavailableError("no GPU in this test");
+}
 
 std::vector<std::string> Problems(const Plan& plan) {
   return ValidatePlan(plan, NoGpu);

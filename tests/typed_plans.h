@@ -41,7 +41,8 @@ inline Plan TypeChain(DataType type, Streams streams, int64_t pieces) {
   const bool gpu = streams == Streams::kGpu;
   auto task = [&](std::string name, std::string op, std::vector<std::string> in,
                   int stream) {
-    TaskDef def{.name = std::move(name), .op_type = std::move(op),
+    TaskDef def{.name = std::move(name),
+                .op_type = std::move(op),
                 .inputs = std::move(in)};
     def.stream_index = stream;
     def.host_async = streams == Streams::kHostAsync;

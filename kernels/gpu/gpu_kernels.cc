@@ -28,9 +28,7 @@ gpu::ElemType ElemTypeOf(DataType type) {
   return static_cast<gpu::ElemType>(type);
 }
 
-absl::Status Launched(const char* what) {
-  return cuda::LastLaunchError(what);
-}
+absl::Status Launched(const char* what) { return cuda::LastLaunchError(what); }
 
 class GpuSourceKernel final : public SourceKernel {
  public:
@@ -46,8 +44,8 @@ class GpuSourceKernel final : public SourceKernel {
         std::memcpy(&pattern, &element, sizeof(T));
       });
       gpu::LaunchFill(blob.mutable_raw_data(), blob.elem_cnt(),
-                      static_cast<int>(DataTypeSize(blob.data_type())),
-                      pattern, ctx->cuda_stream());
+                      static_cast<int>(DataTypeSize(blob.data_type())), pattern,
+                      ctx->cuda_stream());
       absl::Status status = Launched("source: fill kernel launch");
       if (!status.ok()) return status;
     }
