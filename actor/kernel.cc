@@ -102,63 +102,61 @@ absl::StatusOr<const AttrValue*> KernelInitContext::TypedAttr(
   return value;
 }
 
+namespace {
+
+// An attribute's value from TypedAttr's answer: `fallback` when absent.
+template <typename T, typename Get>
+absl::StatusOr<T> ValueOr(absl::StatusOr<const AttrValue*> value, Get get,
+                          T fallback) {
+  if (!value.ok()) return value.status();
+  return *value == nullptr ? fallback : T(get(**value));
+}
+
+double GetF(const AttrValue& v) { return v.f(); }
+int64_t GetI(const AttrValue& v) { return v.i(); }
+const std::string& GetS(const AttrValue& v) { return v.s(); }
+bool GetB(const AttrValue& v) { return v.b(); }
+
+}  // namespace
+
 absl::StatusOr<double> KernelInitContext::FloatAttr(
     absl::string_view name) const {
-  absl::StatusOr<const AttrValue*> value = TypedAttr(name, AttrValue::kF, true);
-  if (!value.ok()) return value.status();
-  return (*value)->f();
+  return ValueOr(TypedAttr(name, AttrValue::kF, true), GetF, 0.0);
 }
 
 absl::StatusOr<double> KernelInitContext::FloatAttrOr(absl::string_view name,
                                                       double fallback) const {
-  absl::StatusOr<const AttrValue*> value =
-      TypedAttr(name, AttrValue::kF, false);
-  if (!value.ok()) return value.status();
-  return *value == nullptr ? fallback : (*value)->f();
+  return ValueOr(TypedAttr(name, AttrValue::kF, false), GetF, fallback);
 }
 
 absl::StatusOr<int64_t> KernelInitContext::IntAttr(
     absl::string_view name) const {
-  absl::StatusOr<const AttrValue*> value = TypedAttr(name, AttrValue::kI, true);
-  if (!value.ok()) return value.status();
-  return (*value)->i();
+  return ValueOr(TypedAttr(name, AttrValue::kI, true), GetI, int64_t{0});
 }
 
 absl::StatusOr<int64_t> KernelInitContext::IntAttrOr(absl::string_view name,
                                                      int64_t fallback) const {
-  absl::StatusOr<const AttrValue*> value =
-      TypedAttr(name, AttrValue::kI, false);
-  if (!value.ok()) return value.status();
-  return *value == nullptr ? fallback : (*value)->i();
+  return ValueOr(TypedAttr(name, AttrValue::kI, false), GetI, fallback);
 }
 
 absl::StatusOr<std::string> KernelInitContext::StringAttr(
     absl::string_view name) const {
-  absl::StatusOr<const AttrValue*> value = TypedAttr(name, AttrValue::kS, true);
-  if (!value.ok()) return value.status();
-  return (*value)->s();
+  return ValueOr(TypedAttr(name, AttrValue::kS, true), GetS, std::string());
 }
 
 absl::StatusOr<std::string> KernelInitContext::StringAttrOr(
     absl::string_view name, std::string fallback) const {
-  absl::StatusOr<const AttrValue*> value =
-      TypedAttr(name, AttrValue::kS, false);
-  if (!value.ok()) return value.status();
-  return *value == nullptr ? fallback : (*value)->s();
+  return ValueOr(TypedAttr(name, AttrValue::kS, false), GetS,
+                 std::move(fallback));
 }
 
 absl::StatusOr<bool> KernelInitContext::BoolAttr(absl::string_view name) const {
-  absl::StatusOr<const AttrValue*> value = TypedAttr(name, AttrValue::kB, true);
-  if (!value.ok()) return value.status();
-  return (*value)->b();
+  return ValueOr(TypedAttr(name, AttrValue::kB, true), GetB, false);
 }
 
 absl::StatusOr<bool> KernelInitContext::BoolAttrOr(absl::string_view name,
                                                    bool fallback) const {
-  absl::StatusOr<const AttrValue*> value =
-      TypedAttr(name, AttrValue::kB, false);
-  if (!value.ok()) return value.status();
-  return *value == nullptr ? fallback : (*value)->b();
+  return ValueOr(TypedAttr(name, AttrValue::kB, false), GetB, fallback);
 }
 
 absl::StatusOr<const AttrList*> KernelInitContext::ListAttr(

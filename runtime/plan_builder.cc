@@ -32,6 +32,18 @@ BlobDescProto BlobProto(std::string name, DataType type,
   return blob;
 }
 
+TaskProto KernelTask(const std::string& op_type,
+                     const std::map<std::string, AttrValue>& attrs) {
+  TaskProto task;
+  task.set_task_id(1);
+  task.set_name(op_type);
+  task.mutable_kernel()->set_op_type(op_type);
+  for (const auto& [key, value] : attrs) {
+    (*task.mutable_kernel()->mutable_attr())[key] = value;
+  }
+  return task;
+}
+
 absl::StatusOr<Plan> BuildPlan(const std::vector<TaskDef>& tasks,
                                int64_t total_piece_num) {
   std::map<std::string, int64_t> id_of;

@@ -40,6 +40,11 @@ AttrValue StringAttr(std::string value);
 BlobDescProto BlobProto(std::string name, DataType type,
                         std::vector<int64_t> shape, bool is_dynamic = false);
 
+// One task with this kernel, outside any plan (task_id 1, named after its
+// op_type): what KernelHarness runs.
+TaskProto KernelTask(const std::string& op_type,
+                     const std::map<std::string, AttrValue>& attrs = {});
+
 // Numbers the tasks 1..n in order (task i's output is regst_desc 10 * i)
 // and fills in producer and consumer lists, so the result is consistent
 // by construction. Errors: an input naming no earlier-or-later task, or a

@@ -393,19 +393,9 @@ absl::StatusOr<Session::Port*> Session::FindPort(absl::string_view name,
       " tasks: ", names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
 }
 
-absl::Status Session::Feed(absl::string_view name, const Tensor& tensor) {
-  return FeedImpl(name, tensor, /*block=*/true);
-}
-
-absl::Status Session::TryFeed(absl::string_view name, const Tensor& tensor) {
-  return FeedImpl(name, tensor, /*block=*/false);
-}
-
-absl::Status Session::FeedImpl(absl::string_view name, const Tensor& tensor,
-                               bool block) {
-  absl::StatusOr<Port*> found = FindPort(name, /*feed=*/true);
-  if (!found.ok()) return found.status();
-  Port& port = **found;
+// The same data type and rank as the feed's blob, and its shape (a dynamic
+// blob: no dimension above its maximum).
+absl::Status Session::TensorFits(const Port& port, const Tensor& tensor) {
   const BlobDesc& blob = *port.blob;
   std::string where =
       absl::StrCat("feed '", port.name, "': blob '", blob.name, "': ");
@@ -430,15 +420,34 @@ absl::Status Session::FeedImpl(absl::string_view name, const Tensor& tensor,
                        blob.shape[d], " (", ShapeString(blob.shape), ")"));
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    absl::Status failed = monitor_->status();
-    if (!failed.ok()) return failed;
-    if (!running_) {
-      absl::Status started = StartLocked(-1);
-      if (!started.ok()) return started;
-    }
-  }
+  return absl::OkStatus();
+}
+
+// A feed plan's first Feed (or CloseFeed) starts its run.
+absl::Status Session::EnsureRunning() {
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::Status failed = monitor_->status();
+  if (!failed.ok()) return failed;
+  return running_ ? absl::OkStatus() : StartLocked(-1);
+}
+
+absl::Status Session::Feed(absl::string_view name, const Tensor& tensor) {
+  return FeedImpl(name, tensor, /*block=*/true);
+}
+
+absl::Status Session::TryFeed(absl::string_view name, const Tensor& tensor) {
+  return FeedImpl(name, tensor, /*block=*/false);
+}
+
+absl::Status Session::FeedImpl(absl::string_view name, const Tensor& tensor,
+                               bool block) {
+  absl::StatusOr<Port*> found = FindPort(name, /*feed=*/true);
+  if (!found.ok()) return found.status();
+  Port& port = **found;
+  absl::Status fits = TensorFits(port, tensor);
+  if (!fits.ok()) return fits;
+  absl::Status running = EnsureRunning();
+  if (!running.ok()) return running;
   absl::StatusOr<Regst*> regst =
       block ? port.feed.Acquire() : port.feed.TryAcquire();
   if (!regst.ok()) {
@@ -469,16 +478,9 @@ absl::Status Session::FeedImpl(absl::string_view name, const Tensor& tensor,
 absl::Status Session::CloseFeed(absl::string_view name) {
   absl::StatusOr<Port*> found = FindPort(name, /*feed=*/true);
   if (!found.ok()) return found.status();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    absl::Status failed = monitor_->status();
-    if (!failed.ok()) return failed;
-    // Closing before feeding anything is a run of no pieces.
-    if (!running_) {
-      absl::Status started = StartLocked(-1);
-      if (!started.ok()) return started;
-    }
-  }
+  // Closing before feeding anything is a run of no pieces.
+  absl::Status running = EnsureRunning();
+  if (!running.ok()) return running;
   if (!(*found)->feed.Close()) return absl::OkStatus();
   return SendCmd((*found)->actor, ActorCmd::kFed);
 }

@@ -154,6 +154,8 @@ class Session final : public MsgHandler<ActorMsg> {
   absl::StatusOr<Port*> FindPort(absl::string_view name, bool feed);
   absl::Status FeedImpl(absl::string_view name, const Tensor& tensor,
                         bool block);
+  static absl::Status TensorFits(const Port& port, const Tensor& tensor);
+  absl::Status EnsureRunning();
   absl::Status SendCmd(int32_t actor, ActorCmd cmd);
 
   std::unique_ptr<CompiledPlan> compiled_;

@@ -13,14 +13,7 @@ namespace {
 
 TaskProto Task(const std::string& op_type,
                std::map<std::string, AttrValue> attrs = {}) {
-  TaskProto task;
-  task.set_task_id(1);
-  task.set_name(op_type);
-  task.mutable_kernel()->set_op_type(op_type);
-  for (const auto& [key, value] : attrs) {
-    (*task.mutable_kernel()->mutable_attr())[key] = value;
-  }
-  return task;
+  return KernelTask(op_type, attrs);
 }
 
 std::unique_ptr<KernelHarness> Make(const TaskProto& task, int inputs,

@@ -88,6 +88,31 @@ TEST_CASE("a session runs its plan again and again", "[session]") {
   CHECK(sink.checksum == once->sinks.at("sink").checksum);
 }
 
+TEST_CASE("two runs of a piece-independent plan give equal results",
+          "[session]") {
+  // step 0: every piece is the same, so each run adds the same checksum.
+  TaskDef src{.name = "src", .op_type = "source"};
+  src.attrs = {{"value", FloatAttr(1.25)}, {"step", FloatAttr(0)}};
+  src.blobs = {BlobProto("x", DT_FLOAT64, {3, 2})};
+  TaskDef cast{.name = "cast", .op_type = "cast", .inputs = {"src"}};
+  cast.attrs["to"] = StringAttr("int32");
+  cast.infer_output = true;
+  cast.stream_index = 1;
+  TaskDef sink{.name = "sink", .op_type = "checksum", .inputs = {"cast"}};
+  sink.has_output = false;
+  auto session = MustCreate(MustBuild({src, cast, sink}, 25));
+  std::vector<double> totals;
+  for (int run = 0; run < 3; ++run) {
+    auto stats = session->Run(-1);
+    REQUIRE(stats.ok());
+    CHECK(stats->pieces == 25);
+    CHECK(stats->acts == 75);
+    totals.push_back(session->Sinks().at("sink").checksum);
+  }
+  // int32(1.25) = 1, six elements, 25 pieces: 150 per run.
+  CHECK(totals == std::vector<double>{150, 300, 450});
+}
+
 TEST_CASE("kernels are created and Init'ed once per session", "[session]") {
   std::atomic<int> inits{0};
   std::atomic<int> forwards{0};

@@ -23,14 +23,7 @@ namespace {
 
 TaskProto Task(const std::string& op_type,
                std::map<std::string, AttrValue> attrs = {}) {
-  TaskProto task;
-  task.set_task_id(1);
-  task.set_name(op_type);
-  task.mutable_kernel()->set_op_type(op_type);
-  for (const auto& [key, value] : attrs) {
-    (*task.mutable_kernel()->mutable_attr())[key] = value;
-  }
-  return task;
+  return KernelTask(op_type, attrs);
 }
 
 TEST_CASE("data types: names, sizes, parsing", "[tensor]") {
@@ -373,6 +366,39 @@ TEST_CASE("identity and add keep types and shapes", "[tensor][kernels]") {
   REQUIRE(sum.ok());
   for (int i = 0; i < 3; ++i) CHECK((*sum)[i] == 0.1 * (i + 1) + 0.2 * (i + 1));
   CHECK((*add)->output().blob(0).name() == "x");
+}
+
+TEST_CASE("attributes: strings, bools and lists, typed", "[tensor]") {
+  AttrValue ints, floats, strings;
+  for (int64_t i : {3, 1, 4}) ints.mutable_list()->add_i(i);
+  floats.mutable_list()->add_f(0.5);
+  for (const char* name : {"a", "b"}) strings.mutable_list()->add_s(name);
+  AttrValue yes;
+  yes.set_b(true);
+  TaskProto task = Task("x", {{"name", StringAttr("img")},
+                              {"flag", yes},
+                              {"ints", ints},
+                              {"floats", floats},
+                              {"strings", strings}});
+  KernelInitContext ctx(task, {}, {});
+  CHECK(*ctx.StringAttr("name") == "img");
+  CHECK(*ctx.StringAttrOr("nope", "fallback") == "fallback");
+  CHECK(*ctx.BoolAttr("flag") == true);
+  CHECK(*ctx.BoolAttrOr("nope", false) == false);
+  CHECK(*ctx.IntListAttr("ints") == std::vector<int64_t>{3, 1, 4});
+  CHECK(*ctx.FloatListAttr("floats") == std::vector<double>{0.5});
+  CHECK(*ctx.StringListAttr("strings") == std::vector<std::string>{"a", "b"});
+  CHECK(ctx.IntListAttr("nope")->empty());
+  CHECK(ctx.BoolAttr("name").status().message() ==
+        "kernel.attr['name']: must be a bool (b), got a string (s)");
+  CHECK(ctx.StringAttr("nope").status().message() ==
+        "kernel.attr['nope']: missing; x needs a string (s)");
+  CHECK(ctx.IntListAttr("floats").status().message() ==
+        "kernel.attr['floats']: must be a list of i, got a list of f");
+  CHECK(ctx.FloatListAttr("flag").status().message() ==
+        "kernel.attr['flag']: must be a list (list), got a bool (b)");
+  CHECK(ctx.IntAttr("ints").status().message() ==
+        "kernel.attr['ints']: must be an int (i), got a list (list)");
 }
 
 }  // namespace
