@@ -458,21 +458,24 @@ class Validator {
     return "";
   }
 
-  // A descriptor stated only by elem_cnt means that many float32 values,
-  // however inference shapes them.
+  // elem_cnt alone (the form from before blobs) states a size only: on an
+  // output that inference describes, the blobs' element count must equal
+  // it, and their types, shapes and dynamic-ness are inference's. So an old
+  // plan gains a `cast` or `head` without restating its registers.
   std::string LegacyMismatch(const std::vector<BlobDesc>& inferred,
                              int64_t id) const {
     const int64_t elem_cnt = declared_.at(id)[0].elem_cnt();
-    if (inferred.size() == 1 && inferred[0].data_type == DT_FLOAT32 &&
-        !inferred[0].is_dynamic && inferred[0].elem_cnt() == elem_cnt) {
-      return "";
-    }
+    int64_t total = 0;
     std::vector<std::string> names;
-    for (const BlobDesc& blob : inferred) names.push_back(blob.ToString());
-    return absl::StrCat(
-        "elem_cnt: is ", elem_cnt,
-        " (float32 values), but shape inference gives ",
-        names.empty() ? "no blobs" : absl::StrJoin(names, "; "));
+    for (const BlobDesc& blob : inferred) {
+      total += blob.elem_cnt();
+      names.push_back(blob.ToString());
+    }
+    if (total == elem_cnt) return "";
+    return absl::StrCat("elem_cnt: is ", elem_cnt,
+                        ", but shape inference gives ", total, " elements (",
+                        names.empty() ? "no blobs" : absl::StrJoin(names, "; "),
+                        ")");
   }
 
   // Kahn's algorithm; whatever it cannot order lies on a cycle or behind

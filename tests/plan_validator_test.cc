@@ -172,8 +172,8 @@ TEST_CASE("kernels", "[validator]") {
     Out(plan, 1).set_elem_cnt(8);
     CHECK(OnlyProblem(plan) ==
           "task 'mid' (task_id 2): produced_regst_desc['out'] (regst_desc 20): "
-          "elem_cnt: is 8 (float32 values), but shape inference gives data: "
-          "float32 [4]");
+          "elem_cnt: is 8, but shape inference gives 4 elements (data: "
+          "float32 [4])");
   }
   SECTION("input under another name") {
     auto* consumed = plan.mutable_task(2)->mutable_consumed_regst_desc_id();

@@ -133,17 +133,36 @@ TEST_CASE("a stated output must match inference, word for word",
           "20): the plan states 2 blobs, but shape inference gives 1 (img: "
           "float32 [4, 3])");
   }
-  SECTION("elem_cnt alone means float32 values") {
+  SECTION("elem_cnt alone states a size; inference gives the rest") {
     cast.set_elem_cnt(12);
-    CHECK(Problems(plan).empty());  // 12 float32 values: agrees
-    Out(plan, 0).clear_blob();
-    Out(plan, 0).set_elem_cnt(12);  // the source is float32 now
-    (*plan.mutable_task(1)->mutable_kernel()->mutable_attr())["to"] =
-        StringAttr("int32");
+    CHECK(Problems(plan).empty());
+    CompileOptions options;
+    options.probe = NoGpu;
+    auto compiled = CompilePlan(plan, options);
+    REQUIRE(compiled.ok());
+    CHECK((*compiled)->blobs.at(20)[0].ToString() == "img: float32 [4, 3]");
+    cast.set_elem_cnt(10);
     CHECK(OnlyProblem(plan) ==
           "task 'cast' (task_id 2): produced_regst_desc['out'] (regst_desc "
-          "20): elem_cnt: is 12 (float32 values), but shape inference gives "
-          "data: int32 [12]");
+          "20): elem_cnt: is 10, but shape inference gives 12 elements (img: "
+          "float32 [4, 3])");
+  }
+  SECTION("an old plan gains cast and head without restating registers") {
+    // Every output stated by elem_cnt, as plans from before blobs are.
+    Out(plan, 0).clear_blob();
+    Out(plan, 0).set_elem_cnt(12);
+    (*plan.mutable_task(1)->mutable_kernel()->mutable_attr())["to"] =
+        StringAttr("int8");
+    cast.set_elem_cnt(12);
+    plan.mutable_task(2)->mutable_kernel()->set_op_type("head");
+    (*plan.mutable_task(2)->mutable_kernel()->mutable_attr())["mod"] =
+        IntAttr(5);
+    Out(plan, 2).set_elem_cnt(12);
+    CHECK(Problems(plan).empty());
+    auto result = RunPlan(plan);
+    REQUIRE(result.ok());
+    // Pieces 0, 1, 2 as int8, keeping 1, 2 and 3 of their 12 elements.
+    CHECK(result->sinks.at("sink").checksum == 0 * 1 + 1 * 2 + 2 * 3);
   }
   SECTION("elem_cnt and blobs that disagree") {
     Out(plan, 0).set_elem_cnt(10);
