@@ -238,8 +238,8 @@ void Actor::MaybeEnd() {
   if (state_ == State::kActing) {
     bool end = failed_ || env_.monitor->aborting();
     if (!end && is_source_) {
-      end = started_ &&
-            (feed_port_ != nullptr ? FeedEnded() : next_piece_ >= piece_end_);
+      end = started_ && (feed_port_ != nullptr ? feed_port_->Drained()
+                                               : next_piece_ >= piece_end_);
     }
     if (!end && ended_in_ > 0) {
       // An input that has ended and is empty can never feed another act.

@@ -147,8 +147,6 @@ class Actor {
   void Reset();
   // --- boundary actors (actor_boundary.cc) ---
   void ProgressBoundary();
-  // Whether a feed can make no more pieces this run.
-  bool FeedEnded();
   void AcceptReady(int16_t in_slot, Regst* regst);
   void Act();
   // A kernel that throws fails its task like one that returns an error.

@@ -35,6 +35,4 @@ void Actor::ProgressBoundary() {
   }
 }
 
-bool Actor::FeedEnded() { return feed_port_->Drained(); }
-
 }  // namespace actorflow

@@ -123,8 +123,7 @@ int Run(const std::string& path, int64_t pieces,
   if (!loaded.ok()) return Invalid({std::string(loaded.status().message())});
   std::vector<std::string> boundary;
   for (const TaskProto& task : loaded->task()) {
-    const std::string& op = task.kernel().op_type();
-    if (op == "feed" || op == "fetch") boundary.push_back(TaskLabel(task));
+    if (IsFeed(task) || IsFetch(task)) boundary.push_back(TaskLabel(task));
   }
   if (!boundary.empty()) {
     return Invalid({absl::StrCat(

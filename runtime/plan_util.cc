@@ -48,6 +48,12 @@ bool IsDeviceToHost(const TaskProto& task) {
   return task.kernel().op_type() == "d2h";
 }
 
+bool IsFeed(const TaskProto& task) { return task.kernel().op_type() == "feed"; }
+
+bool IsFetch(const TaskProto& task) {
+  return task.kernel().op_type() == "fetch";
+}
+
 std::string TaskLabel(const TaskProto& task) {
   return absl::StrCat("task '", task.name(), "' (task_id ", task.task_id(),
                       ")");

@@ -28,6 +28,11 @@ StreamKey ToStreamKey(const StreamId& stream);
 bool IsHostToDevice(const TaskProto& task);
 bool IsDeviceToHost(const TaskProto& task);
 
+// The boundary kernels, whose actors move registers to and from the caller
+// (Session) and which the command cannot run.
+bool IsFeed(const TaskProto& task);
+bool IsFetch(const TaskProto& task);
+
 // "task 'name' (task_id 3)": how every message refers to a task.
 std::string TaskLabel(const TaskProto& task);
 

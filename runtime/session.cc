@@ -72,11 +72,6 @@ absl::flat_hash_set<int64_t> HostSidesOfCopies(const Plan& plan) {
   return ids;
 }
 
-bool IsFeed(const TaskProto& task) { return task.kernel().op_type() == "feed"; }
-bool IsFetch(const TaskProto& task) {
-  return task.kernel().op_type() == "fetch";
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(
