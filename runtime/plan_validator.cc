@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <queue>
 #include <map>
 #include <set>
 
@@ -492,21 +493,20 @@ class Validator {
         preds[to].push_back(from);
       }
     }
-    std::vector<int> ready;
+    // Among the ready tasks, the first in plan order: kernels are Init'ed
+    // (and problems reported) in an order that does not depend on maps.
+    std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
     for (int t = 0; t < n; ++t) {
-      if (in_degree[t] == 0) ready.push_back(t);
+      if (in_degree[t] == 0) ready.push(t);
     }
     std::vector<bool> ordered(n, false);
-    // Plan order among the ready ones: a min-heap would do; plans are small
-    // enough that a sorted insert is clearer.
     while (!ready.empty()) {
-      std::sort(ready.begin(), ready.end(), std::greater<int>());
-      int t = ready.back();
-      ready.pop_back();
+      int t = ready.top();
+      ready.pop();
       ordered[t] = true;
       topological_order_.push_back(t);
       for (int to : edges_[t]) {
-        if (--in_degree[to] == 0) ready.push_back(to);
+        if (--in_degree[to] == 0) ready.push(to);
       }
     }
     std::set<int> on_reported_cycle;
