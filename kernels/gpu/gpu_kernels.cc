@@ -19,10 +19,14 @@
 namespace actorflow {
 namespace {
 
-static_assert(gpu::kFloat32 == DT_FLOAT32 && gpu::kFloat64 == DT_FLOAT64 &&
-              gpu::kInt8 == DT_INT8 && gpu::kUInt8 == DT_UINT8 &&
-              gpu::kInt32 == DT_INT32 && gpu::kInt64 == DT_INT64 &&
-              gpu::kBool == DT_BOOL);
+// launch.h numbers its element types as plan.proto does.
+constexpr bool Same(gpu::ElemType a, DataType b) {
+  return static_cast<int>(a) == static_cast<int>(b);
+}
+static_assert(Same(gpu::kFloat32, DT_FLOAT32) &&
+              Same(gpu::kFloat64, DT_FLOAT64) && Same(gpu::kInt8, DT_INT8) &&
+              Same(gpu::kUInt8, DT_UINT8) && Same(gpu::kInt32, DT_INT32) &&
+              Same(gpu::kInt64, DT_INT64) && Same(gpu::kBool, DT_BOOL));
 
 gpu::ElemType ElemTypeOf(DataType type) {
   return static_cast<gpu::ElemType>(type);
