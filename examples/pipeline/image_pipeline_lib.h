@@ -1,0 +1,39 @@
+#ifndef ACTORFLOW_EXAMPLES_PIPELINE_IMAGE_PIPELINE_LIB_H_
+#define ACTORFLOW_EXAMPLES_PIPELINE_IMAGE_PIPELINE_LIB_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "pipeline/pipeline.h"
+
+namespace actorflow::examples {
+
+// The image pipeline of //examples/pipeline:image_pipeline: read the files
+// of `dir`, decode to RGB, resize the shorter side to `resize` (0: keep),
+// random-crop `crop` x `crop`, flip half of them, normalize with the
+// ImageNet mean and std to float32 CHW, batch. Outputs "images" and
+// "labels".
+struct ImagePipelineConfig {
+  std::string dir;
+  int64_t resize = 256;
+  int64_t crop = 224;
+  int64_t shuffle_window = 0;
+};
+
+std::unique_ptr<pipeline::Pipeline> MakeImagePipeline(
+    const ImagePipelineConfig& config, pipeline::PipelineOptions options);
+
+// FNV-1a over a batch's bytes (every output's data and sample shapes),
+// folded into `hash`: order-sensitive, so equal checksums mean equal
+// batches in equal order.
+uint64_t HashBatch(const pipeline::BatchView& batch, uint64_t hash);
+constexpr uint64_t kHashSeed = 14695981039346656037ULL;
+// The hash as a JSON-safe integer (53 bits).
+inline uint64_t JsonChecksum(uint64_t hash) {
+  return hash & ((1ULL << 53) - 1);
+}
+
+}  // namespace actorflow::examples
+
+#endif  // ACTORFLOW_EXAMPLES_PIPELINE_IMAGE_PIPELINE_LIB_H_

@@ -1,0 +1,63 @@
+#ifndef ACTORFLOW_PIPELINE_DATASET_H_
+#define ACTORFLOW_PIPELINE_DATASET_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "pipeline/sample.h"
+
+// Where readers get samples: a list of files, or an IDX (MNIST format)
+// pair; and in what order an epoch visits them.
+namespace actorflow::pipeline {
+
+struct FileEntry {
+  std::string path;
+  int32_t label = 0;
+};
+
+// Image files (.jpg, .jpeg, .png, any case) under `dir`, sorted by path.
+// A file's label is the index of its first-level subdirectory among the
+// sorted first-level names that hold images, files directly in `dir`
+// counting as the name "" (so they come first): a directory of class
+// subdirectories gets labels 0..k-1. An error if `dir` cannot be read.
+absl::StatusOr<std::vector<FileEntry>> ListImageDirectory(
+    const std::string& dir);
+
+// A file list: one "path [label]" per line; relative paths are relative
+// to the list's directory; blank lines and lines starting with # skipped.
+absl::StatusOr<std::vector<FileEntry>> ReadFileList(const std::string& path);
+
+// The whole content of a file.
+absl::Status ReadWholeFile(const std::string& path, std::vector<uint8_t>* out);
+
+// Samples [begin, end) of `count` that shard `shard` of `shards` owns:
+// contiguous ranges that together cover every sample once.
+void ShardRange(int64_t count, int64_t shard, int64_t shards, int64_t* begin,
+                int64_t* end);
+
+// The order of an epoch over n samples: 0..n-1 when window <= 1, else
+// shuffled through a window of `window` samples (a sample leaves the window
+// at a random slot and the next one takes its place), seeded by seed and
+// epoch, so every epoch has its own order and each is reproducible.
+std::vector<int64_t> EpochOrder(int64_t n, int64_t window, uint64_t seed,
+                                int64_t epoch);
+
+// An IDX file (the MNIST format), gzip-compressed or not: unsigned bytes
+// with 1 to 4 dimensions.
+struct IdxArray {
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> data;
+};
+absl::StatusOr<IdxArray> ReadIdx(const std::string& path);
+// Only the dimensions (reads the header, not the data).
+absl::StatusOr<std::vector<int64_t>> ReadIdxHeader(const std::string& path);
+
+// Where Debian's dataset-fashion-mnist package puts the files.
+constexpr char kFashionMnistDir[] = "/usr/share/datasets/fashion-mnist";
+
+}  // namespace actorflow::pipeline
+
+#endif  // ACTORFLOW_PIPELINE_DATASET_H_

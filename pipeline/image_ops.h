@@ -1,0 +1,58 @@
+#ifndef ACTORFLOW_PIPELINE_IMAGE_OPS_H_
+#define ACTORFLOW_PIPELINE_IMAGE_OPS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "pipeline/sample.h"
+
+// The per-sample image operators, as plain functions: the pipeline's
+// stages call them, and so do the benchmark's sequential loop and its oneTBB
+// pipeline. Images are HWC (height, width, channels); every function checks
+// its input and names what is wrong with it.
+namespace actorflow::pipeline {
+
+// Bilinear resize of a uint8 or float32 HWC image to height x width, pixel
+// centres aligned (the half-pixel convention), edges clamped.
+absl::Status Resize(const SampleRef& in, int64_t height, int64_t width,
+                    Sample* out);
+// The size Resize should make so the shorter side becomes `shorter` and the
+// aspect ratio is kept (rounded to the nearest pixel, at least 1).
+void ShorterSideSize(int64_t height, int64_t width, int64_t shorter,
+                     int64_t* out_height, int64_t* out_width);
+
+// Where a crop window starts: centred, or uniformly at random from `rng`.
+struct CropWindow {
+  int64_t y = 0;
+  int64_t x = 0;
+};
+// The window of height x width inside an image of in_h x in_w: an error if
+// it does not fit.
+absl::Status PlaceCrop(int64_t in_h, int64_t in_w, int64_t height,
+                       int64_t width, bool random, SampleRng* rng,
+                       CropWindow* window);
+
+// Copies the window of height x width at `window` (any element type).
+absl::Status Crop(const SampleRef& in, const CropWindow& window, int64_t height,
+                  int64_t width, Sample* out);
+
+// Mirrors along the width (horizontal) and/or the height (vertical).
+absl::Status Flip(const SampleRef& in, bool horizontal, bool vertical,
+                  Sample* out);
+
+// uint8 HWC in, float32 CHW out: crops the window of height x width,
+// mirrors it horizontally when `mirror`, and maps each value v of channel c
+// to (v - mean[c]) / std[c]. mean and std hold one value, or one per
+// channel.
+absl::Status CropMirrorNormalize(const SampleRef& in, const CropWindow& window,
+                                 int64_t height, int64_t width, bool mirror,
+                                 const std::vector<float>& mean,
+                                 const std::vector<float>& stddev, Sample* out);
+
+// Element conversion as the `cast` kernel converts (kernels/convert.h).
+absl::Status CastSample(const SampleRef& in, DataType to, Sample* out);
+
+}  // namespace actorflow::pipeline
+
+#endif  // ACTORFLOW_PIPELINE_IMAGE_OPS_H_

@@ -1,0 +1,810 @@
+#include "pipeline/pipeline.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "pipeline/sample_ops.h"
+
+namespace actorflow::pipeline {
+namespace {
+
+constexpr char kScheduleTask[] = "schedule";
+
+bool IsReader(const std::string& op) {
+  return op == "file_reader" || op == "idx_reader";
+}
+bool IsDense(const std::string& op) {
+  return op == "cast" || op == "normalize";
+}
+
+StreamId CpuStream(int index) {
+  StreamId stream;
+  stream.set_stream_index(index);
+  return stream;
+}
+
+StreamId GpuStream(int index) {
+  StreamId stream;
+  stream.set_device_type(GPU);
+  stream.set_stream_index(index);
+  return stream;
+}
+
+AttrValue IntValue(int64_t v) {
+  AttrValue value;
+  value.set_i(v);
+  return value;
+}
+AttrValue StringValue(std::string v) {
+  AttrValue value;
+  value.set_s(std::move(v));
+  return value;
+}
+AttrValue BoolValue(bool v) {
+  AttrValue value;
+  value.set_b(v);
+  return value;
+}
+AttrValue IntList(const std::vector<int64_t>& v) {
+  AttrValue value;
+  for (int64_t x : v) value.mutable_list()->add_i(x);
+  return value;
+}
+AttrValue StringList(const std::vector<std::string>& v) {
+  AttrValue value;
+  for (const std::string& x : v) value.mutable_list()->add_s(x);
+  return value;
+}
+
+// Writes tasks and their registers, numbering both and keeping every
+// producer's consumer list in step with its consumers.
+class PlanWriter {
+ public:
+  TaskProto* AddTask(const std::string& name, const std::string& op_type,
+                     const StreamId& stream) {
+    TaskProto* task = plan_.add_task();
+    task->set_task_id(plan_.task_size());
+    task->set_name(name);
+    *task->mutable_stream() = stream;
+    task->mutable_kernel()->set_op_type(op_type);
+    return task;
+  }
+  // A produced register; its blobs come from shape inference unless given.
+  int64_t AddOutput(TaskProto* task, const std::string& key, int register_num,
+                    bool on_device, std::vector<BlobDescProto> blobs = {}) {
+    RegstDescProto& desc = (*task->mutable_produced_regst_desc())[key];
+    const int64_t id = task->task_id() * 100 + task->produced_regst_desc_size();
+    desc.set_regst_desc_id(id);
+    desc.set_producer_task_id(task->task_id());
+    desc.set_register_num(register_num);
+    if (on_device) desc.mutable_mem_case()->set_device_type(GPU);
+    for (BlobDescProto& blob : blobs) *desc.add_blob() = std::move(blob);
+    producers_[id] = {task->task_id(), key};
+    return id;
+  }
+  void Consume(TaskProto* task, const std::string& key, int64_t id) {
+    (*task->mutable_consumed_regst_desc_id())[key].add_regst_desc_id(id);
+    const auto& [producer, out_key] = producers_.at(id);
+    RegstDescProto& desc = (*plan_.mutable_task(static_cast<int>(producer - 1))
+                                 ->mutable_produced_regst_desc())[out_key];
+    desc.add_consumer_task_id(task->task_id());
+  }
+  Plan& plan() { return plan_; }
+
+ private:
+  Plan plan_;
+  std::map<int64_t, std::pair<int64_t, std::string>> producers_;
+};
+
+BlobDescProto Blob(const std::string& name, DataType type,
+                   std::vector<int64_t> shape, bool dynamic) {
+  BlobDescProto blob;
+  blob.set_name(name);
+  blob.set_data_type(type);
+  for (int64_t d : shape) blob.add_shape(d);
+  blob.set_is_dynamic(dynamic);
+  return blob;
+}
+
+}  // namespace
+
+// ---- views ----
+
+absl::Span<const int64_t> OutputView::sample_shape(int64_t i) const {
+  const int64_t rank = shapes_.shape()[1];
+  const auto* dims = static_cast<const int64_t*>(shapes_.raw_data());
+  return absl::Span<const int64_t>(dims + i * rank, rank);
+}
+
+absl::StatusOr<OutputView> BatchView::output(absl::string_view name) const {
+  std::vector<std::string> names;
+  for (const OutputView& out : outputs) {
+    if (out.name() == name) return out;
+    names.push_back(out.name());
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "no output '", name, "'; outputs: ", absl::StrJoin(names, ", ")));
+}
+
+// ---- the pipeline ----
+
+// What Build knows of a data node.
+struct Pipeline::Node {
+  int op = -1;       // index into ops_
+  std::string kind;  // "source", "sample", "batched"
+  SampleSpec spec;   // per sample (batched: without the batch dimension)
+  bool on_device = false;
+  // The registers that carry it: one (source, batched) or one per worker.
+  std::vector<int64_t> regsts;
+  std::vector<TaskProto*> tasks;
+  int64_t shapes_regst = -1;  // batched: its per-sample shapes
+  std::string batch_name;     // batched: the batch output it derives from
+};
+
+struct Pipeline::Held {
+  int64_t epoch = 0;
+  int64_t index = 0;
+  std::vector<FetchedTensor> data;
+  std::vector<FetchedTensor> shapes;
+};
+
+Pipeline::Pipeline(PipelineOptions options) : options_(std::move(options)) {}
+
+Pipeline::~Pipeline() {
+  held_.clear();  // borrowed registers go back before the session ends
+  session_.reset();
+}
+
+Pipeline& Pipeline::Add(OperatorDef def) {
+  if (def.name.empty()) {
+    def.name = def.outputs.empty() ? def.op : def.outputs[0];
+  }
+  ops_.push_back(std::move(def));
+  return *this;
+}
+
+Pipeline& Pipeline::SetOutputs(std::vector<std::string> names) {
+  output_names_ = std::move(names);
+  return *this;
+}
+
+const Plan& Pipeline::plan() const { return plan_; }
+
+const RunTrace& Pipeline::trace() const {
+  static const RunTrace kEmpty;
+  return session_ ? session_->trace() : kEmpty;
+}
+
+absl::Status Pipeline::Build() {
+  if (built_) return absl::FailedPreconditionError("Build: already built");
+  absl::Status status = Compile();
+  if (!status.ok()) return status;
+  SessionOptions session_options;
+  session_options.trace = options_.trace;
+  session_options.probe = options_.probe;
+  SkipLog* log = &log_;
+  session_options.kernels.Bind("pipeline.batch", [log] {
+    return std::unique_ptr<Kernel>(new BatchKernel(log));
+  });
+  auto session = Session::Create(plan_, std::move(session_options));
+  if (!session.ok()) {
+    return absl::Status(
+        session.status().code(),
+        absl::StrCat("pipeline plan: ", session.status().message()));
+  }
+  session_ = std::move(*session);
+  built_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Pipeline::Compile() {
+  std::vector<std::string> problems;
+  const int workers = options_.num_threads;
+  const int depth = options_.prefetch_depth;
+  const int gpu_depth =
+      options_.gpu_prefetch_depth > 0 ? options_.gpu_prefetch_depth : depth;
+  if (options_.batch_size < 1) problems.push_back("batch_size: at least 1");
+  if (workers < 1) problems.push_back("num_threads: at least 1");
+  if (depth < 1) problems.push_back("prefetch_depth: at least 1");
+  if (options_.gpu_prefetch_depth < 0) {
+    problems.push_back("gpu_prefetch_depth: 0 (the CPU depth) or more");
+  }
+  if (!problems.empty()) {
+    return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
+  }
+  depth_ = depth;
+  const int io_stream = workers;  // schedule, reader, batch, fetches
+  const int64_t n = options_.batch_size;
+  const bool skip = options_.on_error == OnError::kSkipSample;
+
+  PlanWriter writer;
+  std::map<std::string, Node> nodes;
+  std::set<std::string> task_names;
+  auto where = [&](int i) {
+    return absl::StrCat("operator '", ops_[i].name, "' (", ops_[i].op, ")");
+  };
+  auto unique_task = [&](int i, const std::string& name) {
+    if (!task_names.insert(name).second) {
+      problems.push_back(
+          absl::StrCat(where(i), ": name '", name, "' is used twice"));
+    }
+    return name;
+  };
+
+  TaskProto* schedule =
+      writer.AddTask(kScheduleTask, "feed", CpuStream(io_stream));
+  task_names.insert(kScheduleTask);
+  const int64_t schedule_regst =
+      writer.AddOutput(schedule, "out", depth + 1, false,
+                       {Blob(kChunkBlob, DT_INT64, {3}, false)});
+  int sources = 0;
+  int batch_op = -1;
+
+  // The batch task (and its copies to the device when mixed): explicit
+  // (operator bi), or implied (bi < 0) by outputs that are still samples.
+  auto write_batch = [&](const OperatorDef* batch_def, int bi) {
+    auto bwhere = [&] {
+      return bi >= 0 ? where(bi) : std::string("the batch of the outputs");
+    };
+    std::vector<int64_t> max_override;
+    if (batch_def->attrs.count("max_shape")) {
+      const auto& list = batch_def->attrs.at("max_shape").list().i();
+      max_override.assign(list.begin(), list.end());
+    }
+    const bool mixed = batch_def->device == "mixed";
+    TaskProto* task = writer.AddTask(
+        bi >= 0 ? unique_task(bi, batch_def->name) : std::string("batch"),
+        "pipeline.batch", CpuStream(io_stream));
+    std::vector<int64_t> counts, ranks, shapes;
+    std::vector<std::string> types;
+    std::vector<Node> batched;
+    for (size_t k = 0; k < batch_def->inputs.size(); ++k) {
+      const std::string& name = batch_def->inputs[k];
+      auto it = nodes.find(name);
+      if (it == nodes.end() || it->second.kind == "batched") {
+        problems.push_back(absl::StrCat(bwhere(), ": input '", name,
+                                        it == nodes.end()
+                                            ? "' is no operator's output"
+                                            : "' is batched already"));
+        continue;
+      }
+      Node& in = it->second;
+      SampleSpec spec = in.spec;
+      if (!spec.bounded() && max_override.size() == spec.max_shape.size()) {
+        for (size_t d = 0; d < spec.max_shape.size(); ++d) {
+          if (spec.max_shape[d] < 0) spec.max_shape[d] = max_override[d];
+        }
+      }
+      if (!spec.bounded()) {
+        problems.push_back(absl::StrCat(
+            bwhere(), ": '", name, "' has samples of ",
+            ShapeString(spec.max_shape),
+            " (-1: not known before the data is read); resize to a 'size' "
+            "or crop before batching, or give the batch operator attr "
+            "max_shape"));
+        continue;
+      }
+      for (int64_t id : in.regsts) writer.Consume(task, "in", id);
+      counts.push_back(static_cast<int64_t>(in.regsts.size()));
+      ranks.push_back(static_cast<int64_t>(spec.max_shape.size()));
+      shapes.insert(shapes.end(), spec.max_shape.begin(), spec.max_shape.end());
+      types.push_back(DataTypeName(spec.type));
+      Node out{bi, "batched", spec, false, {}, {task}};
+      batched.push_back(out);
+    }
+    if (batched.size() != batch_def->inputs.size()) return;
+    auto& attrs = *task->mutable_kernel()->mutable_attr();
+    attrs["outputs"] = StringList(batch_def->inputs);
+    attrs["inputs_per_output"] = IntList(counts);
+    attrs["types"] = StringList(types);
+    attrs["ranks"] = IntList(ranks);
+    attrs["max_shapes"] = IntList(shapes);
+    attrs["batch_size"] = IntValue(n);
+    for (size_t k = 0; k < batched.size(); ++k) {
+      const std::string& in_name = batch_def->inputs[k];
+      Node& out = batched[k];
+      out.regsts = {writer.AddOutput(task, "out_" + in_name, depth, false)};
+      out.shapes_regst =
+          writer.AddOutput(task, "shape_" + in_name, depth, false);
+      out.batch_name = batch_def->outputs[k];
+      if (mixed) {
+        TaskProto* copy = writer.AddTask(
+            absl::StrCat(batch_def->outputs[k], ".h2d"), "h2d", GpuStream(1));
+        writer.Consume(copy, "in", out.regsts[0]);
+        out.regsts = {writer.AddOutput(copy, "out", gpu_depth, true)};
+        out.on_device = true;
+      }
+      // The implied batch keeps each node's name for its batched form.
+      nodes.erase(batch_def->outputs[k]);
+      nodes.emplace(batch_def->outputs[k], out);
+    }
+  };
+
+  for (int i = 0; i < static_cast<int>(ops_.size()); ++i) {
+    const OperatorDef& def = ops_[i];
+    const std::string& op = def.op;
+    if (def.device != "cpu" && def.device != "mixed" && def.device != "gpu") {
+      problems.push_back(absl::StrCat(where(i), ": device '", def.device,
+                                      "' (cpu, mixed or gpu)"));
+      continue;
+    }
+    // Inputs must exist.
+    std::vector<Node*> inputs;
+    bool missing = false;
+    for (const std::string& in : def.inputs) {
+      auto it = nodes.find(in);
+      if (it == nodes.end()) {
+        problems.push_back(absl::StrCat(where(i), ": input '", in,
+                                        "' is no earlier operator's output"));
+        missing = true;
+      } else {
+        inputs.push_back(&it->second);
+      }
+    }
+    if (missing) continue;
+    auto declare = [&](const std::string& name, Node node) {
+      if (!nodes.emplace(name, std::move(node)).second) {
+        problems.push_back(absl::StrCat(where(i), ": output '", name,
+                                        "' is already another's output"));
+      }
+    };
+    auto expect_io = [&](size_t ins, size_t outs_min, size_t outs_max) {
+      if (def.inputs.size() == ins && def.outputs.size() >= outs_min &&
+          def.outputs.size() <= outs_max) {
+        return true;
+      }
+      problems.push_back(absl::StrCat(
+          where(i), ": takes ", ins, " input(s) and ", outs_min,
+          outs_max > outs_min ? absl::StrCat(" or ", outs_max) : "",
+          " output(s), got ", def.inputs.size(), " and ", def.outputs.size()));
+      return false;
+    };
+    if (IsReader(op) || op == "external_source") {
+      if (!expect_io(0, 1, op == "external_source" ? 1 : 2)) continue;
+      if (def.device != "cpu") {
+        problems.push_back(absl::StrCat(where(i), ": runs on cpu only"));
+        continue;
+      }
+      if (++sources > 1) {
+        problems.push_back(absl::StrCat(
+            where(i), ": a pipeline has one reader or external source"));
+        continue;
+      }
+      TaskProto* task = writer.AddTask(unique_task(i, def.name),
+                                       "pipeline." + op, CpuStream(io_stream));
+      auto& attrs = *task->mutable_kernel()->mutable_attr();
+      for (const auto& [key, value] : def.attrs) attrs[key] = value;
+      attrs["batch_size"] = IntValue(n);
+      attrs["outputs"] = StringList(def.outputs);
+      attrs["seed"] = IntValue(static_cast<int64_t>(options_.seed));
+      attrs["skip_errors"] = BoolValue(skip);
+      writer.Consume(task, "in", schedule_regst);
+      std::vector<SampleSpec> specs;
+      if (op == "external_source") {
+        // A feed of whole batches, split into samples by the source task.
+        auto type_name = def.attrs.count("dtype") ? def.attrs.at("dtype").s()
+                                                  : std::string("uint8");
+        auto type = ParseDataType(type_name);
+        std::vector<int64_t> shape;
+        if (def.attrs.count("shape")) {
+          shape.assign(def.attrs.at("shape").list().i().begin(),
+                       def.attrs.at("shape").list().i().end());
+        }
+        if (!type.ok() || shape.empty()) {
+          problems.push_back(
+              absl::StrCat(where(i),
+                           ": attrs 'dtype' (a type name) and 'shape' (the "
+                           "largest sample's shape) are required"));
+          continue;
+        }
+        std::vector<int64_t> batch_shape = {n};
+        batch_shape.insert(batch_shape.end(), shape.begin(), shape.end());
+        TaskProto* feed = writer.AddTask(unique_task(i, def.outputs[0]), "feed",
+                                         CpuStream(io_stream));
+        const int64_t fed =
+            writer.AddOutput(feed, "out", depth + 1, false,
+                             {Blob(def.outputs[0], *type, batch_shape, true)});
+        writer.Consume(task, "data", fed);
+        external_ = def.outputs[0];
+        specs.push_back(SampleSpec{*type, shape});
+      } else if (op == "file_reader") {
+        specs = {SampleSpec{DT_UINT8, {-1}}, SampleSpec{DT_INT32, {}}};
+      } else {
+        auto images = def.attrs.count("images") ? def.attrs.at("images").s()
+                                                : std::string();
+        auto dims = ReadIdxHeader(images);
+        if (!dims.ok() || dims->size() != 3) {
+          problems.push_back(
+              absl::StrCat(where(i), ": attr 'images': ",
+                           dims.ok() ? "not [count, rows, cols] images"
+                                     : std::string(dims.status().message())));
+          continue;
+        }
+        specs = {SampleSpec{DT_UINT8, {(*dims)[1], (*dims)[2], 1}},
+                 SampleSpec{DT_INT32, {}}};
+      }
+      const int64_t regst = writer.AddOutput(task, "out", depth, false);
+      for (size_t k = 0; k < def.outputs.size(); ++k) {
+        Node node{i, "source", specs[k], false, {regst}, {task}};
+        declare(def.outputs[k], node);
+      }
+      continue;
+    }
+    if (op == "batch") {
+      if (def.inputs.empty() || def.inputs.size() != def.outputs.size()) {
+        problems.push_back(absl::StrCat(
+            where(i), ": takes as many outputs as inputs (at least one)"));
+        continue;
+      }
+      if (batch_op >= 0) {
+        problems.push_back(
+            absl::StrCat(where(i),
+                         ": a pipeline has one batch (it drops a failed "
+                         "sample from every output at once)"));
+        continue;
+      }
+      if (def.device == "gpu") {
+        problems.push_back(absl::StrCat(
+            where(i), ": batches on cpu, or mixed (then copied to the GPU)"));
+        continue;
+      }
+      batch_op = i;
+      write_batch(&def, i);
+      continue;
+    }
+    if (IsDense(op)) {
+      if (!expect_io(1, 1, 1)) continue;
+      Node& in = *inputs[0];
+      if (in.kind != "batched") {
+        problems.push_back(absl::StrCat(
+            where(i), ": '", op,
+            "' after the batch works on whole batches; "
+            "before it, use a sample operator (cast, crop_mirror_normalize)"));
+        continue;
+      }
+      const bool gpu = def.device == "gpu";
+      if (gpu != in.on_device) {
+        problems.push_back(absl::StrCat(
+            where(i), ": runs on ", def.device, " but its input '",
+            def.inputs[0], "' is in ", in.on_device ? "GPU" : "host",
+            " memory (a mixed batch moves batches to the GPU)"));
+        continue;
+      }
+      TaskProto* task =
+          writer.AddTask(unique_task(i, def.name), op,
+                         gpu ? GpuStream(0) : CpuStream(io_stream));
+      auto& attrs = *task->mutable_kernel()->mutable_attr();
+      for (const auto& [key, value] : def.attrs) attrs[key] = value;
+      writer.Consume(task, "in", in.regsts[0]);
+      Node node = in;
+      node.op = i;
+      node.regsts = {
+          writer.AddOutput(task, "out", gpu ? gpu_depth : depth, gpu)};
+      node.tasks = {task};
+      if (op == "normalize") node.spec.type = DT_FLOAT32;
+      if (op == "cast") {
+        auto to = ParseDataType(def.attrs.count("to") ? def.attrs.at("to").s()
+                                                      : std::string());
+        if (to.ok()) node.spec.type = *to;
+      }
+      declare(def.outputs[0], node);
+      continue;
+    }
+    // A per-sample operator: one actor per worker.
+    auto sample_op = MakeSampleOp(op);
+    if (!sample_op.ok()) {
+      problems.push_back(absl::StrCat(
+          where(i),
+          ": unknown operator; operators: file_reader, "
+          "idx_reader, external_source, ",
+          absl::StrJoin(SampleOpNames(), ", "), ", batch, normalize"));
+      continue;
+    }
+    if (!expect_io(1, 1, 1)) continue;
+    if (def.device != "cpu") {
+      problems.push_back(absl::StrCat(
+          where(i),
+          ": per-sample operators run on cpu; after a mixed batch, "
+          "cast and normalize run on the GPU"));
+      continue;
+    }
+    Node& in = *inputs[0];
+    if (in.kind == "batched") {
+      problems.push_back(absl::StrCat(where(i), ": '", op,
+                                      "' works on samples, but '",
+                                      def.inputs[0], "' is already batched"));
+      continue;
+    }
+    TaskProto probe_task;
+    auto& probe_attrs = *probe_task.mutable_kernel()->mutable_attr();
+    for (const auto& [key, value] : def.attrs) probe_attrs[key] = value;
+    KernelInitContext probe(probe_task, {}, {});
+    absl::Status init = (*sample_op)->Init(probe);
+    auto spec = init.ok() ? (*sample_op)->Infer(in.spec)
+                          : absl::StatusOr<SampleSpec>(init);
+    if (!spec.ok()) {
+      problems.push_back(absl::StrCat(where(i), ": ", spec.status().message()));
+      continue;
+    }
+    Node node{i, "sample", *spec, false, {}, {}};
+    for (int w = 0; w < workers; ++w) {
+      const std::string name =
+          workers == 1 ? def.name : absl::StrCat(def.name, "@", w);
+      TaskProto* task =
+          writer.AddTask(unique_task(i, name), "pipeline." + op, CpuStream(w));
+      auto& attrs = *task->mutable_kernel()->mutable_attr();
+      for (const auto& [key, value] : def.attrs) attrs[key] = value;
+      attrs["input"] = StringValue(def.inputs[0]);
+      attrs["output"] = StringValue(def.outputs[0]);
+      attrs["worker"] = IntValue(w);
+      attrs["workers"] = IntValue(workers);
+      attrs["seed"] = IntValue(static_cast<int64_t>(options_.seed));
+      attrs["op_index"] = IntValue(i);
+      attrs["batch_size"] = IntValue(n);
+      attrs["skip_errors"] = BoolValue(skip);
+      writer.Consume(task, "in",
+                     in.kind == "source" ? in.regsts[0] : in.regsts[w]);
+      node.regsts.push_back(writer.AddOutput(task, "out", depth, false));
+      node.tasks.push_back(task);
+    }
+    declare(def.outputs[0], node);
+  }
+  if (sources == 0) {
+    problems.push_back(
+        "the pipeline has no reader (file_reader, idx_reader) or "
+        "external_source");
+  }
+  if (output_names_.empty()) {
+    problems.push_back("no outputs: call SetOutputs with the nodes to batch");
+  }
+  if (!problems.empty()) {
+    return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
+  }
+
+  if (batch_op < 0) {
+    OperatorDef implied;
+    implied.op = "batch";
+    implied.name = "batch";
+    for (const std::string& name : output_names_) {
+      auto it = nodes.find(name);
+      if (it != nodes.end() && it->second.kind != "batched") {
+        implied.inputs.push_back(name);
+        implied.outputs.push_back(name);
+      }
+    }
+    if (!implied.inputs.empty()) write_batch(&implied, -1);
+  }
+  if (!problems.empty()) {
+    return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
+  }
+
+  // Fetches, with a copy to the host for outputs on the device.
+  for (const std::string& name : output_names_) {
+    auto it = nodes.find(name);
+    if (it == nodes.end()) {
+      problems.push_back(
+          absl::StrCat("SetOutputs: '", name, "' is no operator's output"));
+      continue;
+    }
+    Node& node = it->second;
+    int64_t data_regst = node.regsts[0];
+    if (node.on_device) {
+      TaskProto* copy =
+          writer.AddTask(absl::StrCat(name, ".d2h"), "d2h", GpuStream(2));
+      writer.Consume(copy, "in", data_regst);
+      data_regst = writer.AddOutput(copy, "out", depth, false);
+    }
+    TaskProto* fetch = writer.AddTask(absl::StrCat("out.", name), "fetch",
+                                      CpuStream(io_stream));
+    writer.Consume(fetch, "in", data_regst);
+    TaskProto* fetch_shape = writer.AddTask(
+        absl::StrCat("out.", name, ".shape"), "fetch", CpuStream(io_stream));
+    writer.Consume(fetch_shape, "in", node.shapes_regst);
+  }
+  if (!problems.empty()) {
+    return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
+  }
+  plan_ = std::move(writer.plan());
+
+  // The epoch's size, as the reader will see it.
+  for (const TaskProto& task : plan_.task()) {
+    const std::string& op_type = task.kernel().op_type();
+    std::unique_ptr<ReaderKernel> reader;
+    if (op_type == "pipeline.file_reader") {
+      reader = std::make_unique<FileReaderKernel>();
+    } else if (op_type == "pipeline.idx_reader") {
+      reader = std::make_unique<IdxReaderKernel>();
+    } else {
+      continue;
+    }
+    const int64_t out_id = task.produced_regst_desc().at("out").regst_desc_id();
+    KernelInitContext ctx(
+        task,
+        {KernelIo{"in",
+                  schedule_regst,
+                  {BlobDesc{kChunkBlob, DT_INT64, {3}, false}},
+                  true}},
+        {KernelIo{"out", out_id, {}, false}});
+    absl::Status init = reader->Init(ctx);
+    if (!init.ok()) {
+      return absl::Status(
+          init.code(), absl::StrCat("operator '", task.name(), "' (",
+                                    op_type.substr(9), "): ", init.message()));
+    }
+    epoch_size_ = reader->epoch_size();
+    chunks_per_epoch_ = (epoch_size_ + n - 1) / n;
+  }
+  if (!external_.empty()) epoch_size_ = -1;
+  return absl::OkStatus();
+}
+
+// ---- running ----
+
+absl::Status Pipeline::Fail(absl::Status status) {
+  if (error_.ok()) error_ = std::move(status);
+  return error_;
+}
+
+absl::Status Pipeline::Usable() const {
+  if (!built_) {
+    return absl::FailedPreconditionError("the pipeline is not built (Build)");
+  }
+  return error_;
+}
+
+bool Pipeline::MoreToIssue() const {
+  if (!external_.empty()) return fed_ > 0;
+  if (next_chunk_ < chunks_per_epoch_) return true;
+  // Samples held over for lack of a full batch need one more (final)
+  // chunk, once everything issued has come back.
+  int64_t skipped = 0;
+  for (const SkippedSample& s : log_.Snapshot()) skipped += s.epoch == epoch_;
+  return in_flight_ == 0 && epoch_size_ - delivered_ - skipped > 0;
+}
+
+absl::Status Pipeline::Pump() {
+  while (in_flight_ < depth_ && in_flight_ < requested_ && MoreToIssue()) {
+    const int64_t chunk = next_chunk_;
+    const bool final = !external_.empty() || chunk >= chunks_per_epoch_ - 1;
+    const int64_t words[] = {epoch_, chunk, final ? 1 : 0};
+    auto tensor = Tensor::FromValues<int64_t>({3}, words);
+    absl::Status fed = session_->TryFeed(kScheduleTask, *tensor);
+    if (absl::IsUnavailable(fed)) break;  // full: the next call issues it
+    if (!fed.ok()) return Fail(fed);
+    ++next_chunk_;
+    ++in_flight_;
+    if (!external_.empty()) --fed_;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Pipeline::Run() {
+  absl::Status ok = Usable();
+  if (!ok.ok()) return ok;
+  ++requested_;
+  return Pump();
+}
+
+absl::Status Pipeline::FeedInput(absl::string_view name, const Tensor& batch) {
+  absl::Status ok = Usable();
+  if (!ok.ok()) return ok;
+  if (name != external_) {
+    return absl::NotFoundError(absl::StrCat(
+        "FeedInput: no external source '", name, "'",
+        external_.empty() ? ""
+                          : absl::StrCat(" (there is '", external_, "')")));
+  }
+  absl::Status fed = session_->TryFeed(external_, batch);
+  if (absl::IsUnavailable(fed)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "FeedInput '", name, "': ", depth_ + 1,
+        " batches are fed and not yet consumed; Run and take outputs first"));
+  }
+  if (absl::IsInvalidArgument(fed)) return fed;  // the batch does not fit
+  if (!fed.ok()) return Fail(fed);
+  ++fed_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Pipeline::FetchOne(Held* held) {
+  for (const std::string& name : output_names_) {
+    auto data = session_->FetchBorrowed(absl::StrCat("out.", name));
+    if (!data.ok()) return Fail(data.status());
+    auto shapes = session_->FetchBorrowed(absl::StrCat("out.", name, ".shape"));
+    if (!shapes.ok()) return Fail(shapes.status());
+    held->data.push_back(std::move(*data));
+    held->shapes.push_back(std::move(*shapes));
+  }
+  --in_flight_;
+  return held->data[0].view().shape()[0] > 0;
+}
+
+absl::StatusOr<BatchView> Pipeline::ShareOutputs() {
+  absl::Status ok = Usable();
+  if (!ok.ok()) return ok;
+  if (static_cast<int>(held_.size()) >= depth_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("ShareOutputs: all ", depth_,
+                     " prefetched batches are held; ReleaseOutputs first"));
+  }
+  if (requested_ == 0) {
+    return absl::FailedPreconditionError(
+        "no batch is scheduled: call Run() first");
+  }
+  while (true) {
+    ok = Pump();
+    if (!ok.ok()) return ok;
+    if (in_flight_ == 0) {
+      if (!external_.empty()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "no input: FeedInput a batch for '", external_, "' first"));
+      }
+      requested_ = 0;
+      int64_t skipped = 0;
+      for (const SkippedSample& s : log_.Snapshot())
+        skipped += s.epoch == epoch_;
+      return absl::OutOfRangeError(absl::StrCat(
+          "end of epoch ", epoch_, ": ", batches_, " batches, ", delivered_,
+          " samples", skipped ? absl::StrCat(" (", skipped, " skipped)") : "",
+          "; Reset() starts the next epoch"));
+    }
+    auto held = std::make_unique<Held>();
+    auto full = FetchOne(held.get());
+    if (!full.ok()) return full.status();
+    if (!*full) continue;  // every sample held over for the next batch
+    --requested_;
+    held->epoch = epoch_;
+    held->index = batches_++;
+    BatchView view;
+    view.epoch = held->epoch;
+    view.index = held->index;
+    for (size_t k = 0; k < output_names_.size(); ++k) {
+      OutputView out;
+      out.name_ = output_names_[k];
+      out.data_ = held->data[k].view();
+      out.shapes_ = held->shapes[k].view();
+      view.outputs.push_back(std::move(out));
+    }
+    delivered_ += view.outputs[0].num_samples();
+    held_.push_back(std::move(held));
+    return view;
+  }
+}
+
+absl::Status Pipeline::ReleaseOutputs() {
+  absl::Status ok = Usable();
+  if (!ok.ok()) return ok;
+  if (held_.empty()) {
+    return absl::FailedPreconditionError("ReleaseOutputs: no batch is held");
+  }
+  held_.pop_front();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BatchView> Pipeline::Outputs() {
+  absl::Status ok = Usable();
+  if (!ok.ok()) return ok;
+  held_.clear();
+  return ShareOutputs();
+}
+
+absl::Status Pipeline::Reset() {
+  absl::Status ok = Usable();
+  if (!ok.ok()) return ok;
+  held_.clear();
+  while (in_flight_ > 0) {
+    Held discard;
+    auto fetched = FetchOne(&discard);
+    if (!fetched.ok()) return fetched.status();
+  }
+  ++epoch_;
+  next_chunk_ = 0;
+  requested_ = 0;
+  delivered_ = 0;
+  batches_ = 0;
+  return absl::OkStatus();
+}
+
+}  // namespace actorflow::pipeline

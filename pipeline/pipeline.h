@@ -1,0 +1,169 @@
+#ifndef ACTORFLOW_PIPELINE_PIPELINE_H_
+#define ACTORFLOW_PIPELINE_PIPELINE_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "pipeline/stage_kernels.h"
+#include "proto/plan.pb.h"
+#include "runtime/session.h"
+#include "runtime/tensor.h"
+
+// A DALI-style data pipeline that compiles to a Plan and runs on the actor
+// runtime. See README.md ("Data pipelines") for the operators and how a
+// pipeline maps onto actors, threads and registers.
+namespace actorflow::pipeline {
+
+enum class OnError {
+  kFail,        // a failing sample stops the pipeline
+  kSkipSample,  // a sample that fails to read or decode is dropped
+};
+
+struct PipelineOptions {
+  int64_t batch_size = 32;
+  // CPU worker threads: each per-sample operator runs as one actor per
+  // worker, and worker w takes the samples at positions p with p % n == w.
+  int num_threads = 1;
+  // Batches the producer may be ahead of the consumer: the register_num of
+  // every stage's output on the host...
+  int prefetch_depth = 2;
+  // ... and on the device (0: the same as prefetch_depth).
+  int gpu_prefetch_depth = 0;
+  uint64_t seed = 0;
+  OnError on_error = OnError::kFail;
+  // Record every act (PipelineStats::trace(), Pipeline::trace()).
+  bool trace = false;
+  // Which CUDA devices are usable (tests pass their own).
+  DeviceProbe probe = cuda::DeviceAvailable;
+};
+
+// One operator: `op` is what it does ("file_reader", "decode", ...), its
+// inputs and outputs are named data nodes (an input names an earlier
+// operator's output), `device` is "cpu", "mixed" (made on the host, handed
+// on in device memory: the batch) or "gpu".
+struct OperatorDef {
+  std::string op;
+  // The operator's name in errors and in the plan (default: its first
+  // output).
+  std::string name;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  std::string device = "cpu";
+  std::map<std::string, AttrValue> attrs;
+};
+
+// One output of a batch, borrowed from the pipeline.
+class OutputView {
+ public:
+  const std::string& name() const { return name_; }
+  // [n, max_shape...]: sample i in box i, zero-padded where it is smaller.
+  ConstTensorView data() const { return data_; }
+  int64_t num_samples() const { return data_.shape()[0]; }
+  // Sample i's own shape.
+  absl::Span<const int64_t> sample_shape(int64_t i) const;
+
+ private:
+  friend class Pipeline;
+  std::string name_;
+  ConstTensorView data_;
+  ConstTensorView shapes_;
+};
+
+struct BatchView {
+  int64_t epoch = 0;
+  int64_t index = 0;  // in its epoch
+  std::vector<OutputView> outputs;
+  // The output of that name; an error naming the outputs there are.
+  absl::StatusOr<OutputView> output(absl::string_view name) const;
+};
+
+class Pipeline {
+ public:
+  explicit Pipeline(PipelineOptions options);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Declaring. Problems are reported by Build, naming the operator.
+  Pipeline& Add(OperatorDef def);
+  // The data nodes handed out as batches, in this order.
+  Pipeline& SetOutputs(std::vector<std::string> names);
+
+  // Checks everything, compiles the plan (shape inference included) and
+  // starts its threads. Every problem found is reported, one per line.
+  absl::Status Build();
+  // The compiled plan: validate it, print it, write it out.
+  const Plan& plan() const;
+  // Samples per epoch of this shard; -1 with an external source.
+  int64_t epoch_size() const { return epoch_size_; }
+
+  // Schedules one more batch. Never blocks: the pipeline computes at most
+  // prefetch_depth chunks ahead of what the caller has taken.
+  absl::Status Run();
+  // Releases the batch held by the last Outputs (if any), then waits for
+  // the next scheduled batch. Its views are valid until the next Outputs,
+  // ReleaseOutputs, Reset or the pipeline's end. OutOfRange at the end of
+  // the epoch.
+  absl::StatusOr<BatchView> Outputs();
+  // Zero-copy control: take the next batch without releasing any, and
+  // release the oldest one held. At most prefetch_depth may be held.
+  absl::StatusOr<BatchView> ShareOutputs();
+  absl::Status ReleaseOutputs();
+  // A batch for external source `name` ([n, sample shape...], n <= batch
+  // size), consumed by the next Run.
+  absl::Status FeedInput(absl::string_view name, const Tensor& batch);
+  // Drops what is scheduled or held and starts the next epoch.
+  absl::Status Reset();
+
+  int64_t epoch() const { return epoch_; }
+  // Samples dropped by on_error=skip_sample since Build, in order.
+  std::vector<SkippedSample> skipped() const { return log_.Snapshot(); }
+  // The first error; OK while the pipeline works.
+  absl::Status status() const { return error_; }
+  const RunTrace& trace() const;
+
+ private:
+  struct Node;
+  struct Held;
+  absl::Status Compile();
+  absl::Status Fail(absl::Status status);
+  absl::Status Usable() const;
+  absl::Status Pump();
+  absl::StatusOr<bool> FetchOne(Held* held);
+  bool MoreToIssue() const;
+
+  const PipelineOptions options_;
+  std::vector<OperatorDef> ops_;
+  std::vector<std::string> output_names_;
+  std::vector<std::string> declare_errors_;
+  Plan plan_;
+  std::unique_ptr<Session> session_;
+  SkipLog log_;
+  absl::Status error_;
+  bool built_ = false;
+
+  std::string external_;  // the external source's name, if any
+  int64_t epoch_size_ = 0;
+  int64_t chunks_per_epoch_ = 0;
+  int depth_ = 2;
+  // This epoch.
+  int64_t epoch_ = 0;
+  int64_t next_chunk_ = 0;
+  int64_t in_flight_ = 0;  // chunks issued, not yet fetched
+  int64_t requested_ = 0;  // Run()s not yet answered by a batch
+  int64_t delivered_ = 0;  // samples handed out
+  int64_t batches_ = 0;
+  int64_t fed_ = 0;  // external batches fed, not yet scheduled
+  std::deque<std::unique_ptr<Held>> held_;
+};
+
+}  // namespace actorflow::pipeline
+
+#endif  // ACTORFLOW_PIPELINE_PIPELINE_H_

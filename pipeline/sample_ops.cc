@@ -1,0 +1,281 @@
+#include "pipeline/sample_ops.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "pipeline/image_codec.h"
+#include "pipeline/image_ops.h"
+
+namespace actorflow::pipeline {
+namespace {
+
+// Samples of rank `rank` (and uint8 when `uint8_only`).
+absl::Status ExpectRank(const char* op, const SampleSpec& in, size_t rank,
+                        const char* what, bool uint8_only = false) {
+  if (in.max_shape.size() == rank && (!uint8_only || in.type == DT_UINT8)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(op, ": takes ", what, ", got ", DataTypeName(in.type),
+                   " samples of ", ShapeString(in.max_shape)));
+}
+
+// attr `name`: exactly two positive ints (height, width), or absent.
+absl::StatusOr<std::vector<int64_t>> SizeAttr(const KernelInitContext& ctx,
+                                              const char* name, bool required) {
+  auto size = ctx.IntListAttr(name);
+  if (!size.ok()) return size.status();
+  if (size->empty() && !required) return size;
+  if (size->size() != 2 || (*size)[0] < 1 || (*size)[1] < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attr '", name, "': wants [height, width], both positive, got [",
+        absl::StrJoin(*size, ", "), "]"));
+  }
+  return size;
+}
+
+absl::StatusOr<double> Probability(const KernelInitContext& ctx,
+                                   const char* name, double fallback) {
+  auto p = ctx.FloatAttrOr(name, fallback);
+  if (p.ok() && (*p < 0 || *p > 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attr '", name, "': a probability in [0, 1], got ", *p));
+  }
+  return p;
+}
+
+class DecodeOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto color = ctx.StringAttrOr("color", "rgb");
+    if (!color.ok()) return color.status();
+    if (*color != "rgb" && *color != "gray") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attr 'color': \"rgb\" or \"gray\", got \"", *color, "\""));
+    }
+    channels_ = *color == "rgb" ? 3 : 1;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok =
+        ExpectRank("decode", in, 1, "encoded files (uint8 [bytes])", true);
+    if (!ok.ok()) return ok;
+    return SampleSpec{DT_UINT8, {-1, -1, channels_}};
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
+    return DecodeImage(absl::MakeConstSpan(in.data, in.bytes),
+                       static_cast<int>(channels_), out);
+  }
+  bool skippable() const override { return true; }
+
+ private:
+  int64_t channels_ = 3;
+};
+
+class ResizeOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto size = SizeAttr(ctx, "size", /*required=*/false);
+    auto shorter = ctx.IntAttrOr("shorter", 0);
+    if (!size.ok()) return size.status();
+    if (!shorter.ok()) return shorter.status();
+    if (size->empty() == (*shorter <= 0)) {
+      return absl::InvalidArgumentError(
+          "attrs: give exactly one of 'size' ([height, width]) and "
+          "'shorter' (the shorter side's length, > 0)");
+    }
+    size_ = *size;
+    shorter_ = *shorter;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok = ExpectRank("resize", in, 3, "HWC images");
+    if (!ok.ok()) return ok;
+    if (shorter_ > 0) return SampleSpec{in.type, {-1, -1, in.max_shape[2]}};
+    return SampleSpec{in.type, {size_[0], size_[1], in.max_shape[2]}};
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
+    if (shorter_ <= 0) return Resize(in, size_[0], size_[1], out);
+    if (in.shape.size() != 3) return Resize(in, 1, 1, out);  // the error
+    int64_t h = 0, w = 0;
+    ShorterSideSize(in.shape[0], in.shape[1], shorter_, &h, &w);
+    return Resize(in, h, w, out);
+  }
+
+ private:
+  std::vector<int64_t> size_;
+  int64_t shorter_ = 0;
+};
+
+class CropOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto size = SizeAttr(ctx, "size", /*required=*/true);
+    auto random = ctx.BoolAttrOr("random", false);
+    if (!size.ok()) return size.status();
+    if (!random.ok()) return random.status();
+    size_ = *size;
+    random_ = *random;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok = ExpectRank("crop", in, 3, "HWC images");
+    if (!ok.ok()) return ok;
+    return SampleSpec{in.type, {size_[0], size_[1], in.max_shape[2]}};
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng* rng,
+                     Sample* out) override {
+    if (in.shape.size() != 3) return Crop(in, {}, size_[0], size_[1], out);
+    CropWindow window;
+    absl::Status ok = PlaceCrop(in.shape[0], in.shape[1], size_[0], size_[1],
+                                random_, rng, &window);
+    if (!ok.ok()) return ok;
+    return Crop(in, window, size_[0], size_[1], out);
+  }
+
+ private:
+  std::vector<int64_t> size_;
+  bool random_ = false;
+};
+
+class FlipOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto horizontal = Probability(ctx, "horizontal", 0.5);
+    auto vertical = Probability(ctx, "vertical", 0.0);
+    if (!horizontal.ok()) return horizontal.status();
+    if (!vertical.ok()) return vertical.status();
+    horizontal_ = *horizontal;
+    vertical_ = *vertical;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok = ExpectRank("flip", in, 3, "HWC images");
+    if (!ok.ok()) return ok;
+    return in;
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng* rng,
+                     Sample* out) override {
+    // Both draws always happen, so one probability does not shift the
+    // other's stream.
+    const bool h = rng->Uniform() < horizontal_;
+    const bool v = rng->Uniform() < vertical_;
+    return Flip(in, h, v, out);
+  }
+
+ private:
+  double horizontal_ = 0.5;
+  double vertical_ = 0;
+};
+
+class CropMirrorNormalizeOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto crop = SizeAttr(ctx, "crop", /*required=*/false);
+    auto pos = ctx.StringAttrOr("crop_pos", "center");
+    auto mirror = Probability(ctx, "mirror", 0.0);
+    auto mean = ctx.FloatListAttr("mean");
+    auto stddev = ctx.FloatListAttr("std");
+    for (const absl::Status& s : {crop.status(), pos.status(), mirror.status(),
+                                  mean.status(), stddev.status()}) {
+      if (!s.ok()) return s;
+    }
+    if (*pos != "center" && *pos != "random") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attr 'crop_pos': \"center\" or \"random\", got \"", *pos, "\""));
+    }
+    crop_ = *crop;
+    random_ = *pos == "random";
+    mirror_ = *mirror;
+    mean_.assign(mean->begin(), mean->end());
+    std_.assign(stddev->begin(), stddev->end());
+    if (mean_.empty()) mean_ = {0.0f};
+    if (std_.empty()) std_ = {1.0f};
+    for (float s : std_) {
+      if (s == 0) return absl::InvalidArgumentError("attr 'std': has a zero");
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok =
+        ExpectRank("crop_mirror_normalize", in, 3, "uint8 HWC images", true);
+    if (!ok.ok()) return ok;
+    const int64_t c = in.max_shape[2];
+    for (const auto* values : {&mean_, &std_}) {
+      if (values->size() != 1 && static_cast<int64_t>(values->size()) != c) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "crop_mirror_normalize: attrs 'mean' and 'std' need 1 or ", c,
+            " values for images of ", c, " channels, got ", values->size()));
+      }
+    }
+    if (crop_.empty()) {
+      return SampleSpec{DT_FLOAT32, {c, in.max_shape[0], in.max_shape[1]}};
+    }
+    return SampleSpec{DT_FLOAT32, {c, crop_[0], crop_[1]}};
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng* rng,
+                     Sample* out) override {
+    const bool mirror = rng->Uniform() < mirror_;
+    if (in.shape.size() != 3) {
+      return CropMirrorNormalize(in, {}, 0, 0, mirror, mean_, std_, out);
+    }
+    const int64_t h = crop_.empty() ? in.shape[0] : crop_[0];
+    const int64_t w = crop_.empty() ? in.shape[1] : crop_[1];
+    CropWindow window;
+    absl::Status ok =
+        PlaceCrop(in.shape[0], in.shape[1], h, w, random_, rng, &window);
+    if (!ok.ok()) return ok;
+    return CropMirrorNormalize(in, window, h, w, mirror, mean_, std_, out);
+  }
+
+ private:
+  std::vector<int64_t> crop_;
+  bool random_ = false;
+  double mirror_ = 0;
+  std::vector<float> mean_;
+  std::vector<float> std_;
+};
+
+class CastOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto to = ctx.StringAttr("to");
+    if (!to.ok()) return to.status();
+    auto type = ParseDataType(*to);
+    if (!type.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attr 'to': ", type.status().message()));
+    }
+    to_ = *type;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    return SampleSpec{to_, in.max_shape};
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
+    return CastSample(in, to_, out);
+  }
+
+ private:
+  DataType to_ = DT_FLOAT32;
+};
+
+}  // namespace
+
+std::vector<std::string> SampleOpNames() {
+  return {"cast", "crop", "crop_mirror_normalize", "decode", "flip", "resize"};
+}
+
+absl::StatusOr<std::unique_ptr<SampleOp>> MakeSampleOp(
+    const std::string& name) {
+  if (name == "decode") return std::make_unique<DecodeOp>();
+  if (name == "resize") return std::make_unique<ResizeOp>();
+  if (name == "crop") return std::make_unique<CropOp>();
+  if (name == "flip") return std::make_unique<FlipOp>();
+  if (name == "crop_mirror_normalize") {
+    return std::make_unique<CropMirrorNormalizeOp>();
+  }
+  if (name == "cast") return std::make_unique<CastOp>();
+  return absl::NotFoundError(absl::StrCat("no sample operator '", name, "'"));
+}
+
+}  // namespace actorflow::pipeline

@@ -1,0 +1,607 @@
+#include "pipeline/stage_kernels.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace actorflow::pipeline {
+namespace {
+
+absl::StatusOr<int64_t> PositiveAttr(const KernelInitContext& ctx,
+                                     const char* name, int64_t fallback,
+                                     int64_t min) {
+  auto value = ctx.IntAttrOr(name, fallback);
+  if (value.ok() && *value < min) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attr '", name, "': at least ", min, ", got ", *value));
+  }
+  return value;
+}
+
+absl::Status FirstError(std::initializer_list<absl::Status> statuses) {
+  for (const absl::Status& status : statuses) {
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+// A sample's error, named by operator and sample.
+absl::Status SampleError(const std::string& op, const SampleHeader& h,
+                         const absl::Status& error) {
+  return absl::Status(error.code(),
+                      absl::StrCat("operator '", op, "': ", DescribeSample(h),
+                                   ": ", error.message()));
+}
+
+}  // namespace
+
+// ---- readers ----
+
+absl::Status ReaderKernel::Init(const KernelInitContext& ctx) {
+  auto outputs = ctx.StringListAttr("outputs");
+  auto batch = PositiveAttr(ctx, "batch_size", 0, 1);
+  auto shard = PositiveAttr(ctx, "shard_id", 0, 0);
+  auto shards = PositiveAttr(ctx, "num_shards", 1, 1);
+  auto window = PositiveAttr(ctx, "shuffle_window", 0, 0);
+  auto seed = ctx.IntAttrOr("seed", 0);
+  auto skip = ctx.BoolAttrOr("skip_errors", false);
+  absl::Status ok = FirstError({outputs.status(), batch.status(),
+                                shard.status(), shards.status(),
+                                window.status(), seed.status(), skip.status()});
+  if (ok.ok()) ok = ctx.ExpectInputs(1, 1);
+  if (ok.ok()) ok = ctx.ExpectOutput(/*required=*/true);
+  if (!ok.ok()) return ok;
+  if (outputs->empty() || outputs->size() > 2) {
+    return absl::InvalidArgumentError(
+        "attr 'outputs': one name (the data) or two (data, label)");
+  }
+  if (*shard >= *shards) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attr 'shard_id': ", *shard, " is not below num_shards ", *shards));
+  }
+  outputs_ = *outputs;
+  batch_size_ = *batch;
+  window_ = *window;
+  seed_ = static_cast<uint64_t>(*seed);
+  skip_errors_ = *skip;
+  auto size = Open(ctx);
+  if (!size.ok()) return size.status();
+  ShardRange(*size, *shard, *shards, &begin_, &end_);
+  return ctx.SetOutputBlobs("out", SampleListBlobs(outputs_, batch_size_));
+}
+
+absl::Status ReaderKernel::Forward(KernelContext* ctx) {
+  auto chunk = ReadChunk(ctx->input(0));
+  if (!chunk.ok()) return chunk.status();
+  if (chunk->epoch != order_epoch_) {
+    order_ = EpochOrder(epoch_size(), window_, seed_, chunk->epoch);
+    order_epoch_ = chunk->epoch;
+  }
+  RegstView out = ctx->output(0);
+  const int64_t first = chunk->chunk * batch_size_;
+  const int64_t last = std::min(epoch_size(), first + batch_size_);
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    SampleListWriter writer(out.blob(outputs_[k]), &slots_);
+    for (int64_t position = first; position < last; ++position) {
+      SampleHeader like{};
+      like.position = position;
+      like.epoch = chunk->epoch;
+      like.index = begin_ + order_[position];
+      SampleSlots::Slot* slot = writer.Next();
+      absl::Status filled = Fill(like.index, static_cast<int>(k), slot);
+      bool dropped = false;
+      if (!filled.ok()) {
+        like.name = reinterpret_cast<int64_t>(slot->name.data());
+        like.name_len = static_cast<int64_t>(slot->name.size());
+        filled = SampleError(ctx->task().name(), like, filled);
+        if (!skip_errors_) return filled;
+        FillDropped(filled, slot);
+        dropped = true;
+      }
+      absl::Status committed = writer.Commit(like, dropped);
+      if (!committed.ok()) return committed;
+    }
+    absl::Status finished = writer.Finish();
+    if (!finished.ok()) return finished;
+  }
+  return WriteChunk(out, *chunk);
+}
+
+absl::StatusOr<int64_t> FileReaderKernel::Open(const KernelInitContext& ctx) {
+  auto dir = ctx.StringAttrOr("dir", "");
+  auto files = ctx.StringListAttr("files");
+  auto labels = ctx.IntListAttr("labels");
+  auto list = ctx.StringAttrOr("file_list", "");
+  absl::Status ok = FirstError(
+      {dir.status(), files.status(), labels.status(), list.status()});
+  if (!ok.ok()) return ok;
+  const int given = !dir->empty() + !files->empty() + !list->empty();
+  if (given != 1) {
+    return absl::InvalidArgumentError(
+        "attrs: give exactly one of 'dir', 'files' and 'file_list'");
+  }
+  if (!dir->empty()) {
+    auto listed = ListImageDirectory(*dir);
+    if (!listed.ok()) {
+      return absl::Status(
+          listed.status().code(),
+          absl::StrCat("attr 'dir': ", listed.status().message()));
+    }
+    files_ = std::move(*listed);
+    if (files_.empty()) {
+      return absl::NotFoundError(absl::StrCat(
+          "attr 'dir': no .jpg, .jpeg or .png files under '", *dir, "'"));
+    }
+  } else if (!list->empty()) {
+    auto listed = ReadFileList(*list);
+    if (!listed.ok()) {
+      return absl::Status(
+          listed.status().code(),
+          absl::StrCat("attr 'file_list': ", listed.status().message()));
+    }
+    files_ = std::move(*listed);
+  } else {
+    if (!labels->empty() && labels->size() != files->size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attr 'labels': ", labels->size(), " labels for ",
+                       files->size(), " files"));
+    }
+    for (size_t i = 0; i < files->size(); ++i) {
+      files_.push_back(
+          FileEntry{(*files)[i],
+                    labels->empty() ? 0 : static_cast<int32_t>((*labels)[i])});
+    }
+  }
+  return static_cast<int64_t>(files_.size());
+}
+
+absl::Status FileReaderKernel::Fill(int64_t index, int k,
+                                    SampleSlots::Slot* slot) {
+  const FileEntry& file = files_[index];
+  slot->name = file.path;
+  if (k == 1) {
+    slot->sample.Reshape(DT_INT32, {});
+    *slot->sample.as<int32_t>() = file.label;
+    return absl::OkStatus();
+  }
+  slot->sample.type = DT_UINT8;
+  absl::Status read = ReadWholeFile(file.path, &slot->sample.storage);
+  slot->sample.shape.assign(
+      {static_cast<int64_t>(slot->sample.storage.size())});
+  return read;
+}
+
+absl::StatusOr<int64_t> IdxReaderKernel::Open(const KernelInitContext& ctx) {
+  auto images = ctx.StringAttr("images");
+  auto labels = ctx.StringAttrOr("labels", "");
+  absl::Status ok = FirstError({images.status(), labels.status()});
+  if (!ok.ok()) return ok;
+  if (outputs().size() == 2 && labels->empty()) {
+    return absl::InvalidArgumentError(
+        "attr 'labels': required for a second output");
+  }
+  images_path_ = *images;
+  labels_path_ = *labels;
+  auto head = ReadIdxHeader(images_path_);
+  if (!head.ok()) return head.status();
+  if (head->size() != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attr 'images': '", images_path_, "' holds ",
+                     ShapeString(*head), ", not [count, rows, cols]"));
+  }
+  if (!labels_path_.empty()) {
+    auto label_head = ReadIdxHeader(labels_path_);
+    if (!label_head.ok()) return label_head.status();
+    if (label_head->size() != 1 || (*label_head)[0] != (*head)[0]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attr 'labels': '", labels_path_, "' holds ",
+                       ShapeString(*label_head),
+                       ", not one label per image of ", ShapeString(*head)));
+    }
+  }
+  return (*head)[0];
+}
+
+absl::Status IdxReaderKernel::Load() {
+  auto images = ReadIdx(images_path_);
+  if (!images.ok()) return images.status();
+  images_ = std::move(*images);
+  if (!labels_path_.empty()) {
+    auto labels = ReadIdx(labels_path_);
+    if (!labels.ok()) return labels.status();
+    labels_ = std::move(*labels);
+  }
+  loaded_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status IdxReaderKernel::Fill(int64_t index, int k,
+                                   SampleSlots::Slot* slot) {
+  if (!loaded_) {
+    absl::Status ok = Load();
+    if (!ok.ok()) return ok;
+  }
+  slot->name =
+      absl::StrCat(k == 0 ? images_path_ : labels_path_, "[", index, "]");
+  if (k == 1) {
+    slot->sample.Reshape(DT_INT32, {});
+    *slot->sample.as<int32_t>() = labels_.data[index];
+    return absl::OkStatus();
+  }
+  const int64_t rows = images_.dims[1];
+  const int64_t cols = images_.dims[2];
+  const int64_t shape[] = {rows, cols, 1};
+  slot->sample.Reshape(DT_UINT8, shape);
+  std::memcpy(slot->sample.storage.data(),
+              images_.data.data() + index * rows * cols, rows * cols);
+  return absl::OkStatus();
+}
+
+absl::Status ExternalSourceKernel::Init(const KernelInitContext& ctx) {
+  auto outputs = ctx.StringListAttr("outputs");
+  auto batch = PositiveAttr(ctx, "batch_size", 0, 1);
+  absl::Status ok = FirstError({outputs.status(), batch.status()});
+  if (!ok.ok()) return ok;
+  if (outputs->size() != 1) {
+    return absl::InvalidArgumentError("attr 'outputs': exactly one name");
+  }
+  const KernelIo* schedule = ctx.input("in");
+  const KernelIo* data = ctx.input("data");
+  if (schedule == nullptr || data == nullptr || ctx.inputs().size() != 2 ||
+      data->blobs.size() != 1 || data->blobs[0].shape.empty()) {
+    return absl::InvalidArgumentError(
+        "consumed_regst_desc_id: wants 'in' (the schedule) and 'data' (a "
+        "register of one blob [batch, sample shape...])");
+  }
+  output_ = (*outputs)[0];
+  batch_size_ = *batch;
+  return ctx.SetOutputBlobs("out", SampleListBlobs({output_}, batch_size_));
+}
+
+absl::Status ExternalSourceKernel::Forward(KernelContext* ctx) {
+  auto chunk = ReadChunk(ctx->input("in"));
+  if (!chunk.ok()) return chunk.status();
+  ConstTensorView batch = ctx->input("data").blob(0);
+  RegstView out = ctx->output(0);
+  SampleListWriter writer(out.blob(output_), &slots_);
+  const absl::Span<const int64_t> sample_shape = batch.shape().subspan(1);
+  const int64_t bytes = ShapeElemCnt(sample_shape) *
+                        static_cast<int64_t>(DataTypeSize(batch.data_type()));
+  for (int64_t i = 0; i < batch.shape()[0]; ++i) {
+    SampleSlots::Slot* slot = writer.Next();
+    slot->name.clear();
+    slot->sample.Reshape(batch.data_type(), sample_shape);
+    std::memcpy(slot->sample.storage.data(),
+                static_cast<const uint8_t*>(batch.raw_data()) + i * bytes,
+                bytes);
+    SampleHeader like{};
+    like.epoch = chunk->epoch;
+    like.position = chunk->chunk * batch_size_ + i;
+    like.index = like.position;
+    absl::Status ok = writer.Commit(like, false);
+    if (!ok.ok()) return ok;
+  }
+  absl::Status ok = writer.Finish();
+  if (!ok.ok()) return ok;
+  return WriteChunk(out, *chunk);
+}
+
+// ---- per-sample stages ----
+
+absl::Status SampleStageKernel::Init(const KernelInitContext& ctx) {
+  auto input = ctx.StringAttr("input");
+  auto output = ctx.StringAttr("output");
+  auto worker = PositiveAttr(ctx, "worker", 0, 0);
+  auto workers = PositiveAttr(ctx, "workers", 1, 1);
+  auto seed = ctx.IntAttrOr("seed", 0);
+  auto op_index = ctx.IntAttrOr("op_index", 0);
+  auto batch = PositiveAttr(ctx, "batch_size", 0, 1);
+  auto skip = ctx.BoolAttrOr("skip_errors", false);
+  absl::Status ok = FirstError(
+      {input.status(), output.status(), worker.status(), workers.status(),
+       seed.status(), op_index.status(), batch.status(), skip.status()});
+  if (ok.ok()) ok = ctx.ExpectInputs(1, 1);
+  if (ok.ok()) ok = ctx.ExpectOutput(/*required=*/true);
+  if (ok.ok()) ok = op_->Init(ctx);
+  if (!ok.ok()) return ok;
+  const KernelIo& in = ctx.inputs()[0];
+  const bool has_input =
+      std::any_of(in.blobs.begin(), in.blobs.end(),
+                  [&](const BlobDesc& blob) { return blob.name == *input; });
+  if (!has_input) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attr 'input': regst_desc ", in.regst_desc_id,
+                     " has no sample list '", *input, "'"));
+  }
+  op_name_ = ctx.task().kernel().op_type();
+  input_ = *input;
+  output_ = *output;
+  worker_ = *worker;
+  workers_ = *workers;
+  seed_ = static_cast<uint64_t>(*seed);
+  op_index_ = *op_index;
+  skip_errors_ = *skip;
+  return ctx.SetOutputBlobs("out", SampleListBlobs({output_}, *batch));
+}
+
+absl::Status SampleStageKernel::Forward(KernelContext* ctx) {
+  ConstRegstView in = ctx->input(0);
+  auto list = SampleListView::Of(in.blob(input_));
+  auto chunk = ReadChunk(in);
+  if (!list.ok()) return list.status();
+  if (!chunk.ok()) return chunk.status();
+  RegstView out = ctx->output(0);
+  SampleListWriter writer(out.blob(output_), &slots_);
+  for (int64_t i = 0; i < list->size(); ++i) {
+    const SampleHeader& h = list->header(i);
+    if (h.position % workers_ != worker_) continue;
+    SampleSlots::Slot* slot = writer.Next();
+    const absl::string_view name = NameOf(h);
+    slot->name.assign(name.data(), name.size());
+    bool dropped = h.dropped != 0;
+    absl::Status ok;
+    if (dropped) {
+      slot->sample.Reshape(DT_UINT8, {h.bytes});
+      std::memcpy(slot->sample.storage.data(),
+                  reinterpret_cast<const void*>(h.data), h.bytes);
+    } else {
+      SampleRng rng(seed_, static_cast<uint64_t>(op_index_),
+                    static_cast<uint64_t>(h.epoch),
+                    static_cast<uint64_t>(h.position));
+      ok = op_->Apply(RefOf(h), &rng, &slot->sample);
+    }
+    if (!ok.ok()) {
+      ok = SampleError(ctx->task().name(), h, ok);
+      if (!skip_errors_ || !op_->skippable()) return ok;
+      FillDropped(ok, slot);
+      dropped = true;
+    }
+    ok = writer.Commit(h, dropped);
+    if (!ok.ok()) return ok;
+  }
+  absl::Status ok = writer.Finish();
+  if (!ok.ok()) return ok;
+  return WriteChunk(out, *chunk);
+}
+
+// ---- batch assembly ----
+
+absl::Status BatchKernel::Init(const KernelInitContext& ctx) {
+  auto names = ctx.StringListAttr("outputs");
+  auto counts = ctx.IntListAttr("inputs_per_output");
+  auto types = ctx.StringListAttr("types");
+  auto ranks = ctx.IntListAttr("ranks");
+  auto shapes = ctx.IntListAttr("max_shapes");
+  auto batch = PositiveAttr(ctx, "batch_size", 0, 1);
+  absl::Status ok =
+      FirstError({names.status(), counts.status(), types.status(),
+                  ranks.status(), shapes.status(), batch.status()});
+  if (!ok.ok()) return ok;
+  const size_t n = names->size();
+  if (n == 0 || counts->size() != n || types->size() != n ||
+      ranks->size() != n) {
+    return absl::InvalidArgumentError(
+        "attrs 'outputs', 'inputs_per_output', 'types' and 'ranks': one "
+        "entry per output, at least one output");
+  }
+  batch_size_ = *batch;
+  outputs_.clear();
+  int next_input = 0;
+  size_t next_dim = 0;
+  for (size_t k = 0; k < n; ++k) {
+    Output out;
+    out.name = (*names)[k];
+    auto type = ParseDataType((*types)[k]);
+    if (!type.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attr 'types': ", type.status().message()));
+    }
+    out.spec.type = *type;
+    const int64_t rank = (*ranks)[k];
+    if (rank < 0 || rank > kMaxRank || next_dim + rank > shapes->size()) {
+      return absl::InvalidArgumentError(
+          "attrs 'ranks' and 'max_shapes': the ranks (0 to 4) must add up "
+          "to the number of dimensions listed");
+    }
+    out.spec.max_shape.assign(shapes->begin() + next_dim,
+                              shapes->begin() + next_dim + rank);
+    next_dim += rank;
+    if (!out.spec.bounded()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output '", out.name, "': samples of ",
+          ShapeString(out.spec.max_shape), " have no bound to batch them to"));
+    }
+    out.first_input = next_input;
+    out.num_inputs = static_cast<int>((*counts)[k]);
+    next_input += out.num_inputs;
+    outputs_.push_back(std::move(out));
+  }
+  if (next_dim != shapes->size()) {
+    return absl::InvalidArgumentError(
+        "attr 'max_shapes': more dimensions than 'ranks' account for");
+  }
+  if (static_cast<int>(ctx.inputs().size()) != next_input) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "consumed_regst_desc_id['in']: ", ctx.inputs().size(),
+        " registers, but 'inputs_per_output' adds up to ", next_input));
+  }
+  for (const Output& out : outputs_) {
+    std::vector<int64_t> dims = {batch_size_};
+    dims.insert(dims.end(), out.spec.max_shape.begin(),
+                out.spec.max_shape.end());
+    ok = ctx.SetOutputBlobs("out_" + out.name,
+                            {BlobDesc{out.name, out.spec.type, dims, true}});
+    if (!ok.ok()) return ok;
+    ok = ctx.SetOutputBlobs(
+        "shape_" + out.name,
+        {BlobDesc{
+            "shape",
+            DT_INT64,
+            {batch_size_, static_cast<int64_t>(out.spec.max_shape.size())},
+            true}});
+    if (!ok.ok()) return ok;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchKernel::Place(const Output& out, const SampleRef& sample,
+                                const std::string& where, TensorView data,
+                                TensorView shapes, int64_t row) const {
+  const std::vector<int64_t>& max = out.spec.max_shape;
+  bool fits = sample.type == out.spec.type && sample.shape.size() == max.size();
+  for (size_t d = 0; fits && d < max.size(); ++d) {
+    fits = sample.shape[d] <= max[d];
+  }
+  if (!fits) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "output '", out.name, "': ", where, " is ", DataTypeName(sample.type),
+        " ", ShapeString(sample.shape), ", which does not fit the batch's ",
+        DataTypeName(out.spec.type), " ", ShapeString(max)));
+  }
+  const int64_t elem = DataTypeSize(out.spec.type);
+  const int64_t box = ShapeElemCnt(max) * elem;
+  uint8_t* dst = static_cast<uint8_t*>(data.mutable_raw_data()) + row * box;
+  int64_t* dims = static_cast<int64_t*>(shapes.mutable_raw_data()) +
+                  row * static_cast<int64_t>(max.size());
+  for (size_t d = 0; d < max.size(); ++d) dims[d] = sample.shape[d];
+  if (sample.bytes == box) {
+    std::memcpy(dst, sample.data, box);
+    return absl::OkStatus();
+  }
+  // Padded: zero the box, then copy each innermost row to its place.
+  std::memset(dst, 0, box);
+  const size_t rank = max.size();
+  if (rank == 0 || ShapeElemCnt(sample.shape) == 0) return absl::OkStatus();
+  const int64_t row_bytes = sample.shape[rank - 1] * elem;
+  const int64_t rows = ShapeElemCnt(sample.shape) / sample.shape[rank - 1];
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rest = r, offset = 0, stride = max[rank - 1];
+    for (size_t d = rank - 1; d-- > 0;) {
+      offset += (rest % sample.shape[d]) * stride;
+      rest /= sample.shape[d];
+      stride *= max[d];
+    }
+    std::memcpy(dst + offset * elem, sample.data + r * row_bytes, row_bytes);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchKernel::Forward(KernelContext* ctx) {
+  auto chunk = ReadChunk(ctx->input(0));
+  if (!chunk.ok()) return chunk.status();
+  if (chunk->epoch != backlog_epoch_) {
+    backlog_.clear();
+    backlog_epoch_ = chunk->epoch;
+  }
+  // Each output's samples of this chunk, in epoch order.
+  const size_t n_out = outputs_.size();
+  std::vector<std::vector<const SampleHeader*>> samples(n_out);
+  for (size_t k = 0; k < n_out; ++k) {
+    const Output& out = outputs_[k];
+    for (int i = 0; i < out.num_inputs; ++i) {
+      auto list =
+          SampleListView::Of(ctx->input(out.first_input + i).blob(out.name));
+      if (!list.ok()) return list.status();
+      for (int64_t s = 0; s < list->size(); ++s) {
+        samples[k].push_back(&list->header(s));
+      }
+    }
+    std::sort(samples[k].begin(), samples[k].end(),
+              [](const SampleHeader* a, const SampleHeader* b) {
+                return a->position < b->position;
+              });
+    if (samples[k].size() != samples[0].size()) {
+      return absl::InternalError(
+          absl::StrCat("batch: output '", out.name, "' has ", samples[k].size(),
+                       " samples in chunk ", chunk->chunk, ", output '",
+                       outputs_[0].name, "' ", samples[0].size()));
+    }
+  }
+  // Positions every output kept; the others are dropped (and logged once).
+  std::vector<size_t> kept;
+  for (size_t s = 0; s < samples[0].size(); ++s) {
+    const SampleHeader* dropped = nullptr;
+    for (size_t k = 0; k < n_out && dropped == nullptr; ++k) {
+      if (samples[k][s]->dropped) dropped = samples[k][s];
+    }
+    if (dropped == nullptr) {
+      kept.push_back(s);
+    } else if (log_ != nullptr) {
+      const SampleRef text = RefOf(*dropped);
+      log_->Add(SkippedSample{
+          dropped->epoch, dropped->position, std::string(NameOf(*dropped)),
+          std::string(reinterpret_cast<const char*>(text.data), text.bytes)});
+    }
+  }
+  const int64_t available = static_cast<int64_t>(backlog_.size() + kept.size());
+  const int64_t emit = available >= batch_size_ ? batch_size_
+                       : chunk->final           ? available
+                                                : 0;
+  std::vector<TensorView> data(n_out), shapes(n_out);
+  for (size_t k = 0; k < n_out; ++k) {
+    data[k] = ctx->output("out_" + outputs_[k].name).blob(0);
+    shapes[k] = ctx->output("shape_" + outputs_[k].name).blob(0);
+  }
+  int64_t row = 0;
+  while (row < emit && !backlog_.empty()) {
+    for (size_t k = 0; k < n_out; ++k) {
+      absl::Status ok = Place(outputs_[k], backlog_.front()[k].ref(),
+                              "a held-over sample", data[k], shapes[k], row);
+      if (!ok.ok()) return ok;
+    }
+    backlog_.pop_front();
+    ++row;
+  }
+  for (size_t s : kept) {
+    for (size_t k = 0; k < n_out; ++k) {
+      const SampleHeader& h = *samples[k][s];
+      if (row < emit) {
+        absl::Status ok = Place(outputs_[k], RefOf(h), DescribeSample(h),
+                                data[k], shapes[k], row);
+        if (!ok.ok()) return ok;
+      } else {
+        if (k == 0) backlog_.emplace_back(n_out);
+        Sample& held = backlog_.back()[k];
+        const SampleRef ref = RefOf(h);
+        held.Reshape(ref.type, ref.shape);
+        std::memcpy(held.storage.data(), ref.data, ref.bytes);
+      }
+    }
+    if (row < emit) ++row;
+  }
+  for (size_t k = 0; k < n_out; ++k) {
+    std::vector<int64_t> dims = {emit};
+    dims.insert(dims.end(), outputs_[k].spec.max_shape.begin(),
+                outputs_[k].spec.max_shape.end());
+    absl::Status ok = data[k].set_shape(dims);
+    const int64_t shape_dims[] = {
+        emit, static_cast<int64_t>(outputs_[k].spec.max_shape.size())};
+    if (ok.ok()) ok = shapes[k].set_shape(shape_dims);
+    if (!ok.ok()) return ok;
+  }
+  return absl::OkStatus();
+}
+
+// ---- registrations ----
+
+REGISTER_KERNEL("pipeline.file_reader", FileReaderKernel);
+REGISTER_KERNEL("pipeline.idx_reader", IdxReaderKernel);
+REGISTER_KERNEL("pipeline.batch", BatchKernel);
+REGISTER_KERNEL("pipeline.external_source", ExternalSourceKernel);
+
+namespace {
+const bool kStagesRegistered = [] {
+  for (const std::string& name : SampleOpNames()) {
+    KernelRegistry::Get().Register("pipeline." + name, [name] {
+      return std::unique_ptr<Kernel>(
+          new SampleStageKernel(*MakeSampleOp(name)));
+    });
+  }
+  return true;
+}();
+}  // namespace
+
+}  // namespace actorflow::pipeline

@@ -1,0 +1,181 @@
+#ifndef ACTORFLOW_PIPELINE_STAGE_KERNELS_H_
+#define ACTORFLOW_PIPELINE_STAGE_KERNELS_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "actor/kernel.h"
+#include "pipeline/dataset.h"
+#include "pipeline/sample_list.h"
+#include "pipeline/sample_ops.h"
+
+// The kernels a pipeline's plan runs (op_types "pipeline.<operator>"):
+// readers (sources driven by the schedule feed), per-sample stages, and
+// batch assembly. Registered globally too, so `actorflow validate` checks a
+// pipeline's written-out plan.
+namespace actorflow::pipeline {
+
+// A reader: one piece per scheduled chunk, holding that chunk's samples
+// (batch_size of them, fewer at the end of the epoch) under its output
+// names.
+class ReaderKernel : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+  // Samples in this shard: one epoch.
+  int64_t epoch_size() const { return end_ - begin_; }
+
+ protected:
+  // Reads the dataset's description (not its data) and returns its size.
+  virtual absl::StatusOr<int64_t> Open(const KernelInitContext& ctx) = 0;
+  // Output `k` (0: the data, 1: the label) of dataset sample `index`.
+  virtual absl::Status Fill(int64_t index, int k, SampleSlots::Slot* slot) = 0;
+  const std::vector<std::string>& outputs() const { return outputs_; }
+
+ private:
+  std::vector<std::string> outputs_;
+  int64_t batch_size_ = 1;
+  int64_t begin_ = 0;
+  int64_t end_ = 0;
+  int64_t window_ = 0;
+  uint64_t seed_ = 0;
+  bool skip_errors_ = false;
+  int64_t order_epoch_ = -1;
+  std::vector<int64_t> order_;
+  SampleSlots slots_;
+};
+
+// `pipeline.file_reader`: attr `dir` (a directory), `files` (paths, with
+// optional `labels`) or `file_list` (a text file). Outputs: the encoded
+// file (uint8 [bytes]) and optionally its label (int32 scalar).
+class FileReaderKernel final : public ReaderKernel {
+ protected:
+  absl::StatusOr<int64_t> Open(const KernelInitContext& ctx) override;
+  absl::Status Fill(int64_t index, int k, SampleSlots::Slot* slot) override;
+
+ private:
+  std::vector<FileEntry> files_;
+};
+
+// `pipeline.idx_reader`: attrs `images` and `labels`, IDX files (gzip or
+// not). Outputs: the image (uint8 [rows, cols, 1]) and optionally the label
+// (int32 scalar). The data is loaded at the first piece, not at Init.
+class IdxReaderKernel final : public ReaderKernel {
+ protected:
+  absl::StatusOr<int64_t> Open(const KernelInitContext& ctx) override;
+  absl::Status Fill(int64_t index, int k, SampleSlots::Slot* slot) override;
+
+ private:
+  absl::Status Load();
+  std::string images_path_;
+  std::string labels_path_;
+  bool loaded_ = false;
+  IdxArray images_;
+  IdxArray labels_;
+};
+
+// `pipeline.external_source`: each piece splits the batch fed to its
+// "data" input ([n, sample shape...]) into n samples of output `outputs[0]`.
+class ExternalSourceKernel final : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+
+ private:
+  std::string output_;
+  int64_t batch_size_ = 1;
+  SampleSlots slots_;
+};
+
+// `pipeline.<op>` for each SampleOp: applies it to the samples of its input
+// blob `input` that belong to worker `worker` of `workers` (position modulo
+// workers), writing them under `output`.
+class SampleStageKernel final : public Kernel {
+ public:
+  explicit SampleStageKernel(std::unique_ptr<SampleOp> op)
+      : op_(std::move(op)) {}
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+
+ private:
+  std::unique_ptr<SampleOp> op_;
+  std::string op_name_;
+  std::string input_;
+  std::string output_;
+  int64_t worker_ = 0;
+  int64_t workers_ = 1;
+  uint64_t seed_ = 0;
+  int64_t op_index_ = 0;
+  bool skip_errors_ = false;
+  SampleSlots slots_;
+};
+
+// A sample on_error=skip_sample dropped.
+struct SkippedSample {
+  int64_t epoch = 0;
+  int64_t position = 0;
+  std::string name;
+  std::string error;
+};
+
+// Where the batch kernel records what it dropped; the pipeline reads it.
+class SkipLog {
+ public:
+  void Add(SkippedSample sample) {
+    std::lock_guard<std::mutex> lock(mu_);
+    samples_.push_back(std::move(sample));
+  }
+  std::vector<SkippedSample> Snapshot() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return samples_;
+  }
+  int64_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int64_t>(samples_.size());
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<SkippedSample> samples_;
+};
+
+// `pipeline.batch`: assembles each output's samples, in epoch order, into
+// one tensor [n, max_shape...] (a sample smaller than max_shape sits at the
+// start of its box, zero-padded) plus [n, rank] per-sample shapes, in
+// registers "out_<name>" and "shape_<name>". A position dropped in any
+// output is dropped from all; batches are then filled from later chunks, so
+// every batch but an epoch's last has batch_size samples, and a chunk that
+// completes none makes an empty piece (n = 0).
+class BatchKernel final : public Kernel {
+ public:
+  explicit BatchKernel(SkipLog* log = nullptr) : log_(log) {}
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+
+ private:
+  struct Output {
+    std::string name;
+    SampleSpec spec;
+    int first_input = 0;
+    int num_inputs = 1;
+  };
+  // A sample waiting for the next batch: one per output.
+  using Pending = std::vector<Sample>;
+  absl::Status Place(const Output& out, const SampleRef& sample,
+                     const std::string& where, TensorView data,
+                     TensorView shapes, int64_t row) const;
+
+  SkipLog* log_;
+  int64_t batch_size_ = 1;
+  std::vector<Output> outputs_;
+  int64_t backlog_epoch_ = -1;
+  std::deque<Pending> backlog_;
+};
+
+}  // namespace actorflow::pipeline
+
+#endif  // ACTORFLOW_PIPELINE_STAGE_KERNELS_H_
