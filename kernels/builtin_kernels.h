@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
+#include <vector>
 
 #include "actor/kernel.h"
 
@@ -98,6 +99,28 @@ class HeadKernel : public UnaryKernel {
 
  private:
   int64_t mod_ = 1;
+};
+
+// `normalize`: out = (float(in) - mean[c]) * (1 / std[c]) in float32, c the
+// element's index along axis `axis` (int attr, default -1: the last). Attrs
+// `mean` and `std`: float lists of one value or one per channel (at most
+// 16). One blob in, float32 out of its shape; any numeric type but bool.
+class NormalizeKernel : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+
+ protected:
+  // Channels and the elements per channel step, for a piece of `shape`.
+  void Layout(absl::Span<const int64_t> shape, int64_t* channels,
+              int64_t* inner) const;
+  const std::vector<float>& mean() const { return mean_; }
+  const std::vector<float>& inv_std() const { return inv_std_; }
+
+ private:
+  int64_t axis_ = -1;
+  std::vector<float> mean_;     // one per channel
+  std::vector<float> inv_std_;  // one per channel
 };
 
 // `checksum`: a sink. Sums the valid elements of every blob of every piece

@@ -196,6 +196,98 @@ absl::Status HeadKernel::Forward(KernelContext* ctx) {
   return absl::OkStatus();
 }
 
+absl::Status NormalizeKernel::Init(const KernelInitContext& ctx) {
+  absl::Status status = ctx.ExpectInputs(1, 1);
+  if (status.ok()) status = ctx.ExpectOutput(/*required=*/true);
+  if (!status.ok()) return status;
+  const std::vector<BlobDesc>& in = ctx.inputs()[0].blobs;
+  if (in.size() != 1 || in[0].data_type == DT_BOOL || in[0].shape.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "consumed_regst_desc_id['in']: normalize takes one numeric blob of "
+        "rank 1 or more; regst_desc ",
+        ctx.inputs()[0].regst_desc_id, " has ", in.size(), " blob(s)"));
+  }
+  auto axis = ctx.IntAttrOr("axis", -1);
+  auto mean = ctx.FloatListAttr("mean");
+  auto stddev = ctx.FloatListAttr("std");
+  for (const absl::Status& s :
+       {axis.status(), mean.status(), stddev.status()}) {
+    if (!s.ok()) return s;
+  }
+  const int64_t rank = static_cast<int64_t>(in[0].shape.size());
+  axis_ = *axis < 0 ? *axis + rank : *axis;
+  if (axis_ < 0 || axis_ >= rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel.attr['axis']: ", *axis, " is not an axis of ",
+                     ShapeString(in[0].shape)));
+  }
+  const int64_t channels = in[0].shape[axis_];
+  auto per_channel = [&](const std::vector<double>& values, const char* name,
+                         double fallback,
+                         std::vector<float>* out) -> absl::Status {
+    const size_t n = values.empty() ? 1 : values.size();
+    if (n != 1 && static_cast<int64_t>(n) != channels) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernel.attr['", name, "']: ", n, " values for ",
+                       channels, " channels (give 1 or ", channels, ")"));
+    }
+    out->clear();
+    for (int64_t c = 0; c < channels; ++c) {
+      out->push_back(static_cast<float>(
+          values.empty() ? fallback : values[n == 1 ? 0 : c]));
+    }
+    return absl::OkStatus();
+  };
+  status = per_channel(*mean, "mean", 0.0, &mean_);
+  if (status.ok()) status = per_channel(*stddev, "std", 1.0, &inv_std_);
+  if (!status.ok()) return status;
+  if (channels > 16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel.attr['axis']: ", channels, " channels (at most 16)"));
+  }
+  for (float& s : inv_std_) {
+    if (s == 0) {
+      return absl::InvalidArgumentError("kernel.attr['std']: has a zero");
+    }
+    s = 1.0f / s;
+  }
+  std::vector<BlobDesc> out = in;
+  out[0].data_type = DT_FLOAT32;
+  return ctx.SetOutputBlobs("out", std::move(out));
+}
+
+void NormalizeKernel::Layout(absl::Span<const int64_t> shape, int64_t* channels,
+                             int64_t* inner) const {
+  *channels = shape[axis_];
+  *inner = 1;
+  for (size_t d = axis_ + 1; d < shape.size(); ++d) *inner *= shape[d];
+}
+
+absl::Status NormalizeKernel::Forward(KernelContext* ctx) {
+  ConstTensorView from = ctx->input(0).blob(0);
+  TensorView to = ctx->output(0).blob(0);
+  if (to.is_dynamic()) {
+    absl::Status status = to.set_shape(from.shape());
+    if (!status.ok()) return status;
+  }
+  auto out = to.mutable_data<float>();
+  if (!out.ok()) return out.status();
+  int64_t channels = 1, inner = 1;
+  Layout(from.shape(), &channels, &inner);
+  return VisitDataType(from.data_type(), [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    auto in = from.data<T>();
+    if (!in.ok()) return in.status();
+    const int64_t n = static_cast<int64_t>(in->size());
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t c = (i / inner) % channels;
+      (*out)[i] = (static_cast<float>((*in)[i]) - mean_[c]) * inv_std_[c];
+    }
+    return absl::OkStatus();
+  });
+}
+
+REGISTER_KERNEL("normalize", NormalizeKernel);
 REGISTER_KERNEL("identity", IdentityKernel);
 REGISTER_KERNEL("scale", ScaleKernel);
 REGISTER_KERNEL("add", AddKernel);

@@ -188,6 +188,17 @@ absl::Status Pipeline::Build() {
   session_options.kernels.Bind("pipeline.batch", [log] {
     return std::unique_ptr<Kernel>(new BatchKernel(log));
   });
+  std::atomic<int64_t>* counter = &chunks_read_;
+  session_options.kernels.Bind("pipeline.file_reader", [counter] {
+    auto reader = std::make_unique<FileReaderKernel>();
+    reader->CountChunksInto(counter);
+    return std::unique_ptr<Kernel>(std::move(reader));
+  });
+  session_options.kernels.Bind("pipeline.idx_reader", [counter] {
+    auto reader = std::make_unique<IdxReaderKernel>();
+    reader->CountChunksInto(counter);
+    return std::unique_ptr<Kernel>(std::move(reader));
+  });
   auto session = Session::Create(plan_, std::move(session_options));
   if (!session.ok()) {
     return absl::Status(
@@ -257,7 +268,8 @@ absl::Status Pipeline::Compile() {
     TaskProto* task = writer.AddTask(
         bi >= 0 ? unique_task(bi, batch_def->name) : std::string("batch"),
         "pipeline.batch", CpuStream(io_stream));
-    std::vector<int64_t> counts, ranks, shapes;
+    std::vector<int64_t> counts, ranks, shapes, input_index;
+    std::vector<int64_t> consumed;  // each register once
     std::vector<std::string> types;
     std::vector<Node> batched;
     for (size_t k = 0; k < batch_def->inputs.size(); ++k) {
@@ -286,7 +298,14 @@ absl::Status Pipeline::Compile() {
             "max_shape"));
         continue;
       }
-      for (int64_t id : in.regsts) writer.Consume(task, "in", id);
+      for (int64_t id : in.regsts) {
+        auto at = std::find(consumed.begin(), consumed.end(), id);
+        if (at == consumed.end()) {
+          writer.Consume(task, "in", id);
+          at = consumed.insert(consumed.end(), id);
+        }
+        input_index.push_back(at - consumed.begin());
+      }
       counts.push_back(static_cast<int64_t>(in.regsts.size()));
       ranks.push_back(static_cast<int64_t>(spec.max_shape.size()));
       shapes.insert(shapes.end(), spec.max_shape.begin(), spec.max_shape.end());
@@ -298,6 +317,7 @@ absl::Status Pipeline::Compile() {
     auto& attrs = *task->mutable_kernel()->mutable_attr();
     attrs["outputs"] = StringList(batch_def->inputs);
     attrs["inputs_per_output"] = IntList(counts);
+    attrs["input_index"] = IntList(input_index);
     attrs["types"] = StringList(types);
     attrs["ranks"] = IntList(ranks);
     attrs["max_shapes"] = IntList(shapes);
@@ -401,31 +421,55 @@ absl::Status Pipeline::Compile() {
         }
         std::vector<int64_t> batch_shape = {n};
         batch_shape.insert(batch_shape.end(), shape.begin(), shape.end());
-        TaskProto* feed = writer.AddTask(unique_task(i, def.outputs[0]), "feed",
-                                         CpuStream(io_stream));
+        TaskProto* feed =
+            writer.AddTask(unique_task(i, "input." + def.outputs[0]), "feed",
+                           CpuStream(io_stream));
+        // Room for depth fed ahead plus depth scheduled (see FeedInput).
         const int64_t fed =
-            writer.AddOutput(feed, "out", depth + 1, false,
+            writer.AddOutput(feed, "out", 2 * depth + 1, false,
                              {Blob(def.outputs[0], *type, batch_shape, true)});
         writer.Consume(task, "data", fed);
         external_ = def.outputs[0];
+        external_feed_ = feed->name();
         specs.push_back(SampleSpec{*type, shape});
       } else if (op == "file_reader") {
         specs = {SampleSpec{DT_UINT8, {-1}}, SampleSpec{DT_INT32, {}}};
       } else {
         auto images = def.attrs.count("images") ? def.attrs.at("images").s()
                                                 : std::string();
+        // A bad file is the reader's to report (below).
         auto dims = ReadIdxHeader(images);
-        if (!dims.ok() || dims->size() != 3) {
-          problems.push_back(
-              absl::StrCat(where(i), ": attr 'images': ",
-                           dims.ok() ? "not [count, rows, cols] images"
-                                     : std::string(dims.status().message())));
-          continue;
-        }
+        const bool known = dims.ok() && dims->size() == 3;
+        if (!known) dims = std::vector<int64_t>{-1, -1, -1};
         specs = {SampleSpec{DT_UINT8, {(*dims)[1], (*dims)[2], 1}},
                  SampleSpec{DT_INT32, {}}};
       }
       const int64_t regst = writer.AddOutput(task, "out", depth, false);
+      if (IsReader(op)) {
+        // The reader's own checks (files, shards), and the epoch's size as
+        // the reader will see it.
+        std::unique_ptr<ReaderKernel> reader;
+        if (op == "file_reader") {
+          reader = std::make_unique<FileReaderKernel>();
+        } else {
+          reader = std::make_unique<IdxReaderKernel>();
+        }
+        KernelInitContext ctx(
+            *task,
+            {KernelIo{"in",
+                      schedule_regst,
+                      {BlobDesc{kChunkBlob, DT_INT64, {3}, false}},
+                      true}},
+            {KernelIo{"out", regst, {}, false}});
+        absl::Status init = reader->Init(ctx);
+        // Its outputs still count as declared, so the operators after it
+        // are checked too.
+        if (!init.ok()) {
+          problems.push_back(absl::StrCat(where(i), ": ", init.message()));
+        }
+        epoch_size_ = reader->epoch_size();
+        chunks_per_epoch_ = (epoch_size_ + n - 1) / n;
+      }
       for (size_t k = 0; k < def.outputs.size(); ++k) {
         Node node{i, "source", specs[k], false, {regst}, {task}};
         declare(def.outputs[k], node);
@@ -454,16 +498,18 @@ absl::Status Pipeline::Compile() {
       write_batch(&def, i);
       continue;
     }
-    if (IsDense(op)) {
+    const bool batched_input =
+        inputs.size() == 1 && inputs[0]->kind == "batched";
+    if (op == "normalize" && !batched_input) {
+      problems.push_back(
+          absl::StrCat(where(i),
+                       ": 'normalize' works on batches (after the batch); on "
+                       "samples, use crop_mirror_normalize"));
+      continue;
+    }
+    if (IsDense(op) && batched_input) {
       if (!expect_io(1, 1, 1)) continue;
       Node& in = *inputs[0];
-      if (in.kind != "batched") {
-        problems.push_back(absl::StrCat(
-            where(i), ": '", op,
-            "' after the batch works on whole batches; "
-            "before it, use a sample operator (cast, crop_mirror_normalize)"));
-        continue;
-      }
       const bool gpu = def.device == "gpu";
       if (gpu != in.on_device) {
         problems.push_back(absl::StrCat(
@@ -608,34 +654,6 @@ absl::Status Pipeline::Compile() {
   }
   plan_ = std::move(writer.plan());
 
-  // The epoch's size, as the reader will see it.
-  for (const TaskProto& task : plan_.task()) {
-    const std::string& op_type = task.kernel().op_type();
-    std::unique_ptr<ReaderKernel> reader;
-    if (op_type == "pipeline.file_reader") {
-      reader = std::make_unique<FileReaderKernel>();
-    } else if (op_type == "pipeline.idx_reader") {
-      reader = std::make_unique<IdxReaderKernel>();
-    } else {
-      continue;
-    }
-    const int64_t out_id = task.produced_regst_desc().at("out").regst_desc_id();
-    KernelInitContext ctx(
-        task,
-        {KernelIo{"in",
-                  schedule_regst,
-                  {BlobDesc{kChunkBlob, DT_INT64, {3}, false}},
-                  true}},
-        {KernelIo{"out", out_id, {}, false}});
-    absl::Status init = reader->Init(ctx);
-    if (!init.ok()) {
-      return absl::Status(
-          init.code(), absl::StrCat("operator '", task.name(), "' (",
-                                    op_type.substr(9), "): ", init.message()));
-    }
-    epoch_size_ = reader->epoch_size();
-    chunks_per_epoch_ = (epoch_size_ + n - 1) / n;
-  }
   if (!external_.empty()) epoch_size_ = -1;
   return absl::OkStatus();
 }
@@ -670,8 +688,13 @@ absl::Status Pipeline::Pump() {
     const bool final = !external_.empty() || chunk >= chunks_per_epoch_ - 1;
     const int64_t words[] = {epoch_, chunk, final ? 1 : 0};
     auto tensor = Tensor::FromValues<int64_t>({3}, words);
-    absl::Status fed = session_->TryFeed(kScheduleTask, *tensor);
-    if (absl::IsUnavailable(fed)) break;  // full: the next call issues it
+    // With nothing in flight no schedule register can stay taken (the
+    // reader returns each as it reads it), so blocking cannot hang; with
+    // chunks in flight a full schedule leaves the rest to the next call.
+    absl::Status fed = in_flight_ == 0
+                           ? session_->Feed(kScheduleTask, *tensor)
+                           : session_->TryFeed(kScheduleTask, *tensor);
+    if (absl::IsUnavailable(fed)) break;
     if (!fed.ok()) return Fail(fed);
     ++next_chunk_;
     ++in_flight_;
@@ -696,12 +719,15 @@ absl::Status Pipeline::FeedInput(absl::string_view name, const Tensor& batch) {
         external_.empty() ? ""
                           : absl::StrCat(" (there is '", external_, "')")));
   }
-  absl::Status fed = session_->TryFeed(external_, batch);
-  if (absl::IsUnavailable(fed)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "FeedInput '", name, "': ", depth_ + 1,
-        " batches are fed and not yet consumed; Run and take outputs first"));
+  // At most depth_ fed ahead of Run and depth_ scheduled: the feed has
+  // 2 * depth_ + 1 registers, so this Feed finds one free (or freed as the
+  // source reads the scheduled ones) and never waits on the caller.
+  if (fed_ >= depth_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("FeedInput '", name, "': ", depth_,
+                     " batches are fed and not yet scheduled; Run() first"));
   }
+  absl::Status fed = session_->Feed(external_feed_, batch);
   if (absl::IsInvalidArgument(fed)) return fed;  // the batch does not fit
   if (!fed.ok()) return Fail(fed);
   ++fed_;
@@ -755,6 +781,8 @@ absl::StatusOr<BatchView> Pipeline::ShareOutputs() {
     if (!full.ok()) return full.status();
     if (!*full) continue;  // every sample held over for the next batch
     --requested_;
+    ok = Pump();  // keep the prefetch full while the caller works
+    if (!ok.ok()) return ok;
     held->epoch = epoch_;
     held->index = batches_++;
     BatchView view;

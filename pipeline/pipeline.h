@@ -1,6 +1,7 @@
 #ifndef ACTORFLOW_PIPELINE_PIPELINE_H_
 #define ACTORFLOW_PIPELINE_PIPELINE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -38,7 +39,7 @@ struct PipelineOptions {
   int gpu_prefetch_depth = 0;
   uint64_t seed = 0;
   OnError on_error = OnError::kFail;
-  // Record every act (PipelineStats::trace(), Pipeline::trace()).
+  // Record every act (Pipeline::trace()).
   bool trace = false;
   // Which CUDA devices are usable (tests pass their own).
   DeviceProbe probe = cuda::DeviceAvailable;
@@ -123,6 +124,11 @@ class Pipeline {
   absl::Status Reset();
 
   int64_t epoch() const { return epoch_; }
+  // Chunks (a batch's worth of samples) the reader has read since Build:
+  // never more than prefetch_depth ahead of the batches taken.
+  int64_t chunks_read() const {
+    return chunks_read_.load(std::memory_order_relaxed);
+  }
   // Samples dropped by on_error=skip_sample since Build, in order.
   std::vector<SkippedSample> skipped() const { return log_.Snapshot(); }
   // The first error; OK while the pipeline works.
@@ -146,10 +152,12 @@ class Pipeline {
   Plan plan_;
   std::unique_ptr<Session> session_;
   SkipLog log_;
+  std::atomic<int64_t> chunks_read_{0};
   absl::Status error_;
   bool built_ = false;
 
-  std::string external_;  // the external source's name, if any
+  std::string external_;       // the external source's name, if any
+  std::string external_feed_;  // and its feed task
   int64_t epoch_size_ = 0;
   int64_t chunks_per_epoch_ = 0;
   int depth_ = 2;

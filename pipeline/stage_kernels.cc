@@ -107,6 +107,7 @@ absl::Status ReaderKernel::Forward(KernelContext* ctx) {
     absl::Status finished = writer.Finish();
     if (!finished.ok()) return finished;
   }
+  if (counter_ != nullptr) counter_->fetch_add(1, std::memory_order_relaxed);
   return WriteChunk(out, *chunk);
 }
 
@@ -372,13 +373,14 @@ absl::Status SampleStageKernel::Forward(KernelContext* ctx) {
 absl::Status BatchKernel::Init(const KernelInitContext& ctx) {
   auto names = ctx.StringListAttr("outputs");
   auto counts = ctx.IntListAttr("inputs_per_output");
+  auto index = ctx.IntListAttr("input_index");
   auto types = ctx.StringListAttr("types");
   auto ranks = ctx.IntListAttr("ranks");
   auto shapes = ctx.IntListAttr("max_shapes");
   auto batch = PositiveAttr(ctx, "batch_size", 0, 1);
-  absl::Status ok =
-      FirstError({names.status(), counts.status(), types.status(),
-                  ranks.status(), shapes.status(), batch.status()});
+  absl::Status ok = FirstError({names.status(), counts.status(), index.status(),
+                                types.status(), ranks.status(), shapes.status(),
+                                batch.status()});
   if (!ok.ok()) return ok;
   const size_t n = names->size();
   if (n == 0 || counts->size() != n || types->size() != n ||
@@ -389,8 +391,9 @@ absl::Status BatchKernel::Init(const KernelInitContext& ctx) {
   }
   batch_size_ = *batch;
   outputs_.clear();
-  int next_input = 0;
+  size_t next_index = 0;
   size_t next_dim = 0;
+  const int64_t registers = static_cast<int64_t>(ctx.inputs().size());
   for (size_t k = 0; k < n; ++k) {
     Output out;
     out.name = (*names)[k];
@@ -414,19 +417,25 @@ absl::Status BatchKernel::Init(const KernelInitContext& ctx) {
           "output '", out.name, "': samples of ",
           ShapeString(out.spec.max_shape), " have no bound to batch them to"));
     }
-    out.first_input = next_input;
-    out.num_inputs = static_cast<int>((*counts)[k]);
-    next_input += out.num_inputs;
+    for (int64_t c = 0; c < (*counts)[k]; ++c, ++next_index) {
+      if (next_index >= index->size() || (*index)[next_index] < 0 ||
+          (*index)[next_index] >= registers) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("attr 'input_index': wants ", (*counts)[k],
+                         " register indices below ", registers, " for output '",
+                         out.name, "'"));
+      }
+      out.inputs.push_back(static_cast<int>((*index)[next_index]));
+    }
     outputs_.push_back(std::move(out));
   }
   if (next_dim != shapes->size()) {
     return absl::InvalidArgumentError(
         "attr 'max_shapes': more dimensions than 'ranks' account for");
   }
-  if (static_cast<int>(ctx.inputs().size()) != next_input) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "consumed_regst_desc_id['in']: ", ctx.inputs().size(),
-        " registers, but 'inputs_per_output' adds up to ", next_input));
+  if (next_index != index->size()) {
+    return absl::InvalidArgumentError(
+        "attr 'input_index': more entries than 'inputs_per_output' adds up to");
   }
   for (const Output& out : outputs_) {
     std::vector<int64_t> dims = {batch_size_};
@@ -501,9 +510,8 @@ absl::Status BatchKernel::Forward(KernelContext* ctx) {
   std::vector<std::vector<const SampleHeader*>> samples(n_out);
   for (size_t k = 0; k < n_out; ++k) {
     const Output& out = outputs_[k];
-    for (int i = 0; i < out.num_inputs; ++i) {
-      auto list =
-          SampleListView::Of(ctx->input(out.first_input + i).blob(out.name));
+    for (int input : out.inputs) {
+      auto list = SampleListView::Of(ctx->input(input).blob(out.name));
       if (!list.ok()) return list.status();
       for (int64_t s = 0; s < list->size(); ++s) {
         samples[k].push_back(&list->header(s));

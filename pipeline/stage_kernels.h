@@ -1,6 +1,7 @@
 #ifndef ACTORFLOW_PIPELINE_STAGE_KERNELS_H_
 #define ACTORFLOW_PIPELINE_STAGE_KERNELS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -28,6 +29,8 @@ class ReaderKernel : public Kernel {
   absl::Status Forward(KernelContext* ctx) override;
   // Samples in this shard: one epoch.
   int64_t epoch_size() const { return end_ - begin_; }
+  // Counts each chunk read into `counter` (after the chunk is complete).
+  void CountChunksInto(std::atomic<int64_t>* counter) { counter_ = counter; }
 
  protected:
   // Reads the dataset's description (not its data) and returns its size.
@@ -44,6 +47,7 @@ class ReaderKernel : public Kernel {
   int64_t window_ = 0;
   uint64_t seed_ = 0;
   bool skip_errors_ = false;
+  std::atomic<int64_t>* counter_ = nullptr;
   int64_t order_epoch_ = -1;
   std::vector<int64_t> order_;
   SampleSlots slots_;
@@ -160,8 +164,7 @@ class BatchKernel final : public Kernel {
   struct Output {
     std::string name;
     SampleSpec spec;
-    int first_input = 0;
-    int num_inputs = 1;
+    std::vector<int> inputs;  // indices of the registers that carry it
   };
   // A sample waiting for the next batch: one per output.
   using Pending = std::vector<Sample>;

@@ -160,6 +160,28 @@ class GpuCastKernel final : public CastKernel {
   }
 };
 
+class GpuNormalizeKernel final : public NormalizeKernel {
+ public:
+  absl::Status Forward(KernelContext* ctx) override {
+    ConstTensorView from = ctx->input(0).blob(0);
+    TensorView to = ctx->output(0).blob(0);
+    if (to.is_dynamic()) {
+      absl::Status status = to.set_shape(from.shape());
+      if (!status.ok()) return status;
+    }
+    gpu::NormalizeParams params;
+    Layout(from.shape(), &params.channels, &params.inner);
+    for (int64_t c = 0; c < params.channels; ++c) {
+      params.mean[c] = mean()[c];
+      params.inv_std[c] = inv_std()[c];
+    }
+    gpu::LaunchNormalize(ElemTypeOf(from.data_type()), from.raw_data(),
+                         static_cast<float*>(to.mutable_raw_data()),
+                         to.elem_cnt(), params, ctx->cuda_stream());
+    return Launched("normalize: kernel launch");
+  }
+};
+
 class GpuHeadKernel final : public HeadKernel {
  public:
   absl::Status Forward(KernelContext* ctx) override {
@@ -268,6 +290,7 @@ REGISTER_GPU_KERNEL("identity", GpuIdentityKernel);
 REGISTER_GPU_KERNEL("scale", GpuScaleKernel);
 REGISTER_GPU_KERNEL("add", GpuAddKernel);
 REGISTER_GPU_KERNEL("cast", GpuCastKernel);
+REGISTER_GPU_KERNEL("normalize", GpuNormalizeKernel);
 REGISTER_GPU_KERNEL("head", GpuHeadKernel);
 REGISTER_GPU_KERNEL("checksum", GpuChecksumKernel);
 REGISTER_GPU_KERNEL("h2d", H2dKernel);

@@ -170,6 +170,26 @@ void LaunchCast(ElemType from, ElemType to, const void* in, void* out,
   });
 }
 
+template <typename From>
+__global__ void NormalizeKernel(const From* in, float* out, int64_t n,
+                                NormalizeParams params) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t c = (i / params.inner) % params.channels;
+    out[i] = (static_cast<float>(in[i]) - params.mean[c]) * params.inv_std[c];
+  }
+}
+
+void LaunchNormalize(ElemType from, const void* in, float* out, int64_t n,
+                     const NormalizeParams& params, void* stream) {
+  if (n == 0) return;
+  VisitElemType(from, [&](auto from_tag) {
+    using From = decltype(from_tag);
+    NormalizeKernel<From><<<GridFor(n), kThreads, 0, AsStream(stream)>>>(
+        static_cast<const From*>(in), out, n, params);
+  });
+}
+
 void LaunchSum(ElemType type, const void* in, int64_t n, double* partials,
                double* total, bool first, void* stream) {
   // Every partial is written (zero for blocks past the end), so the second

@@ -48,6 +48,17 @@ void LaunchAdd(ElemType type, const AddInputs& inputs, void* out, int64_t n,
 void LaunchCast(ElemType from, ElemType to, const void* in, void* out,
                 int64_t n, void* stream);
 
+// out[i] = (float(in[i]) - mean[c]) * inv_std[c] with c = (i / inner) %
+// channels: the `normalize` kernel's arithmetic, in float32.
+constexpr int kMaxNormalizeChannels = 16;
+struct NormalizeParams {
+  float mean[kMaxNormalizeChannels] = {};
+  float inv_std[kMaxNormalizeChannels] = {};
+  int64_t channels = 1;
+  int64_t inner = 1;
+};
+void LaunchNormalize(ElemType from, const void* in, float* out, int64_t n,
+                     const NormalizeParams& params, void* stream);
 // *total = (first ? 0 : *total) + sum(in[0..n)), each element converted to
 // double and summed in double in a fixed order (deterministic for a given
 // n). `partials` holds kSumPartials doubles of scratch.

@@ -77,6 +77,22 @@ void LaunchCast(ElemType from, ElemType to, const void* in, void* out,
   });
 }
 
+void LaunchNormalize(ElemType from, const void* in, float* out, int64_t n,
+                     const NormalizeParams& params, void* stream) {
+  if (n == 0) return;
+  cuda::emulated::Enqueue(stream, [=] {
+    VisitElemType(from, [&](auto from_tag) {
+      using From = decltype(from_tag);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t c = (i / params.inner) % params.channels;
+        out[i] = (static_cast<float>(static_cast<const From*>(in)[i]) -
+                  params.mean[c]) *
+                 params.inv_std[c];
+      }
+    });
+  });
+}
+
 void LaunchSum(ElemType type, const void* in, int64_t n, double* partials,
                double* total, bool first, void* stream) {
   cuda::emulated::Enqueue(stream, [=] {

@@ -1,0 +1,295 @@
+// The pipeline's operator functions on real data: Fashion-MNIST images
+// (Debian's dataset-fashion-mnist) encoded and decoded with libjpeg-turbo
+// and libpng, corrupt and truncated files, and the image operators checked
+// against values worked out by hand.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "pipeline/dataset.h"
+#include "pipeline/fixtures.h"
+#include "pipeline/image_codec.h"
+#include "pipeline/image_ops.h"
+#include "tests/test_util.h"
+
+namespace actorflow::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string TempDir(const std::string& name) {
+  const char* root = std::getenv("TEST_TMPDIR");
+  fs::path dir = fs::path(root ? root : "/tmp") / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+// Fashion-MNIST test image `i` as uint8 [28, 28, 1].
+Sample FashionImage(int64_t i) {
+  static const IdxArray images = [] {
+    auto read =
+        ReadIdx(std::string(kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz");
+    REQUIRE(read.ok());
+    return *read;
+  }();
+  Sample s;
+  const int64_t shape[] = {28, 28, 1};
+  s.Reshape(DT_UINT8, shape);
+  std::copy_n(images.data.data() + i * 784, 784, s.storage.data());
+  return s;
+}
+
+Sample Values(DataType type, std::vector<int64_t> shape,
+              std::vector<double> values) {
+  Sample s;
+  s.Reshape(type, shape);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (type == DT_UINT8) s.as<uint8_t>()[i] = static_cast<uint8_t>(values[i]);
+    if (type == DT_FLOAT32) s.as<float>()[i] = static_cast<float>(values[i]);
+  }
+  return s;
+}
+
+TEST_CASE("Fashion-MNIST IDX files read whole and header-only") {
+  const std::string dir = kFashionMnistDir;
+  auto images = ReadIdx(dir + "/train-images-idx3-ubyte.gz");
+  auto labels = ReadIdx(dir + "/train-labels-idx1-ubyte.gz");
+  REQUIRE(images.ok());
+  REQUIRE(labels.ok());
+  CHECK(images->dims == std::vector<int64_t>{60000, 28, 28});
+  CHECK(labels->dims == std::vector<int64_t>{60000});
+  std::set<int> classes(labels->data.begin(), labels->data.end());
+  CHECK(classes == std::set<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  auto head = ReadIdxHeader(dir + "/t10k-images-idx3-ubyte.gz");
+  REQUIRE(head.ok());
+  CHECK(*head == std::vector<int64_t>{10000, 28, 28});
+
+  auto missing = ReadIdx(dir + "/no-such-file.gz");
+  CHECK(absl::IsNotFound(missing.status()));
+  const std::string bad = TempDir("idx") + "/bad.idx";
+  std::ofstream(bad) << "not an idx file";
+  auto wrong = ReadIdx(bad);
+  REQUIRE_FALSE(wrong.ok());
+  CHECK_THAT(std::string(wrong.status().message()),
+             Catch::Contains("not an IDX file"));
+}
+
+TEST_CASE("PNG round-trips exactly and JPEG closely, gray and RGB") {
+  Sample image = FashionImage(7);
+  auto png = EncodePng(image.ref());
+  REQUIRE(png.ok());
+  Sample back;
+  auto bytes = [](const std::string& s) {
+    return absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(s.data()),
+                               s.size());
+  };
+  REQUIRE(DecodeImage(bytes(*png), 1, &back).ok());
+  CHECK(back.shape == SampleShape{28, 28, 1});
+  CHECK(back.storage == image.storage);
+  // Gray to RGB: three equal channels.
+  REQUIRE(DecodeImage(bytes(*png), 3, &back).ok());
+  CHECK(back.shape == SampleShape{28, 28, 3});
+  for (int p = 0; p < 784; ++p) {
+    CHECK(back.storage[3 * p] == image.storage[p]);
+    CHECK(back.storage[3 * p + 2] == image.storage[p]);
+  }
+  auto jpeg = EncodeJpeg(image.ref(), 95);
+  REQUIRE(jpeg.ok());
+  CHECK(SniffImageFormat(bytes(*jpeg)) == "jpeg");
+  REQUIRE(DecodeImage(bytes(*jpeg), 1, &back).ok());
+  CHECK(back.shape == SampleShape{28, 28, 1});
+  double error = 0;
+  for (int p = 0; p < 784; ++p) {
+    error += std::abs(int{back.storage[p]} - int{image.storage[p]});
+  }
+  CHECK(error / 784 < 4.0);  // quality 95 on a real image
+}
+
+TEST_CASE("corrupt, truncated and foreign files are errors, not images") {
+  Sample image = FashionImage(3);
+  auto png = EncodePng(image.ref());
+  auto jpeg = EncodeJpeg(image.ref(), 90);
+  REQUIRE(png.ok());
+  REQUIRE(jpeg.ok());
+  auto decode = [](const std::string& s) {
+    Sample out;
+    return DecodeImage(
+        absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(s.data()),
+                            s.size()),
+        3, &out);
+  };
+  absl::Status truncated_jpeg = decode(jpeg->substr(0, jpeg->size() / 2));
+  CHECK(absl::IsDataLoss(truncated_jpeg));
+  CHECK_THAT(std::string(truncated_jpeg.message()), Catch::Contains("JPEG"));
+  absl::Status truncated_png = decode(png->substr(0, png->size() / 2));
+  CHECK(absl::IsDataLoss(truncated_png));
+  CHECK_THAT(std::string(truncated_png.message()), Catch::Contains("PNG"));
+  // A JPEG with its entropy-coded data overwritten.
+  std::string mangled = *jpeg;
+  for (size_t i = mangled.size() / 2; i < mangled.size() - 2; ++i) {
+    mangled[i] = static_cast<char>(0xFF);
+  }
+  CHECK_FALSE(decode(mangled).ok());
+  absl::Status foreign = decode("GIF89a...");
+  CHECK_THAT(std::string(foreign.message()),
+             Catch::Contains("not a JPEG or PNG"));
+  CHECK_FALSE(decode("").ok());
+  Sample out;
+  CHECK(absl::IsInvalidArgument(DecodeImage({}, 2, &out)));
+}
+
+TEST_CASE("bilinear resize: constant stays constant, ramps interpolate") {
+  Sample flat = Values(DT_UINT8, {3, 5, 1}, std::vector<double>(15, 77));
+  Sample out;
+  REQUIRE(Resize(flat.ref(), 7, 4, &out).ok());
+  CHECK(out.shape == SampleShape{7, 4, 1});
+  for (uint8_t v : out.storage) CHECK(v == 77);
+  // 1x2 -> 1x4, half-pixel centres: sources at -0.25, 0.25, 0.75, 1.25,
+  // clamped to [0, 1]: 0, 25, 75, 100 of a 0..100 ramp.
+  Sample ramp = Values(DT_FLOAT32, {1, 2, 1}, {0, 100});
+  REQUIRE(Resize(ramp.ref(), 1, 4, &out).ok());
+  const float* f = out.as<float>();
+  CHECK(f[0] == Approx(0));
+  CHECK(f[1] == Approx(25));
+  CHECK(f[2] == Approx(75));
+  CHECK(f[3] == Approx(100));
+  // Same size: the image itself.
+  Sample image = FashionImage(1);
+  REQUIRE(Resize(image.ref(), 28, 28, &out).ok());
+  CHECK(out.storage == image.storage);
+  int64_t h = 0, w = 0;
+  ShorterSideSize(300, 600, 256, &h, &w);
+  CHECK((h == 256 && w == 512));
+  ShorterSideSize(640, 480, 256, &h, &w);
+  CHECK((h == 341 && w == 256));
+  CHECK_FALSE(Resize(Values(DT_INT32, {2, 2, 1}, {}).ref(), 4, 4, &out).ok());
+}
+
+TEST_CASE("crop, flip and crop_mirror_normalize move the right pixels") {
+  // 3x4 image, one channel, pixel (y, x) = 10y + x.
+  std::vector<double> v;
+  for (int y = 0; y < 3; ++y) {
+    for (int x = 0; x < 4; ++x) v.push_back(10 * y + x);
+  }
+  Sample image = Values(DT_UINT8, {3, 4, 1}, v);
+  Sample out;
+  CropWindow window;
+  SampleRng rng(1, 2, 3, 4);
+  REQUIRE(PlaceCrop(3, 4, 2, 2, /*random=*/false, &rng, &window).ok());
+  CHECK((window.y == 0 && window.x == 1));
+  REQUIRE(Crop(image.ref(), window, 2, 2, &out).ok());
+  CHECK(out.storage == std::vector<uint8_t>{1, 2, 11, 12});
+  CHECK_FALSE(PlaceCrop(3, 4, 4, 2, false, &rng, &window).ok());
+
+  REQUIRE(Flip(image.ref(), /*horizontal=*/true, false, &out).ok());
+  CHECK(std::vector<uint8_t>(out.storage.begin(), out.storage.begin() + 4) ==
+        std::vector<uint8_t>{3, 2, 1, 0});
+  REQUIRE(Flip(image.ref(), false, /*vertical=*/true, &out).ok());
+  CHECK(out.storage[0] == 20);
+
+  // Two channels: c0 = 10y + x, c1 = 100. Window 2x3 at (1, 1), mirrored.
+  std::vector<double> two;
+  for (int y = 0; y < 3; ++y) {
+    for (int x = 0; x < 4; ++x) {
+      two.push_back(10 * y + x);
+      two.push_back(100);
+    }
+  }
+  Sample rgb = Values(DT_UINT8, {3, 4, 2}, two);
+  REQUIRE(CropMirrorNormalize(rgb.ref(), CropWindow{1, 1}, 2, 3, true,
+                              {1.0f, 50.0f}, {2.0f, 10.0f}, &out)
+              .ok());
+  CHECK(out.type == DT_FLOAT32);
+  CHECK(out.shape == SampleShape{2, 2, 3});
+  const float* f = out.as<float>();
+  // Channel 0, row 0 of the window is pixels 11, 12, 13, mirrored.
+  CHECK(f[0] == Approx((13 - 1) / 2.0));
+  CHECK(f[2] == Approx((11 - 1) / 2.0));
+  CHECK(f[3] == Approx((23 - 1) / 2.0));
+  CHECK(f[6] == Approx((100 - 50) / 10.0));
+  CHECK_FALSE(CropMirrorNormalize(rgb.ref(), CropWindow{2, 0}, 2, 3, false, {0},
+                                  {1}, &out)
+                  .ok());
+  CHECK_FALSE(
+      CropMirrorNormalize(rgb.ref(), {}, 2, 2, false, {0, 0, 0}, {1}, &out)
+          .ok());
+
+  REQUIRE(CastSample(image.ref(), DT_FLOAT32, &out).ok());
+  CHECK(out.as<float>()[11] == 23.0f);
+}
+
+TEST_CASE("random crops stay inside, and depend only on the sample's seed") {
+  const uint64_t seed = testing::TestSeed("random crops");
+  for (int position = 0; position < 200; ++position) {
+    SampleRng a(seed, 4, 0, position), b(seed, 4, 0, position);
+    CropWindow wa, wb;
+    REQUIRE(PlaceCrop(40, 30, 13, 7, true, &a, &wa).ok());
+    REQUIRE(PlaceCrop(40, 30, 13, 7, true, &b, &wb).ok());
+    CHECK((wa.y == wb.y && wa.x == wb.x));
+    CHECK((wa.y >= 0 && wa.y <= 27 && wa.x >= 0 && wa.x <= 23));
+  }
+}
+
+TEST_CASE("epoch orders are permutations, seeded, and differ per epoch") {
+  const uint64_t seed = testing::TestSeed("epoch orders");
+  for (int64_t window : {0, 1, 7, 1000}) {
+    std::vector<int64_t> order = EpochOrder(100, window, seed, 0);
+    std::vector<int64_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t i = 0; i < 100; ++i) REQUIRE(sorted[i] == i);
+    CHECK(order == EpochOrder(100, window, seed, 0));
+    if (window <= 1) {
+      CHECK(order == sorted);
+    } else {
+      CHECK(order != sorted);
+      CHECK(order != EpochOrder(100, window, seed, 1));
+    }
+  }
+  // A window of 7 moves no sample more than 6 places earlier.
+  std::vector<int64_t> order = EpochOrder(100, 7, seed, 3);
+  for (int64_t i = 0; i < 100; ++i) CHECK(order[i] <= i + 6);
+  // Shards cover every sample once.
+  int64_t covered = 0, last_end = 0;
+  for (int64_t shard = 0; shard < 3; ++shard) {
+    int64_t begin = 0, end = 0;
+    ShardRange(10, shard, 3, &begin, &end);
+    CHECK(begin == last_end);
+    covered += end - begin;
+    last_end = end;
+  }
+  CHECK((covered == 10 && last_end == 10));
+}
+
+TEST_CASE("directories list images by path, labelled by subdirectory") {
+  const std::string dir = TempDir("listing");
+  REQUIRE(WriteFashionImages(dir, 6, 32, 2).ok());
+  std::ofstream(dir + "/README.txt") << "not an image";
+  auto files = ListImageDirectory(dir);
+  REQUIRE(files.ok());
+  CHECK(files->size() == 8);  // 6 images and 2 broken ones, no README
+  for (size_t i = 1; i < files->size(); ++i) {
+    CHECK((*files)[i - 1].path < (*files)[i].path);
+  }
+  // Subdirectories (labels of Fashion-MNIST images 0..5, then "broken")
+  // numbered in sorted order.
+  CHECK(files->back().path.find("/broken/") != std::string::npos);
+  CHECK(files->front().label == 0);
+  CHECK(absl::IsNotFound(ListImageDirectory(dir + "/nope").status()));
+
+  const std::string list = dir + "/list.txt";
+  std::ofstream(list) << "# files\n0/img1.png 4\n\n" << dir << "/x.jpg\n";
+  auto listed = ReadFileList(list);
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 2);
+  CHECK((*listed)[0].path == dir + "/0/img1.png");
+  CHECK((*listed)[0].label == 4);
+  std::ofstream(list) << "a.jpg seven\n";
+  CHECK_THAT(std::string(ReadFileList(list).status().message()),
+             Catch::Contains("list.txt:1"));
+}
+
+}  // namespace
+}  // namespace actorflow::pipeline
