@@ -818,6 +818,24 @@ absl::StatusOr<BatchView> Pipeline::Outputs() {
   return ShareOutputs();
 }
 
+absl::Status Pipeline::Finish() {
+  absl::Status ok = Usable();
+  if (!ok.ok()) return ok;
+  held_.clear();
+  while (in_flight_ > 0) {
+    Held discard;
+    auto fetched = FetchOne(&discard);
+    if (!fetched.ok()) return fetched.status();
+  }
+  if (session_->running()) {
+    ok = session_->CloseFeeds();
+    if (ok.ok()) ok = session_->Wait().status();
+    if (!ok.ok()) return Fail(ok);
+  }
+  error_ = absl::FailedPreconditionError("the pipeline has finished");
+  return absl::OkStatus();
+}
+
 absl::Status Pipeline::Reset() {
   absl::Status ok = Usable();
   if (!ok.ok()) return ok;

@@ -123,6 +123,11 @@ class Pipeline {
   // Drops what is scheduled or held and starts the next epoch.
   absl::Status Reset();
 
+  // Ends the pipeline's run: drops what is scheduled or held, lets the
+  // plan drain and joins its work; trace() then holds every act since
+  // Build. Afterwards the pipeline refuses work.
+  absl::Status Finish();
+
   int64_t epoch() const { return epoch_; }
   // Chunks (a batch's worth of samples) the reader has read since Build:
   // never more than prefetch_depth ahead of the batches taken.
@@ -133,6 +138,7 @@ class Pipeline {
   std::vector<SkippedSample> skipped() const { return log_.Snapshot(); }
   // The first error; OK while the pipeline works.
   absl::Status status() const { return error_; }
+  // With PipelineOptions::trace, after Finish: every act of the plan.
   const RunTrace& trace() const;
 
  private:

@@ -10,53 +10,19 @@
 #include <string>
 
 #include "memory/cuda_api.h"
+#include "tests/cli_util.h"
 
 namespace {
 namespace cuda = ::actorflow::cuda;
-
-struct CliResult {
-  int exit_code = -1;
-  std::string out;        // stdout
-  std::string last_line;  // its last line
-};
-
-std::string Runfile(const std::string& path) {
-  return std::string(std::getenv("TEST_SRCDIR")) + "/" +
-         std::getenv("TEST_WORKSPACE") + "/" + path;
-}
-
-// Runs `actorflow ARGS` (or another runner binary) in `dir` with `env`
-// prepended (e.g. "X=1 ").
-CliResult RunCli(const std::string& args, const std::string& dir = ".",
-                 const std::string& env = "",
-                 const std::string& binary = "actorflow") {
-  std::string command = "cd '" + dir + "' && " + env + "'" + Runfile(binary) +
-                        "' " + args + " 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  CliResult result;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) {
-    result.out.append(buf.data(), n);
-  }
-  int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::string trimmed = result.out;
-  while (!trimmed.empty() && trimmed.back() == '\n') trimmed.pop_back();
-  size_t nl = trimmed.rfind('\n');
-  result.last_line = nl == std::string::npos ? trimmed : trimmed.substr(nl + 1);
-  return result;
-}
+using ::actorflow::testing::CliResult;
+using ::actorflow::testing::Contains;
+using ::actorflow::testing::RunCli;
+using ::actorflow::testing::Runfile;
 
 std::string WriteTemp(const std::string& name, const std::string& text) {
   std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
   std::ofstream(path) << text;
   return path;
-}
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 TEST_CASE("run the quickstart diamond", "[cli]") {
@@ -324,15 +290,22 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   CHECK(Contains(missing.last_line, "cannot open: No such file or directory"));
 
   CliResult kernels = RunCli("kernels");
+#define kPipelineKernels                                       \
+  "pipeline.batch cpu\npipeline.cast cpu\npipeline.crop cpu\n" \
+  "pipeline.crop_mirror_normalize cpu\npipeline.decode cpu\n"  \
+  "pipeline.external_source cpu\npipeline.file_reader cpu\n"   \
+  "pipeline.flip cpu\npipeline.idx_reader cpu\npipeline.resize cpu\n"
   CHECK(kernels.exit_code == 0);
   // GPU kernels exist in builds with CUDA (whether or not a GPU is here).
   CHECK(kernels.out == (cuda::BuiltWithCuda()
                             ? "add cpu gpu\ncast cpu gpu\nchecksum cpu gpu\n"
                               "d2h gpu\nfail cpu\nfeed cpu\nfetch cpu\n"
                               "h2d gpu\nhead cpu gpu\nidentity cpu gpu\n"
+                              "normalize cpu gpu\n" kPipelineKernels
                               "scale cpu gpu\nsource cpu gpu\nspin cpu gpu\n"
                             : "add cpu\ncast cpu\nchecksum cpu\nfail cpu\n"
                               "feed cpu\nfetch cpu\nhead cpu\nidentity cpu\n"
+                              "normalize cpu\n" kPipelineKernels
                               "scale cpu\nsource cpu\nspin cpu\n"));
 }
 

@@ -1,12 +1,16 @@
 // Reads a directory of JPEG/PNG images through the data pipeline: decode,
 // resize, random crop, flip, normalize, batch. Prints images/s and ends with
 // one JSON line (see --help).
+#include <google/protobuf/text_format.h>
+
 #include <chrono>
+#include <fstream>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "examples/pipeline/cli_flags.h"
 #include "examples/pipeline/image_pipeline_lib.h"
+#include "runtime/chrome_trace.h"
 #include "runtime/json.h"
 
 namespace {
@@ -32,6 +36,9 @@ Flags:
   --resize=N          shorter side before cropping (default 256; 0: none)
   --crop=N            crop size (default 224)
   --shuffle_window=N  shuffle through a window of N files (default 0: none)
+  --write_plan=FILE   write the compiled plan (text format; `actorflow
+                      validate FILE --shapes` checks it)
+  --trace=FILE        write every act as a Chrome trace (chrome://tracing)
 
 Prints images/s per epoch, each skipped file, and a last line
 {"status":"ok","images":N,"batches":B,"skipped":K,"checksum":C,"images_per_s":R}
@@ -58,7 +65,9 @@ absl::Status Main(int argc, char** argv, Totals* totals, bool* help) {
                             {"on_error", "fail"},
                             {"resize", "256"},
                             {"crop", "224"},
-                            {"shuffle_window", "0"}});
+                            {"shuffle_window", "0"},
+                            {"write_plan", ""},
+                            {"trace", ""}});
   absl::Status ok = flags.Parse(argc, argv, help);
   if (!ok.ok() || *help) return ok;
   auto threads = flags.Int("threads", 1);
@@ -86,6 +95,7 @@ absl::Status Main(int argc, char** argv, Totals* totals, bool* help) {
   options.num_threads = static_cast<int>(*threads);
   options.prefetch_depth = static_cast<int>(*prefetch);
   options.seed = static_cast<uint64_t>(*seed);
+  options.trace = !flags.String("trace").empty();
   options.on_error = mode == "skip_sample" ? pipeline::OnError::kSkipSample
                                            : pipeline::OnError::kFail;
   examples::ImagePipelineConfig config{flags.String("dir"), *resize, *crop,
@@ -93,6 +103,17 @@ absl::Status Main(int argc, char** argv, Totals* totals, bool* help) {
   auto pipe = examples::MakeImagePipeline(config, options);
   ok = pipe->Build();
   if (!ok.ok()) return ok;
+  if (!flags.String("write_plan").empty()) {
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(pipe->plan(), &text);
+    std::ofstream out(flags.String("write_plan"));
+    out << text;
+    out.close();
+    if (!out) {
+      return absl::UnavailableError(absl::StrCat("--write_plan: cannot write ",
+                                                 flags.String("write_plan")));
+    }
+  }
   size_t reported = 0;
   for (int64_t epoch = 0; epoch < *epochs; ++epoch) {
     if (epoch > 0) {
@@ -129,6 +150,12 @@ absl::Status Main(int argc, char** argv, Totals* totals, bool* help) {
               << seconds << " s, " << epoch_images / seconds << " images/s\n";
   }
   totals->skipped = static_cast<int64_t>(reported);
+  if (options.trace) {
+    ok = pipe->Finish();
+    if (ok.ok()) ok = WriteChromeTrace(pipe->trace(), flags.String("trace"));
+    if (!ok.ok()) return ok;
+    std::cout << "trace: " << flags.String("trace") << "\n";
+  }
   return absl::OkStatus();
 }
 
