@@ -183,11 +183,20 @@ absl::Status Pipeline::Build() {
   if (!status.ok()) return status;
   SessionOptions session_options;
   session_options.trace = options_.trace;
+  session_options.channel.spin_ns = options_.spin_ns;
   session_options.probe = options_.probe;
   SkipLog* log = &log_;
   session_options.kernels.Bind("pipeline.batch", [log] {
     return std::unique_ptr<Kernel>(new BatchKernel(log));
   });
+  dealers_ = std::make_unique<SampleDealers>(depth_);
+  SampleDealers* dealers = dealers_.get();
+  for (const std::string& name : SampleOpNames()) {
+    session_options.kernels.Bind("pipeline." + name, [name, dealers] {
+      return std::unique_ptr<Kernel>(
+          new SampleStageKernel(*MakeSampleOp(name), dealers));
+    });
+  }
   std::atomic<int64_t>* counter = &chunks_read_;
   session_options.kernels.Bind("pipeline.file_reader", [counter] {
     auto reader = std::make_unique<FileReaderKernel>();
@@ -590,6 +599,9 @@ absl::Status Pipeline::Compile() {
       attrs["op_index"] = IntValue(i);
       attrs["batch_size"] = IntValue(n);
       attrs["skip_errors"] = BoolValue(skip);
+      // The first stage after the reader claims samples as its workers get
+      // free; later stages keep what their worker's first stage took.
+      attrs["deal"] = StringValue(in.kind == "source" ? "dynamic" : "all");
       writer.Consume(task, "in",
                      in.kind == "source" ? in.regsts[0] : in.regsts[w]);
       node.regsts.push_back(writer.AddOutput(task, "out", depth, false));

@@ -39,6 +39,10 @@ struct PipelineOptions {
   int gpu_prefetch_depth = 0;
   uint64_t seed = 0;
   OnError on_error = OnError::kFail;
+  // How long an idle stage thread spins before it sleeps. A pipeline's
+  // stages act per batch, milliseconds apart, and its threads share the
+  // cores with the decoders: spinning would only take cycles from them.
+  int64_t spin_ns = 0;
   // Record every act (Pipeline::trace()).
   bool trace = false;
   // Which CUDA devices are usable (tests pass their own).
@@ -156,9 +160,13 @@ class Pipeline {
   std::vector<std::string> output_names_;
   std::vector<std::string> declare_errors_;
   Plan plan_;
-  std::unique_ptr<Session> session_;
+  // What the session's kernels point at: declared before it, so they
+  // outlive it.
   SkipLog log_;
+  std::unique_ptr<SampleDealers> dealers_;
   std::atomic<int64_t> chunks_read_{0};
+  std::unique_ptr<Session> session_;
+
   absl::Status error_;
   bool built_ = false;
 

@@ -301,9 +301,16 @@ absl::Status SampleStageKernel::Init(const KernelInitContext& ctx) {
   auto op_index = ctx.IntAttrOr("op_index", 0);
   auto batch = PositiveAttr(ctx, "batch_size", 0, 1);
   auto skip = ctx.BoolAttrOr("skip_errors", false);
-  absl::Status ok = FirstError(
-      {input.status(), output.status(), worker.status(), workers.status(),
-       seed.status(), op_index.status(), batch.status(), skip.status()});
+  auto deal = ctx.StringAttrOr("deal", "static");
+  absl::Status ok =
+      FirstError({input.status(), output.status(), worker.status(),
+                  workers.status(), seed.status(), op_index.status(),
+                  batch.status(), skip.status(), deal.status()});
+  if (ok.ok() && *deal != "static" && *deal != "dynamic" && *deal != "all") {
+    ok = absl::InvalidArgumentError(
+        absl::StrCat("attr 'deal': \"static\", \"dynamic\" or \"all\", got \"",
+                     *deal, "\""));
+  }
   if (ok.ok()) ok = ctx.ExpectInputs(1, 1);
   if (ok.ok()) ok = ctx.ExpectOutput(/*required=*/true);
   if (ok.ok()) ok = op_->Init(ctx);
@@ -325,6 +332,9 @@ absl::Status SampleStageKernel::Init(const KernelInitContext& ctx) {
   seed_ = static_cast<uint64_t>(*seed);
   op_index_ = *op_index;
   skip_errors_ = *skip;
+  take_all_ = *deal == "all";
+  dealer_ = *deal == "dynamic" && dealers_ != nullptr ? dealers_->For(op_index_)
+                                                      : nullptr;
   return ctx.SetOutputBlobs("out", SampleListBlobs({output_}, *batch));
 }
 
@@ -336,9 +346,22 @@ absl::Status SampleStageKernel::Forward(KernelContext* ctx) {
   if (!chunk.ok()) return chunk.status();
   RegstView out = ctx->output(0);
   SampleListWriter writer(out.blob(output_), &slots_);
-  for (int64_t i = 0; i < list->size(); ++i) {
+  // The samples this worker takes: claimed (dynamic), all, or its share.
+  int64_t i = -1;
+  auto next = [&]() -> bool {
+    if (dealer_ != nullptr) {
+      i = dealer_->Claim(ctx->piece_id());
+      return i < list->size();
+    }
+    while (++i < list->size()) {
+      if (take_all_ || list->header(i).position % workers_ == worker_) {
+        return true;
+      }
+    }
+    return false;
+  };
+  while (next()) {
     const SampleHeader& h = list->header(i);
-    if (h.position % workers_ != worker_) continue;
     SampleSlots::Slot* slot = writer.Next();
     const absl::string_view name = NameOf(h);
     slot->name.assign(name.data(), name.size());
@@ -605,7 +628,7 @@ const bool kStagesRegistered = [] {
   for (const std::string& name : SampleOpNames()) {
     KernelRegistry::Get().Register("pipeline." + name, [name] {
       return std::unique_ptr<Kernel>(
-          new SampleStageKernel(*MakeSampleOp(name)));
+          new SampleStageKernel(*MakeSampleOp(name), nullptr));
     });
   }
   return true;

@@ -11,6 +11,7 @@
 
 #include "actor/kernel.h"
 #include "pipeline/dataset.h"
+#include "pipeline/sample_dealer.h"
 #include "pipeline/sample_list.h"
 #include "pipeline/sample_ops.h"
 
@@ -95,13 +96,17 @@ class ExternalSourceKernel final : public Kernel {
   SampleSlots slots_;
 };
 
-// `pipeline.<op>` for each SampleOp: applies it to the samples of its input
-// blob `input` that belong to worker `worker` of `workers` (position modulo
-// workers), writing them under `output`.
+// `pipeline.<op>` for each SampleOp: applies it to samples of its input
+// blob `input`, writing them under `output`. Which samples (attr `deal`):
+//   "static"   those at positions p with p % workers == worker (default)
+//   "dynamic"  those this worker claims first from the stage's dealer
+//              (static when the kernel has no dealers: outside a Pipeline)
+//   "all"      every one (a later stage of the same worker)
 class SampleStageKernel final : public Kernel {
  public:
-  explicit SampleStageKernel(std::unique_ptr<SampleOp> op)
-      : op_(std::move(op)) {}
+  explicit SampleStageKernel(std::unique_ptr<SampleOp> op,
+                             SampleDealers* dealers = nullptr)
+      : op_(std::move(op)), dealers_(dealers) {}
   absl::Status Init(const KernelInitContext& ctx) override;
   absl::Status Forward(KernelContext* ctx) override;
 
@@ -112,6 +117,9 @@ class SampleStageKernel final : public Kernel {
   std::string output_;
   int64_t worker_ = 0;
   int64_t workers_ = 1;
+  SampleDealers* dealers_;
+  SampleDealer* dealer_ = nullptr;  // when dealing dynamically
+  bool take_all_ = false;
   uint64_t seed_ = 0;
   int64_t op_index_ = 0;
   bool skip_errors_ = false;
