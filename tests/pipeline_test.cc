@@ -46,19 +46,9 @@ AttrValue F(double v) {
   a.set_f(v);
   return a;
 }
-AttrValue B(bool v) {
-  AttrValue a;
-  a.set_b(v);
-  return a;
-}
 AttrValue Ints(std::vector<int64_t> v) {
   AttrValue a;
   for (int64_t x : v) a.mutable_list()->add_i(x);
-  return a;
-}
-AttrValue Floats(std::vector<double> v) {
-  AttrValue a;
-  for (double x : v) a.mutable_list()->add_f(x);
   return a;
 }
 

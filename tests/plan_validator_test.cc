@@ -132,8 +132,7 @@ TEST_CASE("kernels", "[validator]") {
     CHECK(OnlyProblem(plan) ==
           "task 'mid' (task_id 2): kernel.op_type: unknown op_type 'sclae' "
           "(known: add, cast, checksum, fail, feed, fetch, head, identity, "
-          "scale, "
-          "source, spin)");
+          "normalize, scale, source, spin)");
   }
   SECTION("missing attribute") {
     plan.mutable_task(1)->mutable_kernel()->mutable_attr()->clear();

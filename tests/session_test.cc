@@ -183,7 +183,7 @@ TEST_CASE("kernels bound to the caller's objects and lambdas", "[session]") {
         "needs a float (f)\n"
         "task 'sink' (task_id 3): kernel.op_type: unknown op_type 'collect' "
         "(known: add, cast, checksum, fail, feed, fetch, head, identity, "
-        "scale, source, spin)");
+        "normalize, scale, source, spin)");
 
   SessionOptions twice;
   twice.kernels.BindObject("collect", &collect);

@@ -368,6 +368,63 @@ TEST_CASE("identity and add keep types and shapes", "[tensor][kernels]") {
   CHECK((*add)->output().blob(0).name() == "x");
 }
 
+TEST_CASE("normalize: per channel along an axis, float32 out", "[tensor]") {
+  AttrValue mean, stddev;
+  mean.mutable_list()->add_f(10);
+  mean.mutable_list()->add_f(20);
+  stddev.mutable_list()->add_f(2);
+  stddev.mutable_list()->add_f(4);
+  // uint8 [2, 3, 2]: channels on the last axis.
+  auto h = KernelHarness::Create(
+      Task("normalize", {{"mean", mean}, {"std", stddev}}),
+      {{{"img", DT_UINT8, {2, 3, 2}, true}}}, true);
+  REQUIRE(h.ok());
+  TensorView in = (*h)->input(0).blob(0);
+  const int64_t piece[] = {1, 3, 2};  // a dynamic piece: half the rows
+  REQUIRE(in.set_shape(piece).ok());
+  auto values = in.mutable_data<uint8_t>();
+  for (int i = 0; i < 6; ++i) (*values)[i] = static_cast<uint8_t>(30 + i);
+  REQUIRE((*h)->Run(0).ok());
+  ConstTensorView out = (*h)->output().blob(0);
+  CHECK(out.data_type() == DT_FLOAT32);
+  CHECK(out.shape() == absl::Span<const int64_t>({1, 3, 2}));
+  auto f = out.data<float>();
+  REQUIRE(f.ok());
+  for (int i = 0; i < 6; ++i) {
+    const float expect =
+        i % 2 == 0 ? (30 + i - 10) / 2.0f : (30 + i - 20) / 4.0f;
+    CHECK((*f)[i] == expect);
+  }
+  // Axis 0 of [2, 3]: rows are channels.
+  AttrValue axis;
+  axis.set_i(0);
+  auto rows = KernelHarness::Create(
+      Task("normalize", {{"mean", mean}, {"std", stddev}, {"axis", axis}}),
+      {{{"x", DT_FLOAT32, {2, 3}, false}}}, true);
+  REQUIRE(rows.ok());
+  float* x = (*rows)->input_floats(0);
+  for (int i = 0; i < 6; ++i) x[i] = 100;
+  REQUIRE((*rows)->Run(0).ok());
+  CHECK((*rows)->output_floats()[0] == 45.0f);
+  CHECK((*rows)->output_floats()[5] == 20.0f);
+  // Errors name the attribute.
+  AttrValue three, zero;
+  for (int i = 0; i < 3; ++i) three.mutable_list()->add_f(1);
+  zero.mutable_list()->add_f(0);
+  CHECK(KernelHarness::Create(Task("normalize", {{"mean", three}}),
+                              {{{"x", DT_FLOAT32, {2, 2}, false}}}, true)
+            .status()
+            .message() ==
+        "kernel.attr['mean']: 3 values for 2 channels (give 1 or 2)");
+  CHECK(KernelHarness::Create(Task("normalize", {{"std", zero}}),
+                              {{{"x", DT_FLOAT32, {2, 2}, false}}}, true)
+            .status()
+            .message() == "kernel.attr['std']: has a zero");
+  CHECK_FALSE(KernelHarness::Create(Task("normalize"),
+                                    {{{"x", DT_BOOL, {2, 2}, false}}}, true)
+                  .ok());
+}
+
 TEST_CASE("attributes: strings, bools and lists, typed", "[tensor]") {
   AttrValue ints, floats, strings;
   for (int64_t i : {3, 1, 4}) ints.mutable_list()->add_i(i);
