@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -116,6 +117,11 @@ absl::Status ReadWholeFile(const std::string& path, std::vector<uint8_t>* out) {
   std::fclose(file);
   if (failed) return absl::DataLossError("read error");
   return absl::OkStatus();
+}
+
+std::string FashionMnistDir() {
+  const char* dir = std::getenv("ACTORFLOW_FASHION_MNIST");
+  return dir != nullptr && *dir != '\0' ? dir : kFashionMnistDir;
 }
 
 void ShardRange(int64_t count, int64_t shard, int64_t shards, int64_t* begin,

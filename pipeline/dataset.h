@@ -57,6 +57,9 @@ absl::StatusOr<std::vector<int64_t>> ReadIdxHeader(const std::string& path);
 
 // Where Debian's dataset-fashion-mnist package puts the files.
 constexpr char kFashionMnistDir[] = "/usr/share/datasets/fashion-mnist";
+// $ACTORFLOW_FASHION_MNIST if set (a copy elsewhere, e.g. on a machine
+// without the package), else kFashionMnistDir.
+std::string FashionMnistDir();
 
 }  // namespace actorflow::pipeline
 

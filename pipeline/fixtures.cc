@@ -29,7 +29,7 @@ absl::Status WriteFile(const fs::path& path, const std::string& bytes) {
 absl::Status WriteFashionImages(const std::string& out_dir, int64_t count,
                                 int64_t size, int64_t corrupt) {
   const fs::path out = out_dir;
-  const std::string dir = kFashionMnistDir;
+  const std::string dir = FashionMnistDir();
   auto images = ReadIdx(dir + "/train-images-idx3-ubyte.gz");
   auto labels = ReadIdx(dir + "/train-labels-idx1-ubyte.gz");
   if (!images.ok()) return images.status();

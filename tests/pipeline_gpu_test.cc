@@ -30,7 +30,7 @@ std::unique_ptr<Pipeline> Normalized(bool gpu) {
   options.prefetch_depth = 2;
   options.gpu_prefetch_depth = 3;
   auto pipe = std::make_unique<Pipeline>(options);
-  const std::string dir = kFashionMnistDir;
+  const std::string dir = FashionMnistDir();
   pipe->Add(OperatorDef{
       .op = "idx_reader",
       .name = "reader",

@@ -30,8 +30,7 @@ std::string TempDir(const std::string& name) {
 // Fashion-MNIST test image `i` as uint8 [28, 28, 1].
 Sample FashionImage(int64_t i) {
   static const IdxArray images = [] {
-    auto read =
-        ReadIdx(std::string(kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz");
+    auto read = ReadIdx(FashionMnistDir() + "/t10k-images-idx3-ubyte.gz");
     REQUIRE(read.ok());
     return *read;
   }();
@@ -54,7 +53,7 @@ Sample Values(DataType type, std::vector<int64_t> shape,
 }
 
 TEST_CASE("Fashion-MNIST IDX files read whole and header-only") {
-  const std::string dir = kFashionMnistDir;
+  const std::string dir = FashionMnistDir();
   auto images = ReadIdx(dir + "/train-images-idx3-ubyte.gz");
   auto labels = ReadIdx(dir + "/train-labels-idx1-ubyte.gz");
   REQUIRE(images.ok());

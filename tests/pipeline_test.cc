@@ -70,9 +70,9 @@ std::string ImageDir(const std::string& name, int count, int size,
 }
 
 const std::string kTestImages =
-    std::string(kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz";
+    FashionMnistDir() + "/t10k-images-idx3-ubyte.gz";
 const std::string kTestLabels =
-    std::string(kFashionMnistDir) + "/t10k-labels-idx1-ubyte.gz";
+    FashionMnistDir() + "/t10k-labels-idx1-ubyte.gz";
 
 std::unique_ptr<Pipeline> IdxPipeline(PipelineOptions options,
                                       int64_t window = 0) {

@@ -480,7 +480,7 @@ TEST_CASE("register placement and kernels on GPU streams", "[validator]") {
     CHECK(problems[1] ==
           "task 'up' (task_id 2): kernel.op_type: 'h2d' has no cpu kernel; it "
           "runs on gpu streams (cpu kernels: add, cast, checksum, fail, feed, "
-          "fetch, head, identity, scale, source, spin)");
+          "fetch, head, identity, normalize, scale, source, spin)");
   }
   SECTION("a CPU-only kernel on a GPU stream") {
     plan.mutable_task(2)->mutable_kernel()->set_op_type("fail");
@@ -489,7 +489,7 @@ TEST_CASE("register placement and kernels on GPU streams", "[validator]") {
     CHECK(problems[0] ==
           "task 'mid' (task_id 3): kernel.op_type: 'fail' has no gpu kernel; "
           "it runs on cpu streams (gpu kernels: add, cast, checksum, d2h, h2d, "
-          "head, identity, scale, source, spin)");
+          "head, identity, normalize, scale, source, spin)");
   }
   SECTION("a device this machine lacks") {
     plan.mutable_task(2)->mutable_stream()->set_device_index(2);
