@@ -1,6 +1,7 @@
 #include "pipeline/pipeline.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +12,13 @@ namespace actorflow::pipeline {
 namespace {
 
 constexpr char kScheduleTask[] = "schedule";
+
+// The attributes a pipeline sets on every per-sample task (the rest are the
+// operator's own).
+const std::set<std::string> kStageAttrs = {
+    "input",    "output",   "worker",     "workers",     "seed",
+    "op_index", "op_name",  "batch_size", "skip_errors", "deal",
+    "ops",      "op_names", "op_indices"};
 
 bool IsReader(const std::string& op) {
   return op == "file_reader" || op == "idx_reader";
@@ -141,6 +149,7 @@ struct Pipeline::Node {
   std::vector<TaskProto*> tasks;
   int64_t shapes_regst = -1;  // batched: its per-sample shapes
   std::string batch_name;     // batched: the batch output it derives from
+  std::string chain;          // sample: its tasks' name (fused operators)
 };
 
 struct Pipeline::Held {
@@ -191,10 +200,13 @@ absl::Status Pipeline::Build() {
   });
   dealers_ = std::make_unique<SampleDealers>(depth_);
   SampleDealers* dealers = dealers_.get();
+  std::vector<std::string> stage_op_types = {"pipeline.chain"};
   for (const std::string& name : SampleOpNames()) {
-    session_options.kernels.Bind("pipeline." + name, [name, dealers] {
-      return std::unique_ptr<Kernel>(
-          new SampleStageKernel(*MakeSampleOp(name), dealers));
+    stage_op_types.push_back("pipeline." + name);
+  }
+  for (const std::string& op_type : stage_op_types) {
+    session_options.kernels.Bind(op_type, [dealers] {
+      return std::unique_ptr<Kernel>(new SampleStageKernel(dealers));
     });
   }
   std::atomic<int64_t>* counter = &chunks_read_;
@@ -350,6 +362,14 @@ absl::Status Pipeline::Compile() {
       nodes.emplace(batch_def->outputs[k], out);
     }
   };
+
+  // How many operators and outputs read each node: a node read once, by a
+  // per-sample operator, is fused away.
+  std::map<std::string, int> consumers;
+  for (const OperatorDef& def : ops_) {
+    for (const std::string& in : def.inputs) ++consumers[in];
+  }
+  for (const std::string& out : output_names_) ++consumers[out];
 
   for (int i = 0; i < static_cast<int>(ops_.size()); ++i) {
     const OperatorDef& def = ops_[i];
@@ -583,20 +603,67 @@ absl::Status Pipeline::Compile() {
       problems.push_back(absl::StrCat(where(i), ": ", spec.status().message()));
       continue;
     }
+    // Fused into the chain that makes its input, when nothing else reads
+    // that input: the sample then never leaves the worker's scratch.
+    if (in.kind == "sample" && consumers[def.inputs[0]] == 1) {
+      Node node{i, "sample", *spec, false, in.regsts, in.tasks};
+      node.chain = in.chain + "+" + def.name;
+      for (int w = 0; w < workers; ++w) {
+        TaskProto* task = in.tasks[w];
+        auto& attrs = *task->mutable_kernel()->mutable_attr();
+        if (task->kernel().op_type() != "pipeline.chain") {
+          // Turn the one-operator task into a chain of one.
+          google::protobuf::Map<std::string, AttrValue> own;
+          for (const auto& [key, value] : attrs) {
+            if (!kStageAttrs.count(key)) own[absl::StrCat("0.", key)] = value;
+          }
+          for (const auto& [key, value] : own) attrs.erase(key.substr(2));
+          attrs.insert(own.begin(), own.end());
+          const std::string first_op =
+              task->kernel().op_type().substr(std::strlen("pipeline."));
+          attrs["ops"] = StringList({first_op});
+          attrs["op_names"] = StringList({attrs["op_name"].s()});
+          attrs["op_indices"] = IntList({attrs["op_index"].i()});
+          attrs.erase("op_name");
+          attrs.erase("op_index");
+          task->mutable_kernel()->set_op_type("pipeline.chain");
+        }
+        const int j = attrs["ops"].list().s_size();
+        attrs["ops"].mutable_list()->add_s(op);
+        attrs["op_names"].mutable_list()->add_s(def.name);
+        attrs["op_indices"].mutable_list()->add_i(i);
+        for (const auto& [key, value] : def.attrs) {
+          attrs[absl::StrCat(j, ".", key)] = value;
+        }
+        attrs["output"] = StringValue(def.outputs[0]);
+        task->set_name(unique_task(
+            i, workers == 1 ? node.chain : absl::StrCat(node.chain, "@", w)));
+      }
+      declare(def.outputs[0], node);
+      continue;
+    }
     Node node{i, "sample", *spec, false, {}, {}};
+    node.chain = def.name;
     for (int w = 0; w < workers; ++w) {
       const std::string name =
           workers == 1 ? def.name : absl::StrCat(def.name, "@", w);
       TaskProto* task =
           writer.AddTask(unique_task(i, name), "pipeline." + op, CpuStream(w));
       auto& attrs = *task->mutable_kernel()->mutable_attr();
-      for (const auto& [key, value] : def.attrs) attrs[key] = value;
+      for (const auto& [key, value] : def.attrs) {
+        if (kStageAttrs.count(key)) {
+          problems.push_back(absl::StrCat(where(i), ": attr '", key,
+                                          "' is the pipeline's to set"));
+        }
+        attrs[key] = value;
+      }
       attrs["input"] = StringValue(def.inputs[0]);
       attrs["output"] = StringValue(def.outputs[0]);
       attrs["worker"] = IntValue(w);
       attrs["workers"] = IntValue(workers);
       attrs["seed"] = IntValue(static_cast<int64_t>(options_.seed));
       attrs["op_index"] = IntValue(i);
+      attrs["op_name"] = StringValue(def.name);
       attrs["batch_size"] = IntValue(n);
       attrs["skip_errors"] = BoolValue(skip);
       // The first stage after the reader claims samples as its workers get

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "actor/kernel.h"
+#include "pipeline/dataset.h"
 #include "pipeline/sample.h"
 
 // How samples of varying size travel between pipeline stages in fixed-size
@@ -43,7 +44,11 @@ struct SampleHeader {
   int64_t name_len;
   int64_t dropped;  // 1: failed and skipped; data holds the error message
   int64_t index;    // the sample's index in its dataset (after sharding)
-  int64_t reserved[2];
+  // 1: the bytes are the file `name`, not yet read: the first stage that
+  // needs them reads it (so files are read by the workers, in parallel,
+  // rather than one by one on the reader's thread).
+  int64_t lazy_file;
+  int64_t reserved;
 };
 static_assert(sizeof(SampleHeader) == kHeaderWords * sizeof(int64_t));
 
@@ -117,6 +122,19 @@ inline absl::string_view NameOf(const SampleHeader& h) {
   return absl::string_view(reinterpret_cast<const char*>(h.name), h.name_len);
 }
 
+// The sample's bytes: the header's, or for a lazy file its content, read
+// into `scratch` (uint8 [bytes]). A read error names the problem only; the
+// caller adds operator and sample.
+inline absl::StatusOr<SampleRef> Materialize(const SampleHeader& h,
+                                             Sample* scratch) {
+  if (!h.lazy_file) return RefOf(h);
+  absl::Status read = ReadWholeFile(std::string(NameOf(h)), &scratch->storage);
+  if (!read.ok()) return read;
+  scratch->type = DT_UINT8;
+  scratch->shape.assign({static_cast<int64_t>(scratch->storage.size())});
+  return scratch->ref();
+}
+
 // "sample 12 of epoch 0 ('/data/cat.jpg')": how errors name a sample.
 inline std::string DescribeSample(const SampleHeader& h) {
   std::string text = absl::StrCat("sample ", h.position, " of epoch ", h.epoch);
@@ -160,8 +178,10 @@ class SampleListWriter {
     return &(*slots_)[count_];
   }
   // Records the slot Next gave as sample `count()` (described by `like`:
-  // position, epoch, index; name taken from the slot).
-  absl::Status Commit(const SampleHeader& like, bool dropped) {
+  // position, epoch, index; name taken from the slot). `lazy_file`: the
+  // slot holds only the name of a file to read later.
+  absl::Status Commit(const SampleHeader& like, bool dropped,
+                      bool lazy_file = false) {
     if (count_ >= capacity_) {
       return absl::InternalError("pipeline: more samples than batch_size");
     }
@@ -184,6 +204,7 @@ class SampleListWriter {
     h.name = reinterpret_cast<int64_t>(slot.name.data());
     h.name_len = static_cast<int64_t>(slot.name.size());
     h.dropped = dropped ? 1 : 0;
+    h.lazy_file = lazy_file ? 1 : 0;
     ++count_;
     return absl::OkStatus();
   }

@@ -91,7 +91,8 @@ absl::Status ReaderKernel::Forward(KernelContext* ctx) {
       like.epoch = chunk->epoch;
       like.index = begin_ + order_[position];
       SampleSlots::Slot* slot = writer.Next();
-      absl::Status filled = Fill(like.index, static_cast<int>(k), slot);
+      bool lazy = false;
+      absl::Status filled = Fill(like.index, static_cast<int>(k), slot, &lazy);
       bool dropped = false;
       if (!filled.ok()) {
         like.name = reinterpret_cast<int64_t>(slot->name.data());
@@ -101,7 +102,7 @@ absl::Status ReaderKernel::Forward(KernelContext* ctx) {
         FillDropped(filled, slot);
         dropped = true;
       }
-      absl::Status committed = writer.Commit(like, dropped);
+      absl::Status committed = writer.Commit(like, dropped, lazy);
       if (!committed.ok()) return committed;
     }
     absl::Status finished = writer.Finish();
@@ -160,7 +161,7 @@ absl::StatusOr<int64_t> FileReaderKernel::Open(const KernelInitContext& ctx) {
 }
 
 absl::Status FileReaderKernel::Fill(int64_t index, int k,
-                                    SampleSlots::Slot* slot) {
+                                    SampleSlots::Slot* slot, bool* lazy) {
   const FileEntry& file = files_[index];
   slot->name = file.path;
   if (k == 1) {
@@ -168,11 +169,10 @@ absl::Status FileReaderKernel::Fill(int64_t index, int k,
     *slot->sample.as<int32_t>() = file.label;
     return absl::OkStatus();
   }
-  slot->sample.type = DT_UINT8;
-  absl::Status read = ReadWholeFile(file.path, &slot->sample.storage);
-  slot->sample.shape.assign(
-      {static_cast<int64_t>(slot->sample.storage.size())});
-  return read;
+  // Read by whichever worker takes the sample (see SampleHeader).
+  slot->sample.Reshape(DT_UINT8, {0});
+  *lazy = true;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> IdxReaderKernel::Open(const KernelInitContext& ctx) {
@@ -220,7 +220,7 @@ absl::Status IdxReaderKernel::Load() {
 }
 
 absl::Status IdxReaderKernel::Fill(int64_t index, int k,
-                                   SampleSlots::Slot* slot) {
+                                   SampleSlots::Slot* slot, bool*) {
   if (!loaded_) {
     absl::Status ok = Load();
     if (!ok.ok()) return ok;
@@ -292,20 +292,69 @@ absl::Status ExternalSourceKernel::Forward(KernelContext* ctx) {
 
 // ---- per-sample stages ----
 
+absl::Status SampleStageKernel::InitSteps(const KernelInitContext& ctx) {
+  steps_.clear();
+  const std::string& op_type = ctx.task().kernel().op_type();
+  if (op_type != "pipeline.chain") {
+    // One operator, its attributes unprefixed.
+    auto op = MakeSampleOp(op_type.substr(std::strlen("pipeline.")));
+    if (!op.ok()) return op.status();
+    auto op_index = ctx.IntAttrOr("op_index", 0);
+    auto op_name = ctx.StringAttrOr("op_name", ctx.task().name());
+    absl::Status ok = FirstError({op_index.status(), op_name.status()});
+    if (ok.ok()) ok = (*op)->Init(ctx);
+    if (!ok.ok()) return ok;
+    steps_.push_back(Step{std::move(*op), *op_name, *op_index});
+    return absl::OkStatus();
+  }
+  auto ops = ctx.StringListAttr("ops");
+  auto names = ctx.StringListAttr("op_names");
+  auto indices = ctx.IntListAttr("op_indices");
+  absl::Status ok =
+      FirstError({ops.status(), names.status(), indices.status()});
+  if (!ok.ok()) return ok;
+  if (ops->empty() || names->size() != ops->size() ||
+      indices->size() != ops->size()) {
+    return absl::InvalidArgumentError(
+        "attrs 'ops', 'op_names' and 'op_indices': one entry per operator, "
+        "at least one");
+  }
+  for (size_t j = 0; j < ops->size(); ++j) {
+    auto op = MakeSampleOp((*ops)[j]);
+    if (!op.ok()) return op.status();
+    // Operator j's attributes are those named "<j>.<attr>".
+    TaskProto own;
+    own.set_name((*names)[j]);
+    const std::string prefix = absl::StrCat(j, ".");
+    for (const auto& [key, value] : ctx.task().kernel().attr()) {
+      if (absl::StartsWith(key, prefix)) {
+        (*own.mutable_kernel()->mutable_attr())[key.substr(prefix.size())] =
+            value;
+      }
+    }
+    KernelInitContext own_ctx(own, {}, {});
+    ok = (*op)->Init(own_ctx);
+    if (!ok.ok()) {
+      return absl::Status(ok.code(), absl::StrCat("operator '", (*names)[j],
+                                                  "': ", ok.message()));
+    }
+    steps_.push_back(Step{std::move(*op), (*names)[j], (*indices)[j]});
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SampleStageKernel::Init(const KernelInitContext& ctx) {
   auto input = ctx.StringAttr("input");
   auto output = ctx.StringAttr("output");
   auto worker = PositiveAttr(ctx, "worker", 0, 0);
   auto workers = PositiveAttr(ctx, "workers", 1, 1);
   auto seed = ctx.IntAttrOr("seed", 0);
-  auto op_index = ctx.IntAttrOr("op_index", 0);
   auto batch = PositiveAttr(ctx, "batch_size", 0, 1);
   auto skip = ctx.BoolAttrOr("skip_errors", false);
   auto deal = ctx.StringAttrOr("deal", "static");
-  absl::Status ok =
-      FirstError({input.status(), output.status(), worker.status(),
-                  workers.status(), seed.status(), op_index.status(),
-                  batch.status(), skip.status(), deal.status()});
+  absl::Status ok = FirstError(
+      {input.status(), output.status(), worker.status(), workers.status(),
+       seed.status(), batch.status(), skip.status(), deal.status()});
   if (ok.ok() && *deal != "static" && *deal != "dynamic" && *deal != "all") {
     ok = absl::InvalidArgumentError(
         absl::StrCat("attr 'deal': \"static\", \"dynamic\" or \"all\", got \"",
@@ -313,7 +362,7 @@ absl::Status SampleStageKernel::Init(const KernelInitContext& ctx) {
   }
   if (ok.ok()) ok = ctx.ExpectInputs(1, 1);
   if (ok.ok()) ok = ctx.ExpectOutput(/*required=*/true);
-  if (ok.ok()) ok = op_->Init(ctx);
+  if (ok.ok()) ok = InitSteps(ctx);
   if (!ok.ok()) return ok;
   const KernelIo& in = ctx.inputs()[0];
   const bool has_input =
@@ -324,18 +373,47 @@ absl::Status SampleStageKernel::Init(const KernelInitContext& ctx) {
         absl::StrCat("attr 'input': regst_desc ", in.regst_desc_id,
                      " has no sample list '", *input, "'"));
   }
-  op_name_ = ctx.task().kernel().op_type();
   input_ = *input;
   output_ = *output;
   worker_ = *worker;
   workers_ = *workers;
   seed_ = static_cast<uint64_t>(*seed);
-  op_index_ = *op_index;
   skip_errors_ = *skip;
   take_all_ = *deal == "all";
-  dealer_ = *deal == "dynamic" && dealers_ != nullptr ? dealers_->For(op_index_)
-                                                      : nullptr;
+  dealer_ = *deal == "dynamic" && dealers_ != nullptr
+                ? dealers_->For(steps_[0].op_index)
+                : nullptr;
   return ctx.SetOutputBlobs("out", SampleListBlobs({output_}, *batch));
+}
+
+absl::Status SampleStageKernel::Apply(const SampleHeader& h, Sample* out) {
+  // A file not yet read counts as the first step's to read: its failure is
+  // a read failure, which skip_sample may drop.
+  failed_step_ = 0;
+  read_failed_ = false;
+  auto input = Materialize(h, &file_);
+  if (!input.ok()) {
+    read_failed_ = true;
+    return SampleError(steps_[0].name, h, input.status());
+  }
+  SampleRef current = *input;
+  const size_t n = steps_.size();
+  for (size_t j = 0; j < n; ++j) {
+    Step& step = steps_[j];
+    // Between operators the sample lives in this worker's two scratch
+    // buffers, in turn (hot in cache, reused); the last writes the slot.
+    Sample* target = j + 1 == n ? out : &scratch_[j % 2];
+    SampleRng rng(seed_, static_cast<uint64_t>(step.op_index),
+                  static_cast<uint64_t>(h.epoch),
+                  static_cast<uint64_t>(h.position));
+    absl::Status ok = step.op->Apply(current, &rng, target);
+    if (!ok.ok()) {
+      failed_step_ = j;
+      return SampleError(step.name, h, ok);
+    }
+    current = target->ref();
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SampleStageKernel::Forward(KernelContext* ctx) {
@@ -372,14 +450,13 @@ absl::Status SampleStageKernel::Forward(KernelContext* ctx) {
       std::memcpy(slot->sample.storage.data(),
                   reinterpret_cast<const void*>(h.data), h.bytes);
     } else {
-      SampleRng rng(seed_, static_cast<uint64_t>(op_index_),
-                    static_cast<uint64_t>(h.epoch),
-                    static_cast<uint64_t>(h.position));
-      ok = op_->Apply(RefOf(h), &rng, &slot->sample);
+      ok = Apply(h, &slot->sample);
     }
     if (!ok.ok()) {
-      ok = SampleError(ctx->task().name(), h, ok);
-      if (!skip_errors_ || !op_->skippable()) return ok;
+      if (!skip_errors_ ||
+          !(read_failed_ || steps_[failed_step_].op->skippable())) {
+        return ok;
+      }
       FillDropped(ok, slot);
       dropped = true;
     }
@@ -590,15 +667,23 @@ absl::Status BatchKernel::Forward(KernelContext* ctx) {
     for (size_t k = 0; k < n_out; ++k) {
       const SampleHeader& h = *samples[k][s];
       if (row < emit) {
-        absl::Status ok = Place(outputs_[k], RefOf(h), DescribeSample(h),
-                                data[k], shapes[k], row);
+        auto ref = Materialize(h, &file_);
+        if (!ref.ok()) {
+          return absl::Status(ref.status().code(),
+                              absl::StrCat("output '", outputs_[k].name,
+                                           "': ", DescribeSample(h), ": ",
+                                           ref.status().message()));
+        }
+        absl::Status ok = Place(outputs_[k], *ref, DescribeSample(h), data[k],
+                                shapes[k], row);
         if (!ok.ok()) return ok;
       } else {
         if (k == 0) backlog_.emplace_back(n_out);
         Sample& held = backlog_.back()[k];
-        const SampleRef ref = RefOf(h);
-        held.Reshape(ref.type, ref.shape);
-        std::memcpy(held.storage.data(), ref.data, ref.bytes);
+        auto ref = Materialize(h, &file_);
+        if (!ref.ok()) return ref.status();
+        held.Reshape(ref->type, ref->shape);
+        std::memcpy(held.storage.data(), ref->data, ref->bytes);
       }
     }
     if (row < emit) ++row;
@@ -626,11 +711,13 @@ REGISTER_KERNEL("pipeline.external_source", ExternalSourceKernel);
 namespace {
 const bool kStagesRegistered = [] {
   for (const std::string& name : SampleOpNames()) {
-    KernelRegistry::Get().Register("pipeline." + name, [name] {
-      return std::unique_ptr<Kernel>(
-          new SampleStageKernel(*MakeSampleOp(name), nullptr));
+    KernelRegistry::Get().Register("pipeline." + name, [] {
+      return std::unique_ptr<Kernel>(new SampleStageKernel(nullptr));
     });
   }
+  KernelRegistry::Get().Register("pipeline.chain", [] {
+    return std::unique_ptr<Kernel>(new SampleStageKernel(nullptr));
+  });
   return true;
 }();
 }  // namespace

@@ -37,7 +37,9 @@ class ReaderKernel : public Kernel {
   // Reads the dataset's description (not its data) and returns its size.
   virtual absl::StatusOr<int64_t> Open(const KernelInitContext& ctx) = 0;
   // Output `k` (0: the data, 1: the label) of dataset sample `index`.
-  virtual absl::Status Fill(int64_t index, int k, SampleSlots::Slot* slot) = 0;
+  // May leave a file unread, setting *lazy (see SampleHeader::lazy_file).
+  virtual absl::Status Fill(int64_t index, int k, SampleSlots::Slot* slot,
+                            bool* lazy) = 0;
   const std::vector<std::string>& outputs() const { return outputs_; }
 
  private:
@@ -60,7 +62,8 @@ class ReaderKernel : public Kernel {
 class FileReaderKernel final : public ReaderKernel {
  protected:
   absl::StatusOr<int64_t> Open(const KernelInitContext& ctx) override;
-  absl::Status Fill(int64_t index, int k, SampleSlots::Slot* slot) override;
+  absl::Status Fill(int64_t index, int k, SampleSlots::Slot* slot,
+                    bool* lazy) override;
 
  private:
   std::vector<FileEntry> files_;
@@ -72,7 +75,8 @@ class FileReaderKernel final : public ReaderKernel {
 class IdxReaderKernel final : public ReaderKernel {
  protected:
   absl::StatusOr<int64_t> Open(const KernelInitContext& ctx) override;
-  absl::Status Fill(int64_t index, int k, SampleSlots::Slot* slot) override;
+  absl::Status Fill(int64_t index, int k, SampleSlots::Slot* slot,
+                    bool* lazy) override;
 
  private:
   absl::Status Load();
@@ -96,23 +100,38 @@ class ExternalSourceKernel final : public Kernel {
   SampleSlots slots_;
 };
 
-// `pipeline.<op>` for each SampleOp: applies it to samples of its input
-// blob `input`, writing them under `output`. Which samples (attr `deal`):
+// `pipeline.<op>` for each SampleOp, and `pipeline.chain`: a worker's run
+// of per-sample operators fused into one actor (attrs `ops`, `op_names`,
+// `op_indices`; operator j's own attributes prefixed "<j>."). Each sample
+// goes through every operator in turn, between them in two scratch buffers
+// of the worker's own, and only the last operator's result is written to
+// the register. Reads input blob `input`, writes `output`. Which samples
+// (attr `deal`):
 //   "static"   those at positions p with p % workers == worker (default)
 //   "dynamic"  those this worker claims first from the stage's dealer
 //              (static when the kernel has no dealers: outside a Pipeline)
 //   "all"      every one (a later stage of the same worker)
 class SampleStageKernel final : public Kernel {
  public:
-  explicit SampleStageKernel(std::unique_ptr<SampleOp> op,
-                             SampleDealers* dealers = nullptr)
-      : op_(std::move(op)), dealers_(dealers) {}
+  explicit SampleStageKernel(SampleDealers* dealers) : dealers_(dealers) {}
   absl::Status Init(const KernelInitContext& ctx) override;
   absl::Status Forward(KernelContext* ctx) override;
 
  private:
-  std::unique_ptr<SampleOp> op_;
-  std::string op_name_;
+  struct Step {
+    std::unique_ptr<SampleOp> op;
+    std::string name;      // the operator's, for errors
+    int64_t op_index = 0;  // seeds its randomness
+  };
+  absl::Status InitSteps(const KernelInitContext& ctx);
+  // Every step on one sample; on error, failed_step_ says which failed.
+  absl::Status Apply(const SampleHeader& h, Sample* out);
+
+  std::vector<Step> steps_;
+  Sample file_;  // a lazily read file's bytes
+  Sample scratch_[2];
+  size_t failed_step_ = 0;
+  bool read_failed_ = false;
   std::string input_;
   std::string output_;
   int64_t worker_ = 0;
@@ -121,7 +140,6 @@ class SampleStageKernel final : public Kernel {
   SampleDealer* dealer_ = nullptr;  // when dealing dynamically
   bool take_all_ = false;
   uint64_t seed_ = 0;
-  int64_t op_index_ = 0;
   bool skip_errors_ = false;
   SampleSlots slots_;
 };
@@ -181,6 +199,7 @@ class BatchKernel final : public Kernel {
                      TensorView shapes, int64_t row) const;
 
   SkipLog* log_;
+  Sample file_;  // a lazily read file's bytes
   int64_t batch_size_ = 1;
   std::vector<Output> outputs_;
   int64_t backlog_epoch_ = -1;

@@ -88,7 +88,7 @@ TEST_CASE("image_pipeline: its plan validates, its trace is written") {
   CliResult v = RunCli("validate '" + tmp + "/plan.pbtxt' --shapes");
   INFO(v.out);
   CHECK(v.exit_code == 0);
-  CHECK(Contains(v.out, "task 'decode@1'"));
+  CHECK(Contains(v.out, "task 'decode+resize+crop+flip+normalize@1'"));
   FILE* trace = std::fopen((tmp + "/trace.json").c_str(), "r");
   REQUIRE(trace != nullptr);
   std::fclose(trace);

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "examples/pipeline/image_pipeline_lib.h"
 #include "pipeline/dataset.h"
 #include "pipeline/fixtures.h"
@@ -417,7 +418,7 @@ TEST_CASE("Build reports every problem, naming the operator") {
 
 TEST_CASE(
     "a pipeline's plan is an ordinary plan: validated, one actor per "
-    "worker, prefetch depth as register_num") {
+    "worker, chains of operators fused, prefetch depth as register_num") {
   PipelineOptions options;
   options.batch_size = 8;
   options.num_threads = 3;
@@ -427,21 +428,66 @@ TEST_CASE(
       examples::ImagePipelineConfig{dir, 0, 16, 0}, options);
   REQUIRE_OK(pipe->Build());
   const Plan& plan = pipe->plan();
-  int decoders = 0;
+  int chains = 0;
   for (const TaskProto& task : plan.task()) {
-    if (task.kernel().op_type() == "pipeline.decode") {
-      ++decoders;
-      CHECK(task.name().rfind("decode@", 0) == 0);
+    if (task.kernel().op_type() == "pipeline.chain") {
+      CHECK(task.name() ==
+            absl::StrCat("decode+crop+flip+normalize@", chains++));
+      const auto& ops = task.kernel().attr().at("ops").list().s();
+      CHECK(std::vector<std::string>(ops.begin(), ops.end()) ==
+            std::vector<std::string>{"decode", "crop", "flip",
+                                     "crop_mirror_normalize"});
+      // Each operator's own attributes, by its place in the chain.
+      CHECK(task.kernel().attr().at("1.random").b());
+      CHECK(task.kernel().attr().at("0.color").s() == "rgb");
     }
     for (const auto& [key, regst] : task.produced_regst_desc()) {
       if (task.name() == "schedule") continue;
       CHECK(regst.register_num() == 3);
     }
   }
-  CHECK(decoders == 3);
+  CHECK(chains == 3);  // one actor per worker
   auto compiled = CompilePlan(plan);
   INFO(compiled.status().message());
   CHECK(compiled.ok());
+
+  // A node read twice (an output and an operator's input) stays a register
+  // between two actors per worker, and both come out right.
+  PipelineOptions two;
+  two.batch_size = 4;
+  two.num_threads = 2;
+  Pipeline branch(two);
+  branch.Add(OperatorDef{.op = "idx_reader",
+                         .name = "reader",
+                         .outputs = {"raw"},
+                         .attrs = {{"images", S(kTestImages)}}});
+  branch.Add(OperatorDef{.op = "flip",
+                         .inputs = {"raw"},
+                         .outputs = {"flipped"},
+                         .attrs = {{"horizontal", F(1.0)}}});
+  branch.Add(OperatorDef{.op = "cast",
+                         .inputs = {"flipped"},
+                         .outputs = {"wide"},
+                         .attrs = {{"to", S("int32")}}});
+  branch.SetOutputs({"flipped", "wide"});
+  REQUIRE_OK(branch.Build());
+  int flips = 0, casts = 0;
+  for (const TaskProto& task : branch.plan().task()) {
+    flips += task.kernel().op_type() == "pipeline.flip";
+    casts += task.kernel().op_type() == "pipeline.cast";
+  }
+  CHECK((flips == 2 && casts == 2));
+  REQUIRE_OK(branch.Run());
+  auto out = branch.Outputs();
+  REQUIRE(out.ok());
+  auto flipped = out->outputs[0].data().data<uint8_t>();
+  auto wide = out->outputs[1].data().data<int32_t>();
+  REQUIRE(flipped.ok());
+  REQUIRE(wide.ok());
+  REQUIRE(flipped->size() == wide->size());
+  for (size_t k = 0; k < flipped->size(); ++k) {
+    REQUIRE((*wide)[k] == (*flipped)[k]);
+  }
 }
 
 TEST_CASE("ShareOutputs holds batches zero-copy until ReleaseOutputs") {

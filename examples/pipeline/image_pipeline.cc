@@ -130,11 +130,13 @@ absl::Status Main(int argc, char** argv, Totals* totals, bool* help) {
       auto out = pipe->Outputs();
       if (absl::IsOutOfRange(out.status())) break;
       if (!out.ok()) return out.status();
+      // Schedule the next batch before working on this one, so the
+      // pipeline keeps --prefetch batches in the making meanwhile.
+      ok = pipe->Run();
+      if (!ok.ok()) return ok;
       totals->hash = examples::HashBatch(*out, totals->hash);
       epoch_images += out->outputs[0].num_samples();
       ++totals->batches;
-      ok = pipe->Run();
-      if (!ok.ok()) return ok;
     }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
