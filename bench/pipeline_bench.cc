@@ -27,6 +27,7 @@
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
 #include "pipeline/pipeline.h"
+#include "runtime/plan_builder.h"
 
 namespace actorflow::bench {
 namespace {
@@ -169,17 +170,12 @@ std::unique_ptr<pipeline::Pipeline> MakePipeline(
   options.prefetch_depth = 2;
   options.seed = kSeed;
   auto pipe = std::make_unique<pipeline::Pipeline>(options);
-  AttrValue list;
-  for (const std::string& f : files) list.mutable_list()->add_s(f);
-  AttrValue crop;
-  crop.mutable_list()->add_i(kCrop);
-  crop.mutable_list()->add_i(kCrop);
-  AttrValue yes, half, rgb, mean, stddev;
-  yes.set_b(true);
-  half.set_f(0.5);
-  rgb.set_s("rgb");
-  for (float m : kMean) mean.mutable_list()->add_f(m);
-  for (float s : kStd) stddev.mutable_list()->add_f(s);
+  const AttrValue list = StringListAttr(files);
+  const AttrValue crop = IntListAttr({kCrop, kCrop});
+  const AttrValue yes = BoolAttr(true), half = FloatAttr(0.5),
+                  rgb = StringAttr("rgb"),
+                  mean = FloatListAttr({kMean.begin(), kMean.end()}),
+                  stddev = FloatListAttr({kStd.begin(), kStd.end()});
   using pipeline::OperatorDef;
   pipe->Add(OperatorDef{
       .op = "file_reader", .outputs = {"files"}, .attrs = {{"files", list}}});

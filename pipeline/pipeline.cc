@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "pipeline/sample_ops.h"
+#include "runtime/plan_builder.h"
 
 namespace actorflow::pipeline {
 namespace {
@@ -38,32 +39,6 @@ StreamId GpuStream(int index) {
   stream.set_device_type(GPU);
   stream.set_stream_index(index);
   return stream;
-}
-
-AttrValue IntValue(int64_t v) {
-  AttrValue value;
-  value.set_i(v);
-  return value;
-}
-AttrValue StringValue(std::string v) {
-  AttrValue value;
-  value.set_s(std::move(v));
-  return value;
-}
-AttrValue BoolValue(bool v) {
-  AttrValue value;
-  value.set_b(v);
-  return value;
-}
-AttrValue IntList(const std::vector<int64_t>& v) {
-  AttrValue value;
-  for (int64_t x : v) value.mutable_list()->add_i(x);
-  return value;
-}
-AttrValue StringList(const std::vector<std::string>& v) {
-  AttrValue value;
-  for (const std::string& x : v) value.mutable_list()->add_s(x);
-  return value;
 }
 
 // Writes tasks and their registers, numbering both and keeping every
@@ -105,16 +80,6 @@ class PlanWriter {
   Plan plan_;
   std::map<int64_t, std::pair<int64_t, std::string>> producers_;
 };
-
-BlobDescProto Blob(const std::string& name, DataType type,
-                   std::vector<int64_t> shape, bool dynamic) {
-  BlobDescProto blob;
-  blob.set_name(name);
-  blob.set_data_type(type);
-  for (int64_t d : shape) blob.add_shape(d);
-  blob.set_is_dynamic(dynamic);
-  return blob;
-}
 
 }  // namespace
 
@@ -270,7 +235,7 @@ absl::Status Pipeline::Compile() {
   task_names.insert(kScheduleTask);
   const int64_t schedule_regst =
       writer.AddOutput(schedule, "out", depth + 1, false,
-                       {Blob(kChunkBlob, DT_INT64, {3}, false)});
+                       {BlobProto(kChunkBlob, DT_INT64, {3}, false)});
   int sources = 0;
   int batch_op = -1;
 
@@ -336,13 +301,13 @@ absl::Status Pipeline::Compile() {
     }
     if (batched.size() != batch_def->inputs.size()) return;
     auto& attrs = *task->mutable_kernel()->mutable_attr();
-    attrs["outputs"] = StringList(batch_def->inputs);
-    attrs["inputs_per_output"] = IntList(counts);
-    attrs["input_index"] = IntList(input_index);
-    attrs["types"] = StringList(types);
-    attrs["ranks"] = IntList(ranks);
-    attrs["max_shapes"] = IntList(shapes);
-    attrs["batch_size"] = IntValue(n);
+    attrs["outputs"] = StringListAttr(batch_def->inputs);
+    attrs["inputs_per_output"] = IntListAttr(counts);
+    attrs["input_index"] = IntListAttr(input_index);
+    attrs["types"] = StringListAttr(types);
+    attrs["ranks"] = IntListAttr(ranks);
+    attrs["max_shapes"] = IntListAttr(shapes);
+    attrs["batch_size"] = IntAttr(n);
     for (size_t k = 0; k < batched.size(); ++k) {
       const std::string& in_name = batch_def->inputs[k];
       Node& out = batched[k];
@@ -425,10 +390,10 @@ absl::Status Pipeline::Compile() {
                                        "pipeline." + op, CpuStream(io_stream));
       auto& attrs = *task->mutable_kernel()->mutable_attr();
       for (const auto& [key, value] : def.attrs) attrs[key] = value;
-      attrs["batch_size"] = IntValue(n);
-      attrs["outputs"] = StringList(def.outputs);
-      attrs["seed"] = IntValue(static_cast<int64_t>(options_.seed));
-      attrs["skip_errors"] = BoolValue(skip);
+      attrs["batch_size"] = IntAttr(n);
+      attrs["outputs"] = StringListAttr(def.outputs);
+      attrs["seed"] = IntAttr(static_cast<int64_t>(options_.seed));
+      attrs["skip_errors"] = BoolAttr(skip);
       writer.Consume(task, "in", schedule_regst);
       std::vector<SampleSpec> specs;
       if (op == "external_source") {
@@ -454,9 +419,9 @@ absl::Status Pipeline::Compile() {
             writer.AddTask(unique_task(i, "input." + def.outputs[0]), "feed",
                            CpuStream(io_stream));
         // Room for depth fed ahead plus depth scheduled (see FeedInput).
-        const int64_t fed =
-            writer.AddOutput(feed, "out", 2 * depth + 1, false,
-                             {Blob(def.outputs[0], *type, batch_shape, true)});
+        const int64_t fed = writer.AddOutput(
+            feed, "out", 2 * depth + 1, false,
+            {BlobProto(def.outputs[0], *type, batch_shape, true)});
         writer.Consume(task, "data", fed);
         external_ = def.outputs[0];
         external_feed_ = feed->name();
@@ -621,9 +586,9 @@ absl::Status Pipeline::Compile() {
           attrs.insert(own.begin(), own.end());
           const std::string first_op =
               task->kernel().op_type().substr(std::strlen("pipeline."));
-          attrs["ops"] = StringList({first_op});
-          attrs["op_names"] = StringList({attrs["op_name"].s()});
-          attrs["op_indices"] = IntList({attrs["op_index"].i()});
+          attrs["ops"] = StringListAttr({first_op});
+          attrs["op_names"] = StringListAttr({attrs["op_name"].s()});
+          attrs["op_indices"] = IntListAttr({attrs["op_index"].i()});
           attrs.erase("op_name");
           attrs.erase("op_index");
           task->mutable_kernel()->set_op_type("pipeline.chain");
@@ -635,7 +600,7 @@ absl::Status Pipeline::Compile() {
         for (const auto& [key, value] : def.attrs) {
           attrs[absl::StrCat(j, ".", key)] = value;
         }
-        attrs["output"] = StringValue(def.outputs[0]);
+        attrs["output"] = StringAttr(def.outputs[0]);
         task->set_name(unique_task(
             i, workers == 1 ? node.chain : absl::StrCat(node.chain, "@", w)));
       }
@@ -657,18 +622,18 @@ absl::Status Pipeline::Compile() {
         }
         attrs[key] = value;
       }
-      attrs["input"] = StringValue(def.inputs[0]);
-      attrs["output"] = StringValue(def.outputs[0]);
-      attrs["worker"] = IntValue(w);
-      attrs["workers"] = IntValue(workers);
-      attrs["seed"] = IntValue(static_cast<int64_t>(options_.seed));
-      attrs["op_index"] = IntValue(i);
-      attrs["op_name"] = StringValue(def.name);
-      attrs["batch_size"] = IntValue(n);
-      attrs["skip_errors"] = BoolValue(skip);
+      attrs["input"] = StringAttr(def.inputs[0]);
+      attrs["output"] = StringAttr(def.outputs[0]);
+      attrs["worker"] = IntAttr(w);
+      attrs["workers"] = IntAttr(workers);
+      attrs["seed"] = IntAttr(static_cast<int64_t>(options_.seed));
+      attrs["op_index"] = IntAttr(i);
+      attrs["op_name"] = StringAttr(def.name);
+      attrs["batch_size"] = IntAttr(n);
+      attrs["skip_errors"] = BoolAttr(skip);
       // The first stage after the reader claims samples as its workers get
       // free; later stages keep what their worker's first stage took.
-      attrs["deal"] = StringValue(in.kind == "source" ? "dynamic" : "all");
+      attrs["deal"] = StringAttr(in.kind == "source" ? "dynamic" : "all");
       writer.Consume(task, "in",
                      in.kind == "source" ? in.regsts[0] : in.regsts[w]);
       node.regsts.push_back(writer.AddOutput(task, "out", depth, false));
@@ -897,15 +862,20 @@ absl::StatusOr<BatchView> Pipeline::Outputs() {
   return ShareOutputs();
 }
 
-absl::Status Pipeline::Finish() {
-  absl::Status ok = Usable();
-  if (!ok.ok()) return ok;
+absl::Status Pipeline::Drain() {
   held_.clear();
   while (in_flight_ > 0) {
     Held discard;
     auto fetched = FetchOne(&discard);
     if (!fetched.ok()) return fetched.status();
   }
+  return absl::OkStatus();
+}
+
+absl::Status Pipeline::Finish() {
+  absl::Status ok = Usable();
+  if (ok.ok()) ok = Drain();
+  if (!ok.ok()) return ok;
   if (session_->running()) {
     ok = session_->CloseFeeds();
     if (ok.ok()) ok = session_->Wait().status();
@@ -917,13 +887,8 @@ absl::Status Pipeline::Finish() {
 
 absl::Status Pipeline::Reset() {
   absl::Status ok = Usable();
+  if (ok.ok()) ok = Drain();
   if (!ok.ok()) return ok;
-  held_.clear();
-  while (in_flight_ > 0) {
-    Held discard;
-    auto fetched = FetchOne(&discard);
-    if (!fetched.ok()) return fetched.status();
-  }
   ++epoch_;
   next_chunk_ = 0;
   requested_ = 0;

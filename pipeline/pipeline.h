@@ -152,6 +152,8 @@ class Pipeline {
   absl::Status Fail(absl::Status status);
   absl::Status Usable() const;
   absl::Status Pump();
+  // Releases what is held and fetches (and drops) what is in flight.
+  absl::Status Drain();
   absl::StatusOr<bool> FetchOne(Held* held);
   bool MoreToIssue() const;
 

@@ -22,6 +22,30 @@ AttrValue StringAttr(std::string value) {
   return attr;
 }
 
+AttrValue BoolAttr(bool value) {
+  AttrValue attr;
+  attr.set_b(value);
+  return attr;
+}
+
+AttrValue IntListAttr(const std::vector<int64_t>& values) {
+  AttrValue attr;
+  for (int64_t v : values) attr.mutable_list()->add_i(v);
+  return attr;
+}
+
+AttrValue FloatListAttr(const std::vector<double>& values) {
+  AttrValue attr;
+  for (double v : values) attr.mutable_list()->add_f(v);
+  return attr;
+}
+
+AttrValue StringListAttr(const std::vector<std::string>& values) {
+  AttrValue attr;
+  for (const std::string& v : values) attr.mutable_list()->add_s(v);
+  return attr;
+}
+
 BlobDescProto BlobProto(std::string name, DataType type,
                         std::vector<int64_t> shape, bool is_dynamic) {
   BlobDescProto blob;

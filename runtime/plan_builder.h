@@ -37,6 +37,10 @@ struct TaskDef {
 AttrValue FloatAttr(double value);
 AttrValue IntAttr(int64_t value);
 AttrValue StringAttr(std::string value);
+AttrValue BoolAttr(bool value);
+AttrValue IntListAttr(const std::vector<int64_t>& values);
+AttrValue FloatListAttr(const std::vector<double>& values);
+AttrValue StringListAttr(const std::vector<std::string>& values);
 BlobDescProto BlobProto(std::string name, DataType type,
                         std::vector<int64_t> shape, bool is_dynamic = false);
 

@@ -290,10 +290,11 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   CHECK(Contains(missing.last_line, "cannot open: No such file or directory"));
 
   CliResult kernels = RunCli("kernels");
-#define kPipelineKernels                                       \
-  "pipeline.batch cpu\npipeline.cast cpu\npipeline.crop cpu\n" \
-  "pipeline.crop_mirror_normalize cpu\npipeline.decode cpu\n"  \
-  "pipeline.external_source cpu\npipeline.file_reader cpu\n"   \
+#define kPipelineKernels                                                      \
+  "pipeline.batch cpu\npipeline.cast cpu\npipeline.chain cpu\npipeline.crop " \
+  "cpu\n"                                                                     \
+  "pipeline.crop_mirror_normalize cpu\npipeline.decode cpu\n"                 \
+  "pipeline.external_source cpu\npipeline.file_reader cpu\n"                  \
   "pipeline.flip cpu\npipeline.idx_reader cpu\npipeline.resize cpu\n"
   CHECK(kernels.exit_code == 0);
   // GPU kernels exist in builds with CUDA (whether or not a GPU is here).

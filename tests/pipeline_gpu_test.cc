@@ -7,21 +7,11 @@
 
 #include "pipeline/dataset.h"
 #include "pipeline/pipeline.h"
+#include "runtime/plan_builder.h"
 #include "tests/gpu_test_util.h"
 
 namespace actorflow::pipeline {
 namespace {
-
-AttrValue S(std::string v) {
-  AttrValue a;
-  a.set_s(std::move(v));
-  return a;
-}
-AttrValue Floats(std::vector<double> v) {
-  AttrValue a;
-  for (double x : v) a.mutable_list()->add_f(x);
-  return a;
-}
 
 std::unique_ptr<Pipeline> Normalized(bool gpu) {
   PipelineOptions options;
@@ -35,23 +25,23 @@ std::unique_ptr<Pipeline> Normalized(bool gpu) {
       .op = "idx_reader",
       .name = "reader",
       .outputs = {"raw", "label"},
-      .attrs = {{"images", S(dir + "/t10k-images-idx3-ubyte.gz")},
-                {"labels", S(dir + "/t10k-labels-idx1-ubyte.gz")}}});
+      .attrs = {{"images", StringAttr(dir + "/t10k-images-idx3-ubyte.gz")},
+                {"labels", StringAttr(dir + "/t10k-labels-idx1-ubyte.gz")}}});
   pipe->Add(OperatorDef{.op = "batch",
                         .inputs = {"raw", "label"},
                         .outputs = {"images", "labels"},
                         .device = gpu ? "mixed" : "cpu"});
-  pipe->Add(OperatorDef{
-      .op = "normalize",
-      .inputs = {"images"},
-      .outputs = {"normalized"},
-      .device = gpu ? "gpu" : "cpu",
-      .attrs = {{"mean", Floats({72.94})}, {"std", Floats({90.02})}}});
+  pipe->Add(OperatorDef{.op = "normalize",
+                        .inputs = {"images"},
+                        .outputs = {"normalized"},
+                        .device = gpu ? "gpu" : "cpu",
+                        .attrs = {{"mean", FloatListAttr({72.94})},
+                                  {"std", FloatListAttr({90.02})}}});
   pipe->Add(OperatorDef{.op = "cast",
                         .inputs = {"normalized"},
                         .outputs = {"wide"},
                         .device = gpu ? "gpu" : "cpu",
-                        .attrs = {{"to", S("float64")}}});
+                        .attrs = {{"to", StringAttr("float64")}}});
   pipe->SetOutputs({"wide", "labels"});
   return pipe;
 }

@@ -19,14 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string TempDir(const std::string& name) {
-  const char* root = std::getenv("TEST_TMPDIR");
-  fs::path dir = fs::path(root ? root : "/tmp") / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
-
 // Fashion-MNIST test image `i` as uint8 [28, 28, 1].
 Sample FashionImage(int64_t i) {
   static const IdxArray images = [] {
@@ -68,7 +60,7 @@ TEST_CASE("Fashion-MNIST IDX files read whole and header-only") {
 
   auto missing = ReadIdx(dir + "/no-such-file.gz");
   CHECK(absl::IsNotFound(missing.status()));
-  const std::string bad = TempDir("idx") + "/bad.idx";
+  const std::string bad = testing::TestTempDir("idx") + "/bad.idx";
   std::ofstream(bad) << "not an idx file";
   auto wrong = ReadIdx(bad);
   REQUIRE_FALSE(wrong.ok());
@@ -263,7 +255,7 @@ TEST_CASE("epoch orders are permutations, seeded, and differ per epoch") {
 }
 
 TEST_CASE("directories list images by path, labelled by subdirectory") {
-  const std::string dir = TempDir("listing");
+  const std::string dir = testing::TestTempDir("listing");
   REQUIRE(WriteFashionImages(dir, 6, 32, 2).ok());
   std::ofstream(dir + "/README.txt") << "not an image";
   auto files = ListImageDirectory(dir);

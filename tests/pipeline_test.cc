@@ -17,6 +17,7 @@
 #include "pipeline/dataset.h"
 #include "pipeline/fixtures.h"
 #include "runtime/compiled_plan.h"
+#include "runtime/plan_builder.h"
 #include "runtime/plan_validator.h"
 #include "tests/test_util.h"
 
@@ -32,40 +33,11 @@ namespace fs = std::filesystem;
     REQUIRE(status_.ok());               \
   } while (0)
 
-AttrValue S(std::string v) {
-  AttrValue a;
-  a.set_s(std::move(v));
-  return a;
-}
-AttrValue I(int64_t v) {
-  AttrValue a;
-  a.set_i(v);
-  return a;
-}
-AttrValue F(double v) {
-  AttrValue a;
-  a.set_f(v);
-  return a;
-}
-AttrValue Ints(std::vector<int64_t> v) {
-  AttrValue a;
-  for (int64_t x : v) a.mutable_list()->add_i(x);
-  return a;
-}
-
-std::string TempDir(const std::string& name) {
-  const char* root = std::getenv("TEST_TMPDIR");
-  fs::path dir = fs::path(root ? root : "/tmp") / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
-
 // A directory of `count` images of `size` px (and `corrupt` broken files),
 // written once per test binary and name.
 std::string ImageDir(const std::string& name, int count, int size,
                      int corrupt) {
-  const std::string dir = TempDir(name);
+  const std::string dir = testing::TestTempDir(name);
   REQUIRE(WriteFashionImages(dir, count, size, corrupt).ok());
   return dir;
 }
@@ -81,9 +53,9 @@ std::unique_ptr<Pipeline> IdxPipeline(PipelineOptions options,
   pipe->Add(OperatorDef{.op = "idx_reader",
                         .name = "reader",
                         .outputs = {"images", "labels"},
-                        .attrs = {{"images", S(kTestImages)},
-                                  {"labels", S(kTestLabels)},
-                                  {"shuffle_window", I(window)}}});
+                        .attrs = {{"images", StringAttr(kTestImages)},
+                                  {"labels", StringAttr(kTestLabels)},
+                                  {"shuffle_window", IntAttr(window)}}});
   pipe->SetOutputs({"images", "labels"});
   return pipe;
 }
@@ -265,7 +237,7 @@ TEST_CASE("skip_sample drops bad files, names them, and keeps batches full") {
     OperatorDef reader{
         .op = "file_reader", .name = "reader", .outputs = {"files"}};
     if (files.empty()) {
-      reader.attrs["dir"] = S(from);
+      reader.attrs["dir"] = StringAttr(from);
     } else {
       for (const auto& f : files) {
         reader.attrs["files"].mutable_list()->add_s(f);
@@ -315,7 +287,7 @@ TEST_CASE("skip_sample drops bad files, names them, and keeps batches full") {
     pipe.Add(OperatorDef{.op = "resize",
                          .inputs = {"decoded"},
                          .outputs = {"images"},
-                         .attrs = {{"size", Ints({16, 12})}}});
+                         .attrs = {{"size", IntListAttr({16, 12})}}});
     pipe.SetOutputs({"images"});
     REQUIRE_OK(pipe.Build());
     uint64_t hash = examples::kHashSeed;
@@ -371,7 +343,7 @@ TEST_CASE("Build reports every problem, naming the operator") {
   pipe.Add(OperatorDef{.op = "file_reader",
                        .name = "reader",
                        .outputs = {"files"},
-                       .attrs = {{"dir", S("/nonexistent")}}});
+                       .attrs = {{"dir", StringAttr("/nonexistent")}}});
   pipe.Add(
       OperatorDef{.op = "decode", .inputs = {"filez"}, .outputs = {"decoded"}});
   pipe.Add(
@@ -380,7 +352,7 @@ TEST_CASE("Build reports every problem, naming the operator") {
                        .name = "cropper",
                        .inputs = {"files"},
                        .outputs = {"cropped"},
-                       .attrs = {{"size", Ints({0, 3})}}});
+                       .attrs = {{"size", IntListAttr({0, 3})}}});
   pipe.Add(OperatorDef{.op = "flip",
                        .inputs = {"files"},
                        .outputs = {"flipped"},
@@ -402,7 +374,7 @@ TEST_CASE("Build reports every problem, naming the operator") {
   empty.Add(OperatorDef{.op = "file_reader",
                         .name = "reader",
                         .outputs = {"files"},
-                        .attrs = {{"dir", S("/nonexistent")}}});
+                        .attrs = {{"dir", StringAttr("/nonexistent")}}});
   empty.SetOutputs({"files"});
   absl::Status missing = empty.Build();
   CHECK_THAT(std::string(missing.message()),
@@ -460,15 +432,15 @@ TEST_CASE(
   branch.Add(OperatorDef{.op = "idx_reader",
                          .name = "reader",
                          .outputs = {"raw"},
-                         .attrs = {{"images", S(kTestImages)}}});
+                         .attrs = {{"images", StringAttr(kTestImages)}}});
   branch.Add(OperatorDef{.op = "flip",
                          .inputs = {"raw"},
                          .outputs = {"flipped"},
-                         .attrs = {{"horizontal", F(1.0)}}});
+                         .attrs = {{"horizontal", FloatAttr(1.0)}}});
   branch.Add(OperatorDef{.op = "cast",
                          .inputs = {"flipped"},
                          .outputs = {"wide"},
-                         .attrs = {{"to", S("int32")}}});
+                         .attrs = {{"to", StringAttr("int32")}}});
   branch.SetOutputs({"flipped", "wide"});
   REQUIRE_OK(branch.Build());
   int flips = 0, casts = 0;
@@ -534,18 +506,18 @@ TEST_CASE("external input: FeedInput batches flow through the operators") {
   options.batch_size = 4;
   options.num_threads = 2;
   Pipeline pipe(options);
-  pipe.Add(OperatorDef{
-      .op = "external_source",
-      .outputs = {"raw"},
-      .attrs = {{"dtype", S("uint8")}, {"shape", Ints({2, 3, 1})}}});
+  pipe.Add(OperatorDef{.op = "external_source",
+                       .outputs = {"raw"},
+                       .attrs = {{"dtype", StringAttr("uint8")},
+                                 {"shape", IntListAttr({2, 3, 1})}}});
   pipe.Add(OperatorDef{.op = "flip",
                        .inputs = {"raw"},
                        .outputs = {"flipped"},
-                       .attrs = {{"horizontal", F(1.0)}}});
+                       .attrs = {{"horizontal", FloatAttr(1.0)}}});
   pipe.Add(OperatorDef{.op = "cast",
                        .inputs = {"flipped"},
                        .outputs = {"out"},
-                       .attrs = {{"to", S("float32")}}});
+                       .attrs = {{"to", StringAttr("float32")}}});
   pipe.SetOutputs({"out"});
   REQUIRE_OK(pipe.Build());
   CHECK(pipe.epoch_size() == -1);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <random>
 #include <string>
@@ -25,6 +26,17 @@ inline uint64_t TestSeed(const char* test_name) {
               static_cast<unsigned long long>(seed),
               static_cast<unsigned long long>(seed));
   return seed;
+}
+
+// An empty directory `name` under the test's scratch space ($TEST_TMPDIR
+// under bazel test, else /tmp), made anew.
+inline std::string TestTempDir(const std::string& name) {
+  const char* root = std::getenv("TEST_TMPDIR");
+  const std::filesystem::path dir =
+      std::filesystem::path(root ? root : "/tmp") / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
 }
 
 // Waits for a condition that another thread will make true, yielding the

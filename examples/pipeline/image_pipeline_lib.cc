@@ -1,38 +1,9 @@
 #include "examples/pipeline/image_pipeline_lib.h"
 
+#include "runtime/plan_builder.h"
+
 namespace actorflow::examples {
 namespace {
-
-AttrValue Ints(std::initializer_list<int64_t> values) {
-  AttrValue attr;
-  for (int64_t v : values) attr.mutable_list()->add_i(v);
-  return attr;
-}
-AttrValue Floats(std::initializer_list<double> values) {
-  AttrValue attr;
-  for (double v : values) attr.mutable_list()->add_f(v);
-  return attr;
-}
-AttrValue Float(double value) {
-  AttrValue attr;
-  attr.set_f(value);
-  return attr;
-}
-AttrValue Str(std::string value) {
-  AttrValue attr;
-  attr.set_s(std::move(value));
-  return attr;
-}
-AttrValue Int(int64_t value) {
-  AttrValue attr;
-  attr.set_i(value);
-  return attr;
-}
-AttrValue Bool(bool value) {
-  AttrValue attr;
-  attr.set_b(value);
-  return attr;
-}
 
 uint64_t Fnv(const void* data, int64_t bytes, uint64_t hash) {
   const auto* p = static_cast<const uint8_t*>(data);
@@ -49,43 +20,45 @@ std::unique_ptr<pipeline::Pipeline> MakeImagePipeline(
     const ImagePipelineConfig& config, pipeline::PipelineOptions options) {
   using pipeline::OperatorDef;
   auto pipe = std::make_unique<pipeline::Pipeline>(std::move(options));
-  pipe->Add(
-      OperatorDef{.op = "file_reader",
-                  .name = "reader",
-                  .outputs = {"files", "labels"},
-                  .attrs = {{"dir", Str(config.dir)},
-                            {"shuffle_window", Int(config.shuffle_window)}}});
+  pipe->Add(OperatorDef{
+      .op = "file_reader",
+      .name = "reader",
+      .outputs = {"files", "labels"},
+      .attrs = {{"dir", StringAttr(config.dir)},
+                {"shuffle_window", IntAttr(config.shuffle_window)}}});
   pipe->Add(OperatorDef{.op = "decode",
                         .name = "decode",
                         .inputs = {"files"},
                         .outputs = {"decoded"},
-                        .attrs = {{"color", Str("rgb")}}});
+                        .attrs = {{"color", StringAttr("rgb")}}});
   std::string last = "decoded";
   if (config.resize > 0) {
     pipe->Add(OperatorDef{.op = "resize",
                           .name = "resize",
                           .inputs = {last},
                           .outputs = {"resized"},
-                          .attrs = {{"shorter", Int(config.resize)}}});
+                          .attrs = {{"shorter", IntAttr(config.resize)}}});
     last = "resized";
   }
-  pipe->Add(OperatorDef{.op = "crop",
-                        .name = "crop",
-                        .inputs = {last},
-                        .outputs = {"cropped"},
-                        .attrs = {{"size", Ints({config.crop, config.crop})},
-                                  {"random", Bool(true)}}});
+  pipe->Add(
+      OperatorDef{.op = "crop",
+                  .name = "crop",
+                  .inputs = {last},
+                  .outputs = {"cropped"},
+                  .attrs = {{"size", IntListAttr({config.crop, config.crop})},
+                            {"random", BoolAttr(true)}}});
   pipe->Add(OperatorDef{.op = "flip",
                         .name = "flip",
                         .inputs = {"cropped"},
                         .outputs = {"flipped"},
-                        .attrs = {{"horizontal", Float(0.5)}}});
-  pipe->Add(OperatorDef{.op = "crop_mirror_normalize",
-                        .name = "normalize",
-                        .inputs = {"flipped"},
-                        .outputs = {"images"},
-                        .attrs = {{"mean", Floats({123.675, 116.28, 103.53})},
-                                  {"std", Floats({58.395, 57.12, 57.375})}}});
+                        .attrs = {{"horizontal", FloatAttr(0.5)}}});
+  pipe->Add(
+      OperatorDef{.op = "crop_mirror_normalize",
+                  .name = "normalize",
+                  .inputs = {"flipped"},
+                  .outputs = {"images"},
+                  .attrs = {{"mean", FloatListAttr({123.675, 116.28, 103.53})},
+                            {"std", FloatListAttr({58.395, 57.12, 57.375})}}});
   pipe->SetOutputs({"images", "labels"});
   return pipe;
 }
