@@ -6,7 +6,7 @@ namespace actorflow {
 
 absl::StatusOr<Regst*> FeedPort::Acquire() {
   // A register usually comes back within microseconds: spin before parking.
-  SpinUntil([this] { return news_.load(std::memory_order_acquire); });
+  SpinUntil([this] { return news_.load(std::memory_order_acquire); }, spin_ns_);
   std::unique_lock<std::mutex> lock(mu_);
   changed_.wait(lock,
                 [&] { return !free_.empty() || closed_ || !failure_.ok(); });

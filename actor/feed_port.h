@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "actor/regst.h"
+#include "thread/spin_wait.h"
 
 namespace actorflow {
 
@@ -48,6 +49,10 @@ class FeedPort {
   // Wakes every blocked caller with `status`; later calls return it.
   void Fail(absl::Status status);
 
+  // How long a blocked caller spins before it parks (ChannelOptions'
+  // spin_ns of its session; 0 parks at once).
+  void set_spin_ns(int64_t spin_ns) { spin_ns_ = spin_ns; }
+
  private:
   // Whether Acquire would return at once; written under mu_, read by a
   // spinning caller without it.
@@ -59,6 +64,7 @@ class FeedPort {
   std::mutex mu_;
   std::condition_variable changed_;
   std::atomic<bool> news_{false};
+  int64_t spin_ns_ = kDefaultSpinNs;
   std::vector<Regst*> free_;   // guarded by mu_
   std::deque<Regst*> filled_;  // guarded by mu_
   bool closed_ = false;        // guarded by mu_

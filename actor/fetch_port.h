@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "actor/regst.h"
+#include "thread/spin_wait.h"
 
 namespace actorflow {
 
@@ -39,6 +40,10 @@ class FetchPort {
   // Registers nobody took (a run ended with pieces left unfetched).
   std::vector<Regst*> TakeAll();
 
+  // How long a blocked caller spins before it parks (ChannelOptions'
+  // spin_ns of its session; 0 parks at once).
+  void set_spin_ns(int64_t spin_ns) { spin_ns_ = spin_ns; }
+
  private:
   // Whether Next has something to return; written under mu_, read by a
   // spinning caller without it.
@@ -53,6 +58,7 @@ class FetchPort {
   bool ended_ = false;        // guarded by mu_
   absl::Status failure_;      // guarded by mu_
   std::atomic<bool> news_{false};
+  int64_t spin_ns_ = kDefaultSpinNs;
 };
 
 }  // namespace actorflow

@@ -164,6 +164,8 @@ absl::Status Session::Build() {
     }
     if (IsFeed(task) || IsFetch(task)) {
       auto port = std::make_unique<Port>();
+      port->feed.set_spin_ns(options_.channel.spin_ns);
+      port->fetch.set_spin_ns(options_.channel.spin_ns);
       port->name = task.name();
       port->actor = t;
       port->is_feed = IsFeed(task);

@@ -571,5 +571,38 @@ TEST_CASE("destroying a pipeline mid-epoch joins everything") {
   }  // each destructor cancels the run; a hang here fails the test
 }
 
+TEST_CASE("Finish ends the run, with traces, even with input left unread") {
+  PipelineOptions options;
+  options.batch_size = 2;
+  options.trace = true;
+  Pipeline pipe(options);
+  pipe.Add(OperatorDef{
+      .op = "external_source",
+      .outputs = {"raw"},
+      .attrs = {{"dtype", StringAttr("int32")}, {"shape", IntListAttr({3})}}});
+  pipe.Add(OperatorDef{.op = "cast",
+                       .inputs = {"raw"},
+                       .outputs = {"out"},
+                       .attrs = {{"to", StringAttr("float64")}}});
+  pipe.SetOutputs({"out"});
+  REQUIRE_OK(pipe.Build());
+  auto batch = Tensor::FromValues<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6});
+  REQUIRE(batch.ok());
+  REQUIRE_OK(pipe.FeedInput("raw", *batch));
+  REQUIRE_OK(pipe.FeedInput("raw", *batch));  // never scheduled
+  REQUIRE_OK(pipe.Run());
+  auto out = pipe.Outputs();
+  REQUIRE(out.ok());
+  CHECK(out->outputs[0].num_samples() == 2);
+  REQUIRE_OK(pipe.Finish());
+  // The trace has the plan's tasks; the cast acted for the one batch.
+  bool cast_acted = false;
+  for (const auto& task : pipe.trace().tasks) {
+    if (task.name == "out") cast_acted = task.spans.size() == 1;
+  }
+  CHECK(cast_acted);
+  CHECK(absl::IsFailedPrecondition(pipe.Run()));
+}
+
 }  // namespace
 }  // namespace actorflow::pipeline
