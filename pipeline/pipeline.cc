@@ -105,7 +105,6 @@ absl::StatusOr<OutputView> BatchView::output(absl::string_view name) const {
 
 // What Build knows of a data node.
 struct Pipeline::Node {
-  int op = -1;       // index into ops_
   std::string kind;  // "source", "sample", "batched"
   SampleSpec spec;   // per sample (batched: without the batch dimension)
   bool on_device = false;
@@ -113,7 +112,6 @@ struct Pipeline::Node {
   std::vector<int64_t> regsts;
   std::vector<TaskProto*> tasks;
   int64_t shapes_regst = -1;  // batched: its per-sample shapes
-  std::string batch_name;     // batched: the batch output it derives from
   std::string chain;          // sample: its tasks' name (fused operators)
 };
 
@@ -296,7 +294,7 @@ absl::Status Pipeline::Compile() {
       ranks.push_back(static_cast<int64_t>(spec.max_shape.size()));
       shapes.insert(shapes.end(), spec.max_shape.begin(), spec.max_shape.end());
       types.push_back(DataTypeName(spec.type));
-      Node out{bi, "batched", spec, false, {}, {task}};
+      Node out{"batched", spec, false, {}, {task}};
       batched.push_back(out);
     }
     if (batched.size() != batch_def->inputs.size()) return;
@@ -314,7 +312,6 @@ absl::Status Pipeline::Compile() {
       out.regsts = {writer.AddOutput(task, "out_" + in_name, depth, false)};
       out.shapes_regst =
           writer.AddOutput(task, "shape_" + in_name, depth, false);
-      out.batch_name = batch_def->outputs[k];
       if (mixed) {
         TaskProto* copy = writer.AddTask(
             absl::StrCat(batch_def->outputs[k], ".h2d"), "h2d", GpuStream(1));
@@ -465,7 +462,7 @@ absl::Status Pipeline::Compile() {
         chunks_per_epoch_ = (epoch_size_ + n - 1) / n;
       }
       for (size_t k = 0; k < def.outputs.size(); ++k) {
-        Node node{i, "source", specs[k], false, {regst}, {task}};
+        Node node{"source", specs[k], false, {regst}, {task}};
         declare(def.outputs[k], node);
       }
       continue;
@@ -519,7 +516,6 @@ absl::Status Pipeline::Compile() {
       for (const auto& [key, value] : def.attrs) attrs[key] = value;
       writer.Consume(task, "in", in.regsts[0]);
       Node node = in;
-      node.op = i;
       node.regsts = {
           writer.AddOutput(task, "out", gpu ? gpu_depth : depth, gpu)};
       node.tasks = {task};
@@ -571,7 +567,7 @@ absl::Status Pipeline::Compile() {
     // Fused into the chain that makes its input, when nothing else reads
     // that input: the sample then never leaves the worker's scratch.
     if (in.kind == "sample" && consumers[def.inputs[0]] == 1) {
-      Node node{i, "sample", *spec, false, in.regsts, in.tasks};
+      Node node{"sample", *spec, false, in.regsts, in.tasks};
       node.chain = in.chain + "+" + def.name;
       for (int w = 0; w < workers; ++w) {
         TaskProto* task = in.tasks[w];
@@ -607,7 +603,7 @@ absl::Status Pipeline::Compile() {
       declare(def.outputs[0], node);
       continue;
     }
-    Node node{i, "sample", *spec, false, {}, {}};
+    Node node{"sample", *spec, false, {}, {}};
     node.chain = def.name;
     for (int w = 0; w < workers; ++w) {
       const std::string name =
