@@ -717,9 +717,8 @@ bool Pipeline::MoreToIssue() const {
   if (next_chunk_ < chunks_per_epoch_) return true;
   // Samples held over for lack of a full batch need one more (final)
   // chunk, once everything issued has come back.
-  int64_t skipped = 0;
-  for (const SkippedSample& s : log_.Snapshot()) skipped += s.epoch == epoch_;
-  return in_flight_ == 0 && epoch_size_ - delivered_ - skipped > 0;
+  return in_flight_ == 0 &&
+         epoch_size_ - delivered_ - log_.CountInEpoch(epoch_) > 0;
 }
 
 absl::Status Pipeline::Pump() {
@@ -808,9 +807,7 @@ absl::StatusOr<BatchView> Pipeline::ShareOutputs() {
             "no input: FeedInput a batch for '", external_, "' first"));
       }
       requested_ = 0;
-      int64_t skipped = 0;
-      for (const SkippedSample& s : log_.Snapshot())
-        skipped += s.epoch == epoch_;
+      const int64_t skipped = log_.CountInEpoch(epoch_);
       return absl::OutOfRangeError(absl::StrCat(
           "end of epoch ", epoch_, ": ", batches_, " batches, ", delivered_,
           " samples", skipped ? absl::StrCat(" (", skipped, " skipped)") : "",

@@ -163,9 +163,12 @@ class SkipLog {
     std::lock_guard<std::mutex> lock(mu_);
     return samples_;
   }
-  int64_t size() const {
+  // Samples dropped in `epoch`, counted without copying the log.
+  int64_t CountInEpoch(int64_t epoch) const {
     std::lock_guard<std::mutex> lock(mu_);
-    return static_cast<int64_t>(samples_.size());
+    int64_t count = 0;
+    for (const SkippedSample& s : samples_) count += s.epoch == epoch;
+    return count;
   }
 
  private:
