@@ -1,5 +1,6 @@
 #include "actor/actor.h"
 
+#include <algorithm>
 #include <exception>
 
 #include "absl/strings/str_cat.h"
@@ -14,7 +15,10 @@ Actor::Actor(ActorSpec spec, ActorEnv env)
       task_(spec.task),
       kernel_(std::move(spec.kernel)),
       env_(env),
-      is_source_(spec.inputs.empty()) {
+      is_source_(spec.inputs.empty()),
+      lag_(!spec.outputs.empty() && spec.outputs[0].second->initial_register
+               ? 1
+               : 0) {
   ctx_.stream_ = spec.stream;
   ctx_.task_ = task_;
   for (auto& [name, descs] : spec.inputs) {
@@ -52,6 +56,7 @@ Actor::Actor(ActorSpec spec, ActorEnv env)
 void Actor::Reset() {
   state_ = State::kActing;
   started_ = false;
+  initial_pending_ = lag_ != 0;
   ended_in_ = 0;
   blockers_ = 0;
   for (InSlot& slot : in_) {
@@ -95,6 +100,7 @@ void Actor::ProcessMsg(const ActorMsg& msg) {
           return;  // nothing may act before kStart
         case ActorCmd::kStart:
           started_ = true;
+          if (initial_pending_) ActInitial();
           break;
         case ActorCmd::kAsyncFailed:
           HandleAsyncFailures();
@@ -132,12 +138,24 @@ inline void Actor::Publish(Regst* regst) {
     return;
   }
   regst->reading_cnt = static_cast<int32_t>(desc.consumers.size());
+  // Other threads first: a direct delivery below may run a long chain of
+  // acts on this thread, and they should not wait for it to end.
+  bool local = false;
   for (const RegstConsumer& consumer : desc.consumers) {
+    if (consumer.thread->InThisThread()) {
+      local = true;
+    } else {
+      Send(consumer.thread,
+           ActorMsg::Ready(consumer.actor, consumer.in_slot, regst));
+    }
+  }
+  if (!local) return;
+  for (const RegstConsumer& consumer : desc.consumers) {
+    if (!consumer.thread->InThisThread()) continue;
     // A direct delivery must not overtake a message queued earlier for the
     // same input slot, hence the empty local queue: once anything is
     // queued, everything is until the thread has drained it.
-    if (consumer.thread->InThisThread() &&
-        direct_call_depth < kMaxDirectCallDepth &&
+    if (direct_call_depth < kMaxDirectCallDepth &&
         consumer.thread->local_queue_empty()) {
       ++direct_call_depth;
       consumer.actor_ptr->OnRegstReady(consumer.in_slot, regst);
@@ -192,12 +210,13 @@ void Actor::Act() {
   for (int o = 0; o < num_out_; ++o) {
     Regst* regst = out[o].free.Pop();
     if (out[o].free.empty()) ++blockers_;
-    regst->set_piece_id(piece);
+    regst->set_piece_id(piece + lag_);
     if (__builtin_expect(resets_shapes_, 0)) regst->ResetShapes();
     outputs[o] = regst;
   }
   free_regsts_ -= num_out_;
   ctx_.piece_id_ = piece;
+  initial_piece_ = piece + lag_;
   if (async_ != nullptr) {
     LaunchAsync(inputs, outputs, piece);
     return;
@@ -232,6 +251,54 @@ void Actor::Act() {
     for (int i = 0; i < num_in_; ++i) ReturnToProducer(inputs[i]);
     for (int o = 0; o < num_out_; ++o) Publish(outputs[o]);
   }
+}
+
+void Actor::ActInitial() {
+  initial_pending_ = false;
+  // A run that ended before it started (no pieces) needs no weights.
+  if (state_ != State::kActing || blockers_ >= kStoppedActing) return;
+  Regst** const outputs = ctx_.outputs_.data();
+  for (int o = 0; o < num_out_; ++o) {
+    if (out_[o].free.empty()) {
+      // Every register is free at kStart (kReset found them so).
+      Fail(absl::InternalError(
+               absl::StrCat("regst_desc ", out_[o].desc->id,
+                            ": no free register for the initial one")),
+           initial_piece_);
+      return;
+    }
+  }
+  for (int o = 0; o < num_out_; ++o) {
+    Regst* regst = out_[o].free.Pop();
+    if (out_[o].free.empty()) ++blockers_;
+    regst->set_piece_id(initial_piece_);
+    if (resets_shapes_) regst->ResetShapes();
+    outputs[o] = regst;
+  }
+  free_regsts_ -= num_out_;
+  std::fill(ctx_.inputs_.begin(), ctx_.inputs_.end(), nullptr);
+  ctx_.piece_id_ = initial_piece_;
+  absl::Status status;
+  try {
+    status = kernel_->InitialOutput(&ctx_);
+  } catch (const std::exception& e) {
+    status = KernelThrew(e.what());
+  } catch (...) {
+    status = KernelThrew(nullptr);
+  }
+  if (!status.ok()) {
+    for (int o = 0; o < num_out_; ++o) PushFree(out_[o], outputs[o]);
+    Fail(absl::Status(status.code(),
+                      absl::StrCat("initial register: ", status.message())),
+         initial_piece_);
+    return;
+  }
+  // Consumers on this thread may hand it straight back: they must find
+  // this act complete and not re-enter it.
+  const bool was_busy = busy_;
+  busy_ = true;
+  for (int o = 0; o < num_out_; ++o) Publish(outputs[o]);
+  busy_ = was_busy;
 }
 
 void Actor::MaybeEnd() {

@@ -149,6 +149,9 @@ class Actor {
   void ProgressBoundary();
   void AcceptReady(int16_t in_slot, Regst* regst);
   void Act();
+  // Fills and publishes the initial registers (see RegstDescProto's
+  // initial_register): once per run, on kStart.
+  void ActInitial();
   // A kernel that throws fails its task like one that returns an error.
   absl::Status CallKernel(KernelContext* ctx) {
     try {
@@ -252,6 +255,13 @@ class Actor {
   // Some consumer is on another thread: deliver outputs before returning
   // inputs (see Act).
   bool publishes_first_ = false;
+  // 1 when this actor's registers are initial: what it makes from input
+  // piece p is piece p + 1.
+  const int64_t lag_;
+  bool initial_pending_ = false;
+  // The piece of the next run's initial register: the last one published
+  // (the run's sources count on from there too).
+  int64_t initial_piece_ = 0;
   int64_t next_piece_ = 0;  // sources
   int64_t piece_end_ = 0;   // plain sources: this run ends before it
   int64_t act_count_ = 0;

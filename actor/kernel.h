@@ -181,6 +181,15 @@ class Kernel {
     return absl::OkStatus();
   }
   virtual absl::Status Forward(KernelContext* ctx) = 0;
+  // Fills the outputs of a task whose registers are initial
+  // (RegstDescProto.initial_register), once at the start of each run, before
+  // any Forward of that run. No input is present: ctx has outputs only.
+  virtual absl::Status InitialOutput(KernelContext* ctx) {
+    (void)ctx;
+    return absl::UnimplementedError(
+        "this kernel cannot fill an initial register (it has no "
+        "InitialOutput)");
+  }
   virtual std::optional<SinkSummary> sink_summary() const {
     return std::nullopt;
   }

@@ -73,6 +73,9 @@ class RegstDesc {
   RegstLayout layout;
   bool has_dynamic_blob = false;
   int32_t register_num = 1;
+  // Published once before the producer's first act of each run
+  // (RegstDescProto.initial_register).
+  bool initial_register = false;
   int32_t producer = 0;  // dense actor index
   int16_t producer_out_slot = 0;
   Thread<ActorMsg>* producer_thread = nullptr;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "pipeline/sample_ops.h"
 #include "runtime/plan_builder.h"
+#include "runtime/plan_writer.h"
 
 namespace actorflow::pipeline {
 namespace {
@@ -27,59 +28,6 @@ bool IsReader(const std::string& op) {
 bool IsDense(const std::string& op) {
   return op == "cast" || op == "normalize";
 }
-
-StreamId CpuStream(int index) {
-  StreamId stream;
-  stream.set_stream_index(index);
-  return stream;
-}
-
-StreamId GpuStream(int index) {
-  StreamId stream;
-  stream.set_device_type(GPU);
-  stream.set_stream_index(index);
-  return stream;
-}
-
-// Writes tasks and their registers, numbering both and keeping every
-// producer's consumer list in step with its consumers.
-class PlanWriter {
- public:
-  TaskProto* AddTask(const std::string& name, const std::string& op_type,
-                     const StreamId& stream) {
-    TaskProto* task = plan_.add_task();
-    task->set_task_id(plan_.task_size());
-    task->set_name(name);
-    *task->mutable_stream() = stream;
-    task->mutable_kernel()->set_op_type(op_type);
-    return task;
-  }
-  // A produced register; its blobs come from shape inference unless given.
-  int64_t AddOutput(TaskProto* task, const std::string& key, int register_num,
-                    bool on_device, std::vector<BlobDescProto> blobs = {}) {
-    RegstDescProto& desc = (*task->mutable_produced_regst_desc())[key];
-    const int64_t id = task->task_id() * 100 + task->produced_regst_desc_size();
-    desc.set_regst_desc_id(id);
-    desc.set_producer_task_id(task->task_id());
-    desc.set_register_num(register_num);
-    if (on_device) desc.mutable_mem_case()->set_device_type(GPU);
-    for (BlobDescProto& blob : blobs) *desc.add_blob() = std::move(blob);
-    producers_[id] = {task->task_id(), key};
-    return id;
-  }
-  void Consume(TaskProto* task, const std::string& key, int64_t id) {
-    (*task->mutable_consumed_regst_desc_id())[key].add_regst_desc_id(id);
-    const auto& [producer, out_key] = producers_.at(id);
-    RegstDescProto& desc = (*plan_.mutable_task(static_cast<int>(producer - 1))
-                                 ->mutable_produced_regst_desc())[out_key];
-    desc.add_consumer_task_id(task->task_id());
-  }
-  Plan& plan() { return plan_; }
-
- private:
-  Plan plan_;
-  std::map<int64_t, std::pair<int64_t, std::string>> producers_;
-};
 
 }  // namespace
 

@@ -46,11 +46,12 @@ absl::Status ReaderKernel::Init(const KernelInitContext& ctx) {
   auto shard = PositiveAttr(ctx, "shard_id", 0, 0);
   auto shards = PositiveAttr(ctx, "num_shards", 1, 1);
   auto window = PositiveAttr(ctx, "shuffle_window", 0, 0);
+  auto limit = PositiveAttr(ctx, "limit", 0, 0);
   auto seed = ctx.IntAttrOr("seed", 0);
   auto skip = ctx.BoolAttrOr("skip_errors", false);
-  absl::Status ok = FirstError({outputs.status(), batch.status(),
-                                shard.status(), shards.status(),
-                                window.status(), seed.status(), skip.status()});
+  absl::Status ok = FirstError(
+      {outputs.status(), batch.status(), shard.status(), shards.status(),
+       window.status(), limit.status(), seed.status(), skip.status()});
   if (ok.ok()) ok = ctx.ExpectInputs(1, 1);
   if (ok.ok()) ok = ctx.ExpectOutput(/*required=*/true);
   if (!ok.ok()) return ok;
@@ -70,6 +71,7 @@ absl::Status ReaderKernel::Init(const KernelInitContext& ctx) {
   auto size = Open(ctx);
   if (!size.ok()) return size.status();
   ShardRange(*size, *shard, *shards, &begin_, &end_);
+  if (*limit > 0) end_ = std::min(end_, begin_ + *limit);
   return ctx.SetOutputBlobs("out", SampleListBlobs(outputs_, batch_size_));
 }
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <functional>
-#include <queue>
 #include <map>
+#include <queue>
 #include <set>
 
 #include "absl/container/flat_hash_map.h"
@@ -55,6 +55,7 @@ class Validator {
     for (int t = 0; t < plan_.task_size(); ++t) CheckConsumed(t);
     CheckConsumerLists();
     for (int t = 0; t < plan_.task_size(); ++t) CheckPlacement(t);
+    for (int t = 0; t < plan_.task_size(); ++t) CheckInitialRegisters(t);
     CheckCycles();
     CheckObjectBindings();
     for (int t : topological_order_) CheckKernel(t);
@@ -217,7 +218,11 @@ class Validator {
           continue;
         }
         consumers_of_[id].insert(task(t).task_id());
-        edges_[it->second.task].insert(t);
+        // An initial register is there before its producer acts: reading it
+        // waits on nothing, so it closes no cycle.
+        if (!it->second.desc->initial_register()) {
+          edges_[it->second.task].insert(t);
+        }
       }
     }
   }
@@ -297,6 +302,54 @@ class Validator {
                            ").mem_case: is ", MemoryName(desc->mem_case()),
                            ", but this task runs on a ", runs_on,
                            " and writes ", MemoryName(want), " ", hint));
+    }
+  }
+
+  // Initial registers (RegstDescProto.initial_register): what the actor
+  // supports, and blobs known before the producer's kernel is Init'ed (its
+  // consumers come first in the topological order).
+  void CheckInitialRegisters(int t) {
+    const auto outputs = SortedOutputs(task(t));
+    int initial = 0;
+    for (const auto& [name, desc] : outputs)
+      initial += desc->initial_register();
+    if (initial == 0) return;
+    const std::string& op_type = task(t).kernel().op_type();
+    std::string problem;
+    if (initial != static_cast<int>(outputs.size())) {
+      problem =
+          "either every produced register is initial or none is (the "
+          "task's outputs are one piece ahead of its inputs)";
+    } else if (task(t).consumed_regst_desc_id().empty()) {
+      problem =
+          "a task with an initial register must consume something (it "
+          "makes piece p + 1 from its inputs' piece p)";
+    } else if (op_type == "feed" || op_type == "fetch") {
+      problem = absl::StrCat("a ", op_type, " task cannot have one");
+    } else if (DeviceOf(t) != DeviceKind::kCpu ||
+               task(t).stream().host_async()) {
+      problem = "its producer must run on a synchronous CPU stream";
+    }
+    for (const auto& [name, desc] : outputs) {
+      const int64_t id = desc->regst_desc_id();
+      std::string where =
+          absl::StrCat(Label(t), ": produced_regst_desc['", name,
+                       "'] (regst_desc ", id, ").initial_register");
+      if (!problem.empty()) {
+        Problem(absl::StrCat(where, ": ", problem));
+        unknown_blobs_.insert(id);
+        continue;
+      }
+      if (unknown_blobs_.count(id)) continue;
+      auto declared = declared_.find(id);
+      if (declared == declared_.end() || legacy_.count(id)) {
+        Problem(absl::StrCat(where,
+                             ": state the register's blobs (`blob` entries): "
+                             "its consumers are checked before its producer"));
+        unknown_blobs_.insert(id);
+        continue;
+      }
+      resolved_[id] = declared->second;
     }
   }
 
@@ -538,7 +591,8 @@ class Validator {
       }
       names.push_back(names.front());
       Problem(absl::StrCat("plan: cycle: ", absl::StrJoin(names, " -> "),
-                           " (each waits on the one before it)"));
+                           " (each waits on the one before it; a cycle needs "
+                           "an initial register on one of its edges)"));
     }
   }
 

@@ -24,7 +24,8 @@ using DeviceProbe = std::function<absl::Status(int index)>;
 // produced once,
 // with register_num >= 1, elem_cnt >= 0 and producer/consumer lists that
 // match the tasks; every consumed id produced; known op_types whose kernels
-// accept their attributes and signature; no cycle.
+// accept their attributes and signature; no cycle except through an
+// initial register.
 std::vector<std::string> ValidatePlan(
     const Plan& plan, DeviceProbe probe = cuda::DeviceAvailable);
 

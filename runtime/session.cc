@@ -131,6 +131,7 @@ absl::Status Session::Build() {
         desc->has_dynamic_blob |= blob.is_dynamic;
       }
       desc->register_num = proto->register_num();
+      desc->initial_register = proto->initial_register();
       desc->producer = t;
       desc->producer_out_slot = static_cast<int16_t>(spec.outputs.size());
       if (proto->mem_case().device_type() == GPU) {

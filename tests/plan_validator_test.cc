@@ -284,7 +284,7 @@ TEST_CASE("cycles are refused, naming the tasks on them", "[validator]") {
       .add_regst_desc_id(30);
   CHECK(OnlyProblem(plan) ==
         "plan: cycle: 'mid' -> 'sink' -> 'mid' (each waits on the one before "
-        "it)");
+        "it; a cycle needs an initial register on one of its edges)");
 
   SECTION("a task consuming its own output") {
     Plan self = Valid();
@@ -294,7 +294,8 @@ TEST_CASE("cycles are refused, naming the tasks on them", "[validator]") {
     (*self.mutable_task(1)->mutable_consumed_regst_desc_id())["in"]
         .add_regst_desc_id(20);
     CHECK(OnlyProblem(self) ==
-          "plan: cycle: 'mid' -> 'mid' (each waits on the one before it)");
+          "plan: cycle: 'mid' -> 'mid' (each waits on the one before it; a "
+          "cycle needs an initial register on one of its edges)");
   }
 }
 

@@ -70,6 +70,15 @@ class CliFlags {
     }
     return value;
   }
+  absl::StatusOr<double> Double(const std::string& name, double min) const {
+    double value = 0;
+    if (!absl::SimpleAtod(values_.at(name), &value) || !(value >= min)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, ": wants a number of at least ", min,
+                       ", got '", values_.at(name), "'"));
+    }
+    return value;
+  }
 
  private:
   std::map<std::string, std::string> values_;

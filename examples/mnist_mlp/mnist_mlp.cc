@@ -1,0 +1,196 @@
+// Trains a 784-256-10 perceptron on Fashion-MNIST as an actorflow plan:
+//   tools/bazel run //examples/mnist_mlp -- --epochs=2
+// Prints each epoch's training loss, test accuracy and samples/s, then one
+// JSON line: {"status":"ok","epochs":E,"test_accuracy":A,"final_loss":L,
+// "samples_per_s":R} (or {"status":"error","error":"..."} and exit 1).
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "examples/mnist_mlp/mnist_training.h"
+#include "examples/pipeline/cli_flags.h"
+#include "runtime/chrome_trace.h"
+#include "runtime/json.h"
+
+namespace {
+
+using actorflow::JsonNumber;
+using actorflow::JsonString;
+using actorflow::examples::CliFlags;
+using actorflow::examples::EpochReport;
+using actorflow::examples::MnistOptions;
+
+constexpr char kUsage[] = R"(usage: mnist_mlp [flags]
+
+Trains a perceptron (784 inputs, --hidden ReLU units, 10 classes; softmax
+cross-entropy; SGD with momentum) on Fashion-MNIST, as one actorflow plan:
+data pipelines (IDX reader, shuffle, batch, normalize) feed data-parallel
+towers (forward, loss, backward) on --towers CPU streams; each weight is a
+`variable` task in a cycle with its `sgd_momentum` optimizer. The test set is
+evaluated after every epoch.
+
+flags:
+  --epochs=N          passes over the training set (2)
+  --batch=N           samples per step (64)
+  --hidden=N          hidden units (256)
+  --lr=X              learning rate (0.02)
+  --momentum=X        momentum (0.9)
+  --decay=X           the learning rate is multiplied by X after each epoch
+                      (0.2)
+  --towers=N          data-parallel towers, one CPU stream each (2)
+  --seed=N            initial weights and shuffling (1)
+  --train_limit=N     train on the first N samples only (0: all 60000)
+  --test_limit=N      evaluate on the first N samples only (0: all 10000)
+  --threads=N         data pipeline worker threads (1)
+  --prefetch=N        batches the data pipelines prepare ahead (2)
+  --data_dir=DIR      the Fashion-MNIST IDX files (default: the
+                      dataset-fashion-mnist package's, or
+                      $ACTORFLOW_FASHION_MNIST)
+  --reference         run the sequential reference loop instead of the plan
+                      (same arithmetic, one thread; same numbers)
+  --write_plan=FILE   write the training plan (text format) and continue
+  --trace=FILE        write a Chrome trace of every act; prints each
+                      stream's busy share
+  --help              this text
+)";
+
+int Fail(const std::string& message) {
+  std::printf("{\"status\":\"error\",\"error\":%s}\n",
+              JsonString(message).c_str());
+  std::fflush(stdout);
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CliFlags flags({{"epochs", "2"},
+                  {"batch", "64"},
+                  {"hidden", "256"},
+                  {"lr", "0.02"},
+                  {"decay", "0.2"},
+                  {"momentum", "0.9"},
+                  {"towers", "2"},
+                  {"seed", "1"},
+                  {"train_limit", "0"},
+                  {"test_limit", "0"},
+                  {"threads", "1"},
+                  {"prefetch", "2"},
+                  {"data_dir", ""},
+                  {"reference", "false"},
+                  {"write_plan", ""},
+                  {"trace", ""}});
+  // --reference takes no value.
+  std::vector<char*> args;
+  bool reference = false;
+  for (int i = 0; i < argc; ++i) {
+    if (std::string(argv[i]) == "--reference") {
+      reference = true;
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  bool help = false;
+  absl::Status parsed =
+      flags.Parse(static_cast<int>(args.size()), args.data(), &help);
+  if (help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "%s\n\n%s", std::string(parsed.message()).c_str(),
+                 kUsage);
+    return Fail(std::string(parsed.message()));
+  }
+  if (flags.String("reference") == "true") reference = true;
+
+  MnistOptions options;
+  auto epochs = flags.Int("epochs", 1);
+  auto batch = flags.Int("batch", 1);
+  auto hidden = flags.Int("hidden", 1);
+  auto towers = flags.Int("towers", 1);
+  auto seed = flags.Int("seed", 0);
+  auto train_limit = flags.Int("train_limit", 0);
+  auto test_limit = flags.Int("test_limit", 0);
+  auto threads = flags.Int("threads", 1);
+  auto prefetch = flags.Int("prefetch", 1);
+  auto lr = flags.Double("lr", 0);
+  auto momentum = flags.Double("momentum", 0);
+  auto decay = flags.Double("decay", 0);
+  for (const absl::Status& status :
+       {epochs.status(), batch.status(), hidden.status(), towers.status(),
+        seed.status(), train_limit.status(), test_limit.status(),
+        threads.status(), prefetch.status(), lr.status(), momentum.status(),
+        decay.status()}) {
+    if (!status.ok()) return Fail(std::string(status.message()));
+  }
+  options.epochs = static_cast<int>(*epochs);
+  options.model.batch_size = *batch;
+  options.model.hidden = *hidden;
+  options.model.towers = static_cast<int>(*towers);
+  options.model.seed = static_cast<uint64_t>(*seed);
+  options.model.lr = *lr;
+  options.model.momentum = *momentum;
+  options.model.decay = *decay;
+  options.decay_per_epoch = true;
+  options.data_seed = static_cast<uint64_t>(*seed);
+  options.train_limit = *train_limit;
+  options.test_limit = *test_limit;
+  options.data_threads = static_cast<int>(*threads);
+  options.prefetch = static_cast<int>(*prefetch);
+  options.data_dir = flags.String("data_dir");
+  const std::string trace_path = flags.String("trace");
+  options.trace = !trace_path.empty();
+
+  if (!flags.String("write_plan").empty()) {
+    auto plan = actorflow::nn::BuildMlpPlan(options.model);
+    if (!plan.ok()) return Fail(std::string(plan.status().message()));
+    std::ofstream out(flags.String("write_plan"));
+    out << plan->DebugString();
+    if (!out) {
+      return Fail(absl::StrCat("--write_plan: cannot write '",
+                               flags.String("write_plan"), "'"));
+    }
+  }
+
+  auto report = [](const EpochReport& e) {
+    std::printf(
+        "epoch %d: train loss %.4f, test loss %.4f, test accuracy %.2f%% "
+        "(%lld samples), %.0f samples/s (train %.2f s, eval %.2f s)\n",
+        e.epoch, e.train_loss, e.test_loss, 100 * e.test_accuracy,
+        static_cast<long long>(e.test_samples), e.samples_per_s,
+        e.train_seconds, e.eval_seconds);
+    std::fflush(stdout);
+  };
+  std::printf(
+      "training %s: %lld-%lld-%lld, batch %lld, %d tower(s), lr %g, "
+      "momentum %g\n",
+      reference ? "with the sequential reference loop" : "as a plan",
+      static_cast<long long>(options.model.inputs),
+      static_cast<long long>(options.model.hidden),
+      static_cast<long long>(options.model.classes),
+      static_cast<long long>(options.model.batch_size), options.model.towers,
+      options.model.lr, options.model.momentum);
+  auto summary = reference
+                     ? actorflow::examples::TrainSequential(options, report)
+                     : actorflow::examples::TrainWithPlan(options, report);
+  if (!summary.ok()) return Fail(std::string(summary.status().message()));
+  if (options.trace && !reference) {
+    absl::Status written =
+        actorflow::WriteChromeTrace(summary->trace, trace_path);
+    if (!written.ok()) return Fail(std::string(written.message()));
+    for (const auto& [stream, share] :
+         actorflow::examples::StreamBusyShares(summary->trace)) {
+      std::printf("stream %s busy %.1f%%\n", stream.c_str(), 100 * share);
+    }
+  }
+  const EpochReport& last = summary->epochs.back();
+  std::printf(
+      "{\"status\":\"ok\",\"epochs\":%d,\"test_accuracy\":%s,"
+      "\"final_loss\":%s,\"samples_per_s\":%s}\n",
+      options.epochs, JsonNumber(last.test_accuracy).c_str(),
+      JsonNumber(last.train_loss).c_str(),
+      JsonNumber(summary->samples_per_s).c_str());
+  return 0;
+}

@@ -1,0 +1,79 @@
+#ifndef ACTORFLOW_EXAMPLES_MNIST_MLP_MNIST_TRAINING_H_
+#define ACTORFLOW_EXAMPLES_MNIST_MLP_MNIST_TRAINING_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nn/mlp.h"
+#include "runtime/run_trace.h"
+
+// Training the MLP on Fashion-MNIST, two ways over the same pieces: as a
+// plan fed by two data pipelines (IDX reader, shuffle, batch, normalize),
+// and as the sequential reference loop. The example, its test and the
+// benchmark all call these.
+namespace actorflow::examples {
+
+// Fashion-MNIST's pixel mean and standard deviation (0..255 scale).
+constexpr double kPixelMean = 72.94;
+constexpr double kPixelStd = 90.02;
+
+struct MnistOptions {
+  std::string data_dir;  // empty: pipeline::FashionMnistDir()
+  int epochs = 2;
+  nn::MlpConfig model;
+  // The first samples of each set (0: all); training takes them in a new
+  // shuffled order each epoch (seeded by data_seed), evaluation in order.
+  int64_t train_limit = 0;
+  int64_t test_limit = 0;
+  uint64_t data_seed = 1;
+  // The data pipelines' worker threads and prefetch depth.
+  // Sets model.decay_steps to the steps of one epoch: the rate decays by
+  // model.decay after each epoch.
+  bool decay_per_epoch = false;
+  int data_threads = 1;
+  int prefetch = 2;
+  bool trace = false;  // TrainWithPlan: record every act
+};
+
+struct EpochReport {
+  int epoch = 0;  // from 1
+  double train_loss = 0;
+  double test_loss = 0;
+  double test_accuracy = 0;
+  int64_t train_samples = 0;
+  int64_t test_samples = 0;
+  double train_seconds = 0;
+  double eval_seconds = 0;
+  double samples_per_s = 0;  // training samples per second of training
+};
+
+struct TrainSummary {
+  std::vector<EpochReport> epochs;
+  // Every piece, in order (training and evaluation).
+  std::vector<nn::PieceResult> pieces;
+  double samples_per_s = 0;  // over every epoch's training time
+  RunTrace trace;            // TrainWithPlan with MnistOptions::trace
+};
+
+using EpochCallback = std::function<void(const EpochReport&)>;
+
+// The plan: MlpTrainer fed by the pipelines.
+absl::StatusOr<TrainSummary> TrainWithPlan(const MnistOptions& options,
+                                           const EpochCallback& on_epoch = {});
+// The sequential loop: the same batches, normalized the same way, through
+// ReferenceTrainer on the calling thread.
+absl::StatusOr<TrainSummary> TrainSequential(
+    const MnistOptions& options, const EpochCallback& on_epoch = {});
+
+// Per stream ("m0/cpu0/s1"), the share of the run's wall time its acts
+// took, from a trace.
+std::vector<std::pair<std::string, double>> StreamBusyShares(
+    const RunTrace& trace);
+
+}  // namespace actorflow::examples
+
+#endif  // ACTORFLOW_EXAMPLES_MNIST_MLP_MNIST_TRAINING_H_

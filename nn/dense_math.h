@@ -1,0 +1,73 @@
+#ifndef ACTORFLOW_NN_DENSE_MATH_H_
+#define ACTORFLOW_NN_DENSE_MATH_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+
+// The arithmetic of the dense-layer kernels (nn_kernels.cc), on row-major
+// float32 buffers. The kernels and the sequential reference trainer both
+// call these, so a plan and the loop compute bit-identical values.
+//
+// Every reduction runs in a fixed order that does not depend on where the
+// buffers lie (Eigen's vectorized reductions peel by alignment, which would
+// change the order between a register and a std::vector); only the matrix
+// product uses Eigen, whose blocking depends on the sizes alone.
+namespace actorflow::nn {
+
+// out[m, n] = op(a) * op(b), op(x) = x or x^T. `a` is stored as
+// [a_rows, a_cols], `b` as [b_rows, b_cols]; the caller has checked that the
+// inner sizes agree. An inner size of 0 gives zeros.
+void MatMul(const float* a, int64_t a_rows, int64_t a_cols, bool transpose_a,
+            const float* b, int64_t b_rows, int64_t b_cols, bool transpose_b,
+            float* out);
+
+// out[i, j] = x[i, j] + bias[j] for x [rows, cols].
+void BiasAdd(const float* x, const float* bias, int64_t rows, int64_t cols,
+             float* out);
+
+// dbias[j] = sum over i of dy[i, j], summed in row order.
+void BiasAddGrad(const float* dy, int64_t rows, int64_t cols, float* dbias);
+
+void Relu(const float* x, int64_t n, float* y);
+// dx = dy where y > 0, else 0.
+void ReluGrad(const float* dy, const float* y, int64_t n, float* dx);
+
+// Softmax cross-entropy of logits [rows, classes] against integer labels.
+// Returns the sum of the rows' losses (accumulated in double) and writes
+// dlogits = softmax - one_hot(label): the gradient of that sum. A label
+// outside [0, classes) is an error naming the row.
+absl::Status SoftmaxCrossEntropy(const float* logits, const int32_t* labels,
+                                 int64_t rows, int64_t classes, double* loss,
+                                 float* dlogits);
+
+// Rows whose largest logit (the first, on a tie) is at the label.
+int64_t CountCorrect(const float* logits, const int32_t* labels, int64_t rows,
+                     int64_t classes);
+
+// One step of SGD with momentum on the mean gradient:
+//   g = (grads[0] + grads[1] + ...) / count   (summed in list order)
+//   velocity = momentum * velocity + g;  delta = -lr * velocity
+// With count 0 (no sample this piece) delta is 0 and velocity unchanged.
+void SgdMomentum(const std::vector<const float*>& grads, int64_t count,
+                 double lr, double momentum, int64_t n, float* velocity,
+                 float* delta);
+
+// The rate of step `step` (from 0) of a schedule that multiplies `lr` by
+// `decay` after every `decay_steps` steps (0: a constant rate).
+double ScheduledRate(double lr, double decay, int64_t decay_steps,
+                     int64_t step);
+
+// out = weights + delta (out may be weights).
+void ApplyDelta(const float* weights, const float* delta, int64_t n,
+                float* out);
+
+// Initial weights: "zeros", or "uniform" in [-scale, scale), drawn from a
+// counter-based generator keyed by seed (the same on every machine).
+absl::Status InitWeights(const std::string& init, double scale, uint64_t seed,
+                         int64_t n, float* out);
+
+}  // namespace actorflow::nn
+
+#endif  // ACTORFLOW_NN_DENSE_MATH_H_

@@ -1,0 +1,121 @@
+#ifndef ACTORFLOW_NN_NN_KERNELS_H_
+#define ACTORFLOW_NN_NN_KERNELS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "actor/kernel.h"
+
+// Kernels of dense networks on float32 row-major blobs: the forward and
+// backward passes of a fully connected layer, ReLU, softmax cross-entropy,
+// accuracy, SGD with momentum and the `variable` that holds weights across
+// steps (README.md, "Training"). Batches may be dynamic: every kernel takes
+// the piece's row count from its inputs, and zero rows is a valid piece.
+namespace actorflow::nn {
+
+// op_type "matmul": out = op(a) * op(b); attrs transpose_a, transpose_b.
+class MatMulKernel : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+
+ protected:
+  // The piece's output shape; an error naming both inputs' shapes when the
+  // inner sizes differ.
+  absl::StatusOr<std::vector<int64_t>> OutputShape(
+      absl::Span<const int64_t> a, absl::Span<const int64_t> b) const;
+  bool transpose_a_ = false;
+  bool transpose_b_ = false;
+};
+
+// "bias_add": out[i, j] = x[i, j] + bias[j].
+class BiasAddKernel : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+};
+
+// "bias_add_grad": out[j] = sum over rows of dy[i, j].
+class BiasAddGradKernel : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+};
+
+// "relu": out = max(in, 0).
+class ReluKernel : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+};
+
+// "relu_grad": out = dy where y > 0, else 0 (y: the relu's output).
+class ReluGradKernel : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+};
+
+// "softmax_xent": from logits [n, classes] and int32 labels [n], `loss`
+// (float64 [1]: the sum of the n losses) and `dlogits` (the gradient of
+// that sum).
+class SoftmaxXentKernel : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+};
+
+// "accuracy": `out` holds int64 [1] `correct`, the rows whose arg-max logit
+// is the label.
+class AccuracyKernel : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+};
+
+// "sgd_momentum": consumes gradients of a summed loss under `grad` (one or
+// more, summed in order: one per data-parallel tower) and as many `batch`
+// registers whose first blob's leading dimension counts the samples behind
+// them. Produces `delta`, the step to add to the weights (see SgdMomentum in
+// dense_math.h); attrs lr (required), momentum (default 0), and a step
+// schedule: after every `decay_steps` steps that had samples (0: never) the
+// rate is multiplied by `decay` (default 1). The velocity and step count are
+// this kernel's state: they never leave the task.
+class SgdMomentumKernel : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+
+ private:
+  double lr_ = 0;
+  double momentum_ = 0;
+  int64_t decay_steps_ = 0;
+  double decay_ = 1;
+  int64_t steps_ = 0;
+  std::vector<float> velocity_;
+};
+
+// "variable": the weights of one parameter. Its output `out` is normally an
+// initial register (RegstDescProto.initial_register) in a cycle with the
+// optimizer: InitialOutput publishes the weights at the start of each run
+// (attrs init "zeros" | "uniform", scale, seed on the first run; what the
+// last run ended with after that), and each act adds its input `delta`.
+class VariableKernel : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+  absl::Status InitialOutput(KernelContext* ctx) override;
+
+ protected:
+  // The weights as last published; null before the first act.
+  const float* last_ = nullptr;
+  std::string init_ = "zeros";
+  double scale_ = 0;
+  uint64_t seed_ = 0;
+};
+
+}  // namespace actorflow::nn
+
+#endif  // ACTORFLOW_NN_NN_KERNELS_H_
