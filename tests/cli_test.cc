@@ -298,16 +298,22 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.flip cpu\npipeline.idx_reader cpu\npipeline.resize cpu\n"
   CHECK(kernels.exit_code == 0);
   // GPU kernels exist in builds with CUDA (whether or not a GPU is here).
-  CHECK(kernels.out == (cuda::BuiltWithCuda()
-                            ? "add cpu gpu\ncast cpu gpu\nchecksum cpu gpu\n"
-                              "d2h gpu\nfail cpu\nfeed cpu\nfetch cpu\n"
-                              "h2d gpu\nhead cpu gpu\nidentity cpu gpu\n"
-                              "normalize cpu gpu\n" kPipelineKernels
-                              "scale cpu gpu\nsource cpu gpu\nspin cpu gpu\n"
-                            : "add cpu\ncast cpu\nchecksum cpu\nfail cpu\n"
-                              "feed cpu\nfetch cpu\nhead cpu\nidentity cpu\n"
-                              "normalize cpu\n" kPipelineKernels
-                              "scale cpu\nsource cpu\nspin cpu\n"));
+  CHECK(kernels.out ==
+        (cuda::BuiltWithCuda()
+             ? "accuracy cpu\nadd cpu gpu\nbias_add cpu\nbias_add_grad cpu\n"
+               "cast cpu gpu\nchecksum cpu gpu\n"
+               "d2h gpu\nfail cpu\nfeed cpu\nfetch cpu\n"
+               "h2d gpu\nhead cpu gpu\nidentity cpu gpu\nmatmul cpu\n"
+               "normalize cpu gpu\n" kPipelineKernels
+               "relu cpu\nrelu_grad cpu\n"
+               "scale cpu gpu\nsgd_momentum cpu\nsoftmax_xent cpu\n"
+               "source cpu gpu\nspin cpu gpu\nvariable cpu\n"
+             : "accuracy cpu\nadd cpu\nbias_add cpu\nbias_add_grad cpu\n"
+               "cast cpu\nchecksum cpu\nfail cpu\n"
+               "feed cpu\nfetch cpu\nhead cpu\nidentity cpu\nmatmul cpu\n"
+               "normalize cpu\n" kPipelineKernels "relu cpu\nrelu_grad cpu\n"
+               "scale cpu\nsgd_momentum cpu\nsoftmax_xent cpu\n"
+               "source cpu\nspin cpu\nvariable cpu\n"));
 }
 
 TEST_CASE("the GPU pipeline equals its CPU twin, or is refused with the reason",
