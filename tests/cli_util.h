@@ -52,6 +52,16 @@ inline bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// The value of "key": in a JSON line of flat numbers ("" when absent).
+inline std::string Field(const std::string& json, const std::string& key) {
+  const std::string tag = "\"" + key + "\":";
+  size_t at = json.find(tag);
+  if (at == std::string::npos) return "";
+  at += tag.size();
+  size_t end = json.find_first_of(",}", at);
+  return json.substr(at, end - at);
+}
+
 }  // namespace actorflow::testing
 
 #endif  // ACTORFLOW_TESTS_CLI_UTIL_H_

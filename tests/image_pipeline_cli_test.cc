@@ -25,16 +25,6 @@ std::string Images() {
   return dir;
 }
 
-// The value of "key": in a JSON line of flat numbers.
-std::string Field(const std::string& json, const std::string& key) {
-  const std::string tag = "\"" + key + "\":";
-  size_t at = json.find(tag);
-  if (at == std::string::npos) return "";
-  at += tag.size();
-  size_t end = json.find_first_of(",}", at);
-  return json.substr(at, end - at);
-}
-
 TEST_CASE("image_pipeline: a bad file fails the run with a JSON error") {
   CliResult r = RunCli("--dir='" + Images() + "' --crop=48 --batch=8", ".", "",
                        kPipeline);

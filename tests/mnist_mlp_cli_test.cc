@@ -13,15 +13,6 @@ namespace {
 
 const std::string kMlp = "examples/mnist_mlp/mnist_mlp";
 
-std::string Field(const std::string& json, const std::string& key) {
-  const std::string tag = "\"" + key + "\":";
-  size_t at = json.find(tag);
-  if (at == std::string::npos) return "";
-  at += tag.size();
-  size_t end = json.find_first_of(",}", at);
-  return json.substr(at, end - at);
-}
-
 TEST_CASE("mnist_mlp: two epochs reach 85% test accuracy") {
   CliResult r = RunCli("--epochs=2", ".", "", kMlp);
   INFO(r.out);

@@ -102,19 +102,6 @@ void Totals(TrainSummary* summary) {
   summary->samples_per_s = seconds > 0 ? samples / seconds : 0;
 }
 
-// The options with the epoch's steps filled in (decay_per_epoch).
-absl::StatusOr<MnistOptions> Resolve(MnistOptions o) {
-  auto dims = pipeline::ReadIdxHeader(FilePath(o, true, false));
-  if (!dims.ok()) return dims.status();
-  if (o.decay_per_epoch && !dims->empty()) {
-    int64_t samples = (*dims)[0];
-    if (o.train_limit > 0) samples = std::min(samples, o.train_limit);
-    o.model.decay_steps = (samples + o.model.batch_size - 1) /
-                          std::max<int64_t>(1, o.model.batch_size);
-  }
-  return o;
-}
-
 absl::Status CheckInputs(const MnistOptions& o) {
   auto dims = pipeline::ReadIdxHeader(FilePath(o, true, true));
   if (!dims.ok()) return dims.status();
@@ -129,12 +116,25 @@ absl::Status CheckInputs(const MnistOptions& o) {
   return nn::CheckConfig(o.model);
 }
 
+// Checked options, with the epoch's steps filled in (decay_per_epoch).
+absl::StatusOr<MnistOptions> Resolve(MnistOptions o) {
+  absl::Status ok = CheckInputs(o);
+  if (!ok.ok()) return ok;
+  auto dims = pipeline::ReadIdxHeader(FilePath(o, true, false));
+  if (!dims.ok()) return dims.status();
+  if (o.decay_per_epoch && !dims->empty()) {
+    int64_t samples = (*dims)[0];
+    if (o.train_limit > 0) samples = std::min(samples, o.train_limit);
+    o.model.decay_steps = (samples + o.model.batch_size - 1) /
+                          std::max<int64_t>(1, o.model.batch_size);
+  }
+  return o;
+}
+
 }  // namespace
 
 absl::StatusOr<TrainSummary> TrainWithPlan(const MnistOptions& options,
                                            const EpochCallback& on_epoch) {
-  absl::Status ok = CheckInputs(options);
-  if (!ok.ok()) return ok;
   auto resolved = Resolve(options);
   if (!resolved.ok()) return resolved.status();
   const MnistOptions& o = *resolved;
@@ -210,8 +210,6 @@ absl::StatusOr<TrainSummary> TrainWithPlan(const MnistOptions& options,
 
 absl::StatusOr<TrainSummary> TrainSequential(const MnistOptions& options,
                                              const EpochCallback& on_epoch) {
-  absl::Status ok = CheckInputs(options);
-  if (!ok.ok()) return ok;
   auto resolved = Resolve(options);
   if (!resolved.ok()) return resolved.status();
   const MnistOptions& o = *resolved;
