@@ -1,5 +1,6 @@
 #include "nn/mlp.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -82,25 +83,28 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
   PlanWriter w;
   const std::vector<ParamSpec> params = Params(c);
 
-  // The weights: one variable per parameter. w1, the largest, updates on
-  // stream 0, the rest on the last tower's stream.
-  auto param_stream = [&](int i) {
-    return CpuStream(i == kW1 ? 0 : towers - 1);
+  // The weights: per parameter, one replica variable per tower on the
+  // tower's stream (every replica applies the same deltas, so they stay
+  // equal and no weights cross between streams).
+  auto replica_name = [&](int i, int k) {
+    return towers == 1 ? params[i].name : absl::StrCat(params[i].name, ".", k);
   };
-  std::vector<TaskProto*> variables;
-  std::vector<int64_t> weights;
+  std::vector<std::vector<TaskProto*>> variables(kNumParams);
+  std::vector<std::vector<int64_t>> weights(kNumParams);
   for (int i = 0; i < kNumParams; ++i) {
     const ParamSpec& p = params[i];
-    TaskProto* var = w.AddTask(p.name, "variable", param_stream(i));
-    auto& attrs = *var->mutable_kernel()->mutable_attr();
-    attrs["init"] = StringAttr(p.init);
-    attrs["scale"] = FloatAttr(p.scale);
-    attrs["seed"] = IntAttr(static_cast<int64_t>(ParamSeed(c.seed, i)));
-    const int64_t id = w.AddOutput(var, "out", 1, false,
-                                   {BlobProto(p.name, DT_FLOAT32, p.shape)});
-    w.Desc(id).set_initial_register(true);
-    variables.push_back(var);
-    weights.push_back(id);
+    for (int k = 0; k < towers; ++k) {
+      TaskProto* var = w.AddTask(replica_name(i, k), "variable", CpuStream(k));
+      auto& attrs = *var->mutable_kernel()->mutable_attr();
+      attrs["init"] = StringAttr(p.init);
+      attrs["scale"] = FloatAttr(p.scale);
+      attrs["seed"] = IntAttr(static_cast<int64_t>(ParamSeed(c.seed, i)));
+      const int64_t id = w.AddOutput(var, "out", 1, false,
+                                     {BlobProto(p.name, DT_FLOAT32, p.shape)});
+      w.Desc(id).set_initial_register(true);
+      variables[i].push_back(var);
+      weights[i].push_back(id);
+    }
   }
 
   auto task = [&](const std::string& name, const std::string& op, int k) {
@@ -114,7 +118,7 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
     w.Consume(w.AddTask(name, "fetch", io), "in", id);
   };
   auto out = [&](TaskProto* t, const std::string& key = "out") {
-    return w.AddOutput(t, key, 2, false);
+    return w.AddOutput(t, key, 1, false);
   };
   auto matmul = [&](const std::string& name, int k, int64_t a, int64_t b,
                     bool ta, bool tb) {
@@ -140,13 +144,14 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
   auto forward = [&](const std::string& prefix, int k, int64_t x,
                      int64_t labels) {
     Forward f;
-    int64_t z1 = matmul(prefix + ".fc1", k, x, weights[kW1], false, false);
-    z1 = bias_add(prefix + ".fc1.bias", k, z1, weights[kB1]);
+    int64_t z1 = matmul(prefix + ".fc1", k, x, weights[kW1][k], false, false);
+    z1 = bias_add(prefix + ".fc1.bias", k, z1, weights[kB1][k]);
     TaskProto* relu = task(prefix + ".relu1", "relu", k);
     w.Consume(relu, "in", z1);
     f.h1 = out(relu);
-    int64_t z2 = matmul(prefix + ".fc2", k, f.h1, weights[kW2], false, false);
-    f.logits = bias_add(prefix + ".fc2.bias", k, z2, weights[kB2]);
+    int64_t z2 =
+        matmul(prefix + ".fc2", k, f.h1, weights[kW2][k], false, false);
+    f.logits = bias_add(prefix + ".fc2.bias", k, z2, weights[kB2][k]);
     TaskProto* loss = task(prefix + ".loss", "softmax_xent", k);
     w.Consume(loss, "logits", f.logits);
     w.Consume(loss, "labels", labels);
@@ -178,7 +183,7 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
     grads[kW2].push_back(
         matmul(t + ".fc2.grad_w", k, f.h1, f.dlogits, true, false));
     const int64_t dh1 =
-        matmul(t + ".fc2.grad_x", k, f.dlogits, weights[kW2], false, true);
+        matmul(t + ".fc2.grad_x", k, f.dlogits, weights[kW2][k], false, true);
     TaskProto* relu_grad = task(t + ".relu1.grad", "relu_grad", k);
     w.Consume(relu_grad, "dy", dh1);
     w.Consume(relu_grad, "y", f.h1);
@@ -200,20 +205,37 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
     fetch("eval.correct." + n, correct);
   }
 
-  // The optimizers close each parameter's cycle.
+  // The optimizers close each parameter's cycle: shard k (on stream k)
+  // updates the k-th slice of the elements from every tower's gradient and
+  // sends its delta to every replica. No two streams then wait on one
+  // stream's whole update.
   for (int i = 0; i < kNumParams; ++i) {
-    TaskProto* sgd =
-        w.AddTask(params[i].name + ".sgd", "sgd_momentum", param_stream(i));
-    auto& attrs = *sgd->mutable_kernel()->mutable_attr();
-    attrs["lr"] = FloatAttr(c.lr);
-    attrs["momentum"] = FloatAttr(c.momentum);
-    attrs["decay"] = FloatAttr(c.decay);
-    attrs["decay_steps"] = IntAttr(c.decay_steps);
-    for (int k = 0; k < towers; ++k) {
-      w.Consume(sgd, "grad", grads[i][k]);
-      w.Consume(sgd, "batch", train_labels[k]);
+    int64_t elements = 1;
+    for (int64_t d : params[i].shape) elements *= d;
+    const int shards = static_cast<int>(std::min<int64_t>(towers, elements));
+    for (int k = 0; k < shards; ++k) {
+      TaskProto* sgd =
+          w.AddTask(shards == 1 ? params[i].name + ".sgd"
+                                : absl::StrCat(params[i].name, ".sgd.", k),
+                    "sgd_momentum", CpuStream(k));
+      auto& attrs = *sgd->mutable_kernel()->mutable_attr();
+      attrs["lr"] = FloatAttr(c.lr);
+      attrs["momentum"] = FloatAttr(c.momentum);
+      attrs["decay"] = FloatAttr(c.decay);
+      attrs["decay_steps"] = IntAttr(c.decay_steps);
+      if (shards > 1) {
+        attrs["shard"] = IntAttr(k);
+        attrs["shards"] = IntAttr(shards);
+      }
+      for (int j = 0; j < towers; ++j) {
+        w.Consume(sgd, "grad", grads[i][j]);
+        w.Consume(sgd, "batch", train_labels[j]);
+      }
+      const int64_t delta = w.AddOutput(sgd, "delta", 1, false);
+      for (TaskProto* replica : variables[i]) {
+        w.Consume(replica, "delta", delta);
+      }
     }
-    w.Consume(variables[i], "delta", w.AddOutput(sgd, "delta", 1, false));
   }
   return std::move(w.plan());
 }

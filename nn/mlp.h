@@ -48,9 +48,11 @@ absl::Status CheckConfig(const MlpConfig& config);
 // The plan. Per tower k (CPU stream k): feeds train.x.k, train.y.k,
 // eval.x.k, eval.y.k; the training branch t<k>.* (forward, loss, backward)
 // and the evaluation branch e<k>.* (forward, loss, accuracy). Per parameter
-// p in w1, b1, w2, b2: `p` (variable, an initial register) and `p.sgd`
-// (sgd_momentum), in a cycle through the towers. Fetches train.loss.k,
-// eval.loss.k and eval.correct.k on stream `towers`.
+// p in w1, b1, w2, b2 and tower k: a replica `p.k` (variable, an initial
+// register; `p` with one tower) read by tower k, and an optimizer shard
+// `p.sgd.k` (sgd_momentum over slice k of the elements; `p.sgd` with one
+// tower) whose delta every replica adds. Fetches train.loss.k, eval.loss.k
+// and eval.correct.k on stream `towers`.
 absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& config);
 
 // The rows of a batch of `rows` that tower k takes: [begin(k), begin(k+1)).

@@ -409,9 +409,24 @@ absl::Status SgdMomentumKernel::Init(const KernelInitContext& ctx) {
           "): its first blob must have a leading (sample) dimension"));
     }
   }
-  velocity_.assign(first->elem_cnt(), 0.0f);
+  auto shard = ctx.IntAttrOr("shard", 0);
+  if (!shard.ok()) return shard.status();
+  auto shards = ctx.IntAttrOr("shards", 1);
+  if (!shards.ok()) return shards.status();
+  const int64_t n = first->elem_cnt();
+  if (*shards < 1 || *shards > std::max<int64_t>(n, 1) || *shard < 0 ||
+      *shard >= *shards) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel.attr: shard must be in [0, shards) and shards in [1, ",
+        std::max<int64_t>(n, 1), "] (the gradient's elements), got shard ",
+        *shard, " of ", *shards));
+  }
+  begin_ = ShardBegin(n, *shards, *shard);
+  end_ = ShardBegin(n, *shards, *shard + 1);
+  velocity_.assign(end_ - begin_, 0.0f);
   BlobDesc delta = *first;
   delta.name = "delta";
+  if (*shards > 1) delta.shape = {end_ - begin_};
   return ctx.SetOutputBlobs("delta", {delta});
 }
 
@@ -420,7 +435,7 @@ absl::Status SgdMomentumKernel::Forward(KernelContext* ctx) {
   std::vector<const float*> grads(n);
   int64_t count = 0;
   for (int i = 0; i < n; ++i) {
-    grads[i] = Floats(ctx->input("grad", i).blob(0));
+    grads[i] = Floats(ctx->input("grad", i).blob(0)) + begin_;
     count += ctx->input("batch", i).blob(0).shape()[0];
   }
   TensorView delta = ctx->output("delta").blob(0);
@@ -433,7 +448,7 @@ absl::Status SgdMomentumKernel::Forward(KernelContext* ctx) {
 // --- variable --------------------------------------------------------------
 
 absl::Status VariableKernel::Init(const KernelInitContext& ctx) {
-  absl::Status status = ExpectNames(ctx, {"delta"}, {"out"});
+  absl::Status status = ExpectNames(ctx, {"delta"}, {"out"}, {"delta"});
   if (!status.ok()) return status;
   auto init = ctx.StringAttrOr("init", "zeros");
   auto scale = ctx.FloatAttrOr("scale", 0.0);
@@ -460,11 +475,38 @@ absl::Status VariableKernel::Init(const KernelInitContext& ctx) {
         "produced_regst_desc['out']: a variable holds one static float32 "
         "blob");
   }
-  if (delta->blobs.size() != 1 || delta->blobs[0].shape != want[0].shape ||
-      delta->blobs[0].data_type != DT_FLOAT32 || delta->blobs[0].is_dynamic) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "consumed_regst_desc_id['delta'] (regst_desc ", delta->regst_desc_id,
-        "): must be ", want[0].ToString(), " like the variable"));
+  int deltas = 0;
+  for (const KernelIo& io : ctx.inputs()) deltas += io.name == "delta";
+  if (deltas == 1) {
+    if (delta->blobs.size() != 1 || delta->blobs[0].shape != want[0].shape ||
+        delta->blobs[0].data_type != DT_FLOAT32 || delta->blobs[0].is_dynamic) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "consumed_regst_desc_id['delta'] (regst_desc ", delta->regst_desc_id,
+          "): must be ", want[0].ToString(), " like the variable"));
+    }
+    return ctx.SetOutputBlobs("out", want);
+  }
+  if (!out->declared || out->blobs.empty()) {
+    return absl::InvalidArgumentError(
+        "produced_regst_desc['out']: state the variable's blob when its delta "
+        "comes in shards");
+  }
+  int64_t covered = 0;
+  for (int i = 0; i < deltas; ++i) {
+    const KernelIo* io = ctx.input("delta", i);
+    if (io->blobs.size() != 1 || io->blobs[0].data_type != DT_FLOAT32 ||
+        io->blobs[0].is_dynamic) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "consumed_regst_desc_id['delta'] (regst_desc ", io->regst_desc_id,
+          "): a delta shard is one static float32 blob"));
+    }
+    covered += io->blobs[0].elem_cnt();
+  }
+  if (covered != want[0].elem_cnt()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("consumed_regst_desc_id['delta']: the ", deltas,
+                     " delta shards hold ", covered, " elements; the variable ",
+                     want[0].ToString(), " has ", want[0].elem_cnt()));
   }
   return ctx.SetOutputBlobs("out", want);
 }
@@ -490,7 +532,12 @@ absl::Status VariableKernel::Forward(KernelContext* ctx) {
     absl::Status status = InitialOutput(ctx);
     if (!status.ok()) return status;
   }
-  ApplyDelta(last_, Floats(ctx->input("delta").blob(0)), out.elem_cnt(), to);
+  int64_t offset = 0;
+  for (int i = 0; i < ctx->num_inputs("delta"); ++i) {
+    ConstTensorView delta = ctx->input("delta", i).blob(0);
+    ApplyDelta(last_ + offset, Floats(delta), delta.elem_cnt(), to + offset);
+    offset += delta.elem_cnt();
+  }
   last_ = to;
   return absl::OkStatus();
 }

@@ -83,6 +83,12 @@ class AccuracyKernel : public Kernel {
 // schedule: after every `decay_steps` steps that had samples (0: never) the
 // rate is multiplied by `decay` (default 1). The velocity and step count are
 // this kernel's state: they never leave the task.
+//
+// Attrs `shard` and `shards` (default 0 of 1) let several tasks share one
+// parameter's update: this one updates only elements [ShardBegin(n, shards,
+// shard), ShardBegin(n, shards, shard + 1)) of the flattened gradient and its
+// `delta` is that slice, 1-D. The arithmetic is elementwise, so sharded and
+// whole updates are bit-identical.
 class SgdMomentumKernel : public Kernel {
  public:
   absl::Status Init(const KernelInitContext& ctx) override;
@@ -94,14 +100,24 @@ class SgdMomentumKernel : public Kernel {
   int64_t decay_steps_ = 0;
   double decay_ = 1;
   int64_t steps_ = 0;
+  int64_t begin_ = 0, end_ = 0;  // this shard's elements
   std::vector<float> velocity_;
 };
+
+// Shard k of n elements cut into `shards`: [ShardBegin(k), ShardBegin(k + 1)).
+inline int64_t ShardBegin(int64_t n, int64_t shards, int64_t k) {
+  return n * k / shards;
+}
 
 // "variable": the weights of one parameter. Its output `out` is normally an
 // initial register (RegstDescProto.initial_register) in a cycle with the
 // optimizer: InitialOutput publishes the weights at the start of each run
 // (attrs init "zeros" | "uniform", scale, seed on the first run; what the
 // last run ended with after that), and each act adds its input `delta`.
+// `delta` may come several times, from the shards of a sharded optimizer:
+// their elements, concatenated in input order, cover the weights' elements.
+// Replicas (one variable per stream, fed the same deltas) then hold equal
+// weights without sending them between streams.
 class VariableKernel : public Kernel {
  public:
   absl::Status Init(const KernelInitContext& ctx) override;

@@ -184,6 +184,44 @@ TEST_CASE("sgd with momentum, its schedule and empty steps", "[nn]") {
   CHECK(w == std::vector<float>{1, 2});
 }
 
+TEST_CASE("sgd and apply agree with scalar loops at any length and count",
+          "[nn]") {
+  // The vectorized passes (one, two, three or more gradients) against the
+  // documented arithmetic, element by element, with lengths that leave
+  // remainders.
+  const uint64_t seed = testing::TestSeed("sgd_lengths");
+  std::mt19937_64 rng(seed);
+  for (int64_t n : {1, 7, 37, 1029}) {
+    for (int terms = 1; terms <= 4; ++terms) {
+      std::vector<std::vector<float>> grads;
+      std::vector<const float*> pointers;
+      for (int k = 0; k < terms; ++k) {
+        grads.push_back(Random(n, &rng));
+        pointers.push_back(grads.back().data());
+      }
+      std::vector<float> v = Random(n, &rng), delta(n);
+      std::vector<float> want_v = v, want_delta(n);
+      const float mu = 0.9f, inv = static_cast<float>(1.0 / 6), step = -0.05f;
+      for (int64_t i = 0; i < n; ++i) {
+        float g = grads[0][i];
+        for (int k = 1; k < terms; ++k) g += grads[k][i];
+        want_v[i] = mu * want_v[i] + g * inv;
+        want_delta[i] = step * want_v[i];
+      }
+      SgdMomentum(pointers, 6, 0.05, 0.9, n, v.data(), delta.data());
+      INFO("n " << n << ", " << terms << " gradient(s)");
+      CHECK(v == want_v);
+      CHECK(delta == want_delta);
+      std::vector<float> w = Random(n, &rng), out(n), want(n);
+      for (int64_t i = 0; i < n; ++i) want[i] = w[i] + delta[i];
+      ApplyDelta(w.data(), delta.data(), n, out.data());
+      CHECK(out == want);
+      ApplyDelta(w.data(), delta.data(), n, w.data());
+      CHECK(w == want);
+    }
+  }
+}
+
 TEST_CASE("initial weights are seeded and bounded", "[nn]") {
   std::vector<float> a(1000), b(1000), c(1000);
   REQUIRE(InitWeights("uniform", 0.5, 3, 1000, a.data()).ok());
@@ -205,7 +243,8 @@ TEST_CASE("initial weights are seeded and bounded", "[nn]") {
 std::string Check(const std::string& op,
                   std::vector<std::pair<std::string, BlobDescProto>> inputs,
                   std::vector<std::string> outputs,
-                  std::map<std::string, AttrValue> attrs = {}) {
+                  std::map<std::string, AttrValue> attrs = {},
+                  std::map<std::string, BlobDescProto> declared = {}) {
   PlanWriter w;
   std::vector<int64_t> ids;
   for (auto& [name, blob] : inputs) {
@@ -223,7 +262,9 @@ std::string Check(const std::string& op,
   }
   for (const std::string& out : outputs) {
     w.Consume(w.AddTask("fetch_" + out, "fetch", CpuStream(0)), "in",
-              w.AddOutput(task, out, 1, false));
+              declared.count(out)
+                  ? w.AddOutput(task, out, 1, false, {declared[out]})
+                  : w.AddOutput(task, out, 1, false));
   }
   return absl::StrJoin(ValidatePlan(w.plan()), "\n");
 }
@@ -259,6 +300,40 @@ TEST_CASE("kernels check their plans and name the field", "[nn]") {
       Check("sgd_momentum", {{"grad", f32({3})}, {"batch", f32({8, 3})}},
             {"delta"}, {{"lr", FloatAttr(0.1)}, {"momentum", FloatAttr(1)}}),
       "lr must be > 0 and momentum in [0, 1)"));
+  // Sharded optimizers: the slice of shard 1 of 2 of a [5] gradient is
+  // elements [2, 5); shards beyond the elements are refused.
+  CHECK(Check("sgd_momentum", {{"grad", f32({5})}, {"batch", f32({8, 3})}},
+              {"delta"},
+              {{"lr", FloatAttr(0.1)},
+               {"shard", IntAttr(1)},
+               {"shards", IntAttr(2)}}) == "");
+  CHECK(testing::Contains(
+      Check("sgd_momentum", {{"grad", f32({5})}, {"batch", f32({8, 3})}},
+            {"delta"},
+            {{"lr", FloatAttr(0.1)},
+             {"shard", IntAttr(2)},
+             {"shards", IntAttr(2)}}),
+      "kernel.attr: shard must be in [0, shards) and shards in [1, 5] (the "
+      "gradient's elements), got shard 2 of 2"));
+  CHECK(testing::Contains(
+      Check("sgd_momentum", {{"grad", f32({5})}, {"batch", f32({8, 3})}},
+            {"delta"},
+            {{"lr", FloatAttr(0.1)},
+             {"shard", IntAttr(0)},
+             {"shards", IntAttr(6)}}),
+      "got shard 0 of 6"));
+  // A variable fed by delta shards: they must cover its elements.
+  CHECK(Check("variable", {{"delta", f32({2})}, {"delta", f32({4})}}, {"out"},
+              {}, {{"out", f32({2, 3})}}) == "");
+  CHECK(testing::Contains(
+      Check("variable", {{"delta", f32({2})}, {"delta", f32({3, 4})}}, {"out"},
+            {}, {{"out", f32({2, 3})}}),
+      "consumed_regst_desc_id['delta']: the 2 delta shards hold 14 "
+      "elements; the variable t: float32 [2, 3] has 6"));
+  CHECK(testing::Contains(
+      Check("variable", {{"delta", f32({2})}, {"delta", f32({4})}}, {"out"}),
+      "produced_regst_desc['out']: state the variable's blob when its delta "
+      "comes in shards"));
   CHECK(
       testing::Contains(Check("variable", {{"delta", f32({3})}}, {"out"},
                               {{"init", StringAttr("ones")}}),
