@@ -78,6 +78,8 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
   if (!ok.ok()) return ok;
   const int towers = c.towers;
   const StreamId io = CpuStream(towers);
+  // Tower k's stream: CPU stream k, or GPU stream k of device 0.
+  auto compute = [&](int k) { return c.gpu ? GpuStream(k) : CpuStream(k); };
   const int64_t rows = TowerRows(c);
   const int results = c.depth + 1;  // never blocks on the caller
   PlanWriter w;
@@ -94,12 +96,12 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
   for (int i = 0; i < kNumParams; ++i) {
     const ParamSpec& p = params[i];
     for (int k = 0; k < towers; ++k) {
-      TaskProto* var = w.AddTask(replica_name(i, k), "variable", CpuStream(k));
+      TaskProto* var = w.AddTask(replica_name(i, k), "variable", compute(k));
       auto& attrs = *var->mutable_kernel()->mutable_attr();
       attrs["init"] = StringAttr(p.init);
       attrs["scale"] = FloatAttr(p.scale);
       attrs["seed"] = IntAttr(static_cast<int64_t>(ParamSeed(c.seed, i)));
-      const int64_t id = w.AddOutput(var, "out", 1, false,
+      const int64_t id = w.AddOutput(var, "out", 1, c.gpu,
                                      {BlobProto(p.name, DT_FLOAT32, p.shape)});
       w.Desc(id).set_initial_register(true);
       variables[i].push_back(var);
@@ -108,17 +110,30 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
   }
 
   auto task = [&](const std::string& name, const std::string& op, int k) {
-    return w.AddTask(name, op, CpuStream(k));
+    return w.AddTask(name, op, compute(k));
   };
   auto feed = [&](const std::string& name, BlobDescProto blob) {
     return w.AddOutput(w.AddTask(name, "feed", io), "out", results, false,
                        {std::move(blob)});
   };
-  auto fetch = [&](const std::string& name, int64_t id) {
+  // On GPU towers, feeds are copied up and results down on tower k's
+  // stream.
+  auto to_device = [&](const std::string& name, int64_t id, int k) {
+    if (!c.gpu) return id;
+    TaskProto* copy = w.AddTask(name + ".h2d", "h2d", compute(k));
+    w.Consume(copy, "in", id);
+    return w.AddOutput(copy, "out", 2, true);
+  };
+  auto fetch = [&](const std::string& name, int64_t id, int k) {
+    if (c.gpu) {
+      TaskProto* copy = w.AddTask(name + ".d2h", "d2h", compute(k));
+      w.Consume(copy, "in", id);
+      id = w.AddOutput(copy, "out", results, false);
+    }
     w.Consume(w.AddTask(name, "fetch", io), "in", id);
   };
   auto out = [&](TaskProto* t, const std::string& key = "out") {
-    return w.AddOutput(t, key, 1, false);
+    return w.AddOutput(t, key, 1, c.gpu);
   };
   auto matmul = [&](const std::string& name, int k, int64_t a, int64_t b,
                     bool ta, bool tb) {
@@ -155,7 +170,7 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
     TaskProto* loss = task(prefix + ".loss", "softmax_xent", k);
     w.Consume(loss, "logits", f.logits);
     w.Consume(loss, "labels", labels);
-    f.loss = w.AddOutput(loss, "loss", results, false);
+    f.loss = w.AddOutput(loss, "loss", results, c.gpu);
     f.dlogits = out(loss, "dlogits");
     return f;
   };
@@ -164,14 +179,17 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
   std::vector<int64_t> train_labels;
   for (int k = 0; k < towers; ++k) {
     const std::string n = absl::StrCat(k);
-    const int64_t tx = feed("train.x." + n,
-                            BlobProto("x", DT_FLOAT32, {rows, c.inputs}, true));
+    auto input = [&](const std::string& name, BlobDescProto blob) {
+      return to_device(name, feed(name, std::move(blob)), k);
+    };
+    const int64_t tx = input(
+        "train.x." + n, BlobProto("x", DT_FLOAT32, {rows, c.inputs}, true));
     const int64_t ty =
-        feed("train.y." + n, BlobProto("y", DT_INT32, {rows}, true));
-    const int64_t ex =
-        feed("eval.x." + n, BlobProto("x", DT_FLOAT32, {rows, c.inputs}, true));
+        input("train.y." + n, BlobProto("y", DT_INT32, {rows}, true));
+    const int64_t ex = input(
+        "eval.x." + n, BlobProto("x", DT_FLOAT32, {rows, c.inputs}, true));
     const int64_t ey =
-        feed("eval.y." + n, BlobProto("y", DT_INT32, {rows}, true));
+        input("eval.y." + n, BlobProto("y", DT_INT32, {rows}, true));
     train_labels.push_back(ty);
 
     // Training: forward, loss, backward.
@@ -192,7 +210,7 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
     w.Consume(db1, "dy", dz1);
     grads[kB1].push_back(out(db1));
     grads[kW1].push_back(matmul(t + ".fc1.grad_w", k, tx, dz1, true, false));
-    fetch("train.loss." + n, f.loss);
+    fetch("train.loss." + n, f.loss, k);
 
     // Evaluation: forward, loss, accuracy.
     const std::string e = "e" + n;
@@ -200,9 +218,9 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
     TaskProto* acc = task(e + ".acc", "accuracy", k);
     w.Consume(acc, "logits", g.logits);
     w.Consume(acc, "labels", ey);
-    const int64_t correct = w.AddOutput(acc, "out", results, false);
-    fetch("eval.loss." + n, g.loss);
-    fetch("eval.correct." + n, correct);
+    const int64_t correct = w.AddOutput(acc, "out", results, c.gpu);
+    fetch("eval.loss." + n, g.loss, k);
+    fetch("eval.correct." + n, correct, k);
   }
 
   // The optimizers close each parameter's cycle: shard k (on stream k)
@@ -217,7 +235,7 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
       TaskProto* sgd =
           w.AddTask(shards == 1 ? params[i].name + ".sgd"
                                 : absl::StrCat(params[i].name, ".sgd.", k),
-                    "sgd_momentum", CpuStream(k));
+                    "sgd_momentum", compute(k));
       auto& attrs = *sgd->mutable_kernel()->mutable_attr();
       attrs["lr"] = FloatAttr(c.lr);
       attrs["momentum"] = FloatAttr(c.momentum);
@@ -231,7 +249,7 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
         w.Consume(sgd, "grad", grads[i][j]);
         w.Consume(sgd, "batch", train_labels[j]);
       }
-      const int64_t delta = w.AddOutput(sgd, "delta", 1, false);
+      const int64_t delta = w.AddOutput(sgd, "delta", 1, c.gpu);
       for (TaskProto* replica : variables[i]) {
         w.Consume(replica, "delta", delta);
       }

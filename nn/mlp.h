@@ -41,6 +41,10 @@ struct MlpConfig {
   // How long idle stream threads spin before they sleep (the session's
   // ChannelOptions::spin_ns).
   int64_t spin_ns = 20000;
+  // Towers on GPU streams 0..towers-1 of device 0 (feeds copied up by
+  // `<feed>.h2d`, results down by `<fetch>.d2h`). The GPU kernels sum in
+  // their own order: results agree with the CPU's within float rounding.
+  bool gpu = false;
 };
 
 absl::Status CheckConfig(const MlpConfig& config);

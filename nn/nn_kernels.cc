@@ -81,6 +81,8 @@ absl::StatusOr<BlobDesc> OneBlob(const KernelInitContext& ctx,
   return blob;
 }
 
+}  // namespace
+
 const float* Floats(ConstTensorView view) {
   return static_cast<const float*>(view.raw_data());
 }
@@ -104,8 +106,6 @@ absl::Status SameShape(ConstTensorView a, ConstTensorView b) {
       "blob '", a.name(), "' is ", ShapeString(a.shape()), " but blob '",
       b.name(), "' is ", ShapeString(b.shape()), " in this piece"));
 }
-
-}  // namespace
 
 // --- matmul -----------------------------------------------------------
 
@@ -286,14 +286,14 @@ absl::Status ExpectLogitsAndLabels(const KernelInitContext& ctx) {
   return absl::OkStatus();
 }
 
+}  // namespace
+
 absl::Status SameRows(ConstTensorView logits, ConstTensorView labels) {
   if (logits.shape()[0] == labels.shape()[0]) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("logits ", ShapeString(logits.shape()), " but labels ",
                    ShapeString(labels.shape()), " in this piece"));
 }
-
-}  // namespace
 
 absl::Status SoftmaxXentKernel::Init(const KernelInitContext& ctx) {
   absl::Status status =
@@ -433,16 +433,28 @@ absl::Status SgdMomentumKernel::Init(const KernelInitContext& ctx) {
 absl::Status SgdMomentumKernel::Forward(KernelContext* ctx) {
   const int n = ctx->num_inputs("grad");
   std::vector<const float*> grads(n);
-  int64_t count = 0;
   for (int i = 0; i < n; ++i) {
     grads[i] = Floats(ctx->input("grad", i).blob(0)) + begin_;
+  }
+  const int64_t count = Samples(ctx);
+  TensorView delta = ctx->output("delta").blob(0);
+  SgdMomentum(grads, count, NextRate(count), momentum_, delta.elem_cnt(),
+              velocity_.data(), Floats(delta));
+  return absl::OkStatus();
+}
+
+int64_t SgdMomentumKernel::Samples(KernelContext* ctx) const {
+  int64_t count = 0;
+  for (int i = 0; i < ctx->num_inputs("batch"); ++i) {
     count += ctx->input("batch", i).blob(0).shape()[0];
   }
-  TensorView delta = ctx->output("delta").blob(0);
-  SgdMomentum(grads, count, ScheduledRate(lr_, decay_, decay_steps_, steps_),
-              momentum_, delta.elem_cnt(), velocity_.data(), Floats(delta));
-  steps_ += count > 0;
-  return absl::OkStatus();
+  return count;
+}
+
+double SgdMomentumKernel::NextRate(int64_t samples) {
+  const double rate = ScheduledRate(lr_, decay_, decay_steps_, steps_);
+  steps_ += samples > 0;
+  return rate;
 }
 
 // --- variable --------------------------------------------------------------

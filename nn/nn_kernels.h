@@ -15,6 +15,17 @@
 // the piece's row count from its inputs, and zero rows is a valid piece.
 namespace actorflow::nn {
 
+// Shared by the CPU kernels and their GPU twins (nn/gpu).
+const float* Floats(ConstTensorView view);
+float* Floats(TensorView view);
+// Gives a dynamic output the piece's shape; a static one must already have
+// it.
+absl::Status Shape(TensorView out, absl::Span<const int64_t> shape);
+// The two blobs have the same shape in this piece.
+absl::Status SameShape(ConstTensorView a, ConstTensorView b);
+// Logits and labels hold the same number of rows in this piece.
+absl::Status SameRows(ConstTensorView logits, ConstTensorView labels);
+
 // op_type "matmul": out = op(a) * op(b); attrs transpose_a, transpose_b.
 class MatMulKernel : public Kernel {
  public:
@@ -94,7 +105,11 @@ class SgdMomentumKernel : public Kernel {
   absl::Status Init(const KernelInitContext& ctx) override;
   absl::Status Forward(KernelContext* ctx) override;
 
- private:
+ protected:
+  // This act's samples (the `batch` inputs' rows).
+  int64_t Samples(KernelContext* ctx) const;
+  // This step's learning rate; counts the step when it has samples.
+  double NextRate(int64_t samples);
   double lr_ = 0;
   double momentum_ = 0;
   int64_t decay_steps_ = 0;

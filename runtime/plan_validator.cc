@@ -326,9 +326,11 @@ class Validator {
           "makes piece p + 1 from its inputs' piece p)";
     } else if (op_type == "feed" || op_type == "fetch") {
       problem = absl::StrCat("a ", op_type, " task cannot have one");
-    } else if (DeviceOf(t) != DeviceKind::kCpu ||
+    } else if (DeviceOf(t) == DeviceKind::kCpu &&
                task(t).stream().host_async()) {
-      problem = "its producer must run on a synchronous CPU stream";
+      // A GPU kernel's InitialOutput waits for its own stream; a host-async
+      // stream has no such wait.
+      problem = "its producer must not run on a host-async CPU stream";
     }
     for (const auto& [name, desc] : outputs) {
       const int64_t id = desc->regst_desc_id();

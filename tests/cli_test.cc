@@ -300,14 +300,15 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   // GPU kernels exist in builds with CUDA (whether or not a GPU is here).
   CHECK(kernels.out ==
         (cuda::BuiltWithCuda()
-             ? "accuracy cpu\nadd cpu gpu\nbias_add cpu\nbias_add_grad cpu\n"
+             ? "accuracy cpu gpu\nadd cpu gpu\nbias_add cpu gpu\n"
+               "bias_add_grad cpu gpu\n"
                "cast cpu gpu\nchecksum cpu gpu\n"
                "d2h gpu\nfail cpu\nfeed cpu\nfetch cpu\n"
-               "h2d gpu\nhead cpu gpu\nidentity cpu gpu\nmatmul cpu\n"
+               "h2d gpu\nhead cpu gpu\nidentity cpu gpu\nmatmul cpu gpu\n"
                "normalize cpu gpu\n" kPipelineKernels
-               "relu cpu\nrelu_grad cpu\n"
-               "scale cpu gpu\nsgd_momentum cpu\nsoftmax_xent cpu\n"
-               "source cpu gpu\nspin cpu gpu\nvariable cpu\n"
+               "relu cpu gpu\nrelu_grad cpu gpu\n"
+               "scale cpu gpu\nsgd_momentum cpu gpu\nsoftmax_xent cpu gpu\n"
+               "source cpu gpu\nspin cpu gpu\nvariable cpu gpu\n"
              : "accuracy cpu\nadd cpu\nbias_add cpu\nbias_add_grad cpu\n"
                "cast cpu\nchecksum cpu\nfail cpu\n"
                "feed cpu\nfetch cpu\nhead cpu\nidentity cpu\nmatmul cpu\n"

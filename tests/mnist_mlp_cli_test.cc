@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "memory/cuda_api.h"
 #include "tests/cli_util.h"
 
 namespace actorflow::testing {
@@ -57,6 +58,22 @@ TEST_CASE("mnist_mlp: its plan validates, its trace is written") {
   CliResult v = RunCli("validate '" + tmp + "/mlp.pbtxt'");
   INFO(v.out);
   CHECK(v.exit_code == 0);
+}
+
+TEST_CASE("mnist_mlp: --gpu trains on GPU streams or says why not") {
+  CliResult r = RunCli("--gpu --epochs=1 --train_limit=640 --test_limit=200",
+                       ".", "", kMlp);
+  INFO(r.out);
+  if (cuda::DeviceAvailable(0).ok()) {
+    REQUIRE(r.exit_code == 0);
+    CHECK(Contains(r.out, "training as a plan on GPU streams"));
+    CHECK(std::stod(Field(r.last_line, "test_accuracy")) > 0.5);
+  } else {
+    CHECK(r.exit_code == 1);
+    CHECK(r.last_line.rfind(
+              "{\"status\":\"error\",\"error\":\"--gpu: no usable GPU: ", 0) ==
+          0);
+  }
 }
 
 TEST_CASE("mnist_mlp: bad flags and data are JSON errors") {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "examples/mnist_mlp/mnist_training.h"
 #include "examples/pipeline/cli_flags.h"
+#include "memory/cuda_api.h"
 #include "runtime/chrome_trace.h"
 #include "runtime/json.h"
 
@@ -49,6 +50,9 @@ flags:
                       $ACTORFLOW_FASHION_MNIST)
   --reference         run the sequential reference loop instead of the plan
                       (same arithmetic, one thread; same numbers)
+  --gpu               run the towers on GPU streams of device 0 (CUDA builds
+                      and the emulated device; results agree with the CPU
+                      within float rounding)
   --write_plan=FILE   write the training plan (text format) and continue
   --trace=FILE        write a Chrome trace of every act; prints each
                       stream's busy share
@@ -81,12 +85,14 @@ int main(int argc, char** argv) {
                   {"reference", "false"},
                   {"write_plan", ""},
                   {"trace", ""}});
-  // --reference takes no value.
+  // --reference and --gpu take no value.
   std::vector<char*> args;
-  bool reference = false;
+  bool reference = false, gpu = false;
   for (int i = 0; i < argc; ++i) {
     if (std::string(argv[i]) == "--reference") {
       reference = true;
+    } else if (std::string(argv[i]) == "--gpu") {
+      gpu = true;
     } else {
       args.push_back(argv[i]);
     }
@@ -129,6 +135,14 @@ int main(int argc, char** argv) {
   options.model.batch_size = *batch;
   options.model.hidden = *hidden;
   options.model.towers = static_cast<int>(*towers);
+  options.model.gpu = gpu;
+  if (gpu && !reference) {
+    // One line rather than the plan's error for every GPU task.
+    absl::Status usable = actorflow::cuda::DeviceAvailable(0);
+    if (!usable.ok()) {
+      return Fail(absl::StrCat("--gpu: no usable GPU: ", usable.message()));
+    }
+  }
   options.model.seed = static_cast<uint64_t>(*seed);
   options.model.lr = *lr;
   options.model.momentum = *momentum;
@@ -166,7 +180,9 @@ int main(int argc, char** argv) {
   std::printf(
       "training %s: %lld-%lld-%lld, batch %lld, %d tower(s), lr %g, "
       "momentum %g\n",
-      reference ? "with the sequential reference loop" : "as a plan",
+      reference ? "with the sequential reference loop"
+      : gpu     ? "as a plan on GPU streams"
+                : "as a plan",
       static_cast<long long>(options.model.inputs),
       static_cast<long long>(options.model.hidden),
       static_cast<long long>(options.model.classes),
