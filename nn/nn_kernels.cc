@@ -536,18 +536,27 @@ absl::Status VariableKernel::InitialOutput(KernelContext* ctx) {
   return absl::OkStatus();
 }
 
+absl::Status VariableKernel::AddDelta(KernelContext*, const float* from,
+                                      const float* delta, int64_t n,
+                                      float* to) {
+  ApplyDelta(from, delta, n, to);
+  return absl::OkStatus();
+}
+
 absl::Status VariableKernel::Forward(KernelContext* ctx) {
   TensorView out = ctx->output("out").blob(0);
   float* to = Floats(out);
   if (last_ == nullptr) {
     // Not in a cycle: the first act starts from the initial values.
-    absl::Status status = InitialOutput(ctx);
+    absl::Status status = StartOutput(ctx);
     if (!status.ok()) return status;
   }
   int64_t offset = 0;
   for (int i = 0; i < ctx->num_inputs("delta"); ++i) {
     ConstTensorView delta = ctx->input("delta", i).blob(0);
-    ApplyDelta(last_ + offset, Floats(delta), delta.elem_cnt(), to + offset);
+    absl::Status status = AddDelta(ctx, last_ + offset, Floats(delta),
+                                   delta.elem_cnt(), to + offset);
+    if (!status.ok()) return status;
     offset += delta.elem_cnt();
   }
   last_ = to;

@@ -140,6 +140,14 @@ class VariableKernel : public Kernel {
   absl::Status InitialOutput(KernelContext* ctx) override;
 
  protected:
+  // Forward's steps, which a GPU variable replaces: fill the output with
+  // the starting weights (its first act outside a cycle), and add `n`
+  // elements of a delta (`to` may be `from`).
+  virtual absl::Status StartOutput(KernelContext* ctx) {
+    return InitialOutput(ctx);
+  }
+  virtual absl::Status AddDelta(KernelContext* ctx, const float* from,
+                                const float* delta, int64_t n, float* to);
   // The weights as last published; null before the first act.
   const float* last_ = nullptr;
   std::string init_ = "zeros";

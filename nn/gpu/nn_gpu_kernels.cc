@@ -238,33 +238,22 @@ class GpuVariableKernel final : public VariableKernel {
                                    ctx->cuda_stream());
   }
 
-  absl::Status Forward(KernelContext* ctx) override {
-    TensorView out = ctx->output("out").blob(0);
-    float* to = Floats(out);
-    if (last_ == nullptr) {
-      // Not in a cycle: the first act starts from the initial values.
-      absl::Status status = QueueInitial(ctx);
-      if (!status.ok()) return status;
+  absl::Status StartOutput(KernelContext* ctx) override {
+    return QueueInitial(ctx);
+  }
+
+  absl::Status AddDelta(KernelContext* ctx, const float* from,
+                        const float* delta, int64_t n, float* to) override {
+    ::actorflow::gpu::AddInputs terms;
+    if (from == to) {
+      terms.accumulate = true;
+    } else {
+      terms.in[terms.count++] = from;
     }
-    int64_t offset = 0;
-    for (int i = 0; i < ctx->num_inputs("delta"); ++i) {
-      ConstTensorView delta = ctx->input("delta", i).blob(0);
-      ::actorflow::gpu::AddInputs terms;
-      if (last_ == to) {
-        terms.accumulate = true;
-      } else {
-        terms.in[terms.count++] = last_ + offset;
-      }
-      terms.in[terms.count++] = Floats(delta);
-      ::actorflow::gpu::LaunchAdd(::actorflow::gpu::kFloat32, terms,
-                                  to + offset, delta.elem_cnt(),
-                                  ctx->cuda_stream());
-      absl::Status status = Launched("variable: kernel launch");
-      if (!status.ok()) return status;
-      offset += delta.elem_cnt();
-    }
-    last_ = to;
-    return absl::OkStatus();
+    terms.in[terms.count++] = delta;
+    ::actorflow::gpu::LaunchAdd(::actorflow::gpu::kFloat32, terms, to, n,
+                                ctx->cuda_stream());
+    return Launched("variable: kernel launch");
   }
 
  private:
