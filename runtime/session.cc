@@ -193,7 +193,20 @@ absl::Status Session::Build() {
   }
 
   for (const ActorSpec& spec : specs_) streams_.push_back(spec.stream);
-  auto threads = ThreadMgr<ActorMsg>::Create(streams_, this, options_.channel);
+  // Every message in flight is a register on its way to a consumer or back,
+  // an end-of-data per input, or a command (at most a few per actor at once:
+  // a reset or a start, a feed's wake-up, an asynchronous failure). Queues
+  // sized for all of them at once never grow during a run.
+  int64_t in_flight = 4 * static_cast<int64_t>(n);
+  for (const auto& desc : descs_) {
+    in_flight += (desc->register_num + 1) *
+                 static_cast<int64_t>(desc->consumers.size() + 1);
+  }
+  ChannelOptions channel = options_.channel;
+  channel.reserve = std::max<uint32_t>(
+      channel.reserve,
+      static_cast<uint32_t>(std::min<int64_t>(in_flight, 1 << 20)));
+  auto threads = ThreadMgr<ActorMsg>::Create(streams_, this, channel);
   if (!threads.ok()) return threads.status();
   threads_ = std::move(*threads);
   std::vector<Thread<ActorMsg>*> thread_of_actor;

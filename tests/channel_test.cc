@@ -240,6 +240,25 @@ TEST_CASE("steady state allocates no new nodes", "[channel]") {
   CHECK(channel.capacity() == warm);
 }
 
+TEST_CASE("a reserved channel has its nodes before the first send",
+          "[channel]") {
+  CHECK(Channel<int>().capacity() == 0);
+  for (uint32_t reserve : {1u, 64u, 65u, 1000u}) {
+    Channel<int> channel(ChannelOptions{.spin_ns = 0, .reserve = reserve});
+    const uint64_t reserved = channel.capacity();
+    INFO("reserve " << reserve << ", capacity " << reserved);
+    CHECK(reserved >= reserve);
+    CHECK(reserved < 2 * reserve + 64);  // whole chunks, no more
+    std::vector<int> items;
+    for (uint32_t i = 0; i < reserve; ++i) {
+      REQUIRE(channel.Send(static_cast<int>(i)) == ChannelStatus::kOk);
+    }
+    REQUIRE(channel.ReceiveMany(&items) == ChannelStatus::kOk);
+    CHECK(items.size() == reserve);
+    CHECK(channel.capacity() == reserved);
+  }
+}
+
 TEST_CASE("move-only items are moved through", "[channel]") {
   Channel<std::unique_ptr<int>> channel;
   REQUIRE(channel.Send(std::make_unique<int>(42)) == ChannelStatus::kOk);

@@ -23,6 +23,10 @@ struct ChannelOptions {
   // costs tens of microseconds on a VM; a spinning one takes a message in well
   // under one. 0 parks at once.
   int64_t spin_ns = 50'000;
+  // Items the channel (and a Thread's receive batch and local queue) has room
+  // for from the start. A receiver that never has more than this queued
+  // makes no Send allocate, not even the first time a burst reaches a size.
+  uint32_t reserve = 0;
 };
 
 // An unbounded many-senders, one-receiver queue.
@@ -40,7 +44,13 @@ struct ChannelOptions {
 template <typename T>
 class Channel {
  public:
-  explicit Channel(ChannelOptions options = {}) : options_(options) {}
+  explicit Channel(ChannelOptions options = {}) : options_(options) {
+    std::lock_guard<std::mutex> lock(grow_mu_);
+    while (CapacityLocked() < options.reserve) {
+      uint32_t first = AddChunkLocked();
+      PushFree(first, first);
+    }
+  }
   ~Channel() {
     for (std::atomic<Node*>& chunk : chunks_) delete[] chunk.load();
   }
@@ -109,7 +119,7 @@ class Channel {
   // to chunk sizes).
   uint64_t capacity() const {
     std::lock_guard<std::mutex> lock(grow_mu_);
-    return (uint64_t{kFirstChunkSize} << num_chunks_) - kFirstChunkSize;
+    return CapacityLocked();
   }
 
  private:
@@ -284,14 +294,21 @@ class Channel {
   }
 
   // Slow path, taken only while the channel holds more items than ever
-  // before: allocates the next chunk, keeps one node for the caller and frees
-  // the rest. Returns false, allocating nothing, if another sender refilled
-  // the free list meanwhile.
+  // before: allocates the next chunk and keeps its first node for the caller.
+  // Returns false, allocating nothing, if another sender refilled the free
+  // list meanwhile.
   bool TryGrow(uint32_t* index) {
     std::lock_guard<std::mutex> lock(grow_mu_);
     if (static_cast<uint32_t>(free_.load(std::memory_order_acquire)) != kNil) {
       return false;
     }
+    *index = AddChunkLocked();
+    return true;
+  }
+
+  // Allocates the next chunk and frees all its nodes but the first, whose
+  // index it returns.
+  uint32_t AddChunkLocked() {
     if (num_chunks_ == kMaxChunks) std::abort();  // 2^32 items queued.
     uint32_t size = kFirstChunkSize << num_chunks_;
     uint32_t base = size - kFirstChunkSize;
@@ -302,8 +319,11 @@ class Channel {
     chunks_[num_chunks_].store(chunk, std::memory_order_release);
     ++num_chunks_;
     PushFree(base + 1, base + size - 1);
-    *index = base;
-    return true;
+    return base;
+  }
+
+  uint64_t CapacityLocked() const {
+    return (uint64_t{kFirstChunkSize} << num_chunks_) - kFirstChunkSize;
   }
 
   const ChannelOptions options_;

@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -43,7 +44,12 @@ class Thread {
  public:
   // `handler` must outlive the thread's loop.
   Thread(StreamKey key, MsgHandler<Msg>* handler, ChannelOptions options = {})
-      : key_(key), handler_(handler), channel_(options) {}
+      : key_(key),
+        handler_(handler),
+        channel_(options),
+        local_(std::max<size_t>(64, options.reserve)) {
+    batch_.reserve(options.reserve);
+  }
 
   virtual ~Thread() { Stop(); }
   Thread(const Thread&) = delete;
