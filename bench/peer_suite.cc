@@ -1,0 +1,537 @@
+// The peer suite: actorflow beside oneTBB (parallel_pipeline, flow graph)
+// and CAF on the same workloads, the same work and the same thread count,
+// in one run; prints one table and rewrites README.md's Performance
+// section between its markers. See kHelp.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "bench/busy_work.h"
+#include "bench/engine_workload.h"
+#include "bench/peer_workloads.h"
+#include "engine/engine.h"
+
+namespace actorflow::bench {
+namespace {
+
+constexpr char kHelp[] =
+    R"(peer_suite: actorflow beside oneTBB and CAF, same work, same threads.
+
+  tools/bazel run //bench:peer_suite [-- flags]
+
+Workloads (each peer in alternation, medians of --samples):
+  pipeline  8 serial stages, busy work 0 / 1 / 10 us per stage, at most
+            1 / 2 / 8 items in flight (actorflow: register_num; TBB:
+            parallel_pipeline tokens, flow-graph limiter; CAF: credit)
+  pingpong  one item between two threads: round trip p50 / p99 (beside
+            two threads on one atomic: the machine's floor)
+  fan       source -> 8 branches (1 us each) -> join, 2 items in flight
+  overload  two producers as fast as they can (1 KB items) into one
+            consumer (10 us each): items/s and peak RSS of a process
+            running only that (bounded registers vs mailboxes/queues)
+  wavefront 64x64 cells (1 us each), cell (i,j) after (i-1,j), (i,j-1):
+            actorflow's dependency engine vs TBB's flow graph
+  engine    the engine's random workload (empty ops) vs TBB's flow graph
+
+Figures: wall ns and process CPU ns per unit of work (CPU counts every
+thread, spinning included), the peer's wall time over actorflow's, and
+parallel efficiency = (work per unit / threads) / wall per unit.
+
+Flags:
+  --quick         smaller sizes, 3 samples: about a minute
+  --threads=N     threads for every framework (default 2)
+  --samples=N     samples per figure (default 5; --quick 3)
+  --readme=PATH   the README whose Performance section to rewrite (default:
+                  README.md of the workspace under `bazel run`)
+  --no_readme     print only
+  --only=W[,W]    run only these workloads (pipeline, pingpong, fan,
+                  overload, wavefront, engine); never rewrites the README
+  --help          this text
+)";
+
+struct Options {
+  bool quick = false;
+  int threads = 2;
+  int samples = 5;
+  std::string readme;
+  bool write_readme = true;
+  std::string child;  // internal: run one overload peer and report
+  std::string only;   // comma-separated workloads; empty: all
+  bool Runs(const std::string& workload) const {
+    return only.empty() ||
+           ("," + only + ",").find("," + workload + ",") != std::string::npos;
+  }
+};
+
+// One line of the table.
+struct Row {
+  std::string workload;
+  std::string peer;
+  Cost cost;              // medians per unit
+  double vs_ours = 0;     // peer wall / actorflow wall (1 on our rows)
+  double efficiency = 0;  // 0: not applicable
+  std::string extra;      // p99, RSS, ...
+};
+
+struct Suite {
+  Options options;
+  BusyWork work = BusyWork::Calibrate();
+  std::vector<Row> rows;
+  std::vector<std::string> verdicts;
+};
+
+Cost MedianCost(const std::vector<Cost>& costs) {
+  std::vector<double> wall, cpu;
+  for (const Cost& c : costs) {
+    wall.push_back(c.wall_ns);
+    cpu.push_back(c.cpu_ns);
+  }
+  return Cost{Median(wall), Median(cpu)};
+}
+
+using Runner = std::function<Cost()>;
+
+// Runs every peer once to warm up, then `samples` rounds of all peers in
+// turn; returns each peer's median cost, in the order given.
+std::vector<Cost> Alternate(int samples, const std::vector<Runner>& peers) {
+  for (const Runner& run : peers) run();
+  std::vector<std::vector<Cost>> costs(peers.size());
+  for (int s = 0; s < samples; ++s) {
+    for (size_t p = 0; p < peers.size(); ++p) costs[p].push_back(peers[p]());
+  }
+  std::vector<Cost> medians;
+  for (const auto& c : costs) medians.push_back(MedianCost(c));
+  return medians;
+}
+
+void AddRows(Suite* suite, const std::string& workload,
+             const std::vector<std::string>& peers,
+             const std::vector<Cost>& costs, double work_ns) {
+  for (size_t p = 0; p < peers.size(); ++p) {
+    Row row{workload, peers[p], costs[p], costs[p].wall_ns / costs[0].wall_ns};
+    if (work_ns > 0) {
+      row.efficiency = work_ns / suite->options.threads / costs[p].wall_ns;
+    }
+    suite->rows.push_back(row);
+  }
+}
+
+void Verdict(Suite* suite, bool holds, const std::string& text) {
+  suite->verdicts.push_back(std::string(holds ? "holds" : "MISSED") + ": " +
+                            text);
+}
+
+std::string Fmt(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+void Pipelines(Suite* suite) {
+  const Options& o = suite->options;
+  for (double work_us : {0.0, 1.0, 10.0}) {
+    for (int cap : {1, 2, 8}) {
+      PipelineSpec spec;
+      spec.threads = o.threads;
+      spec.cap = cap;
+      spec.work_iters = suite->work.ItersFor(work_us * 1000);
+      int64_t scale = work_us == 0 ? 200'000 : work_us == 1 ? 20'000 : 2'000;
+      spec.items = o.quick ? scale / 4 : scale;
+      std::string name = "pipeline work " + Fmt("%g", work_us) + " us, cap " +
+                         std::to_string(cap);
+      std::vector<Runner> runners = {
+          [&] { return actorflow_peer::Pipeline(spec); },
+          [&] { return tbb_peer::Pipeline(spec); },
+          [&] { return tbb_peer::GraphPipeline(spec); },
+          [&] { return caf_peer::Pipeline(spec); }};
+      std::vector<std::string> peers = {"actorflow", "oneTBB parallel_pipeline",
+                                        "oneTBB flow graph", "CAF"};
+      // Without work there is nothing to overlap: README's placement
+      // guidance puts such a line on one thread. Both placements are shown.
+      PipelineSpec one_thread = spec;
+      one_thread.placement_threads = 1;
+      if (work_us == 0) {
+        runners.push_back([&] { return actorflow_peer::Pipeline(one_thread); });
+        peers.push_back("actorflow, line on 1 thread");
+      }
+      std::vector<Cost> costs = Alternate(o.samples, runners);
+      AddRows(suite, name, peers, costs, work_us * 1000);
+      if (work_us == 0) {
+        double best_tbb = std::min(costs[1].wall_ns, costs[2].wall_ns);
+        Verdict(suite, costs[0].wall_ns <= best_tbb,
+                name + ", stages split over the threads: actorflow " +
+                    Fmt("%.1f", costs[0].wall_ns) +
+                    " ns/act <= oneTBB's best " + Fmt("%.1f", best_tbb));
+        Verdict(suite, costs[4].wall_ns <= best_tbb,
+                name + ", line on 1 thread: actorflow " +
+                    Fmt("%.1f", costs[4].wall_ns) +
+                    " ns/act <= oneTBB's best " + Fmt("%.1f", best_tbb));
+      } else if (cap == 2) {
+        double eff = work_us * 1000 / o.threads / costs[0].wall_ns;
+        Verdict(suite, eff >= 0.9,
+                name + ": parallel efficiency " + Fmt("%.1f", eff * 100) +
+                    " % >= 90 %");
+      }
+    }
+  }
+}
+
+double Percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  return v[static_cast<size_t>(q * (v.size() - 1))];
+}
+
+void PingPongs(Suite* suite) {
+  const Options& o = suite->options;
+  PingPongSpec spec{o.quick ? 5'000 : 20'000};
+  struct Peer {
+    const char* name;
+    std::function<std::vector<double>()> run;
+    std::vector<double> p50, p99;
+  };
+  std::vector<Peer> peers = {
+      {"actorflow", [&] { return actorflow_peer::PingPong(spec); }},
+      {"CAF", [&] { return caf_peer::PingPong(spec, o.threads); }},
+      {"atomic flag (floor)", [&] { return AtomicPingPong(spec); }},
+  };
+  for (Peer& p : peers) p.run();  // warm-up
+  for (int s = 0; s < o.samples; ++s) {
+    for (Peer& p : peers) {
+      std::vector<double> rtt = p.run();
+      p.p50.push_back(Percentile(rtt, 0.5));
+      p.p99.push_back(Percentile(rtt, 0.99));
+    }
+  }
+  double ours = Median(peers[0].p50);
+  for (Peer& p : peers) {
+    double p50 = Median(p.p50);
+    Row row{"pingpong round trip", p.name, Cost{p50, 0}, p50 / ours};
+    row.extra = "p99 " + Fmt("%.0f", Median(p.p99)) + " ns";
+    suite->rows.push_back(row);
+  }
+  Verdict(suite, ours <= Median(peers[1].p50),
+          "pingpong: actorflow p50 " + Fmt("%.0f", ours) + " ns <= CAF's " +
+              Fmt("%.0f", Median(peers[1].p50)));
+}
+
+void Fans(Suite* suite) {
+  const Options& o = suite->options;
+  FanSpec spec;
+  spec.threads = o.threads;
+  spec.work_iters = suite->work.ItersFor(1000);
+  spec.items = o.quick ? 5'000 : 20'000;
+  std::vector<Cost> costs =
+      Alternate(o.samples, {[&] { return actorflow_peer::Fan(spec); },
+                            [&] { return tbb_peer::Fan(spec); },
+                            [&] { return caf_peer::Fan(spec); }});
+  AddRows(suite, "fan-out/fan-in 8 x 1 us, cap 2",
+          {"actorflow", "oneTBB flow graph", "CAF"}, costs, 1000);
+}
+
+// The overload peers run in child processes so that each one's peak RSS is
+// its own.
+struct ChildResult {
+  Cost cost;
+  double max_rss_mb = 0;
+};
+
+OverloadSpec OverloadFor(const Options& o, const BusyWork& work) {
+  OverloadSpec spec;
+  spec.threads = o.threads;
+  spec.items = o.quick ? 5'000 : 20'000;
+  spec.work_iters = work.ItersFor(10'000);
+  return spec;
+}
+
+int RunChild(const Options& o, const BusyWork& work) {
+  OverloadSpec spec = OverloadFor(o, work);
+  Cost cost;
+  if (o.child == "actorflow") {
+    cost = actorflow_peer::Overload(spec);
+  } else if (o.child == "tbb") {
+    cost = tbb_peer::Overload(spec);
+  } else if (o.child == "caf") {
+    cost = caf_peer::Overload(spec);
+  } else {
+    std::fprintf(stderr, "peer_suite: unknown --child=%s\n", o.child.c_str());
+    return 2;
+  }
+  std::printf("%.3f %.3f\n", cost.wall_ns, cost.cpu_ns);
+  return 0;
+}
+
+ChildResult SpawnChild(const Options& o, const char* peer,
+                       double iters_per_ns) {
+  int fds[2];
+  if (pipe(fds) != 0) std::exit(1);
+  std::string child = std::string("--child=") + peer;
+  std::string quick = o.quick ? "--quick" : "--no_readme";
+  std::string threads = "--threads=" + std::to_string(o.threads);
+  std::string calibration = "--iters_per_ns=" + Fmt("%.9f", iters_per_ns);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    char* argv[] = {const_cast<char*>("peer_suite"),
+                    child.data(),
+                    quick.data(),
+                    threads.data(),
+                    calibration.data(),
+                    nullptr};
+    execv("/proc/self/exe", argv);
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[256];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, n);
+  close(fds[0]);
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  ChildResult result;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+      std::sscanf(out.c_str(), "%lf %lf", &result.cost.wall_ns,
+                  &result.cost.cpu_ns) != 2) {
+    std::fprintf(stderr, "peer_suite: overload child %s failed: %s\n", peer,
+                 out.c_str());
+    std::exit(1);
+  }
+  result.max_rss_mb = usage.ru_maxrss / 1024.0;
+  return result;
+}
+
+void Overloads(Suite* suite) {
+  const Options& o = suite->options;
+  const char* peers[] = {"actorflow", "tbb", "caf"};
+  const char* names[] = {"actorflow", "oneTBB flow graph", "CAF"};
+  std::vector<std::vector<Cost>> costs(3);
+  std::vector<std::vector<double>> rss(3);
+  for (int s = 0; s < o.samples; ++s) {
+    for (int p = 0; p < 3; ++p) {
+      ChildResult r = SpawnChild(o, peers[p], suite->work.iters_per_ns());
+      costs[p].push_back(r.cost);
+      rss[p].push_back(r.max_rss_mb);
+    }
+  }
+  double ours = MedianCost(costs[0]).wall_ns;
+  for (int p = 0; p < 3; ++p) {
+    Cost c = MedianCost(costs[p]);
+    Row row{"overload 2 -> 1 (10 us), 1 KB items", names[p], c,
+            c.wall_ns / ours};
+    row.extra = "peak RSS " + Fmt("%.1f", Median(rss[p])) + " MB, " +
+                Fmt("%.0f", 1e9 / c.wall_ns) + " items/s";
+    suite->rows.push_back(row);
+  }
+}
+
+void EngineGraphs(Suite* suite) {
+  const Options& o = suite->options;
+  EngineOptions engine_options;
+  engine_options.cpu_worker_nthreads = o.threads;
+  engine_options.cpu_priority_nthreads = 1;  // idle here: parked
+  std::unique_ptr<Engine> engine =
+      Engine::Create(EngineType::kThreadedPerDevice, engine_options);
+  tbb::task_arena arena(o.threads);
+  arena.initialize();
+  struct Graph {
+    std::string name;
+    std::vector<DepOp> ops;
+    int vars;
+    double work_ns;
+  };
+  std::vector<Graph> graphs = {
+      {"wavefront 64x64, 1 us per cell", WavefrontDepOps(64), 64 * 64, 1000},
+      {"engine random ops (empty), 100 vars",
+       RandomDepOps(o.quick ? 20'000 : 100'000, 100, 20261122), 100, 0},
+  };
+  for (const Graph& g : graphs) {
+    if (!o.Runs(g.name.rfind("wavefront", 0) == 0 ? "wavefront" : "engine")) {
+      continue;
+    }
+    int64_t iters = suite->work.ItersFor(g.work_ns);
+    double units = static_cast<double>(g.ops.size());
+    // The engine is timed from its first push to WaitForAll (its variables
+    // are data, made before and deleted after); TBB from the op list to the
+    // graph's destruction (building the graph is its way of pushing ops).
+    std::vector<Cost> costs = Alternate(
+        o.samples, {[&] {
+                      int64_t cpu_ns = 0;
+                      double seconds = RunDepOpsOnEngine(
+                          engine.get(), g.ops, g.vars, iters, &cpu_ns);
+                      return Cost{seconds * 1e9 / units, cpu_ns / units};
+                    },
+                    [&] {
+                      return Measure(units, [&] {
+                        RunDepOpsOnTbb(g.ops, g.vars, iters, nullptr, &arena);
+                      });
+                    }});
+    AddRows(suite, g.name, {"actorflow engine", "oneTBB flow graph"}, costs,
+            g.work_ns);
+  }
+}
+
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      return line.substr(line.find(':') + 2);
+    }
+  }
+  return "unknown CPU";
+}
+
+std::string Table(const Suite& suite) {
+  std::ostringstream out;
+  out << "| workload | peer | wall ns/unit | CPU ns/unit | peer / actorflow "
+         "| efficiency | notes |\n"
+      << "| --- | --- | ---: | ---: | ---: | ---: | --- |\n";
+  for (const Row& r : suite.rows) {
+    out << "| " << r.workload << " | " << r.peer << " | "
+        << Fmt("%.1f", r.cost.wall_ns) << " | "
+        << (r.cost.cpu_ns > 0 ? Fmt("%.1f", r.cost.cpu_ns) : "") << " | "
+        << Fmt("%.2f", r.vs_ours) << " | "
+        << (r.efficiency > 0 ? Fmt("%.0f %%", r.efficiency * 100) : "") << " | "
+        << r.extra << " |\n";
+  }
+  return out.str();
+}
+
+std::string Section(const Suite& suite, const std::string& table) {
+  char date[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  std::ostringstream out;
+  out << "Generated by `tools/bazel run //bench:peer_suite"
+      << (suite.options.quick ? " -- --quick" : "") << "` on " << date << ": "
+      << CpuModel() << ", " << suite.options.threads
+      << " threads for every framework, " << suite.options.samples
+      << " samples per figure (medians).\n\n"
+      << table << "\nTargets:\n\n";
+  for (const std::string& v : suite.verdicts) out << "- " << v << "\n";
+  return out.str();
+}
+
+constexpr char kBegin[] = "<!-- peer_suite:begin -->";
+constexpr char kEnd[] = "<!-- peer_suite:end -->";
+
+bool RewriteReadme(const std::string& path, const std::string& section) {
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "peer_suite: cannot read %s\n", path.c_str());
+    return false;
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  size_t begin = text.find(kBegin);
+  size_t end = text.find(kEnd);
+  if (begin == std::string::npos || end == std::string::npos || end < begin) {
+    std::fprintf(stderr, "peer_suite: %s has no %s ... %s markers\n",
+                 path.c_str(), kBegin, kEnd);
+    return false;
+  }
+  text = text.substr(0, begin + std::strlen(kBegin)) + "\n" + section +
+         text.substr(end);
+  std::ofstream out(path);
+  out << text;
+  return static_cast<bool>(out);
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  double iters_per_ns = 0;
+  bool samples_set = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char* flag) -> const char* {
+      size_t len = std::strlen(flag);
+      return arg.compare(0, len, flag) == 0 ? argv[i] + len : nullptr;
+    };
+    if (arg == "--help") {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (arg == "--quick") {
+      o.quick = true;
+    } else if (arg == "--no_readme") {
+      o.write_readme = false;
+    } else if (const char* v = value("--threads=")) {
+      o.threads = std::atoi(v);
+    } else if (const char* v = value("--samples=")) {
+      o.samples = std::atoi(v);
+      samples_set = true;
+    } else if (const char* v = value("--readme=")) {
+      o.readme = v;
+    } else if (const char* v = value("--only=")) {
+      o.only = v;
+      o.write_readme = false;
+    } else if (const char* v = value("--child=")) {
+      o.child = v;
+    } else if (const char* v = value("--iters_per_ns=")) {
+      iters_per_ns = std::atof(v);
+    } else {
+      std::fprintf(stderr, "peer_suite: unknown argument '%s' (--help)\n",
+                   argv[i]);
+      return 2;
+    }
+  }
+  if (o.threads < 1 || o.threads > 256 || o.samples < 1) {
+    std::fprintf(stderr,
+                 "peer_suite: --threads needs 1..256 and --samples a "
+                 "positive integer\n");
+    return 2;
+  }
+  if (o.quick && !samples_set) o.samples = 3;
+  if (!o.child.empty()) {
+    return RunChild(o, iters_per_ns > 0 ? BusyWork::FromRate(iters_per_ns)
+                                        : BusyWork::Calibrate());
+  }
+  if (o.readme.empty() && o.write_readme) {
+    const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
+    if (workspace != nullptr) o.readme = std::string(workspace) + "/README.md";
+  }
+  Suite suite{o};
+  std::printf(
+      "peer_suite: %s, %d threads, %d samples%s; 1 us of work = %.0f "
+      "loop iterations\n",
+      CpuModel().c_str(), o.threads, o.samples, o.quick ? " (--quick)" : "",
+      suite.work.ItersFor(1000) * 1.0);
+  std::fflush(stdout);
+  if (o.Runs("pipeline")) Pipelines(&suite);
+  if (o.Runs("pingpong")) PingPongs(&suite);
+  if (o.Runs("fan")) Fans(&suite);
+  if (o.Runs("overload")) Overloads(&suite);
+  if (o.Runs("wavefront") || o.Runs("engine")) EngineGraphs(&suite);
+  std::string table = Table(suite);
+  std::printf("\n%s\n", table.c_str());
+  for (const std::string& v : suite.verdicts) std::printf("%s\n", v.c_str());
+  if (o.write_readme && !o.readme.empty()) {
+    if (!RewriteReadme(o.readme, Section(suite, table))) return 1;
+    std::printf("\npeer_suite: rewrote the Performance section of %s\n",
+                o.readme.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace actorflow::bench
+
+int main(int argc, char** argv) { return actorflow::bench::Main(argc, argv); }
