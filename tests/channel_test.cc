@@ -97,6 +97,105 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("more senders than lanes: the extra ones share the last lane",
+          "[channel]") {
+  // 63 senders get a lane each; the rest share the 64th under its lock.
+  uint64_t seed = TestSeed("channel shared lane");
+  RunManyToOne(80, 5'000, ChannelOptions{}, ReceiveMode::kMixed, seed);
+}
+
+TEST_CASE("a lane grows while the receiver is still reading its old ring",
+          "[channel]") {
+  // The receiver takes one item at a time while the sender races ahead, so
+  // the sender links bigger rings (64, 128, ...) that the receiver must
+  // reach only after finishing each old one.
+  Channel<uint64_t> channel(ChannelOptions{.spin_ns = 1'000});
+  constexpr uint64_t kItems = 200'000;
+  std::thread sender([&] {
+    for (uint64_t i = 0; i < kItems; ++i) channel.Send(i);
+  });
+  uint64_t expected = 0;
+  bool in_order = true;
+  for (uint64_t i = 0; i < kItems; ++i) {
+    uint64_t item = 0;
+    REQUIRE(channel.Receive(&item) == ChannelStatus::kOk);
+    in_order &= item == expected++;
+  }
+  sender.join();
+  CHECK(in_order);
+  CHECK(channel.capacity() >= 64);
+  std::vector<uint64_t> rest;
+  CHECK(channel.TryReceiveMany(&rest) == 0);
+}
+
+// Counts live instances, so a test can see that every item a Send accepted
+// was received and every refused one destroyed: none leaked, none twice.
+struct Counted {
+  static std::atomic<int64_t> live;
+  int64_t value = -1;
+  bool owns = false;
+  Counted() = default;
+  explicit Counted(int64_t v) : value(v), owns(true) { ++live; }
+  Counted(Counted&& other) noexcept : value(other.value), owns(other.owns) {
+    other.owns = false;
+  }
+  Counted& operator=(Counted&& other) noexcept {
+    if (this != &other) {
+      if (owns) --live;
+      value = other.value;
+      owns = other.owns;
+      other.owns = false;
+    }
+    return *this;
+  }
+  ~Counted() {
+    if (owns) --live;
+  }
+};
+std::atomic<int64_t> Counted::live{0};
+
+TEST_CASE(
+    "Close racing senders that start late, Receive one at a time: each "
+    "accepted item arrives once, each refused one is destroyed",
+    "[channel]") {
+  uint64_t seed = TestSeed("channel close race, late senders");
+  std::mt19937_64 rng(seed);
+  for (int round = 0; round < 50; ++round) {
+    {
+      Channel<Counted> channel(ChannelOptions{.spin_ns = 200});
+      std::atomic<int64_t> accepted{0};
+      std::vector<std::thread> senders;
+      // Some senders make their lane only around the time of the close, so
+      // lanes born sealed are exercised too.
+      for (int s = 0; s < 4; ++s) {
+        senders.emplace_back([&channel, &accepted, s, delay = rng() % 3000] {
+          for (uint64_t spin = 0; spin < delay * s; ++spin) CpuRelax();
+          for (int64_t i = 0;; ++i) {
+            if (channel.Send(Counted(i)) != ChannelStatus::kOk) return;
+            accepted.fetch_add(1);
+          }
+        });
+      }
+      const uint64_t close_after = rng() % 5'000;
+      int64_t received = 0;
+      while (true) {
+        if (static_cast<uint64_t>(received) >= close_after &&
+            !channel.closed()) {
+          channel.Close();
+        }
+        Counted item;
+        if (channel.Receive(&item) == ChannelStatus::kClosed) break;
+        ++received;
+      }
+      for (auto& t : senders) t.join();
+      INFO("round " << round);
+      CHECK(received == accepted.load());
+      CHECK(Counted::live.load() == 0);
+    }
+    CHECK(Counted::live.load() == 0);
+  }
+}
+
 TEST_CASE("ReceiveMany returns everything queued, in order", "[channel]") {
   Channel<int> channel;
   for (int i = 0; i < 1000; ++i) REQUIRE(channel.Send(i) == ChannelStatus::kOk);

@@ -1,11 +1,13 @@
 #ifndef ACTORFLOW_THREAD_CHANNEL_H_
 #define ACTORFLOW_THREAD_CHANNEL_H_
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
+#include <limits>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -13,47 +15,71 @@
 
 #include "thread/cpu_relax.h"
 #include "thread/futex.h"
+#include "thread/lane.h"
+#include "thread/spin_mutex.h"
 
 namespace actorflow {
 
 enum class ChannelStatus { kOk, kClosed };
 
 struct ChannelOptions {
-  // How long an empty receiver spins before it parks. Waking a parked thread
-  // costs tens of microseconds on a VM; a spinning one takes a message in well
+  // How long an empty receiver waits before it parks. Waking a parked thread
+  // costs tens of microseconds on a VM; a waiting one takes a message in well
   // under one. 0 parks at once.
   int64_t spin_ns = 50'000;
-  // Items the channel (and a Thread's receive batch and local queue) has room
-  // for from the start. A receiver that never has more than this queued
-  // makes no Send allocate, not even the first time a burst reaches a size.
+  // Items each sender's lane (and a Thread's receive batch and local queue)
+  // has room for from the start, up to 4096 per lane. A channel that never
+  // has more than this queued from one sender allocates nothing after each
+  // sender's first Send. The first lane is made at once with all of it.
   uint32_t reserve = 0;
 };
 
+namespace internal {
+// Identity of the calling OS thread as a sender, and its cache of the lane
+// it owns in each channel it has sent to. Channel ids are never reused, so a
+// stale entry (its channel gone) can never match.
+inline std::atomic<uint64_t> next_channel_id{1};
+inline std::atomic<uint64_t> next_sender_id{1};
+inline thread_local uint64_t sender_id = 0;
+struct LaneCacheEntry {
+  uint64_t channel_id = 0;
+  void* lane = nullptr;
+};
+inline constexpr int kLaneCacheSize = 64;
+inline thread_local LaneCacheEntry lane_cache[kLaneCacheSize];
+}  // namespace internal
+
 // An unbounded many-senders, one-receiver queue.
 //
-// Senders push nodes onto a lock-free stack; the receiver takes the whole
-// stack with one atomic exchange and reverses it, so a batch costs one atomic
-// operation on the receiving side and items keep the order of their pushes
-// (per sender, the order of its Send calls). Nodes are recycled through a
-// lock-free free list: after warm-up, Send allocates nothing. Nodes live in
-// chunks that are only freed with the channel, which is what makes reading a
-// node's `next` after it was recycled harmless (the tagged CAS then fails).
+// Every sending thread gets its own Lane (a single-producer single-consumer
+// ring) the first time it sends, so a Send writes one slot and reads one
+// mostly-unchanging word: no locked instruction and no cache line that other
+// senders write. The receiver polls the lanes; items keep the order of each
+// sender's Send calls. Past 63 senders, the remaining ones share the last
+// lane under a lock. Lanes live as long as the channel.
+//
+// Parking and closing meet senders in one word, `state_`: a sender publishes
+// its item, fences, and reads the word; the receiver sets `parked` (or a
+// closer sets `closed`), fences, and then looks at the lanes. So either the
+// sender sees the bit or the other side sees the item. A Send that finds the
+// channel closed only after publishing settles with the receiver through the
+// lane's seal (see Lane): it reports kOk exactly when the item is received.
 //
 // One thread at a time may receive (Receive/ReceiveMany/TryReceiveMany).
 // T must be default-constructible and move-assignable.
 template <typename T>
 class Channel {
  public:
-  explicit Channel(ChannelOptions options = {}) : options_(options) {
-    std::lock_guard<std::mutex> lock(grow_mu_);
-    while (CapacityLocked() < options.reserve) {
-      uint32_t first = AddChunkLocked();
-      PushFree(first, first);
+  explicit Channel(ChannelOptions options = {})
+      : options_(options),
+        id_(internal::next_channel_id.fetch_add(1, std::memory_order_relaxed)),
+        lane_capacity_(std::min<uint64_t>(RoundUp(options.reserve), 4096)) {
+    if (options.reserve > 0) {
+      // Unowned until the first sender adopts it.
+      AddLaneLocked(RoundUp(options.reserve), /*owner=*/0);
     }
   }
-  ~Channel() {
-    for (std::atomic<Node*>& chunk : chunks_) delete[] chunk.load();
-  }
+  ~Channel() = default;
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
 
@@ -64,20 +90,15 @@ class Channel {
   // Blocks until an item is available; kClosed once the channel is closed
   // and every item sent before the close has been received.
   ChannelStatus Receive(T* item) {
-    while (pending_ == kNil) {
+    while (true) {
       bool closed = false;
-      pending_ = TakeAll(&closed);
-      if (pending_ != kNil) break;
+      if (Drain(
+              1, [item](T&& v) { *item = std::move(v); }, &closed) > 0) {
+        return ChannelStatus::kOk;
+      }
       if (closed) return ChannelStatus::kClosed;
       WaitUntilNotEmpty();
     }
-    Node& node = NodeAt(pending_);
-    *item = std::move(node.value);
-    uint32_t next = node.next.load(std::memory_order_relaxed);
-    Recycle(pending_);
-    pending_ = next;
-    if (pending_ == kNil) FlushRecycled();
-    return ChannelStatus::kOk;
   }
 
   // Blocks until at least one item is available, then appends everything
@@ -86,7 +107,7 @@ class Channel {
   ChannelStatus ReceiveMany(std::vector<T>* items) {
     while (true) {
       bool closed = false;
-      if (Drain(items, &closed) > 0) return ChannelStatus::kOk;
+      if (TakeAll(items, &closed) > 0) return ChannelStatus::kOk;
       if (closed) return ChannelStatus::kClosed;
       WaitUntilNotEmpty();
     }
@@ -95,252 +116,219 @@ class Channel {
   // Appends everything queued now; never blocks. Returns how many.
   size_t TryReceiveMany(std::vector<T>* items) {
     bool closed = false;
-    return Drain(items, &closed);
+    return TakeAll(items, &closed);
   }
 
   // Later sends report kClosed; the receiver still gets everything sent
   // before, then kClosed. Wakes a parked receiver. Idempotent.
   void Close() {
-    sent_.fetch_or(kClosedBit, std::memory_order_seq_cst);
-    parked_.store(0, std::memory_order_seq_cst);
-    FutexWakeAll(&parked_);
+    state_.fetch_or(kClosedBit, std::memory_order_seq_cst);
+    FutexWakeAll(&state_);
   }
 
   bool closed() const {
-    return (sent_.load(std::memory_order_acquire) & kClosedBit) != 0;
+    return (state_.load(std::memory_order_acquire) & kClosedBit) != 0;
   }
 
   // Observability for tests and benchmarks.
   bool receiver_parked() const {
-    return parked_.load(std::memory_order_acquire) != 0;
+    return (state_.load(std::memory_order_acquire) & kParkedBit) != 0;
   }
   uint64_t wake_count() const { return wakes_.load(std::memory_order_relaxed); }
-  // Nodes allocated so far (the high-water mark of queued items, rounded up
-  // to chunk sizes).
-  uint64_t capacity() const {
-    std::lock_guard<std::mutex> lock(grow_mu_);
-    return CapacityLocked();
-  }
+  // Slots allocated over all lanes: each lane's high-water mark of queued
+  // items, rounded up to a power of two (at least 64).
+  uint64_t capacity() const { return slots_.load(std::memory_order_relaxed); }
 
  private:
-  static constexpr uint32_t kNil = 0xFFFFFFFFu;
-  static constexpr uint64_t kIndexMask = 0xFFFFFFFFu;
-  // `sent_` holds the index of the newest queued node and this bit, so a Send
-  // and a Close are ordered by one word: nothing is queued after the close.
-  static constexpr uint64_t kClosedBit = uint64_t{1} << 32;
-  // Chunk k holds kFirstChunkSize << k nodes; 26 chunks span 2^32 - 64
-  // indices, all below kNil.
-  static constexpr int kFirstChunkShift = 6;
-  static constexpr uint32_t kFirstChunkSize = 1u << kFirstChunkShift;
-  static constexpr int kMaxChunks = 32 - kFirstChunkShift;
+  static constexpr uint32_t kParkedBit = 1;
+  static constexpr uint32_t kClosedBit = 2;
+  static constexpr int kMaxLanes = 64;
+  // Per lane and call, so that a sender that keeps up cannot hold the
+  // receiver in its lane forever.
+  static constexpr uint64_t kMaxPerLane = 4096;
 
-  struct Node {
-    T value{};
-    std::atomic<uint32_t> next{kNil};
+  struct SenderLane {
+    SenderLane(uint64_t capacity, bool sealed, std::atomic<uint64_t>* slots,
+               uint64_t owner, bool shared)
+        : lane(capacity, sealed, slots), owner(owner), shared(shared) {}
+    Lane<T> lane;
+    uint64_t owner;     // guarded by lanes_mu_
+    const bool shared;  // the last lane: senders take `mu` around a Send
+    SpinMutex mu;
   };
 
-  Node& NodeAt(uint32_t index) const {
-    uint64_t v = uint64_t{index} + kFirstChunkSize;
-    int chunk = std::bit_width(v) - 1 - kFirstChunkShift;
-    uint64_t offset = v - (uint64_t{kFirstChunkSize} << chunk);
-    return chunks_[chunk].load(std::memory_order_acquire)[offset];
+  static uint64_t RoundUp(uint64_t n) {
+    return std::bit_ceil(std::max<uint64_t>(n, 64));
   }
 
   ChannelStatus Push(T&& item) {
-    uint32_t index = PopFree();
-    Node& node = NodeAt(index);
-    node.value = std::move(item);
-    // Guess "empty and open", the usual state of a channel between a sender
-    // and a receiver that keeps up: the first access to sent_ is then the
-    // compare-exchange itself, which takes the cache line once instead of
-    // reading it and taking it again. A wrong guess only costs the retry.
-    uint64_t head = kNil;
-    do {
-      if (head & kClosedBit) {
-        node.value = T();
-        PushFree(index, index);
-        return ChannelStatus::kClosed;
-      }
-      node.next.store(static_cast<uint32_t>(head), std::memory_order_relaxed);
-    } while (!sent_.compare_exchange_weak(
-        head, index, std::memory_order_seq_cst, std::memory_order_relaxed));
-    // Dekker pairing with WaitUntilNotEmpty: the push above and this load are
-    // both seq_cst, as are the receiver's store to parked_ and its re-read of
-    // sent_, so either we see it parked or it sees our node.
-    if (parked_.load(std::memory_order_seq_cst) != 0 &&
-        parked_.exchange(0, std::memory_order_seq_cst) != 0) {
+    if (state_.load(std::memory_order_acquire) & kClosedBit) {
+      return ChannelStatus::kClosed;
+    }
+    SenderLane* sender = MyLane();
+    if (sender->shared) sender->mu.lock();
+    uint64_t position = sender->lane.Publish(std::move(item));
+    // Pairs with the fence in WaitUntilNotEmpty (parking) and in SealAll
+    // (closing); see the class comment.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    uint32_t state = state_.load(std::memory_order_relaxed);
+    bool delivered = true;
+    if (state & kClosedBit) delivered = sender->lane.Settle(position);
+    if (sender->shared) sender->mu.unlock();
+    if ((state & kParkedBit) &&
+        (state_.fetch_and(~kParkedBit, std::memory_order_seq_cst) &
+         kParkedBit)) {
       wakes_.fetch_add(1, std::memory_order_relaxed);
-      FutexWakeAll(&parked_);
+      FutexWakeAll(&state_);
     }
-    return ChannelStatus::kOk;
+    return delivered ? ChannelStatus::kOk : ChannelStatus::kClosed;
   }
 
-  // Takes every queued node; returns them oldest first as a chain.
-  uint32_t TakeAll(bool* closed) {
-    uint64_t head = sent_.load(std::memory_order_acquire);
-    while ((head & kIndexMask) != kNil &&
-           !sent_.compare_exchange_weak(head, (head & kClosedBit) | kNil,
-                                        std::memory_order_acquire,
-                                        std::memory_order_acquire)) {
-    }
-    *closed = (head & kClosedBit) != 0;
-    uint32_t index = static_cast<uint32_t>(head);
-    uint32_t oldest_first = kNil;
-    while (index != kNil) {
-      Node& node = NodeAt(index);
-      uint32_t next = node.next.load(std::memory_order_relaxed);
-      node.next.store(oldest_first, std::memory_order_relaxed);
-      oldest_first = index;
-      index = next;
-    }
-    return oldest_first;
+  SenderLane* MyLane() {
+    internal::LaneCacheEntry& entry =
+        internal::lane_cache[id_ % internal::kLaneCacheSize];
+    if (entry.channel_id == id_) return static_cast<SenderLane*>(entry.lane);
+    SenderLane* lane = RegisterSender();
+    entry = {id_, lane};
+    return lane;
   }
 
-  // Appends the leftover of an earlier Receive, then one snapshot of what
-  // is queued now. One snapshot, not "until empty": a receiver that kept
-  // re-taking could be held forever by fast senders.
-  size_t Drain(std::vector<T>* items, bool* closed) {
-    size_t count = 0;
-    uint32_t chain = pending_;
-    pending_ = kNil;
-    for (int round = 0; round < 2; ++round) {
-      while (chain != kNil) {
-        Node& node = NodeAt(chain);
-        items->push_back(std::move(node.value));
-        ++count;
-        uint32_t next = node.next.load(std::memory_order_relaxed);
-        Recycle(chain);
-        chain = next;
-      }
-      if (round == 0) chain = TakeAll(closed);
+  // Finds or makes the calling thread's lane.
+  __attribute__((noinline)) SenderLane* RegisterSender() {
+    if (internal::sender_id == 0) {
+      internal::sender_id =
+          internal::next_sender_id.fetch_add(1, std::memory_order_relaxed);
     }
-    FlushRecycled();
-    return count;
+    const uint64_t me = internal::sender_id;
+    std::lock_guard<std::mutex> lock(lanes_mu_);
+    int n = num_lanes_.load(std::memory_order_relaxed);
+    for (int i = 0; i < n; ++i) {
+      if (lanes_[i]->owner == me) return lanes_[i].get();
+    }
+    if (n > 0 && lanes_[0]->owner == 0) {
+      lanes_[0]->owner = me;  // the reserved lane
+      return lanes_[0].get();
+    }
+    if (n == kMaxLanes) return lanes_[kMaxLanes - 1].get();
+    return AddLaneLocked(lane_capacity_, me);
   }
 
+  SenderLane* AddLaneLocked(uint64_t capacity, uint64_t owner) {
+    int n = num_lanes_.load(std::memory_order_relaxed);
+    lanes_[n] = std::make_unique<SenderLane>(capacity, sealed_all_, &slots_,
+                                             owner, n == kMaxLanes - 1);
+    num_lanes_.store(n + 1, std::memory_order_release);
+    return lanes_[n].get();
+  }
+
+  // Hands up to `max` items to `sink`, visiting the lanes round-robin.
+  template <typename Sink>
+  uint64_t TakeFromLanes(uint64_t max, Sink&& sink) {
+    const int n = num_lanes_.load(std::memory_order_acquire);
+    uint64_t taken = 0;
+    for (int k = 0; k < n && taken < max; ++k) {
+      int i = next_lane_ + k < n ? next_lane_ + k : next_lane_ + k - n;
+      taken += lanes_[i]->lane.Take(std::min(max - taken, kMaxPerLane), sink);
+    }
+    if (n > 0) next_lane_ = next_lane_ + 1 < n ? next_lane_ + 1 : 0;
+    return taken;
+  }
+
+  // Takes up to `max` items; if there are none and the channel is closed,
+  // seals the lanes, takes what settled in, and sets *closed.
+  template <typename Sink>
+  uint64_t Drain(uint64_t max, Sink&& sink, bool* closed) {
+    uint64_t taken = TakeFromLanes(max, sink);
+    if (taken > 0) return taken;
+    if ((state_.load(std::memory_order_seq_cst) & kClosedBit) == 0) return 0;
+    SealAll();
+    *closed = true;
+    return TakeFromLanes(max, sink);
+  }
+
+  size_t TakeAll(std::vector<T>* items, bool* closed) {
+    return Drain(
+        std::numeric_limits<uint64_t>::max(),
+        [items](T&& v) { items->push_back(std::move(v)); }, closed);
+  }
+
+  // Receiver, once it has seen the channel closed. Lanes made later are born
+  // sealed.
+  void SealAll() {
+    if (!sealed_all_) {
+      std::lock_guard<std::mutex> lock(lanes_mu_);
+      const int n = num_lanes_.load(std::memory_order_relaxed);
+      for (int i = 0; i < n; ++i) lanes_[i]->lane.Seal();
+      sealed_all_ = true;
+    }
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+
+  bool Ready() const {
+    if (state_.load(std::memory_order_acquire) & kClosedBit) return true;
+    const int n = num_lanes_.load(std::memory_order_acquire);
+    for (int i = 0; i < n; ++i) {
+      if (lanes_[i]->lane.MayHaveItem()) return true;
+    }
+    return false;
+  }
+
+  // Spins, then yields, then parks. The pure spin lasts a few times as long
+  // as recent waits did (a reply that usually takes 1 us is worth waiting
+  // for without a system call); a sched_yield only helps when the sender is
+  // queued behind this thread, which a wait far longer than usual suggests.
   void WaitUntilNotEmpty() {
-    auto empty = [this](std::memory_order order) {
-      return sent_.load(order) == kNil;  // no node and not closed
-    };
     if (options_.spin_ns > 0) {
+      const int64_t pure_spins =
+          std::clamp<int64_t>(4 * typical_spins_, 256, 8192);
+      int64_t spins = 0;
+      for (; spins < pure_spins; ++spins) {
+        if (Ready()) {
+          typical_spins_ = (3 * typical_spins_ + spins) / 4;
+          return;
+        }
+        CpuRelax();
+      }
+      typical_spins_ = (3 * typical_spins_ + pure_spins) / 4;
       auto deadline = std::chrono::steady_clock::now() +
                       std::chrono::nanoseconds(options_.spin_ns);
-      while (true) {
+      while (std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
         for (int i = 0; i < 64; ++i) {
-          if (!empty(std::memory_order_acquire)) return;
+          if (Ready()) return;
           CpuRelax();
         }
-        if (std::chrono::steady_clock::now() >= deadline) break;
-        // The sender we wait for may be queued behind us (more runnable
-        // threads than cores): give it the core. A quick reply arrives
-        // within the pauses above and never pays for this system call.
-        std::this_thread::yield();
       }
     }
     while (true) {
-      parked_.store(1, std::memory_order_seq_cst);
-      if (!empty(std::memory_order_seq_cst)) break;
-      FutexWait(&parked_, 1);
-      if (!empty(std::memory_order_acquire)) break;
+      state_.fetch_or(kParkedBit, std::memory_order_seq_cst);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (Ready()) break;
+      FutexWait(&state_, kParkedBit);
+      if (Ready()) break;
     }
-    parked_.store(0, std::memory_order_relaxed);
-  }
-
-  // The free list: a Treiber stack whose head packs a 32-bit tag above the
-  // index; every change bumps the tag, so a stale compare-exchange fails.
-  uint32_t PopFree() {
-    while (true) {
-      uint64_t head = free_.load(std::memory_order_acquire);
-      while (static_cast<uint32_t>(head) != kNil) {
-        uint32_t index = static_cast<uint32_t>(head);
-        uint32_t next = NodeAt(index).next.load(std::memory_order_relaxed);
-        uint64_t tag = (head >> 32) + 1;
-        if (free_.compare_exchange_weak(head, (tag << 32) | next,
-                                        std::memory_order_acquire,
-                                        std::memory_order_acquire)) {
-          return index;
-        }
-      }
-      uint32_t index;
-      if (TryGrow(&index)) return index;
-    }
-  }
-
-  // Links first..last (already chained through `next`) onto the free list.
-  void PushFree(uint32_t first, uint32_t last) {
-    Node& tail = NodeAt(last);
-    uint64_t head = free_.load(std::memory_order_relaxed);
-    uint64_t tag;
-    do {
-      tail.next.store(static_cast<uint32_t>(head), std::memory_order_relaxed);
-      tag = (head >> 32) + 1;
-    } while (!free_.compare_exchange_weak(head, (tag << 32) | first,
-                                          std::memory_order_release,
-                                          std::memory_order_relaxed));
-  }
-
-  // Receiver side: received nodes are chained locally and returned to the
-  // free list in one operation per batch. The caller has read `next` first.
-  void Recycle(uint32_t index) {
-    NodeAt(index).next.store(recycled_first_, std::memory_order_relaxed);
-    if (recycled_first_ == kNil) recycled_last_ = index;
-    recycled_first_ = index;
-  }
-
-  void FlushRecycled() {
-    if (recycled_first_ == kNil) return;
-    PushFree(recycled_first_, recycled_last_);
-    recycled_first_ = recycled_last_ = kNil;
-  }
-
-  // Slow path, taken only while the channel holds more items than ever
-  // before: allocates the next chunk and keeps its first node for the caller.
-  // Returns false, allocating nothing, if another sender refilled the free
-  // list meanwhile.
-  bool TryGrow(uint32_t* index) {
-    std::lock_guard<std::mutex> lock(grow_mu_);
-    if (static_cast<uint32_t>(free_.load(std::memory_order_acquire)) != kNil) {
-      return false;
-    }
-    *index = AddChunkLocked();
-    return true;
-  }
-
-  // Allocates the next chunk and frees all its nodes but the first, whose
-  // index it returns.
-  uint32_t AddChunkLocked() {
-    if (num_chunks_ == kMaxChunks) std::abort();  // 2^32 items queued.
-    uint32_t size = kFirstChunkSize << num_chunks_;
-    uint32_t base = size - kFirstChunkSize;
-    Node* chunk = new Node[size];
-    for (uint32_t i = 1; i + 1 < size; ++i) {
-      chunk[i].next.store(base + i + 1, std::memory_order_relaxed);
-    }
-    chunks_[num_chunks_].store(chunk, std::memory_order_release);
-    ++num_chunks_;
-    PushFree(base + 1, base + size - 1);
-    return base;
-  }
-
-  uint64_t CapacityLocked() const {
-    return (uint64_t{kFirstChunkSize} << num_chunks_) - kFirstChunkSize;
+    state_.fetch_and(~kParkedBit, std::memory_order_relaxed);
   }
 
   const ChannelOptions options_;
+  const uint64_t id_;
+  const uint64_t lane_capacity_;
 
-  alignas(64) std::atomic<uint64_t> sent_{kNil};
-  alignas(64) std::atomic<uint64_t> free_{kNil};
-  alignas(64) std::atomic<uint32_t> parked_{0};
-  std::atomic<uint64_t> wakes_{0};
+  // Read by every Send; written when the receiver parks or wakes and on
+  // Close.
+  alignas(64) std::atomic<uint32_t> state_{0};
+  alignas(64) std::atomic<uint64_t> wakes_{0};
+  std::atomic<uint64_t> slots_{0};
 
   // Receiver-private.
-  alignas(64) uint32_t pending_ = kNil;
-  uint32_t recycled_first_ = kNil;
-  uint32_t recycled_last_ = kNil;
+  alignas(64) int next_lane_ = 0;
+  int64_t typical_spins_ = 0;
 
-  mutable std::mutex grow_mu_;
-  int num_chunks_ = 0;  // guarded by grow_mu_
-  std::atomic<Node*> chunks_[kMaxChunks] = {};
+  std::mutex lanes_mu_;
+  bool sealed_all_ = false;  // written by the receiver under lanes_mu_
+  std::atomic<int> num_lanes_{0};
+  // Written under lanes_mu_ before num_lanes_ publishes them.
+  std::unique_ptr<SenderLane> lanes_[kMaxLanes];
 };
 
 }  // namespace actorflow
