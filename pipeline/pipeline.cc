@@ -675,13 +675,13 @@ absl::Status Pipeline::Pump() {
     const bool final = !external_.empty() || chunk >= chunks_per_epoch_ - 1;
     const int64_t words[] = {epoch_, chunk, final ? 1 : 0};
     auto tensor = Tensor::FromValues<int64_t>({3}, words);
-    // With nothing in flight no schedule register can stay taken (the
-    // reader returns each as it reads it), so blocking cannot hang; with
-    // chunks in flight a full schedule leaves the rest to the next call.
-    absl::Status fed = in_flight_ == 0
-                           ? session_->Feed(kScheduleTask, *tensor)
-                           : session_->TryFeed(kScheduleTask, *tensor);
-    if (absl::IsUnavailable(fed)) break;
+    // Blocking cannot hang: the schedule has depth_ + 1 registers, and only
+    // a chunk that is not yet read (at most in_flight_ < depth_ of them)
+    // holds one for longer than the trip back from the reader, which needs
+    // nothing from the caller. (A TryFeed here could find every register
+    // still on that trip and leave the chunk unscheduled until the caller's
+    // next call, so Run() alone would not keep the prefetch going.)
+    absl::Status fed = session_->Feed(kScheduleTask, *tensor);
     if (!fed.ok()) return Fail(fed);
     ++next_chunk_;
     ++in_flight_;
