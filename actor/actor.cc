@@ -77,11 +77,11 @@ void Actor::Reset() {
 void Actor::ProcessMsg(const ActorMsg& msg) {
   switch (msg.kind) {
     case ActorMsgKind::kRegstReady:
-      AcceptReady(msg.slot, msg.regst);
+      AcceptReady(msg.slot, msg.regst, msg.piece_id);
       break;
     case ActorMsgKind::kRegstReturn: {
       Regst* regst = msg.regst;
-      if (--regst->reading_cnt == 0) PushFree(out_[msg.slot], regst);
+      if (regst->ReadingDone()) PushFree(out_[msg.slot], regst);
       break;
     }
     case ActorMsgKind::kEord: {
@@ -113,14 +113,15 @@ void Actor::ProcessMsg(const ActorMsg& msg) {
   Progress();
 }
 
-inline void Actor::AcceptReady(int16_t in_slot, Regst* regst) {
+inline void Actor::AcceptReady(int16_t in_slot, Regst* regst,
+                               int64_t piece_id) {
   if (state_ != State::kActing) {
     ReturnToProducer(regst);  // no more acts: hand it back unread
     return;
   }
   InSlot& slot = in_[in_slot];
   if (slot.ready.empty()) --blockers_;
-  slot.ready.Push(regst);
+  slot.ready.Push(ReadyRegst{regst, piece_id});
 }
 
 namespace {
@@ -137,7 +138,7 @@ inline void Actor::Publish(Regst* regst) {
     PushFree(out_[desc.producer_out_slot], regst);  // nobody reads it
     return;
   }
-  regst->reading_cnt = static_cast<int32_t>(desc.consumers.size());
+  regst->set_reading_cnt(static_cast<int32_t>(desc.consumers.size()));
   // Other threads first: a direct delivery below may run a long chain of
   // acts on this thread, and they should not wait for it to end.
   bool local = false;
@@ -146,7 +147,8 @@ inline void Actor::Publish(Regst* regst) {
       local = true;
     } else {
       Send(consumer.thread,
-           ActorMsg::Ready(consumer.actor, consumer.in_slot, regst));
+           ActorMsg::Ready(consumer.actor, consumer.in_slot, regst,
+                           regst->piece_id()));
     }
   }
   if (!local) return;
@@ -162,7 +164,8 @@ inline void Actor::Publish(Regst* regst) {
       --direct_call_depth;
     } else {
       Send(consumer.thread,
-           ActorMsg::Ready(consumer.actor, consumer.in_slot, regst));
+           ActorMsg::Ready(consumer.actor, consumer.in_slot, regst,
+                           regst->piece_id()));
     }
   }
 }
@@ -197,11 +200,11 @@ void Actor::Act() {
   Regst** const outputs = ctx_.outputs_.data();
   int64_t piece = next_piece_;
   if (!is_source_) {
-    inputs[0] = in[0].ready.front();
-    piece = inputs[0]->piece_id();
+    inputs[0] = in[0].ready.front().regst;
+    piece = in[0].ready.front().piece_id;
     for (int i = 1; i < num_in_; ++i) {
-      inputs[i] = in[i].ready.front();
-      if (__builtin_expect(inputs[i]->piece_id() != piece, 0)) {
+      inputs[i] = in[i].ready.front().regst;
+      if (__builtin_expect(in[i].ready.front().piece_id != piece, 0)) {
         FailOutOfStep(i, piece);
         return;
       }
@@ -339,7 +342,7 @@ void Actor::EnterZombie() {
   }
   for (InSlot& slot : in_) {
     if (slot.ready.empty()) continue;
-    while (!slot.ready.empty()) ReturnToProducer(slot.ready.Pop());
+    while (!slot.ready.empty()) ReturnToProducer(slot.ready.Pop().regst);
     ++blockers_;
   }
   if (fetch_port_ != nullptr) fetch_port_->End();
@@ -365,7 +368,7 @@ void Actor::FailOutOfStep(size_t input, int64_t piece) {
   Fail(absl::InternalError(absl::StrCat(
            "inputs out of step: regst_desc ", in_[0].desc->id, " holds piece ",
            piece, " but regst_desc ", in_[input].desc->id, " holds piece ",
-           in_[input].ready.front()->piece_id())),
+           in_[input].ready.front().piece_id)),
        piece);
 }
 

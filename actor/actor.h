@@ -90,11 +90,11 @@ class Actor {
   // made) the call only records the register: its Progress loop re-checks
   // before it returns, so it never re-enters itself.
   void OnRegstReturned(int16_t out_slot, Regst* regst) {
-    if (--regst->reading_cnt == 0) PushFree(out_[out_slot], regst);
+    if (regst->ReadingDone()) PushFree(out_[out_slot], regst);
     if (!busy_) Progress();
   }
   void OnRegstReady(int16_t in_slot, Regst* regst) {
-    AcceptReady(in_slot, regst);
+    AcceptReady(in_slot, regst, regst->piece_id());
     if (!busy_) Progress();
   }
 
@@ -112,9 +112,15 @@ class Actor {
  private:
   enum class State { kActing, kZombie, kFinished };
 
+  // A register delivered to an input slot, with the piece it holds (as its
+  // message said; see ActorMsg).
+  struct ReadyRegst {
+    Regst* regst = nullptr;
+    int64_t piece_id = 0;
+  };
   struct InSlot {
     RegstDesc* desc = nullptr;
-    RingQueue<Regst*> ready;
+    RingQueue<ReadyRegst> ready;
     bool ended = false;  // EORD received
   };
   struct OutSlot {
@@ -147,7 +153,7 @@ class Actor {
   void Reset();
   // --- boundary actors (actor_boundary.cc) ---
   void ProgressBoundary();
-  void AcceptReady(int16_t in_slot, Regst* regst);
+  void AcceptReady(int16_t in_slot, Regst* regst, int64_t piece_id);
   void Act();
   // Fills and publishes the initial registers (see RegstDescProto's
   // initial_register): once per run, on kStart.

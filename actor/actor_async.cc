@@ -40,7 +40,7 @@ void Actor::LaunchAsync(Regst** inputs, Regst** outputs, int64_t piece) {
       // writes it does so after this one.
       PushFree(out_[o], outputs[o]);
     } else {
-      outputs[o]->reading_cnt = static_cast<int32_t>(desc.consumers.size());
+      outputs[o]->set_reading_cnt(static_cast<int32_t>(desc.consumers.size()));
     }
   }
 
@@ -80,7 +80,8 @@ void Actor::FinishAsync(AsyncAct* act) {
   for (Regst* regst : outputs) {
     for (const RegstConsumer& consumer : regst->desc().consumers) {
       Send(consumer.thread,
-           ActorMsg::Ready(consumer.actor, consumer.in_slot, regst));
+           ActorMsg::Ready(consumer.actor, consumer.in_slot, regst,
+                           regst->piece_id()));
     }
   }
   for (Regst* regst : inputs) SendReturn(regst);

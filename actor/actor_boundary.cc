@@ -28,7 +28,7 @@ void Actor::ProgressBoundary() {
   InSlot& slot = in_[0];
   while (state_ == State::kActing && !env_.monitor->aborting() &&
          !slot.ready.empty()) {
-    Regst* regst = slot.ready.Pop();
+    Regst* regst = slot.ready.Pop().regst;
     if (slot.ready.empty()) ++blockers_;
     ++act_count_;
     if (!fetch_port_->Push(regst)) ReturnToProducer(regst);

@@ -9,7 +9,7 @@ namespace actorflow {
 class Regst;
 
 enum class ActorMsgKind : uint8_t {
-  // Producer -> consumer: `regst` holds a new piece; `slot` is the
+  // Producer -> consumer: `regst` holds piece `piece_id`; `slot` is the
   // consumer's input slot for its descriptor.
   kRegstReady,
   // Consumer -> producer: the consumer is done reading `regst`; `slot` is
@@ -31,31 +31,40 @@ enum class ActorCmd : uint8_t {
 };
 
 // The only thing actors exchange: small, trivially copyable, no ownership.
+//
+// A ready message carries the piece id so that the consumer need not read
+// it off the register: the producer writes the register's piece id on every
+// act, and reading it from another thread would move that cache line there
+// and back on each hop (see Regst).
 struct ActorMsg {
   Regst* regst = nullptr;
-  int32_t dst = 0;  // dense actor index
+  int64_t piece_id = 0;  // kRegstReady only
+  int32_t dst = 0;       // dense actor index
   int16_t slot = 0;
   ActorMsgKind kind = ActorMsgKind::kCmd;
   ActorCmd cmd = ActorCmd::kNone;
 
-  static ActorMsg Ready(int32_t dst, int16_t slot, Regst* regst) {
-    return ActorMsg{regst, dst, slot, ActorMsgKind::kRegstReady,
+  static ActorMsg Ready(int32_t dst, int16_t slot, Regst* regst,
+                        int64_t piece_id) {
+    return ActorMsg{regst, piece_id, dst, slot, ActorMsgKind::kRegstReady,
                     ActorCmd::kNone};
   }
   static ActorMsg Return(int32_t dst, int16_t slot, Regst* regst) {
-    return ActorMsg{regst, dst, slot, ActorMsgKind::kRegstReturn,
+    return ActorMsg{regst, 0, dst, slot, ActorMsgKind::kRegstReturn,
                     ActorCmd::kNone};
   }
   static ActorMsg Eord(int32_t dst, int16_t slot) {
-    return ActorMsg{nullptr, dst, slot, ActorMsgKind::kEord, ActorCmd::kNone};
+    return ActorMsg{nullptr, 0, dst, slot, ActorMsgKind::kEord,
+                    ActorCmd::kNone};
   }
   static ActorMsg Cmd(int32_t dst, ActorCmd cmd) {
-    return ActorMsg{nullptr, dst, 0, ActorMsgKind::kCmd, cmd};
+    return ActorMsg{nullptr, 0, dst, 0, ActorMsgKind::kCmd, cmd};
   }
 };
 
 static_assert(std::is_trivially_copyable_v<ActorMsg>);
-static_assert(sizeof(ActorMsg) == 16);
+// With a channel slot's sequence word, 32 bytes: two slots per cache line.
+static_assert(sizeof(ActorMsg) == 24);
 
 }  // namespace actorflow
 

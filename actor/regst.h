@@ -22,9 +22,14 @@ class Thread;
 // One buffer of a RegstDesc: its blobs in one allocation. Free: only its
 // producer may write it. In use: sent to every consumer, who read it and
 // return it; it is free again when the last one has. Only the producer's
-// thread touches `reading_cnt`, since returns arrive there (as messages, or
-// as direct calls from consumers on that thread); consumers only read the
-// payload. Kernels never see this class: they get RegstViews.
+// thread touches the reading count, since returns arrive there (as
+// messages, or as direct calls from consumers on that thread); consumers
+// only read the payload. Kernels never see this class: they get RegstViews.
+//
+// What the producer writes on every act (piece id, reading count) sits on a
+// cache line of its own, and the runtime's consumers learn the piece id
+// from the message: the line they do read (descriptor, blobs) then stays
+// cached on both sides instead of moving between threads on every hop.
 class Regst {
  public:
   // `base`: the register's memory (null when it has no bytes).
@@ -45,14 +50,20 @@ class Regst {
   void ResetShapes();
   SyncedMemory& memory() const { return *memory_; }
 
-  int32_t reading_cnt = 0;  // producer thread only
+  // Producer thread only.
+  void set_reading_cnt(int32_t n) { reading_cnt_ = n; }
+  // Counts one reader done; true when it was the last.
+  bool ReadingDone() { return --reading_cnt_ == 0; }
 
  private:
+  // Read by consumers; written at construction only.
   const RegstDesc* desc_;
   std::unique_ptr<SyncedMemory> memory_;
   std::vector<Blob> blobs_;
   int num_blobs_ = 0;  // blobs_.size(), read on every act
-  int64_t piece_id_ = -1;
+  // Written by the producer on every act.
+  alignas(64) int64_t piece_id_ = -1;
+  int32_t reading_cnt_ = 0;
 };
 
 // Where a produced descriptor's registers go: one entry per consumer.

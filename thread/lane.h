@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 
@@ -141,7 +143,12 @@ class Lane {
   static constexpr uint64_t kTaken = ~uint64_t{0};
   static constexpr uint64_t kRetracted = ~uint64_t{0} - 1;
 
-  struct Slot {
+  // Aligned to its size rounded up to a power of two (at most a cache
+  // line), so that no slot straddles two lines: the receiver's poll and
+  // take then move one line.
+  static constexpr size_t kSlotAlign = std::min<size_t>(
+      64, std::bit_ceil(sizeof(std::atomic<uint64_t>) + sizeof(T)));
+  struct alignas(kSlotAlign) Slot {
     std::atomic<uint64_t> seq{0};
     T value{};
   };
