@@ -146,9 +146,8 @@ inline void Actor::Publish(Regst* regst) {
     if (consumer.thread->InThisThread()) {
       local = true;
     } else {
-      Send(consumer.thread,
-           ActorMsg::Ready(consumer.actor, consumer.in_slot, regst,
-                           regst->piece_id()));
+      Send(consumer.thread, ActorMsg::Ready(consumer.actor, consumer.in_slot,
+                                            regst, regst->piece_id()));
     }
   }
   if (!local) return;
@@ -163,9 +162,8 @@ inline void Actor::Publish(Regst* regst) {
       consumer.actor_ptr->OnRegstReady(consumer.in_slot, regst);
       --direct_call_depth;
     } else {
-      Send(consumer.thread,
-           ActorMsg::Ready(consumer.actor, consumer.in_slot, regst,
-                           regst->piece_id()));
+      Send(consumer.thread, ActorMsg::Ready(consumer.actor, consumer.in_slot,
+                                            regst, regst->piece_id()));
     }
   }
 }

@@ -79,9 +79,8 @@ void Actor::FinishAsync(AsyncAct* act) {
                                         act->ctx.inputs_.end());
   for (Regst* regst : outputs) {
     for (const RegstConsumer& consumer : regst->desc().consumers) {
-      Send(consumer.thread,
-           ActorMsg::Ready(consumer.actor, consumer.in_slot, regst,
-                           regst->piece_id()));
+      Send(consumer.thread, ActorMsg::Ready(consumer.actor, consumer.in_slot,
+                                            regst, regst->piece_id()));
     }
   }
   for (Regst* regst : inputs) SendReturn(regst);

@@ -46,15 +46,15 @@ struct ActorMsg {
 
   static ActorMsg Ready(int32_t dst, int16_t slot, Regst* regst,
                         int64_t piece_id) {
-    return ActorMsg{regst, piece_id, dst, slot, ActorMsgKind::kRegstReady,
-                    ActorCmd::kNone};
+    return ActorMsg{
+        regst, piece_id, dst, slot, ActorMsgKind::kRegstReady, ActorCmd::kNone};
   }
   static ActorMsg Return(int32_t dst, int16_t slot, Regst* regst) {
-    return ActorMsg{regst, 0, dst, slot, ActorMsgKind::kRegstReturn,
+    return ActorMsg{regst,          0, dst, slot, ActorMsgKind::kRegstReturn,
                     ActorCmd::kNone};
   }
   static ActorMsg Eord(int32_t dst, int16_t slot) {
-    return ActorMsg{nullptr, 0, dst, slot, ActorMsgKind::kEord,
+    return ActorMsg{nullptr,        0, dst, slot, ActorMsgKind::kEord,
                     ActorCmd::kNone};
   }
   static ActorMsg Cmd(int32_t dst, ActorCmd cmd) {

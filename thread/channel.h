@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "thread/asymmetric_fence.h"
 #include "thread/cpu_relax.h"
 #include "thread/futex.h"
 #include "thread/lane.h"
@@ -59,11 +60,13 @@ inline thread_local LaneCacheEntry lane_cache[kLaneCacheSize];
 // lane under a lock. Lanes live as long as the channel.
 //
 // Parking and closing meet senders in one word, `state_`: a sender publishes
-// its item, fences, and reads the word; the receiver sets `parked` (or a
-// closer sets `closed`), fences, and then looks at the lanes. So either the
-// sender sees the bit or the other side sees the item. A Send that finds the
-// channel closed only after publishing settles with the receiver through the
-// lane's seal (see Lane): it reports kOk exactly when the item is received.
+// its item, fences, and reads the word; the receiver sets `parked` (or sees
+// `closed`), fences, and then looks at the lanes. So either the sender sees
+// the bit or the receiver sees the item. The fence is asymmetric (see
+// asymmetric_fence.h): nearly free for the sender, a system call for the
+// receiver, which only parks after spinning and seals once. A Send that finds
+// the channel closed only after publishing settles with the receiver through
+// the lane's seal (see Lane): it reports kOk exactly when the item is received.
 //
 // One thread at a time may receive (Receive/ReceiveMany/TryReceiveMany).
 // T must be default-constructible and move-assignable.
@@ -168,9 +171,9 @@ class Channel {
     SenderLane* sender = MyLane();
     if (sender->shared) sender->mu.lock();
     uint64_t position = sender->lane.Publish(std::move(item));
-    // Pairs with the fence in WaitUntilNotEmpty (parking) and in SealAll
-    // (closing); see the class comment.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // Pairs with the heavy fence in WaitUntilNotEmpty (parking) and in
+    // SealAll (closing); see the class comment.
+    LightFence();
     uint32_t state = state_.load(std::memory_order_relaxed);
     bool delivered = true;
     if (state & kClosedBit) delivered = sender->lane.Settle(position);
@@ -261,7 +264,7 @@ class Channel {
       for (int i = 0; i < n; ++i) lanes_[i]->lane.Seal();
       sealed_all_ = true;
     }
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    HeavyFence();
   }
 
   bool Ready() const {
@@ -302,7 +305,7 @@ class Channel {
     }
     while (true) {
       state_.fetch_or(kParkedBit, std::memory_order_seq_cst);
-      std::atomic_thread_fence(std::memory_order_seq_cst);
+      HeavyFence();
       if (Ready()) break;
       FutexWait(&state_, kParkedBit);
       if (Ready()) break;
