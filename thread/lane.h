@@ -65,7 +65,8 @@ class Lane {
     return position;
   }
 
-  // Call after Publish and a seq_cst fence, once the channel is known to be
+  // Call after Publish and the channel's store-load fence (the light side,
+  // see asymmetric_fence.h), once the channel is known to be
   // closed. True if the receiver has taken or will take the item at
   // `position`; false if the item was taken back (and destroyed) instead.
   bool Settle(uint64_t position) {
@@ -131,7 +132,7 @@ class Lane {
   }
 
   // From now on items are taken by compare-exchange. The caller then issues
-  // a seq_cst fence before taking anything.
+  // the heavy side of the store-load fence before taking anything.
   void Seal() {
     if (careful_) return;
     careful_ = true;
