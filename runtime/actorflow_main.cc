@@ -20,6 +20,7 @@
 #include "runtime/chrome_trace.h"
 #include "runtime/compiled_plan.h"
 #include "runtime/json.h"
+#include "runtime/plan_dot.h"
 #include "runtime/plan_loader.h"
 #include "runtime/plan_util.h"
 #include "runtime/session.h"
@@ -48,6 +49,11 @@ usage:
                                     print every problem in PLAN (exit 0:
                                     none); --shapes also prints every
                                     register's blobs, inferred or stated
+  actorflow dot PLAN                print PLAN as a Graphviz digraph on
+                                    stdout (tasks boxed by stream; edges
+                                    labelled with regst id, register_num
+                                    and blob shapes; dashed: an initial
+                                    register). Render: ... | dot -Tsvg
   actorflow kernels                 list the kernels linked into this binary:
                                     one op_type per line, then the devices
                                     it has a kernel for (cpu, gpu)
@@ -103,6 +109,18 @@ int Validate(const std::string& path, bool shapes) {
   if (shapes) std::fputs(DescribeShapes(**compiled).c_str(), stdout);
   std::fprintf(stderr, "%s: ok (%d tasks)\n", path.c_str(), tasks);
   std::printf("{\"status\":\"ok\",\"tasks\":%d}\n", tasks);
+  return kExitOk;
+}
+
+// The graph needs the inferred shapes, so an invalid plan gets its problems
+// (exit 2) and no graph.
+int Dot(const std::string& path) {
+  absl::StatusOr<Plan> loaded = LoadPlan(ResolvePath(path));
+  if (!loaded.ok()) return Invalid({std::string(loaded.status().message())});
+  absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =
+      CompilePlan(std::move(*loaded));
+  if (!compiled.ok()) return InvalidStatus(compiled.status());
+  std::fputs(PlanToDot(**compiled).c_str(), stdout);
   return kExitOk;
 }
 
@@ -201,7 +219,7 @@ int Main(int argc, char** argv) {
   if (command == "kernels") {
     return ListKernels();
   }
-  if (command != "run" && command != "validate") {
+  if (command != "run" && command != "validate" && command != "dot") {
     return UsageError(absl::StrCat("unknown command '", command, "'"));
   }
   std::string plan_path;
@@ -238,6 +256,7 @@ int Main(int argc, char** argv) {
   if (plan_path.empty()) {
     return UsageError(absl::StrCat(command, ": missing PLAN"));
   }
+  if (command == "dot") return Dot(plan_path);
   return command == "run" ? Run(plan_path, pieces, trace_path)
                           : Validate(plan_path, shapes);
 }

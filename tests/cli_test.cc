@@ -85,9 +85,10 @@ TEST_CASE("an invalid plan exits 2 and lists its problems", "[cli]") {
       }
     }
   )pb");
-  for (const char* command : {"validate", "run"}) {
+  for (const char* command : {"validate", "run", "dot"}) {
     CliResult r = RunCli(std::string(command) + " '" + path + "'");
     CHECK(r.exit_code == 2);
+    CHECK_FALSE(Contains(r.out, "digraph"));
     CHECK(r.last_line.rfind("{\"status\":\"invalid\",\"errors\":[", 0) == 0);
     CHECK(Contains(r.last_line,
                    "(regst_desc 10).register_num: must be >= 1, got 0"));
@@ -360,6 +361,135 @@ TEST_CASE("a custom kernel in its own target runs in its own runner", "[cli]") {
   CliResult stock = RunCli("validate '" + plan + "'");
   CHECK(stock.exit_code == 2);
   CHECK(Contains(stock.last_line, "unknown op_type 'square'"));
+}
+
+// Renders `dot_text` with Graphviz; its exit code (0: it parsed).
+int RenderSvg(const std::string& name, const std::string& dot_text) {
+  REQUIRE(std::system("command -v dot >/dev/null") == 0);  // tools/bazel
+  const std::string path = WriteTemp(name + ".dot", dot_text);
+  const std::string svg = path + ".svg";
+  int status =
+      std::system(("dot -Tsvg '" + path + "' -o '" + svg + "'").c_str());
+  if (status != 0) return status;
+  std::ifstream in(svg);
+  std::string head(64, '\0');
+  in.read(head.data(), head.size());
+  return Contains(head, "<?xml") || Contains(head, "<svg") ? 0 : -1;
+}
+
+size_t Count(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos;
+       at = text.find(part, at + part.size())) {
+    ++n;
+  }
+  return n;
+}
+
+TEST_CASE("dot: the example plans as Graphviz, one cluster per stream",
+          "[cli]") {
+  // task count, stream count, consumed-register edges
+  struct Expected {
+    const char* plan;
+    size_t tasks, streams, edges;
+  };
+  for (const Expected& e :
+       {Expected{"quickstart", 5, 3, 5}, Expected{"pipeline8", 8, 2, 7},
+        Expected{"gpu_pipeline_cpu", 6, 4, 6}, Expected{"typed", 5, 2, 4}}) {
+    INFO(e.plan);
+    CliResult r = RunCli(
+        "dot '" + Runfile(std::string("examples/plans/") + e.plan + ".pbtxt") +
+        "'");
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.rfind("digraph plan {", 0) == 0);
+    CHECK(Count(r.out, "(task_id ") == e.tasks);
+    CHECK(Count(r.out, "subgraph cluster_") == e.streams);
+    CHECK(Count(r.out, " -> t") == e.edges);
+    CHECK(Count(r.out, "register_num ") == e.edges);
+    CHECK(RenderSvg(e.plan, r.out) == 0);
+  }
+  CliResult r =
+      RunCli("dot '" + Runfile("examples/plans/quickstart.pbtxt") + "'");
+  CHECK(Contains(r.out, "label=\"stream m0/cpu0/s1\""));
+  CHECK(Contains(r.out,
+                 "t1 -> t2 [label=\"regst 10: out -> in\\nregister_num "
+                 "2\\ndata: float32 [256]\"];"));
+}
+
+TEST_CASE("dot: a cycle's initial register is dashed; names are escaped",
+          "[cli]") {
+  std::string path = WriteTemp("cycle.pbtxt", R"pb(
+    total_piece_num: 4
+    task {
+      task_id: 1
+      name: "w \"weights\""
+      stream { stream_index: 0 }
+      kernel {
+        op_type: "variable"
+        attr {
+          key: "init"
+          value { s: "uniform" }
+        }
+        attr {
+          key: "scale"
+          value { f: 1 }
+        }
+        attr {
+          key: "seed"
+          value { i: 7 }
+        }
+      }
+      produced_regst_desc {
+        key: "out"
+        value {
+          regst_desc_id: 10
+          producer_task_id: 1
+          consumer_task_id: [ 2 ]
+          register_num: 1
+          initial_register: true
+          blob {
+            name: "w"
+            data_type: DT_FLOAT32
+            shape: [ 4 ]
+          }
+        }
+      }
+      consumed_regst_desc_id {
+        key: "delta"
+        value { regst_desc_id: [ 20 ] }
+      }
+    }
+    task {
+      task_id: 2
+      name: "step"
+      stream { stream_index: 1 }
+      kernel { op_type: "identity" }
+      consumed_regst_desc_id {
+        key: "in"
+        value { regst_desc_id: [ 10 ] }
+      }
+      produced_regst_desc {
+        key: "out"
+        value {
+          regst_desc_id: 20
+          producer_task_id: 2
+          consumer_task_id: [ 1 ]
+          register_num: 1
+        }
+      }
+    }
+  )pb");
+  CliResult r = RunCli("dot '" + path + "'");
+  REQUIRE(r.exit_code == 0);
+  CHECK(Contains(r.out,
+                 "t1 [label=\"w \\\"weights\\\"\\nvariable (task_id 1)\"];"));
+  CHECK(Contains(r.out,
+                 "t1 -> t2 [label=\"regst 10: out -> in\\nregister_num 1, "
+                 "initial register\\nw: float32 [4]\", style=dashed];"));
+  CHECK(Contains(r.out,
+                 "t2 -> t1 [label=\"regst 20: out -> delta\\nregister_num "
+                 "1\\nw: float32 [4]\"];"));
+  CHECK(RenderSvg("cycle", r.out) == 0);
 }
 
 }  // namespace
