@@ -31,6 +31,18 @@ auto Counter(int64_t items, int64_t iters, int64_t* next) {
   };
 }
 
+// Runs `build_and_measure` (which returns the Cost it measured) inside an
+// initialized arena of `threads` slots: a flow graph must be built and
+// waited on inside the arena it runs in.
+template <typename F>
+Cost InArena(int threads, F&& build_and_measure) {
+  tbb::task_arena arena(threads);
+  arena.initialize();
+  Cost cost;
+  arena.execute([&] { cost = build_and_measure(); });
+  return cost;
+}
+
 auto Pass(int64_t iters) {
   return [iters](int64_t x) {
     BusyWork::Spin(iters);
@@ -64,11 +76,8 @@ Cost Pipeline(const PipelineSpec& spec) {
 // input_node -> limiter (cap) -> serial function_nodes -> the limiter's
 // decrementer.
 Cost GraphPipeline(const PipelineSpec& spec) {
-  tbb::task_arena arena(spec.threads);
-  arena.initialize();
   const int64_t iters = spec.work_iters;
-  Cost cost;
-  arena.execute([&] {
+  return InArena(spec.threads, [&] {
     flow::graph graph;
     int64_t next = 0;
     flow::input_node<int64_t> source(graph, Counter(spec.items, iters, &next));
@@ -90,12 +99,11 @@ Cost GraphPipeline(const PipelineSpec& spec) {
     }
     flow::make_edge(*mids.back(), last);
     flow::make_edge(last, limiter.decrementer());
-    cost = Measure(static_cast<double>(spec.items) * spec.stages, [&] {
+    return Measure(static_cast<double>(spec.items) * spec.stages, [&] {
       source.activate();
       graph.wait_for_all();
     });
   });
-  return cost;
 }
 
 namespace {
@@ -116,11 +124,8 @@ void JoinEdges(
 // -> the limiter's decrementer.
 Cost Fan(const FanSpec& spec) {
   if (spec.branches != kBranches) std::abort();  // the join's arity is fixed
-  tbb::task_arena arena(spec.threads);
-  arena.initialize();
   const int64_t iters = spec.work_iters;
-  Cost cost;
-  arena.execute([&] {
+  return InArena(spec.threads, [&] {
     flow::graph graph;
     int64_t next = 0;
     flow::input_node<int64_t> source(graph, Counter(spec.items, 0, &next));
@@ -143,21 +148,17 @@ Cost Fan(const FanSpec& spec) {
     flow::make_edge(limiter, broadcast);
     flow::make_edge(join, sink);
     flow::make_edge(sink, limiter.decrementer());
-    cost = Measure(static_cast<double>(spec.items) * kBranches, [&] {
+    return Measure(static_cast<double>(spec.items) * kBranches, [&] {
       source.activate();
       graph.wait_for_all();
     });
   });
-  return cost;
 }
 
 // Two input_nodes filling payloads into one serial function_node, whose
 // queueing policy takes whatever arrives.
 Cost Overload(const OverloadSpec& spec) {
-  tbb::task_arena arena(spec.threads);
-  arena.initialize();
-  Cost cost;
-  arena.execute([&] {
+  return InArena(spec.threads, [&] {
     flow::graph graph;
     using Payload = std::vector<float>;
     int64_t next[2] = {0, 0};
@@ -180,12 +181,11 @@ Cost Overload(const OverloadSpec& spec) {
           return flow::continue_msg();
         });
     for (auto& producer : producers) flow::make_edge(*producer, consumer);
-    cost = Measure(2.0 * spec.items, [&] {
+    return Measure(2.0 * spec.items, [&] {
       for (auto& producer : producers) producer->activate();
       graph.wait_for_all();
     });
   });
-  return cost;
 }
 
 }  // namespace actorflow::bench::tbb_peer
