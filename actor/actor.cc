@@ -66,6 +66,9 @@ void Actor::Reset() {
   for (OutSlot& slot : out_) blockers_ += slot.free.empty();
   // A feed's run ends when the caller closes it, not at a piece count.
   piece_end_ = feed_port_ != nullptr ? INT64_MAX : next_piece_ + *env_.pieces;
+  stats_ = TaskStats{};
+  blocked_ = Blocked::kNone;
+  last_async_end_ns_ = 0;
   if (env_.trace) {
     // Reserved so that recording never reallocates mid-run: every actor
     // acts at most once per piece (a feed's count is not known ahead).
@@ -105,7 +108,7 @@ void Actor::ProcessMsg(const ActorMsg& msg) {
         case ActorCmd::kAsyncFailed:
           HandleAsyncFailures();
           break;
-        default:  // kFed: Progress looks at the feed port
+        default:  // kFed: Progress looks at the feed port; kWake
           break;
       }
       break;
@@ -223,9 +226,9 @@ void Actor::Act() {
     return;
   }
 
-  absl::Status status = __builtin_expect(env_.trace, 0)
-                            ? CallKernelTraced(piece)
-                            : CallKernel(&ctx_);
+  absl::Status status = __builtin_expect(env_.trace | env_.timed, 0)
+                            ? CallKernelTimed(piece)
+                            : CallKernelMarked();
   if (__builtin_expect(!status.ok(), 0)) {
     for (int o = 0; o < num_out_; ++o) PushFree(out[o], outputs[o]);
     Fail(status, piece);
@@ -240,7 +243,7 @@ void Actor::Act() {
   // their producers, or, for an actor that feeds another thread, the
   // produced ones.
   next_piece_ += is_source_;
-  ++act_count_;
+  CountAct();
   for (int i = 0; i < num_in_; ++i) {
     in[i].ready.Pop();
     if (in[i].ready.empty()) ++blockers_;
@@ -368,6 +371,62 @@ void Actor::FailOutOfStep(size_t input, int64_t piece) {
            piece, " but regst_desc ", in_[input].desc->id, " holds piece ",
            in_[input].ready.front().piece_id)),
        piece);
+}
+
+void Actor::StopWaiting() {
+  if (blocked_ == Blocked::kNone) return;
+  int64_t waited = SteadyNowNs() - blocked_since_ns_;
+  (blocked_ == Blocked::kInput ? stats_.input_wait_ns
+                               : stats_.output_wait_ns) += waited;
+  blocked_ = Blocked::kNone;
+}
+
+// Boundary actors wait on their caller, which is in neither column.
+void Actor::StartWaiting() {
+  if (state_ != State::kActing || boundary_ || (is_source_ && !started_)) {
+    return;
+  }
+  for (const InSlot& slot : in_) {
+    if (slot.ready.empty()) {
+      blocked_ = Blocked::kInput;
+      break;
+    }
+  }
+  if (blocked_ == Blocked::kNone) {
+    for (const OutSlot& slot : out_) {
+      if (slot.free.empty()) {
+        blocked_ = Blocked::kOutput;
+        break;
+      }
+    }
+  }
+  if (blocked_ != Blocked::kNone) blocked_since_ns_ = SteadyNowNs();
+}
+
+ActorSnapshot Actor::Snapshot() const {
+  ActorSnapshot snapshot;
+  snapshot.state = state_ == State::kActing   ? ActorSnapshot::State::kActing
+                   : state_ == State::kZombie ? ActorSnapshot::State::kEnded
+                                              : ActorSnapshot::State::kFinished;
+  snapshot.is_source = is_source_;
+  snapshot.started = started_;
+  snapshot.acts = act_count();
+  snapshot.next_piece = next_piece_;
+  snapshot.piece_end = piece_end_;
+  for (const KernelContext::Group& group : ctx_.input_groups_) {
+    for (int i = group.begin; i < group.end; ++i) {
+      snapshot.inputs.push_back({in_[i].desc->id, group.name,
+                                 static_cast<int64_t>(in_[i].ready.size()),
+                                 in_[i].ended});
+    }
+  }
+  for (const KernelContext::Group& group : ctx_.output_groups_) {
+    const OutSlot& slot = out_[group.begin];
+    snapshot.outputs.push_back({slot.desc->id, group.name,
+                                static_cast<int64_t>(slot.free.size()),
+                                slot.desc->register_num});
+  }
+  return snapshot;
 }
 
 void Actor::Fail(const absl::Status& status, int64_t piece_id) {

@@ -1,6 +1,7 @@
 #ifndef ACTORFLOW_ACTOR_ACTOR_H_
 #define ACTORFLOW_ACTOR_ACTOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include "absl/status/status.h"
 #include "actor/act_span.h"
 #include "actor/actor_msg.h"
+#include "actor/actor_stats.h"
 #include "actor/feed_port.h"
 #include "actor/fetch_port.h"
 #include "actor/kernel.h"
@@ -53,6 +55,8 @@ struct ActorEnv {
   BlockingCounter* resetting = nullptr;
   // Record an ActSpan per act (see trace()).
   bool trace = false;
+  // Time every act and every wait (see stats() and kernel_since_ns()).
+  bool timed = false;
 };
 
 // One task at run time. Lives on its stream's thread and is only touched
@@ -101,8 +105,24 @@ class Actor {
   const TaskProto& task() const { return *task_; }
   const Kernel& kernel() const { return *kernel_; }
   // Acts since the actor was built (a boundary actor counts the pieces it
-  // moved); the runtime reads it between runs.
-  int64_t act_count() const { return act_count_; }
+  // moved). Any thread may read it at any time: the watchdog compares it
+  // to see whether a run still makes progress.
+  int64_t act_count() const {
+    return act_count_.load(std::memory_order_relaxed);
+  }
+  // Any thread: 0 while no kernel call of this actor is under way on its
+  // thread; during one, with ActorEnv::timed, when it began (SteadyNowNs),
+  // else 1. (Acts on an asynchronous stream do not occupy the thread.)
+  // Acquire: a session that abandons a thread stuck in a kernel (see
+  // Session) thereby sees everything that thread did before the call.
+  int64_t kernel_since_ns() const {
+    return kernel_since_ns_.load(std::memory_order_acquire);
+  }
+  // With ActorEnv::timed, the current run's figures but `acts` (the
+  // session counts those); read it after the run.
+  const TaskStats& stats() const { return stats_; }
+  // On this actor's thread.
+  ActorSnapshot Snapshot() const;
   bool finished() const { return state_ == State::kFinished; }
   // One span per act when ActorEnv::trace is set, in act order; read it
   // after the actor's threads have stopped. Written by one thread: the
@@ -141,13 +161,24 @@ class Actor {
   }
   void Progress() {
     busy_ = true;
+    if (__builtin_expect(env_.timed, 0)) StopWaiting();
     if (__builtin_expect(boundary_, 0)) {
       ProgressBoundary();
     } else {
       while (CanAct()) Act();
     }
     if (__builtin_expect(MayEnd(), 0)) MaybeEnd();
+    if (__builtin_expect(env_.timed, 0)) StartWaiting();
     busy_ = false;
+  }
+  // ActorEnv::timed: the time since the last Progress goes to the column of
+  // what blocked the actor then; then what blocks it now is noted.
+  enum class Blocked : uint8_t { kNone, kInput, kOutput };
+  __attribute__((noinline)) void StopWaiting();
+  __attribute__((noinline)) void StartWaiting();
+  void CountAct() {
+    act_count_.store(act_count_.load(std::memory_order_relaxed) + 1,
+                     std::memory_order_relaxed);
   }
   // kReset: ready for another run.
   void Reset();
@@ -168,11 +199,22 @@ class Actor {
       return KernelThrew(nullptr);
     }
   }
-  // CallKernel, recording its span.
-  __attribute__((noinline)) absl::Status CallKernelTraced(int64_t piece) {
-    int64_t begin = SteadyNowNs();
+  // CallKernel, marked as under way for kernel_since_ns().
+  absl::Status CallKernelMarked() {
+    kernel_since_ns_.store(1, std::memory_order_release);
     absl::Status status = CallKernel(&ctx_);
-    trace_.push_back({piece, begin, SteadyNowNs()});
+    kernel_since_ns_.store(0, std::memory_order_relaxed);
+    return status;
+  }
+  // CallKernel, timed: its span (ActorEnv::trace) and busy time.
+  __attribute__((noinline)) absl::Status CallKernelTimed(int64_t piece) {
+    int64_t begin = SteadyNowNs();
+    kernel_since_ns_.store(begin, std::memory_order_release);
+    absl::Status status = CallKernel(&ctx_);
+    int64_t end = SteadyNowNs();
+    kernel_since_ns_.store(0, std::memory_order_relaxed);
+    stats_.busy_ns += end - begin;
+    if (env_.trace) trace_.push_back({piece, begin, end});
     return status;
   }
   // `what` is null for a non-std exception.
@@ -268,11 +310,18 @@ class Actor {
   // The piece of the next run's initial register: the last one published
   // (the run's sources count on from there too).
   int64_t initial_piece_ = 0;
-  int64_t next_piece_ = 0;  // sources
-  int64_t piece_end_ = 0;   // plain sources: this run ends before it
-  int64_t act_count_ = 0;
+  int64_t next_piece_ = 0;             // sources
+  int64_t piece_end_ = 0;              // plain sources: this run ends before it
+  std::atomic<int64_t> act_count_{0};  // written on this actor's thread only
+  std::atomic<int64_t> kernel_since_ns_{0};
   KernelContext ctx_;
   std::vector<ActSpan> trace_;
+  // ActorEnv::timed. busy_ns of an asynchronous stream's acts is written
+  // by its poller, the other columns on this actor's thread.
+  TaskStats stats_;
+  Blocked blocked_ = Blocked::kNone;
+  int64_t blocked_since_ns_ = 0;
+  int64_t last_async_end_ns_ = 0;  // the poller's
 };
 
 }  // namespace actorflow

@@ -1,5 +1,7 @@
 // Actor on an asynchronous stream: the kernel runs on the stream, and what
 // an act sends waits for it in a stream callback (see Actor::AsyncAct).
+#include <algorithm>
+
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "actor/actor.h"
@@ -24,11 +26,11 @@ void Actor::LaunchAsync(Regst** inputs, Regst** outputs, int64_t piece) {
   std::copy(inputs, inputs + num_in_, act->ctx.inputs_.begin());
   std::copy(outputs, outputs + num_out_, act->ctx.outputs_.begin());
   act->ctx.piece_id_ = piece;
-  if (env_.trace) act->launch_ns = SteadyNowNs();
+  if (env_.trace | env_.timed) act->launch_ns = SteadyNowNs();
 
   // The act counts as done here; only its sends wait for the stream.
   next_piece_ += is_source_;
-  ++act_count_;
+  CountAct();
   for (int i = 0; i < num_in_; ++i) {
     in_[i].ready.Pop();
     if (in_[i].ready.empty()) ++blockers_;
@@ -59,8 +61,13 @@ void Actor::LaunchAsync(Regst** inputs, Regst** outputs, int64_t piece) {
 }
 
 void Actor::FinishAsync(AsyncAct* act) {
-  if (env_.trace) {
-    trace_.push_back({act->ctx.piece_id_, act->launch_ns, SteadyNowNs()});
+  if (env_.trace | env_.timed) {
+    const int64_t end = SteadyNowNs();
+    // The stream runs acts in order: this one began when it was queued or
+    // when the one before it ended, whichever was later.
+    stats_.busy_ns += end - std::max(act->launch_ns, last_async_end_ns_);
+    last_async_end_ns_ = end;
+    if (env_.trace) trace_.push_back({act->ctx.piece_id_, act->launch_ns, end});
   }
   if (!act->status.ok()) {
     // The registers stay with the act; this actor's thread frees them.

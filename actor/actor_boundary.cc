@@ -20,7 +20,7 @@ void Actor::ProgressBoundary() {
       Regst* regst = feed_port_->PopFilled();
       if (regst == nullptr) return;
       regst->set_piece_id(next_piece_++);
-      ++act_count_;
+      CountAct();
       --free_regsts_;
       Publish(regst);
     }
@@ -30,7 +30,7 @@ void Actor::ProgressBoundary() {
          !slot.ready.empty()) {
     Regst* regst = slot.ready.Pop().regst;
     if (slot.ready.empty()) ++blockers_;
-    ++act_count_;
+    CountAct();
     if (!fetch_port_->Push(regst)) ReturnToProducer(regst);
   }
 }

@@ -28,6 +28,8 @@ enum class ActorCmd : uint8_t {
   kStart,        // sources begin producing
   kAsyncFailed,  // a kernel on the actor's asynchronous stream failed
   kFed,          // a feed's caller submitted a register or closed the feed
+  kWake,         // look again whether to act or end (the run is aborting)
+  kDescribe,     // the session takes a snapshot of the actor (hang report)
 };
 
 // The only thing actors exchange: small, trivially copyable, no ownership.

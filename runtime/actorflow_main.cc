@@ -2,11 +2,15 @@
 //
 // This file holds main(). A runner for custom kernels links it with the
 // kernels' library (see examples/custom_kernel/).
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "actor/kernel.h"
@@ -23,6 +28,7 @@
 #include "runtime/plan_dot.h"
 #include "runtime/plan_loader.h"
 #include "runtime/plan_util.h"
+#include "runtime/progress_line.h"
 #include "runtime/session.h"
 
 namespace actorflow {
@@ -36,15 +42,31 @@ constexpr char kUsage[] =
     R"(actorflow: run a dataflow Plan as actors on polling threads.
 
 usage:
-  actorflow run PLAN [--pieces=N] [--trace=FILE]
+  actorflow run PLAN [--pieces=N] [--trace=FILE] [--stats]
+                     [--timeout=SECONDS] [--stall=SECONDS]
+                     [--progress | --no-progress]
                                     run PLAN; the last line on stdout is a
                                     JSON summary with one entry per checksum
                                     task (pieces, checksum, in_order).
-                                    --trace writes when every act ran, as a
-                                    Chrome trace (chrome://tracing or
-                                    ui.perfetto.dev): one row per task.
                                     Plans with feed or fetch tasks need a
                                     program to feed them (runtime/session.h)
+    --trace=FILE    write when every act ran, as a Chrome trace
+                    (chrome://tracing or ui.perfetto.dev): a row per task
+    --stats         print a table per task on stderr: acts, busy time (in
+                    its kernel), time blocked on inputs (raise the
+                    producer's register_num, or speed the producer up) and
+                    blocked on free outputs (raise this task's
+                    register_num, or speed its consumers up); the JSON line
+                    gets them under "stats", keyed by task name
+    --timeout=S     fail a run that takes longer than S seconds
+    --stall=S       fail a run in which no task acts for S seconds
+                    Either prints a hang report on stderr (what each task
+                    waits for and who holds it, running kernels and for how
+                    long, any cycle of waits) and exits 1. A kernel that
+                    never returns is the one thread left unjoined.
+    --progress      show a progress line on stderr (pieces done, rate);
+                    by default it shows on a terminal once a run has
+                    taken a second. --no-progress: never
   actorflow validate PLAN [--shapes]
                                     print every problem in PLAN (exit 0:
                                     none); --shapes also prints every
@@ -134,9 +156,46 @@ int RunFailed(const char* what, const absl::Status& status) {
   return kExitRunFailed;
 }
 
+struct RunFlags {
+  int64_t pieces = -1;
+  std::string trace_path;
+  bool stats = false;
+  double timeout_s = 0;
+  double stall_s = 0;
+  enum class Progress { kAuto, kOn, kOff } progress = Progress::kAuto;
+};
+
+std::string Millis(int64_t ns) {
+  return absl::StrFormat("%.3f", static_cast<double>(ns) / 1e6);
+}
+
+// The --stats table on stderr and its JSON object.
+std::string ReportStats(const RunStats& run) {
+  size_t width = 4;
+  for (const auto& [name, task] : run.tasks)
+    width = std::max(width, name.size());
+  std::fprintf(stderr, "%-*s %10s %12s %16s %17s\n", static_cast<int>(width),
+               "task", "acts", "busy ms", "blocked in ms", "blocked out ms");
+  std::vector<std::string> json;
+  for (const auto& [name, task] : run.tasks) {
+    std::fprintf(
+        stderr, "%-*s %10lld %12s %16s %17s\n", static_cast<int>(width),
+        name.c_str(), static_cast<long long>(task.acts),
+        Millis(task.busy_ns).c_str(), Millis(task.input_wait_ns).c_str(),
+        Millis(task.output_wait_ns).c_str());
+    json.push_back(absl::StrCat(
+        JsonString(name), ":{\"acts\":", task.acts,
+        ",\"busy_ms\":", Millis(task.busy_ns),
+        ",\"blocked_on_inputs_ms\":", Millis(task.input_wait_ns),
+        ",\"blocked_on_outputs_ms\":", Millis(task.output_wait_ns), "}"));
+  }
+  return absl::StrCat("{", absl::StrJoin(json, ","), "}");
+}
+
 // One compile (each kernel's Init runs once), one run.
-int Run(const std::string& path, int64_t pieces,
-        const std::string& trace_path) {
+int Run(const std::string& path, const RunFlags& flags) {
+  const int64_t pieces = flags.pieces;
+  const std::string& trace_path = flags.trace_path;
   absl::StatusOr<Plan> loaded = LoadPlan(ResolvePath(path));
   if (!loaded.ok()) return Invalid({std::string(loaded.status().message())});
   std::vector<std::string> boundary;
@@ -151,6 +210,9 @@ int Run(const std::string& path, int64_t pieces,
   }
   SessionOptions options;
   options.trace = !trace_path.empty();
+  options.stats = flags.stats;
+  options.timeout = absl::Seconds(flags.timeout_s);
+  options.stall = absl::Seconds(flags.stall_s);
   if (options.trace && !std::ofstream(trace_path, std::ios::app)) {
     // Found out before the run, not after it.
     return UsageError(absl::StrCat("--trace: cannot write ", trace_path, ": ",
@@ -164,8 +226,26 @@ int Run(const std::string& path, int64_t pieces,
     }
     return RunFailed("", session.status());
   }
+  std::optional<ProgressLine> progress;
+  const bool terminal = isatty(STDERR_FILENO) == 1;
+  if (flags.progress == RunFlags::Progress::kOn ||
+      (flags.progress == RunFlags::Progress::kAuto && terminal)) {
+    const bool forced = flags.progress == RunFlags::Progress::kOn;
+    progress.emplace(session->get(), stderr, terminal, forced ? 0.0 : 1.0,
+                     /*final_line=*/forced);
+    progress->Start();
+  }
   absl::StatusOr<RunStats> result = (*session)->Run(pieces);
-  if (!result.ok()) return RunFailed("run failed: ", result.status());
+  if (progress) progress->Stop();
+  if (!result.ok()) {
+    int code = RunFailed("run failed: ", result.status());
+    if ((*session)->left_threads_running()) {
+      // A thread is still inside a kernel: leave without static destructors.
+      std::fflush(nullptr);
+      std::_Exit(code);
+    }
+    return code;
+  }
   if (!trace_path.empty()) {
     absl::Status written = WriteChromeTrace((*session)->trace(), trace_path);
     if (!written.ok()) return RunFailed("", written);
@@ -177,13 +257,16 @@ int Run(const std::string& path, int64_t pieces,
                      ",\"checksum\":", JsonNumber(sink.checksum),
                      ",\"in_order\":", sink.in_order ? "true" : "false", "}"));
   }
+  std::string stats;
+  if (flags.stats) stats = absl::StrCat(",\"stats\":", ReportStats(*result));
   std::fprintf(stderr, "actorflow: %s: %lld pieces, %lld acts in %.3f ms\n",
                path.c_str(), static_cast<long long>(result->pieces),
                static_cast<long long>(result->acts), result->wall_ms);
   std::printf(
-      "{\"status\":\"ok\",\"pieces\":%lld,\"wall_ms\":%.3f,\"sinks\":{%s}}\n",
+      "{\"status\":\"ok\",\"pieces\":%lld,\"wall_ms\":%.3f,\"sinks\":{%s}%s}"
+      "\n",
       static_cast<long long>(result->pieces), result->wall_ms,
-      absl::StrJoin(sinks, ",").c_str());
+      absl::StrJoin(sinks, ",").c_str(), stats.c_str());
   return kExitOk;
 }
 
@@ -223,8 +306,7 @@ int Main(int argc, char** argv) {
     return UsageError(absl::StrCat("unknown command '", command, "'"));
   }
   std::string plan_path;
-  std::string trace_path;
-  int64_t pieces = -1;
+  RunFlags run;
   bool shapes = false;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -233,15 +315,33 @@ int Main(int argc, char** argv) {
       return kExitOk;
     }
     if (command == "run" && absl::StartsWith(arg, "--pieces=")) {
-      if (!absl::SimpleAtoi(arg.substr(9), &pieces) || pieces < 0) {
+      if (!absl::SimpleAtoi(arg.substr(9), &run.pieces) || run.pieces < 0) {
         return UsageError(absl::StrCat(
             "--pieces needs a whole number >= 0, got '", arg.substr(9), "'"));
       }
     } else if (command == "run" && absl::StartsWith(arg, "--trace=")) {
-      trace_path = ResolvePath(arg.substr(8));
+      run.trace_path = ResolvePath(arg.substr(8));
       if (arg.size() == 8) {
         return UsageError("--trace needs a file name");
       }
+    } else if (command == "run" && arg == "--stats") {
+      run.stats = true;
+    } else if (command == "run" && (absl::StartsWith(arg, "--timeout=") ||
+                                    absl::StartsWith(arg, "--stall="))) {
+      const size_t eq = arg.find('=');
+      const std::string value = arg.substr(eq + 1);
+      double seconds = 0;
+      if (!absl::SimpleAtod(value, &seconds) || !(seconds > 0) ||
+          seconds > 1e9) {
+        return UsageError(absl::StrCat(arg.substr(0, eq),
+                                       " needs a number of seconds > 0, got '",
+                                       value, "'"));
+      }
+      (arg[2] == 't' ? run.timeout_s : run.stall_s) = seconds;
+    } else if (command == "run" && arg == "--progress") {
+      run.progress = RunFlags::Progress::kOn;
+    } else if (command == "run" && arg == "--no-progress") {
+      run.progress = RunFlags::Progress::kOff;
     } else if (command == "validate" && arg == "--shapes") {
       shapes = true;
     } else if (absl::StartsWith(arg, "-")) {
@@ -257,8 +357,7 @@ int Main(int argc, char** argv) {
     return UsageError(absl::StrCat(command, ": missing PLAN"));
   }
   if (command == "dot") return Dot(plan_path);
-  return command == "run" ? Run(plan_path, pieces, trace_path)
-                          : Validate(plan_path, shapes);
+  return command == "run" ? Run(plan_path, run) : Validate(plan_path, shapes);
 }
 
 }  // namespace

@@ -1,13 +1,19 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <utility>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "memory/cuda_api.h"
 #include "memory/synced_memory.h"
@@ -70,6 +76,22 @@ absl::flat_hash_set<int64_t> HostSidesOfCopies(const Plan& plan) {
     }
   }
   return ids;
+}
+
+// Keeps what an abandoned thread may still touch (see ~Session), and tells
+// LeakSanitizer that it is kept on purpose.
+template <typename T>
+void Keep(std::unique_ptr<T>& owner) {
+  T* kept = owner.release();
+#if defined(__SANITIZE_ADDRESS__)
+  if (kept != nullptr) __lsan_ignore_object(kept);
+#else
+  (void)kept;
+#endif
+}
+
+std::string Seconds(absl::Duration duration) {
+  return absl::StrFormat("%.2f s", absl::ToDoubleSeconds(duration));
 }
 
 }  // namespace
@@ -227,9 +249,22 @@ absl::Status Session::Build() {
   bus_ = std::make_unique<ActorMsgBus>(std::move(thread_of_actor));
   monitor_ = std::make_unique<RunMonitor>(
       0, [this](const absl::Status& status) { OnFailure(status); });
-  env_ = ActorEnv{monitor_.get(), &pieces_, &resetting_, options_.trace};
+  // Limits need the running kernel's start; progress and stats the acts.
+  const bool timed = options_.stats ||
+                     options_.timeout > absl::ZeroDuration() ||
+                     options_.stall > absl::ZeroDuration();
+  env_ = ActorEnv{monitor_.get(), &pieces_, &resetting_, options_.trace, timed};
   actors_.resize(n);
   acts_before_.resize(n);
+  snapshots_.resize(n);
+  snapshot_taken_ = std::make_unique<std::atomic<bool>[]>(n);
+  for (int t = 0; t < n; ++t) {
+    bool read = false;
+    for (const auto& desc : descs_) {
+      if (desc->producer == t && !desc->consumers.empty()) read = true;
+    }
+    if (!read) last_tasks_.push_back(t);
+  }
 
   constructing_.Reset(n);
   for (int a = 0; a < n; ++a) {
@@ -249,19 +284,189 @@ Session::~Session() {
   if (running) {
     monitor_->ReportFailure(absl::CancelledError(
         "the session was destroyed while a run was in progress"));
-    for (const auto& port : ports_) {
-      if (!port->is_feed) continue;
-      port->feed.Close();
-      (void)SendCmd(port->actor, ActorCmd::kFed);
+    std::string abandoned = CancelRun();
+    if (!abandoned.empty()) {
+      std::fprintf(stderr, "actorflow: session destroyed: %s\n",
+                   abandoned.c_str());
     }
-    monitor_->running().Wait();
+  }
+  if (threads_ == nullptr) return;  // Build failed before the threads
+  if (abandoned_) {
+    // The abandoned thread may come back from its kernel and finish that
+    // act: what it can reach stays allocated. The other threads are joined.
+    threads_->StopAll();
+    Keep(threads_);
+    for (auto& actor : actors_) Keep(actor);
+    for (auto& desc : descs_) Keep(desc);
+    for (auto& port : ports_) Keep(port);
+    Keep(monitor_);
+    Keep(compiled_);
+    return;
   }
   threads_.reset();  // stops and joins every thread
   actors_.clear();
   descs_.clear();
 }
 
+std::string Session::CancelRun() {
+  for (const auto& port : ports_) {
+    if (!port->is_feed) continue;
+    port->feed.Close();
+    (void)SendCmd(port->actor, ActorCmd::kFed);
+  }
+  // Actors that wait for something that will never come learn here that
+  // the run is aborting.
+  for (int32_t a = 0; a < static_cast<int32_t>(actors_.size()); ++a) {
+    (void)SendCmd(a, ActorCmd::kWake);
+  }
+  while (!monitor_->running().WaitFor(options_.cancel_grace)) {
+    // Still draining: a kernel that has run through the whole grace period
+    // is taken not to return.
+    std::vector<std::string> stuck;
+    const int64_t now = SteadyNowNs();
+    const int64_t grace_ns = absl::ToInt64Nanoseconds(options_.cancel_grace);
+    for (size_t a = 0; a < actors_.size(); ++a) {
+      int64_t since = actors_[a]->kernel_since_ns();
+      if (since == 0 || (since > 1 && now - since < grace_ns)) continue;
+      int index = *threads_->IndexOf(streams_[a]);
+      if (threads_->thread(index)->abandoned()) continue;
+      threads_->Abandon(index);
+      abandoned_ = true;
+      stuck.push_back(absl::StrCat(
+          "the kernel of ", TaskLabel(actors_[a]->task()), " did not return ",
+          Seconds(options_.cancel_grace),
+          " after the run was cancelled; its thread (stream ",
+          streams_[a].ToString(), ") is left running and is not joined"));
+    }
+    if (abandoned_) return absl::StrJoin(stuck, "; ");
+  }
+  return "";
+}
+
+int64_t Session::TotalActs() const {
+  int64_t acts = 0;
+  for (const auto& actor : actors_) acts += actor->act_count();
+  return acts;
+}
+
+RunProgress Session::Progress() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  RunProgress progress;
+  progress.running = running_;
+  if (!started_once_) return progress;
+  progress.pieces_total = has_feeds_ ? -1 : pieces_;
+  progress.elapsed_ms =
+      static_cast<double>(SteadyNowNs() - run_start_ns_) / 1e6;
+  int64_t done = INT64_MAX;
+  for (size_t a = 0; a < actors_.size(); ++a) {
+    progress.acts += actors_[a]->act_count() - acts_before_[a];
+  }
+  for (int32_t t : last_tasks_) {
+    done = std::min(done, actors_[t]->act_count() - acts_before_[t]);
+  }
+  progress.pieces_done = done == INT64_MAX ? 0 : done;
+  return progress;
+}
+
+absl::Status Session::WaitWithinLimits(int64_t run_start_ns) {
+  const absl::Duration timeout = options_.timeout;
+  const absl::Duration stall = options_.stall;
+  const absl::Duration zero = absl::ZeroDuration();
+  if (timeout <= zero && stall <= zero) {
+    monitor_->running().Wait();
+    return absl::OkStatus();
+  }
+  // Progress is sampled: the watchdog looks at the act counts a few times
+  // per stall period (and at least every 100 ms).
+  absl::Duration poll = absl::Milliseconds(100);
+  if (stall > zero) poll = std::min(poll, stall / 4);
+  const absl::Time start =
+      absl::Now() - absl::Nanoseconds(SteadyNowNs() - run_start_ns);
+  int64_t acts = TotalActs();
+  absl::Time last_act = absl::Now();
+  while (true) {
+    absl::Duration wait = poll;
+    if (timeout > zero) wait = std::min(wait, start + timeout - absl::Now());
+    if (monitor_->running().WaitFor(std::max(wait, zero))) {
+      return absl::OkStatus();
+    }
+    const absl::Time now = absl::Now();
+    const int64_t now_acts = TotalActs();
+    if (now_acts != acts) {
+      acts = now_acts;
+      last_act = now;
+    }
+    if (timeout > zero && now - start >= timeout) {
+      return StopHungRun(
+          absl::StrCat("the run did not end within its timeout of ",
+                       Seconds(timeout), " (", acts, " acts so far)"));
+    }
+    if (stall > zero && now - last_act >= stall) {
+      return StopHungRun(absl::StrCat("no task acted for ",
+                                      Seconds(now - last_act), " (stall limit ",
+                                      Seconds(stall), ")"));
+    }
+  }
+}
+
+HangFacts Session::CollectHangFacts(const std::string& reason) {
+  const int n = static_cast<int>(actors_.size());
+  HangFacts facts;
+  facts.reason = reason;
+  describing_.Reset(n);
+  for (int a = 0; a < n; ++a) {
+    if (!SendCmd(a, ActorCmd::kDescribe).ok()) describing_.Decrement();
+  }
+  // A thread inside a kernel cannot answer; the others answer at once (or
+  // within a second on a loaded machine).
+  for (int tries = 0; tries < 20; ++tries) {
+    if (describing_.WaitFor(absl::Milliseconds(50))) break;
+    bool all_in = true;
+    for (int a = 0; a < n && all_in; ++a) {
+      all_in = snapshot_taken_[a].load(std::memory_order_acquire) ||
+               ThreadInKernel(a);
+    }
+    if (all_in) break;
+  }
+  const int64_t now = SteadyNowNs();
+  for (int a = 0; a < n; ++a) {
+    facts.snapshots.push_back(snapshot_taken_[a].load(std::memory_order_acquire)
+                                  ? snapshots_[a]
+                                  : std::nullopt);
+    int64_t since = actors_[a]->kernel_since_ns();
+    facts.kernel_running_ns.push_back(since == 0   ? -1
+                                      : since == 1 ? 0
+                                                   : now - since);
+    facts.streams.push_back(streams_[a].ToString());
+  }
+  return facts;
+}
+
+bool Session::ThreadInKernel(int32_t actor) const {
+  for (size_t a = 0; a < actors_.size(); ++a) {
+    if (streams_[a] == streams_[actor] && actors_[a]->kernel_since_ns() != 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::Status Session::StopHungRun(const std::string& reason) {
+  std::string report = HangReport(compiled_->plan, CollectHangFacts(reason));
+  monitor_->ReportFailure(absl::DeadlineExceededError(report));
+  std::string abandoned = CancelRun();
+  if (!abandoned.empty())
+    absl::StrAppend(&report, "\n  left running: ", abandoned);
+  return absl::DeadlineExceededError(report);
+}
+
 void Session::Handle(const ActorMsg& msg) {
+  if (msg.kind == ActorMsgKind::kCmd && msg.cmd == ActorCmd::kDescribe) {
+    snapshots_[msg.dst] = actors_[msg.dst]->Snapshot();
+    snapshot_taken_[msg.dst].store(true, std::memory_order_release);
+    describing_.Decrement();
+    return;
+  }
   if (msg.kind == ActorMsgKind::kCmd && msg.cmd == ActorCmd::kConstruct) {
     std::vector<RegstDesc*> produced;
     std::vector<RegstDesc*> consumed;
@@ -331,6 +536,7 @@ absl::Status Session::Start(int64_t pieces) {
 }
 
 absl::StatusOr<RunStats> Session::Wait() {
+  int64_t run_start_ns;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!running_) {
@@ -338,12 +544,14 @@ absl::StatusOr<RunStats> Session::Wait() {
       if (!failed.ok()) return failed;
       return absl::FailedPreconditionError("no run in progress");
     }
+    run_start_ns = run_start_ns_;
   }
   // Not under mu_: a feed's caller may need it to close the feed.
-  monitor_->running().Wait();
+  absl::Status hung = WaitWithinLimits(run_start_ns);
   const int64_t end_ns = SteadyNowNs();
   std::lock_guard<std::mutex> lock(mu_);
   running_ = false;
+  if (!hung.ok()) return hung;
   RunStats stats;
   stats.first_piece = next_piece_;
   stats.wall_ms = static_cast<double>(end_ns - run_start_ns_) / 1e6;
@@ -352,6 +560,11 @@ absl::StatusOr<RunStats> Session::Wait() {
     int64_t acts = actors_[a]->act_count() - acts_before_[a];
     stats.acts += acts;
     if (IsFeed(actors_[a]->task())) stats.pieces = std::max(stats.pieces, acts);
+    if (options_.stats) {
+      TaskStats task = actors_[a]->stats();
+      task.acts = acts;
+      stats.tasks[actors_[a]->task().name()] = task;
+    }
   }
   next_piece_ += stats.pieces;
   if (options_.trace) {

@@ -5,17 +5,21 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "actor/actor.h"
 #include "actor/actor_msg_bus.h"
+#include "actor/actor_stats.h"
 #include "actor/kernel.h"
 #include "actor/run_monitor.h"
 #include "runtime/compiled_plan.h"
+#include "runtime/hang_report.h"
 #include "runtime/kernel_bindings.h"
 #include "runtime/run_trace.h"
 #include "runtime/tensor.h"
@@ -29,18 +33,47 @@ struct SessionOptions {
   ChannelOptions channel;
   // Record when every act of each run ran (Session::trace()).
   bool trace = false;
+  // Time every act and every wait, for RunStats::tasks. Costs a few clock
+  // reads per act.
+  bool stats = false;
+  // Limits on one run, enforced while Wait (or Run) waits; zero: none. A
+  // run that takes longer than `timeout`, or in which no task acts for
+  // `stall` (a kernel that runs that long counts as no act), is stopped:
+  // Wait returns DeadlineExceeded whose message is the hang report (see
+  // runtime/hang_report.h), and the session is failed from then on.
+  absl::Duration timeout = absl::ZeroDuration();
+  absl::Duration stall = absl::ZeroDuration();
+  // Once a run is cancelled (a limit, or the session destroyed), how long a
+  // kernel already running may take to return. A thread whose kernel has
+  // not returned by then is left running, unjoined (the only thread the
+  // session ever leaves), and what it may still touch is never freed.
+  absl::Duration cancel_grace = absl::Seconds(2);
   // Kernels for this session only (see KernelBindings).
   KernelBindings kernels;
   // Which CUDA devices are usable (tests pass their own).
   DeviceProbe probe = cuda::DeviceAvailable;
 };
 
-// What one run did. Plain data: returning it allocates nothing.
+// What one run did. Without SessionOptions::stats returning it allocates
+// nothing.
 struct RunStats {
   int64_t first_piece = 0;  // the id of the run's first piece
   int64_t pieces = 0;       // pieces each source made (a feed: pieces fed)
   int64_t acts = 0;         // acts of every actor in this run
   double wall_ms = 0;       // from starting the sources to the last finish
+  // With SessionOptions::stats: per task name, where its time went.
+  std::map<std::string, TaskStats> tasks;
+};
+
+// A run in progress as seen from outside it (Session::Progress).
+struct RunProgress {
+  bool running = false;
+  // Pieces that every last task (one whose outputs nobody reads) has
+  // taken in this run.
+  int64_t pieces_done = 0;
+  int64_t pieces_total = -1;  // -1: unknown (a plan with feeds)
+  int64_t acts = 0;           // every actor's, in this run
+  double elapsed_ms = 0;
 };
 
 class Session;
@@ -94,8 +127,16 @@ class FetchedTensor {
 // next Feed, Fetch, Run, Start or Wait (a blocked one wakes), naming the
 // task and piece, and from then on every call returns that same error.
 // Destroying a session with a run in progress cancels it: sources stop,
-// everything in flight drains, every thread is joined and every register
-// freed (borrowed FetchedTensors must be released first).
+// every actor is woken to end, everything in flight drains, every thread is
+// joined and every register freed (borrowed FetchedTensors must be released
+// first). The one exception is a kernel that has not returned
+// SessionOptions::cancel_grace after the cancel: its thread is left
+// running, and the session says so on stderr.
+//
+// Hangs. With SessionOptions::timeout or stall, Wait and Run stop a run
+// that passes either limit and return the hang report: what every task
+// waits for and who holds it, which kernels run and for how long, and any
+// cycle of waits.
 class Session final : public MsgHandler<ActorMsg> {
  public:
   static absl::StatusOr<std::unique_ptr<Session>> Create(
@@ -113,6 +154,8 @@ class Session final : public MsgHandler<ActorMsg> {
   // Waits for the run in progress to drain and returns what it did.
   absl::StatusOr<RunStats> Wait();
   bool running() const;
+  // Any thread, any time: how far the current (or last) run has got.
+  RunProgress Progress() const;
 
   // Copies `tensor` into a free register of feed task `name` and sends it
   // on as the feed's next piece. The tensor must have the blob's data type
@@ -138,6 +181,10 @@ class Session final : public MsgHandler<ActorMsg> {
   const CompiledPlan& compiled() const { return *compiled_; }
   // The failure that stopped the session; OK while it is usable.
   absl::Status status() const;
+  // Whether a thread stuck in a kernel was left running (see
+  // SessionOptions::cancel_grace). A program that then exits should do so
+  // without running static destructors under that thread (std::_Exit).
+  bool left_threads_running() const { return abandoned_; }
 
   void Handle(const ActorMsg& msg) override;  // threads only
 
@@ -157,6 +204,20 @@ class Session final : public MsgHandler<ActorMsg> {
   static absl::Status TensorFits(const Port& port, const Tensor& tensor);
   absl::Status EnsureRunning();
   absl::Status SendCmd(int32_t actor, ActorCmd cmd);
+  int64_t TotalActs() const;
+  // Waits for the run to drain, within SessionOptions' limits; past one,
+  // stops the run and returns the hang report.
+  absl::Status WaitWithinLimits(int64_t run_start_ns);
+  absl::Status StopHungRun(const std::string& reason);
+  // Every actor's snapshot (those that answer within a second) and its
+  // running kernel.
+  HangFacts CollectHangFacts(const std::string& reason);
+  // Whether some actor on `actor`'s thread is inside a kernel call.
+  bool ThreadInKernel(int32_t actor) const;
+  // After a failure: wakes every actor so the run winds down, and waits
+  // for it to drain; a kernel still running after cancel_grace has its
+  // thread abandoned. Returns what it abandoned ("" if nothing).
+  std::string CancelRun();
 
   std::unique_ptr<CompiledPlan> compiled_;
   const SessionOptions options_;
@@ -175,6 +236,16 @@ class Session final : public MsgHandler<ActorMsg> {
   BlockingCounter constructing_{0};
   BlockingCounter resetting_{0};
   ActorEnv env_;
+  std::vector<int32_t> last_tasks_;  // whose outputs nobody reads
+  // The hang report's snapshots: slot a is written on actor a's thread,
+  // then taken_[a] set (release); the session reads slots whose flag it
+  // sees set.
+  std::vector<std::optional<ActorSnapshot>> snapshots_;
+  std::unique_ptr<std::atomic<bool>[]> snapshot_taken_;
+  BlockingCounter describing_{0};
+  // Set when a thread stuck in a kernel was left running: the destructor
+  // then frees nothing that thread could reach.
+  bool abandoned_ = false;
 
   mutable std::mutex mu_;  // guards the run state below
   bool running_ = false;

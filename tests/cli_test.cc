@@ -492,4 +492,154 @@ TEST_CASE("dot: a cycle's initial register is dashed; names are escaped",
   CHECK(RenderSvg("cycle", r.out) == 0);
 }
 
+// src -> slow (spins `us` per piece, on its own thread) -> checksum.
+std::string SlowPlan(const std::string& name, int64_t us, int64_t pieces) {
+  return WriteTemp(name, R"pb(
+                               total_piece_num:)pb" +
+                             std::to_string(pieces) + R"pb(
+                               task {
+                                 task_id: 1
+                                 name: "src"
+                                 kernel { op_type: "source" }
+                                 produced_regst_desc {
+                                   key: "out"
+                                   value {
+                                     regst_desc_id: 10
+                                     producer_task_id: 1
+                                     consumer_task_id: [ 2 ]
+                                     register_num: 2
+                                     elem_cnt: 4
+                                   }
+                                 }
+                               }
+                               task { task_id: 2 name: "slow"
+                                      stream { stream_index: 1 }
+                                      kernel { op_type: "spin"
+                                               attr { key: "us"
+                                                      value { i:)pb" +
+                             std::to_string(us) + R"pb(}
+                                                       }
+      }
+      consumed_regst_desc_id {
+        key: "in"
+        value { regst_desc_id: [ 10 ] }
+      }
+      produced_regst_desc {
+        key: "out"
+        value {
+          regst_desc_id: 20
+          producer_task_id: 2
+          consumer_task_id: [ 3 ]
+          register_num: 2
+          elem_cnt: 4
+        }
+      }
+    }
+    task {
+      task_id: 3
+      name: "sink"
+      kernel { op_type: "checksum" }
+      consumed_regst_desc_id {
+        key: "in"
+        value { regst_desc_id: [ 20 ] }
+      }
+    }
+  )pb");
+}
+
+TEST_CASE("--stats: a table on stderr, the figures in the JSON line", "[cli]") {
+  CliResult r =
+      RunCli("run --stats " + Runfile("examples/plans/quickstart.pbtxt"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(Contains(r.err, "busy ms"));
+  CHECK(Contains(r.err, "blocked in ms"));
+  CHECK(Contains(r.err, "blocked out ms"));
+  for (const char* task : {"source", "double", "triple", "add", "sink"}) {
+    INFO(task);
+    // Every task acted once per piece.
+    CHECK(Contains(r.last_line, std::string("\"") + task +
+                                    "\":{\"acts\":1000,\"busy_ms\":"));
+    CHECK(Contains(r.err, std::string("\n") + task));
+  }
+  CHECK(Contains(r.last_line, "\"blocked_on_inputs_ms\":"));
+  CHECK(Contains(r.last_line, "\"blocked_on_outputs_ms\":"));
+  // A source blocks on no input.
+  CHECK(Contains(r.last_line, "\"source\":{\"acts\":1000,\"busy_ms\":"));
+  CHECK(Contains(r.last_line.substr(r.last_line.find("\"source\":")),
+                 "\"blocked_on_inputs_ms\":0.000,"));
+  // Without --stats there is no table and no "stats".
+  CliResult plain = RunCli("run " + Runfile("examples/plans/quickstart.pbtxt"));
+  CHECK_FALSE(Contains(plain.last_line, "\"stats\""));
+  CHECK_FALSE(Contains(plain.err, "busy ms"));
+}
+
+TEST_CASE("--stall: a kernel that does not return gets a hang report",
+          "[cli]") {
+  // 30 s per piece: nothing acts after the first piece reaches `slow`.
+  std::string plan = SlowPlan("stall.pbtxt", 30 * 1000 * 1000, 10);
+  CliResult r = RunCli("run --stall=0.5 '" + plan + "'");
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(Contains(r.last_line, "{\"status\":\"error\",\"error\":\"hang report"));
+  CHECK(Contains(r.err, "hang report: no task acted for"));
+  CHECK(Contains(r.err,
+                 "task 'slow' (task_id 2) [spin on m0/cpu0/s1]: its "
+                 "kernel has been running for"));
+  CHECK(Contains(r.err,
+                 "task 'sink' (task_id 3) [checksum on m0/cpu0/s0, 0 "
+                 "acts]: waits for input 'in' (regst_desc 20): nothing "
+                 "ready from 'slow'"));
+  // The stuck thread is the one left behind, and the message says so.
+  CHECK(Contains(r.err,
+                 "its thread (stream m0/cpu0/s1) is left running and "
+                 "is not joined"));
+}
+
+TEST_CASE("--timeout: a run that takes too long is stopped and reported",
+          "[cli]") {
+  // 1000 pieces of 20 ms: 20 s, against a 0.5 s deadline. Each kernel
+  // returns soon after the cancel, so every thread is joined.
+  std::string plan = SlowPlan("slow.pbtxt", 20 * 1000, 1000);
+  CliResult r = RunCli("run --timeout=0.5 '" + plan + "'");
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(Contains(r.err,
+                 "hang report: the run did not end within its timeout "
+                 "of 0.50 s"));
+  CHECK(Contains(r.err, "task 'src' (task_id 1)"));
+  CHECK_FALSE(Contains(r.err, "left running"));
+  // The same plan within generous limits runs to the end.
+  CliResult ok =
+      RunCli("run --pieces=5 --timeout=600 --stall=600 '" + plan + "'");
+  CHECK(ok.exit_code == 0);
+  CHECK(Contains(ok.last_line, "\"sink\":{\"pieces\":5,"));
+}
+
+TEST_CASE("--progress forces the progress line, --no-progress hides it",
+          "[cli]") {
+  const std::string quickstart = Runfile("examples/plans/quickstart.pbtxt");
+  CliResult on = RunCli("run --progress " + quickstart);
+  INFO(on.err);
+  CHECK(on.exit_code == 0);
+  // stderr is not a terminal here: whole lines, the last at the end.
+  CHECK(Contains(on.err, "progress: 1000/1000 pieces, "));
+  CliResult off = RunCli("run --no-progress " + quickstart);
+  CHECK(off.exit_code == 0);
+  CHECK_FALSE(Contains(off.err, "progress:"));
+  // Not a terminal and not forced: no line either.
+  CHECK_FALSE(Contains(RunCli("run " + quickstart).err, "progress:"));
+}
+
+TEST_CASE("--timeout and --stall need a positive number of seconds", "[cli]") {
+  const std::string quickstart = Runfile("examples/plans/quickstart.pbtxt");
+  for (const char* bad : {"--timeout=0", "--timeout=-1",
+                          "--timeout=", "--stall=abc", "--stall=nan"}) {
+    INFO(bad);
+    CliResult r = RunCli(std::string("run ") + bad + " " + quickstart);
+    CHECK(r.exit_code == 2);
+    CHECK(Contains(r.last_line, "needs a number of seconds > 0"));
+  }
+}
+
 }  // namespace

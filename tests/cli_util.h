@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 namespace actorflow::testing {
@@ -17,6 +19,7 @@ struct CliResult {
   int exit_code = -1;
   std::string out;        // stdout
   std::string last_line;  // its last line
+  std::string err;        // stderr
 };
 
 inline std::string Runfile(const std::string& path) {
@@ -29,8 +32,11 @@ inline std::string Runfile(const std::string& path) {
 inline CliResult RunCli(const std::string& args, const std::string& dir = ".",
                         const std::string& env = "",
                         const std::string& binary = "actorflow") {
+  static int calls = 0;
+  const std::string err_path = std::string(std::getenv("TEST_TMPDIR")) +
+                               "/cli_stderr_" + std::to_string(calls++);
   std::string command = "cd '" + dir + "' && " + env + "'" + Runfile(binary) +
-                        "' " + args + " 2>/dev/null";
+                        "' " + args + " 2>'" + err_path + "'";
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   CliResult result;
@@ -41,6 +47,9 @@ inline CliResult RunCli(const std::string& args, const std::string& dir = ".",
   }
   int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path);
+  result.err.assign(std::istreambuf_iterator<char>(err),
+                    std::istreambuf_iterator<char>());
   std::string trimmed = result.out;
   while (!trimmed.empty() && trimmed.back() == '\n') trimmed.pop_back();
   size_t nl = trimmed.rfind('\n');

@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -84,6 +85,17 @@ class Thread {
     if (!InThisThread() && os_thread_.joinable()) os_thread_.join();
   }
 
+  // Gives up on a loop stuck in a call that does not return (a kernel that
+  // never ends): the loop is detached instead of joined, and handles no
+  // message after that call. The owner must then never destroy this
+  // object, nor anything the stuck call may still touch.
+  void Abandon() {
+    abandoned_.store(true, std::memory_order_relaxed);
+    RequestStop();
+    if (os_thread_.joinable()) os_thread_.detach();
+  }
+  bool abandoned() const { return abandoned_.load(std::memory_order_relaxed); }
+
   // Stops and joins the threads this one owns besides its loop (an async
   // stream's poller). Those send to other threads, so ThreadMgr calls this
   // after every loop has exited and before it destroys any thread.
@@ -120,6 +132,7 @@ class Thread {
     OnLoopStart();
     while (true) {
       while (!local_.empty()) {
+        if (__builtin_expect(abandoned(), 0)) return;
         Msg msg = local_.Pop();
         ++local_msg_count_;
         handler_->Handle(msg);
@@ -128,6 +141,7 @@ class Thread {
       // The local queue is empty here, so blocking is safe.
       if (channel_.ReceiveMany(&batch_) == ChannelStatus::kClosed) break;
       for (const Msg& msg : batch_) {
+        if (__builtin_expect(abandoned(), 0)) return;
         ++channel_msg_count_;
         handler_->Handle(msg);
       }
@@ -144,6 +158,7 @@ class Thread {
   std::vector<Msg> batch_;
   uint64_t local_msg_count_ = 0;
   uint64_t channel_msg_count_ = 0;
+  std::atomic<bool> abandoned_{false};
   std::thread os_thread_;
 };
 

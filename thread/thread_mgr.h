@@ -67,7 +67,13 @@ class ThreadMgr {
     return mgr;
   }
 
-  ~ThreadMgr() { StopAll(); }
+  ~ThreadMgr() {
+    StopAll();
+    // An abandoned loop still runs on this object: it is never freed.
+    for (auto& thread : threads_) {
+      if (thread->abandoned()) (void)thread.release();
+    }
+  }
   ThreadMgr(const ThreadMgr&) = delete;
   ThreadMgr& operator=(const ThreadMgr&) = delete;
 
@@ -91,6 +97,9 @@ class ThreadMgr {
   // Precondition: 0 <= index < size().
   Thread<Msg>* thread(int index) const { return threads_[index].get(); }
   int size() const { return static_cast<int>(threads_.size()); }
+
+  // Detaches thread `index` instead of joining it (see Thread::Abandon).
+  void Abandon(int index) { threads_[index]->Abandon(); }
 
   // Closes every thread first, then joins them, so no thread waits on a
   // sibling that has not been told to stop. Idempotent.
