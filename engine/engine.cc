@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include <algorithm>
+
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -21,6 +23,8 @@ struct InlineQueue {
   OprBlock* tail = nullptr;
 };
 thread_local InlineQueue t_inline;
+// The operation whose function runs on this thread (innermost), if any.
+thread_local const Opr* t_running_opr = nullptr;
 
 std::string OprName(const Opr& opr) {
   return opr.name.empty() ? std::string("(unnamed)") : opr.name;
@@ -367,6 +371,13 @@ void Engine::Execute(OprBlock* block, StreamSet* streams) {
                                            "': ", rctx.status().message())));
     return;
   }
+  // Restored on every way out, so operations run inline (NaiveEngine, kAsync)
+  // nest correctly.
+  struct Running {
+    const Opr* outer = t_running_opr;
+    explicit Running(const Opr* opr) { t_running_opr = opr; }
+    ~Running() { t_running_opr = outer; }
+  } running(block->opr);
   try {
     block->opr->fn(*rctx, keep);
   } catch (const std::exception& e) {
@@ -472,8 +483,24 @@ absl::Status Engine::WaitForVar(VarHandle var) {
           "WaitForVar on a variable already passed to DeleteVariable");
     }
   }
-  Opr* opr = new Opr([](RunContext, CallbackOnComplete done) { done(); }, {},
-                     {var}, FnProperty::kAsync, "WaitForVar");
+  if (const Opr* running = t_running_opr) {
+    auto uses = [var](const auto& vars) {
+      return std::find(vars.begin(), vars.end(), var) != vars.end();
+    };
+    // Writing `var`, the caller is one of the writes it would wait for.
+    if (uses(running->mutable_vars)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "WaitForVar called inside operation '", OprName(*running),
+          "', which writes that variable: it would wait for itself"));
+    }
+    // Reading `var`, every write pushed before the caller is done; a write
+    // pushed since waits for the caller, so it cannot be waited for here.
+    if (uses(running->const_vars)) return absl::OkStatus();
+  }
+  // A read: it runs once every write pushed before it is done, and does
+  // not wait for earlier reads.
+  Opr* opr = new Opr([](RunContext, CallbackOnComplete done) { done(); },
+                     {var}, {}, FnProperty::kAsync, "WaitForVar");
   opr->internal = true;
   opr->counts_version = false;
   BlockWaiter waiter;

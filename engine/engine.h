@@ -117,10 +117,14 @@ class Engine {
   // then frees the variable. Pushing on `var` afterwards is an error.
   void DeleteVariable(SyncFn delete_fn, Context exec_ctx, VarHandle var);
 
-  // Waits for every operation pushed on `var` before this call. Returns the
-  // error carried by `var` (an operation that wrote it failed, or was skipped
-  // because something it depended on failed) and clears it: each error is
-  // reported once.
+  // Waits for every operation that writes `var` and was pushed before this
+  // call (not for earlier reads: a read pushed now would not either).
+  // Returns the error carried by `var` (an operation that wrote it failed,
+  // or was skipped because something it depended on failed) and clears it:
+  // each error is reported once. Called inside an operation that reads
+  // `var`, it returns at once (every earlier write is done; a later one
+  // waits for the caller). Called inside an operation that writes `var`,
+  // it returns FailedPrecondition instead of waiting for itself.
   absl::Status WaitForVar(VarHandle var);
   // Waits until nothing is pending. Returns the first error since the last
   // WaitForAll that returned one, and clears it.

@@ -101,7 +101,8 @@ TEST_CASE("a variable both read and written counts once, as written") {
   // Counted as a read, the held operation would have let the reader run.
   CHECK_FALSE(reader_ran.load());
   held.Release();
-  REQUIRE(engine->WaitForVar(a).ok());
+  // WaitForVar waits for the write only; the reader after it needs more.
+  REQUIRE(engine->WaitForAll().ok());
   CHECK(reader_ran.load());
   CHECK(a->version() == 1);  // one write, not two
 }
@@ -144,6 +145,59 @@ TEST_CASE("WaitForVar waits only for its variable") {
     held.Release();
     REQUIRE(engine->WaitForVar(a).ok());
     CHECK(a->version() == 1);
+  });
+}
+
+TEST_CASE("WaitForVar waits for earlier writes, not for earlier reads") {
+  ForEachEngine(kThreaded, [&](Engine* engine) {
+    VarHandle a = engine->NewVariable();
+    HeldOp reader;
+    engine->PushAsync(reader.Fn(), Context::CPU(), {a}, {});
+    REQUIRE(WaitUntil([&] { return reader.started(); }));
+    REQUIRE(engine->WaitForVar(a).ok());  // the read is still held
+    CHECK(reader.started());
+    // A write pushed after the read waits for it, and WaitForVar for the
+    // write.
+    std::atomic<bool> written{false};
+    engine->PushSync([&](RunContext) { written = true; }, Context::CPU(), {},
+                     {a});
+    std::atomic<bool> waited{false};
+    std::thread waiter([&] {
+      CHECK(engine->WaitForVar(a).ok());
+      waited = true;
+    });
+    Drain(engine);
+    CHECK_FALSE(written.load());
+    CHECK_FALSE(waited.load());
+    reader.Release();
+    waiter.join();
+    CHECK(written.load());
+    CHECK(a->version() == 1);
+  });
+}
+
+TEST_CASE("WaitForVar inside an operation: reading returns, writing errs") {
+  ForEachEngine(kAll, [&](Engine* engine) {
+    Engine* e = engine;
+    VarHandle a = engine->NewVariable();
+    absl::Status in_read = absl::UnknownError("not run");
+    absl::Status in_write = absl::UnknownError("not run");
+    engine->PushSync([&](RunContext) { in_read = e->WaitForVar(a); },
+                     Context::CPU(), {a}, {}, FnProperty::kNormal, 0, "reader");
+    // Pushed while the reader may still run: the wait inside it must not
+    // wait for this write, which waits for the reader.
+    engine->PushSync([](RunContext) {}, Context::CPU(), {}, {a});
+    engine->PushSync([&](RunContext) { in_write = e->WaitForVar(a); },
+                     Context::CPU(), {}, {a}, FnProperty::kNormal, 0, "writer");
+    REQUIRE(engine->WaitForAll().ok());
+    CHECK(in_read.ok());
+    CHECK(in_write.code() == absl::StatusCode::kFailedPrecondition);
+    CHECK(in_write.message() ==
+          "WaitForVar called inside operation 'writer', which writes that "
+          "variable: it would wait for itself");
+    CHECK(a->version() == 2);
+    // Outside any operation again, it waits as usual.
+    CHECK(engine->WaitForVar(a).ok());
   });
 }
 
