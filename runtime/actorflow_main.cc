@@ -64,10 +64,15 @@ usage:
                     waits for and who holds it, running kernels and for how
                     long, any cycle of waits) and exits 1. A kernel that
                     never returns is the one thread left unjoined.
+    --max-register-bytes=N
+                    refuse a plan whose registers (every register_num of
+                    every descriptor, host and device, at least 256 bytes
+                    each) need more than N bytes, before allocating any;
+                    suffix K, M, G; default 16G
     --progress      show a progress line on stderr (pieces done, rate);
                     by default it shows on a terminal once a run has
                     taken a second. --no-progress: never
-  actorflow validate PLAN [--shapes]
+  actorflow validate PLAN [--shapes] [--max-register-bytes=N]
                                     print every problem in PLAN (exit 0:
                                     none); --shapes also prints every
                                     register's blobs, inferred or stated
@@ -121,11 +126,14 @@ int InvalidStatus(const absl::Status& status) {
   return Invalid(absl::StrSplit(status.message(), '\n'));
 }
 
-int Validate(const std::string& path, bool shapes) {
+int Validate(const std::string& path, bool shapes,
+             int64_t max_register_bytes) {
   absl::StatusOr<Plan> loaded = LoadPlan(ResolvePath(path));
   if (!loaded.ok()) return Invalid({std::string(loaded.status().message())});
+  CompileOptions options;
+  options.max_register_bytes = max_register_bytes;
   absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =
-      CompilePlan(std::move(*loaded));
+      CompilePlan(std::move(*loaded), options);
   if (!compiled.ok()) return InvalidStatus(compiled.status());
   const int tasks = (*compiled)->plan.task_size();
   if (shapes) std::fputs(DescribeShapes(**compiled).c_str(), stdout);
@@ -158,6 +166,7 @@ int RunFailed(const char* what, const absl::Status& status) {
 
 struct RunFlags {
   int64_t pieces = -1;
+  int64_t max_register_bytes = kDefaultMaxRegisterBytes;
   std::string trace_path;
   bool stats = false;
   double timeout_s = 0;
@@ -211,6 +220,7 @@ int Run(const std::string& path, const RunFlags& flags) {
   SessionOptions options;
   options.trace = !trace_path.empty();
   options.stats = flags.stats;
+  options.max_register_bytes = flags.max_register_bytes;
   options.timeout = absl::Seconds(flags.timeout_s);
   options.stall = absl::Seconds(flags.stall_s);
   if (options.trace && !std::ofstream(trace_path, std::ios::app)) {
@@ -288,6 +298,27 @@ int ListKernels() {
   return kExitOk;
 }
 
+// "4096", "64K", "512M", "16G" (binary units).
+bool ParseBytes(std::string text, int64_t* bytes) {
+  int shift = 0;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K': shift = 10; break;
+      case 'M': shift = 20; break;
+      case 'G': shift = 30; break;
+      default: break;
+    }
+    if (shift != 0) text.pop_back();
+  }
+  int64_t count = 0;
+  if (!absl::SimpleAtoi(text, &count) || count <= 0 ||
+      count > (INT64_MAX >> shift)) {
+    return false;
+  }
+  *bytes = count << shift;
+  return true;
+}
+
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -324,6 +355,15 @@ int Main(int argc, char** argv) {
       if (arg.size() == 8) {
         return UsageError("--trace needs a file name");
       }
+    } else if (command != "dot" &&
+               absl::StartsWith(arg, "--max-register-bytes=")) {
+      const std::string value = arg.substr(21);
+      if (!ParseBytes(value, &run.max_register_bytes)) {
+        return UsageError(absl::StrCat(
+            "--max-register-bytes needs a byte count > 0 (suffix K, M or G "
+            "for KiB, MiB, GiB), got '",
+            value, "'"));
+      }
     } else if (command == "run" && arg == "--stats") {
       run.stats = true;
     } else if (command == "run" && (absl::StartsWith(arg, "--timeout=") ||
@@ -357,7 +397,9 @@ int Main(int argc, char** argv) {
     return UsageError(absl::StrCat(command, ": missing PLAN"));
   }
   if (command == "dot") return Dot(plan_path);
-  return command == "run" ? Run(plan_path, run) : Validate(plan_path, shapes);
+  return command == "run"
+             ? Run(plan_path, run)
+             : Validate(plan_path, shapes, run.max_register_bytes);
 }
 
 }  // namespace

@@ -30,11 +30,20 @@ struct CompiledPlan {
   std::map<int64_t, std::vector<BlobDesc>> blobs;
 };
 
+// The default limit on a plan's register memory: every register of every
+// descriptor, host and device alike, at its blobs' (maximum) size, each
+// counted as at least kRegstOverheadBytes for its bookkeeping.
+inline constexpr int64_t kDefaultMaxRegisterBytes = int64_t{16} << 30;
+inline constexpr int64_t kRegstOverheadBytes = 256;
+
 struct CompileOptions {
   // Which CUDA devices are usable (tests pass their own).
   DeviceProbe probe = cuda::DeviceAvailable;
   // Kernels bound for this plan only; null: the registry's.
   const KernelBindings* bindings = nullptr;
+  // A plan whose registers need more (see kDefaultMaxRegisterBytes) is
+  // refused, before anything is allocated.
+  int64_t max_register_bytes = kDefaultMaxRegisterBytes;
 };
 
 // Checks `plan`, infers its shapes in topological order (each kernel's Init

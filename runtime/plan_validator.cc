@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "actor/kernel.h"
 #include "memory/cuda_api.h"
@@ -618,6 +619,49 @@ class Validator {
   std::set<int> gpu_unusable_;  // tasks on a GPU stream this machine lacks
 };
 
+std::string Bytes(int64_t bytes) {
+  if (bytes < (int64_t{1} << 20)) return absl::StrCat(bytes, " bytes");
+  const bool gib = bytes >= (int64_t{1} << 30);
+  return absl::StrFormat("%d bytes (%.1f %s)", bytes,
+                         static_cast<double>(bytes) / (gib ? 1 << 30 : 1 << 20),
+                         gib ? "GiB" : "MiB");
+}
+
+// Saturating: a sum past INT64_MAX stays there, over any limit.
+absl::Status CheckRegisterBytes(const CompiledPlan& compiled, int64_t limit) {
+  int64_t total = 0;
+  int64_t largest = -1;
+  std::string largest_where;
+  for (const TaskProto& task : compiled.plan.task()) {
+    for (const auto& [name, desc] : SortedOutputs(task)) {
+      const int64_t each = std::max(
+          LayOut(compiled.blobs.at(desc->regst_desc_id())).bytes,
+          kRegstOverheadBytes);
+      int64_t bytes = 0;
+      if (__builtin_mul_overflow(each, int64_t{desc->register_num()}, &bytes) ||
+          __builtin_add_overflow(total, bytes, &total)) {
+        total = INT64_MAX;
+        bytes = INT64_MAX;
+      }
+      if (bytes > largest) {
+        largest = bytes;
+        largest_where = absl::StrCat(TaskLabel(task), " '", name,
+                                     "' (regst_desc ", desc->regst_desc_id(),
+                                     "): register_num ", desc->register_num(),
+                                     " x ", each, " bytes");
+      }
+    }
+  }
+  if (total <= limit) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "plan: its registers need ", total == INT64_MAX ? "more than" : "",
+      total == INT64_MAX ? " 2^63 bytes" : Bytes(total),
+      ", over the limit of ", Bytes(limit),
+      " per plan (max_register_bytes; actorflow --max-register-bytes); the "
+      "largest: ",
+      largest_where));
+}
+
 }  // namespace
 
 std::vector<std::string> ValidatePlan(const Plan& plan, DeviceProbe probe) {
@@ -639,6 +683,8 @@ absl::StatusOr<std::unique_ptr<CompiledPlan>> CompilePlan(
     return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
   }
   compiled->blobs = validator.resolved_blobs();
+  absl::Status fits = CheckRegisterBytes(*compiled, options.max_register_bytes);
+  if (!fits.ok()) return fits;
   for (TaskProto& task : *compiled->plan.mutable_task()) {
     for (auto& [name, desc] : *task.mutable_produced_regst_desc()) {
       desc.clear_blob();

@@ -101,6 +101,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(
   CompileOptions compile;
   compile.probe = options.probe;
   compile.bindings = &options.kernels;
+  compile.max_register_bytes = options.max_register_bytes;
   absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =
       CompilePlan(std::move(plan), compile);
   if (!compiled.ok()) return compiled.status();

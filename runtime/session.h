@@ -52,6 +52,9 @@ struct SessionOptions {
   KernelBindings kernels;
   // Which CUDA devices are usable (tests pass their own).
   DeviceProbe probe = cuda::DeviceAvailable;
+  // Create refuses a plan whose registers need more, before allocating
+  // anything (see CompileOptions).
+  int64_t max_register_bytes = kDefaultMaxRegisterBytes;
 };
 
 // What one run did. Without SessionOptions::stats returning it allocates

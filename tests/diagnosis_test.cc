@@ -197,6 +197,35 @@ TEST_CASE("destroying a session cancels a run whose kernel never returns",
   session.reset();  // must return: the stuck thread is left, the rest joined
 }
 
+TEST_CASE("a plan over the register memory limit is refused before any "
+          "allocation",
+          "[diagnosis]") {
+  // 32 GiB per register, two registers: this machine could not allocate
+  // it, so only a refusal ahead of allocation gives this message.
+  TaskDef src{.name = "src", .op_type = "source"};
+  src.blobs = {BlobProto("x", DT_FLOAT32, {int64_t{1} << 33})};
+  TaskDef sink{.name = "sink", .op_type = "checksum", .inputs = {"src"}};
+  sink.has_output = false;
+  auto huge = Session::Create(MustBuild({src, sink}, 1));
+  REQUIRE(absl::IsInvalidArgument(huge.status()));
+  CHECK(huge.status().message() ==
+        "plan: its registers need 68719476736 bytes (64.0 GiB), over the "
+        "limit of 17179869184 bytes (16.0 GiB) per plan (max_register_bytes; "
+        "actorflow --max-register-bytes); the largest: task 'src' (task_id 1) "
+        "'out' (regst_desc 10): register_num 2 x 34359738368 bytes");
+  // The limit is inclusive: 2 registers of 16 floats (64 bytes, counted as
+  // 256 each for their bookkeeping) plus nothing for the sink.
+  TaskDef small{.name = "src", .op_type = "source"};
+  small.blobs = {BlobProto("x", DT_FLOAT32, {16})};
+  SessionOptions at_limit;
+  at_limit.max_register_bytes = 2 * kRegstOverheadBytes;
+  CHECK(Session::Create(MustBuild({small, sink}, 1), at_limit).ok());
+  SessionOptions below;
+  below.max_register_bytes = 2 * kRegstOverheadBytes - 1;
+  auto refused = Session::Create(MustBuild({small, sink}, 1), below);
+  CHECK(absl::IsInvalidArgument(refused.status()));
+}
+
 // Two tasks each holding what the other needs: the report names the cycle.
 TEST_CASE("hang report: a cycle of waits is named", "[diagnosis]") {
   Plan plan;
