@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <new>
 
+#include "absl/base/config.h"
+
 namespace actorflow {
 
 // Recycled memory for one engine object type, so that a push allocates
@@ -43,7 +45,7 @@ class FreeStore {
  private:
   // Under AddressSanitizer every object gets fresh memory, so that a use
   // after free is still caught.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(ABSL_HAVE_ADDRESS_SANITIZER)
   static constexpr bool kBypass = true;
 #else
   static constexpr bool kBypass = false;

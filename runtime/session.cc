@@ -6,10 +6,7 @@
 #include <set>
 #include <utility>
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#endif
-
+#include "absl/base/config.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -18,6 +15,10 @@
 #include "memory/cuda_api.h"
 #include "memory/synced_memory.h"
 #include "runtime/plan_util.h"
+
+#if defined(ABSL_HAVE_ADDRESS_SANITIZER)
+#include <sanitizer/lsan_interface.h>
+#endif
 
 namespace actorflow {
 
@@ -83,7 +84,7 @@ absl::flat_hash_set<int64_t> HostSidesOfCopies(const Plan& plan) {
 template <typename T>
 void Keep(std::unique_ptr<T>& owner) {
   T* kept = owner.release();
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(ABSL_HAVE_ADDRESS_SANITIZER)
   if (kept != nullptr) __lsan_ignore_object(kept);
 #else
   (void)kept;
@@ -256,7 +257,10 @@ absl::Status Session::Build() {
                      options_.stall > absl::ZeroDuration();
   env_ = ActorEnv{monitor_.get(), &pieces_, &resetting_, options_.trace, timed};
   actors_.resize(n);
-  acts_before_.resize(n);
+  {
+    MutexLock lock(&mu_);
+    acts_before_.resize(n);
+  }
   snapshots_.resize(n);
   snapshot_taken_ = std::make_unique<std::atomic<bool>[]>(n);
   for (int t = 0; t < n; ++t) {
@@ -279,7 +283,7 @@ absl::Status Session::Build() {
 Session::~Session() {
   bool running;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     running = running_;
   }
   if (running) {
@@ -351,7 +355,7 @@ int64_t Session::TotalActs() const {
 }
 
 RunProgress Session::Progress() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RunProgress progress;
   progress.running = running_;
   if (!started_once_) return progress;
@@ -532,14 +536,14 @@ absl::Status Session::StartLocked(int64_t pieces) {
 }
 
 absl::Status Session::Start(int64_t pieces) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return StartLocked(pieces);
 }
 
 absl::StatusOr<RunStats> Session::Wait() {
   int64_t run_start_ns;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!running_) {
       absl::Status failed = monitor_->status();
       if (!failed.ok()) return failed;
@@ -550,7 +554,7 @@ absl::StatusOr<RunStats> Session::Wait() {
   // Not under mu_: a feed's caller may need it to close the feed.
   absl::Status hung = WaitWithinLimits(run_start_ns);
   const int64_t end_ns = SteadyNowNs();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   running_ = false;
   if (!hung.ok()) return hung;
   RunStats stats;
@@ -590,7 +594,7 @@ absl::StatusOr<RunStats> Session::Run(int64_t pieces) {
         "); drive it with Feed/CloseFeeds or Start, Fetch and Wait"));
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     absl::Status started = StartLocked(pieces);
     if (!started.ok()) return started;
   }
@@ -598,7 +602,7 @@ absl::StatusOr<RunStats> Session::Run(int64_t pieces) {
 }
 
 bool Session::running() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return running_;
 }
 
@@ -650,7 +654,7 @@ absl::Status Session::TensorFits(const Port& port, const Tensor& tensor) {
 
 // A feed plan's first Feed (or CloseFeed) starts its run.
 absl::Status Session::EnsureRunning() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   absl::Status failed = monitor_->status();
   if (!failed.ok()) return failed;
   return running_ ? absl::OkStatus() : StartLocked(-1);
@@ -723,7 +727,7 @@ absl::StatusOr<FetchedTensor> Session::FetchBorrowed(absl::string_view name) {
   absl::StatusOr<Port*> found = FindPort(name, /*feed=*/false);
   if (!found.ok()) return found.status();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     absl::Status failed = monitor_->status();
     if (!failed.ok()) return failed;
     // Without feeds only Start begins a run: waiting before the first one

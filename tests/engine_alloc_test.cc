@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/base/config.h"
 #include "engine/engine.h"
 #include "tests/allocation_counter.h"
 #include "tests/test_util.h"
@@ -68,7 +69,7 @@ TEST_CASE("a push allocates nothing in steady state") {
     if (type != EngineType::kNaive) FillPools(engine.get(), vars);
     AllocationsFor(engine.get(), vars, 5);
     int64_t used = AllocationsFor(engine.get(), vars, 50);
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(ABSL_HAVE_ADDRESS_SANITIZER)
     // ASan builds give every object fresh memory to catch use after free.
     std::printf(
         "%s: %lld allocations for 50000 pushes (ASan build: not "
