@@ -4,11 +4,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "actor/act_span.h"
 #include "actor/actor_msg.h"
@@ -21,6 +21,7 @@
 #include "proto/plan.pb.h"
 #include "thread/async_thread.h"
 #include "thread/blocking_counter.h"
+#include "thread/mutex.h"
 #include "thread/ring_queue.h"
 #include "thread/stream_key.h"
 #include "thread/thread.h"
@@ -270,8 +271,8 @@ class Actor {
   // never more in flight than registers, and slots are reused in order.
   std::vector<std::unique_ptr<AsyncAct>> async_acts_;
   size_t async_next_ = 0;
-  std::mutex async_failed_mu_;
-  std::vector<AsyncAct*> async_failed_;  // guarded by async_failed_mu_
+  Mutex async_failed_mu_;
+  std::vector<AsyncAct*> async_failed_ ABSL_GUARDED_BY(async_failed_mu_);
 
   FeedPort* const feed_port_;
   FetchPort* const fetch_port_;

@@ -72,7 +72,7 @@ void Actor::FinishAsync(AsyncAct* act) {
   if (!act->status.ok()) {
     // The registers stay with the act; this actor's thread frees them.
     {
-      std::lock_guard<std::mutex> lock(async_failed_mu_);
+      MutexLock lock(&async_failed_mu_);
       async_failed_.push_back(act);
     }
     Send(async_, ActorMsg::Cmd(id_, ActorCmd::kAsyncFailed));
@@ -102,7 +102,7 @@ void Actor::SendReturn(Regst* regst) {
 void Actor::HandleAsyncFailures() {
   std::vector<AsyncAct*> failed;
   {
-    std::lock_guard<std::mutex> lock(async_failed_mu_);
+    MutexLock lock(&async_failed_mu_);
     failed.swap(async_failed_);
   }
   for (AsyncAct* act : failed) {

@@ -7,9 +7,8 @@ namespace actorflow {
 absl::StatusOr<Regst*> FeedPort::Acquire() {
   // A register usually comes back within microseconds: spin before parking.
   SpinUntil([this] { return news_.load(std::memory_order_acquire); }, spin_ns_);
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock,
-                [&] { return !free_.empty() || closed_ || !failure_.ok(); });
+  MutexLock lock(&mu_);
+  while (free_.empty() && !closed_ && failure_.ok()) changed_.Wait(&mu_);
   if (!failure_.ok()) return failure_;
   if (closed_) return absl::FailedPreconditionError("the feed is closed");
   Regst* regst = free_.back();
@@ -19,7 +18,7 @@ absl::StatusOr<Regst*> FeedPort::Acquire() {
 }
 
 absl::StatusOr<Regst*> FeedPort::TryAcquire() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!failure_.ok()) return failure_;
   if (closed_) return absl::FailedPreconditionError("the feed is closed");
   if (free_.empty()) {
@@ -32,35 +31,35 @@ absl::StatusOr<Regst*> FeedPort::TryAcquire() {
 }
 
 void FeedPort::Unacquire(Regst* regst) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   free_.push_back(regst);
   Publish();
-  changed_.notify_one();
+  changed_.Signal();
 }
 
 void FeedPort::Submit(Regst* regst) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   filled_.push_back(regst);
 }
 
 bool FeedPort::Close() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   bool was_open = !closed_;
   closed_ = true;
   Publish();
-  changed_.notify_all();
+  changed_.SignalAll();
   return was_open;
 }
 
 void FeedPort::Release(Regst* regst) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   free_.push_back(regst);
   Publish();
-  changed_.notify_one();
+  changed_.Signal();
 }
 
 Regst* FeedPort::PopFilled() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (filled_.empty()) return nullptr;
   Regst* regst = filled_.front();
   filled_.pop_front();
@@ -68,21 +67,21 @@ Regst* FeedPort::PopFilled() {
 }
 
 bool FeedPort::Drained() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return closed_ && filled_.empty();
 }
 
 void FeedPort::Reopen() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   closed_ = false;
   Publish();
 }
 
 void FeedPort::Fail(absl::Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (failure_.ok()) failure_ = std::move(status);
   Publish();
-  changed_.notify_all();
+  changed_.SignalAll();
 }
 
 }  // namespace actorflow

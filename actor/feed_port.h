@@ -2,14 +2,14 @@
 #define ACTORFLOW_ACTOR_FEED_PORT_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "actor/regst.h"
+#include "thread/mutex.h"
 #include "thread/spin_wait.h"
 
 namespace actorflow {
@@ -56,19 +56,19 @@ class FeedPort {
  private:
   // Whether Acquire would return at once; written under mu_, read by a
   // spinning caller without it.
-  void Publish() {
+  void Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     news_.store(!free_.empty() || closed_ || !failure_.ok(),
                 std::memory_order_release);
   }
 
-  std::mutex mu_;
-  std::condition_variable changed_;
+  Mutex mu_;
+  CondVar changed_;
   std::atomic<bool> news_{false};
   int64_t spin_ns_ = kDefaultSpinNs;
-  std::vector<Regst*> free_;   // guarded by mu_
-  std::deque<Regst*> filled_;  // guarded by mu_
-  bool closed_ = false;        // guarded by mu_
-  absl::Status failure_;       // guarded by mu_
+  std::vector<Regst*> free_ ABSL_GUARDED_BY(mu_);
+  std::deque<Regst*> filled_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace actorflow

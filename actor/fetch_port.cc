@@ -7,9 +7,8 @@ namespace actorflow {
 absl::StatusOr<Regst*> FetchPort::Next() {
   // A piece usually comes within microseconds: spin before parking.
   SpinUntil([this] { return news_.load(std::memory_order_acquire); }, spin_ns_);
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock,
-                [&] { return !ready_.empty() || ended_ || !failure_.ok(); });
+  MutexLock lock(&mu_);
+  while (ready_.empty() && !ended_ && failure_.ok()) changed_.Wait(&mu_);
   if (!failure_.ok()) return failure_;
   if (ready_.empty()) {
     return absl::OutOfRangeError("end of data: every piece has been fetched");
@@ -21,39 +20,39 @@ absl::StatusOr<Regst*> FetchPort::Next() {
 }
 
 bool FetchPort::Push(Regst* regst) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!failure_.ok()) return false;
   ready_.push_back(regst);
   Publish();
-  changed_.notify_one();
+  changed_.Signal();
   return true;
 }
 
 void FetchPort::End() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ended_ = true;
   Publish();
-  changed_.notify_all();
+  changed_.SignalAll();
 }
 
 void FetchPort::Reopen() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ended_ = false;
   Publish();
 }
 
 std::vector<Regst*> FetchPort::Fail(absl::Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (failure_.ok()) failure_ = std::move(status);
   std::vector<Regst*> left(ready_.begin(), ready_.end());
   ready_.clear();
   Publish();
-  changed_.notify_all();
+  changed_.SignalAll();
   return left;
 }
 
 std::vector<Regst*> FetchPort::TakeAll() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<Regst*> left(ready_.begin(), ready_.end());
   ready_.clear();
   Publish();

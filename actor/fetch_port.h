@@ -2,14 +2,14 @@
 #define ACTORFLOW_ACTOR_FETCH_PORT_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "actor/regst.h"
+#include "thread/mutex.h"
 #include "thread/spin_wait.h"
 
 namespace actorflow {
@@ -47,16 +47,16 @@ class FetchPort {
  private:
   // Whether Next has something to return; written under mu_, read by a
   // spinning caller without it.
-  void Publish() {
+  void Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     news_.store(!ready_.empty() || ended_ || !failure_.ok(),
                 std::memory_order_release);
   }
 
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::deque<Regst*> ready_;  // guarded by mu_
-  bool ended_ = false;        // guarded by mu_
-  absl::Status failure_;      // guarded by mu_
+  Mutex mu_;
+  CondVar changed_;
+  std::deque<Regst*> ready_ ABSL_GUARDED_BY(mu_);
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> news_{false};
   int64_t spin_ns_ = kDefaultSpinNs;
 };

@@ -4,10 +4,11 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "thread/blocking_counter.h"
+#include "thread/mutex.h"
 
 namespace actorflow {
 
@@ -28,7 +29,7 @@ class RunMonitor {
   void ReportFailure(absl::Status status) {
     bool first = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (first_error_.ok()) {
         first_error_ = status;
         first = true;
@@ -47,7 +48,7 @@ class RunMonitor {
   BlockingCounter& running() { return running_; }
 
   absl::Status status() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return first_error_;
   }
 
@@ -55,8 +56,8 @@ class RunMonitor {
   BlockingCounter running_;
   const std::function<void(const absl::Status&)> on_failure_;
   std::atomic<bool> aborting_{false};
-  mutable std::mutex mu_;
-  absl::Status first_error_;  // guarded by mu_
+  mutable Mutex mu_;
+  absl::Status first_error_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace actorflow

@@ -1,7 +1,6 @@
 #include "engine/engine.h"
 
 #include <algorithm>
-
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -143,8 +142,8 @@ Engine* Engine::Get() {
 
 Engine::~Engine() {
   {
-    std::unique_lock<std::mutex> lock(all_mu_);
-    all_done_.wait(lock, [this] { return pending_.load() == 0; });
+    MutexLock lock(&all_mu_);
+    while (pending_.load() != 0) all_done_.Wait(&all_mu_);
   }
   dispatcher_.reset();  // joins the workers, now idle
   for (Var* var : live_vars_) delete var;
@@ -155,7 +154,7 @@ Engine::~Engine() {
 
 VarHandle Engine::NewVariable() {
   Var* var = new Var();
-  std::lock_guard<std::mutex> lock(vars_mu_);
+  MutexLock lock(&vars_mu_);
   live_vars_.insert(var);
   return var;
 }
@@ -205,9 +204,9 @@ void Engine::PushSync(SyncFn fn, Context exec_ctx,
 void Engine::DeleteVariable(SyncFn delete_fn, Context exec_ctx, VarHandle var) {
   {
     // Under vars_mu_, so that a variable being freed is not touched.
-    std::lock_guard<std::mutex> lock(vars_mu_);
+    MutexLock lock(&vars_mu_);
     if (!live_vars_.contains(var) || var->deleting_.exchange(true)) {
-      std::lock_guard<std::mutex> lock(all_mu_);
+      MutexLock lock(&all_mu_);
       if (first_error_.ok()) {
         first_error_ = absl::FailedPreconditionError(
             "DeleteVariable called twice on one variable; the second call was "
@@ -294,7 +293,7 @@ void Engine::Submit(OprBlock* block) {
   const Opr& opr = *block->opr;
   int granted = 0;
   {
-    std::lock_guard<SpinMutex> lock(submit_mu_);
+    SpinMutexLock lock(&submit_mu_);
     block->submitted = true;
     size_t i = 0;
     for (VarHandle var : opr.const_vars) {
@@ -413,7 +412,7 @@ void Engine::RecordError(const Opr& opr, const absl::Status& status,
       vars_with_error_.fetch_add(1, std::memory_order_acq_rel);
     }
   }
-  std::lock_guard<std::mutex> lock(all_mu_);
+  MutexLock lock(&all_mu_);
   if (first_error_.ok()) first_error_ = status;
 }
 
@@ -449,7 +448,7 @@ void Engine::FreeDeletedVars(const Opr& opr) {
     if (!var->TakeError().ok()) {
       vars_with_error_.fetch_sub(1, std::memory_order_acq_rel);
     }
-    std::lock_guard<std::mutex> lock(vars_mu_);
+    MutexLock lock(&vars_mu_);
     live_vars_.erase(var);
     delete var;
   }
@@ -467,9 +466,9 @@ void Engine::FinishOne() {
       return;
     }
   }
-  std::lock_guard<std::mutex> lock(all_mu_);
+  MutexLock lock(&all_mu_);
   pending_.fetch_sub(1, std::memory_order_acq_rel);
-  all_done_.notify_all();
+  all_done_.SignalAll();
 }
 
 // ---------------------------------------------------------------------------
@@ -477,7 +476,7 @@ void Engine::FinishOne() {
 
 absl::Status Engine::WaitForVar(VarHandle var) {
   {
-    std::lock_guard<std::mutex> lock(vars_mu_);
+    MutexLock lock(&vars_mu_);
     if (!live_vars_.contains(var) || var->deleting_.load()) {
       return absl::FailedPreconditionError(
           "WaitForVar on a variable already passed to DeleteVariable");
@@ -499,8 +498,8 @@ absl::Status Engine::WaitForVar(VarHandle var) {
   }
   // A read: it runs once every write pushed before it is done, and does
   // not wait for earlier reads.
-  Opr* opr = new Opr([](RunContext, CallbackOnComplete done) { done(); },
-                     {var}, {}, FnProperty::kAsync, "WaitForVar");
+  Opr* opr = new Opr([](RunContext, CallbackOnComplete done) { done(); }, {var},
+                     {}, FnProperty::kAsync, "WaitForVar");
   opr->internal = true;
   opr->counts_version = false;
   BlockWaiter waiter;
@@ -513,8 +512,8 @@ absl::Status Engine::WaitForVar(VarHandle var) {
 }
 
 absl::Status Engine::WaitForAll() {
-  std::unique_lock<std::mutex> lock(all_mu_);
-  all_done_.wait(lock, [this] { return pending_.load() == 0; });
+  MutexLock lock(&all_mu_);
+  while (pending_.load() != 0) all_done_.Wait(&all_mu_);
   absl::Status first = std::move(first_error_);
   first_error_ = absl::OkStatus();
   return first;

@@ -2,20 +2,20 @@
 #define ACTORFLOW_ENGINE_ENGINE_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "engine/context.h"
 #include "engine/engine_options.h"
 #include "engine/stream_set.h"
 #include "engine/var.h"
+#include "thread/mutex.h"
 #include "thread/spin_mutex.h"
 
 // The dependency engine (docs/ARCHITECTURE.md, section 6): an imperative API,
@@ -188,13 +188,13 @@ class Engine {
   std::atomic<int64_t> vars_with_error_{0};
   std::atomic<uint64_t> next_seq_{0};
 
-  std::mutex vars_mu_;
-  absl::flat_hash_set<Var*> live_vars_;  // guarded by vars_mu_
+  Mutex vars_mu_;
+  absl::flat_hash_set<Var*> live_vars_ ABSL_GUARDED_BY(vars_mu_);
 
-  std::mutex all_mu_;
-  std::condition_variable all_done_;
+  Mutex all_mu_ ABSL_ACQUIRED_AFTER(vars_mu_);
+  CondVar all_done_;
   std::atomic<int> all_waiters_{0};
-  absl::Status first_error_;  // guarded by all_mu_
+  absl::Status first_error_ ABSL_GUARDED_BY(all_mu_);
 };
 
 }  // namespace actorflow

@@ -29,14 +29,14 @@ Opr::Opr(AsyncFn fn_in, const std::vector<VarHandle>& const_in,
 }
 
 void BlockWaiter::Notify() {
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   done = true;
-  cv.notify_all();
+  cv.SignalAll();
 }
 
 void BlockWaiter::Wait() {
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [this] { return done; });
+  MutexLock lock(&mu);
+  while (!done) cv.Wait(&mu);
 }
 
 OprBlock::OprBlock(Engine* engine_in, Opr* opr_in, Context ctx_in,

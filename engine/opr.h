@@ -2,17 +2,17 @@
 #define ACTORFLOW_ENGINE_OPR_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/inlined_vector.h"
 #include "engine/context.h"
 #include "engine/engine.h"
 #include "engine/free_store.h"
 #include "engine/var.h"
+#include "thread/mutex.h"
 
 namespace actorflow {
 
@@ -56,9 +56,9 @@ class Opr {
 
 // Signalled when one block completes (NaiveEngine's push, WaitForVar).
 struct BlockWaiter {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
+  Mutex mu;
+  CondVar cv;
+  bool done ABSL_GUARDED_BY(mu) = false;
 
   void Notify();
   void Wait();

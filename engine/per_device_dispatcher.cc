@@ -1,7 +1,6 @@
 #include <array>
 #include <atomic>
 #include <memory>
-#include <mutex>
 
 #include "engine/dispatcher.h"
 #include "engine/opr.h"
@@ -21,7 +20,7 @@ class PoolTable {
   WorkerPool* For(int device) {
     WorkerPool* pool = slots_[device].load(std::memory_order_acquire);
     if (pool != nullptr) return pool;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     pool = slots_[device].load(std::memory_order_relaxed);
     if (pool == nullptr) {
       owned_[device] =
@@ -36,9 +35,10 @@ class PoolTable {
   Engine* const engine_;
   const int num_threads_;
   const WorkerPool::Order order_;
-  std::mutex mu_;
+  Mutex mu_;
   std::array<std::atomic<WorkerPool*>, kMaxEngineDevices> slots_{};
-  std::array<std::unique_ptr<WorkerPool>, kMaxEngineDevices> owned_;
+  std::array<std::unique_ptr<WorkerPool>, kMaxEngineDevices> owned_
+      ABSL_GUARDED_BY(mu_);
 };
 
 // ThreadedEnginePerDevice: per CPU device a FIFO pool, one CPU priority pool,

@@ -1,11 +1,11 @@
 #ifndef ACTORFLOW_ENGINE_STREAM_SET_H_
 #define ACTORFLOW_ENGINE_STREAM_SET_H_
 
-#include <mutex>
-
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "engine/context.h"
+#include "thread/mutex.h"
 
 namespace actorflow {
 
@@ -23,8 +23,9 @@ class StreamSet {
   absl::StatusOr<RunContext> For(const Context& ctx);
 
  private:
-  std::mutex mu_;
-  absl::flat_hash_map<int, void*> streams_;  // device -> cudaStream_t
+  Mutex mu_;
+  // device -> cudaStream_t
+  absl::flat_hash_map<int, void*> streams_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace actorflow

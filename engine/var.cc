@@ -3,7 +3,7 @@
 namespace actorflow {
 
 bool Var::AppendRead(VarWait* wait) {
-  std::lock_guard<SpinMutex> lock(mu_);
+  SpinMutexLock lock(&mu_);
   if (!write_running_ && head_ == nullptr) {
     ++running_reads_;
     return true;
@@ -13,7 +13,7 @@ bool Var::AppendRead(VarWait* wait) {
 }
 
 bool Var::AppendWrite(VarWait* wait) {
-  std::lock_guard<SpinMutex> lock(mu_);
+  SpinMutexLock lock(&mu_);
   if (!write_running_ && running_reads_ == 0 && head_ == nullptr) {
     write_running_ = true;
     return true;
@@ -30,13 +30,13 @@ void Var::Enqueue(VarWait* wait, bool write) {
 }
 
 void Var::CompleteRead(GrantList* granted) {
-  std::lock_guard<SpinMutex> lock(mu_);
+  SpinMutexLock lock(&mu_);
   --running_reads_;
   GrantFromHead(granted);
 }
 
 void Var::CompleteWrite(GrantList* granted, bool counts_version) {
-  std::lock_guard<SpinMutex> lock(mu_);
+  SpinMutexLock lock(&mu_);
   write_running_ = false;
   if (counts_version) version_.fetch_add(1, std::memory_order_release);
   GrantFromHead(granted);
@@ -60,21 +60,21 @@ void Var::GrantFromHead(GrantList* granted) {
 }
 
 bool Var::SetError(const absl::Status& status) {
-  std::lock_guard<SpinMutex> lock(mu_);
+  SpinMutexLock lock(&mu_);
   if (!error_.ok()) return false;
   error_ = status;
   return true;
 }
 
 absl::Status Var::TakeError() {
-  std::lock_guard<SpinMutex> lock(mu_);
+  SpinMutexLock lock(&mu_);
   absl::Status taken = std::move(error_);
   error_ = absl::OkStatus();
   return taken;
 }
 
 absl::Status Var::error() {
-  std::lock_guard<SpinMutex> lock(mu_);
+  SpinMutexLock lock(&mu_);
   return error_;
 }
 

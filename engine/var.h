@@ -3,8 +3,8 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "thread/spin_mutex.h"
@@ -53,16 +53,15 @@ class Var {
   absl::Status TakeError();
   absl::Status error();
 
-  // Under mu_.
-  void Enqueue(VarWait* wait, bool write);
-  void GrantFromHead(GrantList* granted);
+  void Enqueue(VarWait* wait, bool write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void GrantFromHead(GrantList* granted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   SpinMutex mu_;
-  int running_reads_ = 0;
-  bool write_running_ = false;
-  VarWait* head_ = nullptr;
-  VarWait* tail_ = nullptr;
-  absl::Status error_;
+  int running_reads_ ABSL_GUARDED_BY(mu_) = 0;
+  bool write_running_ ABSL_GUARDED_BY(mu_) = false;
+  VarWait* head_ ABSL_GUARDED_BY(mu_) = nullptr;
+  VarWait* tail_ ABSL_GUARDED_BY(mu_) = nullptr;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> version_{0};
   // Set when DeleteVariable is pushed; later pushes on it are refused.
   std::atomic<bool> deleting_{false};

@@ -49,10 +49,10 @@ WorkerPool::WorkerPool(Engine* engine, int num_threads, Order order)
 
 WorkerPool::~WorkerPool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.SignalAll();
   for (std::thread& worker : workers_) worker.join();
 }
 
@@ -65,7 +65,7 @@ void WorkerPool::Push(OprBlock* block) {
   }
   bool wake;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (order_ == Order::kFifo) {
       fifo_.Push(block);
     } else {
@@ -75,7 +75,7 @@ void WorkerPool::Push(OprBlock* block) {
     queued_.fetch_add(1, std::memory_order_release);
     wake = sleepers_ > 0;
   }
-  if (wake) wake_.notify_one();
+  if (wake) wake_.Signal();
 }
 
 OprBlock* WorkerPool::PopLocked() {
@@ -102,11 +102,11 @@ OprBlock* WorkerPool::Take() {
       CpuRelax();
     }
   }
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (queued_.load(std::memory_order_relaxed) == 0) {
     if (stopping_) return nullptr;
     ++sleepers_;
-    wake_.wait(lock);
+    wake_.Wait(&mu_);
     --sleepers_;
   }
   return PopLocked();

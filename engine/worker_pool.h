@@ -2,12 +2,12 @@
 #define ACTORFLOW_ENGINE_WORKER_POOL_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "thread/mutex.h"
 #include "thread/ring_queue.h"
 
 namespace actorflow {
@@ -37,16 +37,16 @@ class WorkerPool {
   void WorkerLoop();
   // Takes the next block or returns null once stopping and empty.
   OprBlock* Take();
-  OprBlock* PopLocked();
+  OprBlock* PopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Engine* const engine_;
   const Order order_;
-  std::mutex mu_;
-  std::condition_variable wake_;
-  RingQueue<OprBlock*> fifo_;       // guarded by mu_ (kFifo)
-  std::vector<OprBlock*> heap_;     // guarded by mu_ (kPriority)
-  int sleepers_ = 0;                // guarded by mu_
-  bool stopping_ = false;           // guarded by mu_
+  Mutex mu_;
+  CondVar wake_;
+  RingQueue<OprBlock*> fifo_ ABSL_GUARDED_BY(mu_);    // kFifo
+  std::vector<OprBlock*> heap_ ABSL_GUARDED_BY(mu_);  // kPriority
+  int sleepers_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<int64_t> queued_{0};  // read unlocked by spinning workers
   std::vector<std::thread> workers_;
 };

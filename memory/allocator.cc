@@ -3,11 +3,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "memory/cuda_api.h"
+#include "thread/mutex.h"
 
 namespace actorflow {
 
@@ -145,9 +146,10 @@ Allocator* PinnedHostAllocator() {
 absl::StatusOr<Allocator*> DeviceAllocator(int device_index) {
   absl::Status available = cuda::DeviceAvailable(device_index);
   if (!available.ok()) return available;
-  static std::mutex mu;
-  static std::vector<std::unique_ptr<CudaDeviceAllocator>> allocators;
-  std::lock_guard<std::mutex> lock(mu);
+  static Mutex mu;
+  static std::vector<std::unique_ptr<CudaDeviceAllocator>> allocators
+      ABSL_GUARDED_BY(mu);
+  MutexLock lock(&mu);
   if (allocators.size() <= static_cast<size_t>(device_index)) {
     allocators.resize(device_index + 1);
   }

@@ -9,19 +9,19 @@
 // device faults, and anything about the .cu code (kernels here are the host
 // loops of launch_emulated.cc).
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <mutex>
 #include <set>
 #include <thread>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "memory/cuda_api.h"
 #include "memory/cuda_emulation.h"
+#include "thread/mutex.h"
 
 namespace actorflow::cuda {
 namespace {
@@ -33,29 +33,29 @@ class Stream {
   Stream() : worker_([this] { Loop(); }) {}
   ~Stream() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       stopping_ = true;
     }
-    work_ready_.notify_all();
+    work_ready_.SignalAll();
     worker_.join();
   }
 
   void Enqueue(std::function<void()> work) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       queue_.push_back(std::move(work));
       ++enqueued_;
     }
-    work_ready_.notify_one();
+    work_ready_.Signal();
   }
   // The point after everything queued so far.
   uint64_t Mark() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return enqueued_;
   }
   void WaitFor(uint64_t mark) {
-    std::unique_lock<std::mutex> lock(mu_);
-    progress_.wait(lock, [&] { return completed_ >= mark; });
+    MutexLock lock(&mu_);
+    while (completed_ < mark) progress_.Wait(&mu_);
   }
 
  private:
@@ -63,28 +63,28 @@ class Stream {
     while (true) {
       std::function<void()> work;
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        MutexLock lock(&mu_);
+        while (!stopping_ && queue_.empty()) work_ready_.Wait(&mu_);
         if (queue_.empty()) return;
         work = std::move(queue_.front());
         queue_.pop_front();
       }
       work();
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         ++completed_;
       }
-      progress_.notify_all();
+      progress_.SignalAll();
     }
   }
 
-  std::mutex mu_;
-  std::condition_variable work_ready_;
-  std::condition_variable progress_;
-  std::deque<std::function<void()>> queue_;  // guarded by mu_
-  uint64_t enqueued_ = 0;                    // guarded by mu_
-  uint64_t completed_ = 0;                   // guarded by mu_
-  bool stopping_ = false;                    // guarded by mu_
+  Mutex mu_;
+  CondVar work_ready_;
+  CondVar progress_;
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t enqueued_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread worker_;
 };
 
@@ -94,8 +94,8 @@ struct Event {
 };
 
 // Every live stream, for DeviceSynchronize.
-std::mutex streams_mu;
-std::set<Stream*>& Streams() {
+Mutex streams_mu;
+std::set<Stream*>& Streams() ABSL_EXCLUSIVE_LOCKS_REQUIRED(streams_mu) {
   static auto* streams = new std::set<Stream*>();
   return *streams;
 }
@@ -203,7 +203,7 @@ absl::Status DeviceMemset(int device_index, void* ptr, int value,
 absl::Status DeviceSynchronize(int device_index) {
   absl::Status status = DeviceAvailable(device_index);
   if (!status.ok()) return status;
-  std::lock_guard<std::mutex> lock(streams_mu);
+  MutexLock lock(&streams_mu);
   for (Stream* stream : Streams()) stream->WaitFor(stream->Mark());
   return absl::OkStatus();
 }
@@ -216,7 +216,7 @@ absl::StatusOr<StreamHandle> StreamCreate(int device_index) {
   absl::Status status = DeviceAvailable(device_index);
   if (!status.ok()) return status;
   auto* stream = new Stream();
-  std::lock_guard<std::mutex> lock(streams_mu);
+  MutexLock lock(&streams_mu);
   Streams().insert(stream);
   return static_cast<StreamHandle>(stream);
 }
@@ -228,7 +228,7 @@ absl::Status StreamSynchronize(int, StreamHandle stream) {
 
 void StreamDestroy(int, StreamHandle stream) {
   {
-    std::lock_guard<std::mutex> lock(streams_mu);
+    MutexLock lock(&streams_mu);
     Streams().erase(AsStream(stream));
   }
   delete AsStream(stream);  // runs what is still queued first

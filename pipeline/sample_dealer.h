@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "thread/mutex.h"
 
 // Hands the samples of each piece to whichever worker asks first, so that
 // a worker with cheap samples (a small JPEG) takes more of them than one
@@ -27,7 +29,7 @@ class SampleDealer {
   int64_t Claim(int64_t piece) {
     Slot& slot = slots_[piece % static_cast<int64_t>(slots_.size())];
     if (slot.piece.load(std::memory_order_acquire) != piece) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       // The slot's last piece is finished by every worker: none can be
       // more than `lag` behind this one.
       if (slot.piece.load(std::memory_order_relaxed) != piece) {
@@ -43,7 +45,9 @@ class SampleDealer {
     std::atomic<int64_t> piece{-1};
     std::atomic<int64_t> next{0};
   };
-  std::mutex mu_;
+  // Serializes a slot's move to a new piece; the slots are atomics, read
+  // without it.
+  Mutex mu_;
   std::vector<Slot> slots_;
 };
 
@@ -53,7 +57,7 @@ class SampleDealers {
  public:
   explicit SampleDealers(int64_t lag) : lag_(lag) {}
   SampleDealer* For(int64_t op_index) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto& dealer = dealers_[op_index];
     if (!dealer) dealer = std::make_unique<SampleDealer>(lag_);
     return dealer.get();
@@ -61,8 +65,9 @@ class SampleDealers {
 
  private:
   const int64_t lag_;
-  std::mutex mu_;
-  std::map<int64_t, std::unique_ptr<SampleDealer>> dealers_;
+  Mutex mu_;
+  std::map<int64_t, std::unique_ptr<SampleDealer>> dealers_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace actorflow::pipeline

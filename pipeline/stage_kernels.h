@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -14,6 +13,7 @@
 #include "pipeline/sample_dealer.h"
 #include "pipeline/sample_list.h"
 #include "pipeline/sample_ops.h"
+#include "thread/mutex.h"
 
 // The kernels a pipeline's plan runs (op_types "pipeline.<operator>"):
 // readers (sources driven by the schedule feed), per-sample stages, and
@@ -156,24 +156,24 @@ struct SkippedSample {
 class SkipLog {
  public:
   void Add(SkippedSample sample) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     samples_.push_back(std::move(sample));
   }
   std::vector<SkippedSample> Snapshot() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return samples_;
   }
   // Samples dropped in `epoch`, counted without copying the log.
   int64_t CountInEpoch(int64_t epoch) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     int64_t count = 0;
     for (const SkippedSample& s : samples_) count += s.epoch == epoch;
     return count;
   }
 
  private:
-  mutable std::mutex mu_;
-  std::vector<SkippedSample> samples_;
+  mutable Mutex mu_;
+  std::vector<SkippedSample> samples_ ABSL_GUARDED_BY(mu_);
 };
 
 // `pipeline.batch`: assembles each output's samples, in epoch order, into

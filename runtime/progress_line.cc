@@ -21,10 +21,10 @@ void ProgressLine::Start() {
 
 void ProgressLine::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  wake_.notify_all();
+  wake_.SignalAll();
   if (!thread_.joinable()) return;
   thread_.join();
   if (final_line_) {
@@ -61,11 +61,15 @@ void ProgressLine::Loop() {
   const auto period = std::chrono::milliseconds(terminal_ ? 500 : 1000);
   auto next = std::chrono::steady_clock::now() +
               std::chrono::microseconds(static_cast<int64_t>(delay_s_ * 1e6));
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!wake_.wait_until(lock, next, [this] { return stop_; })) {
-    lock.unlock();
+  while (true) {
+    {
+      MutexLock lock(&mu_);
+      while (!stop_ && std::chrono::steady_clock::now() < next) {
+        wake_.WaitUntil(&mu_, next);
+      }
+      if (stop_) return;
+    }
     Show(/*last=*/false);
-    lock.lock();
     next += period;
   }
 }

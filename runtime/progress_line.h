@@ -1,13 +1,13 @@
 #ifndef ACTORFLOW_RUNTIME_PROGRESS_LINE_H_
 #define ACTORFLOW_RUNTIME_PROGRESS_LINE_H_
 
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "runtime/session.h"
+#include "thread/mutex.h"
 
 namespace actorflow {
 
@@ -41,9 +41,9 @@ class ProgressLine {
   const bool terminal_;
   const double delay_s_;
   const bool final_line_;
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;   // guarded by mu_
+  Mutex mu_;
+  CondVar wake_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool shown_ = false;  // the loop thread's, then Stop's after the join
   std::thread thread_;
 };

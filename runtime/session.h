@@ -4,11 +4,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -25,6 +25,7 @@
 #include "runtime/tensor.h"
 #include "thread/blocking_counter.h"
 #include "thread/channel.h"
+#include "thread/mutex.h"
 #include "thread/thread_mgr.h"
 
 namespace actorflow {
@@ -197,7 +198,7 @@ class Session final : public MsgHandler<ActorMsg> {
   friend class FetchedTensor;
 
   absl::Status Build();
-  absl::Status StartLocked(int64_t pieces);  // mu_ held
+  absl::Status StartLocked(int64_t pieces) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands a fetched register back to its producer.
   void Release(Regst* regst);
   void OnFailure(const absl::Status& status);
@@ -250,13 +251,17 @@ class Session final : public MsgHandler<ActorMsg> {
   // then frees nothing that thread could reach.
   bool abandoned_ = false;
 
-  mutable std::mutex mu_;  // guards the run state below
-  bool running_ = false;
-  bool started_once_ = false;
-  int64_t pieces_ = 0;  // read by actors at kReset
-  int64_t next_piece_ = 0;
-  int64_t run_start_ns_ = 0;
-  std::vector<int64_t> acts_before_;  // per actor, at the run's start
+  mutable Mutex mu_;
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_once_ ABSL_GUARDED_BY(mu_) = false;
+  // Also read by the actors at kReset, which StartLocked waits for.
+  int64_t pieces_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t next_piece_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t run_start_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  // Per actor, at the run's start.
+  std::vector<int64_t> acts_before_ ABSL_GUARDED_BY(mu_);
+  // Written by Wait under mu_; trace() hands it out between runs, when no
+  // other thread writes it.
   RunTrace trace_;
 };
 

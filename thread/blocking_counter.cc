@@ -24,26 +24,30 @@ int64_t BlockingCounter::Decrement(int64_t by) {
   if (after == 0) {
     // Taking the lock orders this notify after any waiter's check of the
     // count, so the wake-up cannot fall between its check and its wait.
-    std::lock_guard<std::mutex> lock(mu_);
-    zero_.notify_all();
+    MutexLock lock(&mu_);
+    zero_.SignalAll();
   }
   return after;
 }
 
 void BlockingCounter::Reset(int64_t count) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   count_.store(count, std::memory_order_release);
 }
 
 void BlockingCounter::Wait() {
-  std::unique_lock<std::mutex> lock(mu_);
-  zero_.wait(lock, [this] { return value() == 0; });
+  MutexLock lock(&mu_);
+  while (value() != 0) zero_.Wait(&mu_);
 }
 
 bool BlockingCounter::WaitFor(absl::Duration timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return zero_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
-                        [this] { return value() == 0; });
+  const auto deadline =
+      std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
+  MutexLock lock(&mu_);
+  while (value() != 0) {
+    if (zero_.WaitUntil(&mu_, deadline)) return value() == 0;
+  }
+  return true;
 }
 
 }  // namespace actorflow

@@ -2,11 +2,10 @@
 #define ACTORFLOW_THREAD_BLOCKING_COUNTER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 
 #include "absl/time/time.h"
+#include "thread/mutex.h"
 
 namespace actorflow {
 
@@ -35,8 +34,10 @@ class BlockingCounter {
 
  private:
   std::atomic<int64_t> count_;
-  std::mutex mu_;
-  std::condition_variable zero_;
+  // Orders a decrement to zero after a waiter's check of the count; the
+  // count itself is atomic, read without it.
+  Mutex mu_;
+  CondVar zero_;
 };
 
 }  // namespace actorflow

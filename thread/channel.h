@@ -8,15 +8,16 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "thread/asymmetric_fence.h"
 #include "thread/cpu_relax.h"
 #include "thread/futex.h"
 #include "thread/lane.h"
+#include "thread/mutex.h"
 #include "thread/spin_mutex.h"
 
 namespace actorflow {
@@ -79,6 +80,7 @@ class Channel {
         lane_capacity_(std::min<uint64_t>(RoundUp(options.reserve), 4096)) {
     if (options.reserve > 0) {
       // Unowned until the first sender adopts it.
+      MutexLock lock(&lanes_mu_);
       AddLaneLocked(RoundUp(options.reserve), /*owner=*/0);
     }
   }
@@ -169,15 +171,22 @@ class Channel {
       return ChannelStatus::kClosed;
     }
     SenderLane* sender = MyLane();
-    if (sender->shared) sender->mu.lock();
-    uint64_t position = sender->lane.Publish(std::move(item));
-    // Pairs with the heavy fence in WaitUntilNotEmpty (parking) and in
-    // SealAll (closing); see the class comment.
-    LightFence();
-    uint32_t state = state_.load(std::memory_order_relaxed);
+    uint32_t state = 0;
     bool delivered = true;
-    if (state & kClosedBit) delivered = sender->lane.Settle(position);
-    if (sender->shared) sender->mu.unlock();
+    auto publish = [&] {
+      uint64_t position = sender->lane.Publish(std::move(item));
+      // Pairs with the heavy fence in WaitUntilNotEmpty (parking) and in
+      // SealAll (closing); see the class comment.
+      LightFence();
+      state = state_.load(std::memory_order_relaxed);
+      if (state & kClosedBit) delivered = sender->lane.Settle(position);
+    };
+    if (sender->shared) {
+      SpinMutexLock lock(&sender->mu);
+      publish();
+    } else {
+      publish();
+    }
     if ((state & kParkedBit) &&
         (state_.fetch_and(~kParkedBit, std::memory_order_seq_cst) &
          kParkedBit)) {
@@ -203,7 +212,7 @@ class Channel {
           internal::next_sender_id.fetch_add(1, std::memory_order_relaxed);
     }
     const uint64_t me = internal::sender_id;
-    std::lock_guard<std::mutex> lock(lanes_mu_);
+    MutexLock lock(&lanes_mu_);
     int n = num_lanes_.load(std::memory_order_relaxed);
     for (int i = 0; i < n; ++i) {
       if (lanes_[i]->owner == me) return lanes_[i].get();
@@ -216,7 +225,8 @@ class Channel {
     return AddLaneLocked(lane_capacity_, me);
   }
 
-  SenderLane* AddLaneLocked(uint64_t capacity, uint64_t owner) {
+  SenderLane* AddLaneLocked(uint64_t capacity, uint64_t owner)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(lanes_mu_) {
     int n = num_lanes_.load(std::memory_order_relaxed);
     lanes_[n] = std::make_unique<SenderLane>(capacity, sealed_all_, &slots_,
                                              owner, n == kMaxLanes - 1);
@@ -258,11 +268,13 @@ class Channel {
   // Receiver, once it has seen the channel closed. Lanes made later are born
   // sealed.
   void SealAll() {
-    if (!sealed_all_) {
-      std::lock_guard<std::mutex> lock(lanes_mu_);
-      const int n = num_lanes_.load(std::memory_order_relaxed);
-      for (int i = 0; i < n; ++i) lanes_[i]->lane.Seal();
-      sealed_all_ = true;
+    {
+      MutexLock lock(&lanes_mu_);
+      if (!sealed_all_) {
+        const int n = num_lanes_.load(std::memory_order_relaxed);
+        for (int i = 0; i < n; ++i) lanes_[i]->lane.Seal();
+        sealed_all_ = true;
+      }
     }
     HeavyFence();
   }
@@ -327,10 +339,11 @@ class Channel {
   alignas(64) int next_lane_ = 0;
   int64_t typical_spins_ = 0;
 
-  std::mutex lanes_mu_;
-  bool sealed_all_ = false;  // written by the receiver under lanes_mu_
+  Mutex lanes_mu_;
+  bool sealed_all_ ABSL_GUARDED_BY(lanes_mu_) = false;
   std::atomic<int> num_lanes_{0};
-  // Written under lanes_mu_ before num_lanes_ publishes them.
+  // Written under lanes_mu_ before num_lanes_ publishes them; read without
+  // it after that publication (a lane, once published, never changes place).
   std::unique_ptr<SenderLane> lanes_[kMaxLanes];
 };
 

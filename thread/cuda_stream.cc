@@ -1,6 +1,5 @@
 #include "thread/cuda_stream.h"
 
-#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -36,7 +35,7 @@ void CudaStream::Submit(std::function<absl::Status()> work) {
 absl::StatusOr<AsyncStream::EventToken> CudaStream::RecordEvent() {
   cuda::EventHandle event = nullptr;
   {
-    std::lock_guard<SpinMutex> lock(pool_mu_);
+    SpinMutexLock lock(&pool_mu_);
     if (!free_events_.empty()) {
       event = free_events_.back();
       free_events_.pop_back();
@@ -47,7 +46,7 @@ absl::StatusOr<AsyncStream::EventToken> CudaStream::RecordEvent() {
         cuda::EventCreate(device_index_);
     if (!created.ok()) return created.status();
     event = *created;
-    std::lock_guard<SpinMutex> lock(pool_mu_);
+    SpinMutexLock lock(&pool_mu_);
     all_events_.push_back(event);
   }
   absl::Status recorded = cuda::EventRecord(event, stream_);
@@ -67,12 +66,12 @@ absl::Status CudaStream::WaitEvent(EventToken event) {
 }
 
 void CudaStream::ReleaseEvent(EventToken event) {
-  std::lock_guard<SpinMutex> lock(pool_mu_);
+  SpinMutexLock lock(&pool_mu_);
   free_events_.push_back(reinterpret_cast<cuda::EventHandle>(event));
 }
 
 int64_t CudaStream::events_created() const {
-  std::lock_guard<SpinMutex> lock(pool_mu_);
+  SpinMutexLock lock(&pool_mu_);
   return static_cast<int64_t>(all_events_.size());
 }
 

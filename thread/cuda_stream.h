@@ -49,8 +49,8 @@ class CudaStream final : public AsyncStream {
   cuda::StreamHandle const stream_;
   // Recorded on the actor's thread, released on the poller's.
   mutable SpinMutex pool_mu_;
-  std::vector<cuda::EventHandle> free_events_;  // guarded by pool_mu_
-  std::vector<cuda::EventHandle> all_events_;   // guarded by pool_mu_
+  std::vector<cuda::EventHandle> free_events_ ABSL_GUARDED_BY(pool_mu_);
+  std::vector<cuda::EventHandle> all_events_ ABSL_GUARDED_BY(pool_mu_);
 };
 
 }  // namespace actorflow

@@ -10,31 +10,31 @@ HostAsyncStream::HostAsyncStream() : worker_([this] { WorkerLoop(); }) {}
 
 HostAsyncStream::~HostAsyncStream() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  work_ready_.notify_all();
+  work_ready_.SignalAll();
   worker_.join();
 }
 
 void HostAsyncStream::Enqueue(std::function<absl::Status()> work) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     queue_.push_back(std::move(work));
     ++enqueued_;
   }
-  work_ready_.notify_one();
+  work_ready_.Signal();
 }
 
 absl::StatusOr<AsyncStream::EventToken> HostAsyncStream::RecordEvent() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return enqueued_;  // happens once that many items are done
 }
 
 absl::Status HostAsyncStream::WaitEvent(EventToken event) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++waiting_;
-  progress_.wait(lock, [&] { return completed_ >= event; });
+  while (completed_ < event) progress_.Wait(&mu_);
   --waiting_;
   // Like a sticky CUDA error: an event after a failure reports it.
   if (!error_.ok() && error_at_ <= event) return error_;
@@ -42,12 +42,12 @@ absl::Status HostAsyncStream::WaitEvent(EventToken event) {
 }
 
 uint64_t HostAsyncStream::completed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return completed_;
 }
 
 int HostAsyncStream::waiting() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return waiting_;
 }
 
@@ -56,22 +56,22 @@ void HostAsyncStream::WorkerLoop() {
   while (true) {
     std::function<absl::Status()> work;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(&mu_);
+      while (!stopping_ && queue_.empty()) work_ready_.Wait(&mu_);
       if (queue_.empty()) return;  // stopping, and nothing left
       work = std::move(queue_.front());
       queue_.pop_front();
     }
     absl::Status status = work();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++completed_;
       if (!status.ok() && error_.ok()) {
         error_ = std::move(status);
         error_at_ = completed_;
       }
     }
-    progress_.notify_all();
+    progress_.SignalAll();
   }
 }
 

@@ -1,15 +1,15 @@
 #ifndef ACTORFLOW_THREAD_HOST_ASYNC_STREAM_H_
 #define ACTORFLOW_THREAD_HOST_ASYNC_STREAM_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "thread/async_stream.h"
+#include "thread/mutex.h"
 
 namespace actorflow {
 
@@ -45,16 +45,17 @@ class HostAsyncStream final : public AsyncStream {
  private:
   void WorkerLoop();
 
-  mutable std::mutex mu_;
-  std::condition_variable work_ready_;
-  std::condition_variable progress_;
-  std::deque<std::function<absl::Status()>> queue_;  // guarded by mu_
-  uint64_t enqueued_ = 0;                            // guarded by mu_
-  uint64_t completed_ = 0;                           // guarded by mu_
-  absl::Status error_;                               // guarded by mu_
-  uint64_t error_at_ = 0;  // the item that failed (1-based); guarded by mu_
-  bool stopping_ = false;  // guarded by mu_
-  int waiting_ = 0;        // guarded by mu_
+  mutable Mutex mu_;
+  CondVar work_ready_;
+  CondVar progress_;
+  std::deque<std::function<absl::Status()>> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t enqueued_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  // The item that failed (1-based).
+  uint64_t error_at_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int waiting_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread worker_;
 };
 

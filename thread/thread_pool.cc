@@ -13,27 +13,27 @@ ThreadPool::ThreadPool(int num_threads) {
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   for (std::thread& worker : workers_) worker.join();
 }
 
 void ThreadPool::Schedule(std::function<void()> work) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     queue_.push_back(std::move(work));
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void ThreadPool::WorkerLoop() {
   while (true) {
     std::function<void()> work;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(&mu_);
+      while (!stopping_ && queue_.empty()) cv_.Wait(&mu_);
       // Drain before exiting: scheduled work is never dropped.
       if (queue_.empty()) return;
       work = std::move(queue_.front());
