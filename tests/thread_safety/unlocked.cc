@@ -1,0 +1,19 @@
+// Must NOT compile under -Werror=thread-safety: ReadWithoutLock touches
+// guarded state without its lock (see thread_safety_test.sh).
+#include "absl/base/thread_annotations.h"
+#include "thread/mutex.h"
+
+namespace actorflow {
+
+class Counter {
+ public:
+  int ReadWithoutLock() const { return count_; }
+
+ private:
+  mutable Mutex mu_;
+  int count_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace actorflow
+
+int main() { return actorflow::Counter().ReadWithoutLock(); }
