@@ -21,6 +21,8 @@ Actor::Actor(ActorSpec spec, ActorEnv env)
                : 0) {
   ctx_.stream_ = spec.stream;
   ctx_.task_ = task_;
+  ctx_.cancelled_ =
+      env_.monitor != nullptr ? env_.monitor->aborting_flag() : nullptr;
   for (auto& [name, descs] : spec.inputs) {
     KernelContext::Group group{name, static_cast<int>(in_.size()), 0};
     for (RegstDesc* desc : descs) {

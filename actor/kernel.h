@@ -1,6 +1,7 @@
 #ifndef ACTORFLOW_ACTOR_KERNEL_H_
 #define ACTORFLOW_ACTOR_KERNEL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -127,6 +128,13 @@ class KernelContext {
   // The cudaStream_t to launch on (GPU streams); null on CPU streams. The
   // thread's current device is the stream's, stream().device_index.
   void* cuda_stream() const { return cuda_stream_; }
+  // Whether the run is being stopped (a failure anywhere in it, a limit, the
+  // session destroyed). A kernel that waits on something outside the plan
+  // (a socket, another process) should give up and return an error once it
+  // is; the runtime waits only SessionOptions::cancel_grace for it.
+  bool cancelled() const {
+    return cancelled_ != nullptr && cancelled_->load(std::memory_order_relaxed);
+  }
 
   // Every input register, in the order of the consumed names (sorted) and
   // of each name's id list.
@@ -154,6 +162,7 @@ class KernelContext {
   int64_t piece_id_ = -1;
   StreamKey stream_;
   void* cuda_stream_ = nullptr;
+  const std::atomic<bool>* cancelled_ = nullptr;
   const TaskProto* task_ = nullptr;
   std::vector<Regst*> inputs_;
   std::vector<Regst*> outputs_;

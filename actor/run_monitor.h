@@ -43,6 +43,8 @@ class RunMonitor {
   void StartRun(int64_t num_actors) { running_.Reset(num_actors); }
 
   bool aborting() const { return aborting_.load(std::memory_order_relaxed); }
+  // What KernelContext::cancelled reads.
+  const std::atomic<bool>* aborting_flag() const { return &aborting_; }
 
   void OnActorFinished() { running_.Decrement(); }
   BlockingCounter& running() { return running_; }

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -22,6 +23,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "actor/kernel.h"
+#include "net/job.h"
+#include "net/launch.h"
 #include "runtime/chrome_trace.h"
 #include "runtime/compiled_plan.h"
 #include "runtime/json.h"
@@ -72,6 +75,30 @@ usage:
     --progress      show a progress line on stderr (pieces done, rate);
                     by default it shows on a terminal once a run has
                     taken a second. --no-progress: never
+    Multi-machine plans (tasks on stream.machine_id 0..N-1) run as N
+    processes, one per machine id, registers moving between them over
+    gRPC. Each process is `actorflow run PLAN` with its place in the job
+    from the environment, as torchrun and mpirun set it: RANK and
+    WORLD_SIZE (or OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE), and
+    MASTER_ADDR and MASTER_PORT (default 127.0.0.1:29500), where rank 0
+    serves the job's control service. Flags override the environment:
+    --rank=R --world-size=N --master-addr=HOST --master-port=PORT
+    --host=HOST     the address other ranks reach this one at (default:
+                    127.0.0.1 when MASTER_ADDR is loopback, else the host
+                    name)
+    --peer-timeout=S  a rank silent this long is dead: every rank fails,
+                    naming it (default 30)
+    --join-timeout=S  how long rank 0 waits for every rank to join
+                    (default 60)
+    Each rank prints its own JSON line, with "rank" and "world_size"; a
+    failure on any rank ends every rank (exit 1), naming the rank and its
+    task and piece. --trace=FILE writes FILE.rankR.
+  actorflow launch --nproc=N PLAN [--master-port=PORT] [run flags]
+                                    run PLAN as N local processes (ranks
+                                    0..N-1 on 127.0.0.1, a free port unless
+                                    given) and print one JSON line for the
+                                    job: the sinks of every rank, or the
+                                    first error. No rank outlives it.
   actorflow validate PLAN [--shapes] [--max-register-bytes=N]
                                     print every problem in PLAN (exit 0:
                                     none); --shapes also prints every
@@ -126,8 +153,7 @@ int InvalidStatus(const absl::Status& status) {
   return Invalid(absl::StrSplit(status.message(), '\n'));
 }
 
-int Validate(const std::string& path, bool shapes,
-             int64_t max_register_bytes) {
+int Validate(const std::string& path, bool shapes, int64_t max_register_bytes) {
   absl::StatusOr<Plan> loaded = LoadPlan(ResolvePath(path));
   if (!loaded.ok()) return Invalid({std::string(loaded.status().message())});
   CompileOptions options;
@@ -156,10 +182,11 @@ int Dot(const std::string& path) {
 
 // Reports a failure after the plan was accepted: `what` and the message on
 // stderr, the JSON error line on stdout.
-int RunFailed(const char* what, const absl::Status& status) {
+int RunFailed(const char* what, const absl::Status& status,
+              const std::string& json_prefix = "") {
   std::fprintf(stderr, "actorflow: %s%s\n", what,
                std::string(status.message()).c_str());
-  std::printf("{\"status\":\"error\",\"error\":%s}\n",
+  std::printf("{\"status\":\"error\",%s\"error\":%s}\n", json_prefix.c_str(),
               JsonString(status.message()).c_str());
   return kExitRunFailed;
 }
@@ -172,6 +199,8 @@ struct RunFlags {
   double timeout_s = 0;
   double stall_s = 0;
   enum class Progress { kAuto, kOn, kOff } progress = Progress::kAuto;
+  // Where this process stands in a multi-machine job (world_size 1: alone).
+  net::JobConfig job;
 };
 
 std::string Millis(int64_t ns) {
@@ -201,9 +230,92 @@ std::string ReportStats(const RunStats& run) {
   return absl::StrCat("{", absl::StrJoin(json, ","), "}");
 }
 
+// Runs `run` on `session` (with the progress line) and prints the result:
+// the JSON line, with `json_prefix` (`"rank":0,` ...) after the status.
+int RunSession(const std::string& path, Session* session, const RunFlags& flags,
+               const std::string& json_prefix,
+               const std::function<absl::StatusOr<RunStats>()>& run,
+               const std::function<absl::Status()>& after = nullptr) {
+  const std::string& trace_path = flags.trace_path;
+  std::optional<ProgressLine> progress;
+  const bool terminal = isatty(STDERR_FILENO) == 1;
+  if (session != nullptr &&
+      (flags.progress == RunFlags::Progress::kOn ||
+       (flags.progress == RunFlags::Progress::kAuto && terminal))) {
+    const bool forced = flags.progress == RunFlags::Progress::kOn;
+    progress.emplace(session, stderr, terminal, forced ? 0.0 : 1.0,
+                     /*final_line=*/forced);
+    progress->Start();
+  }
+  absl::StatusOr<RunStats> result = run();
+  if (progress) progress->Stop();
+  if (result.ok() && after) {
+    absl::Status finished = after();
+    if (!finished.ok()) result = finished;
+  }
+  if (!result.ok()) {
+    int code = RunFailed("run failed: ", result.status(), json_prefix);
+    if (session != nullptr && session->left_threads_running()) {
+      // A thread is still inside a kernel: leave without static destructors.
+      std::fflush(nullptr);
+      std::_Exit(code);
+    }
+    return code;
+  }
+  if (!trace_path.empty() && session != nullptr) {
+    absl::Status written = WriteChromeTrace(session->trace(), trace_path);
+    if (!written.ok()) return RunFailed("", written, json_prefix);
+  }
+  std::vector<std::string> sinks;
+  if (session != nullptr) {
+    for (const auto& [name, sink] : session->Sinks()) {
+      sinks.push_back(absl::StrCat(
+          JsonString(name), ":{\"pieces\":", sink.pieces,
+          ",\"checksum\":", JsonNumber(sink.checksum),
+          ",\"in_order\":", sink.in_order ? "true" : "false", "}"));
+    }
+  }
+  std::string stats;
+  if (flags.stats) stats = absl::StrCat(",\"stats\":", ReportStats(*result));
+  std::fprintf(stderr, "actorflow: %s: %lld pieces, %lld acts in %.3f ms\n",
+               path.c_str(), static_cast<long long>(result->pieces),
+               static_cast<long long>(result->acts), result->wall_ms);
+  std::printf(
+      "{\"status\":\"ok\",%s\"pieces\":%lld,\"wall_ms\":%.3f,"
+      "\"sinks\":{%s}%s}\n",
+      json_prefix.c_str(), static_cast<long long>(result->pieces),
+      result->wall_ms, absl::StrJoin(sinks, ",").c_str(), stats.c_str());
+  return kExitOk;
+}
+
+// One process of a multi-machine job: joins, runs its share, waits for
+// every rank.
+int RunJob(const std::string& path, Plan plan, RunFlags flags,
+           SessionOptions options) {
+  const net::JobConfig& job_config = flags.job;
+  const std::string prefix =
+      absl::StrCat("\"rank\":", job_config.rank,
+                   ",\"world_size\":", job_config.world_size, ",");
+  if (!flags.trace_path.empty()) {
+    absl::StrAppend(&flags.trace_path, ".rank", job_config.rank);
+  }
+  const int64_t pieces =
+      flags.pieces >= 0 ? flags.pieces : plan.total_piece_num();
+  absl::StatusOr<std::unique_ptr<net::Job>> job =
+      net::Job::Create(plan, pieces, job_config, std::move(options));
+  if (!job.ok()) {
+    if (absl::IsInvalidArgument(job.status())) {
+      return InvalidStatus(job.status());
+    }
+    return RunFailed("", job.status(), prefix);
+  }
+  return RunSession(
+      path, (*job)->session(), flags, prefix,
+      [&] { return (*job)->Run(pieces); }, [&] { return (*job)->Finish(); });
+}
+
 // One compile (each kernel's Init runs once), one run.
 int Run(const std::string& path, const RunFlags& flags) {
-  const int64_t pieces = flags.pieces;
   const std::string& trace_path = flags.trace_path;
   absl::StatusOr<Plan> loaded = LoadPlan(ResolvePath(path));
   if (!loaded.ok()) return Invalid({std::string(loaded.status().message())});
@@ -228,6 +340,9 @@ int Run(const std::string& path, const RunFlags& flags) {
     return UsageError(absl::StrCat("--trace: cannot write ", trace_path, ": ",
                                    std::strerror(errno)));
   }
+  if (flags.job.world_size > 1) {
+    return RunJob(path, std::move(*loaded), flags, std::move(options));
+  }
   absl::StatusOr<std::unique_ptr<Session>> session =
       Session::Create(std::move(*loaded), std::move(options));
   if (!session.ok()) {
@@ -236,48 +351,8 @@ int Run(const std::string& path, const RunFlags& flags) {
     }
     return RunFailed("", session.status());
   }
-  std::optional<ProgressLine> progress;
-  const bool terminal = isatty(STDERR_FILENO) == 1;
-  if (flags.progress == RunFlags::Progress::kOn ||
-      (flags.progress == RunFlags::Progress::kAuto && terminal)) {
-    const bool forced = flags.progress == RunFlags::Progress::kOn;
-    progress.emplace(session->get(), stderr, terminal, forced ? 0.0 : 1.0,
-                     /*final_line=*/forced);
-    progress->Start();
-  }
-  absl::StatusOr<RunStats> result = (*session)->Run(pieces);
-  if (progress) progress->Stop();
-  if (!result.ok()) {
-    int code = RunFailed("run failed: ", result.status());
-    if ((*session)->left_threads_running()) {
-      // A thread is still inside a kernel: leave without static destructors.
-      std::fflush(nullptr);
-      std::_Exit(code);
-    }
-    return code;
-  }
-  if (!trace_path.empty()) {
-    absl::Status written = WriteChromeTrace((*session)->trace(), trace_path);
-    if (!written.ok()) return RunFailed("", written);
-  }
-  std::vector<std::string> sinks;
-  for (const auto& [name, sink] : (*session)->Sinks()) {
-    sinks.push_back(
-        absl::StrCat(JsonString(name), ":{\"pieces\":", sink.pieces,
-                     ",\"checksum\":", JsonNumber(sink.checksum),
-                     ",\"in_order\":", sink.in_order ? "true" : "false", "}"));
-  }
-  std::string stats;
-  if (flags.stats) stats = absl::StrCat(",\"stats\":", ReportStats(*result));
-  std::fprintf(stderr, "actorflow: %s: %lld pieces, %lld acts in %.3f ms\n",
-               path.c_str(), static_cast<long long>(result->pieces),
-               static_cast<long long>(result->acts), result->wall_ms);
-  std::printf(
-      "{\"status\":\"ok\",\"pieces\":%lld,\"wall_ms\":%.3f,\"sinks\":{%s}%s}"
-      "\n",
-      static_cast<long long>(result->pieces), result->wall_ms,
-      absl::StrJoin(sinks, ",").c_str(), stats.c_str());
-  return kExitOk;
+  return RunSession(path, session->get(), flags, "",
+                    [&] { return (*session)->Run(flags.pieces); });
 }
 
 int ListKernels() {
@@ -303,10 +378,17 @@ bool ParseBytes(std::string text, int64_t* bytes) {
   int shift = 0;
   if (!text.empty()) {
     switch (text.back()) {
-      case 'K': shift = 10; break;
-      case 'M': shift = 20; break;
-      case 'G': shift = 30; break;
-      default: break;
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      default:
+        break;
     }
     if (shift != 0) text.pop_back();
   }
@@ -317,6 +399,113 @@ bool ParseBytes(std::string text, int64_t* bytes) {
   }
   *bytes = count << shift;
   return true;
+}
+
+bool IsJobFlag(const std::string& arg) {
+  for (const char* flag :
+       {"--rank=", "--world-size=", "--master-addr=", "--master-port=",
+        "--host=", "--peer-timeout=", "--join-timeout="}) {
+    if (absl::StartsWith(arg, flag)) return true;
+  }
+  return false;
+}
+
+// One --rank/--world-size/... flag into `job`; the problem, or "".
+std::string ParseJobFlag(const std::string& arg, net::JobConfig* job) {
+  const size_t eq = arg.find('=');
+  const std::string name = arg.substr(0, eq);
+  const std::string value = arg.substr(eq + 1);
+  if (name == "--master-addr" || name == "--host") {
+    if (value.empty()) return absl::StrCat(name, " needs a host");
+    (name == "--host" ? job->host : job->master_addr) = value;
+    return "";
+  }
+  if (name == "--peer-timeout" || name == "--join-timeout") {
+    double seconds = 0;
+    if (!absl::SimpleAtod(value, &seconds) || !(seconds > 0) || seconds > 1e6) {
+      return absl::StrCat(name, " needs a number of seconds > 0, got '", value,
+                          "'");
+    }
+    (name == "--peer-timeout" ? job->peer_timeout : job->join_timeout) =
+        absl::Seconds(seconds);
+    return "";
+  }
+  int64_t number = 0;
+  const bool parsed = absl::SimpleAtoi(value, &number);
+  if (name == "--rank") {
+    if (!parsed || number < 0) {
+      return absl::StrCat("--rank needs a whole number >= 0, got '", value,
+                          "'");
+    }
+    job->rank = static_cast<int32_t>(number);
+  } else if (name == "--world-size") {
+    if (!parsed || number < 1 || number > 65536) {
+      return absl::StrCat(
+          "--world-size needs a number of processes >= 1, got '", value, "'");
+    }
+    job->world_size = static_cast<int32_t>(number);
+  } else {  // --master-port
+    if (!parsed || number < 1 || number > 65535) {
+      return absl::StrCat("--master-port needs a port in 1..65535, got '",
+                          value, "'");
+    }
+    job->master_port = static_cast<int32_t>(number);
+  }
+  return "";
+}
+
+// actorflow launch --nproc=N PLAN [--master-port=P] [run flags]
+int LaunchCommand(const std::vector<std::string>& args) {
+  net::LaunchOptions options;
+  options.nproc = 0;
+  bool has_plan = false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
+    if (absl::StartsWith(arg, "--nproc=")) {
+      if (!absl::SimpleAtoi(arg.substr(8), &options.nproc) ||
+          options.nproc < 1 || options.nproc > 1024) {
+        return UsageError(absl::StrCat(
+            "--nproc needs a number of processes in 1..1024, got '",
+            arg.substr(8), "'"));
+      }
+      continue;
+    }
+    if (absl::StartsWith(arg, "--rank=") ||
+        absl::StartsWith(arg, "--world-size=")) {
+      return UsageError(
+          absl::StrCat("launch: ", arg.substr(0, arg.find('=')),
+                       " is launch's to set (--nproc says how many)"));
+    }
+    net::JobConfig job;
+    if (IsJobFlag(arg)) {
+      std::string problem = ParseJobFlag(arg, &job);
+      if (!problem.empty()) return UsageError(problem);
+      if (absl::StartsWith(arg, "--master-port=")) {
+        options.master_port = job.master_port;
+      } else if (absl::StartsWith(arg, "--master-addr=")) {
+        options.master_addr = job.master_addr;
+      } else if (absl::StartsWith(arg, "--peer-timeout=")) {
+        options.peer_timeout = job.peer_timeout;
+      }
+      if (absl::StartsWith(arg, "--master-")) continue;  // launch sets them
+    }
+    if (!absl::StartsWith(arg, "-")) {
+      if (has_plan) {
+        return UsageError(absl::StrCat("unexpected argument '", arg, "'"));
+      }
+      has_plan = true;
+      options.run_args.push_back(ResolvePath(arg));
+      continue;
+    }
+    options.run_args.push_back(arg);
+  }
+  if (options.nproc == 0) return UsageError("launch: missing --nproc=N");
+  if (!has_plan) return UsageError("launch: missing PLAN");
+  return net::Launch(options);
 }
 
 int Main(int argc, char** argv) {
@@ -333,12 +522,18 @@ int Main(int argc, char** argv) {
   if (command == "kernels") {
     return ListKernels();
   }
+  if (command == "launch") return LaunchCommand(args);
   if (command != "run" && command != "validate" && command != "dot") {
     return UsageError(absl::StrCat("unknown command '", command, "'"));
   }
   std::string plan_path;
   RunFlags run;
   bool shapes = false;
+  if (command == "run") {
+    absl::StatusOr<net::JobConfig> job = net::JobConfigFromEnv();
+    if (!job.ok()) return UsageError(std::string(job.status().message()));
+    run.job = *job;
+  }
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--help" || arg == "-h") {
@@ -378,6 +573,9 @@ int Main(int argc, char** argv) {
                                        value, "'"));
       }
       (arg[2] == 't' ? run.timeout_s : run.stall_s) = seconds;
+    } else if (command == "run" && IsJobFlag(arg)) {
+      std::string problem = ParseJobFlag(arg, &run.job);
+      if (!problem.empty()) return UsageError(problem);
     } else if (command == "run" && arg == "--progress") {
       run.progress = RunFlags::Progress::kOn;
     } else if (command == "run" && arg == "--no-progress") {
@@ -396,10 +594,14 @@ int Main(int argc, char** argv) {
   if (plan_path.empty()) {
     return UsageError(absl::StrCat(command, ": missing PLAN"));
   }
+  if (run.job.rank >= run.job.world_size) {
+    return UsageError(absl::StrCat("rank ", run.job.rank, " is outside 0..",
+                                   run.job.world_size - 1, " (world size ",
+                                   run.job.world_size, ")"));
+  }
   if (command == "dot") return Dot(plan_path);
-  return command == "run"
-             ? Run(plan_path, run)
-             : Validate(plan_path, shapes, run.max_register_bytes);
+  return command == "run" ? Run(plan_path, run)
+                          : Validate(plan_path, shapes, run.max_register_bytes);
 }
 
 }  // namespace

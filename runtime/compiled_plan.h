@@ -44,6 +44,10 @@ struct CompileOptions {
   // A plan whose registers need more (see kDefaultMaxRegisterBytes) is
   // refused, before anything is allocated.
   int64_t max_register_bytes = kDefaultMaxRegisterBytes;
+  // Accept tasks on any machine_id >= 0: a whole multi-machine plan, as
+  // `actorflow validate` and each process of a job check it before taking
+  // their share (net/plan_partition.h). A Session runs machine 0 only.
+  bool multi_machine = false;
 };
 
 // Checks `plan`, infers its shapes in topological order (each kernel's Init

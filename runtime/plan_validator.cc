@@ -63,6 +63,10 @@ class Validator {
     return problems_;
   }
 
+  // Accept any machine_id >= 0 (a whole multi-machine plan, before it is
+  // split per process).
+  void set_multi_machine(bool multi_machine) { multi_machine_ = multi_machine; }
+
   const std::map<int64_t, std::vector<BlobDesc>>& resolved_blobs() const {
     return resolved_;
   }
@@ -109,11 +113,16 @@ class Validator {
 
   void CheckStream(int t) {
     const StreamId& stream = task(t).stream();
-    if (stream.machine_id() != 0) {
-      Problem(absl::StrCat(Label(t),
-                           ": stream.machine_id: must be 0 (multi-machine "
-                           "runs are not supported yet), got ",
+    if (multi_machine_ && stream.machine_id() < 0) {
+      Problem(absl::StrCat(Label(t), ": stream.machine_id: must be >= 0, got ",
                            stream.machine_id()));
+    } else if (!multi_machine_ && stream.machine_id() != 0) {
+      Problem(absl::StrCat(
+          Label(t),
+          ": stream.machine_id: must be 0 in one process (a plan over "
+          "machines 0..N-1 runs as N processes: actorflow launch --nproc=N, "
+          "or actorflow run with WORLD_SIZE and RANK), got ",
+          stream.machine_id()));
     }
     if (stream.device_index() < 0 || stream.stream_index() < 0) {
       Problem(absl::StrCat(
@@ -604,6 +613,7 @@ class Validator {
   const KernelBindings& bindings_;
   CompiledPlan* compiled_ = nullptr;
   std::vector<std::string> problems_;
+  bool multi_machine_ = false;
   std::vector<int> topological_order_;  // tasks on no cycle
   // Blobs by regst_desc_id: as the plan states them, and as settled.
   std::map<int64_t, std::vector<BlobDesc>> declared_;
@@ -634,9 +644,9 @@ absl::Status CheckRegisterBytes(const CompiledPlan& compiled, int64_t limit) {
   std::string largest_where;
   for (const TaskProto& task : compiled.plan.task()) {
     for (const auto& [name, desc] : SortedOutputs(task)) {
-      const int64_t each = std::max(
-          LayOut(compiled.blobs.at(desc->regst_desc_id())).bytes,
-          kRegstOverheadBytes);
+      const int64_t each =
+          std::max(LayOut(compiled.blobs.at(desc->regst_desc_id())).bytes,
+                   kRegstOverheadBytes);
       int64_t bytes = 0;
       if (__builtin_mul_overflow(each, int64_t{desc->register_num()}, &bytes) ||
           __builtin_add_overflow(total, bytes, &total)) {
@@ -645,18 +655,18 @@ absl::Status CheckRegisterBytes(const CompiledPlan& compiled, int64_t limit) {
       }
       if (bytes > largest) {
         largest = bytes;
-        largest_where = absl::StrCat(TaskLabel(task), " '", name,
-                                     "' (regst_desc ", desc->regst_desc_id(),
-                                     "): register_num ", desc->register_num(),
-                                     " x ", each, " bytes");
+        largest_where =
+            absl::StrCat(TaskLabel(task), " '", name, "' (regst_desc ",
+                         desc->regst_desc_id(), "): register_num ",
+                         desc->register_num(), " x ", each, " bytes");
       }
     }
   }
   if (total <= limit) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "plan: its registers need ", total == INT64_MAX ? "more than" : "",
-      total == INT64_MAX ? " 2^63 bytes" : Bytes(total),
-      ", over the limit of ", Bytes(limit),
+      total == INT64_MAX ? " 2^63 bytes" : Bytes(total), ", over the limit of ",
+      Bytes(limit),
       " per plan (max_register_bytes; actorflow --max-register-bytes); the "
       "largest: ",
       largest_where));
@@ -678,6 +688,7 @@ absl::StatusOr<std::unique_ptr<CompiledPlan>> CompilePlan(
   const KernelBindings& bindings =
       options.bindings != nullptr ? *options.bindings : registry_only;
   Validator validator(compiled->plan, options.probe, bindings);
+  validator.set_multi_machine(options.multi_machine);
   std::vector<std::string> problems = validator.Run(compiled.get());
   if (!problems.empty()) {
     return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));

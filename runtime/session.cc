@@ -765,7 +765,16 @@ void Session::Release(Regst* regst) {
       ActorMsg::Return(desc.producer, desc.producer_out_slot, regst));
 }
 
+void Session::Abort(absl::Status status) {
+  monitor_->ReportFailure(std::move(status));
+  // Actors idle on their queues learn of it here; Wait then drains the run.
+  for (int32_t a = 0; a < static_cast<int32_t>(actors_.size()); ++a) {
+    (void)SendCmd(a, ActorCmd::kWake);
+  }
+}
+
 void Session::OnFailure(const absl::Status& status) {
+  if (options_.on_failure) options_.on_failure(status);
   for (const auto& port : ports_) {
     if (port->is_feed) {
       port->feed.Fail(status);

@@ -2,6 +2,7 @@
 #define ACTORFLOW_RUNTIME_SESSION_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -56,6 +57,11 @@ struct SessionOptions {
   // Create refuses a plan whose registers need more, before allocating
   // anything (see CompileOptions).
   int64_t max_register_bytes = kDefaultMaxRegisterBytes;
+  // Called once, with the session's first failure (a kernel's error, a
+  // limit, Abort), on the thread that reports it, before the run winds
+  // down. It must not call back into the session. Multi-machine jobs use it
+  // to tell the other processes at once.
+  std::function<void(const absl::Status&)> on_failure;
 };
 
 // What one run did. Without SessionOptions::stats returning it allocates
@@ -183,6 +189,10 @@ class Session final : public MsgHandler<ActorMsg> {
   // Between runs, with SessionOptions::trace: the last run's acts.
   const RunTrace& trace() const { return trace_; }
   const CompiledPlan& compiled() const { return *compiled_; }
+  // Any thread: stops the run in progress (or the next one) with `status`,
+  // as a kernel's error would; from then on the session is failed. Only the
+  // first failure counts.
+  void Abort(absl::Status status);
   // The failure that stopped the session; OK while it is usable.
   absl::Status status() const;
   // Whether a thread stuck in a kernel was left running (see

@@ -277,10 +277,10 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
 
   CliResult none = RunCli("");
   CHECK(none.exit_code == 2);
-  CliResult unknown = RunCli("launch x.pbtxt");
+  CliResult unknown = RunCli("deploy x.pbtxt");
   CHECK(unknown.exit_code == 2);
   CHECK(unknown.last_line ==
-        "{\"status\":\"invalid\",\"errors\":[\"unknown command 'launch'\"]}");
+        "{\"status\":\"invalid\",\"errors\":[\"unknown command 'deploy'\"]}");
   std::string plan = Runfile("examples/plans/quickstart.pbtxt");
   CHECK(RunCli("run --threads=4 '" + plan + "'").exit_code == 2);
   CHECK(RunCli("run --pieces=-1 '" + plan + "'").exit_code == 2);

@@ -310,8 +310,10 @@ TEST_CASE("streams and memory cases this build or machine cannot serve",
   SECTION("machine_id") {
     plan.mutable_task(1)->mutable_stream()->set_machine_id(1);
     CHECK(OnlyProblem(plan) ==
-          "task 'mid' (task_id 2): stream.machine_id: must be 0 "
-          "(multi-machine runs are not supported yet), got 1");
+          "task 'mid' (task_id 2): stream.machine_id: must be 0 in one "
+          "process (a plan over machines 0..N-1 runs as N processes: "
+          "actorflow launch --nproc=N, or actorflow run with WORLD_SIZE and "
+          "RANK), got 1");
   }
   SECTION("negative stream index") {
     plan.mutable_task(1)->mutable_stream()->set_stream_index(-1);

@@ -1,0 +1,544 @@
+#include "net/control.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "thread/blocking_counter.h"
+
+namespace actorflow::net {
+namespace {
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+std::string Secs(absl::Duration d) { return absl::FormatDuration(d); }
+
+}  // namespace
+
+absl::Duration HeartbeatInterval(absl::Duration peer_timeout) {
+  return std::clamp(peer_timeout / 10, absl::Milliseconds(20),
+                    absl::Seconds(1));
+}
+
+// ---------------------------------------------------------------- master
+
+ControlService::ControlService(ControlOptions options, FailureFn on_failure)
+    : options_(options),
+      on_failure_(std::move(on_failure)),
+      interval_(HeartbeatInterval(options.peer_timeout)) {
+  const int n = options_.world_size;
+  MutexLock lock(&mu_);
+  joined_.assign(n, false);
+  joins_.resize(n);
+  last_heard_.assign(n, absl::Now());
+  watching_.assign(n, false);
+  left_.assign(n, false);
+  watchers_.resize(n);
+  join_deadline_ = absl::Now() + options_.join_timeout;
+  ticker_ = std::thread([this] { Tick(); });
+}
+
+ControlService::~ControlService() { Stop(); }
+
+void ControlService::Stop() {
+  std::vector<std::shared_ptr<Watcher>> watchers;
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+    changed_.SignalAll();
+    watchers = watchers_;
+  }
+  if (ticker_.joinable()) ticker_.join();
+  for (const auto& watcher : watchers) {
+    if (watcher == nullptr) continue;
+    MutexLock lock(&watcher->write_mu);
+    if (watcher->stream != nullptr) watcher->context->TryCancel();
+  }
+}
+
+void ControlService::Fail(int32_t rank, const std::string& message) {
+  absl::Status status = absl::AbortedError(message);
+  {
+    MutexLock lock(&mu_);
+    if (!failure_.ok()) return;
+    failure_ = status;
+    failed_rank_ = rank;
+    changed_.SignalAll();
+  }
+  if (rank != 0 && on_failure_) on_failure_(status);
+}
+
+void ControlService::Tick() {
+  MutexLock lock(&mu_);
+  while (!stopping_) {
+    changed_.WaitWithTimeout(&mu_, interval_);
+    if (stopping_) break;
+    const absl::Time now = absl::Now();
+    std::vector<std::string> silent;
+    for (int32_t r = 1; r < options_.world_size; ++r) {
+      if (joined_[r] && !left_[r] &&
+          now - last_heard_[r] > options_.peer_timeout) {
+        silent.push_back(
+            absl::StrCat("rank ", r, " stopped answering: no heartbeat for ",
+                         Secs(now - last_heard_[r]), " (peer timeout ",
+                         Secs(options_.peer_timeout), ")"));
+      }
+    }
+    Event event;
+    event.set_failed_rank(failed_rank_);
+    event.set_failure(std::string(failure_.message()));
+    std::vector<std::shared_ptr<Watcher>> watchers = watchers_;
+    mu_.Unlock();
+    if (!silent.empty()) {
+      Fail(-1, silent.front());
+    }
+    // Writes happen outside mu_: a rank that stopped reading must not hold
+    // up the others or the timeout checks.
+    for (const auto& watcher : watchers) {
+      if (watcher == nullptr) continue;
+      MutexLock write(&watcher->write_mu);
+      if (watcher->stream != nullptr) watcher->stream->Write(event);
+    }
+    mu_.Lock();
+  }
+}
+
+absl::StatusOr<std::vector<std::string>> ControlService::JoinRank(
+    const JoinRequest& request) {
+  const int32_t rank = request.rank();
+  const int32_t n = options_.world_size;
+  std::string refused;
+  if (request.world_size() != n) {
+    refused = absl::StrCat("rank ", rank, " has WORLD_SIZE ",
+                           request.world_size(), ", rank 0 has ", n);
+  } else if (rank < 1 && rank != 0) {
+    refused = absl::StrCat("rank ", rank, " is outside 0..", n - 1);
+  } else if (rank >= n) {
+    refused = absl::StrCat("rank ", rank, " is outside 0..", n - 1,
+                           " (WORLD_SIZE ", n, ")");
+  }
+  if (refused.empty()) {
+    MutexLock lock(&mu_);
+    if (joined_[rank]) {
+      refused = absl::StrCat(
+          "rank ", rank, " joined twice (two processes with RANK=", rank, "?)");
+    } else {
+      joined_[rank] = true;
+      joins_[rank] = request;
+      last_heard_[rank] = absl::Now();
+      changed_.SignalAll();
+    }
+  }
+  if (!refused.empty()) {
+    Fail(-1, refused);
+    return absl::FailedPreconditionError(refused);
+  }
+  std::string problem;
+  {
+    MutexLock lock(&mu_);
+    auto all_joined = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return std::count(joined_.begin(), joined_.end(), true) == n;
+    };
+    while (!all_joined() && failure_.ok() && absl::Now() < join_deadline_) {
+      changed_.WaitWithTimeout(&mu_, join_deadline_ - absl::Now());
+    }
+    if (!failure_.ok()) return failure_;
+    if (!all_joined()) {
+      std::vector<int> missing;
+      for (int r = 0; r < n; ++r) {
+        if (!joined_[r]) missing.push_back(r);
+      }
+      problem =
+          absl::StrCat(missing.size() == 1 ? "rank " : "ranks ",
+                       absl::StrJoin(missing, ", "), " did not join within ",
+                       Secs(options_.join_timeout), " (WORLD_SIZE ", n, ")");
+    } else {
+      std::vector<int> differ;
+      for (int r = 1; r < n; ++r) {
+        if (joins_[r].plan_hash() != joins_[0].plan_hash()) differ.push_back(r);
+      }
+      if (!differ.empty()) {
+        std::vector<std::string> hashes;
+        for (int r : differ) {
+          hashes.push_back(
+              absl::StrCat("rank ", r, ": ", joins_[r].plan_hash()));
+        }
+        problem = absl::StrCat(
+            "plan mismatch: ", differ.size() == 1 ? "rank " : "ranks ",
+            absl::StrJoin(differ, ", "),
+            " loaded a different plan (or --pieces) than rank 0 (rank 0: ",
+            joins_[0].plan_hash(), "; ", absl::StrJoin(hashes, "; "), ")");
+      }
+    }
+  }
+  if (!problem.empty()) {
+    Fail(-1, problem);
+    return absl::FailedPreconditionError(problem);
+  }
+  MutexLock lock(&mu_);
+  std::vector<std::string> addresses;
+  for (const JoinRequest& join : joins_) addresses.push_back(join.address());
+  return addresses;
+}
+
+absl::Status ControlService::BarrierRank(int32_t rank,
+                                         const std::string& name) {
+  (void)rank;
+  MutexLock lock(&mu_);
+  int32_t& count = barrier_count_[name];
+  ++count;
+  changed_.SignalAll();
+  while (count < options_.world_size && failure_.ok() && !stopping_) {
+    changed_.Wait(&mu_);
+  }
+  if (!failure_.ok()) return failure_;
+  if (count < options_.world_size) {
+    return absl::CancelledError("rank 0 is shutting down");
+  }
+  return absl::OkStatus();
+}
+
+void ControlService::WaitForRanksToLeave(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  MutexLock lock(&mu_);
+  auto anyone_left = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (int32_t r = 1; r < options_.world_size; ++r) {
+      if (watching_[r]) return true;
+    }
+    return false;
+  };
+  while (anyone_left() && absl::Now() < deadline) {
+    changed_.WaitWithTimeout(&mu_, deadline - absl::Now());
+  }
+}
+
+grpc::Status ControlService::Join(grpc::ServerContext* context,
+                                  const JoinRequest* request,
+                                  JoinReply* reply) {
+  (void)context;
+  absl::StatusOr<std::vector<std::string>> addresses = JoinRank(*request);
+  if (!addresses.ok()) return ToGrpc(addresses.status());
+  for (const std::string& address : *addresses) reply->add_address(address);
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::Barrier(grpc::ServerContext* context,
+                                     const BarrierRequest* request,
+                                     BarrierReply* reply) {
+  (void)context;
+  (void)reply;
+  return ToGrpc(BarrierRank(request->rank(), request->name()));
+}
+
+grpc::Status ControlService::Watch(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<Event, Beat>* stream) {
+  Beat beat;
+  if (!stream->Read(&beat)) return grpc::Status::OK;
+  const int32_t rank = beat.rank();
+  if (rank < 1 || rank >= options_.world_size) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("no rank ", rank));
+  }
+  auto watcher = std::make_shared<Watcher>();
+  watcher->context = context;
+  {
+    MutexLock write(&watcher->write_mu);
+    watcher->stream = stream;
+  }
+  {
+    MutexLock lock(&mu_);
+    watchers_[rank] = watcher;
+    watching_[rank] = true;
+    last_heard_[rank] = absl::Now();
+  }
+  while (stream->Read(&beat)) {
+    {
+      MutexLock lock(&mu_);
+      last_heard_[rank] = absl::Now();
+      if (beat.done()) left_[rank] = true;
+    }
+    if (!beat.failure().empty()) {
+      Fail(rank, absl::StrCat("rank ", rank, " failed: ", beat.failure()));
+    }
+  }
+  {
+    MutexLock write(&watcher->write_mu);
+    watcher->stream = nullptr;
+  }
+  bool died;
+  {
+    MutexLock lock(&mu_);
+    watching_[rank] = false;
+    died = !left_[rank] && !stopping_;
+    changed_.SignalAll();
+  }
+  if (died) {
+    Fail(rank, absl::StrCat("rank ", rank,
+                            " exited or lost its connection to rank 0 before "
+                            "the job ended"));
+  }
+  return grpc::Status::OK;
+}
+
+// ---------------------------------------------------------------- rank 0
+
+namespace {
+
+class Local final : public Coordinator {
+ public:
+  explicit Local(ControlService* service) : service_(service) {}
+  absl::StatusOr<std::vector<std::string>> Join(
+      const JoinRequest& request) override {
+    return service_->JoinRank(request);
+  }
+  absl::Status Barrier(const std::string& name) override {
+    return service_->BarrierRank(0, name);
+  }
+  void ReportFailure(const absl::Status& status) override {
+    service_->Fail(0, absl::StrCat("rank 0 failed: ", status.message()));
+  }
+  void Leave() override {}
+
+ private:
+  ControlService* service_;
+};
+
+// ---------------------------------------------------------------- others
+
+class Remote final : public Coordinator {
+ public:
+  Remote(std::string master, int32_t rank, ControlOptions options,
+         FailureFn on_failure)
+      : master_(std::move(master)),
+        rank_(rank),
+        options_(options),
+        interval_(HeartbeatInterval(options.peer_timeout)),
+        on_failure_(std::move(on_failure)) {
+    grpc::ChannelArguments args;
+    channel_ = grpc::CreateCustomChannel(
+        master_, grpc::InsecureChannelCredentials(), args);
+    stub_ = Control::NewStub(channel_);
+  }
+
+  ~Remote() override {
+    {
+      MutexLock lock(&mu_);
+      stopping_ = true;
+      changed_.SignalAll();
+    }
+    if (stream_ != nullptr && !left_) watch_context_.TryCancel();
+    if (ticker_.joinable()) ticker_.join();
+    if (reader_.joinable()) reader_.join();  // has read everything
+    if (stream_ != nullptr) (void)stream_->Finish();
+  }
+
+  absl::StatusOr<std::vector<std::string>> Join(
+      const JoinRequest& request) override {
+    grpc::ClientContext context;
+    context.set_wait_for_ready(true);
+    // Rank 0 answers once every rank joined or its own join timeout
+    // passed; the extra time covers rank 0 starting later than this one.
+    context.set_deadline(
+        absl::ToChronoTime(absl::Now() + 2 * options_.join_timeout));
+    JoinReply reply;
+    grpc::Status status = stub_->Join(&context, request, &reply);
+    if (!status.ok()) {
+      if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+          status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+        return absl::UnavailableError(absl::StrCat(
+            "rank ", rank_, ": cannot reach rank 0 at ", master_,
+            " (MASTER_ADDR:MASTER_PORT) within ",
+            Secs(2 * options_.join_timeout), ": ", status.error_message()));
+      }
+      return FromGrpc(status);
+    }
+    StartWatch();
+    return std::vector<std::string>(reply.address().begin(),
+                                    reply.address().end());
+  }
+
+  absl::Status Barrier(const std::string& name) override {
+    grpc::ClientContext context;
+    {
+      MutexLock lock(&mu_);
+      if (!failure_.ok()) return failure_;
+      barrier_context_ = &context;
+    }
+    BarrierRequest request;
+    request.set_rank(rank_);
+    request.set_name(name);
+    BarrierReply reply;
+    grpc::Status status = stub_->Barrier(&context, request, &reply);
+    MutexLock lock(&mu_);
+    barrier_context_ = nullptr;
+    if (!failure_.ok()) return failure_;
+    if (!status.ok()) {
+      return absl::Status(
+          static_cast<absl::StatusCode>(status.error_code()),
+          absl::StrCat("barrier '", name, "': ", status.error_message()));
+    }
+    return absl::OkStatus();
+  }
+
+  void ReportFailure(const absl::Status& status) override {
+    MutexLock lock(&mu_);
+    if (!failure_.ok()) return;  // the job's failure came from elsewhere
+    failure_ = status;
+    report_ = std::string(status.message());
+    changed_.SignalAll();
+  }
+
+  void Leave() override {
+    if (stream_ == nullptr) return;
+    {
+      MutexLock lock(&mu_);
+      stopping_ = true;
+      changed_.SignalAll();
+    }
+    if (ticker_.joinable()) ticker_.join();
+    {
+      MutexLock write(&write_mu_);
+      Beat beat;
+      beat.set_rank(rank_);
+      beat.set_done(true);
+      stream_->Write(beat);
+      stream_->WritesDone();
+    }
+    left_ = true;
+    // Rank 0 ends the stream once it read the half-close; a rank 0 that
+    // stopped answering is given the peer timeout.
+    if (!done_reading_.WaitFor(options_.peer_timeout)) {
+      watch_context_.TryCancel();
+    }
+    if (reader_.joinable()) reader_.join();
+    (void)stream_->Finish();
+    stream_ = nullptr;
+  }
+
+ private:
+  void StartWatch() {
+    watch_context_.set_wait_for_ready(true);
+    stream_ = stub_->Watch(&watch_context_);
+    {
+      MutexLock write(&write_mu_);
+      Beat beat;
+      beat.set_rank(rank_);
+      stream_->Write(beat);
+    }
+    {
+      MutexLock lock(&mu_);
+      last_heard_ = absl::Now();
+    }
+    reader_ = std::thread([this] { Read(); });
+    ticker_ = std::thread([this] { Tick(); });
+  }
+
+  void Read() {
+    Event event;
+    while (stream_->Read(&event)) {
+      {
+        MutexLock lock(&mu_);
+        last_heard_ = absl::Now();
+      }
+      if (!event.failure().empty()) {
+        Notify(absl::AbortedError(event.failure()));
+      }
+    }
+    bool stopping;
+    {
+      MutexLock lock(&mu_);
+      stopping = stopping_;
+    }
+    if (!stopping) {
+      Notify(absl::UnavailableError(
+          absl::StrCat("lost the connection to rank 0 (", master_,
+                       "): it exited or failed")));
+    }
+    done_reading_.Decrement();
+  }
+
+  void Tick() {
+    MutexLock lock(&mu_);
+    while (!stopping_) {
+      changed_.WaitWithTimeout(&mu_, interval_);
+      if (stopping_) break;
+      Beat beat;
+      beat.set_rank(rank_);
+      beat.set_failure(report_);
+      const absl::Duration silent = absl::Now() - last_heard_;
+      mu_.Unlock();
+      {
+        MutexLock write(&write_mu_);
+        stream_->Write(beat);
+      }
+      if (silent > options_.peer_timeout) {
+        Notify(absl::UnavailableError(
+            absl::StrCat("rank 0 (", master_,
+                         ") stopped answering: no heartbeat for ", Secs(silent),
+                         " (peer timeout ", Secs(options_.peer_timeout), ")")));
+        watch_context_.TryCancel();
+      }
+      mu_.Lock();
+    }
+  }
+
+  // The job failed elsewhere (or rank 0 is gone): once, to this process.
+  void Notify(const absl::Status& status) {
+    {
+      MutexLock lock(&mu_);
+      if (notified_) return;
+      notified_ = true;
+      if (failure_.ok()) failure_ = status;
+      if (barrier_context_ != nullptr) barrier_context_->TryCancel();
+    }
+    if (on_failure_) on_failure_(status);
+  }
+
+  const std::string master_;
+  const int32_t rank_;
+  const ControlOptions options_;
+  const absl::Duration interval_;
+  const FailureFn on_failure_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<Control::Stub> stub_;
+  grpc::ClientContext watch_context_;
+  std::unique_ptr<grpc::ClientReaderWriter<Beat, Event>> stream_;
+  Mutex write_mu_;  // one writer on stream_ at a time
+  std::thread reader_;
+  std::thread ticker_;
+  BlockingCounter done_reading_{1};
+  bool left_ = false;
+
+  Mutex mu_;
+  CondVar changed_;
+  absl::Time last_heard_ ABSL_GUARDED_BY(mu_);
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
+  std::string report_ ABSL_GUARDED_BY(mu_);  // this rank's failure, to send
+  grpc::ClientContext* barrier_context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool notified_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Coordinator> LocalCoordinator(ControlService* service) {
+  return std::make_unique<Local>(service);
+}
+
+absl::StatusOr<std::unique_ptr<Coordinator>> ConnectToMaster(
+    const std::string& master, int32_t rank, ControlOptions options,
+    FailureFn on_failure) {
+  return std::make_unique<Remote>(master, rank, options, std::move(on_failure));
+}
+
+}  // namespace actorflow::net

@@ -1,0 +1,129 @@
+#ifndef ACTORFLOW_NET_CONTROL_H_
+#define ACTORFLOW_NET_CONTROL_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "proto/net.grpc.pb.h"
+#include "thread/mutex.h"
+
+namespace actorflow::net {
+
+struct ControlOptions {
+  int32_t world_size = 1;
+  // How long rank 0 waits for every rank to join.
+  absl::Duration join_timeout = absl::Seconds(60);
+  // A rank (or rank 0) silent this long is taken to be dead or stopped.
+  absl::Duration peer_timeout = absl::Seconds(30);
+};
+
+// Heartbeats go out this often: a tenth of the peer timeout, within
+// [20 ms, 1 s].
+absl::Duration HeartbeatInterval(absl::Duration peer_timeout);
+
+// Called once with the job's failure, on whichever thread learns of it.
+using FailureFn = std::function<void(const absl::Status&)>;
+
+// What one process of a job needs from rank 0: the address exchange, the
+// plan check, barriers, and word of any failure. Rank 0 gets it in process,
+// the other ranks over gRPC.
+class Coordinator {
+ public:
+  virtual ~Coordinator() = default;
+  // Every rank's RegstTransfer address, by rank, once every rank joined
+  // with the same plan hash.
+  virtual absl::StatusOr<std::vector<std::string>> Join(
+      const JoinRequest& request) = 0;
+  virtual absl::Status Barrier(const std::string& name) = 0;
+  // This process failed: tell every other rank.
+  virtual void ReportFailure(const absl::Status& status) = 0;
+  // This process is done (after the last barrier) and leaves.
+  virtual void Leave() = 0;
+};
+
+// Rank 0's Control service. A ticker thread sends every rank a heartbeat
+// (with the job's failure, once there is one) each HeartbeatInterval and
+// fails the job when a rank's heartbeats stop for the peer timeout; a rank
+// whose Watch stream breaks before it said it was done has died.
+class ControlService final : public Control::Service {
+ public:
+  // `on_failure`: rank 0's own process learning of the job's failure.
+  ControlService(ControlOptions options, FailureFn on_failure);
+  ~ControlService() override;
+
+  grpc::Status Join(grpc::ServerContext* context, const JoinRequest* request,
+                    JoinReply* reply) override;
+  grpc::Status Barrier(grpc::ServerContext* context,
+                       const BarrierRequest* request,
+                       BarrierReply* reply) override;
+  grpc::Status Watch(grpc::ServerContext* context,
+                     grpc::ServerReaderWriter<Event, Beat>* stream) override;
+
+  // Rank 0's own calls.
+  absl::StatusOr<std::vector<std::string>> JoinRank(const JoinRequest& request);
+  absl::Status BarrierRank(int32_t rank, const std::string& name);
+  // `rank` failed with `message` (its own words, or rank 0's about it).
+  void Fail(int32_t rank, const std::string& message);
+  // Waits until every other rank has left (its Watch stream ended), at
+  // most `timeout`: rank 0 serves until then.
+  void WaitForRanksToLeave(absl::Duration timeout);
+  // Stops the ticker and cancels every Watch still open.
+  void Stop();
+
+ private:
+  struct Watcher {
+    Mutex write_mu;
+    grpc::ServerReaderWriter<Event, Beat>* stream ABSL_GUARDED_BY(write_mu) =
+        nullptr;
+    grpc::ServerContext* context = nullptr;
+  };
+  void Tick();
+  absl::Status FailureLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return failure_;
+  }
+
+  const ControlOptions options_;
+  const FailureFn on_failure_;
+  const absl::Duration interval_;
+
+  mutable Mutex mu_;
+  CondVar changed_;
+  std::vector<bool> joined_ ABSL_GUARDED_BY(mu_);
+  std::vector<JoinRequest> joins_ ABSL_GUARDED_BY(mu_);
+  absl::Time join_deadline_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int32_t> barrier_count_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::Time> last_heard_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> watching_ ABSL_GUARDED_BY(mu_);  // Watch stream open
+  std::vector<bool> left_ ABSL_GUARDED_BY(mu_);      // said it was done
+  std::vector<std::shared_ptr<Watcher>> watchers_ ABSL_GUARDED_BY(mu_);
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
+  int32_t failed_rank_ ABSL_GUARDED_BY(mu_) = -1;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread ticker_;
+};
+
+// Rank 0's Coordinator: calls into its own ControlService.
+std::unique_ptr<Coordinator> LocalCoordinator(ControlService* service);
+
+// Any other rank's: connects to rank 0 at `master` (host:port), waiting up
+// to options.join_timeout for it to come up, then keeps a Watch stream
+// with heartbeats both ways. `on_failure` gets the job's failure: another
+// rank's, or rank 0 silent for the peer timeout or gone.
+absl::StatusOr<std::unique_ptr<Coordinator>> ConnectToMaster(
+    const std::string& master, int32_t rank, ControlOptions options,
+    FailureFn on_failure);
+
+}  // namespace actorflow::net
+
+#endif  // ACTORFLOW_NET_CONTROL_H_

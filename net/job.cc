@@ -1,0 +1,275 @@
+#include "net/job.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "net/net_kernels.h"
+#include "runtime/compiled_plan.h"
+#include "runtime/plan_validator.h"
+
+namespace actorflow::net {
+namespace {
+
+// An integer environment variable; `found` says whether it was set.
+absl::StatusOr<int64_t> EnvInt(const char* name, bool* found) {
+  const char* value = std::getenv(name);
+  *found = value != nullptr && *value != '\0';
+  if (!*found) return 0;
+  int64_t parsed = 0;
+  if (!absl::SimpleAtoi(value, &parsed)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": needs a whole number, got '", value, "'"));
+  }
+  return parsed;
+}
+
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || absl::StartsWith(host, "127.") ||
+         host == "::1" || host == "[::1]";
+}
+
+}  // namespace
+
+absl::StatusOr<JobConfig> JobConfigFromEnv() {
+  JobConfig config;
+  bool found = false;
+  struct Source {
+    const char* rank;
+    const char* size;
+  };
+  for (Source source :
+       {Source{"RANK", "WORLD_SIZE"},
+        Source{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}}) {
+    bool has_rank = false, has_size = false;
+    absl::StatusOr<int64_t> rank = EnvInt(source.rank, &has_rank);
+    if (!rank.ok()) return rank.status();
+    absl::StatusOr<int64_t> size = EnvInt(source.size, &has_size);
+    if (!size.ok()) return size.status();
+    if (!has_rank && !has_size) continue;
+    if (!has_size || *size < 1 || *size > 65536) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source.size, ": needs a number of processes >= 1 (with ",
+                       source.rank, ")"));
+    }
+    if (!has_rank || *rank < 0 || *rank >= *size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source.rank, ": needs a rank in 0..", *size - 1, " (",
+                       source.size, " is ", *size, ")"));
+    }
+    config.rank = static_cast<int32_t>(*rank);
+    config.world_size = static_cast<int32_t>(*size);
+    found = true;
+    break;
+  }
+  (void)found;
+  if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr) {
+    config.master_addr = addr;
+  }
+  bool has_port = false;
+  absl::StatusOr<int64_t> port = EnvInt("MASTER_PORT", &has_port);
+  if (!port.ok()) return port.status();
+  if (has_port) {
+    if (*port < 1 || *port > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("MASTER_PORT: needs a port in 1..65535, got ", *port));
+    }
+    config.master_port = static_cast<int32_t>(*port);
+  }
+  return config;
+}
+
+std::string PlanFingerprint(const Plan& plan, int64_t pieces) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream out(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&out);
+    coded.SetSerializationDeterministic(true);
+    plan.SerializeToCodedStream(&coded);
+  }
+  absl::StrAppend(&bytes, "|pieces=", pieces);
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a, 64 bits
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return absl::StrFormat("%016x", hash);
+}
+
+absl::StatusOr<std::unique_ptr<Job>> Job::Create(const Plan& plan,
+                                                 int64_t pieces,
+                                                 JobConfig config,
+                                                 SessionOptions options) {
+  std::unique_ptr<Job> job(new Job(std::move(config)));
+  absl::Status started = job->Start(plan, pieces, std::move(options));
+  if (!started.ok()) return started;
+  return job;
+}
+
+absl::Status Job::Start(const Plan& plan, int64_t pieces,
+                        SessionOptions options) {
+  const int32_t rank = config_.rank;
+  CompileOptions compile;
+  compile.multi_machine = true;
+  compile.probe = options.probe;
+  compile.bindings = &options.kernels;
+  compile.max_register_bytes = options.max_register_bytes;
+  absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =
+      CompilePlan(plan, compile);
+  if (!compiled.ok()) return compiled.status();
+  absl::StatusOr<LocalPlan> local =
+      PartitionPlan((*compiled)->plan, rank, config_.world_size);
+  if (!local.ok()) return local.status();
+  local_ = std::move(*local);
+  const std::string fingerprint = PlanFingerprint((*compiled)->plan, pieces);
+  compiled->reset();
+
+  transport_ = std::make_unique<Transport>(rank, local_.recvs);
+  ControlOptions control_options{config_.world_size, config_.join_timeout,
+                                 config_.peer_timeout};
+  if (rank == 0) {
+    control_ = std::make_unique<ControlService>(
+        control_options,
+        [this](const absl::Status& status) { OnFailure(status, false); });
+  }
+  std::string host = config_.host;
+  if (host.empty()) {
+    if (IsLoopback(config_.master_addr)) {
+      host = "127.0.0.1";
+    } else {
+      char name[256] = {};
+      gethostname(name, sizeof(name) - 1);
+      host = name;
+    }
+  }
+  const std::string listen =
+      rank == 0 ? absl::StrCat(config_.master_addr, ":", config_.master_port)
+                : absl::StrCat(IsLoopback(host) ? host : "0.0.0.0", ":0");
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(transport_.get());
+  if (control_ != nullptr) builder.RegisterService(control_.get());
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxSendMessageSize(-1);
+  // Without this a second job's rank 0 could share MASTER_PORT silently.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "rank ", rank, ": cannot listen on ", listen,
+        rank == 0 ? " (MASTER_ADDR:MASTER_PORT): is the port taken, or the "
+                    "address not this machine's?"
+                  : ""));
+  }
+  const std::string address = absl::StrCat(host, ":", port);
+
+  if (rank == 0) {
+    coordinator_ = LocalCoordinator(control_.get());
+  } else {
+    absl::StatusOr<std::unique_ptr<Coordinator>> remote = ConnectToMaster(
+        absl::StrCat(config_.master_addr, ":", config_.master_port), rank,
+        control_options,
+        [this](const absl::Status& status) { OnFailure(status, false); });
+    if (!remote.ok()) return remote.status();
+    coordinator_ = std::move(*remote);
+  }
+  JoinRequest join;
+  join.set_rank(rank);
+  join.set_world_size(config_.world_size);
+  join.set_address(address);
+  join.set_plan_hash(fingerprint);
+  absl::StatusOr<std::vector<std::string>> addresses = coordinator_->Join(join);
+  if (!addresses.ok()) return addresses.status();
+
+  BindNetKernels(transport_.get(), &options.kernels);
+  FailureFn user = std::move(options.on_failure);
+  options.on_failure = [this, user](const absl::Status& status) {
+    OnFailure(status, true);
+    if (user) user(status);
+  };
+  if (local_.plan.task_size() > 0) {
+    absl::StatusOr<std::unique_ptr<Session>> session =
+        Session::Create(local_.plan, std::move(options));
+    if (!session.ok()) {
+      absl::Status failed = absl::Status(
+          session.status().code(),
+          absl::StrCat("rank ", rank, ": ", session.status().message()));
+      OnFailure(failed, true);
+      return failed;
+    }
+    session_ = std::move(*session);
+    MutexLock lock(&mu_);
+    live_session_ = session_.get();
+    if (!failure_.ok()) session_->Abort(failure_);
+  }
+  absl::Status connected =
+      transport_->Connect(local_.sends, *addresses, config_.join_timeout);
+  if (!connected.ok()) {
+    OnFailure(connected, true);
+    return connected;
+  }
+  return coordinator_->Barrier("ready");
+}
+
+void Job::OnFailure(const absl::Status& status, bool local) {
+  Session* session;
+  {
+    MutexLock lock(&mu_);
+    if (!failure_.ok()) return;
+    failure_ = status;
+    session = live_session_;
+  }
+  if (local && coordinator_ != nullptr) coordinator_->ReportFailure(status);
+  if (transport_ != nullptr) transport_->Fail(status);
+  if (!local && session != nullptr) session->Abort(status);
+}
+
+absl::StatusOr<RunStats> Job::Run(int64_t pieces) {
+  if (session_ == nullptr) {
+    MutexLock lock(&mu_);
+    if (!failure_.ok()) return failure_;
+    return RunStats{};
+  }
+  return session_->Run(pieces);
+}
+
+absl::Status Job::Finish() {
+  absl::Status closed = transport_->CloseSends();
+  if (!closed.ok()) return closed;
+  absl::Status ended = coordinator_->Barrier("end");
+  if (!ended.ok()) return ended;
+  coordinator_->Leave();
+  finished_ = true;
+  return absl::OkStatus();
+}
+
+Job::~Job() {
+  // Rank 0 serves until the others are gone (they may still need to hear
+  // of a failure); the others say goodbye, so that rank 0 does not take
+  // their exit for a crash.
+  if (coordinator_ != nullptr && !finished_) coordinator_->Leave();
+  if (control_ != nullptr) control_->WaitForRanksToLeave(config_.peer_timeout);
+  coordinator_.reset();
+  if (server_ != nullptr) {
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  }
+  if (control_ != nullptr) control_->Stop();
+  {
+    MutexLock lock(&mu_);
+    live_session_ = nullptr;
+  }
+  session_.reset();
+  server_.reset();
+  transport_.reset();
+  control_.reset();
+}
+
+}  // namespace actorflow::net

@@ -1,0 +1,316 @@
+#include "net/launch.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "runtime/json.h"
+
+namespace actorflow::net {
+namespace {
+
+std::atomic<int> g_signal{0};
+
+void OnSignal(int signal) { g_signal.store(signal); }
+
+// A port nobody listens on now (the kernel's pick for port 0).
+int FreePort(const std::string& addr) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = 0;
+  if (inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1) {
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  }
+  int port = 0;
+  socklen_t len = sizeof(sa);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
+    port = ntohs(sa.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+struct Rank {
+  pid_t pid = -1;
+  int out_fd = -1;
+  std::string out;
+  std::thread reader;
+  bool exited = false;
+  int exit_code = -1;  // -1: killed by a signal
+  int signal = 0;
+};
+
+// The top-level members of a JSON object ("{...}"), each `"key":value`.
+std::vector<std::string> Members(const std::string& object) {
+  std::vector<std::string> members;
+  int depth = 0;
+  bool in_string = false;
+  size_t start = 1;
+  for (size_t i = 0; i < object.size(); ++i) {
+    const char c = object[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && --depth == 0) {
+      if (i > start) members.push_back(object.substr(start, i - start));
+    } else if (c == ',' && depth == 1) {
+      members.push_back(object.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return members;
+}
+
+std::string LastLine(std::string text) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  size_t nl = text.rfind('\n');
+  return nl == std::string::npos ? text : text.substr(nl + 1);
+}
+
+}  // namespace
+
+std::string JsonValue(const std::string& json, const std::string& key) {
+  const std::string tag = absl::StrCat("\"", key, "\":");
+  size_t at = json.find(tag);
+  if (at == std::string::npos) return "";
+  at += tag.size();
+  size_t i = at;
+  int depth = 0;
+  bool in_string = false;
+  for (; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+        if (depth == 0) return json.substr(at, i + 1 - at);
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0) return json.substr(at, i - at);
+      if (--depth == 0) return json.substr(at, i + 1 - at);
+    } else if (c == ',' && depth == 0) {
+      return json.substr(at, i - at);
+    }
+  }
+  return json.substr(at);
+}
+
+int Launch(const LaunchOptions& options) {
+  const int n = options.nproc;
+  int port = options.master_port;
+  if (port == 0) port = FreePort(options.master_addr);
+  if (port == 0) {
+    std::fprintf(stderr, "actorflow launch: found no free port on %s\n",
+                 options.master_addr.c_str());
+    std::printf("{\"status\":\"error\",\"error\":\"no free port\"}\n");
+    return 1;
+  }
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  const pid_t launcher = getpid();
+  std::vector<Rank> ranks(n);
+  for (int r = 0; r < n; ++r) {
+    int fds[2];
+    if (pipe(fds) != 0) {
+      std::perror("actorflow launch: pipe");
+      return 1;
+    }
+    std::vector<std::string> args = {"actorflow", "run"};
+    args.insert(args.end(), options.run_args.begin(), options.run_args.end());
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    const std::string env[] = {
+        absl::StrCat("RANK=", r), absl::StrCat("WORLD_SIZE=", n),
+        absl::StrCat("MASTER_ADDR=", options.master_addr),
+        absl::StrCat("MASTER_PORT=", port)};
+    pid_t pid = fork();
+    if (pid == 0) {
+      // Dies with the launcher, however the launcher ends.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != launcher) _exit(127);
+      dup2(fds[1], STDOUT_FILENO);
+      close(fds[0]);
+      close(fds[1]);
+      for (const std::string& kv : env) putenv(const_cast<char*>(kv.c_str()));
+      unsetenv("OMPI_COMM_WORLD_RANK");
+      unsetenv("OMPI_COMM_WORLD_SIZE");
+      execv("/proc/self/exe", argv.data());
+      std::fprintf(stderr, "actorflow launch: exec: %s\n",
+                   std::strerror(errno));
+      _exit(127);
+    }
+    close(fds[1]);
+    if (pid < 0) {
+      std::perror("actorflow launch: fork");
+      close(fds[0]);
+      for (int k = 0; k < r; ++k) kill(ranks[k].pid, SIGKILL);
+      for (int k = 0; k < r; ++k) waitpid(ranks[k].pid, nullptr, 0);
+      return 1;
+    }
+    ranks[r].pid = pid;
+    ranks[r].out_fd = fds[0];
+    Rank* rank = &ranks[r];
+    rank->reader = std::thread([rank] {
+      char buf[4096];
+      ssize_t got;
+      while ((got = read(rank->out_fd, buf, sizeof(buf))) > 0 ||
+             (got < 0 && errno == EINTR)) {
+        if (got > 0) rank->out.append(buf, got);
+      }
+      close(rank->out_fd);
+    });
+  }
+  // Wait for every rank. Once one has failed, the rest get the peer
+  // timeout and a margin to fail too, then are killed.
+  int running = n;
+  absl::Time kill_at = absl::InfiniteFuture();
+  bool forwarded = false;
+  while (running > 0) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      for (Rank& rank : ranks) {
+        if (rank.pid != pid) continue;
+        rank.exited = true;
+        --running;
+        if (WIFEXITED(status)) {
+          rank.exit_code = WEXITSTATUS(status);
+        } else if (WIFSIGNALED(status)) {
+          rank.signal = WTERMSIG(status);
+        }
+        if (rank.exit_code != 0 && kill_at == absl::InfiniteFuture()) {
+          kill_at = absl::Now() + options.peer_timeout + absl::Seconds(10);
+        }
+      }
+      continue;
+    }
+    if (g_signal.load() != 0 && !forwarded) {
+      forwarded = true;
+      for (Rank& rank : ranks) {
+        if (!rank.exited) kill(rank.pid, g_signal.load());
+      }
+      kill_at = std::min(kill_at, absl::Now() + absl::Seconds(10));
+    }
+    if (absl::Now() >= kill_at) {
+      for (Rank& rank : ranks) {
+        if (!rank.exited) {
+          std::fprintf(
+              stderr,
+              "actorflow launch: rank %d still running %s after "
+              "another failed; killing it\n",
+              static_cast<int>(&rank - ranks.data()),
+              absl::FormatDuration(options.peer_timeout + absl::Seconds(10))
+                  .c_str());
+          kill(rank.pid, SIGKILL);
+        }
+      }
+      kill_at = absl::InfiniteFuture();
+    }
+    usleep(10000);  // polls children; not synchronization with them
+  }
+  for (Rank& rank : ranks) rank.reader.join();
+
+  std::vector<std::string> lines;
+  for (Rank& rank : ranks) lines.push_back(LastLine(rank.out));
+  bool all_ok = true;
+  for (const Rank& rank : ranks) all_ok &= rank.exit_code == 0;
+  std::vector<std::string> codes;
+  for (const Rank& rank : ranks) {
+    codes.push_back(rank.exit_code >= 0
+                        ? absl::StrCat(rank.exit_code)
+                        : absl::StrCat("\"signal ", rank.signal, "\""));
+  }
+  if (all_ok) {
+    std::vector<std::string> sinks;
+    int64_t pieces = 0;
+    double wall_ms = 0;
+    for (const std::string& line : lines) {
+      for (std::string& member : Members(JsonValue(line, "sinks"))) {
+        sinks.push_back(std::move(member));
+      }
+      int64_t p = 0;
+      double w = 0;
+      if (absl::SimpleAtoi(JsonValue(line, "pieces"), &p)) {
+        pieces = std::max(pieces, p);
+      }
+      if (absl::SimpleAtod(JsonValue(line, "wall_ms"), &w)) {
+        wall_ms = std::max(wall_ms, w);
+      }
+    }
+    // By task name, as one process lists them.
+    std::sort(sinks.begin(), sinks.end());
+    std::printf(
+        "{\"status\":\"ok\",\"world_size\":%d,\"pieces\":%lld,"
+        "\"wall_ms\":%.3f,\"sinks\":{%s}}\n",
+        n, static_cast<long long>(pieces), wall_ms,
+        absl::StrJoin(sinks, ",").c_str());
+    return 0;
+  }
+  // An invalid plan or arguments: every rank refused it; say it once.
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    if (ranks[r].exit_code == 2) {
+      std::printf("%s\n", lines[r].c_str());
+      return 2;
+    }
+  }
+  std::string error;
+  for (size_t r = 0; r < ranks.size() && error.empty(); ++r) {
+    if (ranks[r].exit_code < 0) {
+      error = JsonString(absl::StrCat("rank ", r, " was killed by signal ",
+                                      ranks[r].signal, " (",
+                                      strsignal(ranks[r].signal), ")"));
+    }
+  }
+  for (size_t r = 0; r < ranks.size() && error.empty(); ++r) {
+    if (ranks[r].exit_code != 0) {
+      error = JsonValue(lines[r], "error");
+      if (error.empty()) {
+        error = JsonString(
+            absl::StrCat("rank ", r, " exited with code ", ranks[r].exit_code));
+      }
+    }
+  }
+  std::printf(
+      "{\"status\":\"error\",\"world_size\":%d,\"error\":%s,"
+      "\"exit_codes\":[%s]}\n",
+      n, error.c_str(), absl::StrJoin(codes, ",").c_str());
+  return 1;
+}
+
+}  // namespace actorflow::net

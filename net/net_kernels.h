@@ -1,0 +1,20 @@
+#ifndef ACTORFLOW_NET_NET_KERNELS_H_
+#define ACTORFLOW_NET_NET_KERNELS_H_
+
+#include "net/transport.h"
+#include "runtime/kernel_bindings.h"
+
+namespace actorflow::net {
+
+// Binds the transfer tasks PartitionPlan adds to `transport`, which must
+// outlive the session:
+//   net_send (input "in", attr peer: the receiving rank) sends each piece;
+//   net_recv (output "out", attr peer: the sending rank) is a source whose
+//   pieces are the ones its peer sends, copied into its own registers.
+// Each blocks its thread while it waits (credit, or the next piece), which
+// is why each has a stream of its own.
+void BindNetKernels(Transport* transport, KernelBindings* bindings);
+
+}  // namespace actorflow::net
+
+#endif  // ACTORFLOW_NET_NET_KERNELS_H_

@@ -1,0 +1,329 @@
+// Multi-machine plans run as one process per machine id (actorflow launch
+// and actorflow run under RANK/WORLD_SIZE), all on 127.0.0.1: the same
+// results as one process, and every fault ends every rank. Random plans are
+// seeded; the seed is printed and ACTORFLOW_SEED replays it.
+#include <arpa/inet.h>
+#include <google/protobuf/text_format.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "net/launch.h"
+#include "net/plan_partition.h"
+#include "runtime/plan_builder.h"
+#include "tests/cli_util.h"
+#include "tests/test_util.h"
+
+namespace actorflow {
+namespace {
+
+using testing::Contains;
+using testing::RunCli;
+
+std::string WritePlan(const Plan& plan, const std::string& name) {
+  std::string text;
+  REQUIRE(google::protobuf::TextFormat::PrintToString(plan, &text));
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+Plan Collapsed(Plan plan) {
+  for (TaskProto& task : *plan.mutable_task()) {
+    task.mutable_stream()->set_machine_id(0);
+  }
+  return plan;
+}
+
+// A random DAG of sources, scales, adds and identities, every output read,
+// checksums at the ends; each task on a random machine of `machines`.
+Plan RandomPlan(std::mt19937_64& rng, int machines) {
+  auto uniform = [&rng](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  std::vector<TaskDef> defs;
+  std::vector<std::string> producers;
+  std::map<std::string, int> readers;
+  const int n = uniform(3, 12);
+  const int64_t elem_cnt = uniform(1, 64);
+  for (int i = 0; i < n; ++i) {
+    TaskDef def;
+    def.name = "t" + std::to_string(i);
+    def.stream_index = uniform(0, 2);
+    def.register_num = uniform(1, 3);
+    def.elem_cnt = elem_cnt;
+    const int kind = producers.empty() ? 0 : uniform(0, 6);
+    auto pick = [&] {
+      const std::string& p = producers[uniform(0, producers.size() - 1)];
+      ++readers[p];
+      return p;
+    };
+    if (kind == 0) {
+      def.op_type = "source";
+      def.attrs["value"] = FloatAttr(uniform(-20, 20));
+      def.attrs["step"] = FloatAttr(uniform(1, 7) / 8.0);
+    } else if (kind <= 2) {
+      def.op_type = "scale";
+      def.attrs["factor"] = FloatAttr(uniform(1, 9) / 4.0);
+      def.inputs = {pick()};
+    } else if (kind <= 3) {
+      def.op_type = "identity";
+      def.inputs = {pick()};
+    } else {
+      def.op_type = "add";
+      std::string a = pick();
+      std::string b = pick();
+      def.inputs = {a};
+      if (b != a) def.inputs.push_back(b);
+    }
+    producers.push_back(def.name);
+    defs.push_back(def);
+  }
+  for (const std::string& p : producers) {
+    if (readers[p] > 0) continue;
+    TaskDef sink{.name = "sink_" + p, .op_type = "checksum", .inputs = {p}};
+    sink.has_output = false;
+    sink.elem_cnt = elem_cnt;
+    defs.push_back(sink);
+  }
+  absl::StatusOr<Plan> plan = BuildPlan(defs, uniform(0, 60));
+  REQUIRE(plan.ok());
+  for (TaskProto& task : *plan->mutable_task()) {
+    task.mutable_stream()->set_machine_id(uniform(0, machines - 1));
+  }
+  // Every machine gets a task, so every rank has something to do.
+  for (int m = 0; m < machines && m < plan->task_size(); ++m) {
+    plan->mutable_task(m)->mutable_stream()->set_machine_id(m);
+  }
+  return *plan;
+}
+
+TEST_CASE("a plan over three machines gives the one-machine checksum",
+          "[net]") {
+  auto split = RunCli("launch --nproc=3 examples/plans/three_machines.pbtxt",
+                      testing::Runfile(""));
+  INFO(split.err);
+  REQUIRE(split.exit_code == 0);
+  auto alone =
+      RunCli("run examples/plans/quickstart.pbtxt", testing::Runfile(""));
+  REQUIRE(alone.exit_code == 0);
+  CHECK(net::JsonValue(split.last_line, "sinks") ==
+        net::JsonValue(alone.last_line, "sinks"));
+  CHECK(Contains(split.last_line, "\"checksum\":640640000"));
+  CHECK(Contains(split.last_line, "\"world_size\":3"));
+}
+
+TEST_CASE("random plans split over 2-4 machines match the collapsed plan",
+          "[net][random]") {
+  std::mt19937_64 rng(testing::TestSeed("split plans"));
+  for (int round = 0; round < 4; ++round) {
+    const int machines = 2 + round % 3;
+    Plan plan = RandomPlan(rng, machines);
+    const std::string split_path =
+        WritePlan(plan, "split" + std::to_string(round) + ".pbtxt");
+    const std::string one_path =
+        WritePlan(Collapsed(plan), "one" + std::to_string(round) + ".pbtxt");
+    absl::StatusOr<std::vector<net::NetEdge>> edges =
+        net::FindNetEdges(plan, machines);
+    REQUIRE(edges.ok());
+    INFO("round " << round << ", " << machines << " machines, " << edges->size()
+                  << " crossing edges, plan " << split_path);
+    auto one = RunCli("run '" + one_path + "'");
+    REQUIRE(one.exit_code == 0);
+    auto split = RunCli("launch --nproc=" + std::to_string(machines) + " '" +
+                        split_path + "' --peer-timeout=20");
+    INFO(split.err);
+    REQUIRE(split.exit_code == 0);
+    CHECK(net::JsonValue(split.last_line, "sinks") ==
+          net::JsonValue(one.last_line, "sinks"));
+  }
+}
+
+// source(m0) -> fail(m1, at piece 7) -> checksum(m0).
+Plan FailingPlan() {
+  std::vector<TaskDef> defs = {
+      {.name = "src", .op_type = "source"},
+      {.name = "boom", .op_type = "fail", .inputs = {"src"}},
+      {.name = "sink", .op_type = "checksum", .inputs = {"boom"}}};
+  defs[0].attrs["value"] = FloatAttr(1);
+  defs[1].attrs["at_piece"] = IntAttr(7);
+  defs[2].has_output = false;
+  absl::StatusOr<Plan> plan = BuildPlan(defs, 50);
+  REQUIRE(plan.ok());
+  plan->mutable_task(1)->mutable_stream()->set_machine_id(1);
+  return *plan;
+}
+
+TEST_CASE("a kernel failure on one rank ends every rank, naming task and piece",
+          "[net]") {
+  const std::string path = WritePlan(FailingPlan(), "failing.pbtxt");
+  auto launched = RunCli("launch --nproc=2 '" + path + "'");
+  CHECK(launched.exit_code == 1);
+  CHECK(Contains(launched.last_line, "\"status\":\"error\""));
+  CHECK(Contains(launched.last_line, "boom"));
+  CHECK(Contains(launched.last_line, "piece 7"));
+  // Each rank by hand, as mpirun or torchrun would start them.
+  const std::string port = std::to_string(29000 + getpid() % 1000);
+  const std::string env =
+      "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " WORLD_SIZE=2 RANK=";
+  std::string rank1_cmd = "cd '" + std::string(std::getenv("TEST_TMPDIR")) +
+                          "' && " + env + "1 '" +
+                          testing::Runfile("actorflow") + "' run '" + path +
+                          "' > rank1.out 2> rank1.err &";
+  REQUIRE(std::system(rank1_cmd.c_str()) == 0);
+  auto rank0 = RunCli("run '" + path + "'", ".", env + "0 ");
+  CHECK(rank0.exit_code == 1);
+  CHECK(Contains(rank0.last_line, "rank 1 failed"));
+  CHECK(Contains(rank0.last_line, "boom"));
+  CHECK(Contains(rank0.last_line, "piece 7"));
+  CHECK(Contains(rank0.last_line, "\"rank\":0"));
+}
+
+TEST_CASE("killing a rank mid-run fails the others within the peer timeout",
+          "[net]") {
+  // A slow middle stage on machine 1, so the run lasts while it is killed.
+  std::vector<TaskDef> defs = {
+      {.name = "src", .op_type = "source"},
+      {.name = "slow", .op_type = "spin", .inputs = {"src"}},
+      {.name = "sink", .op_type = "checksum", .inputs = {"slow"}}};
+  defs[0].attrs["value"] = FloatAttr(1);
+  defs[1].attrs["us"] = IntAttr(20000);
+  defs[2].has_output = false;
+  absl::StatusOr<Plan> plan = BuildPlan(defs, 100000);
+  REQUIRE(plan.ok());
+  plan->mutable_task(1)->mutable_stream()->set_machine_id(1);
+  plan->mutable_task(2)->mutable_stream()->set_machine_id(2);
+  const std::string path = WritePlan(*plan, "killed.pbtxt");
+  const std::string port = std::to_string(30000 + getpid() % 1000);
+  std::vector<pid_t> pids;
+  const std::string tmp = std::getenv("TEST_TMPDIR");
+  for (int r = 0; r < 3; ++r) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      const std::string out = tmp + "/killed_rank" + std::to_string(r);
+      if (freopen(out.c_str(), "w", stdout) == nullptr) _exit(126);
+      if (freopen((out + ".err").c_str(), "w", stderr) == nullptr) _exit(126);
+      setenv("RANK", std::to_string(r).c_str(), 1);
+      setenv("WORLD_SIZE", "3", 1);
+      setenv("MASTER_ADDR", "127.0.0.1", 1);
+      setenv("MASTER_PORT", port.c_str(), 1);
+      const std::string binary = testing::Runfile("actorflow");
+      execl(binary.c_str(), "actorflow", "run", path.c_str(),
+            "--peer-timeout=5", "--progress", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  // Kill rank 1 once the job is running: rank 2's sink has taken pieces,
+  // as its progress line (once a second) says.
+  const std::string progress_path = tmp + "/killed_rank2.err";
+  bool running = false;
+  for (int polls = 0; polls < 6000 && !running; ++polls) {
+    std::ifstream err(progress_path);
+    std::string line;
+    while (std::getline(err, line)) {
+      running |= line.rfind("progress: ", 0) == 0 &&
+                 line.rfind("progress: 0/", 0) != 0;
+    }
+    if (!running) usleep(10000);  // polls a file the rank writes
+  }
+  REQUIRE(running);
+  const auto killed_at = std::chrono::steady_clock::now();
+  REQUIRE(kill(pids[1], SIGKILL) == 0);
+  // Rank 0 hears of it when rank 1's stream breaks, rank 2 from rank 0:
+  // both well within the peer timeout (5 s) and launch's margin.
+  for (int r : {0, 2}) {
+    int status = 0;
+    REQUIRE(waitpid(pids[r], &status, 0) == pids[r]);
+    const double seconds = std::chrono::duration<double>(
+                               std::chrono::steady_clock::now() - killed_at)
+                               .count();
+    INFO("rank " << r << " exited after " << seconds << " s");
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 1);
+    CHECK(seconds < 5 + 10);
+    std::ifstream out(tmp + "/killed_rank" + std::to_string(r));
+    std::string line((std::istreambuf_iterator<char>(out)),
+                     std::istreambuf_iterator<char>());
+    CHECK(Contains(line, "rank 1"));
+  }
+  waitpid(pids[1], nullptr, 0);
+}
+
+TEST_CASE("ranks that loaded different plans are refused, naming them",
+          "[net]") {
+  Plan plan = FailingPlan();
+  (*plan.mutable_task(1)->mutable_kernel()->mutable_attr())["at_piece"].set_i(
+      1000);
+  const std::string path = WritePlan(plan, "mismatch.pbtxt");
+  const std::string port = std::to_string(31000 + getpid() % 1000);
+  const std::string env =
+      "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " WORLD_SIZE=2 RANK=";
+  std::string rank1_cmd = "cd '" + std::string(std::getenv("TEST_TMPDIR")) +
+                          "' && " + env + "1 '" +
+                          testing::Runfile("actorflow") + "' run '" + path +
+                          "' --pieces=9 > mismatch1.out 2>&1 &";
+  REQUIRE(std::system(rank1_cmd.c_str()) == 0);
+  auto rank0 = RunCli("run '" + path + "' --pieces=10", ".", env + "0 ");
+  CHECK(rank0.exit_code == 1);
+  CHECK(Contains(rank0.last_line, "plan mismatch"));
+  CHECK(Contains(rank0.last_line, "rank 1"));
+}
+
+TEST_CASE("bad job settings get clear errors", "[net]") {
+  const std::string plan =
+      testing::Runfile("examples/plans/three_machines.pbtxt");
+  SECTION("a plan over three machines, run alone") {
+    auto r = RunCli("run '" + plan + "'");
+    CHECK(r.exit_code == 2);
+    CHECK(Contains(r.err, "machine_id: must be 0 in one process"));
+  }
+  SECTION("too few ranks for the plan's machines") {
+    auto r = RunCli("launch --nproc=2 '" + plan + "'");
+    CHECK(r.exit_code == 2);
+    CHECK(Contains(r.last_line, "outside the job's machines 0..1"));
+  }
+  SECTION("an unreachable master") {
+    auto r = RunCli("run '" + plan + "' --join-timeout=1", ".",
+                    "MASTER_ADDR=127.0.0.1 MASTER_PORT=9 WORLD_SIZE=3 RANK=1 ");
+    CHECK(r.exit_code == 1);
+    CHECK(Contains(r.last_line, "cannot reach rank 0 at 127.0.0.1:9"));
+  }
+  SECTION("a master port already taken") {
+    // This test holds a listening socket on the port.
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(sa);
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
+    REQUIRE(listen(fd, 1) == 0);
+    REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0);
+    const std::string port = std::to_string(ntohs(sa.sin_port));
+    auto r = RunCli(
+        "run '" + plan + "' --join-timeout=1", ".",
+        "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " WORLD_SIZE=3 RANK=0 ");
+    close(fd);
+    CHECK(r.exit_code == 1);
+    CHECK(Contains(r.last_line, "cannot listen on 127.0.0.1:" + port));
+  }
+  SECTION("bad values name the variable") {
+    auto r = RunCli("run '" + plan + "'", ".", "WORLD_SIZE=3 RANK=x ");
+    CHECK(r.exit_code == 2);
+    CHECK(Contains(r.err, "RANK: needs a whole number"));
+  }
+}
+
+}  // namespace
+}  // namespace actorflow
