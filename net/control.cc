@@ -330,17 +330,7 @@ class Remote final : public Coordinator {
     stub_ = Control::NewStub(channel_);
   }
 
-  ~Remote() override {
-    {
-      MutexLock lock(&mu_);
-      stopping_ = true;
-      changed_.SignalAll();
-    }
-    if (stream_ != nullptr && !left_) watch_context_.TryCancel();
-    if (ticker_.joinable()) ticker_.join();
-    if (reader_.joinable()) reader_.join();  // has read everything
-    if (stream_ != nullptr) (void)stream_->Finish();
-  }
+  ~Remote() override { Close(/*goodbye=*/false); }
 
   absl::StatusOr<std::vector<std::string>> Join(
       const JoinRequest& request) override {
@@ -398,34 +388,47 @@ class Remote final : public Coordinator {
     changed_.SignalAll();
   }
 
-  void Leave() override {
-    if (stream_ == nullptr) return;
+  void Leave() override { Close(/*goodbye=*/true); }
+
+ private:
+  // Stops the ticker and ends the Watch stream, either with a last beat
+  // that says "done" or by cancelling it. The last beat carries this rank's
+  // failure too: the ticker may have stopped before it could send it, and
+  // rank 0 must not take a failed rank's goodbye for a clean exit.
+  void Close(bool goodbye) {
+    std::string report;
     {
       MutexLock lock(&mu_);
+      if (closed_) return;
+      closed_ = true;
       stopping_ = true;
+      report = report_;
       changed_.SignalAll();
     }
     if (ticker_.joinable()) ticker_.join();
-    {
-      MutexLock write(&write_mu_);
-      Beat beat;
-      beat.set_rank(rank_);
-      beat.set_done(true);
-      stream_->Write(beat);
-      stream_->WritesDone();
-    }
-    left_ = true;
-    // Rank 0 ends the stream once it read the half-close; a rank 0 that
-    // stopped answering is given the peer timeout.
-    if (!done_reading_.WaitFor(options_.peer_timeout)) {
+    if (stream_ == nullptr) return;
+    if (goodbye) {
+      {
+        MutexLock write(&write_mu_);
+        Beat beat;
+        beat.set_rank(rank_);
+        beat.set_failure(report);
+        beat.set_done(true);
+        stream_->Write(beat);
+        stream_->WritesDone();
+      }
+      // Rank 0 ends the stream once it read the half-close; a rank 0 that
+      // stopped answering is given the peer timeout.
+      if (!done_reading_.WaitFor(options_.peer_timeout)) {
+        watch_context_.TryCancel();
+      }
+    } else {
       watch_context_.TryCancel();
     }
-    if (reader_.joinable()) reader_.join();
+    if (reader_.joinable()) reader_.join();  // has read everything
     (void)stream_->Finish();
-    stream_ = nullptr;
   }
 
- private:
   void StartWatch() {
     watch_context_.set_wait_for_ready(true);
     stream_ = stub_->Watch(&watch_context_);
@@ -517,7 +520,6 @@ class Remote final : public Coordinator {
   std::thread reader_;
   std::thread ticker_;
   BlockingCounter done_reading_{1};
-  bool left_ = false;
 
   Mutex mu_;
   CondVar changed_;
@@ -527,6 +529,7 @@ class Remote final : public Coordinator {
   grpc::ClientContext* barrier_context_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool notified_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace

@@ -131,7 +131,8 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
   const std::string fingerprint = PlanFingerprint((*compiled)->plan, pieces);
   compiled->reset();
 
-  transport_ = std::make_unique<Transport>(rank, local_.recvs);
+  transport_ =
+      std::make_unique<Transport>(rank, local_.recvs, config_.peer_timeout);
   ControlOptions control_options{config_.world_size, config_.join_timeout,
                                  config_.peer_timeout};
   if (rank == 0) {
@@ -228,8 +229,10 @@ void Job::OnFailure(const absl::Status& status, bool local) {
     session = live_session_;
   }
   if (local && coordinator_ != nullptr) coordinator_->ReportFailure(status);
-  if (transport_ != nullptr) transport_->Fail(status);
+  // The session first: the transfer kernels that Fail wakes then fail
+  // second, and the run reports the job's failure rather than theirs.
   if (!local && session != nullptr) session->Abort(status);
+  if (transport_ != nullptr) transport_->Fail(status);
 }
 
 absl::StatusOr<RunStats> Job::Run(int64_t pieces) {

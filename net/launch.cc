@@ -31,26 +31,6 @@ std::atomic<int> g_signal{0};
 
 void OnSignal(int signal) { g_signal.store(signal); }
 
-// A port nobody listens on now (the kernel's pick for port 0).
-int FreePort(const std::string& addr) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = 0;
-  if (inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1) {
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  }
-  int port = 0;
-  socklen_t len = sizeof(sa);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
-    port = ntohs(sa.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 struct Rank {
   pid_t pid = -1;
   int out_fd = -1;
@@ -126,6 +106,25 @@ std::string JsonValue(const std::string& json, const std::string& key) {
     }
   }
   return json.substr(at);
+}
+
+int FreePort(const std::string& addr) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = 0;
+  if (inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1) {
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  }
+  int port = 0;
+  socklen_t len = sizeof(sa);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
+    port = ntohs(sa.sin_port);
+  }
+  close(fd);
+  return port;
 }
 
 int Launch(const LaunchOptions& options) {

@@ -29,6 +29,11 @@ struct LaunchOptions {
 // exit code: 0, 1 (a rank failed), 2 (invalid plan or arguments).
 int Launch(const LaunchOptions& options);
 
+// A TCP port on `addr` that nobody listens on now (the kernel's pick for
+// port 0); 0 when none could be had. Another process may take it before
+// the caller binds it.
+int FreePort(const std::string& addr);
+
 // The object or string value of top-level `key` in one of our JSON lines,
 // verbatim ("" when absent). Exposed for tests.
 std::string JsonValue(const std::string& json, const std::string& key);

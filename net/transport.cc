@@ -8,10 +8,8 @@
 namespace actorflow::net {
 namespace {
 
-// How often a blocked Receive looks at its task's cancellation, and how
-// long a broken stream waits for the job's failure to explain it.
+// How often a blocked Receive looks at its task's cancellation.
 constexpr absl::Duration kPoll = absl::Milliseconds(20);
-constexpr absl::Duration kExplainGrace = absl::Seconds(2);
 
 std::string ShapeString(absl::Span<const int64_t> shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
@@ -29,8 +27,9 @@ grpc::ChannelArguments NetChannelArguments() {
   return args;
 }
 
-Transport::Transport(int32_t rank, const std::vector<NetEdge>& recvs)
-    : rank_(rank) {
+Transport::Transport(int32_t rank, const std::vector<NetEdge>& recvs,
+                     absl::Duration explain_within)
+    : rank_(rank), explain_within_(explain_within) {
   for (const NetEdge& edge : recvs) {
     auto inbox = std::make_unique<Inbox>();
     inbox->src_rank = edge.src_rank;
@@ -70,7 +69,7 @@ void Transport::Fail(absl::Status status) {
 
 absl::Status Transport::StreamLost(const std::string& what) {
   MutexLock lock(&mu_);
-  const absl::Time deadline = absl::Now() + kExplainGrace;
+  const absl::Time deadline = absl::Now() + explain_within_;
   while (failure_.ok() && absl::Now() < deadline) {
     failed_.WaitWithTimeout(&mu_, deadline - absl::Now());
   }

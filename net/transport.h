@@ -36,7 +36,11 @@ class Transport final : public RegstTransfer::Service {
  public:
   // `recvs`: the edges this process receives on (their inboxes exist from
   // the start, so a sender may connect before the plan runs).
-  Transport(int32_t rank, const std::vector<NetEdge>& recvs);
+  // `explain_within`: how long a broken stream waits for the job's failure
+  // to explain it (the control service reports a dead or silent peer
+  // within the peer timeout), before it fails on its own account.
+  Transport(int32_t rank, const std::vector<NetEdge>& recvs,
+            absl::Duration explain_within);
   ~Transport() override;
 
   // Opens a stream per edge in `sends` to the receiver at
@@ -91,6 +95,7 @@ class Transport final : public RegstTransfer::Service {
   absl::Status StreamLost(const std::string& what);
 
   const int32_t rank_;
+  const absl::Duration explain_within_;
   std::map<int64_t, std::unique_ptr<Inbox>> inboxes_;  // by regst_desc_id
   std::map<std::pair<int64_t, int32_t>, std::unique_ptr<Outgoing>> outgoing_;
 

@@ -37,6 +37,63 @@ std::string WritePlan(const Plan& plan, const std::string& name) {
   return path;
 }
 
+// One rank of a job started by hand, as mpirun or torchrun start them:
+// `actorflow run PLAN ARGS` with RANK, WORLD_SIZE and MASTER_* set, its
+// stdout and stderr in TEST_TMPDIR/NAME and NAME.err.
+struct HandRank {
+  pid_t pid = -1;
+  std::string out_path;
+};
+
+HandRank StartRank(const std::string& plan, int rank, int world_size, int port,
+                   const std::vector<std::string>& args,
+                   const std::string& name) {
+  HandRank started;
+  started.out_path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  const std::string binary = testing::Runfile("actorflow");
+  std::vector<std::string> argv = {"actorflow", "run", plan};
+  argv.insert(argv.end(), args.begin(), args.end());
+  started.pid = fork();
+  REQUIRE(started.pid >= 0);
+  if (started.pid == 0) {
+    const std::string err = started.out_path + ".err";
+    if (freopen(started.out_path.c_str(), "w", stdout) == nullptr) _exit(126);
+    if (freopen(err.c_str(), "w", stderr) == nullptr) _exit(126);
+    setenv("RANK", std::to_string(rank).c_str(), 1);
+    setenv("WORLD_SIZE", std::to_string(world_size).c_str(), 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+    std::vector<char*> raw;
+    for (std::string& arg : argv) raw.push_back(arg.data());
+    raw.push_back(nullptr);
+    execv(binary.c_str(), raw.data());
+    _exit(127);
+  }
+  return started;
+}
+
+struct Finished {
+  int exit_code = -1;  // -1: killed by a signal
+  std::string out;
+};
+
+Finished WaitRank(const HandRank& rank) {
+  int status = 0;
+  REQUIRE(waitpid(rank.pid, &status, 0) == rank.pid);
+  Finished finished;
+  if (WIFEXITED(status)) finished.exit_code = WEXITSTATUS(status);
+  std::ifstream out(rank.out_path);
+  finished.out.assign(std::istreambuf_iterator<char>(out),
+                      std::istreambuf_iterator<char>());
+  return finished;
+}
+
+int PortForJob() {
+  const int port = net::FreePort("127.0.0.1");
+  REQUIRE(port != 0);
+  return port;
+}
+
 Plan Collapsed(Plan plan) {
   for (TaskProto& task : *plan.mutable_task()) {
     task.mutable_stream()->set_machine_id(0);
@@ -167,25 +224,28 @@ TEST_CASE("a kernel failure on one rank ends every rank, naming task and piece",
           "[net]") {
   const std::string path = WritePlan(FailingPlan(), "failing.pbtxt");
   auto launched = RunCli("launch --nproc=2 '" + path + "'");
+  INFO(launched.last_line);
   CHECK(launched.exit_code == 1);
   CHECK(Contains(launched.last_line, "\"status\":\"error\""));
   CHECK(Contains(launched.last_line, "boom"));
   CHECK(Contains(launched.last_line, "piece 7"));
   // Each rank by hand, as mpirun or torchrun would start them.
-  const std::string port = std::to_string(29000 + getpid() % 1000);
-  const std::string env =
-      "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " WORLD_SIZE=2 RANK=";
-  std::string rank1_cmd = "cd '" + std::string(std::getenv("TEST_TMPDIR")) +
-                          "' && " + env + "1 '" +
-                          testing::Runfile("actorflow") + "' run '" + path +
-                          "' > rank1.out 2> rank1.err &";
-  REQUIRE(std::system(rank1_cmd.c_str()) == 0);
-  auto rank0 = RunCli("run '" + path + "'", ".", env + "0 ");
-  CHECK(rank0.exit_code == 1);
-  CHECK(Contains(rank0.last_line, "rank 1 failed"));
-  CHECK(Contains(rank0.last_line, "boom"));
-  CHECK(Contains(rank0.last_line, "piece 7"));
-  CHECK(Contains(rank0.last_line, "\"rank\":0"));
+  const int port = PortForJob();
+  HandRank rank1 = StartRank(path, 1, 2, port, {}, "failing_rank1");
+  HandRank rank0 = StartRank(path, 0, 2, port, {}, "failing_rank0");
+  Finished zero = WaitRank(rank0);
+  Finished one = WaitRank(rank1);
+  INFO(zero.out);
+  INFO(one.out);
+  CHECK(zero.exit_code == 1);
+  CHECK(Contains(zero.out, "\"rank\":0"));
+  CHECK(Contains(zero.out, "rank 1 failed"));
+  CHECK(Contains(zero.out, "boom"));
+  CHECK(Contains(zero.out, "piece 7"));
+  CHECK(one.exit_code == 1);
+  CHECK(Contains(one.out, "\"rank\":1"));
+  CHECK(Contains(one.out, "boom"));
+  CHECK(Contains(one.out, "piece 7"));
 }
 
 TEST_CASE("killing a rank mid-run fails the others within the peer timeout",
@@ -203,30 +263,16 @@ TEST_CASE("killing a rank mid-run fails the others within the peer timeout",
   plan->mutable_task(1)->mutable_stream()->set_machine_id(1);
   plan->mutable_task(2)->mutable_stream()->set_machine_id(2);
   const std::string path = WritePlan(*plan, "killed.pbtxt");
-  const std::string port = std::to_string(30000 + getpid() % 1000);
-  std::vector<pid_t> pids;
-  const std::string tmp = std::getenv("TEST_TMPDIR");
+  const int port = PortForJob();
+  std::vector<HandRank> ranks;
   for (int r = 0; r < 3; ++r) {
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      const std::string out = tmp + "/killed_rank" + std::to_string(r);
-      if (freopen(out.c_str(), "w", stdout) == nullptr) _exit(126);
-      if (freopen((out + ".err").c_str(), "w", stderr) == nullptr) _exit(126);
-      setenv("RANK", std::to_string(r).c_str(), 1);
-      setenv("WORLD_SIZE", "3", 1);
-      setenv("MASTER_ADDR", "127.0.0.1", 1);
-      setenv("MASTER_PORT", port.c_str(), 1);
-      const std::string binary = testing::Runfile("actorflow");
-      execl(binary.c_str(), "actorflow", "run", path.c_str(),
-            "--peer-timeout=5", "--progress", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    pids.push_back(pid);
+    ranks.push_back(StartRank(path, r, 3, port,
+                              {"--peer-timeout=5", "--progress"},
+                              "killed_rank" + std::to_string(r)));
   }
   // Kill rank 1 once the job is running: rank 2's sink has taken pieces,
   // as its progress line (once a second) says.
-  const std::string progress_path = tmp + "/killed_rank2.err";
+  const std::string progress_path = ranks[2].out_path + ".err";
   bool running = false;
   for (int polls = 0; polls < 6000 && !running; ++polls) {
     std::ifstream err(progress_path);
@@ -239,25 +285,20 @@ TEST_CASE("killing a rank mid-run fails the others within the peer timeout",
   }
   REQUIRE(running);
   const auto killed_at = std::chrono::steady_clock::now();
-  REQUIRE(kill(pids[1], SIGKILL) == 0);
+  REQUIRE(kill(ranks[1].pid, SIGKILL) == 0);
   // Rank 0 hears of it when rank 1's stream breaks, rank 2 from rank 0:
   // both well within the peer timeout (5 s) and launch's margin.
   for (int r : {0, 2}) {
-    int status = 0;
-    REQUIRE(waitpid(pids[r], &status, 0) == pids[r]);
+    Finished finished = WaitRank(ranks[r]);
     const double seconds = std::chrono::duration<double>(
                                std::chrono::steady_clock::now() - killed_at)
                                .count();
-    INFO("rank " << r << " exited after " << seconds << " s");
-    REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 1);
+    INFO("rank " << r << " exited after " << seconds << " s: " << finished.out);
+    CHECK(finished.exit_code == 1);
     CHECK(seconds < 5 + 10);
-    std::ifstream out(tmp + "/killed_rank" + std::to_string(r));
-    std::string line((std::istreambuf_iterator<char>(out)),
-                     std::istreambuf_iterator<char>());
-    CHECK(Contains(line, "rank 1"));
+    CHECK(Contains(finished.out, "rank 1"));
   }
-  waitpid(pids[1], nullptr, 0);
+  CHECK(WaitRank(ranks[1]).exit_code == -1);
 }
 
 TEST_CASE("ranks that loaded different plans are refused, naming them",
@@ -266,18 +307,19 @@ TEST_CASE("ranks that loaded different plans are refused, naming them",
   (*plan.mutable_task(1)->mutable_kernel()->mutable_attr())["at_piece"].set_i(
       1000);
   const std::string path = WritePlan(plan, "mismatch.pbtxt");
-  const std::string port = std::to_string(31000 + getpid() % 1000);
-  const std::string env =
-      "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " WORLD_SIZE=2 RANK=";
-  std::string rank1_cmd = "cd '" + std::string(std::getenv("TEST_TMPDIR")) +
-                          "' && " + env + "1 '" +
-                          testing::Runfile("actorflow") + "' run '" + path +
-                          "' --pieces=9 > mismatch1.out 2>&1 &";
-  REQUIRE(std::system(rank1_cmd.c_str()) == 0);
-  auto rank0 = RunCli("run '" + path + "' --pieces=10", ".", env + "0 ");
-  CHECK(rank0.exit_code == 1);
-  CHECK(Contains(rank0.last_line, "plan mismatch"));
-  CHECK(Contains(rank0.last_line, "rank 1"));
+  const int port = PortForJob();
+  HandRank rank1 = StartRank(path, 1, 2, port, {"--pieces=9"}, "mismatch1");
+  HandRank rank0 = StartRank(path, 0, 2, port, {"--pieces=10"}, "mismatch0");
+  Finished zero = WaitRank(rank0);
+  Finished one = WaitRank(rank1);
+  INFO(zero.out);
+  INFO(one.out);
+  CHECK(zero.exit_code == 1);
+  CHECK(Contains(zero.out, "plan mismatch"));
+  CHECK(Contains(zero.out, "rank 1"));
+  // Rank 1 hears the refusal too, rather than waiting out a timeout.
+  CHECK(one.exit_code == 1);
+  CHECK(Contains(one.out, "plan mismatch"));
 }
 
 TEST_CASE("bad job settings get clear errors", "[net]") {
