@@ -63,7 +63,16 @@ void Transport::Fail(absl::Status status) {
   }
   for (auto& [id, inbox] : inboxes_) {
     MutexLock lock(&inbox->mu);
-    inbox->arrived.SignalAll();
+    if (inbox->context != nullptr) inbox->context->TryCancel();
+    inbox->changed.SignalAll();
+  }
+}
+
+void Transport::CloseReceives() {
+  for (auto& [id, inbox] : inboxes_) {
+    MutexLock lock(&inbox->mu);
+    inbox->draining = true;
+    inbox->changed.SignalAll();
   }
 }
 
@@ -165,35 +174,40 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
         absl::StrCat("no inbox for regst ", regst_desc_id));
   }
   Inbox& inbox = *it->second;
-  RegstPiece piece;
-  bool lost = false;
+  grpc::ServerReaderWriter<Credit, RegstPiece>* stream;
   {
     MutexLock lock(&inbox.mu);
-    while (inbox.pieces.empty() && !inbox.closed) {
+    while (!inbox.connected) {
       absl::Status failed = failure();
       if (!failed.ok()) return failed;
       if (ctx.cancelled()) {
         return absl::CancelledError("the run was cancelled");
       }
-      inbox.arrived.WaitWithTimeout(&inbox.mu, kPoll);
+      inbox.changed.WaitWithTimeout(&inbox.mu, kPoll);
     }
-    if (inbox.pieces.empty()) {
-      lost = true;
-    } else {
-      piece = std::move(inbox.pieces.front());
-      inbox.pieces.pop_front();
-      if (inbox.stream != nullptr) {
-        Credit credit;
-        credit.set_count(1);
-        inbox.stream->Write(credit);
-      }
-    }
+    stream = inbox.stream;
+    if (stream != nullptr) inbox.busy = true;
   }
-  if (lost) {
+  bool read = false;
+  if (stream != nullptr) {
+    if (inbox.owed > 0) {
+      Credit credit;
+      credit.set_count(inbox.owed);
+      inbox.owed = 0;
+      stream->Write(credit);  // a broken stream shows in the Read
+    }
+    read = stream->Read(&inbox.piece);
+    MutexLock lock(&inbox.mu);
+    inbox.busy = false;
+    inbox.changed.SignalAll();
+  }
+  if (!read) {
     return StreamLost(absl::StrCat(
         "rank ", inbox.src_rank, " closed its stream of regst ", regst_desc_id,
         " before piece ", ctx.piece_id(), " (did it exit?)"));
   }
+  ++inbox.owed;
+  const RegstPiece& piece = inbox.piece;
   const std::string where =
       absl::StrCat("regst ", regst_desc_id, " from rank ", inbox.src_rank,
                    ", piece ", ctx.piece_id());
@@ -279,17 +293,28 @@ grpc::Status Transport::Push(
     }
     inbox.connected = true;
     inbox.stream = stream;
+    inbox.context = context;
+    inbox.changed.SignalAll();
+    // net_recv reads from here on; the call ends after the last run, or
+    // when it is cancelled (a failure, or the server shutting down).
+    while (!inbox.draining && !context->IsCancelled()) {
+      inbox.changed.WaitWithTimeout(&inbox.mu, kPoll);
+    }
+    while (inbox.busy) inbox.changed.Wait(&inbox.mu);
   }
+  int64_t extra = 0;
   RegstPiece piece;
-  while (stream->Read(&piece)) {
-    MutexLock lock(&inbox.mu);
-    inbox.pieces.push_back(std::move(piece));
-    inbox.arrived.SignalAll();
-  }
+  while (stream->Read(&piece)) ++extra;
   MutexLock lock(&inbox.mu);
   inbox.stream = nullptr;
-  inbox.closed = true;
-  inbox.arrived.SignalAll();
+  inbox.context = nullptr;
+  if (extra > 0) {
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("rank ", rank_, " ran fewer pieces of regst ",
+                     header.regst_desc_id(), " than rank ", inbox.src_rank,
+                     " sent (", extra, " more)"));
+  }
   return grpc::Status::OK;
 }
 

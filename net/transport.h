@@ -58,6 +58,10 @@ class Transport final : public RegstTransfer::Service {
   // Half-closes every outgoing stream and waits for the receivers to take
   // note: after the last run, before the job's final barrier.
   absl::Status CloseSends();
+  // After the last run, before CloseSends: lets every incoming stream's
+  // handler read to the sender's half-close (and so end the call). Does
+  // not block.
+  void CloseReceives();
   // The job failed: wakes every Send and Receive with `status` (they return
   // it), now and from then on. The first status wins.
   void Fail(absl::Status status);
@@ -69,16 +73,25 @@ class Transport final : public RegstTransfer::Service {
       grpc::ServerReaderWriter<Credit, RegstPiece>* stream) override;
 
  private:
+  // The receiving end of one edge. The sender's Push call lends its stream
+  // to the edge's net_recv, which reads pieces straight off it (no hand-off
+  // between threads on the way in) and grants credits on it; the handler
+  // only waits, and reads the stream's end once the job closes receives.
   struct Inbox {
     int32_t src_rank = 0;
     Mutex mu;
-    CondVar arrived;
-    std::deque<RegstPiece> pieces ABSL_GUARDED_BY(mu);
-    // The sender's stream while its handler runs (credits go back on it).
+    CondVar changed;
     grpc::ServerReaderWriter<Credit, RegstPiece>* stream ABSL_GUARDED_BY(mu) =
         nullptr;
+    grpc::ServerContext* context ABSL_GUARDED_BY(mu) = nullptr;
     bool connected ABSL_GUARDED_BY(mu) = false;
-    bool closed ABSL_GUARDED_BY(mu) = false;  // the sender's stream ended
+    // net_recv is reading or writing `stream`: its handler must not return.
+    bool busy ABSL_GUARDED_BY(mu) = false;
+    bool draining ABSL_GUARDED_BY(mu) = false;  // CloseReceives was called
+    // Pieces taken but not yet credited: granted as the next Receive
+    // starts, so that the write is off the path of the piece just taken.
+    int32_t owed ABSL_GUARDED_BY(mu) = 0;
+    RegstPiece piece;  // net_recv's; reused, so its buffers keep capacity
   };
   struct Outgoing {
     NetEdge edge;

@@ -248,9 +248,11 @@ TEST_CASE("a kernel failure on one rank ends every rank, naming task and piece",
   CHECK(Contains(one.out, "piece 7"));
 }
 
-TEST_CASE("killing a rank mid-run fails the others within the peer timeout",
-          "[net]") {
-  // A slow middle stage on machine 1, so the run lasts while it is killed.
+// Three ranks of source(m0) -> a slow stage(m1) -> sink(m2), started by
+// hand with `peer_timeout_s`; returns once the job is running: rank 2's
+// sink has taken pieces, as its progress line (once a second) says.
+std::vector<HandRank> StartRunningJob(const std::string& name,
+                                      int peer_timeout_s) {
   std::vector<TaskDef> defs = {
       {.name = "src", .op_type = "source"},
       {.name = "slow", .op_type = "spin", .inputs = {"src"}},
@@ -262,16 +264,15 @@ TEST_CASE("killing a rank mid-run fails the others within the peer timeout",
   REQUIRE(plan.ok());
   plan->mutable_task(1)->mutable_stream()->set_machine_id(1);
   plan->mutable_task(2)->mutable_stream()->set_machine_id(2);
-  const std::string path = WritePlan(*plan, "killed.pbtxt");
+  const std::string path = WritePlan(*plan, name + ".pbtxt");
   const int port = PortForJob();
   std::vector<HandRank> ranks;
   for (int r = 0; r < 3; ++r) {
-    ranks.push_back(StartRank(path, r, 3, port,
-                              {"--peer-timeout=5", "--progress"},
-                              "killed_rank" + std::to_string(r)));
+    ranks.push_back(StartRank(
+        path, r, 3, port,
+        {"--peer-timeout=" + std::to_string(peer_timeout_s), "--progress"},
+        name + "_rank" + std::to_string(r)));
   }
-  // Kill rank 1 once the job is running: rank 2's sink has taken pieces,
-  // as its progress line (once a second) says.
   const std::string progress_path = ranks[2].out_path + ".err";
   bool running = false;
   for (int polls = 0; polls < 6000 && !running; ++polls) {
@@ -284,21 +285,56 @@ TEST_CASE("killing a rank mid-run fails the others within the peer timeout",
     if (!running) usleep(10000);  // polls a file the rank writes
   }
   REQUIRE(running);
+  return ranks;
+}
+
+// Ranks 0 and 2 exit 1 within `within_s` of `since`, naming rank 1.
+void ExpectOthersFail(const std::vector<HandRank>& ranks,
+                      std::chrono::steady_clock::time_point since,
+                      double within_s, const std::string& why) {
+  for (int r : {0, 2}) {
+    Finished finished = WaitRank(ranks[r]);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - since)
+            .count();
+    INFO("rank " << r << " exited after " << seconds << " s: " << finished.out);
+    CHECK(finished.exit_code == 1);
+    CHECK(seconds < within_s);
+    CHECK(Contains(finished.out, "rank 1"));
+    if (r == 0) CHECK(Contains(finished.out, why));
+  }
+}
+
+TEST_CASE("killing a rank mid-run fails the others within the peer timeout",
+          "[net]") {
+  std::vector<HandRank> ranks = StartRunningJob("killed", 5);
   const auto killed_at = std::chrono::steady_clock::now();
   REQUIRE(kill(ranks[1].pid, SIGKILL) == 0);
   // Rank 0 hears of it when rank 1's stream breaks, rank 2 from rank 0:
   // both well within the peer timeout (5 s) and launch's margin.
-  for (int r : {0, 2}) {
-    Finished finished = WaitRank(ranks[r]);
-    const double seconds = std::chrono::duration<double>(
-                               std::chrono::steady_clock::now() - killed_at)
-                               .count();
-    INFO("rank " << r << " exited after " << seconds << " s: " << finished.out);
-    CHECK(finished.exit_code == 1);
-    CHECK(seconds < 5 + 10);
-    CHECK(Contains(finished.out, "rank 1"));
-  }
+  ExpectOthersFail(ranks, killed_at, 5 + 10, "exited or lost its connection");
   CHECK(WaitRank(ranks[1]).exit_code == -1);
+}
+
+TEST_CASE("a rank that stops answering fails the others after the peer timeout",
+          "[net]") {
+  std::vector<HandRank> ranks = StartRunningJob("stopped", 2);
+  const auto stopped_at = std::chrono::steady_clock::now();
+  REQUIRE(kill(ranks[1].pid, SIGSTOP) == 0);
+  ExpectOthersFail(ranks, stopped_at, 2 + 10, "stopped answering");
+  REQUIRE(kill(ranks[1].pid, SIGKILL) == 0);
+  CHECK(WaitRank(ranks[1]).exit_code == -1);
+}
+
+TEST_CASE("a rank that never joins fails rank 0 after the join timeout",
+          "[net]") {
+  const std::string path = WritePlan(FailingPlan(), "lonely.pbtxt");
+  HandRank rank0 =
+      StartRank(path, 0, 2, PortForJob(), {"--join-timeout=1"}, "lonely0");
+  Finished zero = WaitRank(rank0);
+  INFO(zero.out);
+  CHECK(zero.exit_code == 1);
+  CHECK(Contains(zero.out, "rank 1 did not join within 1s"));
 }
 
 TEST_CASE("ranks that loaded different plans are refused, naming them",

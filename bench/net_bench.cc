@@ -1,0 +1,405 @@
+// Registers between two processes (net/) against plain gRPC streaming
+// between the same two processes, on 127.0.0.1:
+//
+//   throughput  a two-rank job: fill (rank 0) -> ack (rank 1) -> drop
+//               (rank 0), blobs of 4 KiB, 64 KiB and 1 MiB, register_num 4.
+//               A sample is one Run of --mib MiB on rank 0, which ends when
+//               rank 1 has taken every piece and its 4-byte answers are
+//               back. Baseline: the same bytes as messages of the same size
+//               on one client stream (PingPong.Drain), answered once after
+//               the last.
+//   latency     a two-rank job with a cycle: ping (rank 0, an initial
+//               register) -> relay (rank 1) -> back to ping, so one 64-byte
+//               piece is in flight at a time and a Run of R pieces is R
+//               round trips. Baseline: R round trips of a 64-byte message
+//               on one stream (PingPong.Echo).
+//
+// This process is rank 0 and the gRPC client; it starts this binary again
+// as rank 1 and the gRPC server. Every sample alternates with its
+// baseline's, so both see the same machine; the table shows medians and the
+// median per-pair ratio (how many times better plain gRPC did). Run:
+//
+//   tools/bazel run //bench:net_bench
+//   tools/bazel run //bench:net_bench -- --samples=21 --mib=64
+#include <grpcpp/grpcpp.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "bench/bench_util.h"
+#include "bench/ping_pong.grpc.pb.h"
+#include "net/job.h"
+#include "net/launch.h"
+#include "runtime/plan_builder.h"
+#include "runtime/plan_writer.h"
+
+namespace actorflow::bench {
+namespace {
+
+constexpr int64_t kBlobBytes[] = {4 << 10, 64 << 10, 1 << 20};
+constexpr int64_t kPingBytes = 64;
+constexpr int kRegisterNum = 4;
+// One port for the baseline's server, then one MASTER_PORT per job.
+constexpr int kJobs = 4;
+constexpr int kPorts = 1 + kJobs;
+
+struct Config {
+  int64_t samples = 11;
+  int64_t mib = 32;  // per throughput sample
+  int64_t round_trips = 2000;
+};
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "net_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+void Check(const absl::Status& status, const std::string& what) {
+  if (!status.ok()) Die(absl::StrCat(what, ": ", status.ToString()));
+}
+
+// ------------------------------------------------------------ the plans
+
+StreamId On(int machine, int stream_index) {
+  StreamId stream = CpuStream(stream_index);
+  stream.set_machine_id(machine);
+  return stream;
+}
+
+BlobDescProto Floats(const char* name, int64_t bytes) {
+  return BlobProto(name, DT_FLOAT32, {bytes / 4});
+}
+
+Plan ThroughputPlan(int64_t blob_bytes) {
+  PlanWriter w;
+  TaskProto* fill = w.AddTask("fill", "bench_fill", On(0, 0));
+  const int64_t data =
+      w.AddOutput(fill, "out", kRegisterNum, false, {Floats("x", blob_bytes)});
+  TaskProto* ack = w.AddTask("ack", "bench_ack", On(1, 0));
+  w.Consume(ack, "in", data);
+  const int64_t acks =
+      w.AddOutput(ack, "out", kRegisterNum, false, {Floats("n", 4)});
+  TaskProto* drop = w.AddTask("drop", "bench_drop", On(0, 1));
+  w.Consume(drop, "in", acks);
+  return w.plan();
+}
+
+// tick and ping feed fwd; fwd -> relay (rank 1) -> ping. ping's register is
+// initial, so piece p + 1 leaves only once piece p came back.
+Plan LatencyPlan() {
+  PlanWriter w;
+  TaskProto* tick = w.AddTask("tick", "bench_fill", On(0, 0));
+  const int64_t ticks = w.AddOutput(tick, "out", 2, false, {Floats("t", 4)});
+  TaskProto* ping = w.AddTask("ping", "bench_ping", On(0, 0));
+  const int64_t pinged =
+      w.AddOutput(ping, "out", 1, false, {Floats("p", kPingBytes)});
+  w.Desc(pinged).set_initial_register(true);
+  TaskProto* fwd = w.AddTask("fwd", "bench_relay", On(0, 0));
+  w.Consume(fwd, "in", pinged);
+  w.Consume(fwd, "tick", ticks);
+  const int64_t out =
+      w.AddOutput(fwd, "out", 2, false, {Floats("f", kPingBytes)});
+  TaskProto* relay = w.AddTask("relay", "bench_relay", On(1, 0));
+  w.Consume(relay, "in", out);
+  const int64_t back =
+      w.AddOutput(relay, "out", 2, false, {Floats("b", kPingBytes)});
+  w.Consume(ping, "in", back);
+  return w.plan();
+}
+
+absl::Status CopyFirstInput(KernelContext* ctx) {
+  ConstTensorView in = ctx->input(0).blob(0);
+  TensorView out = ctx->output(0).blob(0);
+  std::memcpy(out.mutable_raw_data(), in.raw_data(), out.byte_size());
+  return absl::OkStatus();
+}
+
+class Ping final : public Kernel {
+ public:
+  absl::Status Forward(KernelContext* ctx) override {
+    return CopyFirstInput(ctx);
+  }
+  absl::Status InitialOutput(KernelContext* ctx) override {
+    TensorView out = ctx->output(0).blob(0);
+    std::memset(out.mutable_raw_data(), 0, out.byte_size());
+    return absl::OkStatus();
+  }
+};
+
+// The kernels do no work of their own: what is measured is the moving.
+SessionOptions BenchKernels() {
+  SessionOptions options;
+  auto nothing = [](KernelContext*) { return absl::OkStatus(); };
+  auto no_init = [](const KernelInitContext&) { return absl::OkStatus(); };
+  options.kernels.BindFunction("bench_fill", nothing, no_init);
+  options.kernels.BindFunction("bench_drop", nothing, no_init);
+  options.kernels.BindFunction(
+      "bench_ack",
+      [](KernelContext* ctx) {
+        ctx->output(0).blob(0).mutable_data<float>().value()[0] =
+            static_cast<float>(ctx->piece_id());
+        return absl::OkStatus();
+      },
+      no_init);
+  options.kernels.BindFunction("bench_relay", CopyFirstInput, no_init);
+  options.kernels.Bind("bench_ping", [] { return std::make_unique<Ping>(); });
+  return options;
+}
+
+struct JobSpec {
+  Plan plan;
+  int64_t pieces;
+};
+
+std::vector<JobSpec> Jobs(const Config& config) {
+  std::vector<JobSpec> jobs;
+  for (int64_t bytes : kBlobBytes) {
+    jobs.push_back({ThroughputPlan(bytes), (config.mib << 20) / bytes});
+  }
+  jobs.push_back({LatencyPlan(), config.round_trips});
+  return jobs;
+}
+
+std::unique_ptr<net::Job> JoinJob(const JobSpec& spec, int rank, int port) {
+  net::JobConfig job;
+  job.rank = rank;
+  job.world_size = 2;
+  job.master_port = port;
+  job.join_timeout = absl::Seconds(60);
+  job.peer_timeout = absl::Seconds(60);
+  auto created = net::Job::Create(spec.plan, spec.pieces, job, BenchKernels());
+  Check(created.status(), absl::StrCat("rank ", rank, ": joining the job"));
+  return std::move(*created);
+}
+
+void RunJob(net::Job* job, int64_t pieces) {
+  auto stats = job->Run(pieces);
+  Check(stats.status(), "run");
+}
+
+// ------------------------------------------------------------ rank 1
+
+class PingPongServer final : public PingPong::Service {
+  grpc::Status Echo(
+      grpc::ServerContext*,
+      grpc::ServerReaderWriter<Payload, Payload>* stream) override {
+    Payload message;
+    while (stream->Read(&message)) stream->Write(message);
+    return grpc::Status::OK;
+  }
+  grpc::Status Drain(grpc::ServerContext*, grpc::ServerReader<Payload>* reader,
+                     Payload* reply) override {
+    Payload message;
+    int64_t bytes = 0;
+    while (reader->Read(&message)) bytes += message.data().size();
+    reply->set_data(absl::StrCat(bytes));
+    return grpc::Status::OK;
+  }
+};
+
+// Serves the baseline and runs rank 1 of every job, as many runs as rank 0
+// (a warm-up and the samples).
+int Child(const Config& config, const std::vector<int>& ports) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  PingPongServer service;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(absl::StrCat("127.0.0.1:", ports[0]),
+                           grpc::InsecureServerCredentials());
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) Die("rank 1: cannot serve the baseline");
+  std::vector<JobSpec> jobs = Jobs(config);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    std::unique_ptr<net::Job> job = JoinJob(jobs[j], 1, ports[1 + j]);
+    for (int64_t i = 0; i < 1 + config.samples; ++i) {
+      RunJob(job.get(), jobs[j].pieces);
+    }
+    Check(job->Finish(), "rank 1: finishing");
+  }
+  server->Shutdown();
+  return 0;
+}
+
+// ------------------------------------------------------------ rank 0
+
+double Seconds(int64_t start_ns) { return (NowNs() - start_ns) * 1e-9; }
+
+// Bytes per second through PingPong.Drain.
+double DrainRate(PingPong::Stub* stub, int64_t bytes, int64_t messages) {
+  const std::string buffer(bytes, 'x');
+  const int64_t start = NowNs();
+  grpc::ClientContext context;
+  Payload reply;
+  std::unique_ptr<grpc::ClientWriter<Payload>> writer =
+      stub->Drain(&context, &reply);
+  Payload message;
+  for (int64_t i = 0; i < messages; ++i) {
+    message.set_data(buffer.data(), buffer.size());
+    if (!writer->Write(message)) Die("baseline: the Drain stream broke");
+  }
+  writer->WritesDone();
+  grpc::Status status = writer->Finish();
+  if (!status.ok()) Die("baseline: Drain: " + status.error_message());
+  if (reply.data() != absl::StrCat(bytes * messages)) {
+    Die("baseline: Drain answered " + reply.data());
+  }
+  return bytes * messages / Seconds(start);
+}
+
+// Round trips per second through PingPong.Echo.
+double EchoRate(PingPong::Stub* stub, int64_t round_trips) {
+  const std::string buffer(kPingBytes, 'x');
+  const int64_t start = NowNs();
+  grpc::ClientContext context;
+  auto stream = stub->Echo(&context);
+  Payload message, reply;
+  for (int64_t i = 0; i < round_trips; ++i) {
+    message.set_data(buffer.data(), buffer.size());
+    if (!stream->Write(message) || !stream->Read(&reply)) {
+      Die("baseline: the Echo stream broke");
+    }
+  }
+  stream->WritesDone();
+  grpc::Status status = stream->Finish();
+  if (!status.ok()) Die("baseline: Echo: " + status.error_message());
+  return round_trips / Seconds(start);
+}
+
+pid_t StartChild(const Config& config, const std::vector<int>& ports) {
+  std::vector<std::string> args = {
+      "net_bench",
+      "--child",
+      absl::StrJoin(ports, ","),
+      absl::StrCat("--samples=", config.samples),
+      absl::StrCat("--mib=", config.mib),
+      absl::StrCat("--round_trips=", config.round_trips)};
+  pid_t pid = fork();
+  if (pid < 0) Die("fork failed");
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int Parent(const Config& config) {
+  std::vector<int> ports;
+  for (int i = 0; i < kPorts; ++i) {
+    int port = 0;
+    // Distinct, though each is free only when picked.
+    for (int tries = 0; tries < 100 && port == 0; ++tries) {
+      port = net::FreePort("127.0.0.1");
+      for (int taken : ports) port = port == taken ? 0 : port;
+    }
+    if (port == 0) Die("no free port on 127.0.0.1");
+    ports.push_back(port);
+  }
+  const pid_t child = StartChild(config, ports);
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", ports[0]),
+                                     grpc::InsecureChannelCredentials());
+  if (!channel->WaitForConnected(
+          absl::ToChronoTime(absl::Now() + absl::Seconds(60)))) {
+    Die("rank 1 did not serve the baseline within 60 s");
+  }
+  std::unique_ptr<PingPong::Stub> stub = PingPong::NewStub(channel);
+
+  std::printf(
+      "net_bench: two processes on 127.0.0.1, %lld samples (medians; "
+      "ratio = plain gRPC / actorflow, per pair)\n\n",
+      static_cast<long long>(config.samples));
+  std::printf("%-26s %14s %14s %8s\n", "", "actorflow", "plain gRPC", "ratio");
+  std::vector<JobSpec> jobs = Jobs(config);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    std::unique_ptr<net::Job> job = JoinJob(jobs[j], 0, ports[1 + j]);
+    const int64_t pieces = jobs[j].pieces;
+    if (j < std::size(kBlobBytes)) {
+      const int64_t bytes = kBlobBytes[j];
+      Paired p = PairedMedians(
+          config.samples,
+          [&] {
+            const int64_t start = NowNs();
+            RunJob(job.get(), pieces);
+            return bytes * pieces / Seconds(start);
+          },
+          [&] { return DrainRate(stub.get(), bytes, pieces); });
+      std::printf(
+          "%-26s %9.0f MB/s %9.0f MB/s %7.2fx\n",
+          absl::StrCat("throughput, ", bytes >> 10, " KiB blobs").c_str(),
+          p.subject / 1e6, p.baseline / 1e6, p.ratio);
+    } else {
+      Paired p = PairedMedians(
+          config.samples,
+          [&] {
+            const int64_t start = NowNs();
+            RunJob(job.get(), pieces);
+            return pieces / Seconds(start);
+          },
+          [&] { return EchoRate(stub.get(), pieces); });
+      std::printf("%-26s %11.1f us %11.1f us %7.2fx\n",
+                  absl::StrCat("round trip, ", kPingBytes, " B").c_str(),
+                  1e6 / p.subject, 1e6 / p.baseline, p.ratio);
+    }
+    std::fflush(stdout);
+    Check(job->Finish(), "rank 0: finishing");
+  }
+  int status = 0;
+  if (waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0) {
+    Die("rank 1 failed");
+  }
+  std::printf(
+      "\nratio: how many times plain gRPC's figure is better (target: at most "
+      "1.5x)\n");
+  return 0;
+}
+
+constexpr char kHelp[] =
+    "net_bench: registers between two processes (actorflow's net_send and\n"
+    "net_recv over gRPC) against plain gRPC streaming, on 127.0.0.1.\n"
+    "Throughput in MB/s at 4 KiB, 64 KiB and 1 MiB blobs, and the round\n"
+    "trip of a 64-byte piece; medians, alternated with the baseline.\n\n"
+    "  --samples=N       samples per figure (default 11)\n"
+    "  --mib=N           MiB per throughput sample (default 32)\n"
+    "  --round_trips=N   round trips per latency sample (default 2000)\n";
+
+}  // namespace
+}  // namespace actorflow::bench
+
+int main(int argc, char** argv) {
+  using namespace actorflow::bench;
+  std::vector<int> ports;
+  bool child = argc > 2 && std::strcmp(argv[1], "--child") == 0;
+  if (child) {
+    for (absl::string_view part : absl::StrSplit(argv[2], ',')) {
+      int port = 0;
+      if (!absl::SimpleAtoi(part, &port)) Die("bad --child ports");
+      ports.push_back(port);
+    }
+    if (ports.size() != kPorts) Die("bad --child ports");
+    argv[2] = argv[0];
+    argc -= 2;
+    argv += 2;
+  }
+  Config config;
+  ParseFlags("net_bench", argc, argv,
+             {{"--samples", &config.samples},
+              {"--mib", &config.mib},
+              {"--round_trips", &config.round_trips}},
+             kHelp);
+  return child ? Child(config, ports) : Parent(config);
+}
