@@ -88,10 +88,11 @@ class Transport final : public RegstTransfer::Service {
     // net_recv is reading or writing `stream`: its handler must not return.
     bool busy ABSL_GUARDED_BY(mu) = false;
     bool draining ABSL_GUARDED_BY(mu) = false;  // CloseReceives was called
-    // Pieces taken but not yet credited: granted as the next Receive
-    // starts, so that the write is off the path of the piece just taken.
-    int32_t owed ABSL_GUARDED_BY(mu) = 0;
-    RegstPiece piece;  // net_recv's; reused, so its buffers keep capacity
+    // net_recv's alone: pieces taken but not yet credited (granted as the
+    // next Receive starts, off the path of the piece just taken), and the
+    // piece read (reused, so its buffers keep their capacity).
+    int32_t owed = 0;
+    RegstPiece piece;
   };
   struct Outgoing {
     NetEdge edge;
