@@ -25,6 +25,22 @@ std::map<int64_t, int32_t> MachineOfTask(const Plan& plan) {
   return machine;
 }
 
+struct Produced {
+  const TaskProto* producer;
+  const RegstDescProto* regst;
+};
+
+// Every produced register of the plan, by regst_desc_id.
+std::map<int64_t, Produced> RegstsById(const Plan& plan) {
+  std::map<int64_t, Produced> regsts;
+  for (const TaskProto& task : plan.task()) {
+    for (const auto& [name, regst] : task.produced_regst_desc()) {
+      regsts[regst.regst_desc_id()] = {&task, &regst};
+    }
+  }
+  return regsts;
+}
+
 int64_t NextTaskId(const Plan& plan) {
   int64_t max_id = 0;
   for (const TaskProto& task : plan.task()) {
@@ -84,16 +100,9 @@ absl::StatusOr<std::vector<NetEdge>> FindNetEdges(const Plan& plan,
   const std::map<int64_t, int32_t> machine_of = MachineOfTask(plan);
   std::vector<NetEdge> edges;
   int64_t next_id = NextTaskId(plan);
-  std::map<int64_t, const TaskProto*> producer_of_regst;
-  std::map<int64_t, const RegstDescProto*> regsts;
-  for (const TaskProto& task : plan.task()) {
-    for (const auto& [name, regst] : task.produced_regst_desc()) {
-      regsts[regst.regst_desc_id()] = &regst;
-      producer_of_regst[regst.regst_desc_id()] = &task;
-    }
-  }
-  for (const auto& [id, regst] : regsts) {  // sorted by id
-    const TaskProto& producer = *producer_of_regst[id];
+  for (const auto& [id, produced] : RegstsById(plan)) {  // sorted by id
+    const TaskProto& producer = *produced.producer;
+    const RegstDescProto* regst = produced.regst;
     const int32_t src = producer.stream().machine_id();
     std::set<int32_t> destinations;
     for (int64_t consumer : regst->consumer_task_id()) {
@@ -142,6 +151,7 @@ absl::StatusOr<LocalPlan> PartitionPlan(const Plan& plan, int rank,
   absl::StatusOr<std::vector<NetEdge>> edges = FindNetEdges(plan, world_size);
   if (!edges.ok()) return edges.status();
   const std::map<int64_t, int32_t> machine_of = MachineOfTask(plan);
+  const std::map<int64_t, Produced> regsts = RegstsById(plan);
   LocalPlan local;
   local.plan.set_total_piece_num(plan.total_piece_num());
   std::set<std::string> names;
@@ -197,12 +207,7 @@ absl::StatusOr<LocalPlan> PartitionPlan(const Plan& plan, int rank,
     if (edge.dst_rank == rank) {
       TaskProto* recv =
           add_net_task(edge.recv_task_id, NetRecvName(edge), "net_recv");
-      RegstDescProto original;
-      for (const TaskProto& task : plan.task()) {
-        for (const auto& [name, regst] : task.produced_regst_desc()) {
-          if (regst.regst_desc_id() == edge.regst_desc_id) original = regst;
-        }
-      }
+      const RegstDescProto& original = *regsts.at(edge.regst_desc_id).regst;
       RegstDescProto mirror = original;
       mirror.set_producer_task_id(edge.recv_task_id);
       mirror.clear_consumer_task_id();
