@@ -138,13 +138,16 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
     }
     out = it->second.get();
   }
-  const std::string lost =
-      absl::StrCat("lost the connection to rank ", dst_rank, " (regst ",
-                   regst_desc_id, ", piece ", ctx.piece_id(), ")");
+  // Messages are built only on failure: this is once per piece.
+  auto lost = [&] {
+    return StreamLost(absl::StrCat("lost the connection to rank ", dst_rank,
+                                   " (regst ", regst_desc_id, ", piece ",
+                                   ctx.piece_id(), ")"));
+  };
   // Read blocks until a credit comes; Fail cancels the stream to end it.
   while (out->credits == 0) {
     Credit credit;
-    if (!out->stream->Read(&credit)) return StreamLost(lost);
+    if (!out->stream->Read(&credit)) return lost();
     out->credits += credit.count();
   }
   ConstRegstView in = ctx.input(0);
@@ -161,7 +164,7 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
     piece->clear_shape();
     for (int64_t dim : blob.shape()) piece->add_shape(dim);
   }
-  if (!out->stream->Write(message)) return StreamLost(lost);
+  if (!out->stream->Write(message)) return lost();
   --out->credits;
   return absl::OkStatus();
 }
@@ -199,7 +202,7 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
     read = stream->Read(&inbox.piece);
     MutexLock lock(&inbox.mu);
     inbox.busy = false;
-    inbox.changed.SignalAll();
+    if (inbox.handler_waits) inbox.changed.SignalAll();
   }
   if (!read) {
     return StreamLost(absl::StrCat(
@@ -208,16 +211,17 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
   }
   ++inbox.owed;
   const RegstPiece& piece = inbox.piece;
-  const std::string where =
-      absl::StrCat("regst ", regst_desc_id, " from rank ", inbox.src_rank,
-                   ", piece ", ctx.piece_id());
+  auto where = [&] {
+    return absl::StrCat("regst ", regst_desc_id, " from rank ", inbox.src_rank,
+                        ", piece ", ctx.piece_id());
+  };
   if (piece.piece_id() != ctx.piece_id()) {
     return absl::InternalError(
-        absl::StrCat(where, ": got piece ", piece.piece_id(), " instead"));
+        absl::StrCat(where(), ": got piece ", piece.piece_id(), " instead"));
   }
   RegstView out = ctx.output(0);
   if (piece.blob_size() != out.num_blobs()) {
-    return absl::InternalError(absl::StrCat(where, ": ", piece.blob_size(),
+    return absl::InternalError(absl::StrCat(where(), ": ", piece.blob_size(),
                                             " blobs, the register has ",
                                             out.num_blobs()));
   }
@@ -228,17 +232,17 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
     if (blob.is_dynamic()) {
       absl::Status shaped = blob.set_shape(shape);
       if (!shaped.ok()) {
-        return absl::InternalError(absl::StrCat(where, ": blob '", blob.name(),
-                                                "': ", shaped.message()));
+        return absl::InternalError(absl::StrCat(
+            where(), ": blob '", blob.name(), "': ", shaped.message()));
       }
     } else if (shape != blob.shape()) {
       return absl::InternalError(absl::StrCat(
-          where, ": blob '", blob.name(), "' has shape ", ShapeString(shape),
+          where(), ": blob '", blob.name(), "' has shape ", ShapeString(shape),
           ", the register ", ShapeString(blob.shape())));
     }
     if (static_cast<int64_t>(data.data().size()) != blob.byte_size()) {
       return absl::InternalError(
-          absl::StrCat(where, ": blob '", blob.name(), "' has ",
+          absl::StrCat(where(), ": blob '", blob.name(), "' has ",
                        data.data().size(), " bytes for shape ",
                        ShapeString(shape), ", which needs ", blob.byte_size()));
     }
@@ -300,6 +304,7 @@ grpc::Status Transport::Push(
     while (!inbox.draining && !context->IsCancelled()) {
       inbox.changed.WaitWithTimeout(&inbox.mu, kPoll);
     }
+    inbox.handler_waits = true;
     while (inbox.busy) inbox.changed.Wait(&inbox.mu);
   }
   int64_t extra = 0;

@@ -88,6 +88,9 @@ class Transport final : public RegstTransfer::Service {
     // net_recv is reading or writing `stream`: its handler must not return.
     bool busy ABSL_GUARDED_BY(mu) = false;
     bool draining ABSL_GUARDED_BY(mu) = false;  // CloseReceives was called
+    // The handler waits for !busy: only then does Receive signal, so that
+    // a piece does not wake the idle handler's thread.
+    bool handler_waits ABSL_GUARDED_BY(mu) = false;
     // net_recv's alone: pieces taken but not yet credited (granted as the
     // next Receive starts, off the path of the piece just taken), and the
     // piece read (reused, so its buffers keep their capacity).
