@@ -250,6 +250,10 @@ absl::StatusOr<RunStats> Job::Run(int64_t pieces) {
   return session_->Run(pieces);
 }
 
+absl::Status Job::Barrier() {
+  return coordinator_->Barrier(absl::StrCat("barrier ", ++barriers_));
+}
+
 absl::Status Job::Finish() {
   // Receives first, without blocking: closing a send waits for the peer's
   // handler, which ends once the peer closed its receives.

@@ -66,6 +66,11 @@ class Job {
 
   // Runs `pieces` pieces (< 0: the plan's) through this rank's tasks.
   absl::StatusOr<RunStats> Run(int64_t pieces);
+  // Waits until every rank has called Barrier as often as this one: after
+  // Run, the point where every rank's share of that run is done (Run itself
+  // returns once this rank's tasks are, with the last pieces it sent
+  // possibly still on their way). Fails with the job's failure.
+  absl::Status Barrier();
   // After the last run: ends the transfers and waits for every rank.
   absl::Status Finish();
   // This rank's session; null when the rank has no tasks.
@@ -87,6 +92,7 @@ class Job {
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<Session> session_;
   bool finished_ = false;
+  int64_t barriers_ = 0;  // Barrier calls so far: each one's name
 
   Mutex mu_;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);

@@ -1,5 +1,6 @@
 #include "net/transport.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -33,6 +34,7 @@ Transport::Transport(int32_t rank, const std::vector<NetEdge>& recvs,
   for (const NetEdge& edge : recvs) {
     auto inbox = std::make_unique<Inbox>();
     inbox->src_rank = edge.src_rank;
+    inbox->credit_batch = std::max(1, edge.register_num / 2);
     inboxes_[edge.regst_desc_id] = std::move(inbox);
   }
 }
@@ -193,7 +195,7 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
   }
   bool read = false;
   if (stream != nullptr) {
-    if (inbox.owed > 0) {
+    if (inbox.owed >= inbox.credit_batch) {
       Credit credit;
       credit.set_count(inbox.owed);
       inbox.owed = 0;

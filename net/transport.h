@@ -24,10 +24,15 @@ namespace actorflow::net {
 // Moves registers between the processes of a job over gRPC, one stream per
 // NetEdge (the sender's client streaming to the receiver's server). Credit
 // keeps the register protocol across machines: the sender may have at most
-// register_num pieces of an edge unacknowledged, and the receiver grants one
-// more each time its net_recv takes a piece out of the edge's inbox. So an
-// edge holds at most register_num pieces in transit and register_num in
-// its inbox, and a slow reader stops the producer as in one process.
+// register_num pieces of an edge that the receiver has not credited back.
+// The receiver credits the pieces its net_recv took in batches of half the
+// register_num (at least 1), as its next receive starts: one credit message
+// per batch, not per piece. That cannot stall an edge: a sender out of
+// credit has register_num uncredited pieces, so either some are still in
+// transit, and net_recv reads them as its registers come back, or all were
+// taken, and those are a whole batch to grant. So at most register_num
+// pieces are in transit or taken uncredited, and a slow reader stops the
+// producer as in one process.
 //
 // Thread-safety: Send for an edge runs on its net_send task's thread only,
 // Receive on its net_recv's; Fail from any thread; the rest from the job's
@@ -92,9 +97,11 @@ class Transport final : public RegstTransfer::Service {
     // a piece does not wake the idle handler's thread.
     bool handler_waits ABSL_GUARDED_BY(mu) = false;
     // net_recv's alone: pieces taken but not yet credited (granted as the
-    // next Receive starts, off the path of the piece just taken), and the
-    // piece read (reused, so its buffers keep their capacity).
+    // next Receive starts, off the path of the piece just taken, once there
+    // are credit_batch of them), and the piece read (reused, so its buffers
+    // keep their capacity).
     int32_t owed = 0;
+    int32_t credit_batch = 1;
     RegstPiece piece;
   };
   struct Outgoing {

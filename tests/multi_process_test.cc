@@ -116,7 +116,7 @@ Plan RandomPlan(std::mt19937_64& rng, int machines) {
     TaskDef def;
     def.name = "t" + std::to_string(i);
     def.stream_index = uniform(0, 2);
-    def.register_num = uniform(1, 3);
+    def.register_num = uniform(1, 6);  // 4..6: credits go back in batches
     def.elem_cnt = elem_cnt;
     const int kind = producers.empty() ? 0 : uniform(0, 6);
     auto pick = [&] {

@@ -1,0 +1,204 @@
+// Two ranks of one job in one process (each a net::Job on its own thread,
+// on 127.0.0.1): what only shared memory lets a test see. Job::Barrier
+// marks the end of a run on every rank, and a reader that holds its
+// register stops the producer on the other machine within the register
+// bound, credits granted in batches included.
+#include <catch2/catch.hpp>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "net/job.h"
+#include "net/launch.h"
+#include "runtime/plan_builder.h"
+#include "runtime/plan_writer.h"
+
+namespace actorflow {
+namespace {
+
+constexpr int64_t kFloats = 16;
+
+// fill (machine 0) -> take (machine 1); each piece's floats hold its id.
+Plan FillTakePlan(int register_num) {
+  PlanWriter w;
+  StreamId on0 = CpuStream(0);
+  StreamId on1 = CpuStream(0);
+  on1.set_machine_id(1);
+  TaskProto* fill = w.AddTask("fill", "nj_fill", on0);
+  const int64_t data = w.AddOutput(fill, "out", register_num, false,
+                                   {BlobProto("x", DT_FLOAT32, {kFloats})});
+  TaskProto* take = w.AddTask("take", "nj_take", on1);
+  w.Consume(take, "in", data);
+  return w.plan();
+}
+
+// What the kernels of both ranks saw, and a gate that holds `take` on its
+// first piece until the test opens it.
+struct Shared {
+  std::mutex mu;
+  std::condition_variable changed;
+  int64_t filled = 0;
+  int64_t taken = 0;
+  bool gate_closed = false;
+  std::string bad;  // the first wrong value take saw
+
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu);
+    gate_closed = false;
+    changed.notify_all();
+  }
+  // Waits until filled reaches `count`, or `within` passes; the count seen.
+  int64_t WaitFilled(int64_t count, std::chrono::milliseconds within) {
+    std::unique_lock<std::mutex> lock(mu);
+    changed.wait_for(lock, within, [&] { return filled >= count; });
+    return filled;
+  }
+};
+
+SessionOptions Kernels(Shared* shared) {
+  SessionOptions options;
+  auto no_init = [](const KernelInitContext&) { return absl::OkStatus(); };
+  options.kernels.BindFunction(
+      "nj_fill",
+      [shared](KernelContext* ctx) {
+        absl::Span<float> x =
+            ctx->output(0).blob(0).mutable_data<float>().value();
+        for (int64_t i = 0; i < kFloats; ++i) {
+          x[i] = static_cast<float>(ctx->piece_id());
+        }
+        std::lock_guard<std::mutex> lock(shared->mu);
+        ++shared->filled;
+        shared->changed.notify_all();
+        return absl::OkStatus();
+      },
+      no_init);
+  options.kernels.BindFunction(
+      "nj_take",
+      [shared](KernelContext* ctx) {
+        absl::Span<const float> x = ctx->input(0).blob(0).data<float>().value();
+        std::unique_lock<std::mutex> lock(shared->mu);
+        for (int64_t i = 0; i < kFloats; ++i) {
+          if (x[i] != static_cast<float>(ctx->piece_id()) &&
+              shared->bad.empty()) {
+            shared->bad = "piece " + std::to_string(ctx->piece_id()) +
+                          " holds " + std::to_string(x[i]);
+          }
+        }
+        // Bounded, so that a failing test still ends.
+        shared->changed.wait_for(lock, std::chrono::seconds(60),
+                                 [&] { return !shared->gate_closed; });
+        ++shared->taken;
+        shared->changed.notify_all();
+        return absl::OkStatus();
+      },
+      no_init);
+  return options;
+}
+
+net::JobConfig Rank(int rank, int port) {
+  net::JobConfig config;
+  config.rank = rank;
+  config.world_size = 2;
+  config.master_port = port;
+  config.join_timeout = absl::Seconds(60);
+  config.peer_timeout = absl::Seconds(60);
+  return config;
+}
+
+// Rank 1 on a thread of its own: join, `runs` runs of `pieces` each
+// followed by a barrier, finish. Its first error is kept for the test.
+class RankOne {
+ public:
+  RankOne(const Plan& plan, int64_t pieces, int runs, int port, Shared* shared)
+      : thread_([=, this] {
+          auto job =
+              net::Job::Create(plan, pieces, Rank(1, port), Kernels(shared));
+          if (!job.ok()) {
+            status_ = job.status();
+            return;
+          }
+          for (int r = 0; r < runs && status_.ok(); ++r) {
+            status_ = (*job)->Run(pieces).status();
+            if (status_.ok()) status_ = (*job)->Barrier();
+          }
+          if (status_.ok()) status_ = (*job)->Finish();
+        }) {}
+  // Joins the thread; its status.
+  absl::Status Join() {
+    thread_.join();
+    return status_;
+  }
+
+ private:
+  absl::Status status_;
+  std::thread thread_;
+};
+
+TEST_CASE("Job::Barrier after Run waits for every rank's share of the run",
+          "[net]") {
+  // register_num 5: credits go back in twos, and 11 pieces per run leave
+  // one piece uncredited from each run to the next.
+  constexpr int64_t kPieces = 11;
+  constexpr int kRuns = 3;
+  const Plan plan = FillTakePlan(5);
+  const int port = net::FreePort("127.0.0.1");
+  REQUIRE(port != 0);
+  Shared shared;
+  RankOne rank1(plan, kPieces, kRuns, port, &shared);
+  auto job = net::Job::Create(plan, kPieces, Rank(0, port), Kernels(&shared));
+  REQUIRE(job.ok());
+  for (int r = 1; r <= kRuns; ++r) {
+    REQUIRE((*job)->Run(kPieces).ok());
+    REQUIRE((*job)->Barrier().ok());
+    std::lock_guard<std::mutex> lock(shared.mu);
+    CHECK(shared.taken == r * kPieces);
+  }
+  REQUIRE((*job)->Finish().ok());
+  REQUIRE(rank1.Join().ok());
+  CHECK(shared.bad.empty());
+  CHECK(shared.filled == kRuns * kPieces);
+}
+
+TEST_CASE("a reader holding its register stops the other machine's producer",
+          "[net]") {
+  // While take holds piece 0, net_recv can take pieces 1..R-1 and credit
+  // at most R-1 of them, so rank 0 sends at most 2R-1 pieces, and fill
+  // fills those and its own R registers: 3R-1. Without the bound it would
+  // fill all 10R.
+  constexpr int kR = 4;
+  constexpr int64_t kPieces = 10 * kR;
+  constexpr int64_t kBound = 3 * kR - 1;
+  const Plan plan = FillTakePlan(kR);
+  const int port = net::FreePort("127.0.0.1");
+  REQUIRE(port != 0);
+  Shared shared;
+  shared.gate_closed = true;
+  RankOne rank1(plan, kPieces, 1, port, &shared);
+  auto job = net::Job::Create(plan, kPieces, Rank(0, port), Kernels(&shared));
+  if (!job.ok()) shared.Open();
+  REQUIRE(job.ok());
+  absl::Status rank0;
+  std::thread run([&] {
+    rank0 = (*job)->Run(kPieces).status();
+    if (rank0.ok()) rank0 = (*job)->Barrier();
+    if (rank0.ok()) rank0 = (*job)->Finish();
+  });
+  // The producer gets going (R sent on the first credits, R refilled)...
+  const int64_t started = shared.WaitFilled(2 * kR, std::chrono::seconds(30));
+  // ...and then stops at the bound: give it time to run past it.
+  const int64_t filled =
+      shared.WaitFilled(kBound + 1, std::chrono::milliseconds(500));
+  shared.Open();
+  run.join();
+  REQUIRE(rank0.ok());
+  REQUIRE(rank1.Join().ok());
+  CHECK(started >= 2 * kR);
+  CHECK(filled <= kBound);
+  CHECK(shared.taken == kPieces);
+  CHECK(shared.bad.empty());
+}
+
+}  // namespace
+}  // namespace actorflow
