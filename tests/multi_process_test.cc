@@ -206,18 +206,27 @@ TEST_CASE("random plans split over 2-4 machines match the collapsed plan",
 }
 
 // source(m0) -> fail(m1, at piece 7) -> checksum(m0).
-Plan FailingPlan() {
+// src (machine 0) -> `middle` (machine 1) -> sink (machine `sink_machine`),
+// `pieces` of them.
+Plan ChainPlan(TaskDef middle, int sink_machine, int64_t pieces) {
+  middle.inputs = {"src"};
   std::vector<TaskDef> defs = {
       {.name = "src", .op_type = "source"},
-      {.name = "boom", .op_type = "fail", .inputs = {"src"}},
-      {.name = "sink", .op_type = "checksum", .inputs = {"boom"}}};
+      middle,
+      {.name = "sink", .op_type = "checksum", .inputs = {middle.name}}};
   defs[0].attrs["value"] = FloatAttr(1);
-  defs[1].attrs["at_piece"] = IntAttr(7);
   defs[2].has_output = false;
-  absl::StatusOr<Plan> plan = BuildPlan(defs, 50);
+  absl::StatusOr<Plan> plan = BuildPlan(defs, pieces);
   REQUIRE(plan.ok());
   plan->mutable_task(1)->mutable_stream()->set_machine_id(1);
+  plan->mutable_task(2)->mutable_stream()->set_machine_id(sink_machine);
   return *plan;
+}
+
+Plan FailingPlan() {
+  TaskDef boom{.name = "boom", .op_type = "fail"};
+  boom.attrs["at_piece"] = IntAttr(7);
+  return ChainPlan(boom, /*sink_machine=*/0, 50);
 }
 
 TEST_CASE("a kernel failure on one rank ends every rank, naming task and piece",
@@ -253,18 +262,10 @@ TEST_CASE("a kernel failure on one rank ends every rank, naming task and piece",
 // sink has taken pieces, as its progress line (once a second) says.
 std::vector<HandRank> StartRunningJob(const std::string& name,
                                       int peer_timeout_s) {
-  std::vector<TaskDef> defs = {
-      {.name = "src", .op_type = "source"},
-      {.name = "slow", .op_type = "spin", .inputs = {"src"}},
-      {.name = "sink", .op_type = "checksum", .inputs = {"slow"}}};
-  defs[0].attrs["value"] = FloatAttr(1);
-  defs[1].attrs["us"] = IntAttr(20000);
-  defs[2].has_output = false;
-  absl::StatusOr<Plan> plan = BuildPlan(defs, 100000);
-  REQUIRE(plan.ok());
-  plan->mutable_task(1)->mutable_stream()->set_machine_id(1);
-  plan->mutable_task(2)->mutable_stream()->set_machine_id(2);
-  const std::string path = WritePlan(*plan, name + ".pbtxt");
+  TaskDef slow{.name = "slow", .op_type = "spin"};
+  slow.attrs["us"] = IntAttr(20000);
+  const std::string path =
+      WritePlan(ChainPlan(slow, /*sink_machine=*/2, 100000), name + ".pbtxt");
   const int port = PortForJob();
   std::vector<HandRank> ranks;
   for (int r = 0; r < 3; ++r) {
