@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "net/job.h"
 #include "net/launch.h"
 #include "runtime/plan_builder.h"
@@ -42,7 +43,8 @@ struct Shared {
   int64_t filled = 0;
   int64_t taken = 0;
   bool gate_closed = false;
-  std::string bad;  // the first wrong value take saw
+  int64_t fail_at = -1;  // take fails on this piece
+  std::string bad;       // the first wrong value take saw
 
   void Open() {
     std::lock_guard<std::mutex> lock(mu);
@@ -85,6 +87,9 @@ SessionOptions Kernels(Shared* shared) {
             shared->bad = "piece " + std::to_string(ctx->piece_id()) +
                           " holds " + std::to_string(x[i]);
           }
+        }
+        if (ctx->piece_id() == shared->fail_at) {
+          return absl::InternalError("take refuses this piece");
         }
         // Bounded, so that a failing test still ends.
         shared->changed.wait_for(lock, std::chrono::seconds(60),
@@ -198,6 +203,31 @@ TEST_CASE("a reader holding its register stops the other machine's producer",
   CHECK(filled <= kBound);
   CHECK(shared.taken == kPieces);
   CHECK(shared.bad.empty());
+}
+
+TEST_CASE("after a failure, Job::Barrier returns it instead of waiting",
+          "[net]") {
+  // Rank 1 fails on piece 3 and never reaches the barrier.
+  const Plan plan = FillTakePlan(2);
+  const int port = net::FreePort("127.0.0.1");
+  REQUIRE(port != 0);
+  Shared shared;
+  shared.fail_at = 3;
+  RankOne rank1(plan, 20, 1, port, &shared);
+  auto job = net::Job::Create(plan, 20, Rank(0, port), Kernels(&shared));
+  REQUIRE(job.ok());
+  absl::Status ran = (*job)->Run(20).status();
+  absl::Status barrier = (*job)->Barrier();
+  absl::Status one = rank1.Join();
+  INFO(ran.ToString() << " / " << barrier.ToString() << " / "
+                      << one.ToString());
+  CHECK(!ran.ok());
+  CHECK(!barrier.ok());
+  CHECK(!one.ok());
+  for (const absl::Status& status : {ran, barrier, one}) {
+    CHECK(absl::StrContains(status.message(), "take refuses this piece"));
+    CHECK(absl::StrContains(status.message(), "piece 3"));
+  }
 }
 
 }  // namespace
