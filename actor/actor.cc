@@ -14,6 +14,7 @@ Actor::Actor(ActorSpec spec, ActorEnv env)
       id_(spec.id),
       task_(spec.task),
       kernel_(std::move(spec.kernel)),
+      gate_(kernel_ != nullptr ? kernel_->gate() : nullptr),
       env_(env),
       is_source_(spec.inputs.empty()),
       lag_(!spec.outputs.empty() && spec.outputs[0].second->initial_register

@@ -149,9 +149,11 @@ class Actor {
     RingQueue<Regst*> free;
   };
 
+  // The gate (if any) is asked last: only when all else would let it act.
   bool CanAct() const {
     return blockers_ == 0 && !env_.monitor->aborting() &&
-           (!is_source_ || (started_ && next_piece_ < piece_end_));
+           (!is_source_ || (started_ && next_piece_ < piece_end_)) &&
+           (gate_ == nullptr || gate_->Open());
   }
   // Whether MaybeEnd has anything to decide: false on the hot path of an
   // actor that is acting and has seen no end of any kind yet.
@@ -281,6 +283,7 @@ class Actor {
   const int32_t id_;
   const TaskProto* const task_;
   std::unique_ptr<Kernel> kernel_;
+  KernelGate* const gate_;  // kernel_'s, or null
   const ActorEnv env_;
 
   std::vector<InSlot> in_;

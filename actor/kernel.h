@@ -180,9 +180,24 @@ struct SinkSummary {
 // A task's computation. One instance per task, used only on the task's
 // thread. Register with REGISTER_KERNEL from any library linked in (mark
 // that cc_library `alwayslink = True` so the registration is kept).
+// A kernel that waits for something outside the plan (a peer across the
+// network) gives its actor a gate instead of blocking its thread: the actor
+// acts only while the gate is open too. Whatever opens it calls the waker
+// it was given, from any thread, for the actor to look again.
+class KernelGate {
+ public:
+  virtual ~KernelGate() = default;
+  // On the actor's thread, whenever the actor could act otherwise.
+  virtual bool Open() = 0;
+  // Once, before the first run. `wake` is valid while the kernel lives.
+  virtual void SetWaker(std::function<void()> wake) = 0;
+};
+
 class Kernel {
  public:
   virtual ~Kernel() = default;
+  // Null for a kernel that can always run once its registers are ready.
+  virtual KernelGate* gate() { return nullptr; }
   // Checks attributes and signature; no side effects beyond the kernel's
   // own fields (validation calls it too).
   virtual absl::Status Init(const KernelInitContext& ctx) {

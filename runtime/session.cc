@@ -208,6 +208,12 @@ absl::Status Session::Build() {
       }
       ports_.push_back(std::move(port));
     }
+    if (spec.kernel != nullptr && spec.kernel->gate() != nullptr) {
+      // Only called while the kernel lives, which the bus outlives. A wake
+      // that finds the threads stopped is moot: the run is over.
+      spec.kernel->gate()->SetWaker(
+          [this, t] { (void)bus_->Send(ActorMsg::Cmd(t, ActorCmd::kWake)); });
+    }
   }
   // Device buffers are zero-filled on the legacy stream; the actors' own
   // streams do not wait for it, so the fill must be done before they run.

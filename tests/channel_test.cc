@@ -2,8 +2,10 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -365,6 +367,80 @@ TEST_CASE("move-only items are moved through", "[channel]") {
   REQUIRE(channel.Receive(&out) == ChannelStatus::kOk);
   REQUIRE(out != nullptr);
   CHECK(*out == 42);
+}
+
+// Parks on its own condition variable, counting: stands in for gRPC's
+// completion queue.
+class CountingParker final : public ChannelParker {
+ public:
+  explicit CountingParker(bool reports_work) : reports_work_(reports_work) {}
+  bool Park() override {
+    parks.fetch_add(1);
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return kicked_; });
+    kicked_ = false;
+    return reports_work_;
+  }
+  void Unpark() override {
+    unparks.fetch_add(1);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      kicked_ = true;
+    }
+    cv_.notify_one();
+  }
+  std::atomic<int> parks{0};
+  std::atomic<int> unparks{0};
+
+ private:
+  const bool reports_work_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool kicked_ = false;
+};
+
+TEST_CASE("a parked receiver with a parker is woken through it", "[channel]") {
+  Channel<uint64_t> channel(ChannelOptions{.spin_ns = 0});
+  CountingParker parker(/*reports_work=*/false);
+  std::vector<uint64_t> got;
+  std::thread receiver([&] {
+    channel.parker_slot()->store(&parker);
+    std::vector<uint64_t> batch;
+    while (got.size() < 3 &&
+           channel.ReceiveMany(&batch) == ChannelStatus::kOk) {
+      got.insert(got.end(), batch.begin(), batch.end());
+      batch.clear();
+    }
+  });
+  for (uint64_t i = 0; i < 3; ++i) {
+    // Each item finds the receiver parked, in the parker.
+    REQUIRE(WaitUntil(
+        [&] { return channel.receiver_parked() && parker.parks > i; }));
+    REQUIRE(channel.Send(i) == ChannelStatus::kOk);
+  }
+  receiver.join();
+  CHECK(got == std::vector<uint64_t>{0, 1, 2});
+  CHECK(parker.parks == 3);
+  CHECK(parker.unparks == 3);
+  channel.Close();
+}
+
+TEST_CASE("a parker that ran work makes ReceiveMany return empty-handed",
+          "[channel]") {
+  Channel<uint64_t> channel(ChannelOptions{.spin_ns = 0});
+  CountingParker parker(/*reports_work=*/true);
+  std::vector<uint64_t> batch;
+  ChannelStatus status = ChannelStatus::kClosed;
+  std::thread receiver([&] {
+    channel.parker_slot()->store(&parker);
+    status = channel.ReceiveMany(&batch);
+  });
+  REQUIRE(WaitUntil([&] { return parker.parks == 1; }));
+  parker.Unpark();  // work done elsewhere, nothing sent
+  receiver.join();
+  CHECK(status == ChannelStatus::kOk);
+  CHECK(batch.empty());
+  CHECK_FALSE(channel.receiver_parked());
 }
 
 }  // namespace

@@ -24,6 +24,19 @@ namespace actorflow {
 
 enum class ChannelStatus { kOk, kClosed };
 
+// Parks a channel's receiver somewhere other than on the channel's futex
+// (in gRPC's completion queue, say, so that the thread the network wakes is
+// the one that receives). Park returns once Unpark was called or on its own
+// (the receiver then looks again); Unpark is called by senders, any thread.
+class ChannelParker {
+ public:
+  virtual ~ChannelParker() = default;
+  // True if it ran work that may have queued messages elsewhere (the
+  // thread's local queue): the receiver then returns to its loop.
+  virtual bool Park() = 0;
+  virtual void Unpark() = 0;
+};
+
 struct ChannelOptions {
   // How long an empty receiver waits before it parks. Waking a parked thread
   // costs tens of microseconds on a VM; a waiting one takes a message in well
@@ -114,7 +127,8 @@ class Channel {
       bool closed = false;
       if (TakeAll(items, &closed) > 0) return ChannelStatus::kOk;
       if (closed) return ChannelStatus::kClosed;
-      WaitUntilNotEmpty();
+      // The parker ran work: the caller looks at its other queues.
+      if (WaitUntilNotEmpty()) return ChannelStatus::kOk;
     }
   }
 
@@ -129,7 +143,14 @@ class Channel {
   void Close() {
     state_.fetch_or(kClosedBit, std::memory_order_seq_cst);
     FutexWakeAll(&state_);
+    if (ChannelParker* parker = parker_.load(std::memory_order_acquire)) {
+      parker->Unpark();
+    }
   }
+
+  // Where the receiver parks from now on (null: the futex). The receiver's
+  // thread only.
+  std::atomic<ChannelParker*>* parker_slot() { return &parker_; }
 
   bool closed() const {
     return (state_.load(std::memory_order_acquire) & kClosedBit) != 0;
@@ -191,7 +212,11 @@ class Channel {
         (state_.fetch_and(~kParkedBit, std::memory_order_seq_cst) &
          kParkedBit)) {
       wakes_.fetch_add(1, std::memory_order_relaxed);
-      FutexWakeAll(&state_);
+      if (ChannelParker* parker = parker_.load(std::memory_order_acquire)) {
+        parker->Unpark();
+      } else {
+        FutexWakeAll(&state_);
+      }
     }
     return delivered ? ChannelStatus::kOk : ChannelStatus::kClosed;
   }
@@ -292,7 +317,7 @@ class Channel {
   // as recent waits did (a reply that usually takes 1 us is worth waiting
   // for without a system call); a sched_yield only helps when the sender is
   // queued behind this thread, which a wait far longer than usual suggests.
-  void WaitUntilNotEmpty() {
+  bool WaitUntilNotEmpty() {
     if (options_.spin_ns > 0) {
       const int64_t pure_spins =
           std::clamp<int64_t>(4 * typical_spins_, 256, 8192);
@@ -300,7 +325,7 @@ class Channel {
       for (; spins < pure_spins; ++spins) {
         if (Ready()) {
           typical_spins_ = (3 * typical_spins_ + spins) / 4;
-          return;
+          return false;
         }
         CpuRelax();
       }
@@ -310,7 +335,7 @@ class Channel {
       while (std::chrono::steady_clock::now() < deadline) {
         std::this_thread::yield();
         for (int i = 0; i < 64; ++i) {
-          if (Ready()) return;
+          if (Ready()) return false;
           CpuRelax();
         }
       }
@@ -319,10 +344,18 @@ class Channel {
       state_.fetch_or(kParkedBit, std::memory_order_seq_cst);
       HeavyFence();
       if (Ready()) break;
-      FutexWait(&state_, kParkedBit);
+      if (ChannelParker* parker = parker_.load(std::memory_order_acquire)) {
+        if (parker->Park()) {
+          state_.fetch_and(~kParkedBit, std::memory_order_relaxed);
+          return true;
+        }
+      } else {
+        FutexWait(&state_, kParkedBit);
+      }
       if (Ready()) break;
     }
     state_.fetch_and(~kParkedBit, std::memory_order_relaxed);
+    return false;
   }
 
   const ChannelOptions options_;
@@ -333,6 +366,7 @@ class Channel {
   // Close.
   alignas(64) std::atomic<uint32_t> state_{0};
   alignas(64) std::atomic<uint64_t> wakes_{0};
+  std::atomic<ChannelParker*> parker_{nullptr};
   std::atomic<uint64_t> slots_{0};
 
   // Receiver-private.

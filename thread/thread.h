@@ -30,6 +30,8 @@ class MsgHandler {
 namespace internal {
 // The Thread whose loop runs on the calling OS thread, if any.
 inline thread_local const void* current_thread = nullptr;
+// The running Thread's channel's parker (see ChannelParker).
+inline thread_local std::atomic<ChannelParker*>* current_parker_slot = nullptr;
 }  // namespace internal
 
 // One polling thread. Messages sent from the thread itself go to a plain
@@ -127,6 +129,7 @@ class Thread {
 
   void Loop() {
     internal::current_thread = this;
+    internal::current_parker_slot = channel_.parker_slot();
     // Linux limits thread names to 15 characters.
     pthread_setname_np(pthread_self(), key_.ToString().substr(0, 15).c_str());
     OnLoopStart();
