@@ -16,7 +16,8 @@
 //               on one stream (PingPong.Echo).
 //
 // This process is rank 0 and the gRPC client; it starts this binary again
-// as rank 1 and the gRPC server. Every sample alternates with its
+// as rank 1 and the gRPC server. Both use gRPC's "poll" engine, as
+// `actorflow` does (net::UseOwnPollers; GRPC_POLL_STRATEGY overrides it). Every sample alternates with its
 // baseline's, so both see the same machine; the table shows medians and the
 // median per-pair ratio (how many times better plain gRPC did). Run:
 //
@@ -373,6 +374,8 @@ constexpr char kHelp[] =
 
 int main(int argc, char** argv) {
   using namespace actorflow::bench;
+  // Both sides of every comparison: this process and rank 1 (its child).
+  actorflow::net::UseOwnPollers();
   std::vector<int> ports;
   bool child = argc > 2 && std::strcmp(argv[1], "--child") == 0;
   if (child) {

@@ -131,8 +131,8 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
   const std::string fingerprint = PlanFingerprint((*compiled)->plan, pieces);
   compiled->reset();
 
-  transport_ =
-      std::make_unique<Transport>(rank, local_.recvs, config_.peer_timeout);
+  transport_ = std::make_unique<Transport>(rank, local_.sends, local_.recvs,
+                                           config_.peer_timeout);
   ControlOptions control_options{config_.world_size, config_.join_timeout,
                                  config_.peer_timeout};
   if (rank == 0) {
@@ -156,7 +156,7 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
   int port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(transport_.get());
+  transport_->AddTo(&builder);
   if (control_ != nullptr) builder.RegisterService(control_.get());
   builder.SetMaxReceiveMessageSize(-1);
   builder.SetMaxSendMessageSize(-1);
@@ -170,6 +170,7 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
                     "address not this machine's?"
                   : ""));
   }
+  transport_->Start();
   const std::string address = absl::StrCat(host, ":", port);
 
   if (rank == 0) {
@@ -218,7 +219,7 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
     if (!failure_.ok()) session_->Abort(failure_);
   }
   absl::Status connected =
-      transport_->Connect(local_.sends, *addresses, config_.join_timeout);
+      transport_->Connect(*addresses, config_.join_timeout);
   if (!connected.ok()) {
     OnFailure(connected, true);
     return connected;
@@ -282,7 +283,11 @@ Job::~Job() {
     MutexLock lock(&mu_);
     live_session_ = nullptr;
   }
+  // The transport's poller may still deliver a credit or a piece: it must
+  // not wake an actor that is gone.
+  if (transport_ != nullptr) transport_->DropWakers();
   session_.reset();
+  if (transport_ != nullptr) transport_->ReleaseQueue();
   server_.reset();
   transport_.reset();
   control_.reset();

@@ -5,9 +5,14 @@
 namespace actorflow::net {
 namespace {
 
-class NetSend final : public Kernel {
+// Both kernels are gated (see KernelGate): they act only when the transport
+// can go on at once, so they never block the thread they share.
+class NetSend final : public Kernel, public KernelGate {
  public:
   explicit NetSend(Transport* transport) : transport_(transport) {}
+  ~NetSend() override {
+    if (bound_) transport_->SetSendWaker(regst_, peer_, nullptr);
+  }
   absl::Status Init(const KernelInitContext& ctx) override {
     absl::Status ok = ctx.ExpectInputs(1, 1);
     if (ok.ok()) ok = ctx.ExpectOutput(/*required=*/false);
@@ -18,6 +23,12 @@ class NetSend final : public Kernel {
     regst_ = ctx.inputs()[0].regst_desc_id;
     return absl::OkStatus();
   }
+  KernelGate* gate() override { return this; }
+  bool Open() override { return transport_->SendGateOpen(regst_, peer_); }
+  void SetWaker(std::function<void()> wake) override {
+    bound_ = true;
+    transport_->SetSendWaker(regst_, peer_, std::move(wake));
+  }
   absl::Status Forward(KernelContext* ctx) override {
     return transport_->Send(regst_, peer_, *ctx);
   }
@@ -26,11 +37,15 @@ class NetSend final : public Kernel {
   Transport* const transport_;
   int32_t peer_ = 0;
   int64_t regst_ = 0;
+  bool bound_ = false;
 };
 
-class NetRecv final : public Kernel {
+class NetRecv final : public Kernel, public KernelGate {
  public:
   explicit NetRecv(Transport* transport) : transport_(transport) {}
+  ~NetRecv() override {
+    if (bound_) transport_->SetReceiveWaker(regst_, nullptr);
+  }
   absl::Status Init(const KernelInitContext& ctx) override {
     absl::Status ok = ctx.ExpectInputs(0, 0);
     if (ok.ok()) ok = ctx.ExpectOutput(/*required=*/true);
@@ -40,6 +55,12 @@ class NetRecv final : public Kernel {
     regst_ = ctx.outputs()[0].regst_desc_id;
     return absl::OkStatus();
   }
+  KernelGate* gate() override { return this; }
+  bool Open() override { return transport_->ReceiveGateOpen(regst_); }
+  void SetWaker(std::function<void()> wake) override {
+    bound_ = true;
+    transport_->SetReceiveWaker(regst_, std::move(wake));
+  }
   absl::Status Forward(KernelContext* ctx) override {
     return transport_->Receive(regst_, *ctx);
   }
@@ -47,6 +68,7 @@ class NetRecv final : public Kernel {
  private:
   Transport* const transport_;
   int64_t regst_ = 0;
+  bool bound_ = false;
 };
 
 }  // namespace

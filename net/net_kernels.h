@@ -11,8 +11,9 @@ namespace actorflow::net {
 //   net_send (input "in", attr peer: the receiving rank) sends each piece;
 //   net_recv (output "out", attr peer: the sending rank) is a source whose
 //   pieces are the ones its peer sends, copied into its own registers.
-// Each blocks its thread while it waits (credit, or the next piece), which
-// is why each has a stream of its own.
+// Neither blocks: each acts only when the transport can go on at once (a
+// credit to send with; a piece that arrived), so each shares the thread of
+// the task next to it.
 void BindNetKernels(Transport* transport, KernelBindings* bindings);
 
 }  // namespace actorflow::net

@@ -178,10 +178,17 @@ absl::StatusOr<LocalPlan> PartitionPlan(const Plan& plan, int rank,
       }
     }
   }
+  std::map<int64_t, const TaskProto*> task_by_id;
+  for (const TaskProto& task : plan.task()) task_by_id[task.task_id()] = &task;
   int32_t next_stream = FirstFreeStream(plan, rank);
   std::vector<std::string> problems;
+  // A transfer task never blocks its thread (its kernel is gated), so it
+  // runs on the thread of the task it serves: no hand-off between threads
+  // on the way out or in. Only a task on another kind of stream (a GPU or
+  // a host-async one, where kernels run off the thread) makes it take a
+  // CPU thread of its own.
   auto add_net_task = [&](int64_t task_id, const std::string& name,
-                          const char* op_type) {
+                          const char* op_type, const TaskProto* next_to) {
     if (names.count(name) != 0) {
       problems.push_back(absl::StrCat("task name '", name,
                                       "' is taken; multi-machine runs name "
@@ -190,24 +197,40 @@ absl::StatusOr<LocalPlan> PartitionPlan(const Plan& plan, int rank,
     TaskProto* task = local.plan.add_task();
     task->set_task_id(task_id);
     task->set_name(name);
-    task->mutable_stream()->set_device_type(CPU);
-    task->mutable_stream()->set_stream_index(next_stream++);
+    if (next_to != nullptr && next_to->stream().device_type() == CPU &&
+        !next_to->stream().host_async()) {
+      *task->mutable_stream() = next_to->stream();
+      task->mutable_stream()->set_machine_id(0);
+    } else {
+      task->mutable_stream()->set_device_type(CPU);
+      task->mutable_stream()->set_stream_index(next_stream++);
+    }
     task->mutable_kernel()->set_op_type(op_type);
     return task;
   };
   for (const NetEdge& edge : *edges) {
     if (edge.src_rank == rank) {
       TaskProto* send =
-          add_net_task(edge.send_task_id, NetSendName(edge), "net_send");
+          add_net_task(edge.send_task_id, NetSendName(edge), "net_send",
+                       regsts.at(edge.regst_desc_id).producer);
       (*send->mutable_consumed_regst_desc_id())["in"].add_regst_desc_id(
           edge.regst_desc_id);
       (*send->mutable_kernel()->mutable_attr())["peer"].set_i(edge.dst_rank);
       local.sends.push_back(edge);
     }
     if (edge.dst_rank == rank) {
-      TaskProto* recv =
-          add_net_task(edge.recv_task_id, NetRecvName(edge), "net_recv");
       const RegstDescProto& original = *regsts.at(edge.regst_desc_id).regst;
+      const TaskProto* first_reader = nullptr;
+      for (int64_t consumer : original.consumer_task_id()) {
+        auto it = task_by_id.find(consumer);
+        if (it != task_by_id.end() &&
+            it->second->stream().machine_id() == rank) {
+          first_reader = it->second;
+          break;
+        }
+      }
+      TaskProto* recv = add_net_task(edge.recv_task_id, NetRecvName(edge),
+                                     "net_recv", first_reader);
       RegstDescProto mirror = original;
       mirror.set_producer_task_id(edge.recv_task_id);
       mirror.clear_consumer_task_id();

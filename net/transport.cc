@@ -1,22 +1,40 @@
 #include "net/transport.h"
 
+#include <grpcpp/alarm.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "thread/thread.h"
 
 namespace actorflow::net {
 namespace {
-
-// How often a blocked Receive looks at its task's cancellation.
-constexpr absl::Duration kPoll = absl::Milliseconds(20);
 
 std::string ShapeString(absl::Span<const int64_t> shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
 
+// A message from `spare` (its buffers keep their capacity), or a new one.
+std::unique_ptr<RegstPiece> Reuse(
+    std::vector<std::unique_ptr<RegstPiece>>* spare) {
+  if (spare->empty()) return std::make_unique<RegstPiece>();
+  std::unique_ptr<RegstPiece> piece = std::move(spare->back());
+  spare->pop_back();
+  return piece;
+}
+
 }  // namespace
+
+// Every gRPC operation starts under mu_ and only while the queue is not
+// shutting down (starting one on a shut-down queue is fatal in gRPC).
+#define ACTORFLOW_POST(op)     \
+  do {                         \
+    MutexLock post_lock(&mu_); \
+    if (!stopping_) (op);      \
+  } while (false)
 
 grpc::ChannelArguments NetChannelArguments() {
   grpc::ChannelArguments args;
@@ -28,11 +46,42 @@ grpc::ChannelArguments NetChannelArguments() {
   return args;
 }
 
-Transport::Transport(int32_t rank, const std::vector<NetEdge>& recvs,
+Transport::Transport(int32_t rank, const std::vector<NetEdge>& sends,
+                     const std::vector<NetEdge>& recvs,
                      absl::Duration explain_within)
     : rank_(rank), explain_within_(explain_within) {
+  for (const NetEdge& edge : sends) {
+    auto out = std::make_unique<Outgoing>();
+    out->edge = edge;
+    Outgoing* raw = out.get();
+    {
+      MutexLock lock(&raw->mu);
+      raw->credits = edge.register_num;
+    }
+    raw->started.done = [this, raw](bool ok) {
+      MutexLock lock(&raw->mu);
+      if (!ok) {
+        raw->broken = true;
+        raw->changed.SignalAll();
+        return;
+      }
+      ACTORFLOW_POST(raw->stream->Write(raw->header, &raw->wrote));
+    };
+    raw->wrote.done = [this, raw](bool ok) { OnSendWritten(raw, ok); };
+    raw->read.done = [this, raw](bool ok) { OnSendCredit(raw, ok); };
+    raw->closed.done = [](bool) {};
+    raw->finished.done = [raw](bool) {
+      MutexLock lock(&raw->mu);
+      if (raw->phase != Outgoing::Phase::kClosing) raw->broken = true;
+      raw->phase = Outgoing::Phase::kDone;
+      raw->gate.WakeIfShut();
+      raw->changed.SignalAll();
+    };
+    outgoing_[{edge.regst_desc_id, edge.dst_rank}] = std::move(out);
+  }
   for (const NetEdge& edge : recvs) {
     auto inbox = std::make_unique<Inbox>();
+    inbox->regst_desc_id = edge.regst_desc_id;
     inbox->src_rank = edge.src_rank;
     inbox->credit_batch = std::max(1, edge.register_num / 2);
     inboxes_[edge.regst_desc_id] = std::move(inbox);
@@ -41,13 +90,111 @@ Transport::Transport(int32_t rank, const std::vector<NetEdge>& recvs,
 
 Transport::~Transport() {
   Fail(absl::CancelledError("the job ended"));
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+    owner_changed_.SignalAll();
+  }
+  if (cq_ == nullptr) return;
+  // Every operation still under way was cancelled (the job's server was
+  // shut down before): the queue drains, then the poller returns.
+  cq_->Shutdown();
+  if (poller_.joinable()) {
+    poller_.join();
+  } else {
+    Poll();
+  }
+}
+
+void Transport::AddTo(grpc::ServerBuilder* builder) {
+  builder->RegisterService(&service_);
+  cq_ = builder->AddCompletionQueue();
+}
+
+void Transport::Start() {
+  poller_ = std::thread([this] { Poll(); });
+  for (size_t i = 0; i < std::max<size_t>(1, inboxes_.size()); ++i) {
+    RequestCall();
+  }
+}
+
+// Parks the queue's owner in the queue. Unpark sets off an alarm (at most
+// one pending), which makes the owner's Next return.
+class Transport::CqParker final : public ChannelParker {
+ public:
+  explicit CqParker(Transport* t) : t_(t) {
+    alarm_op_.done = [this](bool) {
+      pending_.store(false, std::memory_order_release);
+      // The poller thread took it (it stands aside only within its wait):
+      // the owner still sleeps, so wake it again.
+      if (!parking && t_->owned_.load(std::memory_order_relaxed)) Unpark();
+    };
+  }
+  bool Park() override {
+    void* tag = nullptr;
+    bool ok = false;
+    parking = true;
+    const bool got = t_->cq_->Next(&tag, &ok);
+    if (got) static_cast<Op*>(tag)->done(ok);
+    parking = false;
+    return got && tag != &alarm_op_;
+  }
+  void Unpark() override {
+    if (pending_.exchange(true, std::memory_order_acq_rel)) return;
+    MutexLock lock(&t_->mu_);
+    if (t_->stopping_) return;
+    alarm_.Set(t_->cq_.get(), gpr_now(GPR_CLOCK_MONOTONIC), &alarm_op_);
+  }
+
+ private:
+  static inline thread_local bool parking = false;  // in Park's Next
+  Transport* const t_;
+  grpc::Alarm alarm_;
+  Op alarm_op_;
+  std::atomic<bool> pending_{false};
+};
+
+void UseOwnPollers() { setenv("GRPC_POLL_STRATEGY", "poll", 0); }
+
+void Transport::MaybeOwnQueue() {
+  if (owned_.load(std::memory_order_relaxed)) return;
+  std::atomic<ChannelParker*>* slot = internal::current_parker_slot;
+  if (slot == nullptr) return;
   MutexLock lock(&mu_);
-  for (auto& [key, out] : outgoing_) {
-    if (out->stream == nullptr || out->closed) continue;
-    Credit credit;
-    while (out->stream->Read(&credit)) {
+  if (owned_.load(std::memory_order_relaxed) || stopping_ ||
+      parker_ != nullptr) {
+    return;
+  }
+  parker_ = std::make_unique<CqParker>(this);
+  slot->store(parker_.get(), std::memory_order_release);
+  owned_.store(true, std::memory_order_relaxed);
+}
+
+void Transport::ReleaseQueue() {
+  MutexLock lock(&mu_);
+  owned_.store(false, std::memory_order_relaxed);
+  owner_changed_.SignalAll();
+}
+
+void Transport::Poll() {
+  void* tag = nullptr;
+  bool ok = false;
+  while (true) {
+    {
+      MutexLock lock(&mu_);
+      while (owned_.load(std::memory_order_relaxed) && !stopping_) {
+        owner_changed_.Wait(&mu_);
+      }
     }
-    (void)out->stream->Finish();
+    // A bounded wait: once an owner appears, this thread stands aside
+    // within it (until then both may take events, which is harmless).
+    grpc::CompletionQueue::NextStatus got = cq_->AsyncNext(
+        &tag, &ok,
+        std::chrono::system_clock::now() + std::chrono::milliseconds(10));
+    if (got == grpc::CompletionQueue::SHUTDOWN) return;
+    if (got == grpc::CompletionQueue::GOT_EVENT) {
+      static_cast<Op*>(tag)->done(ok);
+    }
   }
 }
 
@@ -61,20 +208,19 @@ void Transport::Fail(absl::Status status) {
     MutexLock lock(&mu_);
     if (failure_.ok()) failure_ = std::move(status);
     failed_.SignalAll();
-    for (auto& [key, out] : outgoing_) out->context.TryCancel();
+  }
+  for (auto& [key, out] : outgoing_) {
+    MutexLock lock(&out->mu);
+    out->failed = true;
+    out->context.TryCancel();
+    out->gate.WakeIfShut();
+    out->changed.SignalAll();
   }
   for (auto& [id, inbox] : inboxes_) {
     MutexLock lock(&inbox->mu);
-    if (inbox->context != nullptr) inbox->context->TryCancel();
-    inbox->changed.SignalAll();
-  }
-}
-
-void Transport::CloseReceives() {
-  for (auto& [id, inbox] : inboxes_) {
-    MutexLock lock(&inbox->mu);
-    inbox->draining = true;
-    inbox->changed.SignalAll();
+    inbox->failed = true;
+    if (inbox->call != nullptr) inbox->call->context.TryCancel();
+    inbox->gate.WakeIfShut();
   }
 }
 
@@ -88,241 +234,441 @@ absl::Status Transport::StreamLost(const std::string& what) {
   return absl::UnavailableError(what);
 }
 
-absl::Status Transport::Connect(const std::vector<NetEdge>& sends,
-                                const std::vector<std::string>& addresses,
+// ------------------------------------------------------------ sending
+
+Transport::Outgoing* Transport::FindOutgoing(int64_t regst_desc_id,
+                                             int32_t dst_rank) {
+  auto it = outgoing_.find({regst_desc_id, dst_rank});
+  return it == outgoing_.end() ? nullptr : it->second.get();
+}
+
+absl::Status Transport::Connect(const std::vector<std::string>& addresses,
                                 absl::Duration timeout) {
-  for (const NetEdge& edge : sends) {
+  for (auto& [key, out] : outgoing_) {
+    const NetEdge& edge = out->edge;
     const std::string& address = addresses.at(edge.dst_rank);
-    auto out = std::make_unique<Outgoing>();
-    out->edge = edge;
-    out->credits = edge.register_num;
-    out->context.set_wait_for_ready(true);
-    out->context.set_deadline(absl::ToChronoTime(absl::InfiniteFuture()));
-    std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
+    const absl::Time deadline = absl::Now() + timeout;
+    out->channel = grpc::CreateCustomChannel(
         address, grpc::InsecureChannelCredentials(), NetChannelArguments());
-    if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + timeout))) {
-      return absl::UnavailableError(absl::StrCat(
-          "rank ", rank_, ": cannot connect to rank ", edge.dst_rank, " at ",
-          address, " within ", absl::FormatDuration(timeout),
-          " (to send regst ", edge.regst_desc_id, ")"));
+    const absl::Status cannot = absl::UnavailableError(
+        absl::StrCat("rank ", rank_, ": cannot connect to rank ", edge.dst_rank,
+                     " at ", address, " within ", absl::FormatDuration(timeout),
+                     " (to send regst ", edge.regst_desc_id, ")"));
+    if (!out->channel->WaitForConnected(absl::ToChronoTime(deadline))) {
+      return cannot;
     }
-    auto stub = RegstTransfer::NewStub(channel);
-    Outgoing* raw = out.get();
+    out->header.set_regst_desc_id(edge.regst_desc_id);
+    out->header.set_piece_id(-1);
+    out->header.set_src_rank(rank_);
+    auto stub = RegstTransfer::NewStub(out->channel);
+    bool failed, broken, open;
     {
-      MutexLock lock(&mu_);
-      if (!failure_.ok()) return failure_;
-      outgoing_[{edge.regst_desc_id, edge.dst_rank}] = std::move(out);
+      MutexLock lock(&out->mu);
+      if (!out->failed) {
+        out->stream = stub->PrepareAsyncPush(&out->context, cq_.get());
+        ACTORFLOW_POST(out->stream->StartCall(&out->started));
+      }
+      const auto until = std::chrono::steady_clock::now() +
+                         absl::ToChronoNanoseconds(deadline - absl::Now());
+      while (out->phase == Outgoing::Phase::kConnecting && !out->broken &&
+             !out->failed) {
+        if (out->changed.WaitUntil(&out->mu, until)) break;
+      }
+      failed = out->failed;
+      broken = out->broken;
+      open = out->phase != Outgoing::Phase::kConnecting;
     }
-    raw->stream = stub->Push(&raw->context);
-    RegstPiece header;
-    header.set_regst_desc_id(edge.regst_desc_id);
-    header.set_piece_id(-1);
-    header.set_src_rank(rank_);
-    if (!raw->stream->Write(header)) {
+    if (failed) return failure();
+    if (broken) {
       return StreamLost(absl::StrCat(
           "rank ", rank_, ": the stream to rank ", edge.dst_rank, " for regst ",
           edge.regst_desc_id, " broke as it opened"));
     }
+    if (!open) return cannot;
   }
   return absl::OkStatus();
 }
 
+void Transport::StartWrite(Outgoing* out) {
+  if (out->writing || out->queue.empty() ||
+      out->phase == Outgoing::Phase::kConnecting ||
+      out->phase == Outgoing::Phase::kDone) {
+    return;
+  }
+  out->writing = true;
+  ACTORFLOW_POST(out->stream->Write(*out->queue.front(), &out->wrote));
+}
+
+void Transport::OnSendWritten(Outgoing* out, bool ok) {
+  MutexLock lock(&out->mu);
+  if (out->phase == Outgoing::Phase::kConnecting) {
+    // The header: the stream is open.
+    if (!ok) {
+      out->broken = true;
+    } else {
+      out->phase = Outgoing::Phase::kOpen;
+      ACTORFLOW_POST(out->stream->Read(&out->credit, &out->read));
+      StartWrite(out);
+    }
+    out->changed.SignalAll();
+    return;
+  }
+  out->writing = false;
+  if (!ok) {
+    // The read side learns why (the call's status) and ends the stream.
+    out->changed.SignalAll();
+    return;
+  }
+  out->spare.push_back(std::move(out->queue.front()));
+  out->queue.pop_front();
+  StartWrite(out);
+  if (out->queue.empty() && out->phase == Outgoing::Phase::kClosing &&
+      !out->writes_done) {
+    out->writes_done = true;
+    ACTORFLOW_POST(out->stream->WritesDone(&out->closed));
+  }
+  out->changed.SignalAll();
+}
+
+void Transport::OnSendCredit(Outgoing* out, bool ok) {
+  MutexLock lock(&out->mu);
+  if (ok) {
+    out->credits += out->credit.count();
+    out->gate.WakeIfShut();
+    ACTORFLOW_POST(out->stream->Read(&out->credit, &out->read));
+    return;
+  }
+  // The receiver ended the call: after our half-close, or early (it
+  // refused the stream, failed, or died). Its status says which.
+  ACTORFLOW_POST(out->stream->Finish(&out->status, &out->finished));
+}
+
+bool Transport::SendGateOpen(int64_t regst_desc_id, int32_t dst_rank) {
+  MaybeOwnQueue();
+  Outgoing* out = FindOutgoing(regst_desc_id, dst_rank);
+  if (out == nullptr) return true;  // Send says what is wrong
+  MutexLock lock(&out->mu);
+  if (out->credits > 0 || out->broken || out->failed ||
+      out->phase == Outgoing::Phase::kDone) {
+    return true;
+  }
+  out->gate.shut = true;
+  return false;
+}
+
 absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
                              const KernelContext& ctx) {
-  Outgoing* out;
+  Outgoing* out = FindOutgoing(regst_desc_id, dst_rank);
+  if (out == nullptr) {
+    return absl::InternalError(absl::StrCat("no connection to rank ", dst_rank,
+                                            " for regst ", regst_desc_id));
+  }
+  std::unique_ptr<RegstPiece> message;
+  bool failed = false;
+  std::string lost;
   {
-    MutexLock lock(&mu_);
-    if (!failure_.ok()) return failure_;
-    auto it = outgoing_.find({regst_desc_id, dst_rank});
-    if (it == outgoing_.end()) {
+    MutexLock lock(&out->mu);
+    if (out->failed) {
+      failed = true;
+    } else if (out->broken || out->phase == Outgoing::Phase::kDone) {
+      lost = absl::StrCat("lost the connection to rank ", dst_rank, " (regst ",
+                          regst_desc_id, ", piece ", ctx.piece_id(), ")",
+                          out->status.ok() ? "" : ": ",
+                          out->status.error_message());
+    } else if (out->credits <= 0) {
       return absl::InternalError(absl::StrCat(
-          "no connection to rank ", dst_rank, " for regst ", regst_desc_id));
+          "net_send of regst ", regst_desc_id, " to rank ", dst_rank,
+          " acted without a credit (piece ", ctx.piece_id(), ")"));
+    } else {
+      --out->credits;
+      message = Reuse(&out->spare);
     }
-    out = it->second.get();
   }
-  // Messages are built only on failure: this is once per piece.
-  auto lost = [&] {
-    return StreamLost(absl::StrCat("lost the connection to rank ", dst_rank,
-                                   " (regst ", regst_desc_id, ", piece ",
-                                   ctx.piece_id(), ")"));
-  };
-  // Read blocks until a credit comes; Fail cancels the stream to end it.
-  while (out->credits == 0) {
-    Credit credit;
-    if (!out->stream->Read(&credit)) return lost();
-    out->credits += credit.count();
-  }
+  if (failed) return failure();
+  if (!lost.empty()) return StreamLost(lost);
   ConstRegstView in = ctx.input(0);
-  RegstPiece& message = out->message;
-  message.set_regst_desc_id(regst_desc_id);
-  message.set_piece_id(ctx.piece_id());
-  message.set_src_rank(rank_);
-  while (message.blob_size() < in.num_blobs()) message.add_blob();
+  message->set_regst_desc_id(regst_desc_id);
+  message->set_piece_id(ctx.piece_id());
+  message->set_src_rank(rank_);
+  while (message->blob_size() > in.num_blobs())
+    message->mutable_blob()->RemoveLast();
+  while (message->blob_size() < in.num_blobs()) message->add_blob();
   for (int b = 0; b < in.num_blobs(); ++b) {
     ConstTensorView blob = in.blob(b);
-    BlobPiece* piece = message.mutable_blob(b);
+    BlobPiece* piece = message->mutable_blob(b);
     piece->mutable_data()->assign(static_cast<const char*>(blob.raw_data()),
                                   blob.byte_size());
     piece->clear_shape();
     for (int64_t dim : blob.shape()) piece->add_shape(dim);
   }
-  if (!out->stream->Write(message)) return lost();
-  --out->credits;
+  MutexLock lock(&out->mu);
+  out->queue.push_back(std::move(message));
+  StartWrite(out);
   return absl::OkStatus();
 }
 
-absl::Status Transport::Receive(int64_t regst_desc_id,
-                                const KernelContext& ctx) {
-  auto it = inboxes_.find(regst_desc_id);
-  if (it == inboxes_.end()) {
-    return absl::InternalError(
-        absl::StrCat("no inbox for regst ", regst_desc_id));
-  }
-  Inbox& inbox = *it->second;
-  grpc::ServerReaderWriter<Credit, RegstPiece>* stream;
-  {
-    MutexLock lock(&inbox.mu);
-    while (!inbox.connected) {
-      absl::Status failed = failure();
-      if (!failed.ok()) return failed;
-      if (ctx.cancelled()) {
-        return absl::CancelledError("the run was cancelled");
-      }
-      inbox.changed.WaitWithTimeout(&inbox.mu, kPoll);
-    }
-    stream = inbox.stream;
-    if (stream != nullptr) inbox.busy = true;
-  }
-  bool read = false;
-  if (stream != nullptr) {
-    if (inbox.owed >= inbox.credit_batch) {
-      Credit credit;
-      credit.set_count(inbox.owed);
-      inbox.owed = 0;
-      stream->Write(credit);  // a broken stream shows in the Read
-    }
-    read = stream->Read(&inbox.piece);
-    MutexLock lock(&inbox.mu);
-    inbox.busy = false;
-    if (inbox.handler_waits) inbox.changed.SignalAll();
-  }
-  if (!read) {
-    return StreamLost(absl::StrCat(
-        "rank ", inbox.src_rank, " closed its stream of regst ", regst_desc_id,
-        " before piece ", ctx.piece_id(), " (did it exit?)"));
-  }
-  ++inbox.owed;
-  const RegstPiece& piece = inbox.piece;
-  auto where = [&] {
-    return absl::StrCat("regst ", regst_desc_id, " from rank ", inbox.src_rank,
-                        ", piece ", ctx.piece_id());
-  };
-  if (piece.piece_id() != ctx.piece_id()) {
-    return absl::InternalError(
-        absl::StrCat(where(), ": got piece ", piece.piece_id(), " instead"));
-  }
-  RegstView out = ctx.output(0);
-  if (piece.blob_size() != out.num_blobs()) {
-    return absl::InternalError(absl::StrCat(where(), ": ", piece.blob_size(),
-                                            " blobs, the register has ",
-                                            out.num_blobs()));
-  }
-  for (int b = 0; b < out.num_blobs(); ++b) {
-    TensorView blob = out.blob(b);
-    const BlobPiece& data = piece.blob(b);
-    absl::Span<const int64_t> shape(data.shape().data(), data.shape_size());
-    if (blob.is_dynamic()) {
-      absl::Status shaped = blob.set_shape(shape);
-      if (!shaped.ok()) {
-        return absl::InternalError(absl::StrCat(
-            where(), ": blob '", blob.name(), "': ", shaped.message()));
-      }
-    } else if (shape != blob.shape()) {
-      return absl::InternalError(absl::StrCat(
-          where(), ": blob '", blob.name(), "' has shape ", ShapeString(shape),
-          ", the register ", ShapeString(blob.shape())));
-    }
-    if (static_cast<int64_t>(data.data().size()) != blob.byte_size()) {
-      return absl::InternalError(
-          absl::StrCat(where(), ": blob '", blob.name(), "' has ",
-                       data.data().size(), " bytes for shape ",
-                       ShapeString(shape), ", which needs ", blob.byte_size()));
-    }
-    if (blob.byte_size() > 0) {
-      std::memcpy(blob.mutable_raw_data(), data.data().data(),
-                  blob.byte_size());
-    }
-  }
-  return absl::OkStatus();
+void Transport::SetSendWaker(int64_t regst_desc_id, int32_t dst_rank,
+                             std::function<void()> wake) {
+  Outgoing* out = FindOutgoing(regst_desc_id, dst_rank);
+  if (out == nullptr) return;
+  MutexLock lock(&out->mu);
+  out->gate.wake = std::move(wake);
 }
 
 absl::Status Transport::CloseSends() {
   for (auto& [key, out] : outgoing_) {
-    if (out->closed) continue;
-    out->closed = true;
-    out->stream->WritesDone();
-    // Finish needs every incoming message read: the credits still coming.
-    Credit credit;
-    while (out->stream->Read(&credit)) {
+    std::string lost;
+    bool failed = false;
+    {
+      MutexLock lock(&out->mu);
+      if (out->phase == Outgoing::Phase::kOpen) {
+        out->phase = Outgoing::Phase::kClosing;
+        if (!out->writing && out->queue.empty() && !out->writes_done) {
+          out->writes_done = true;
+          ACTORFLOW_POST(out->stream->WritesDone(&out->closed));
+        }
+      }
+      // Ends once the receiver ends the call (after reading everything), or
+      // the job fails (a dead or silent peer included).
+      while (out->phase != Outgoing::Phase::kDone && !out->failed &&
+             out->stream != nullptr) {
+        out->changed.Wait(&out->mu);
+      }
+      failed = out->failed;
+      if (!failed && (out->broken || !out->status.ok())) {
+        lost =
+            absl::StrCat("closing the stream of regst ", key.first, " to rank ",
+                         key.second, ": ", out->status.error_message());
+      }
     }
-    grpc::Status status = out->stream->Finish();
-    if (!status.ok()) {
-      return StreamLost(absl::StrCat("closing the stream of regst ", key.first,
-                                     " to rank ", key.second, ": ",
-                                     status.error_message()));
-    }
+    if (failed) return failure();
+    if (!lost.empty()) return StreamLost(lost);
   }
   return absl::OkStatus();
 }
 
-grpc::Status Transport::Push(
-    grpc::ServerContext* context,
-    grpc::ServerReaderWriter<Credit, RegstPiece>* stream) {
-  (void)context;
-  RegstPiece header;
-  if (!stream->Read(&header)) return grpc::Status::CANCELLED;
-  auto it = inboxes_.find(header.regst_desc_id());
-  if (it == inboxes_.end()) {
-    return grpc::Status(
-        grpc::StatusCode::INVALID_ARGUMENT,
-        absl::StrCat("rank ", rank_, " receives no regst ",
-                     header.regst_desc_id(), " (do the ranks run one plan?)"));
-  }
-  Inbox& inbox = *it->second;
-  {
-    MutexLock lock(&inbox.mu);
-    if (inbox.connected) {
-      return grpc::Status(
-          grpc::StatusCode::ALREADY_EXISTS,
-          absl::StrCat("regst ", header.regst_desc_id(),
-                       " is already being sent to rank ", rank_));
+// ------------------------------------------------------------ receiving
+
+Transport::Inbox* Transport::FindInbox(int64_t regst_desc_id) {
+  auto it = inboxes_.find(regst_desc_id);
+  return it == inboxes_.end() ? nullptr : it->second.get();
+}
+
+void Transport::RequestCall() {
+  auto owned = std::make_unique<Call>();
+  Call* call = owned.get();
+  call->accepted.done = [this, call](bool ok) {
+    if (!ok) return;  // the server is shutting down
+    RequestCall();
+    ACTORFLOW_POST(call->stream.Read(&call->header, &call->read));
+  };
+  call->read.done = [this, call](bool ok) { OnCallRead(call, ok); };
+  call->wrote.done = [this, call](bool ok) {
+    if (call->inbox != nullptr) OnCreditWritten(call->inbox, ok);
+  };
+  call->finished.done = [](bool) {};
+  MutexLock lock(&mu_);
+  if (stopping_) return;
+  calls_.push_back(std::move(owned));
+  service_.RequestPush(&call->context, &call->stream, cq_.get(), cq_.get(),
+                       &call->accepted);
+}
+
+void Transport::OnCallRead(Call* call, bool ok) {
+  if (call->inbox == nullptr) {  // the header
+    grpc::Status refused = grpc::Status::CANCELLED;
+    Inbox* inbox = ok ? FindInbox(call->header.regst_desc_id()) : nullptr;
+    if (ok && inbox == nullptr) {
+      refused = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                             absl::StrCat("rank ", rank_, " receives no regst ",
+                                          call->header.regst_desc_id(),
+                                          " (do the ranks run one plan?)"));
     }
-    inbox.connected = true;
-    inbox.stream = stream;
-    inbox.context = context;
-    inbox.changed.SignalAll();
-    // net_recv reads from here on; the call ends after the last run, or
-    // when it is cancelled (a failure, or the server shutting down).
-    while (!inbox.draining && !context->IsCancelled()) {
-      inbox.changed.WaitWithTimeout(&inbox.mu, kPoll);
+    if (inbox != nullptr) {
+      MutexLock lock(&inbox->mu);
+      if (inbox->call == nullptr) {
+        inbox->call = call;
+        call->inbox = inbox;
+        inbox->reading = Reuse(&inbox->spare);
+        ACTORFLOW_POST(call->stream.Read(inbox->reading.get(), &call->read));
+        if (inbox->failed) call->context.TryCancel();
+        return;
+      }
+      refused =
+          grpc::Status(grpc::StatusCode::ALREADY_EXISTS,
+                       absl::StrCat("regst ", call->header.regst_desc_id(),
+                                    " is already being sent to rank ", rank_));
     }
-    inbox.handler_waits = true;
-    while (inbox.busy) inbox.changed.Wait(&inbox.mu);
+    ACTORFLOW_POST(call->stream.Finish(refused, &call->finished));
+    return;
   }
-  int64_t extra = 0;
-  RegstPiece piece;
-  while (stream->Read(&piece)) ++extra;
-  MutexLock lock(&inbox.mu);
-  inbox.stream = nullptr;
-  inbox.context = nullptr;
-  if (extra > 0) {
-    return grpc::Status(
+  Inbox* inbox = call->inbox;
+  MutexLock lock(&inbox->mu);
+  if (ok) {
+    inbox->arrived.push_back(std::move(inbox->reading));
+    inbox->reading = Reuse(&inbox->spare);
+    ACTORFLOW_POST(call->stream.Read(inbox->reading.get(), &call->read));
+    inbox->gate.WakeIfShut();
+    return;
+  }
+  // The sender half-closed, or the stream broke: nothing more comes.
+  inbox->ended = true;
+  inbox->gate.WakeIfShut();
+  FinishCall(inbox);
+}
+
+void Transport::GrantCredit(Inbox* inbox) {
+  if (inbox->owed < inbox->credit_batch || inbox->credit_writing ||
+      inbox->call == nullptr || inbox->ended || inbox->finish_sent) {
+    return;
+  }
+  inbox->credit.set_count(inbox->owed);
+  inbox->owed = 0;
+  inbox->credit_writing = true;
+  ACTORFLOW_POST(inbox->call->stream.Write(inbox->credit, &inbox->call->wrote));
+}
+
+void Transport::OnCreditWritten(Inbox* inbox, bool ok) {
+  MutexLock lock(&inbox->mu);
+  inbox->credit_writing = false;
+  // A failed write means a broken stream, which the read side reports.
+  if (ok) GrantCredit(inbox);
+  FinishCall(inbox);
+}
+
+void Transport::FinishCall(Inbox* inbox) {
+  // Finish is a write: only once no credit is being written, and once the
+  // sender half-closed, so that a piece it sent beyond this rank's runs is
+  // seen (and reported to it).
+  if (!inbox->draining || !inbox->ended || inbox->finish_sent ||
+      inbox->credit_writing || inbox->call == nullptr) {
+    return;
+  }
+  inbox->finish_sent = true;
+  grpc::Status status = grpc::Status::OK;
+  if (!inbox->arrived.empty()) {
+    status = grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,
         absl::StrCat("rank ", rank_, " ran fewer pieces of regst ",
-                     header.regst_desc_id(), " than rank ", inbox.src_rank,
-                     " sent (", extra, " more)"));
+                     inbox->regst_desc_id, " than rank ", inbox->src_rank,
+                     " sent (", inbox->arrived.size(), " more)"));
   }
-  return grpc::Status::OK;
+  ACTORFLOW_POST(inbox->call->stream.Finish(status, &inbox->call->finished));
 }
+
+void Transport::CloseReceives() {
+  for (auto& [id, inbox] : inboxes_) {
+    MutexLock lock(&inbox->mu);
+    inbox->draining = true;
+    FinishCall(inbox.get());
+  }
+}
+
+bool Transport::ReceiveGateOpen(int64_t regst_desc_id) {
+  MaybeOwnQueue();
+  Inbox* inbox = FindInbox(regst_desc_id);
+  if (inbox == nullptr) return true;  // Receive says what is wrong
+  MutexLock lock(&inbox->mu);
+  // Credit for what was taken goes back here, once the piece taken has
+  // gone on to its readers.
+  GrantCredit(inbox);
+  if (!inbox->arrived.empty() || inbox->ended || inbox->failed) return true;
+  inbox->gate.shut = true;
+  return false;
+}
+
+void Transport::SetReceiveWaker(int64_t regst_desc_id,
+                                std::function<void()> wake) {
+  Inbox* inbox = FindInbox(regst_desc_id);
+  if (inbox == nullptr) return;
+  MutexLock lock(&inbox->mu);
+  inbox->gate.wake = std::move(wake);
+}
+
+void Transport::DropWakers() {
+  for (auto& [key, out] : outgoing_) {
+    MutexLock lock(&out->mu);
+    out->gate.wake = nullptr;
+  }
+  for (auto& [id, inbox] : inboxes_) {
+    MutexLock lock(&inbox->mu);
+    inbox->gate.wake = nullptr;
+  }
+}
+
+absl::Status Transport::Receive(int64_t regst_desc_id,
+                                const KernelContext& ctx) {
+  Inbox* inbox = FindInbox(regst_desc_id);
+  if (inbox == nullptr) {
+    return absl::InternalError(
+        absl::StrCat("no inbox for regst ", regst_desc_id));
+  }
+  std::unique_ptr<RegstPiece> taken;
+  bool failed = false;
+  {
+    MutexLock lock(&inbox->mu);
+    failed = inbox->failed;
+    if (!failed && !inbox->arrived.empty()) {
+      taken = std::move(inbox->arrived.front());
+      inbox->arrived.pop_front();
+    }
+  }
+  if (failed) return failure();
+  if (taken == nullptr) {
+    return StreamLost(absl::StrCat(
+        "rank ", inbox->src_rank, " closed its stream of regst ", regst_desc_id,
+        " before piece ", ctx.piece_id(), " (did it exit?)"));
+  }
+  absl::Status copied = [&]() -> absl::Status {
+    const RegstPiece& piece = *taken;
+    auto where = [&] {
+      return absl::StrCat("regst ", regst_desc_id, " from rank ",
+                          inbox->src_rank, ", piece ", ctx.piece_id());
+    };
+    if (piece.piece_id() != ctx.piece_id()) {
+      return absl::InternalError(
+          absl::StrCat(where(), ": got piece ", piece.piece_id(), " instead"));
+    }
+    RegstView out = ctx.output(0);
+    if (piece.blob_size() != out.num_blobs()) {
+      return absl::InternalError(absl::StrCat(where(), ": ", piece.blob_size(),
+                                              " blobs, the register has ",
+                                              out.num_blobs()));
+    }
+    for (int b = 0; b < out.num_blobs(); ++b) {
+      TensorView blob = out.blob(b);
+      const BlobPiece& data = piece.blob(b);
+      absl::Span<const int64_t> shape(data.shape().data(), data.shape_size());
+      if (blob.is_dynamic()) {
+        absl::Status shaped = blob.set_shape(shape);
+        if (!shaped.ok()) {
+          return absl::InternalError(absl::StrCat(
+              where(), ": blob '", blob.name(), "': ", shaped.message()));
+        }
+      } else if (shape != blob.shape()) {
+        return absl::InternalError(absl::StrCat(
+            where(), ": blob '", blob.name(), "' has shape ",
+            ShapeString(shape), ", the register ", ShapeString(blob.shape())));
+      }
+      if (static_cast<int64_t>(data.data().size()) != blob.byte_size()) {
+        return absl::InternalError(absl::StrCat(
+            where(), ": blob '", blob.name(), "' has ", data.data().size(),
+            " bytes for shape ", ShapeString(shape), ", which needs ",
+            blob.byte_size()));
+      }
+      if (blob.byte_size() > 0) {
+        std::memcpy(blob.mutable_raw_data(), data.data().data(),
+                    blob.byte_size());
+      }
+    }
+    return absl::OkStatus();
+  }();
+  MutexLock lock(&inbox->mu);
+  inbox->spare.push_back(std::move(taken));
+  ++inbox->owed;
+  return copied;
+}
+
+#undef ACTORFLOW_POST
 
 }  // namespace actorflow::net

@@ -607,4 +607,8 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace actorflow
 
-int main(int argc, char** argv) { return actorflow::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // Before anything uses gRPC (see UseOwnPollers).
+  actorflow::net::UseOwnPollers();
+  return actorflow::Main(argc, argv);
+}
