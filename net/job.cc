@@ -287,7 +287,10 @@ Job::~Job() {
   // not wake an actor that is gone.
   if (transport_ != nullptr) transport_->DropWakers();
   session_.reset();
-  if (transport_ != nullptr) transport_->ReleaseQueue();
+  if (transport_ != nullptr) {
+    transport_->ReleaseQueue();
+    transport_->Stop();
+  }
   server_.reset();
   transport_.reset();
   control_.reset();

@@ -88,10 +88,13 @@ Transport::Transport(int32_t rank, const std::vector<NetEdge>& sends,
   }
 }
 
-Transport::~Transport() {
+Transport::~Transport() { Stop(); }
+
+void Transport::Stop() {
   Fail(absl::CancelledError("the job ended"));
   {
     MutexLock lock(&mu_);
+    if (stopping_) return;
     stopping_ = true;
     owner_changed_.SignalAll();
   }

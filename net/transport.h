@@ -103,6 +103,11 @@ class Transport final {
   // transfer tasks return `status` from then on. The first status wins.
   void Fail(absl::Status status);
   absl::Status failure() const;
+  // After the job's server shut down and before it is destroyed: fails
+  // what is left, shuts the completion queue down and drains it (gRPC's
+  // own requests pending on the queue refer to the server). Idempotent;
+  // the destructor calls it.
+  void Stop();
 
  private:
   // A completion queue tag: what to do when the operation completes.
