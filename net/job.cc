@@ -289,6 +289,7 @@ Job::~Job() {
   session_.reset();
   if (transport_ != nullptr) {
     transport_->ReleaseQueue();
+    // Drained before the server goes: gRPC's requests on it refer to it.
     transport_->Stop();
   }
   server_.reset();
