@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   MnistOptions options;
   options.epochs = 2;
   options.train_limit = train_limit;
-  options.model.towers = static_cast<int>(towers);
+  options.model.streams = static_cast<int>(towers);
   options.model.batch_size = batch;
   options.model.spin_ns = spin_ns;
   options.model.lr = 0.02;

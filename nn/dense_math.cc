@@ -1,19 +1,16 @@
 #include "nn/dense_math.h"
 
 #include <algorithm>
-#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
-#include "Eigen/Core"
 #include "absl/strings/str_cat.h"
+#include "nn/cpu_isa.h"
+#include "nn/dense_kernels.h"
 
 namespace actorflow::nn {
 namespace {
-
-using RowMajor =
-    Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using ConstMap = Eigen::Map<const RowMajor>;
-using Map = Eigen::Map<RowMajor>;
 
 uint64_t SplitMix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -22,156 +19,96 @@ uint64_t SplitMix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+const DenseKernels& TableFor(Isa isa) {
+#ifdef ACTORFLOW_DENSE_MULTI_ISA
+  if (isa == Isa::kAvx512) return dense_avx512::kKernels;
+  if (isa == Isa::kAvx2) return dense_avx2::kKernels;
+#endif
+  (void)isa;
+  return dense_baseline::kKernels;
+}
+
+struct Selection {
+  Isa isa;
+  const DenseKernels* kernels;
+};
+
+// Chosen once per process, so every kernel and the reference trainer
+// compute with the same code. A bad $ACTORFLOW_ISA cannot be returned from
+// here: it is reported once on stderr and the best level is used
+// (DenseIsa() lets a program refuse it instead).
+const Selection& Selected() {
+  static const Selection selection = [] {
+    auto isa = IsaFromEnvironment();
+    if (!isa.ok()) {
+      std::fprintf(stderr, "actorflow: %s; using %s\n",
+                   std::string(isa.status().message()).c_str(),
+                   IsaName(BestSupportedIsa()));
+      isa = BestSupportedIsa();
+    }
+    return Selection{*isa, &TableFor(*isa)};
+  }();
+  return selection;
+}
+
+const DenseKernels& Kernels() { return *Selected().kernels; }
+
 }  // namespace
+
+Isa DenseIsa() { return Selected().isa; }
+
+const DenseKernels& DenseKernelsFor(Isa isa) { return TableFor(isa); }
 
 void MatMul(const float* a, int64_t a_rows, int64_t a_cols, bool transpose_a,
             const float* b, int64_t b_rows, int64_t b_cols, bool transpose_b,
             float* out) {
-  const int64_t m = transpose_a ? a_cols : a_rows;
-  const int64_t k = transpose_a ? a_rows : a_cols;
-  const int64_t n = transpose_b ? b_rows : b_cols;
-  Map c(out, m, n);
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    c.setZero();
-    return;
-  }
-  ConstMap am(a, a_rows, a_cols);
-  ConstMap bm(b, b_rows, b_cols);
-  if (!transpose_a && !transpose_b) {
-    c.noalias() = am * bm;
-  } else if (transpose_a && !transpose_b) {
-    c.noalias() = am.transpose() * bm;
-  } else if (!transpose_a && transpose_b) {
-    c.noalias() = am * bm.transpose();
-  } else {
-    c.noalias() = am.transpose() * bm.transpose();
-  }
+  Kernels().mat_mul(a, a_rows, a_cols, transpose_a, b, b_rows, b_cols,
+                    transpose_b, out);
 }
 
 void BiasAdd(const float* x, const float* bias, int64_t rows, int64_t cols,
              float* out) {
-  for (int64_t i = 0; i < rows; ++i) {
-    const float* row = x + i * cols;
-    float* to = out + i * cols;
-    for (int64_t j = 0; j < cols; ++j) to[j] = row[j] + bias[j];
-  }
+  Kernels().bias_add(x, bias, rows, cols, out);
 }
 
 void BiasAddGrad(const float* dy, int64_t rows, int64_t cols, float* dbias) {
-  std::fill(dbias, dbias + cols, 0.0f);
-  for (int64_t i = 0; i < rows; ++i) {
-    const float* row = dy + i * cols;
-    for (int64_t j = 0; j < cols; ++j) dbias[j] += row[j];
-  }
+  Kernels().bias_add_grad(dy, rows, cols, dbias);
 }
 
-void Relu(const float* __restrict x, int64_t n, float* __restrict y) {
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-}
+void Relu(const float* x, int64_t n, float* y) { Kernels().relu(x, n, y); }
 
-void ReluGrad(const float* __restrict dy, const float* __restrict y, int64_t n,
-              float* __restrict dx) {
-  for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+void ReluGrad(const float* dy, const float* y, int64_t n, float* dx) {
+  Kernels().relu_grad(dy, y, n, dx);
 }
 
 absl::Status SoftmaxCrossEntropy(const float* logits, const int32_t* labels,
                                  int64_t rows, int64_t classes, double* loss,
                                  float* dlogits) {
-  double total = 0;
-  for (int64_t i = 0; i < rows; ++i) {
-    const int32_t label = labels[i];
-    if (label < 0 || label >= classes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "label ", label, " of row ", i, " is outside [0, ", classes, ")"));
-    }
-    const float* z = logits + i * classes;
-    float* d = dlogits + i * classes;
-    float top = z[0];
-    for (int64_t j = 1; j < classes; ++j) top = std::max(top, z[j]);
-    double sum = 0;
-    for (int64_t j = 0; j < classes; ++j) {
-      d[j] = std::exp(z[j] - top);
-      sum += d[j];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    for (int64_t j = 0; j < classes; ++j) d[j] *= inv;
-    // -log softmax[label] = log(sum) - (z[label] - top)
-    total += std::log(sum) - static_cast<double>(z[label] - top);
-    d[label] -= 1.0f;
-  }
-  *loss = total;
-  return absl::OkStatus();
+  const int64_t bad =
+      Kernels().softmax_xent(logits, labels, rows, classes, loss, dlogits);
+  if (bad < 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("label ", labels[bad],
+                                                 " of row ", bad,
+                                                 " is outside [0, ", classes,
+                                                 ")"));
 }
 
 int64_t CountCorrect(const float* logits, const int32_t* labels, int64_t rows,
                      int64_t classes) {
-  int64_t correct = 0;
-  for (int64_t i = 0; i < rows; ++i) {
-    const float* z = logits + i * classes;
-    int64_t best = 0;
-    for (int64_t j = 1; j < classes; ++j) {
-      if (z[j] > z[best]) best = j;
-    }
-    correct += best == labels[i];
-  }
-  return correct;
+  return Kernels().count_correct(logits, labels, rows, classes);
 }
-
-namespace {
-
-// One pass of the update over `Terms` gradients (0: the gradient sum is
-// already in `delta`), added left to right as the general case does. GCC
-// trusts __restrict on parameters only: that is what lets these loops
-// vectorize without overlap checks.
-template <int Terms>
-void SgdPass(const float* __restrict g0, const float* __restrict g1, int64_t n,
-             float mu, float inv_count, float step, float* __restrict velocity,
-             float* __restrict delta) {
-  for (int64_t i = 0; i < n; ++i) {
-    float g;
-    if constexpr (Terms == 0) g = delta[i];
-    if constexpr (Terms >= 1) g = g0[i];
-    if constexpr (Terms == 2) g += g1[i];
-    const float v = mu * velocity[i] + g * inv_count;
-    velocity[i] = v;
-    delta[i] = step * v;
-  }
-}
-
-void AddInto(const float* __restrict term, int64_t n, float* __restrict sum) {
-  for (int64_t i = 0; i < n; ++i) sum[i] += term[i];
-}
-
-void AddTo(const float* __restrict a, const float* __restrict b, int64_t n,
-           float* __restrict out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
-}
-
-}  // namespace
 
 void SgdMomentum(const std::vector<const float*>& grads, int64_t count,
                  double lr, double momentum, int64_t n, float* velocity,
                  float* delta) {
-  if (count == 0) {
+  if (count == 0 || grads.empty()) {
     std::fill(delta, delta + n, 0.0f);
     return;
   }
   const float inv_count = static_cast<float>(1.0 / static_cast<double>(count));
-  const float mu = static_cast<float>(momentum);
-  const float step = static_cast<float>(-lr);
-  if (grads.size() == 1) {
-    return SgdPass<1>(grads[0], nullptr, n, mu, inv_count, step, velocity,
-                      delta);
-  }
-  if (grads.size() == 2) {
-    return SgdPass<2>(grads[0], grads[1], n, mu, inv_count, step, velocity,
-                      delta);
-  }
-  // More terms: sum them into delta first, in list order.
-  std::copy(grads[0], grads[0] + n, delta);
-  for (size_t k = 1; k < grads.size(); ++k) AddInto(grads[k], n, delta);
-  SgdPass<0>(nullptr, nullptr, n, mu, inv_count, step, velocity, delta);
+  Kernels().sgd_momentum(grads.data(), static_cast<int>(grads.size()),
+                         inv_count, static_cast<float>(momentum),
+                         static_cast<float>(-lr), n, velocity, delta);
 }
 
 double ScheduledRate(double lr, double decay, int64_t decay_steps,
@@ -183,9 +120,16 @@ double ScheduledRate(double lr, double decay, int64_t decay_steps,
 
 void ApplyDelta(const float* weights, const float* delta, int64_t n,
                 float* out) {
-  // Different registers never overlap, so out is weights or apart from it.
-  if (weights == out) return AddInto(delta, n, out);
-  AddTo(weights, delta, n, out);
+  Kernels().apply_delta(weights, delta, n, out);
+}
+
+void AddInOrder(const std::vector<const float*>& terms, int64_t n,
+                float* out) {
+  if (terms.empty()) return;
+  std::copy(terms[0], terms[0] + n, out);
+  for (size_t k = 1; k < terms.size(); ++k) {
+    Kernels().apply_delta(out, terms[k], n, out);
+  }
 }
 
 absl::Status InitWeights(const std::string& init, double scale, uint64_t seed,
@@ -206,6 +150,49 @@ absl::Status InitWeights(const std::string& init, double scale, uint64_t seed,
   }
   return absl::InvalidArgumentError(
       absl::StrCat("init '", init, "' (zeros or uniform)"));
+}
+
+absl::Status InitWeightsWindow(const std::string& init, double scale,
+                               uint64_t seed,
+                               const std::vector<int64_t>& full_shape,
+                               const std::vector<int64_t>& offset,
+                               const std::vector<int64_t>& shape, float* out) {
+  const size_t rank = full_shape.size();
+  if (offset.size() != rank || shape.size() != rank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a window of rank ", shape.size(), " at an offset of rank ",
+        offset.size(), " in an array of rank ", rank));
+  }
+  int64_t total = 1, count = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    if (offset[d] < 0 || shape[d] < 0 ||
+        offset[d] + shape[d] > full_shape[d]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dimension ", d, ": a window of ", shape[d], " at ", offset[d],
+          " leaves the array's ", full_shape[d]));
+    }
+    total *= full_shape[d];
+    count *= shape[d];
+  }
+  if (init == "zeros" || count == 0) return InitWeights(init, 0, 0, count, out);
+  // The whole array once, then the window out of it: weights are made
+  // once per session, and this keeps one generator.
+  std::vector<float> whole(total);
+  absl::Status status = InitWeights(init, scale, seed, total, whole.data());
+  if (!status.ok()) return status;
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t flat = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      flat = flat * full_shape[d] + offset[d] + index[d];
+    }
+    out[i] = whole[flat];
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace actorflow::nn

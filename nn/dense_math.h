@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "nn/cpu_isa.h"
+#include "nn/dense_kernels.h"
 
 // The arithmetic of the dense-layer kernels (nn_kernels.cc), on row-major
 // float32 buffers. The kernels and the sequential reference trainer both
@@ -14,7 +16,17 @@
 // buffers lie (Eigen's vectorized reductions peel by alignment, which would
 // change the order between a register and a std::vector); only the matrix
 // product uses Eigen, whose blocking depends on the sizes alone.
+//
+// The code runs at the best vector level the CPU has (cpu_isa.h), chosen
+// once per process: AVX-512 or AVX2+FMA products are 2-5x the SSE2 ones.
+// Levels round differently, so results are bit-identical at one level, and
+// agree across levels within float rounding.
 namespace actorflow::nn {
+
+// The level this process computes at (the first call picks it).
+Isa DenseIsa();
+// One level's functions, for tests that compare levels.
+const DenseKernels& DenseKernelsFor(Isa isa);
 
 // out[m, n] = op(a) * op(b), op(x) = x or x^T. `a` is stored as
 // [a_rows, a_cols], `b` as [b_rows, b_cols]; the caller has checked that the
@@ -59,6 +71,10 @@ void SgdMomentum(const std::vector<const float*>& grads, int64_t count,
 double ScheduledRate(double lr, double decay, int64_t decay_steps,
                      int64_t step);
 
+// out = terms[0] + terms[1] + ..., added left to right in float32, as the
+// `add` kernel sums its inputs.
+void AddInOrder(const std::vector<const float*>& terms, int64_t n, float* out);
+
 // out = weights + delta (out may be weights).
 void ApplyDelta(const float* weights, const float* delta, int64_t n,
                 float* out);
@@ -67,6 +83,14 @@ void ApplyDelta(const float* weights, const float* delta, int64_t n,
 // counter-based generator keyed by seed (the same on every machine).
 absl::Status InitWeights(const std::string& init, double scale, uint64_t seed,
                          int64_t n, float* out);
+// The window of `shape` at `offset` of the row-major array of `full_shape`
+// that InitWeights(init, scale, seed, elements of full_shape) would fill:
+// so a stream holding a slice of a matrix starts from the matrix's values.
+absl::Status InitWeightsWindow(const std::string& init, double scale,
+                               uint64_t seed,
+                               const std::vector<int64_t>& full_shape,
+                               const std::vector<int64_t>& offset,
+                               const std::vector<int64_t>& shape, float* out);
 
 }  // namespace actorflow::nn
 

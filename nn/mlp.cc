@@ -4,7 +4,9 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "nn/dense_math.h"
+#include "pipeline/dataset.h"
 #include "runtime/plan_builder.h"
 #include "runtime/plan_writer.h"
 #include "runtime/tensor.h"
@@ -12,47 +14,97 @@
 namespace actorflow::nn {
 namespace {
 
-struct ParamSpec {
-  std::string name;
-  std::vector<int64_t> shape;
-  std::string init;
-  double scale = 0;
+int Layers(const MlpConfig& c) { return static_cast<int>(c.hidden.size()) + 1; }
+int64_t InUnits(const MlpConfig& c, int i) {
+  return i == 0 ? c.inputs : c.hidden[i - 1];
+}
+int64_t OutUnits(const MlpConfig& c, int i) {
+  return i + 1 == Layers(c) ? c.classes : c.hidden[i];
+}
+bool IsHidden(const MlpConfig& c, int i) { return i + 1 < Layers(c); }
+
+// Parameter 2i is layer i's weights, 2i + 1 its bias; each has its own
+// seed (for one hidden layer, the same seeds as ever: w1 b1 w2 b2).
+uint64_t ParamSeed(const MlpConfig& c, int param) {
+  return c.seed * static_cast<uint64_t>(2 * Layers(c)) +
+         static_cast<uint64_t>(param);
+}
+// He-uniform: uniform in [-sqrt(6 / fan_in), sqrt(6 / fan_in)).
+double WeightScale(const MlpConfig& c, int i) {
+  return std::sqrt(6.0 / static_cast<double>(InUnits(c, i)));
+}
+
+// Stream k's window of layer i's weights [in, out] and bias [out]:
+// {row0, col0, rows, cols} and {begin, size}.
+struct Window {
+  int64_t row0 = 0, col0 = 0, rows = 0, cols = 0;
+  int64_t bias0 = 0, bias_size = 0;
 };
-
-// w1, b1, w2, b2: He-uniform weights, zero biases.
-std::vector<ParamSpec> Params(const MlpConfig& c) {
-  return {{"w1", {c.inputs, c.hidden}, "uniform", std::sqrt(6.0 / c.inputs)},
-          {"b1", {c.hidden}, "zeros", 0},
-          {"w2", {c.hidden, c.classes}, "uniform", std::sqrt(6.0 / c.hidden)},
-          {"b2", {c.classes}, "zeros", 0}};
+Window WindowOf(const MlpConfig& c, int i, int k) {
+  const int64_t in = InUnits(c, i), out = OutUnits(c, i);
+  Window w{0, 0, in, out, 0, out};
+  const int n = c.streams;
+  switch (SplitOf(c, i)) {
+    case LayerSplit::kColumns:
+      w.col0 = w.bias0 = SliceBegin(out, n, k);
+      w.cols = w.bias_size = SliceBegin(out, n, k + 1) - w.col0;
+      break;
+    case LayerSplit::kRows:
+      w.row0 = SliceBegin(in, n, k);
+      w.rows = SliceBegin(in, n, k + 1) - w.row0;
+      break;
+    case LayerSplit::kReplicated:
+      break;
+  }
+  return w;
 }
-enum { kW1, kB1, kW2, kB2, kNumParams };
 
-uint64_t ParamSeed(uint64_t seed, int param) {
-  return seed * kNumParams + static_cast<uint64_t>(param);
-}
-
-int64_t Elements(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-// The widest slice a tower takes.
-int64_t TowerRows(const MlpConfig& c) {
-  return (c.batch_size + c.towers - 1) / c.towers;
+// The window's initial values, as a variable with attrs full_shape and
+// offset makes them (the same as the whole matrix's, cut).
+std::vector<float> InitialValues(const MlpConfig& c, int i, int k, bool bias) {
+  const Window w = WindowOf(c, i, k);
+  if (bias) return std::vector<float>(w.bias_size, 0.0f);
+  std::vector<float> values(w.rows * w.cols);
+  (void)InitWeightsWindow("uniform", WeightScale(c, i), ParamSeed(c, 2 * i),
+                          {InUnits(c, i), OutUnits(c, i)}, {w.row0, w.col0},
+                          {w.rows, w.cols}, values.data());
+  return values;
 }
 
 }  // namespace
 
+int64_t SliceBegin(int64_t units, int streams, int k) {
+  return units * k / streams;
+}
+
+LayerSplit SplitOf(const MlpConfig& c, int i) {
+  const int last = Layers(c) - 1;
+  if (i < last) return i % 2 == 0 ? LayerSplit::kColumns : LayerSplit::kRows;
+  // The output layer: rows after a column layer, else whole.
+  return (last - 1) % 2 == 0 ? LayerSplit::kRows : LayerSplit::kReplicated;
+}
+
 absl::Status CheckConfig(const MlpConfig& c) {
   std::vector<std::string> problems;
-  if (c.inputs < 1 || c.hidden < 1 || c.classes < 2) {
-    problems.push_back("inputs and hidden at least 1, classes at least 2");
+  bool units_ok = c.inputs >= 1 && c.classes >= 2 && !c.hidden.empty();
+  for (int64_t h : c.hidden) units_ok = units_ok && h >= 1;
+  if (!units_ok) {
+    problems.push_back(
+        "inputs at least 1, at least one hidden layer of at least 1 unit, "
+        "classes at least 2");
   }
   if (c.batch_size < 1) problems.push_back("batch_size: at least 1");
-  if (c.towers < 1 || c.towers > c.batch_size) {
-    problems.push_back("towers: from 1 to batch_size");
+  if (c.streams < 1) {
+    problems.push_back("streams: at least 1");
+  } else if (units_ok) {
+    for (int64_t h : c.hidden) {
+      if (h < c.streams) {
+        problems.push_back(absl::StrCat(
+            "streams: at most the smallest hidden layer's units (",
+            *std::min_element(c.hidden.begin(), c.hidden.end()), ")"));
+        break;
+      }
+    }
   }
   if (!(c.lr > 0)) problems.push_back("lr: above 0");
   if (!(c.decay > 0 && c.decay <= 1) || c.decay_steps < 0) {
@@ -62,6 +114,9 @@ absl::Status CheckConfig(const MlpConfig& c) {
     problems.push_back("momentum: in [0, 1)");
   }
   if (c.depth < 1) problems.push_back("depth: at least 1");
+  if (c.data && (c.data->epochs < 1 || c.data->std == 0)) {
+    problems.push_back("data: epochs at least 1, std not 0");
+  }
   if (problems.empty()) return absl::OkStatus();
   std::string text = "MLP config:";
   for (const std::string& p : problems) absl::StrAppend(&text, " ", p, ";");
@@ -69,192 +124,318 @@ absl::Status CheckConfig(const MlpConfig& c) {
   return absl::InvalidArgumentError(text);
 }
 
-int64_t TowerBegin(int64_t rows, int towers, int k) {
-  return rows * k / towers;
+PieceResult MlpSchedule::Piece(int64_t p, int64_t batch_size) const {
+  const int64_t q = p % period();
+  PieceResult r;
+  r.train = q < train_pieces;
+  const int64_t index = r.train ? q : q - train_pieces;
+  const int64_t samples = r.train ? train_samples : test_samples;
+  r.rows = std::min(batch_size, samples - index * batch_size);
+  return r;
+}
+
+absl::StatusOr<MlpSchedule> ScheduleOf(const MlpData& data,
+                                       int64_t batch_size) {
+  MlpSchedule s;
+  auto count = [](const std::string& path,
+                  int64_t limit) -> absl::StatusOr<int64_t> {
+    auto dims = pipeline::ReadIdxHeader(path);
+    if (!dims.ok()) return dims.status();
+    if (dims->empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": an IDX file without dimensions"));
+    }
+    return limit > 0 ? std::min((*dims)[0], limit) : (*dims)[0];
+  };
+  auto train = count(data.train_images, data.train_limit);
+  if (!train.ok()) return train.status();
+  auto test = count(data.test_images, data.test_limit);
+  if (!test.ok()) return test.status();
+  s.train_samples = *train;
+  s.test_samples = *test;
+  s.train_pieces = (*train + batch_size - 1) / batch_size;
+  s.test_pieces = (*test + batch_size - 1) / batch_size;
+  if (s.period() == 0) {
+    return absl::InvalidArgumentError("MLP data: both sets are empty");
+  }
+  return s;
 }
 
 absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
   absl::Status ok = CheckConfig(c);
   if (!ok.ok()) return ok;
-  const int towers = c.towers;
-  const StreamId io = CpuStream(towers);
-  // Tower k's stream: CPU stream k, or GPU stream k of device 0.
+  MlpSchedule schedule;
+  if (c.data) {
+    auto s = ScheduleOf(*c.data, c.batch_size);
+    if (!s.ok()) return s.status();
+    schedule = *s;
+  }
+  const int n = c.streams;
+  const int layers = Layers(c);
+  const bool in_plan = c.data.has_value();
+  // Stream k's compute stream; host-side inputs and results live on the
+  // io stream (in-plan data on a CPU stream of its own per compute stream).
   auto compute = [&](int k) { return c.gpu ? GpuStream(k) : CpuStream(k); };
-  const int64_t rows = TowerRows(c);
+  const StreamId io = CpuStream(n);
   const int results = c.depth + 1;  // never blocks on the caller
   PlanWriter w;
-  const std::vector<ParamSpec> params = Params(c);
-
-  // The weights: per parameter, one replica variable per tower on the
-  // tower's stream (every replica applies the same deltas, so they stay
-  // equal and no weights cross between streams).
-  auto replica_name = [&](int i, int k) {
-    return towers == 1 ? params[i].name : absl::StrCat(params[i].name, ".", k);
-  };
-  std::vector<std::vector<TaskProto*>> variables(kNumParams);
-  std::vector<std::vector<int64_t>> weights(kNumParams);
-  for (int i = 0; i < kNumParams; ++i) {
-    const ParamSpec& p = params[i];
-    for (int k = 0; k < towers; ++k) {
-      TaskProto* var = w.AddTask(replica_name(i, k), "variable", compute(k));
-      auto& attrs = *var->mutable_kernel()->mutable_attr();
-      attrs["init"] = StringAttr(p.init);
-      attrs["scale"] = FloatAttr(p.scale);
-      attrs["seed"] = IntAttr(static_cast<int64_t>(ParamSeed(c.seed, i)));
-      const int64_t id = w.AddOutput(var, "out", 1, c.gpu,
-                                     {BlobProto(p.name, DT_FLOAT32, p.shape)});
-      w.Desc(id).set_initial_register(true);
-      variables[i].push_back(var);
-      weights[i].push_back(id);
-    }
-  }
+  if (in_plan) w.plan().set_total_piece_num(c.data->epochs * schedule.period());
 
   auto task = [&](const std::string& name, const std::string& op, int k) {
     return w.AddTask(name, op, compute(k));
   };
-  auto feed = [&](const std::string& name, BlobDescProto blob) {
-    return w.AddOutput(w.AddTask(name, "feed", io), "out", results, false,
-                       {std::move(blob)});
+  auto out = [&](TaskProto* t, const std::string& key = "out", int num = 1) {
+    return w.AddOutput(t, key, num, c.gpu);
   };
-  // On GPU towers, feeds are copied up and results down on tower k's
-  // stream.
+  auto attr = [](TaskProto* t, const std::string& key, AttrValue value) {
+    (*t->mutable_kernel()->mutable_attr())[key] = std::move(value);
+  };
+  // On GPU streams a host register is copied up once per stream.
   auto to_device = [&](const std::string& name, int64_t id, int k) {
     if (!c.gpu) return id;
-    TaskProto* copy = w.AddTask(name + ".h2d", "h2d", compute(k));
+    TaskProto* copy = task(absl::StrCat(name, ".h2d.", k), "h2d", k);
     w.Consume(copy, "in", id);
     return w.AddOutput(copy, "out", 2, true);
   };
-  auto fetch = [&](const std::string& name, int64_t id, int k) {
+  auto fetch = [&](const std::string& name, int64_t id) {
     if (c.gpu) {
-      TaskProto* copy = w.AddTask(name + ".d2h", "d2h", compute(k));
+      TaskProto* copy = task(name + ".d2h", "d2h", 0);
       w.Consume(copy, "in", id);
       id = w.AddOutput(copy, "out", results, false);
     }
-    w.Consume(w.AddTask(name, "fetch", io), "in", id);
-  };
-  auto out = [&](TaskProto* t, const std::string& key = "out") {
-    return w.AddOutput(t, key, 1, c.gpu);
+    // Fed plans fetch on the io stream beside their feeds; plans that read
+    // their own data on stream 0, so no third thread wakes per piece.
+    w.Consume(w.AddTask(name, "fetch", in_plan && !c.gpu ? compute(0) : io),
+              "in", id);
   };
   auto matmul = [&](const std::string& name, int k, int64_t a, int64_t b,
-                    bool ta, bool tb) {
+                    bool ta, bool tb, int num = 1) {
     TaskProto* t = task(name, "matmul", k);
     w.Consume(t, "a", a);
     w.Consume(t, "b", b);
-    if (ta)
-      (*t->mutable_kernel()->mutable_attr())["transpose_a"] = BoolAttr(true);
-    if (tb)
-      (*t->mutable_kernel()->mutable_attr())["transpose_b"] = BoolAttr(true);
+    if (ta) attr(t, "transpose_a", BoolAttr(true));
+    if (tb) attr(t, "transpose_b", BoolAttr(true));
+    return out(t, "out", num);
+  };
+  auto unary = [&](const std::string& name, const std::string& op, int k,
+                   const std::vector<std::pair<std::string, int64_t>>& ins) {
+    TaskProto* t = task(name, op, k);
+    for (const auto& [key, id] : ins) w.Consume(t, key, id);
     return out(t);
   };
-  auto bias_add = [&](const std::string& name, int k, int64_t x, int64_t b) {
-    TaskProto* t = task(name, "bias_add", k);
-    w.Consume(t, "x", x);
-    w.Consume(t, "bias", b);
+  // Stream k's sum of every stream's partial (in stream order).
+  auto all_sum = [&](const std::string& name, int k,
+                     const std::vector<int64_t>& partials) {
+    if (partials.size() == 1) return partials[0];
+    TaskProto* t = task(name, "add", k);
+    for (int64_t id : partials) w.Consume(t, "in", id);
     return out(t);
-  };
-  struct Forward {
-    int64_t h1, logits, loss, dlogits;
-  };
-  // fc1 -> bias -> relu -> fc2 -> bias -> softmax_xent.
-  auto forward = [&](const std::string& prefix, int k, int64_t x,
-                     int64_t labels) {
-    Forward f;
-    int64_t z1 = matmul(prefix + ".fc1", k, x, weights[kW1][k], false, false);
-    z1 = bias_add(prefix + ".fc1.bias", k, z1, weights[kB1][k]);
-    TaskProto* relu = task(prefix + ".relu1", "relu", k);
-    w.Consume(relu, "in", z1);
-    f.h1 = out(relu);
-    int64_t z2 =
-        matmul(prefix + ".fc2", k, f.h1, weights[kW2][k], false, false);
-    f.logits = bias_add(prefix + ".fc2.bias", k, z2, weights[kB2][k]);
-    TaskProto* loss = task(prefix + ".loss", "softmax_xent", k);
-    w.Consume(loss, "logits", f.logits);
-    w.Consume(loss, "labels", labels);
-    f.loss = w.AddOutput(loss, "loss", results, c.gpu);
-    f.dlogits = out(loss, "dlogits");
-    return f;
   };
 
-  std::vector<std::vector<int64_t>> grads(kNumParams);
-  std::vector<int64_t> train_labels;
-  for (int k = 0; k < towers; ++k) {
-    const std::string n = absl::StrCat(k);
-    auto input = [&](const std::string& name, BlobDescProto blob) {
-      return to_device(name, feed(name, std::move(blob)), k);
+  // Inputs per stream: x and labels of the training and evaluation pieces.
+  struct Inputs {
+    int64_t tx, ty, ex, ey;
+  };
+  std::vector<Inputs> inputs(n);
+  if (in_plan) {
+    const MlpData& d = *c.data;
+    for (int k = 0; k < n; ++k) {
+      auto source = [&](bool train, int64_t* x, int64_t* y) {
+        const StreamId stream = c.gpu ? io : compute(k);
+        TaskProto* t = w.AddTask(
+            absl::StrCat("data.", train ? "train." : "eval.", k),
+            "idx_batches", stream);
+        attr(t, "images", StringAttr(train ? d.train_images : d.test_images));
+        attr(t, "labels", StringAttr(train ? d.train_labels : d.test_labels));
+        attr(t, "limit", IntAttr(train ? d.train_limit : d.test_limit));
+        attr(t, "batch", IntAttr(c.batch_size));
+        attr(t, "shuffle_window", IntAttr(train ? d.shuffle_window : 0));
+        attr(t, "seed", IntAttr(static_cast<int64_t>(d.seed)));
+        attr(t, "mean", FloatAttr(d.mean));
+        attr(t, "std", FloatAttr(d.std));
+        attr(t, "period", IntAttr(schedule.period()));
+        attr(t, "offset", IntAttr(train ? 0 : schedule.train_pieces));
+        const std::string name = t->name();
+        *x = to_device(name + ".x", w.AddOutput(t, "x", c.depth, false), k);
+        *y = to_device(name + ".y", w.AddOutput(t, "y", c.depth, false), k);
+      };
+      source(true, &inputs[k].tx, &inputs[k].ty);
+      source(false, &inputs[k].ex, &inputs[k].ey);
+    }
+  } else {
+    auto feed = [&](const std::string& name, BlobDescProto blob) {
+      return w.AddOutput(w.AddTask(name, "feed", io), "out", results, false,
+                         {std::move(blob)});
     };
-    const int64_t tx = input(
-        "train.x." + n, BlobProto("x", DT_FLOAT32, {rows, c.inputs}, true));
-    const int64_t ty =
-        input("train.y." + n, BlobProto("y", DT_INT32, {rows}, true));
-    const int64_t ex = input(
-        "eval.x." + n, BlobProto("x", DT_FLOAT32, {rows, c.inputs}, true));
-    const int64_t ey =
-        input("eval.y." + n, BlobProto("y", DT_INT32, {rows}, true));
-    train_labels.push_back(ty);
-
-    // Training: forward, loss, backward.
-    const std::string t = "t" + n;
-    Forward f = forward(t, k, tx, ty);
-    TaskProto* db2 = task(t + ".fc2.bias.grad", "bias_add_grad", k);
-    w.Consume(db2, "dy", f.dlogits);
-    grads[kB2].push_back(out(db2));
-    grads[kW2].push_back(
-        matmul(t + ".fc2.grad_w", k, f.h1, f.dlogits, true, false));
-    const int64_t dh1 =
-        matmul(t + ".fc2.grad_x", k, f.dlogits, weights[kW2][k], false, true);
-    TaskProto* relu_grad = task(t + ".relu1.grad", "relu_grad", k);
-    w.Consume(relu_grad, "dy", dh1);
-    w.Consume(relu_grad, "y", f.h1);
-    const int64_t dz1 = out(relu_grad);
-    TaskProto* db1 = task(t + ".fc1.bias.grad", "bias_add_grad", k);
-    w.Consume(db1, "dy", dz1);
-    grads[kB1].push_back(out(db1));
-    grads[kW1].push_back(matmul(t + ".fc1.grad_w", k, tx, dz1, true, false));
-    fetch("train.loss." + n, f.loss, k);
-
-    // Evaluation: forward, loss, accuracy.
-    const std::string e = "e" + n;
-    Forward g = forward(e, k, ex, ey);
-    TaskProto* acc = task(e + ".acc", "accuracy", k);
-    w.Consume(acc, "logits", g.logits);
-    w.Consume(acc, "labels", ey);
-    const int64_t correct = w.AddOutput(acc, "out", results, c.gpu);
-    fetch("eval.loss." + n, g.loss, k);
-    fetch("eval.correct." + n, correct, k);
+    const int64_t b = c.batch_size;
+    const int64_t tx =
+        feed("train.x", BlobProto("x", DT_FLOAT32, {b, c.inputs}, true));
+    const int64_t ty = feed("train.y", BlobProto("y", DT_INT32, {b}, true));
+    const int64_t ex =
+        feed("eval.x", BlobProto("x", DT_FLOAT32, {b, c.inputs}, true));
+    const int64_t ey = feed("eval.y", BlobProto("y", DT_INT32, {b}, true));
+    for (int k = 0; k < n; ++k) {
+      inputs[k] = {to_device("train.x", tx, k), to_device("train.y", ty, k),
+                   to_device("eval.x", ex, k), to_device("eval.y", ey, k)};
+    }
   }
 
-  // The optimizers close each parameter's cycle: shard k (on stream k)
-  // updates the k-th slice of the elements from every tower's gradient and
-  // sends its delta to every replica. No two streams then wait on one
-  // stream's whole update.
-  for (int i = 0; i < kNumParams; ++i) {
-    int64_t elements = 1;
-    for (int64_t d : params[i].shape) elements *= d;
-    const int shards = static_cast<int>(std::min<int64_t>(towers, elements));
-    for (int k = 0; k < shards; ++k) {
-      TaskProto* sgd =
-          w.AddTask(shards == 1 ? params[i].name + ".sgd"
-                                : absl::StrCat(params[i].name, ".sgd.", k),
-                    "sgd_momentum", compute(k));
-      auto& attrs = *sgd->mutable_kernel()->mutable_attr();
-      attrs["lr"] = FloatAttr(c.lr);
-      attrs["momentum"] = FloatAttr(c.momentum);
-      attrs["decay"] = FloatAttr(c.decay);
-      attrs["decay_steps"] = IntAttr(c.decay_steps);
-      if (shards > 1) {
-        attrs["shard"] = IntAttr(k);
-        attrs["shards"] = IntAttr(shards);
-      }
-      for (int j = 0; j < towers; ++j) {
-        w.Consume(sgd, "grad", grads[i][j]);
-        w.Consume(sgd, "batch", train_labels[j]);
-      }
-      const int64_t delta = w.AddOutput(sgd, "delta", 1, c.gpu);
-      for (TaskProto* replica : variables[i]) {
-        w.Consume(replica, "delta", delta);
+  // The parameters: per layer and stream, a variable holding its window
+  // (an initial register) and the optimizer that closes its cycle.
+  struct ParamIds {
+    TaskProto* variable;
+    int64_t value;
+  };
+  std::vector<std::vector<ParamIds>> weight(layers), bias(layers);
+  for (int i = 0; i < layers; ++i) {
+    for (int k = 0; k < n; ++k) {
+      const Window win = WindowOf(c, i, k);
+      for (bool is_bias : {false, true}) {
+        TaskProto* var = task(absl::StrCat(is_bias ? "b" : "w", i, ".", k),
+                              "variable", k);
+        if (is_bias) {
+          attr(var, "init", StringAttr("zeros"));
+        } else {
+          attr(var, "init", StringAttr("uniform"));
+          attr(var, "scale", FloatAttr(WeightScale(c, i)));
+          attr(var, "seed", IntAttr(static_cast<int64_t>(ParamSeed(c, 2 * i))));
+          attr(var, "full_shape", IntListAttr({InUnits(c, i), OutUnits(c, i)}));
+          attr(var, "offset", IntListAttr({win.row0, win.col0}));
+        }
+        const std::vector<int64_t> shape =
+            is_bias ? std::vector<int64_t>{win.bias_size}
+                    : std::vector<int64_t>{win.rows, win.cols};
+        const int64_t id = w.AddOutput(
+            var, "out", 1, c.gpu,
+            {BlobProto(is_bias ? "b" : "w", DT_FLOAT32, shape)});
+        w.Desc(id).set_initial_register(true);
+        (is_bias ? bias : weight)[i].push_back({var, id});
       }
     }
   }
+
+  // The forward pass of one branch. Returns, per stream, every layer's
+  // input (for the backward pass) and activations.
+  struct Forward {
+    std::vector<std::vector<int64_t>> input;  // [layer][stream]
+    std::vector<std::vector<int64_t>> act;    // [layer][stream]
+    std::vector<int64_t> logits;              // [stream], -1 if not made
+  };
+  // Eval: streams other than 0 stop at the last row layer's partial, the
+  // last thing stream 0 needs from them.
+  int last_row = 0;
+  for (int i = 0; i < layers; ++i) {
+    if (SplitOf(c, i) == LayerSplit::kRows) last_row = i;
+  }
+  auto forward = [&](const std::string& branch, bool train) {
+    Forward f;
+    f.input.assign(layers, std::vector<int64_t>(n, -1));
+    f.act.assign(layers, std::vector<int64_t>(n, -1));
+    f.logits.assign(n, -1);
+    for (int k = 0; k < n; ++k) {
+      f.input[0][k] = train ? inputs[k].tx : inputs[k].ex;
+    }
+    for (int i = 0; i < layers; ++i) {
+      const LayerSplit split = SplitOf(c, i);
+      std::vector<int64_t> partial(n, -1);
+      for (int k = 0; k < n; ++k) {
+        if (f.input[i][k] < 0) continue;
+        const std::string p = absl::StrCat(branch, ".", k, ".l", i);
+        const int64_t z = matmul(p + ".matmul", k, f.input[i][k],
+                                 weight[i][k].value, false, false,
+                                 split == LayerSplit::kRows ? 2 : 1);
+        if (split == LayerSplit::kRows) {
+          partial[k] = z;
+        } else {
+          f.act[i][k] = z;
+        }
+      }
+      for (int k = 0; k < n; ++k) {
+        const std::string p = absl::StrCat(branch, ".", k, ".l", i);
+        const bool needed = train || k == 0 || i < last_row;
+        if (split == LayerSplit::kRows) {
+          if (!needed) continue;
+          f.act[i][k] = all_sum(p + ".sum", k, partial);
+        }
+        if (f.act[i][k] < 0) continue;
+        f.act[i][k] = unary(p + ".bias", "bias_add", k,
+                            {{"x", f.act[i][k]}, {"bias", bias[i][k].value}});
+        if (IsHidden(c, i)) {
+          f.act[i][k] =
+              unary(p + ".relu", "relu", k, {{"in", f.act[i][k]}});
+          f.input[i + 1][k] = f.act[i][k];
+        } else {
+          f.logits[k] = f.act[i][k];
+        }
+      }
+    }
+    return f;
+  };
+
+  // Training: forward, loss, backward, updates.
+  Forward t = forward("t", true);
+  for (int k = 0; k < n; ++k) {
+    const std::string s = absl::StrCat("t.", k);
+    TaskProto* loss = task(s + ".loss", "softmax_xent", k);
+    w.Consume(loss, "logits", t.logits[k]);
+    w.Consume(loss, "labels", inputs[k].ty);
+    const int64_t loss_id = w.AddOutput(loss, "loss", results, c.gpu);
+    if (k == 0) fetch("train.loss", loss_id);
+    t.act[layers - 1][k] = out(loss, "dlogits");  // dz of the output layer
+  }
+  // dz[k]: the gradient at layer i's pre-activation on stream k.
+  std::vector<int64_t> dz(n);
+  for (int k = 0; k < n; ++k) dz[k] = t.act[layers - 1][k];
+  for (int i = layers - 1; i >= 0; --i) {
+    const LayerSplit split = SplitOf(c, i);
+    std::vector<int64_t> da(n), partial(n);
+    for (int k = 0; k < n; ++k) {
+      const std::string p = absl::StrCat("t.", k, ".l", i);
+      auto update = [&](const ParamIds& param, int64_t grad,
+                        const std::string& name) {
+        TaskProto* sgd = task(name, "sgd_momentum", k);
+        attr(sgd, "lr", FloatAttr(c.lr));
+        attr(sgd, "momentum", FloatAttr(c.momentum));
+        attr(sgd, "decay", FloatAttr(c.decay));
+        attr(sgd, "decay_steps", IntAttr(c.decay_steps));
+        w.Consume(sgd, "grad", grad);
+        w.Consume(sgd, "batch", inputs[k].ty);
+        w.Consume(param.variable, "delta", out(sgd, "delta"));
+      };
+      update(bias[i][k], unary(p + ".bias.grad", "bias_add_grad", k,
+                               {{"dy", dz[k]}}),
+             absl::StrCat("b", i, ".sgd.", k));
+      update(weight[i][k],
+             matmul(p + ".grad_w", k, t.input[i][k], dz[k], true, false),
+             absl::StrCat("w", i, ".sgd.", k));
+      if (i == 0) continue;
+      const int64_t g = matmul(p + ".grad_x", k, dz[k], weight[i][k].value,
+                               false, true,
+                               split == LayerSplit::kColumns ? 2 : 1);
+      (split == LayerSplit::kColumns ? partial : da)[k] = g;
+    }
+    if (i == 0) break;
+    for (int k = 0; k < n; ++k) {
+      const std::string p = absl::StrCat("t.", k, ".l", i);
+      if (split == LayerSplit::kColumns) {
+        da[k] = all_sum(p + ".grad_x.sum", k, partial);
+      }
+      dz[k] = unary(absl::StrCat("t.", k, ".l", i - 1, ".relu.grad"),
+                    "relu_grad", k, {{"dy", da[k]}, {"y", t.act[i - 1][k]}});
+    }
+  }
+
+  // Evaluation: forward, loss and accuracy on stream 0.
+  Forward e = forward("e", false);
+  TaskProto* loss = task("e.0.loss", "softmax_xent", 0);
+  w.Consume(loss, "logits", e.logits[0]);
+  w.Consume(loss, "labels", inputs[0].ey);
+  fetch("eval.loss", w.AddOutput(loss, "loss", results, c.gpu));
+  out(loss, "dlogits");
+  TaskProto* acc = task("e.0.acc", "accuracy", 0);
+  w.Consume(acc, "logits", e.logits[0]);
+  w.Consume(acc, "labels", inputs[0].ey);
+  fetch("eval.correct", w.AddOutput(acc, "out", results, c.gpu));
   return std::move(w.plan());
 }
 
@@ -267,6 +448,11 @@ absl::StatusOr<std::unique_ptr<MlpTrainer>> MlpTrainer::Create(
   std::unique_ptr<MlpTrainer> trainer(new MlpTrainer());
   trainer->config_ = config;
   trainer->plan_ = *plan;
+  if (config.data) {
+    auto schedule = ScheduleOf(*config.data, config.batch_size);
+    if (!schedule.ok()) return schedule.status();
+    trainer->schedule_ = *schedule;
+  }
   SessionOptions options;
   options.trace = trace;
   options.channel.spin_ns = config.spin_ns;
@@ -279,65 +465,79 @@ absl::StatusOr<std::unique_ptr<MlpTrainer>> MlpTrainer::Create(
 absl::Status MlpTrainer::Submit(const float* x, const int32_t* labels,
                                 int64_t rows, bool train) {
   if (finished_) return absl::FailedPreconditionError("trainer: finished");
+  if (config_.data) {
+    return absl::FailedPreconditionError(
+        "trainer: this plan reads its own data (MlpConfig::data): Start it");
+  }
   if (rows < 0 || rows > config_.batch_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("trainer: a piece holds 0 to ", config_.batch_size,
                      " rows, got ", rows));
   }
   while (static_cast<int64_t>(submitted_.size()) >= config_.depth) {
-    auto result = FetchOne();
+    auto result = FetchOne(submitted_.front());
+    submitted_.pop_front();
     if (!result.ok()) return result.status();
     ready_.push_back(*result);
   }
   const int64_t width = config_.inputs;
-  for (int k = 0; k < config_.towers; ++k) {
-    const int64_t begin = TowerBegin(rows, config_.towers, k);
-    const int64_t n = TowerBegin(rows, config_.towers, k + 1) - begin;
-    auto xs = Tensor::FromValues<float>(
-        {n, width}, absl::MakeConstSpan(x + begin * width, n * width));
-    auto ys = Tensor::FromValues<int32_t>(
-        {n}, absl::MakeConstSpan(labels + begin, n));
-    auto none_x = Tensor(DT_FLOAT32, {0, width});
-    auto none_y = Tensor(DT_INT32, {0});
-    const std::string suffix = absl::StrCat(k);
-    for (const auto& [name, tensor] :
-         std::vector<std::pair<std::string, const Tensor*>>{
-             {"train.x.", train ? &*xs : &none_x},
-             {"train.y.", train ? &*ys : &none_y},
-             {"eval.x.", train ? &none_x : &*xs},
-             {"eval.y.", train ? &none_y : &*ys}}) {
-      absl::Status fed = session_->Feed(name + suffix, *tensor);
-      if (!fed.ok()) return fed;
-    }
+  auto xs = Tensor::FromValues<float>({rows, width},
+                                      absl::MakeConstSpan(x, rows * width));
+  auto ys = Tensor::FromValues<int32_t>({rows}, absl::MakeConstSpan(labels, rows));
+  if (!xs.ok()) return xs.status();
+  if (!ys.ok()) return ys.status();
+  const Tensor none_x(DT_FLOAT32, {0, width});
+  const Tensor none_y(DT_INT32, {0});
+  for (const auto& [name, tensor] :
+       std::vector<std::pair<std::string, const Tensor*>>{
+           {"train.x", train ? &*xs : &none_x},
+           {"train.y", train ? &*ys : &none_y},
+           {"eval.x", train ? &none_x : &*xs},
+           {"eval.y", train ? &none_y : &*ys}}) {
+    absl::Status fed = session_->Feed(name, *tensor);
+    if (!fed.ok()) return fed;
   }
   submitted_.push_back(PieceResult{train, rows, 0, 0});
   return absl::OkStatus();
 }
 
-absl::StatusOr<PieceResult> MlpTrainer::FetchOne() {
-  PieceResult result = submitted_.front();
-  submitted_.pop_front();
-  for (int k = 0; k < config_.towers; ++k) {
-    const std::string suffix = absl::StrCat(k);
-    auto train_loss = session_->Fetch("train.loss." + suffix);
-    if (!train_loss.ok()) return train_loss.status();
-    auto eval_loss = session_->Fetch("eval.loss." + suffix);
-    if (!eval_loss.ok()) return eval_loss.status();
-    auto correct = session_->Fetch("eval.correct." + suffix);
-    if (!correct.ok()) return correct.status();
-    const Tensor& loss = result.train ? *train_loss : *eval_loss;
-    result.loss_sum += (*loss.data<double>())[0];
-    result.correct += (*correct->data<int64_t>())[0];
+absl::Status MlpTrainer::Start() {
+  if (!config_.data) {
+    return absl::FailedPreconditionError(
+        "trainer: this plan is fed (no MlpConfig::data): Submit pieces");
   }
+  if (started_ >= 0) return absl::FailedPreconditionError("trainer: started");
+  started_ = config_.data->epochs * schedule_.period();
+  return session_->Start(started_);
+}
+
+absl::StatusOr<PieceResult> MlpTrainer::FetchOne(PieceResult result) {
+  auto train_loss = session_->Fetch("train.loss");
+  if (!train_loss.ok()) return train_loss.status();
+  auto eval_loss = session_->Fetch("eval.loss");
+  if (!eval_loss.ok()) return eval_loss.status();
+  auto correct = session_->Fetch("eval.correct");
+  if (!correct.ok()) return correct.status();
+  const Tensor& loss = result.train ? *train_loss : *eval_loss;
+  result.loss_sum = (*loss.data<double>())[0];
+  result.correct = (*correct->data<int64_t>())[0];
   return result;
 }
 
 absl::StatusOr<PieceResult> MlpTrainer::Collect() {
+  if (started_ >= 0) {
+    if (collected_ == started_) {
+      return absl::FailedPreconditionError("trainer: every piece collected");
+    }
+    return FetchOne(schedule_.Piece(collected_++, config_.batch_size));
+  }
   if (ready_.empty()) {
     if (submitted_.empty()) {
       return absl::FailedPreconditionError("trainer: nothing submitted");
     }
-    return FetchOne();
+    PieceResult piece = submitted_.front();
+    submitted_.pop_front();
+    return FetchOne(piece);
   }
   PieceResult result = ready_.front();
   ready_.pop_front();
@@ -347,8 +547,16 @@ absl::StatusOr<PieceResult> MlpTrainer::Collect() {
 absl::Status MlpTrainer::Finish() {
   if (finished_) return absl::OkStatus();
   finished_ = true;
+  if (started_ >= 0) {
+    while (collected_ < started_) {
+      auto result = Collect();
+      if (!result.ok()) return result.status();
+    }
+    return session_->Wait().status();
+  }
   while (!submitted_.empty()) {
-    auto result = FetchOne();
+    auto result = FetchOne(submitted_.front());
+    submitted_.pop_front();
     if (!result.ok()) return result.status();
     ready_.push_back(*result);
   }
@@ -360,80 +568,179 @@ absl::Status MlpTrainer::Finish() {
 // ---- ReferenceTrainer ----
 
 ReferenceTrainer::ReferenceTrainer(const MlpConfig& config) : config_(config) {
-  const std::vector<ParamSpec> specs = Params(config);
-  for (int i = 0; i < kNumParams; ++i) {
-    const int64_t n = Elements(specs[i].shape);
-    Param& p = params_[i];
-    p.value.resize(n);
-    (void)InitWeights(specs[i].init, specs[i].scale, ParamSeed(config.seed, i),
-                      n, p.value.data());
-    p.velocity.assign(n, 0.0f);
-    p.delta.resize(n);
-    p.grads.assign(config.towers, std::vector<float>(n));
+  const MlpConfig& c = config_;
+  const int64_t rows = c.batch_size;
+  for (int i = 0; i < Layers(c); ++i) {
+    Layer layer;
+    layer.split = SplitOf(c, i);
+    layer.in = InUnits(c, i);
+    layer.out = OutUnits(c, i);
+    for (int k = 0; k < Streams(layer); ++k) {
+      Slice s;
+      const Window win = WindowOf(c, i, k);
+      for (bool is_bias : {false, true}) {
+        Param& p = is_bias ? s.b : s.w;
+        p.value = InitialValues(c, i, k, is_bias);
+        p.velocity.assign(p.value.size(), 0.0f);
+        p.delta.resize(p.value.size());
+        p.grad.resize(p.value.size());
+      }
+      const int64_t cols = layer.split == LayerSplit::kColumns ? win.cols
+                                                               : layer.out;
+      s.z.resize(rows * cols);
+      s.a.resize(rows * cols);
+      s.dz.resize(rows * cols);
+      s.da_in.resize(rows * layer.in);
+      layer.slices.push_back(std::move(s));
+    }
+    layer.sum.resize(rows * std::max(layer.in, layer.out));
+    layers_.push_back(std::move(layer));
   }
-  const int64_t rows = TowerRows(config);
-  z1_.resize(rows * config.hidden);
-  h1_.resize(rows * config.hidden);
-  z2_.resize(rows * config.classes);
-  logits_.resize(rows * config.classes);
-  dlogits_.resize(rows * config.classes);
-  dh1_.resize(rows * config.hidden);
-  dz1_.resize(rows * config.hidden);
+  dlogits_.resize(rows * c.classes);
+}
+
+// A replicated layer's streams all compute the same: one slice stands for
+// them.
+int ReferenceTrainer::Streams(const Layer& layer) const {
+  return layer.split == LayerSplit::kReplicated ? 1 : config_.streams;
+}
+
+const float* ReferenceTrainer::Input(int i, int k, const float* x) const {
+  if (i == 0) return x;
+  const Layer& prev = layers_[i - 1];
+  // A column layer's activations stay per stream; the others are whole.
+  return prev.slices[prev.split == LayerSplit::kColumns ? k : 0].a.data();
+}
+
+int64_t ReferenceTrainer::InputWidth(int i, int k) const {
+  if (i == 0) return config_.inputs;
+  const Layer& prev = layers_[i - 1];
+  if (prev.split != LayerSplit::kColumns) return prev.out;
+  return SliceBegin(prev.out, config_.streams, k + 1) -
+         SliceBegin(prev.out, config_.streams, k);
 }
 
 absl::StatusOr<PieceResult> ReferenceTrainer::Run(const float* x,
                                                   const int32_t* labels,
                                                   int64_t rows, bool train) {
   const MlpConfig& c = config_;
+  const int n = c.streams;
+  const int last = Layers(c) - 1;
   PieceResult result{train, rows, 0, 0};
-  const float* w1 = params_[kW1].value.data();
-  const float* b1 = params_[kB1].value.data();
-  const float* w2 = params_[kW2].value.data();
-  const float* b2 = params_[kB2].value.data();
-  for (int k = 0; k < c.towers; ++k) {
-    const int64_t begin = TowerBegin(rows, c.towers, k);
-    const int64_t n = TowerBegin(rows, c.towers, k + 1) - begin;
-    const float* xk = x + begin * c.inputs;
-    const int32_t* yk = labels + begin;
-    MatMul(xk, n, c.inputs, false, w1, c.inputs, c.hidden, false, z1_.data());
-    BiasAdd(z1_.data(), b1, n, c.hidden, z1_.data());
-    Relu(z1_.data(), n * c.hidden, h1_.data());
-    MatMul(h1_.data(), n, c.hidden, false, w2, c.hidden, c.classes, false,
-           z2_.data());
-    BiasAdd(z2_.data(), b2, n, c.classes, logits_.data());
-    double loss = 0;
-    absl::Status status = SoftmaxCrossEntropy(logits_.data(), yk, n, c.classes,
-                                              &loss, dlogits_.data());
-    if (!status.ok()) return status;
-    result.loss_sum += loss;
-    if (!train) {
-      result.correct += CountCorrect(logits_.data(), yk, n, c.classes);
+  // Forward, stream by stream within each layer, as the plan's tasks do.
+  for (int i = 0; i <= last; ++i) {
+    Layer& layer = layers_[i];
+    if (layer.split == LayerSplit::kRows) {
+      // Partial products (stored in each slice's z), then their sum in
+      // stream order (add), then the bias on the sum.
+      for (int k = 0; k < n; ++k) {
+        Slice& s = layer.slices[k];
+        MatMul(Input(i, k, x), rows, InputWidth(i, k), false, s.w.value.data(),
+               InputWidth(i, k), layer.out, false, s.z.data());
+      }
+      float* sum = layer.slices[0].a.data();
+      const int64_t count = rows * layer.out;
+      if (n == 1) {
+        std::copy(layer.slices[0].z.begin(),
+                  layer.slices[0].z.begin() + count, sum);
+      } else {
+        std::vector<const float*> terms;
+        for (int k = 0; k < n; ++k) terms.push_back(layer.slices[k].z.data());
+        AddInOrder(terms, count, sum);
+      }
+      BiasAdd(sum, layer.slices[0].b.value.data(), rows, layer.out, sum);
+      if (i < last) Relu(sum, count, sum);
       continue;
     }
-    BiasAddGrad(dlogits_.data(), n, c.classes, params_[kB2].grads[k].data());
-    MatMul(h1_.data(), n, c.hidden, true, dlogits_.data(), n, c.classes, false,
-           params_[kW2].grads[k].data());
-    MatMul(dlogits_.data(), n, c.classes, false, w2, c.hidden, c.classes, true,
-           dh1_.data());
-    ReluGrad(dh1_.data(), h1_.data(), n * c.hidden, dz1_.data());
-    BiasAddGrad(dz1_.data(), n, c.hidden, params_[kB1].grads[k].data());
-    MatMul(xk, n, c.inputs, true, dz1_.data(), n, c.hidden, false,
-           params_[kW1].grads[k].data());
+    for (int k = 0; k < Streams(layer); ++k) {
+      Slice& s = layer.slices[k];
+      const int64_t cols = static_cast<int64_t>(s.b.value.size());
+      MatMul(Input(i, k, x), rows, InputWidth(i, k), false, s.w.value.data(),
+             InputWidth(i, k), cols, false, s.a.data());
+      BiasAdd(s.a.data(), s.b.value.data(), rows, cols, s.a.data());
+      if (i < last) Relu(s.a.data(), rows * cols, s.a.data());
+    }
   }
-  // As the plan: every piece steps every parameter, by zero when it trained
-  // on nothing.
-  const int64_t count = train ? rows : 0;
-  const double lr = ScheduledRate(c.lr, c.decay, c.decay_steps, steps_);
-  steps_ += count > 0;
-  for (Param& p : params_) {
-    std::vector<const float*> grads;
-    for (const auto& g : p.grads) grads.push_back(g.data());
-    const int64_t n = static_cast<int64_t>(p.value.size());
-    SgdMomentum(grads, count, lr, c.momentum, n, p.velocity.data(),
-                p.delta.data());
-    ApplyDelta(p.value.data(), p.delta.data(), n, p.value.data());
+  const float* logits = layers_[last].slices[0].a.data();
+  double loss = 0;
+  absl::Status status =
+      SoftmaxCrossEntropy(logits, labels, rows, c.classes, &loss,
+                          dlogits_.data());
+  if (!status.ok()) return status;
+  result.loss_sum = loss;
+  if (!train) {
+    result.correct = CountCorrect(logits, labels, rows, c.classes);
+    Update(0);
+    return result;
   }
+  // Backward. dz of layer i lives in each slice's dz (whole layers: slice
+  // 0's), starting from dlogits.
+  std::copy(dlogits_.begin(), dlogits_.begin() + rows * c.classes,
+            layers_[last].slices[0].dz.begin());
+  for (int i = last; i >= 0; --i) {
+    Layer& layer = layers_[i];
+    const bool whole_dz = layer.split != LayerSplit::kColumns;
+    for (int k = 0; k < Streams(layer); ++k) {
+      Slice& s = layer.slices[k];
+      const float* dz = layer.slices[whole_dz ? 0 : k].dz.data();
+      const int64_t cols = whole_dz ? layer.out
+                                    : static_cast<int64_t>(s.b.value.size());
+      BiasAddGrad(dz, rows, cols, s.b.grad.data());
+      MatMul(Input(i, k, x), rows, InputWidth(i, k), true, dz, rows, cols,
+             false, s.w.grad.data());
+      if (i > 0) {
+        MatMul(dz, rows, cols, false, s.w.value.data(), InputWidth(i, k), cols,
+               true, s.da_in.data());
+      }
+    }
+    if (i == 0) break;
+    // dz of layer i - 1 = relu_grad(da, its activations), per stream where
+    // layer i - 1 is split by columns, else whole.
+    Layer& prev = layers_[i - 1];
+    if (layer.split == LayerSplit::kColumns) {
+      // Partial input gradients summed in stream order.
+      std::vector<const float*> terms;
+      for (int k = 0; k < n; ++k) terms.push_back(layer.slices[k].da_in.data());
+      float* da = layer.sum.data();
+      if (n == 1) {
+        std::copy(terms[0], terms[0] + rows * layer.in, da);
+      } else {
+        AddInOrder(terms, rows * layer.in, da);
+      }
+      Slice& p = prev.slices[0];
+      ReluGrad(da, p.a.data(), rows * layer.in, p.dz.data());
+    } else if (layer.split == LayerSplit::kRows) {
+      for (int k = 0; k < n; ++k) {
+        Slice& p = prev.slices[k];
+        ReluGrad(layer.slices[k].da_in.data(), p.a.data(),
+                 rows * InputWidth(i, k), p.dz.data());
+      }
+    } else {
+      Slice& p = prev.slices[0];
+      ReluGrad(layer.slices[0].da_in.data(), p.a.data(), rows * layer.in,
+               p.dz.data());
+    }
+  }
+  Update(rows);
   return result;
+}
+
+// As the plan: every piece steps every parameter, one without training
+// samples by zero (keeping the velocity and the step count).
+void ReferenceTrainer::Update(int64_t samples) {
+  const MlpConfig& c = config_;
+  const double lr = ScheduledRate(c.lr, c.decay, c.decay_steps, steps_);
+  steps_ += samples > 0;
+  for (Layer& layer : layers_) {
+    for (Slice& s : layer.slices) {
+      for (Param* p : {&s.w, &s.b}) {
+        const int64_t count = static_cast<int64_t>(p->value.size());
+        SgdMomentum({p->grad.data()}, samples, lr, c.momentum, count,
+                    p->velocity.data(), p->delta.data());
+        ApplyDelta(p->value.data(), p->delta.data(), count, p->value.data());
+      }
+    }
+  }
 }
 
 }  // namespace actorflow::nn

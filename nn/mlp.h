@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,21 +14,47 @@
 #include "runtime/run_trace.h"
 #include "runtime/session.h"
 
-// A two-layer perceptron (inputs -> hidden ReLU -> classes, softmax
+// A perceptron (inputs -> hidden ReLU layers -> classes, softmax
 // cross-entropy, SGD with momentum) as a plan, and the sequential loop that
 // computes the same thing without actors. README.md, "Training", describes
 // the plan; examples/mnist_mlp runs it on Fashion-MNIST.
+//
+// The layers are split over `streams` CPU (or GPU) streams by their units,
+// not by the batch's rows: every stream sees the whole batch and holds a
+// slice of every large weight matrix, alternately its output units
+// ("column" layers) and its input units ("row" layers, whose per-stream
+// partial products are summed in stream order on every stream). So no
+// gradient and no weight ever crosses between streams: the only traffic is
+// the row layers' partial products, a few kilobytes per piece.
 namespace actorflow::nn {
+
+// A dataset the plan reads itself (op_type `idx_batches`, one task per
+// stream): pieces then come from inside the plan, with no thread of the
+// caller's in the loop. Each epoch is its training batches (shuffled by
+// `seed` and the epoch through a window of `shuffle_window` samples) then
+// its test batches (in order).
+struct MlpData {
+  std::string train_images, train_labels;  // IDX files, gzip or not
+  std::string test_images, test_labels;
+  int64_t train_limit = 0;  // the first N samples only (0: all)
+  int64_t test_limit = 0;
+  int epochs = 1;
+  uint64_t seed = 1;
+  int64_t shuffle_window = int64_t{1} << 40;  // any size >= n: whole epoch
+  // x = (pixel - mean) * (1 / std), in float32.
+  double mean = 0;
+  double std = 1;
+};
 
 struct MlpConfig {
   int64_t inputs = 784;
-  int64_t hidden = 256;
+  std::vector<int64_t> hidden = {256};  // units of each hidden layer
   int64_t classes = 10;
   // Rows per piece; a piece may hold fewer (the last of an epoch).
   int64_t batch_size = 64;
-  // Data-parallel towers: each takes a slice of every batch's rows on its
-  // own CPU stream; the optimizers sum the towers' gradients in tower order.
-  int towers = 2;
+  // Streams the layers' units are split over (each hidden layer needs at
+  // least this many units).
+  int streams = 2;
   double lr = 0.01;
   double momentum = 0.9;
   // Step decay: lr times `decay` after every `decay_steps` training steps
@@ -36,38 +63,52 @@ struct MlpConfig {
   int64_t decay_steps = 0;
   // Initial weights (uniform, He-scaled; biases zero).
   uint64_t seed = 1;
-  // Pieces the caller may have submitted and not collected.
+  // Pieces the plan may finish before the caller collects them (and, when
+  // fed, pieces the caller may have submitted and not collected).
   int depth = 2;
   // How long idle stream threads spin before they sleep (the session's
   // ChannelOptions::spin_ns).
   int64_t spin_ns = 20000;
-  // Towers on GPU streams 0..towers-1 of device 0 (feeds copied up by
-  // `<feed>.h2d`, results down by `<fetch>.d2h`). The GPU kernels sum in
-  // their own order: results agree with the CPU's within float rounding.
+  // Streams on GPU streams 0..streams-1 of device 0 (inputs copied up by
+  // `<input>.h2d.<k>`, results down by `<fetch>.d2h`). The GPU kernels sum
+  // in their own order: results agree with the CPU's within float rounding.
   bool gpu = false;
+  // Set: the plan reads its pieces (MlpTrainer::Start); unset: the caller
+  // feeds them (MlpTrainer::Submit).
+  std::optional<MlpData> data;
 };
 
 absl::Status CheckConfig(const MlpConfig& config);
 
-// The plan. Per tower k (CPU stream k): feeds train.x.k, train.y.k,
-// eval.x.k, eval.y.k; the training branch t<k>.* (forward, loss, backward)
-// and the evaluation branch e<k>.* (forward, loss, accuracy). Per parameter
-// p in w1, b1, w2, b2 and tower k: a replica `p.k` (variable, an initial
-// register; `p` with one tower) read by tower k, and an optimizer shard
-// `p.sgd.k` (sgd_momentum over slice k of the elements; `p.sgd` with one
-// tower) whose delta every replica adds. Fetches train.loss.k, eval.loss.k
-// and eval.correct.k on stream `towers`.
+// The plan. Per stream k and layer i (0-based; layer L = hidden.size() is
+// the output layer): parameters `w<i>.<k>`, `b<i>.<k>` (variables whose
+// registers are initial) with their optimizers `w<i>.sgd.<k>`,
+// `b<i>.sgd.<k>`; the training branch `t.<k>.*` and the evaluation branch
+// `e.<k>.*`. Inputs: feeds `train.x`, `train.y`, `eval.x`, `eval.y` on
+// stream `streams`, read by every stream; or, with `data`, the sources
+// `data.<k>` on each stream. Fetches `train.loss`, `eval.loss`,
+// `eval.correct` from stream 0's branches.
 absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& config);
 
-// The rows of a batch of `rows` that tower k takes: [begin(k), begin(k+1)).
-int64_t TowerBegin(int64_t rows, int towers, int k);
+// How a layer's work is split over the streams.
+enum class LayerSplit {
+  kColumns,     // stream k: output units [begin(k), begin(k+1))
+  kRows,        // stream k: input units [begin(k), begin(k+1)); partials summed
+  kReplicated,  // every stream the whole layer (the output layer after a
+                // row layer: a few thousand weights)
+};
+// Layer i's split: hidden layers alternate columns, rows, columns...; the
+// output layer takes rows after a column layer, else is replicated.
+LayerSplit SplitOf(const MlpConfig& config, int layer);
+// The first of `units` that stream k of `streams` takes.
+int64_t SliceBegin(int64_t units, int streams, int k);
 
 // What one piece gave: a training piece's loss (its weights then moved on),
 // or an evaluation piece's loss and correct predictions.
 struct PieceResult {
   bool train = false;
   int64_t rows = 0;
-  double loss_sum = 0;  // the towers' sums, added in tower order
+  double loss_sum = 0;
   int64_t correct = 0;  // evaluation pieces only
   bool operator==(const PieceResult& other) const {
     return train == other.train && rows == other.rows &&
@@ -75,60 +116,97 @@ struct PieceResult {
   }
 };
 
+// The pieces of an MlpData schedule: per epoch, `train` training pieces
+// then `test` evaluation pieces, of the given sizes.
+struct MlpSchedule {
+  int64_t train_samples = 0, test_samples = 0;
+  int64_t train_pieces = 0, test_pieces = 0;
+  int64_t period() const { return train_pieces + test_pieces; }
+  // Piece p's kind and rows.
+  PieceResult Piece(int64_t p, int64_t batch_size) const;
+};
+absl::StatusOr<MlpSchedule> ScheduleOf(const MlpData& data,
+                                       int64_t batch_size);
+
 // Runs the plan in a Session: Submit pieces (x [rows, inputs] float32,
-// labels [rows] int32), Collect their results in order.
+// labels [rows] int32) or, with MlpConfig::data, Start them; Collect their
+// results in order.
 class MlpTrainer {
  public:
   static absl::StatusOr<std::unique_ptr<MlpTrainer>> Create(
       const MlpConfig& config, bool trace = false);
 
   // Feeds one piece; with `depth` pieces uncollected, collects the oldest
-  // first (into the queue Collect reads).
+  // first (into the queue Collect reads). Not with MlpConfig::data.
   absl::Status Submit(const float* x, const int32_t* labels, int64_t rows,
                       bool train);
-  // The oldest submitted piece's result (waits for it).
+  // With MlpConfig::data: runs every epoch of its schedule. Call once.
+  absl::Status Start();
+  // The oldest piece's result (waits for it).
   absl::StatusOr<PieceResult> Collect();
   int64_t pending() const {
     return static_cast<int64_t>(submitted_.size() + ready_.size());
   }
-  // Ends the run (every submitted piece must have been collected) and
-  // joins the plan's work; trace() then holds every act.
+  // Ends the run (fed: every submitted piece must have been collected;
+  // started: every piece) and joins the plan's work; trace() then holds
+  // every act.
   absl::Status Finish();
   const RunTrace& trace() const { return session_->trace(); }
   const Plan& plan() const { return plan_; }
+  // With MlpConfig::data: its pieces.
+  const MlpSchedule& schedule() const { return schedule_; }
 
  private:
   MlpTrainer() = default;
-  absl::StatusOr<PieceResult> FetchOne();
+  absl::StatusOr<PieceResult> FetchOne(PieceResult result);
 
   MlpConfig config_;
   Plan plan_;
+  MlpSchedule schedule_;
   std::unique_ptr<Session> session_;
   std::deque<PieceResult> submitted_;  // fed, not fetched
   std::deque<PieceResult> ready_;      // fetched, not collected
+  int64_t started_ = -1;               // pieces Start ran (-1: none)
+  int64_t collected_ = 0;              // of those
   bool finished_ = false;
 };
 
 // The same pieces through the same arithmetic (dense_math.h), one call
-// after another on the caller's thread: what a plan must reproduce bit for
-// bit.
+// after another on the caller's thread, stream by stream: what a plan must
+// reproduce bit for bit.
 class ReferenceTrainer {
  public:
   explicit ReferenceTrainer(const MlpConfig& config);
   absl::StatusOr<PieceResult> Run(const float* x, const int32_t* labels,
                                   int64_t rows, bool train);
-  // Parameter i (w1, b1, w2, b2).
-  const std::vector<float>& weights(int i) const { return params_[i].value; }
 
  private:
+  // One stream's (or, replicated, every stream's) share of a parameter.
   struct Param {
-    std::vector<float> value, velocity, delta;
-    std::vector<std::vector<float>> grads;  // per tower
+    std::vector<float> value, velocity, delta, grad;
   };
+  // Per layer and stream: weights, bias and the activations kept for the
+  // backward pass (a replicated layer uses stream 0's only).
+  struct Slice {
+    Param w, b;
+    std::vector<float> z, a, dz, da_in;
+  };
+  struct Layer {
+    LayerSplit split;
+    int64_t in = 0, out = 0;
+    std::vector<Slice> slices;
+    std::vector<float> sum;  // a row layer's summed partials
+  };
+  // Stream k's input to layer i (x, a slice, or a whole activation).
+  const float* Input(int i, int k, const float* x) const;
+  int64_t InputWidth(int i, int k) const;
+  int Streams(const Layer& layer) const;
+  void Update(int64_t samples);
+
   MlpConfig config_;
   int64_t steps_ = 0;  // training pieces so far
-  Param params_[4];
-  std::vector<float> z1_, h1_, z2_, logits_, dlogits_, dh1_, dz1_;
+  std::vector<Layer> layers_;
+  std::vector<float> dlogits_;
 };
 
 }  // namespace actorflow::nn

@@ -477,6 +477,12 @@ absl::Status VariableKernel::Init(const KernelInitContext& ctx) {
     return absl::InvalidArgumentError(
         absl::StrCat("kernel.attr['init']: ", status.message()));
   }
+  auto full_shape = ctx.IntListAttr("full_shape");
+  if (!full_shape.ok()) return full_shape.status();
+  auto offset = ctx.IntListAttr("offset");
+  if (!offset.ok()) return offset.status();
+  full_shape_ = *full_shape;
+  offset_ = *offset;
   const KernelIo* delta = ctx.input("delta");
   const KernelIo* out = ctx.output("out");
   const std::vector<BlobDesc>& want =
@@ -486,6 +492,22 @@ absl::Status VariableKernel::Init(const KernelInitContext& ctx) {
     return absl::InvalidArgumentError(
         "produced_regst_desc['out']: a variable holds one static float32 "
         "blob");
+  }
+  if (!full_shape_.empty() || !offset_.empty()) {
+    if (offset_.empty()) offset_.assign(full_shape_.size(), 0);
+    const std::vector<int64_t>& shape = want[0].shape;
+    bool fits = full_shape_.size() == shape.size() &&
+                offset_.size() == shape.size();
+    for (size_t d = 0; fits && d < shape.size(); ++d) {
+      fits = offset_[d] >= 0 && offset_[d] + shape[d] <= full_shape_[d];
+    }
+    if (!fits) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel.attr['full_shape'], ['offset']: the variable ",
+          want[0].ToString(), " is no window of [",
+          absl::StrJoin(full_shape_, ", "), "] at [",
+          absl::StrJoin(offset_, ", "), "]"));
+    }
   }
   int deltas = 0;
   for (const KernelIo& io : ctx.inputs()) deltas += io.name == "delta";
@@ -527,13 +549,23 @@ absl::Status VariableKernel::InitialOutput(KernelContext* ctx) {
   TensorView out = ctx->output("out").blob(0);
   float* to = Floats(out);
   if (last_ == nullptr) {
-    absl::Status status = InitWeights(init_, scale_, seed_, out.elem_cnt(), to);
+    absl::Status status = FillInitial(out.shape(), to);
     if (!status.ok()) return status;
   } else if (last_ != to) {
     std::memcpy(to, last_, out.byte_size());
   }
   last_ = to;
   return absl::OkStatus();
+}
+
+absl::Status VariableKernel::FillInitial(absl::Span<const int64_t> shape,
+                                         float* to) const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  if (full_shape_.empty()) return InitWeights(init_, scale_, seed_, n, to);
+  return InitWeightsWindow(init_, scale_, seed_, full_shape_, offset_,
+                           std::vector<int64_t>(shape.begin(), shape.end()),
+                           to);
 }
 
 absl::Status VariableKernel::AddDelta(KernelContext*, const float* from,

@@ -132,7 +132,10 @@ inline int64_t ShardBegin(int64_t n, int64_t shards, int64_t k) {
 // `delta` may come several times, from the shards of a sharded optimizer:
 // their elements, concatenated in input order, cover the weights' elements.
 // Replicas (one variable per stream, fed the same deltas) then hold equal
-// weights without sending them between streams.
+// weights without sending them between streams. Attrs `full_shape` and
+// `offset` (i-lists) make the variable a window of a larger array: it
+// starts from that window of the array's initial values (a stream that
+// holds a slice of a layer's weights starts where the whole layer would).
 class VariableKernel : public Kernel {
  public:
   absl::Status Init(const KernelInitContext& ctx) override;
@@ -148,11 +151,15 @@ class VariableKernel : public Kernel {
   }
   virtual absl::Status AddDelta(KernelContext* ctx, const float* from,
                                 const float* delta, int64_t n, float* to);
+  // The initial weights of a blob of `shape` (a window of full_shape at
+  // offset, when the attrs give one).
+  absl::Status FillInitial(absl::Span<const int64_t> shape, float* to) const;
   // The weights as last published; null before the first act.
   const float* last_ = nullptr;
   std::string init_ = "zeros";
   double scale_ = 0;
   uint64_t seed_ = 0;
+  std::vector<int64_t> full_shape_, offset_;
 };
 
 }  // namespace actorflow::nn

@@ -40,15 +40,29 @@ void RequireSame(const TrainSummary& plan, const TrainSummary& reference) {
 TEST_CASE("the plan reproduces the sequential loop bit for bit", "[mnist]") {
   const uint64_t seed = testing::TestSeed("mnist_mlp");
   INFO("seed " << seed << " (ACTORFLOW_TEST_SEED replays it)");
-  for (const auto& [towers, threads, prefetch] :
-       {std::tuple{2, 1, 2}, std::tuple{1, 2, 1}, std::tuple{3, 1, 3}}) {
+  // Streams, hidden layers (1 to 3: every way a layer can be split), data
+  // read in the plan or fed by pipelines (their threads and prefetch).
+  struct Case {
+    int streams;
+    std::vector<int64_t> hidden;
+    bool pipelines;
+    int threads, prefetch;
+  };
+  for (const Case& c : {Case{2, {256}, false, 1, 2}, Case{2, {256}, true, 1, 2},
+                        Case{1, {64}, true, 2, 1}, Case{3, {48, 40}, false, 1, 3},
+                        Case{2, {40, 32, 24}, true, 1, 3}}) {
     MnistOptions o = Short(seed);
-    o.model.towers = towers;
-    o.data_threads = threads;
-    o.prefetch = prefetch;
-    o.model.depth = prefetch;
-    INFO("towers " << towers << ", data threads " << threads << ", prefetch "
-                   << prefetch);
+    o.model.streams = c.streams;
+    o.model.hidden = c.hidden;
+    o.pipelines = c.pipelines;
+    o.data_threads = c.threads;
+    o.prefetch = c.prefetch;
+    o.model.depth = c.prefetch;
+    INFO("streams " << c.streams << ", " << c.hidden.size()
+                    << " hidden layer(s), "
+                    << (c.pipelines ? "pipelines" : "data in the plan")
+                    << ", data threads " << c.threads << ", prefetch "
+                    << c.prefetch);
     auto reference = TrainSequential(o);
     INFO(reference.status().ToString());
     REQUIRE(reference.ok());
@@ -90,15 +104,20 @@ TEST_CASE("bad data and settings are errors, not crashes", "[mnist]") {
             .find("/nonexistent/fashion/train-images-idx3-ubyte.gz") !=
         std::string::npos);
   o = Short(1);
-  o.model.towers = 0;
+  o.model.streams = 0;
   auto bad = TrainWithPlan(o);
-  CHECK(bad.status().message() == "MLP config: towers: from 1 to batch_size");
+  CHECK(bad.status().message() == "MLP config: streams: at least 1");
   o = Short(1);
-  o.model.hidden = 0;
+  o.model.hidden = {256, 2};
+  o.model.streams = 3;
+  CHECK(TrainWithPlan(o).status().message() ==
+        "MLP config: streams: at most the smallest hidden layer's units (2)");
+  o = Short(1);
+  o.model.hidden = {0};
   o.model.lr = -1;
   CHECK(TrainSequential(o).status().message() ==
-        "MLP config: inputs and hidden at least 1, classes at least 2; lr: "
-        "above 0");
+        "MLP config: inputs at least 1, at least one hidden layer of at least "
+        "1 unit, classes at least 2; lr: above 0");
 }
 
 }  // namespace

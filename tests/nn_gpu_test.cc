@@ -212,7 +212,7 @@ TEST_CASE("the MLP plan on GPU streams follows the sequential loop",
     o.train_limit = 640;
     o.test_limit = 320;
     o.model.lr = 0.02;
-    o.model.towers = towers;
+    o.model.streams = towers;
     o.model.gpu = true;
     INFO("towers " << towers);
     auto reference = examples::TrainSequential(o);

@@ -239,6 +239,115 @@ TEST_CASE("sgd and apply agree with scalar loops at any length and count",
   }
 }
 
+// Every vector level this CPU runs, lowest first.
+std::vector<Isa> SupportedLevels() {
+  std::vector<Isa> levels;
+  for (Isa isa : {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512}) {
+    if (static_cast<int>(isa) <= static_cast<int>(BestSupportedIsa())) {
+      levels.push_back(isa);
+    }
+  }
+  return levels;
+}
+
+TEST_CASE("every vector level computes the same arithmetic", "[nn]") {
+  // Products may round differently per level (FMA, other blocking): within
+  // k * 1e-6 (relative) of the double-precision sum of k terms. The elementwise kernels are built
+  // without contraction, so they are bit-identical across levels.
+  const uint64_t seed = testing::TestSeed("dense_levels");
+  INFO("seed " << seed << "; levels up to " << IsaName(BestSupportedIsa())
+               << ", this process computes at " << IsaName(DenseIsa()));
+  std::mt19937_64 rng(seed);
+  const DenseKernels& base = DenseKernelsFor(Isa::kBaseline);
+  for (Isa isa : SupportedLevels()) {
+    INFO("level " << IsaName(isa));
+    const DenseKernels& level = DenseKernelsFor(isa);
+    for (auto [m, k, n] : {std::tuple{1, 1, 1}, std::tuple{32, 784, 128},
+                           std::tuple{64, 10, 256}, std::tuple{67, 129, 31}}) {
+      std::vector<float> a = Random(m * k, &rng), b = Random(k * n, &rng);
+      std::vector<float> out(m * n);
+      level.mat_mul(a.data(), m, k, false, b.data(), k, n, false, out.data());
+      double worst = 0;
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            want += double(a[i * k + p]) * b[p * n + j];
+          }
+          worst = std::max(worst, std::abs(want - out[i * n + j]) /
+                                      (1 + std::abs(want)));
+        }
+      }
+      INFO(m << "x" << k << " by " << k << "x" << n);
+      CHECK(worst < 1e-6 * k);
+    }
+    const int64_t rows = 13, cols = 37, n = rows * cols;
+    std::vector<float> x = Random(n, &rng), y = Random(n, &rng),
+                       bias = Random(cols, &rng), g0 = Random(n, &rng),
+                       g1 = Random(n, &rng), v0 = Random(n, &rng);
+    for (int terms = 1; terms <= 3; ++terms) {
+      const float* grads[] = {g0.data(), g1.data(), g0.data()};
+      std::vector<float> v = v0, d(n), want_v = v0, want_d(n);
+      level.sgd_momentum(grads, terms, 1.0f / 6, 0.9f, -0.05f, n, v.data(),
+                         d.data());
+      base.sgd_momentum(grads, terms, 1.0f / 6, 0.9f, -0.05f, n,
+                        want_v.data(), want_d.data());
+      CHECK(v == want_v);
+      CHECK(d == want_d);
+    }
+    std::vector<float> got(n), want(n);
+    level.bias_add(x.data(), bias.data(), rows, cols, got.data());
+    base.bias_add(x.data(), bias.data(), rows, cols, want.data());
+    CHECK(got == want);
+    level.bias_add_grad(x.data(), rows, cols, got.data());
+    base.bias_add_grad(x.data(), rows, cols, want.data());
+    CHECK(got == want);
+    level.relu_grad(x.data(), y.data(), n, got.data());
+    base.relu_grad(x.data(), y.data(), n, want.data());
+    CHECK(got == want);
+    level.apply_delta(x.data(), y.data(), n, got.data());
+    base.apply_delta(x.data(), y.data(), n, want.data());
+    CHECK(got == want);
+  }
+}
+
+TEST_CASE("ACTORFLOW_ISA names a level, or is refused", "[nn]") {
+  CHECK(*ParseIsa("avx2") == Isa::kAvx2);
+  CHECK(ParseIsa("sse9").status().message() ==
+        "unknown instruction set 'sse9' (baseline, avx2 or avx512)");
+  ::setenv("ACTORFLOW_ISA", "baseline", 1);
+  CHECK(*IsaFromEnvironment() == Isa::kBaseline);
+  ::setenv("ACTORFLOW_ISA", "auto", 1);
+  CHECK(*IsaFromEnvironment() == BestSupportedIsa());
+  ::setenv("ACTORFLOW_ISA", "sse9", 1);
+  CHECK(IsaFromEnvironment().status().message() ==
+        "ACTORFLOW_ISA=sse9: unknown instruction set 'sse9' (baseline, avx2 "
+        "or avx512)");
+  if (BestSupportedIsa() != Isa::kAvx512) {
+    ::setenv("ACTORFLOW_ISA", "avx512", 1);
+    CHECK(!IsaFromEnvironment().ok());
+  }
+  ::unsetenv("ACTORFLOW_ISA");
+}
+
+TEST_CASE("a window of the initial weights is that part of the whole",
+          "[nn]") {
+  std::vector<float> whole(6 * 5), window(3 * 2);
+  REQUIRE(InitWeights("uniform", 0.5, 9, 30, whole.data()).ok());
+  REQUIRE(InitWeightsWindow("uniform", 0.5, 9, {6, 5}, {2, 3}, {3, 2},
+                            window.data())
+              .ok());
+  for (int r = 0; r < 3; ++r) {
+    for (int c = 0; c < 2; ++c) {
+      CHECK(window[r * 2 + c] == whole[(2 + r) * 5 + 3 + c]);
+    }
+  }
+  CHECK(InitWeightsWindow("uniform", 0.5, 9, {6, 5}, {4, 3}, {3, 2},
+                          window.data())
+            .message() ==
+        "dimension 0: a window of 3 at 4 leaves the array's 6");
+}
+
 TEST_CASE("initial weights are seeded and bounded", "[nn]") {
   std::vector<float> a(1000), b(1000), c(1000);
   REQUIRE(InitWeights("uniform", 0.5, 3, 1000, a.data()).ok());

@@ -1,4 +1,5 @@
-// Trains a 784-256-10 perceptron on Fashion-MNIST as an actorflow plan:
+// Trains a perceptron (784-256-10 by default) on Fashion-MNIST as an
+// actorflow plan:
 //   tools/bazel run //examples/mnist_mlp -- --epochs=2
 // Prints each epoch's training loss, test accuracy and samples/s, then one
 // JSON line: {"status":"ok","epochs":E,"test_accuracy":A,"final_loss":L,
@@ -7,10 +8,14 @@
 #include <fstream>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "examples/mnist_mlp/mnist_training.h"
 #include "examples/pipeline/cli_flags.h"
 #include "memory/cuda_api.h"
+#include "nn/cpu_isa.h"
+#include "nn/dense_math.h"
 #include "runtime/chrome_trace.h"
 #include "runtime/json.h"
 
@@ -24,40 +29,66 @@ using actorflow::examples::MnistOptions;
 
 constexpr char kUsage[] = R"(usage: mnist_mlp [flags]
 
-Trains a perceptron (784 inputs, --hidden ReLU units, 10 classes; softmax
-cross-entropy; SGD with momentum) on Fashion-MNIST, as one actorflow plan:
-data pipelines (IDX reader, shuffle, batch, normalize) feed data-parallel
-towers (forward, loss, backward) on --towers CPU streams; each weight is a
-`variable` task in a cycle with its `sgd_momentum` optimizer. The test set is
-evaluated after every epoch.
+Trains a perceptron (784 inputs, --hidden ReLU layers, 10 classes; softmax
+cross-entropy; SGD with momentum) on Fashion-MNIST, as one actorflow plan.
+Its layers are split over --streams CPU streams by their units (every stream
+sees the whole batch and holds a slice of each large weight matrix), and the
+plan reads the IDX files itself, so the streams keep the cores. Each weight
+is a `variable` task in a cycle with its `sgd_momentum` optimizer. The test
+set is evaluated after every epoch.
 
 flags:
   --epochs=N          passes over the training set (2)
   --batch=N           samples per step (64)
-  --hidden=N          hidden units (256)
+  --hidden=N[,N...]   units of each hidden layer (256), e.g. 1024,1024
   --lr=X              learning rate (0.02)
   --momentum=X        momentum (0.9)
   --decay=X           the learning rate is multiplied by X after each epoch
                       (0.2)
-  --towers=N          data-parallel towers, one CPU stream each (2)
+  --streams=N         CPU streams the layers are split over (2); every
+                      hidden layer needs at least N units. --towers=N is
+                      the same flag under its old name
   --seed=N            initial weights and shuffling (1)
   --train_limit=N     train on the first N samples only (0: all 60000)
   --test_limit=N      evaluate on the first N samples only (0: all 10000)
-  --threads=N         data pipeline worker threads (1)
+  --data=plan|pipelines
+                      plan: the plan reads the IDX files itself (default);
+                      pipelines: two data pipelines on their own threads
+                      feed it (same batches, same numbers)
+  --threads=N         data pipeline worker threads, with --data=pipelines (1)
   --prefetch=N        batches the data pipelines prepare ahead (2)
   --data_dir=DIR      the Fashion-MNIST IDX files (default: the
                       dataset-fashion-mnist package's, or
                       $ACTORFLOW_FASHION_MNIST)
   --reference         run the sequential reference loop instead of the plan
                       (same arithmetic, one thread; same numbers)
-  --gpu               run the towers on GPU streams of device 0 (CUDA builds
+  --gpu               run the streams on GPU streams of device 0 (CUDA builds
                       and the emulated device; results agree with the CPU
                       within float rounding)
   --write_plan=FILE   write the training plan (text format) and continue
   --trace=FILE        write a Chrome trace of every act; prints each
                       stream's busy share
   --help              this text
+
+The dense arithmetic runs at the best vector level the CPU has (AVX-512,
+AVX2+FMA or SSE2, picked at start-up); $ACTORFLOW_ISA=baseline|avx2|avx512
+pins a lower one (results are bit-identical at one level).
 )";
+
+// "1024,1024" -> {1024, 1024}.
+absl::StatusOr<std::vector<int64_t>> ParseLayers(const std::string& text) {
+  std::vector<int64_t> units;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(part, &n) || n < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--hidden: a comma-separated list of positive unit counts, got '",
+          text, "'"));
+    }
+    units.push_back(n);
+  }
+  return units;
+}
 
 int Fail(const std::string& message) {
   std::printf("{\"status\":\"error\",\"error\":%s}\n",
@@ -75,7 +106,9 @@ int main(int argc, char** argv) {
                   {"lr", "0.02"},
                   {"decay", "0.2"},
                   {"momentum", "0.9"},
-                  {"towers", "2"},
+                  {"streams", ""},
+                  {"towers", ""},
+                  {"data", "plan"},
                   {"seed", "1"},
                   {"train_limit", "0"},
                   {"test_limit", "0"},
@@ -114,8 +147,22 @@ int main(int argc, char** argv) {
   MnistOptions options;
   auto epochs = flags.Int("epochs", 1);
   auto batch = flags.Int("batch", 1);
-  auto hidden = flags.Int("hidden", 1);
-  auto towers = flags.Int("towers", 1);
+  auto hidden = ParseLayers(flags.String("hidden"));
+  if (!flags.String("streams").empty() && !flags.String("towers").empty()) {
+    return Fail("give --streams or --towers (its old name), not both");
+  }
+  const std::string streams_flag = !flags.String("towers").empty()
+                                       ? "towers"
+                                       : "streams";
+  if (flags.String(streams_flag).empty()) flags.Set(streams_flag, "2");
+  auto towers = flags.Int(streams_flag, 1);
+  const std::string data = flags.String("data");
+  if (data != "plan" && data != "pipelines") {
+    return Fail(absl::StrCat("--data: plan or pipelines, got '", data, "'"));
+  }
+  if (auto isa = actorflow::nn::IsaFromEnvironment(); !isa.ok()) {
+    return Fail(std::string(isa.status().message()));
+  }
   auto seed = flags.Int("seed", 0);
   auto train_limit = flags.Int("train_limit", 0);
   auto test_limit = flags.Int("test_limit", 0);
@@ -134,7 +181,8 @@ int main(int argc, char** argv) {
   options.epochs = static_cast<int>(*epochs);
   options.model.batch_size = *batch;
   options.model.hidden = *hidden;
-  options.model.towers = static_cast<int>(*towers);
+  options.model.streams = static_cast<int>(*towers);
+  options.pipelines = data == "pipelines";
   options.model.gpu = gpu;
   if (gpu && !reference) {
     // One line rather than the plan's error for every GPU task.
@@ -177,17 +225,18 @@ int main(int argc, char** argv) {
         e.train_seconds, e.eval_seconds);
     std::fflush(stdout);
   };
+  std::string layers = absl::StrCat(options.model.inputs);
+  for (int64_t h : options.model.hidden) absl::StrAppend(&layers, "-", h);
+  absl::StrAppend(&layers, "-", options.model.classes);
   std::printf(
-      "training %s: %lld-%lld-%lld, batch %lld, %d tower(s), lr %g, "
-      "momentum %g\n",
+      "training %s: %s, batch %lld, %d stream(s), lr %g, momentum %g, "
+      "%s arithmetic\n",
       reference ? "with the sequential reference loop"
       : gpu     ? "as a plan on GPU streams"
                 : "as a plan",
-      static_cast<long long>(options.model.inputs),
-      static_cast<long long>(options.model.hidden),
-      static_cast<long long>(options.model.classes),
-      static_cast<long long>(options.model.batch_size), options.model.towers,
-      options.model.lr, options.model.momentum);
+      layers.c_str(), static_cast<long long>(options.model.batch_size),
+      options.model.streams, options.model.lr, options.model.momentum,
+      actorflow::nn::IsaName(actorflow::nn::DenseIsa()));
   auto summary = reference
                      ? actorflow::examples::TrainSequential(options, report)
                      : actorflow::examples::TrainWithPlan(options, report);

@@ -131,6 +131,59 @@ absl::StatusOr<MnistOptions> Resolve(MnistOptions o) {
   return o;
 }
 
+// The plan reads the IDX files itself (MlpConfig::data): Start runs every
+// epoch; the pieces come back in order, an epoch's training pieces then
+// its evaluation pieces, timed as they arrive.
+absl::StatusOr<TrainSummary> TrainReadingInPlan(const MnistOptions& o,
+                                                const EpochCallback& on_epoch) {
+  nn::MlpConfig model = o.model;
+  nn::MlpData data;
+  data.train_images = FilePath(o, true, true);
+  data.train_labels = FilePath(o, true, false);
+  data.test_images = FilePath(o, false, true);
+  data.test_labels = FilePath(o, false, false);
+  data.train_limit = o.train_limit;
+  data.test_limit = o.test_limit;
+  data.epochs = o.epochs;
+  data.seed = o.data_seed;
+  data.shuffle_window = kWholeEpoch;
+  data.mean = kPixelMean;
+  data.std = kPixelStd;
+  model.data = data;
+  // The plan runs ahead of the caller by this many pieces: the caller
+  // collects results, it never paces the streams.
+  model.depth = std::max(model.depth, 16);
+  auto trainer = nn::MlpTrainer::Create(model, o.trace);
+  if (!trainer.ok()) return trainer.status();
+  const nn::MlpSchedule& schedule = (*trainer)->schedule();
+  TrainSummary summary;
+  Clock::time_point start = Clock::now();
+  absl::Status started = (*trainer)->Start();
+  if (!started.ok()) return started;
+  for (int epoch = 0; epoch < o.epochs; ++epoch) {
+    EpochReport report;
+    report.epoch = epoch + 1;
+    Tally train_tally, test_tally;
+    for (int64_t i = 0; i < schedule.period(); ++i) {
+      auto result = (*trainer)->Collect();
+      if (!result.ok()) return result.status();
+      (result->train ? train_tally : test_tally).Add(*result, &summary);
+      if (i + 1 == schedule.train_pieces) {
+        report.train_seconds = SecondsSince(start);
+        start = Clock::now();
+      }
+    }
+    report.eval_seconds = SecondsSince(start);
+    start = Clock::now();
+    Finish(on_epoch, report, train_tally, test_tally, &summary);
+  }
+  absl::Status finished = (*trainer)->Finish();
+  if (!finished.ok()) return finished;
+  if (o.trace) summary.trace = (*trainer)->trace();
+  Totals(&summary);
+  return summary;
+}
+
 }  // namespace
 
 absl::StatusOr<TrainSummary> TrainWithPlan(const MnistOptions& options,
@@ -138,6 +191,7 @@ absl::StatusOr<TrainSummary> TrainWithPlan(const MnistOptions& options,
   auto resolved = Resolve(options);
   if (!resolved.ok()) return resolved.status();
   const MnistOptions& o = *resolved;
+  if (!o.pipelines) return TrainReadingInPlan(o, on_epoch);
   auto trainer = nn::MlpTrainer::Create(o.model, o.trace);
   if (!trainer.ok()) return trainer.status();
   auto train = MakePipeline(o, true);

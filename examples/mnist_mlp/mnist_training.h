@@ -37,6 +37,11 @@ struct MnistOptions {
   int data_threads = 1;
   int prefetch = 2;
   bool trace = false;  // TrainWithPlan: record every act
+  // TrainWithPlan: feed the plan from two data pipelines on their own
+  // threads (MlpTrainer::Submit) rather than have it read the IDX files
+  // itself (MlpConfig::data, the default: no thread of the caller's per
+  // piece, so the streams keep the cores). The same batches either way.
+  bool pipelines = false;
 };
 
 struct EpochReport {
@@ -61,7 +66,7 @@ struct TrainSummary {
 
 using EpochCallback = std::function<void(const EpochReport&)>;
 
-// The plan: MlpTrainer fed by the pipelines.
+// The plan: MlpTrainer reading the data itself, or fed by the pipelines.
 absl::StatusOr<TrainSummary> TrainWithPlan(const MnistOptions& options,
                                            const EpochCallback& on_epoch = {});
 // The sequential loop: the same batches, normalized the same way, through

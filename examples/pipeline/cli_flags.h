@@ -58,6 +58,10 @@ class CliFlags {
     return absl::OkStatus();
   }
 
+  // Sets a value (a default that depends on other flags).
+  void Set(const std::string& name, std::string value) {
+    values_[name] = std::move(value);
+  }
   const std::string& String(const std::string& name) const {
     return values_.at(name);
   }

@@ -269,7 +269,7 @@ class GpuVariableKernel final : public VariableKernel {
         if (!host.ok()) return host.status();
         initial_ = static_cast<float*>(*host);
         absl::Status status =
-            InitWeights(init_, scale_, seed_, out.elem_cnt(), initial_);
+            FillInitial(out.shape(), initial_);
         if (!status.ok()) return status;
       }
       absl::Status status =
