@@ -94,7 +94,7 @@ absl::StatusOr<std::vector<FileEntry>> ReadFileList(const std::string& path) {
   return files;
 }
 
-absl::Status ReadWholeFile(const std::string& path, std::vector<uint8_t>* out) {
+absl::Status ReadWholeFile(const std::string& path, Bytes* out) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) {
     return absl::NotFoundError(

@@ -31,7 +31,7 @@ absl::StatusOr<std::vector<FileEntry>> ListImageDirectory(
 absl::StatusOr<std::vector<FileEntry>> ReadFileList(const std::string& path);
 
 // The whole content of a file.
-absl::Status ReadWholeFile(const std::string& path, std::vector<uint8_t>* out);
+absl::Status ReadWholeFile(const std::string& path, Bytes* out);
 
 // Samples [begin, end) of `count` that shard `shard` of `shards` owns:
 // contiguous ranges that together cover every sample once.

@@ -35,51 +35,106 @@ struct Tap {
   float frac = 0;
 };
 
-std::vector<Tap> Taps(int64_t in_size, int64_t out_size) {
-  std::vector<Tap> taps(out_size);
+// The taps of outputs [first, first + count) of a resize from in_size to
+// out_size, relative to `origin` (the first source index held).
+std::vector<Tap> Taps(int64_t in_size, int64_t out_size, int64_t first,
+                      int64_t count, int64_t origin) {
+  std::vector<Tap> taps(count);
   const double scale = static_cast<double>(in_size) / out_size;
-  for (int64_t o = 0; o < out_size; ++o) {
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t o = first + i;
     double src = (o + 0.5) * scale - 0.5;
     src = std::max(0.0, std::min(src, static_cast<double>(in_size - 1)));
-    Tap& tap = taps[o];
+    Tap& tap = taps[i];
     tap.lo = static_cast<int64_t>(src);
     tap.hi = std::min(tap.lo + 1, in_size - 1);
     tap.frac = static_cast<float>(src - tap.lo);
+    tap.lo -= origin;
+    tap.hi -= origin;
   }
   return taps;
 }
 
+// One source row interpolated along the width: out[x * c + k] is the value
+// between the row's two taps of output column x. C > 0: the channel count
+// known at compile time (the common 1 and 3), else `channels`.
+template <typename T, int C>
+void HorizontalPass(const T* __restrict row, const std::vector<Tap>& xs,
+                    int64_t channels, float* __restrict out) {
+  const int64_t c = C > 0 ? C : channels;
+  const int64_t n = static_cast<int64_t>(xs.size());
+  for (int64_t x = 0; x < n; ++x) {
+    const Tap& tap = xs[x];
+    const T* a = row + tap.lo * c;
+    const T* b = row + tap.hi * c;
+    for (int64_t k = 0; k < c; ++k) {
+      const float left = static_cast<float>(a[k]);
+      out[x * c + k] = left + (static_cast<float>(b[k]) - left) * tap.frac;
+    }
+  }
+}
+
 template <typename T>
-void ResizeImpl(const SampleRef& in, int64_t height, int64_t width,
-                Sample* out) {
+void VerticalPass(const float* __restrict upper, const float* __restrict lower,
+                  float fy, int64_t n, T* __restrict out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float value = upper[i] + (lower[i] - upper[i]) * fy;
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      // Rounded half up (the value is clamped non-negative first).
+      out[i] = static_cast<uint8_t>(
+          static_cast<int>(std::min(255.0f, std::max(0.0f, value)) + 0.5f));
+    } else {
+      out[i] = value;
+    }
+  }
+}
+
+// in: rows [area.y, ...) and columns [area.x, ...) of a source of
+// area.full_h x area.full_w; out: the window of the resize of that source
+// to height x width. Separable: each source row the window reads is
+// interpolated along the width once, then pairs of those rows along the
+// height (the same arithmetic as per pixel, in the same order).
+template <typename T>
+void ResizeImpl(const SampleRef& in, const ResizeArea& area, int64_t height,
+                int64_t width, const CropWindow& window, int64_t out_h,
+                int64_t out_w, Sample* out) {
   const int64_t in_w = in.shape[1];
   const int64_t c = in.shape[2];
-  const std::vector<Tap> ys = Taps(in.shape[0], height);
-  const std::vector<Tap> xs = Taps(in_w, width);
+  const std::vector<Tap> ys = Taps(area.full_h, height, window.y, out_h, area.y);
+  const std::vector<Tap> xs = Taps(area.full_w, width, window.x, out_w, area.x);
   const T* src = in.as<T>();
   T* dst = out->as<T>();
-  for (int64_t y = 0; y < height; ++y) {
-    const T* top = src + ys[y].lo * in_w * c;
-    const T* bottom = src + ys[y].hi * in_w * c;
-    const float fy = ys[y].frac;
-    for (int64_t x = 0; x < width; ++x) {
-      const Tap& tx = xs[x];
-      for (int64_t k = 0; k < c; ++k) {
-        const float a = static_cast<float>(top[tx.lo * c + k]);
-        const float b = static_cast<float>(top[tx.hi * c + k]);
-        const float d = static_cast<float>(bottom[tx.lo * c + k]);
-        const float e = static_cast<float>(bottom[tx.hi * c + k]);
-        const float upper = a + (b - a) * tx.frac;
-        const float lower = d + (e - d) * tx.frac;
-        const float value = upper + (lower - upper) * fy;
-        if constexpr (std::is_same_v<T, uint8_t>) {
-          *dst++ = static_cast<uint8_t>(
-              std::min(255.0f, std::max(0.0f, std::nearbyint(value))));
-        } else {
-          *dst++ = value;
-        }
-      }
+  const int64_t row_len = out_w * c;
+  // Two interpolated source rows, by source row index.
+  std::vector<float> cache(2 * row_len);
+  int64_t cached[2] = {-1, -1};
+  auto row = [&](int64_t r) -> const float* {
+    for (int slot = 0; slot < 2; ++slot) {
+      if (cached[slot] == r) return cache.data() + slot * row_len;
     }
+    // Evict the lower-numbered row: taps only move down.
+    const int slot = cached[0] < cached[1] ? 0 : 1;
+    float* to = cache.data() + slot * row_len;
+    const T* from = src + r * in_w * c;
+    if (c == 3) {
+      HorizontalPass<T, 3>(from, xs, c, to);
+    } else if (c == 1) {
+      HorizontalPass<T, 1>(from, xs, c, to);
+    } else {
+      HorizontalPass<T, 0>(from, xs, c, to);
+    }
+    cached[slot] = r;
+    return to;
+  };
+  for (int64_t y = 0; y < out_h; ++y) {
+    const float* upper = row(ys[y].lo);
+    const float* lower = row(ys[y].hi);
+    // row(hi) may have evicted lo when the two differ and neither was
+    // cached: fetch lo again (then hi is kept, being the newer).
+    if (ys[y].lo != ys[y].hi && cached[0] != ys[y].lo && cached[1] != ys[y].lo) {
+      upper = row(ys[y].lo);
+    }
+    VerticalPass<T>(upper, lower, ys[y].frac, row_len, dst + y * row_len);
   }
 }
 
@@ -98,18 +153,59 @@ void ShorterSideSize(int64_t height, int64_t width, int64_t shorter,
 absl::Status Resize(const SampleRef& in, int64_t height, int64_t width,
                     Sample* out) {
   absl::Status ok = ExpectImage("resize", in);
+  if (!ok.ok()) return ok;
+  return ResizeWindow(in, ResizeArea{in.shape[0], in.shape[1], 0, 0}, height,
+                      width, CropWindow{}, height, width, out);
+}
+
+void SourceRows(int64_t in_size, int64_t out_size, int64_t first,
+                int64_t count, int64_t* begin, int64_t* end) {
+  const std::vector<Tap> taps = Taps(in_size, out_size, first, count, 0);
+  *begin = in_size;
+  *end = 0;
+  for (const Tap& tap : taps) {
+    *begin = std::min(*begin, tap.lo);
+    *end = std::max(*end, tap.hi + 1);
+  }
+  if (*begin > *end) *begin = *end = 0;
+}
+
+absl::Status ResizeWindow(const SampleRef& in, const ResizeArea& area,
+                          int64_t height, int64_t width,
+                          const CropWindow& window, int64_t out_h,
+                          int64_t out_w, Sample* out) {
+  absl::Status ok = ExpectImage("resize", in);
   if (ok.ok()) ok = ExpectType("resize", in, {DT_UINT8, DT_FLOAT32});
   if (!ok.ok()) return ok;
-  if (height < 1 || width < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("resize: size ", height, "x", width, " is empty"));
+  if (height < 1 || width < 1 || out_h < 1 || out_w < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resize: size ", height, "x", width, " (window ", out_h, "x", out_w,
+        ") is empty"));
   }
-  const int64_t shape[] = {height, width, in.shape[2]};
+  if (window.y < 0 || window.x < 0 || window.y + out_h > height ||
+      window.x + out_w > width) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resize: window ", out_h, "x", out_w, " at (", window.y, ", ",
+        window.x, ") leaves the size ", height, "x", width));
+  }
+  // The source rows and columns the window's taps read must be held.
+  int64_t y0, y1, x0, x1;
+  SourceRows(area.full_h, height, window.y, out_h, &y0, &y1);
+  SourceRows(area.full_w, width, window.x, out_w, &x0, &x1);
+  if (y0 < area.y || x0 < area.x || y1 > area.y + in.shape[0] ||
+      x1 > area.x + in.shape[1]) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resize: the window reads source rows [", y0, ", ", y1,
+        ") and columns [", x0, ", ", x1, "), but the image holds rows [",
+        area.y, ", ", area.y + in.shape[0], ") and columns [", area.x, ", ",
+        area.x + in.shape[1], ")"));
+  }
+  const int64_t shape[] = {out_h, out_w, in.shape[2]};
   out->Reshape(in.type, shape);
   if (in.type == DT_UINT8) {
-    ResizeImpl<uint8_t>(in, height, width, out);
+    ResizeImpl<uint8_t>(in, area, height, width, window, out_h, out_w, out);
   } else {
-    ResizeImpl<float>(in, height, width, out);
+    ResizeImpl<float>(in, area, height, width, window, out_h, out_w, out);
   }
   return absl::OkStatus();
 }
@@ -167,6 +263,14 @@ absl::Status Flip(const SampleRef& in, bool horizontal, bool vertical,
     uint8_t* dst = out->storage.data() + y * w * pixel;
     if (!horizontal) {
       std::memcpy(dst, src, w * pixel);
+      continue;
+    }
+    if (pixel == 3) {
+      // RGB bytes: a constant-size copy the compiler inlines (the general
+      // loop's memcpy of `pixel` bytes is a call per pixel).
+      for (int64_t x = 0; x < w; ++x) {
+        std::memcpy(dst + x * 3, src + (w - 1 - x) * 3, 3);
+      }
       continue;
     }
     for (int64_t x = 0; x < w; ++x) {

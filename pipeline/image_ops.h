@@ -17,16 +17,36 @@ namespace actorflow::pipeline {
 // centres aligned (the half-pixel convention), edges clamped.
 absl::Status Resize(const SampleRef& in, int64_t height, int64_t width,
                     Sample* out);
-// The size Resize should make so the shorter side becomes `shorter` and the
-// aspect ratio is kept (rounded to the nearest pixel, at least 1).
-void ShorterSideSize(int64_t height, int64_t width, int64_t shorter,
-                     int64_t* out_height, int64_t* out_width);
-
 // Where a crop window starts: centred, or uniformly at random from `rng`.
 struct CropWindow {
   int64_t y = 0;
   int64_t x = 0;
 };
+
+// What part of a larger source an image holds: rows from y and columns
+// from x of a source of full_h x full_w.
+struct ResizeArea {
+  int64_t full_h = 0, full_w = 0;
+  int64_t y = 0, x = 0;
+};
+// The window of out_h x out_w at `window` of what Resize(source, height,
+// width) would make, from `in`, which holds the part of the source that
+// `area` says (it must hold every source pixel the window reads: see
+// SourceRows). With the whole source and the whole size, exactly Resize.
+absl::Status ResizeWindow(const SampleRef& in, const ResizeArea& area,
+                          int64_t height, int64_t width,
+                          const CropWindow& window, int64_t out_h,
+                          int64_t out_w, Sample* out);
+// The source indices [begin, end) that outputs [first, first + count) of
+// a resize from in_size to out_size read.
+void SourceRows(int64_t in_size, int64_t out_size, int64_t first,
+                int64_t count, int64_t* begin, int64_t* end);
+
+// The size Resize should make so the shorter side becomes `shorter` and the
+// aspect ratio is kept (rounded to the nearest pixel, at least 1).
+void ShorterSideSize(int64_t height, int64_t width, int64_t shorter,
+                     int64_t* out_height, int64_t* out_width);
+
 // The window of height x width inside an image of in_h x in_w: an error if
 // it does not fit.
 absl::Status PlaceCrop(int64_t in_h, int64_t in_w, int64_t height,

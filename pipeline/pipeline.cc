@@ -20,7 +20,7 @@ constexpr char kScheduleTask[] = "schedule";
 const std::set<std::string> kStageAttrs = {
     "input",    "output",   "worker",     "workers",     "seed",
     "op_index", "op_name",  "batch_size", "skip_errors", "deal",
-    "ops",      "op_names", "op_indices"};
+    "ops",      "op_names", "op_indices", "fuse_decode"};
 
 bool IsReader(const std::string& op) {
   return op == "file_reader" || op == "idx_reader";
@@ -575,6 +575,7 @@ absl::Status Pipeline::Compile() {
       attrs["op_name"] = StringAttr(def.name);
       attrs["batch_size"] = IntAttr(n);
       attrs["skip_errors"] = BoolAttr(skip);
+      attrs["fuse_decode"] = BoolAttr(options_.fuse_decode);
       // The first stage after the reader claims samples as its workers get
       // free; later stages keep what their worker's first stage took.
       attrs["deal"] = StringAttr(in.kind == "source" ? "dynamic" : "all");

@@ -45,6 +45,13 @@ struct PipelineOptions {
   int64_t spin_ns = 0;
   // Record every act (Pipeline::trace()).
   bool trace = false;
+  // Run a decode followed (in one chain) by resize and/or crop as one step
+  // that decodes a JPEG at the smallest DCT scale still covering the
+  // resize's target, and only the rows and columns the crop keeps. Crops
+  // of unresized images come out identical; resized ones differ from the
+  // unfused chain by the DCT scaling's rounding (pipeline_ops_test states
+  // the bounds). false: every operator as written.
+  bool fuse_decode = true;
   // Which CUDA devices are usable (tests pass their own).
   DeviceProbe probe = cuda::DeviceAvailable;
 };

@@ -2,6 +2,8 @@
 #define ACTORFLOW_PIPELINE_SAMPLE_H_
 
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,29 @@
 namespace actorflow::pipeline {
 
 using SampleShape = absl::InlinedVector<int64_t, 4>;
+
+// An allocator whose resize leaves new bytes uninitialized: a sample's
+// buffer is always written whole after Reshape, and zeroing it first cost
+// a pass over every image (scratch buffers grow and shrink per sample).
+template <typename T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <typename U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) {}
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;  // default-initialized: no zeroing
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using Bytes = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
 
 // One sample read-only: what an operator function takes. Images are HWC.
 struct SampleRef {
@@ -33,7 +58,7 @@ struct SampleRef {
 struct Sample {
   DataType type = DT_UINT8;
   SampleShape shape;
-  std::vector<uint8_t> storage;
+  Bytes storage;
 
   // Sets type and shape and sizes the storage (contents unspecified).
   void Reshape(DataType new_type, absl::Span<const int64_t> new_shape) {

@@ -43,6 +43,16 @@ absl::StatusOr<double> Probability(const KernelInitContext& ctx,
   return p;
 }
 
+// attr `max_pixels`: >= 0 (0: no limit), default kDefaultMaxPixels.
+absl::StatusOr<int64_t> MaxPixels(const KernelInitContext& ctx) {
+  auto max_pixels = ctx.IntAttrOr("max_pixels", kDefaultMaxPixels);
+  if (max_pixels.ok() && *max_pixels < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attr 'max_pixels': 0 (no limit) or more, got ", *max_pixels));
+  }
+  return max_pixels;
+}
+
 class DecodeOp final : public SampleOp {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
@@ -52,23 +62,163 @@ class DecodeOp final : public SampleOp {
       return absl::InvalidArgumentError(absl::StrCat(
           "attr 'color': \"rgb\" or \"gray\", got \"", *color, "\""));
     }
-    channels_ = *color == "rgb" ? 3 : 1;
+    auto max_pixels = MaxPixels(ctx);
+    if (!max_pixels.ok()) return max_pixels.status();
+    options_.channels = *color == "rgb" ? 3 : 1;
+    options_.max_pixels = *max_pixels;
     return absl::OkStatus();
   }
   absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
     absl::Status ok =
         ExpectRank("decode", in, 1, "encoded files (uint8 [bytes])", true);
     if (!ok.ok()) return ok;
-    return SampleSpec{DT_UINT8, {-1, -1, channels_}};
+    return SampleSpec{DT_UINT8, {-1, -1, options_.channels}};
   }
   absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
-    return DecodeImage(absl::MakeConstSpan(in.data, in.bytes),
-                       static_cast<int>(channels_), out);
+    return DecodeImage(absl::MakeConstSpan(in.data, in.bytes), options_, out);
   }
   bool skippable() const override { return true; }
 
  private:
-  int64_t channels_ = 3;
+  DecodeOptions options_;
+};
+
+// The fused decoders. `decode_resize` (attrs color, max_pixels, and
+// shorter or size as `resize` takes them) is decode then resize, with a
+// JPEG decoded at the smallest DCT scale that still covers the target.
+// `decode_random_crop` (attrs color, max_pixels, size [h, w], random b
+// (true), and optionally resize_shorter or resize_size) is decode, [resize,]
+// crop: its window is drawn exactly as `crop` draws it from the resized
+// size (the same generator), and only the source rows and columns that
+// window reads are decoded.
+class DecodeCropOp final : public SampleOp {
+ public:
+  explicit DecodeCropOp(bool crop) : crop_(crop) {}
+
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto color = ctx.StringAttrOr("color", "rgb");
+    if (!color.ok()) return color.status();
+    if (*color != "rgb" && *color != "gray") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attr 'color': \"rgb\" or \"gray\", got \"", *color, "\""));
+    }
+    auto max_pixels = MaxPixels(ctx);
+    if (!max_pixels.ok()) return max_pixels.status();
+    options_.channels = *color == "rgb" ? 3 : 1;
+    options_.max_pixels = *max_pixels;
+    const char* size_name = crop_ ? "resize_size" : "size";
+    const char* shorter_name = crop_ ? "resize_shorter" : "shorter";
+    auto resize = SizeAttr(ctx, size_name, /*required=*/false);
+    auto shorter = ctx.IntAttrOr(shorter_name, 0);
+    if (!resize.ok()) return resize.status();
+    if (!shorter.ok()) return shorter.status();
+    if (!resize->empty() && *shorter > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attrs: give at most one of '", size_name, "' and '", shorter_name,
+          "'"));
+    }
+    if (!crop_ && resize->empty() && *shorter <= 0) {
+      return absl::InvalidArgumentError(
+          "attrs: give exactly one of 'size' ([height, width]) and "
+          "'shorter' (the shorter side's length, > 0)");
+    }
+    resize_ = *resize;
+    shorter_ = *shorter;
+    if (crop_) {
+      auto size = SizeAttr(ctx, "size", /*required=*/true);
+      auto random = ctx.BoolAttrOr("random", true);
+      if (!size.ok()) return size.status();
+      if (!random.ok()) return random.status();
+      crop_size_ = *size;
+      random_ = *random;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok = ExpectRank(crop_ ? "decode_random_crop" : "decode_resize",
+                                 in, 1, "encoded files (uint8 [bytes])", true);
+    if (!ok.ok()) return ok;
+    const int64_t c = options_.channels;
+    if (crop_) return SampleSpec{DT_UINT8, {crop_size_[0], crop_size_[1], c}};
+    if (!resize_.empty()) return SampleSpec{DT_UINT8, {resize_[0], resize_[1], c}};
+    return SampleSpec{DT_UINT8, {-1, -1, c}};
+  }
+
+  absl::Status Apply(const SampleRef& in, SampleRng* rng,
+                     Sample* out) override {
+    skippable_ = true;
+    const auto bytes = absl::MakeConstSpan(in.data, in.bytes);
+    auto header = ReadImageHeader(bytes);
+    if (!header.ok()) return header.status();
+    const int64_t h = header->height, w = header->width;
+    if (options_.max_pixels > 0 && h * w > options_.max_pixels) {
+      // The decoder's own check, with its message.
+      return DecodeImage(bytes, options_, out);
+    }
+    // The resized size (the image's own without a resize).
+    int64_t rh = h, rw = w;
+    const bool resize = shorter_ > 0 || !resize_.empty();
+    if (shorter_ > 0) {
+      ShorterSideSize(h, w, shorter_, &rh, &rw);
+    } else if (!resize_.empty()) {
+      rh = resize_[0];
+      rw = resize_[1];
+    }
+    CropWindow window;
+    int64_t out_h = rh, out_w = rw;
+    if (crop_) {
+      out_h = crop_size_[0];
+      out_w = crop_size_[1];
+      absl::Status placed =
+          PlaceCrop(rh, rw, out_h, out_w, random_, rng, &window);
+      if (!placed.ok()) {
+        skippable_ = false;  // a pipeline that crops more than it resizes
+        return placed;
+      }
+    }
+    DecodeOptions options = options_;
+    DecodedRegion region;
+    if (!resize) {
+      // A crop of the image itself: decode its rows and columns only.
+      options.y = window.y;
+      options.x = window.x;
+      options.h = out_h;
+      options.w = out_w;
+      absl::Status ok = DecodeImage(bytes, options, &decoded_, &region);
+      if (!ok.ok()) return ok;
+      return Crop(decoded_.ref(),
+                  CropWindow{window.y - region.y, window.x - region.x}, out_h,
+                  out_w, out);
+    }
+    options.scale_eighths = DctScaleFor(h, w, rh, rw);
+    const int64_t sh = ScaledSize(h, options.scale_eighths);
+    const int64_t sw = ScaledSize(w, options.scale_eighths);
+    int64_t y0, y1, x0, x1;
+    SourceRows(sh, rh, window.y, out_h, &y0, &y1);
+    SourceRows(sw, rw, window.x, out_w, &x0, &x1);
+    options.y = y0;
+    options.h = y1 - y0;
+    options.x = x0;
+    options.w = x1 - x0;
+    absl::Status ok = DecodeImage(bytes, options, &decoded_, &region);
+    if (!ok.ok()) return ok;
+    return ResizeWindow(
+        decoded_.ref(),
+        ResizeArea{region.full_height, region.full_width, region.y, region.x},
+        rh, rw, window, out_h, out_w, out);
+  }
+  bool skippable() const override { return skippable_; }
+
+ private:
+  const bool crop_;
+  DecodeOptions options_;
+  std::vector<int64_t> resize_;
+  int64_t shorter_ = 0;
+  std::vector<int64_t> crop_size_;
+  bool random_ = true;
+  Sample decoded_;
+  bool skippable_ = true;  // of the last failure
 };
 
 class ResizeOp final : public SampleOp {
@@ -262,12 +412,19 @@ class CastOp final : public SampleOp {
 }  // namespace
 
 std::vector<std::string> SampleOpNames() {
-  return {"cast", "crop", "crop_mirror_normalize", "decode", "flip", "resize"};
+  return {"cast",          "crop",
+          "crop_mirror_normalize", "decode",
+          "decode_random_crop",    "decode_resize",
+          "flip",          "resize"};
 }
 
 absl::StatusOr<std::unique_ptr<SampleOp>> MakeSampleOp(
     const std::string& name) {
   if (name == "decode") return std::make_unique<DecodeOp>();
+  if (name == "decode_resize") return std::make_unique<DecodeCropOp>(false);
+  if (name == "decode_random_crop") {
+    return std::make_unique<DecodeCropOp>(true);
+  }
   if (name == "resize") return std::make_unique<ResizeOp>();
   if (name == "crop") return std::make_unique<CropOp>();
   if (name == "flip") return std::make_unique<FlipOp>();

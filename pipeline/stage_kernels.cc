@@ -294,6 +294,70 @@ absl::Status ExternalSourceKernel::Forward(KernelContext* ctx) {
 
 // ---- per-sample stages ----
 
+namespace {
+
+AttrValue* FindOwnAttr(TaskProto* task, const std::string& name) {
+  auto& attrs = *task->mutable_kernel()->mutable_attr();
+  auto it = attrs.find(name);
+  return it == attrs.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+// decode, [resize,] crop -> decode_random_crop; decode, resize ->
+// decode_resize: one step that decodes only what the later ones keep. The
+// fused step keeps the decoder's name (its errors are mostly the file's)
+// and the crop's index, which seeds its window exactly as the crop's.
+template <typename Planned>
+std::vector<Planned> FuseDecoders(std::vector<Planned> planned) {
+  std::vector<Planned> fused;
+  for (size_t j = 0; j < planned.size(); ++j) {
+    if (planned[j].op != "decode" || j + 1 == planned.size()) {
+      fused.push_back(std::move(planned[j]));
+      continue;
+    }
+    Planned& decode = planned[j];
+    Planned* resize =
+        planned[j + 1].op == "resize" ? &planned[j + 1] : nullptr;
+    const size_t crop_at = j + (resize ? 2 : 1);
+    Planned* crop = crop_at < planned.size() && planned[crop_at].op == "crop"
+                        ? &planned[crop_at]
+                        : nullptr;
+    if (resize == nullptr && crop == nullptr) {
+      fused.push_back(std::move(planned[j]));
+      continue;
+    }
+    Planned step = std::move(decode);
+    auto& attrs = *step.own.mutable_kernel()->mutable_attr();
+    if (crop != nullptr) {
+      step.op = "decode_random_crop";
+      step.op_index = crop->op_index;
+      for (const char* name : {"size", "random"}) {
+        if (AttrValue* v = FindOwnAttr(&crop->own, name)) attrs[name] = *v;
+      }
+      // The crop's own default (centred), not decode_random_crop's.
+      if (!attrs.count("random")) attrs["random"].set_b(false);
+      if (resize != nullptr) {
+        if (AttrValue* v = FindOwnAttr(&resize->own, "size")) {
+          attrs["resize_size"] = *v;
+        }
+        if (AttrValue* v = FindOwnAttr(&resize->own, "shorter")) {
+          attrs["resize_shorter"] = *v;
+        }
+      }
+    } else {
+      step.op = "decode_resize";
+      for (const char* name : {"size", "shorter"}) {
+        if (AttrValue* v = FindOwnAttr(&resize->own, name)) attrs[name] = *v;
+      }
+    }
+    fused.push_back(std::move(step));
+    j = crop != nullptr ? crop_at : j + 1;
+  }
+  return fused;
+}
+
+
 absl::Status SampleStageKernel::InitSteps(const KernelInitContext& ctx) {
   steps_.clear();
   const std::string& op_type = ctx.task().kernel().op_type();
@@ -321,26 +385,38 @@ absl::Status SampleStageKernel::InitSteps(const KernelInitContext& ctx) {
         "attrs 'ops', 'op_names' and 'op_indices': one entry per operator, "
         "at least one");
   }
+  struct Planned {
+    std::string op;
+    TaskProto own;  // the operator's own attributes, unprefixed
+    int64_t op_index;
+  };
+  std::vector<Planned> planned;
   for (size_t j = 0; j < ops->size(); ++j) {
-    auto op = MakeSampleOp((*ops)[j]);
-    if (!op.ok()) return op.status();
     // Operator j's attributes are those named "<j>.<attr>".
-    TaskProto own;
-    own.set_name((*names)[j]);
+    Planned p{(*ops)[j], TaskProto(), (*indices)[j]};
+    p.own.set_name((*names)[j]);
     const std::string prefix = absl::StrCat(j, ".");
     for (const auto& [key, value] : ctx.task().kernel().attr()) {
       if (absl::StartsWith(key, prefix)) {
-        (*own.mutable_kernel()->mutable_attr())[key.substr(prefix.size())] =
+        (*p.own.mutable_kernel()->mutable_attr())[key.substr(prefix.size())] =
             value;
       }
     }
-    KernelInitContext own_ctx(own, {}, {});
+    planned.push_back(std::move(p));
+  }
+  auto fuse = ctx.BoolAttrOr("fuse_decode", false);
+  if (!fuse.ok()) return fuse.status();
+  if (*fuse) planned = FuseDecoders(std::move(planned));
+  for (Planned& p : planned) {
+    auto op = MakeSampleOp(p.op);
+    if (!op.ok()) return op.status();
+    KernelInitContext own_ctx(p.own, {}, {});
     ok = (*op)->Init(own_ctx);
     if (!ok.ok()) {
-      return absl::Status(ok.code(), absl::StrCat("operator '", (*names)[j],
+      return absl::Status(ok.code(), absl::StrCat("operator '", p.own.name(),
                                                   "': ", ok.message()));
     }
-    steps_.push_back(Step{std::move(*op), (*names)[j], (*indices)[j]});
+    steps_.push_back(Step{std::move(*op), p.own.name(), p.op_index});
   }
   return absl::OkStatus();
 }

@@ -111,6 +111,10 @@ class ExternalSourceKernel final : public Kernel {
 //   "dynamic"  those this worker claims first from the stage's dealer
 //              (static when the kernel has no dealers: outside a Pipeline)
 //   "all"      every one (a later stage of the same worker)
+// With attr `fuse_decode` (the Pipeline sets it from
+// PipelineOptions::fuse_decode), a chain's decode followed by resize and/or
+// crop runs as one fused step (decode_resize, decode_random_crop) that
+// decodes a JPEG at a reduced DCT scale and only the region kept.
 class SampleStageKernel final : public Kernel {
  public:
   explicit SampleStageKernel(SampleDealers* dealers) : dealers_(dealers) {}

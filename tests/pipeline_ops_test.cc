@@ -172,7 +172,7 @@ TEST_CASE("crop, flip and crop_mirror_normalize move the right pixels") {
   REQUIRE(PlaceCrop(3, 4, 2, 2, /*random=*/false, &rng, &window).ok());
   CHECK((window.y == 0 && window.x == 1));
   REQUIRE(Crop(image.ref(), window, 2, 2, &out).ok());
-  CHECK(out.storage == std::vector<uint8_t>{1, 2, 11, 12});
+  CHECK(out.storage == Bytes{1, 2, 11, 12});
   CHECK_FALSE(PlaceCrop(3, 4, 4, 2, false, &rng, &window).ok());
 
   REQUIRE(Flip(image.ref(), /*horizontal=*/true, false, &out).ok());

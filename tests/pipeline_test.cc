@@ -9,9 +9,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "examples/pipeline/image_pipeline_lib.h"
 #include "pipeline/dataset.h"
@@ -169,6 +171,99 @@ TEST_CASE("same seed, same batches: whatever the threads and prefetch depth") {
   auto pipe = examples::MakeImagePipeline(config, other);
   REQUIRE_OK(pipe->Build());
   CHECK(EpochHash(pipe.get(), 2) != reference);
+}
+
+// Every batch of one epoch, its images output as floats, in order.
+std::vector<std::vector<float>> EpochImages(Pipeline* pipe) {
+  std::vector<std::vector<float>> batches;
+  REQUIRE(pipe->Run().ok());
+  while (true) {
+    auto out = pipe->Outputs();
+    if (absl::IsOutOfRange(out.status())) break;
+    INFO(out.status().message());
+    REQUIRE(out.ok());
+    const ConstTensorView data = out->outputs[0].data();
+    const float* values = static_cast<const float*>(data.raw_data());
+    batches.emplace_back(values, values + data.elem_cnt());
+    REQUIRE(pipe->Run().ok());
+  }
+  return batches;
+}
+
+TEST_CASE("fused decoding: near the unfused chain, deterministic, bombs named") {
+  // Photos of 600 x 800, resized to a shorter side of 256 and cropped to
+  // 224: the fused step decodes each at 1/2 scale and only the crop's
+  // region; one file claims 60000 x 60000 pixels.
+  const std::string dir = testing::TestTempDir("fused");
+  REQUIRE_OK(WritePhotoImages(dir, 20, 600, 800, 2));
+  {
+    auto huge = JpegClaiming(60000, 60000);
+    REQUIRE(huge.ok());
+    std::ofstream(dir + "/class1/zz_huge.jpg", std::ios::binary) << *huge;
+  }
+  const uint64_t seed = testing::TestSeed("fused decoding");
+  examples::ImagePipelineConfig config{dir, 256, 224, 0};
+  auto make = [&](bool fuse, int threads, int depth, OnError on_error) {
+    PipelineOptions options;
+    options.batch_size = 8;
+    options.num_threads = threads;
+    options.prefetch_depth = depth;
+    options.seed = seed;
+    options.fuse_decode = fuse;
+    options.on_error = on_error;
+    auto pipe = examples::MakeImagePipeline(config, options);
+    REQUIRE_OK(pipe->Build());
+    return pipe;
+  };
+  auto unfused = make(false, 2, 2, OnError::kSkipSample);
+  const auto want = EpochImages(unfused.get());
+  auto fused = make(true, 2, 2, OnError::kSkipSample);
+  const auto got = EpochImages(fused.get());
+  REQUIRE(got.size() == want.size());
+  REQUIRE(got.size() == 3);  // 20 good photos in batches of 8
+  // Normalized values (std about 57 of 255): the bounds of
+  // image_decode_test (mean 4, max 48 levels) in these units.
+  double sum = 0, worst = 0;
+  int64_t count = 0;
+  for (size_t b = 0; b < got.size(); ++b) {
+    REQUIRE(got[b].size() == want[b].size());
+    for (size_t i = 0; i < got[b].size(); ++i) {
+      const double d = std::abs(got[b][i] - want[b][i]);
+      sum += d;
+      worst = std::max(worst, d);
+      ++count;
+    }
+  }
+  INFO("mean difference " << sum / count << ", max " << worst);
+  CHECK(sum / count <= 4.0 / 57);
+  CHECK(worst <= 48.0 / 57);
+  CHECK(sum > 0);  // really decoded at another scale
+  // The bomb was dropped and named, with the limit it broke.
+  bool named = false;
+  for (const SkippedSample& s : fused->skipped()) {
+    named = named || (absl::StrContains(s.name, "zz_huge.jpg") &&
+                      absl::StrContains(s.error, "above max_pixels"));
+  }
+  CHECK(named);
+  // The same batches whatever the threads and prefetch.
+  for (auto [threads, depth] : {std::pair{1, 1}, std::pair{3, 3}}) {
+    auto again = make(true, threads, depth, OnError::kSkipSample);
+    INFO("threads " << threads << ", prefetch " << depth);
+    CHECK(EpochImages(again.get()) == got);
+  }
+  // Without skip_sample the bomb stops the run, named.
+  auto failing = make(true, 2, 2, OnError::kFail);
+  absl::Status failure;
+  REQUIRE(failing->Run().ok());
+  for (int i = 0; i < 5 && failure.ok(); ++i) {
+    auto out = failing->Outputs();
+    if (!out.ok()) failure = out.status();
+    if (out.ok()) (void)failing->Run();
+  }
+  CHECK_THAT(std::string(failure.message()), Catch::Contains("zz_huge.jpg"));
+  CHECK_THAT(std::string(failure.message()),
+             Catch::Contains("60000 x 60000 = 3600000000 pixels, above "
+                             "max_pixels 67108864"));
 }
 
 TEST_CASE("the reader is never more than the prefetch depth ahead") {

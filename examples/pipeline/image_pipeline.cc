@@ -36,6 +36,12 @@ Flags:
   --resize=N          shorter side before cropping (default 256; 0: none)
   --crop=N            crop size (default 224)
   --shuffle_window=N  shuffle through a window of N files (default 0: none)
+  --fuse_decode=B     true (default): decode, resize and crop run as one
+                      step that decodes a JPEG at a reduced DCT scale and
+                      only the region the crop keeps; false: each operator
+                      as written (PipelineOptions::fuse_decode)
+  --max_pixels=N      refuse images whose header claims more pixels
+                      (default 67108864; 0: no limit)
   --write_plan=FILE   write the compiled plan (text format; `actorflow
                       validate FILE --shapes` checks it)
   --trace=FILE        write every act as a Chrome trace (chrome://tracing)
@@ -66,6 +72,8 @@ absl::Status Main(int argc, char** argv, Totals* totals, bool* help) {
                             {"resize", "256"},
                             {"crop", "224"},
                             {"shuffle_window", "0"},
+                            {"fuse_decode", "true"},
+                            {"max_pixels", "67108864"},
                             {"write_plan", ""},
                             {"trace", ""}});
   absl::Status ok = flags.Parse(argc, argv, help);
@@ -78,12 +86,18 @@ absl::Status Main(int argc, char** argv, Totals* totals, bool* help) {
   auto resize = flags.Int("resize", 0);
   auto crop = flags.Int("crop", 1);
   auto window = flags.Int("shuffle_window", 0);
-  for (const auto& v :
-       {threads, prefetch, seed, batch, epochs, resize, crop, window}) {
+  auto max_pixels = flags.Int("max_pixels", 0);
+  for (const auto& v : {threads, prefetch, seed, batch, epochs, resize, crop,
+                        window, max_pixels}) {
     if (!v.ok()) return v.status();
   }
   if (flags.String("dir").empty()) {
     return absl::InvalidArgumentError("--dir is required (see --help)");
+  }
+  const std::string& fuse = flags.String("fuse_decode");
+  if (fuse != "true" && fuse != "false") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--fuse_decode: true or false, got '", fuse, "'"));
   }
   const std::string& mode = flags.String("on_error");
   if (mode != "fail" && mode != "skip_sample") {
@@ -96,10 +110,11 @@ absl::Status Main(int argc, char** argv, Totals* totals, bool* help) {
   options.prefetch_depth = static_cast<int>(*prefetch);
   options.seed = static_cast<uint64_t>(*seed);
   options.trace = !flags.String("trace").empty();
+  options.fuse_decode = fuse == "true";
   options.on_error = mode == "skip_sample" ? pipeline::OnError::kSkipSample
                                            : pipeline::OnError::kFail;
   examples::ImagePipelineConfig config{flags.String("dir"), *resize, *crop,
-                                       *window};
+                                       *window, *max_pixels};
   auto pipe = examples::MakeImagePipeline(config, options);
   ok = pipe->Build();
   if (!ok.ok()) return ok;

@@ -1,15 +1,31 @@
 #include "examples/pipeline/image_pipeline_lib.h"
 
+#include <cstring>
+
 #include "runtime/plan_builder.h"
 
 namespace actorflow::examples {
 namespace {
 
+// Order-sensitive over 8-byte words in four independent lanes (a pass at
+// memory speed: a batch of 224 x 224 float images is 19 MB), then the
+// tail bytes.
 uint64_t Fnv(const void* data, int64_t bytes, uint64_t hash) {
+  constexpr uint64_t kPrime = 1099511628211ULL;
   const auto* p = static_cast<const uint8_t*>(data);
-  for (int64_t i = 0; i < bytes; ++i) {
+  uint64_t lane[4] = {hash, hash ^ 1, hash ^ 2, hash ^ 3};
+  int64_t i = 0;
+  for (; i + 32 <= bytes; i += 32) {
+    for (int k = 0; k < 4; ++k) {
+      uint64_t word;
+      std::memcpy(&word, p + i + 8 * k, 8);
+      lane[k] = (lane[k] ^ word) * kPrime;
+    }
+  }
+  for (int k = 0; k < 4; ++k) hash = (hash ^ lane[k]) * kPrime;
+  for (; i < bytes; ++i) {
     hash ^= p[i];
-    hash *= 1099511628211ULL;
+    hash *= kPrime;
   }
   return hash;
 }
@@ -30,7 +46,8 @@ std::unique_ptr<pipeline::Pipeline> MakeImagePipeline(
                         .name = "decode",
                         .inputs = {"files"},
                         .outputs = {"decoded"},
-                        .attrs = {{"color", StringAttr("rgb")}}});
+                        .attrs = {{"color", StringAttr("rgb")},
+                                  {"max_pixels", IntAttr(config.max_pixels)}}});
   std::string last = "decoded";
   if (config.resize > 0) {
     pipe->Add(OperatorDef{.op = "resize",

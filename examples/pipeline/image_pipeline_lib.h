@@ -19,12 +19,13 @@ struct ImagePipelineConfig {
   int64_t resize = 256;
   int64_t crop = 224;
   int64_t shuffle_window = 0;
+  int64_t max_pixels = 67108864;  // the decode's limit (0: none)
 };
 
 std::unique_ptr<pipeline::Pipeline> MakeImagePipeline(
     const ImagePipelineConfig& config, pipeline::PipelineOptions options);
 
-// FNV-1a over a batch's bytes (every output's data and sample shapes),
+// An FNV-style hash of 8-byte words over a batch's bytes (every output's data and sample shapes),
 // folded into `hash`: order-sensitive, so equal checksums mean equal
 // batches in equal order.
 uint64_t HashBatch(const pipeline::BatchView& batch, uint64_t hash);
