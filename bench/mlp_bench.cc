@@ -1,5 +1,5 @@
-// Training samples/s of the MLP on Fashion-MNIST: the plan (data pipelines
-// overlapping two data-parallel towers) against the sequential loop of the
+// Training samples/s of the MLP on Fashion-MNIST: the plan (its layers split
+// over two streams, reading its own data) against the sequential loop of the
 // same arithmetic, in the same run, alternating. Each sample trains two
 // epochs: the first includes reading and decompressing the IDX files (the
 // same serial work in both), the second is the steady state the target is
@@ -14,7 +14,7 @@
 namespace {
 
 constexpr char kHelp[] = R"(usage: mlp_bench [--samples=N] [--train_limit=N]
-  [--towers=N] [--batch=N] [--spin_ns=N]
+  [--streams=N] [--batch=N] [--spin_ns=N]
 
 Two epochs of 784-256-10 training (each followed by the test set's
 evaluation) per sample, alternating the sequential reference loop and the
@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   actorflow::bench::ParseFlags("mlp_bench", argc, argv,
                                {{"--samples", &samples},
                                 {"--train_limit", &train_limit},
-                                {"--towers", &towers},
+                                {"--streams", &towers},
                                 {"--batch", &batch},
                                 {"--spin_ns", &spin_ns}},
                                kHelp);
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
         p->epochs[0].samples_per_s, s->epochs[1].samples_per_s,
         p->epochs[1].samples_per_s);
   }
-  std::printf("\nmedian of %lld, batch %lld, %lld towers:\n",
+  std::printf("\nmedian of %lld, batch %lld, %lld streams:\n",
               static_cast<long long>(samples), static_cast<long long>(batch),
               static_cast<long long>(towers));
   const char* what[2] = {"epoch 1 (reads the files)", "epoch 2 (steady state)"};

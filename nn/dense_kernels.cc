@@ -198,11 +198,18 @@ void ApplyDelta(const float* weights, const float* delta, int64_t n,
   AddTo(weights, delta, n, out);
 }
 
+void NormalizeBytes(const uint8_t* __restrict in, int64_t n, float mean,
+                    float inv_std, float* __restrict out) {
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = (static_cast<float>(in[i]) - mean) * inv_std;
+  }
+}
+
 }  // namespace
 
 extern const DenseKernels kKernels = {
-    MatMul,       BiasAdd,     BiasAddGrad, ReluAny,   ReluGrad,
-    SoftmaxXent,  CountCorrect, SgdMomentum, ApplyDelta,
+    MatMul,      BiasAdd,      BiasAddGrad, ReluAny,    ReluGrad,
+    SoftmaxXent, CountCorrect, SgdMomentum, ApplyDelta, NormalizeBytes,
 };
 
 }  // namespace actorflow::nn::ACTORFLOW_DENSE_NS

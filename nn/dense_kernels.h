@@ -40,6 +40,9 @@ struct DenseKernels {
   // out = weights + delta; out is weights or apart from it.
   void (*apply_delta)(const float* weights, const float* delta, int64_t n,
                       float* out);
+  // out[i] = (float(in[i]) - mean) * inv_std.
+  void (*normalize_bytes)(const uint8_t* in, int64_t n, float mean,
+                          float inv_std, float* out);
 };
 
 // One table per level this build compiled (cpu_isa.h).

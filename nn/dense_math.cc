@@ -123,6 +123,11 @@ void ApplyDelta(const float* weights, const float* delta, int64_t n,
   Kernels().apply_delta(weights, delta, n, out);
 }
 
+void NormalizeBytes(const uint8_t* in, int64_t n, float mean, float inv_std,
+                    float* out) {
+  Kernels().normalize_bytes(in, n, mean, inv_std, out);
+}
+
 void AddInOrder(const std::vector<const float*>& terms, int64_t n,
                 float* out) {
   if (terms.empty()) return;

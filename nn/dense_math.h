@@ -75,6 +75,11 @@ double ScheduledRate(double lr, double decay, int64_t decay_steps,
 // `add` kernel sums its inputs.
 void AddInOrder(const std::vector<const float*>& terms, int64_t n, float* out);
 
+// out[i] = (float(in[i]) - mean) * inv_std: the `normalize` kernel's
+// arithmetic on bytes, vectorized.
+void NormalizeBytes(const uint8_t* in, int64_t n, float mean, float inv_std,
+                    float* out);
+
 // out = weights + delta (out may be weights).
 void ApplyDelta(const float* weights, const float* delta, int64_t n,
                 float* out);

@@ -197,15 +197,16 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
     w.Consume(copy, "in", id);
     return w.AddOutput(copy, "out", 2, true);
   };
-  auto fetch = [&](const std::string& name, int64_t id) {
+  auto fetch = [&](const std::string& name, int64_t id, int k) {
     if (c.gpu) {
-      TaskProto* copy = task(name + ".d2h", "d2h", 0);
+      TaskProto* copy = task(name + ".d2h", "d2h", k);
       w.Consume(copy, "in", id);
       id = w.AddOutput(copy, "out", results, false);
     }
     // Fed plans fetch on the io stream beside their feeds; plans that read
-    // their own data on stream 0, so no third thread wakes per piece.
-    w.Consume(w.AddTask(name, "fetch", in_plan && !c.gpu ? compute(0) : io),
+    // their own data on the stream that made the result, so no third
+    // thread wakes per piece.
+    w.Consume(w.AddTask(name, "fetch", in_plan && !c.gpu ? compute(k) : io),
               "in", id);
   };
   auto matmul = [&](const std::string& name, int k, int64_t a, int64_t b,
@@ -380,7 +381,10 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
     w.Consume(loss, "logits", t.logits[k]);
     w.Consume(loss, "labels", inputs[k].ty);
     const int64_t loss_id = w.AddOutput(loss, "loss", results, c.gpu);
-    if (k == 0) fetch("train.loss", loss_id);
+    // Every stream computes the same loss: the last one's is fetched (the
+    // evaluation's results come from stream 0), so the fetches' work is
+    // shared out.
+    if (k == n - 1) fetch("train.loss", loss_id, k);
     t.act[layers - 1][k] = out(loss, "dlogits");  // dz of the output layer
   }
   // dz[k]: the gradient at layer i's pre-activation on stream k.
@@ -430,12 +434,12 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
   TaskProto* loss = task("e.0.loss", "softmax_xent", 0);
   w.Consume(loss, "logits", e.logits[0]);
   w.Consume(loss, "labels", inputs[0].ey);
-  fetch("eval.loss", w.AddOutput(loss, "loss", results, c.gpu));
+  fetch("eval.loss", w.AddOutput(loss, "loss", results, c.gpu), 0);
   out(loss, "dlogits");
   TaskProto* acc = task("e.0.acc", "accuracy", 0);
   w.Consume(acc, "logits", e.logits[0]);
   w.Consume(acc, "labels", inputs[0].ey);
-  fetch("eval.correct", w.AddOutput(acc, "out", results, c.gpu));
+  fetch("eval.correct", w.AddOutput(acc, "out", results, c.gpu), 0);
   return std::move(w.plan());
 }
 

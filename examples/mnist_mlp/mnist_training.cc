@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "nn/dense_math.h"
 #include "pipeline/dataset.h"
 #include "pipeline/pipeline.h"
 #include "runtime/plan_builder.h"
@@ -299,11 +300,8 @@ absl::StatusOr<TrainSummary> TrainSequential(const MnistOptions& options,
       const int64_t rows = std::min(batch, set.size - first);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t index = order[first + r];
-        const uint8_t* pixels = set.images.data.data() + index * width;
-        float* to = x.data() + r * width;
-        for (int64_t i = 0; i < width; ++i) {
-          to[i] = (static_cast<float>(pixels[i]) - mean) * inv_std;
-        }
+        nn::NormalizeBytes(set.images.data.data() + index * width, width,
+                           mean, inv_std, x.data() + r * width);
         y[r] = set.labels.data[index];
       }
       auto result = trainer.Run(x.data(), y.data(), rows, training);
