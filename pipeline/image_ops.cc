@@ -336,6 +336,71 @@ absl::Status CropMirrorNormalize(const SampleRef& in, const CropWindow& window,
   return absl::OkStatus();
 }
 
+absl::Status DecodeResizeCrop(absl::Span<const uint8_t> encoded,
+                              const DecodeCropSpec& spec, SampleRng* rng,
+                              Sample* scratch, Sample* out, bool* bad_data) {
+  *bad_data = true;
+  auto header = ReadImageHeader(encoded);
+  if (!header.ok()) return header.status();
+  const int64_t h = header->height, w = header->width;
+  if (spec.decode.max_pixels > 0 && h * w > spec.decode.max_pixels) {
+    // The decoder's own check, with its message.
+    return DecodeImage(encoded, spec.decode, out);
+  }
+  // The resized size (the image's own without a resize).
+  int64_t rh = h, rw = w;
+  const bool resize =
+      spec.shorter > 0 || (spec.resize_h > 0 && spec.resize_w > 0);
+  if (spec.shorter > 0) {
+    ShorterSideSize(h, w, spec.shorter, &rh, &rw);
+  } else if (resize) {
+    rh = spec.resize_h;
+    rw = spec.resize_w;
+  }
+  CropWindow window;
+  int64_t out_h = rh, out_w = rw;
+  if (spec.crop_h > 0 && spec.crop_w > 0) {
+    out_h = spec.crop_h;
+    out_w = spec.crop_w;
+    absl::Status placed = PlaceCrop(rh, rw, out_h, out_w, spec.random, rng,
+                                    &window);
+    if (!placed.ok()) {
+      *bad_data = false;  // a pipeline that crops more than it resizes
+      return placed;
+    }
+  }
+  DecodeOptions options = spec.decode;
+  DecodedRegion region;
+  if (!resize) {
+    // A crop of the image itself: decode its rows and columns only.
+    options.y = window.y;
+    options.x = window.x;
+    options.h = out_h;
+    options.w = out_w;
+    absl::Status ok = DecodeImage(encoded, options, scratch, &region);
+    if (!ok.ok()) return ok;
+    return Crop(scratch->ref(),
+                CropWindow{window.y - region.y, window.x - region.x}, out_h,
+                out_w, out);
+  }
+  options.scale_eighths = DctScaleFor(h, w, rh, rw);
+  int64_t y0, y1, x0, x1;
+  SourceRows(ScaledSize(h, options.scale_eighths), rh, window.y, out_h, &y0,
+             &y1);
+  SourceRows(ScaledSize(w, options.scale_eighths), rw, window.x, out_w, &x0,
+             &x1);
+  options.y = y0;
+  options.h = y1 - y0;
+  options.x = x0;
+  options.w = x1 - x0;
+  absl::Status ok = DecodeImage(encoded, options, scratch, &region);
+  if (!ok.ok()) return ok;
+  return ResizeWindow(
+      scratch->ref(),
+      ResizeArea{region.full_height, region.full_width, region.y, region.x},
+      rh, rw, window, out_h, out_w, out);
+}
+
 absl::Status CastSample(const SampleRef& in, DataType to, Sample* out) {
   out->Reshape(to, in.shape);
   const int64_t n = ShapeElemCnt(in.shape);

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "pipeline/image_codec.h"
 #include "pipeline/sample.h"
 
 // The per-sample image operators, as plain functions: the pipeline's
@@ -69,6 +71,28 @@ absl::Status CropMirrorNormalize(const SampleRef& in, const CropWindow& window,
                                  int64_t height, int64_t width, bool mirror,
                                  const std::vector<float>& mean,
                                  const std::vector<float>& stddev, Sample* out);
+
+// Decode, then resize, then crop, as one step that decodes only what the
+// result needs: a JPEG at the smallest DCT scale (1/8, 2/8, 4/8 or whole)
+// still covering the resize's target, and only the rows and columns the
+// crop's window reads. The window is drawn from `rng` exactly as PlaceCrop
+// draws it from the resized size, so it is the unfused chain's window.
+struct DecodeCropSpec {
+  DecodeOptions decode;  // channels, max_pixels
+  // The resize: the shorter side to `shorter`, or to resize_h x resize_w;
+  // none when all are 0.
+  int64_t shorter = 0;
+  int64_t resize_h = 0, resize_w = 0;
+  // The crop: crop_h x crop_w, random or centred; none when 0.
+  int64_t crop_h = 0, crop_w = 0;
+  bool random = true;
+};
+// `scratch` holds the decoded region between calls (reused). *bad_data
+// says whether a failure is the file's (unreadable, too large) or the
+// spec's (a window that does not fit).
+absl::Status DecodeResizeCrop(absl::Span<const uint8_t> encoded,
+                              const DecodeCropSpec& spec, SampleRng* rng,
+                              Sample* scratch, Sample* out, bool* bad_data);
 
 // Element conversion as the `cast` kernel converts (kernels/convert.h).
 absl::Status CastSample(const SampleRef& in, DataType to, Sample* out);

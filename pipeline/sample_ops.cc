@@ -147,66 +147,20 @@ class DecodeCropOp final : public SampleOp {
 
   absl::Status Apply(const SampleRef& in, SampleRng* rng,
                      Sample* out) override {
-    skippable_ = true;
-    const auto bytes = absl::MakeConstSpan(in.data, in.bytes);
-    auto header = ReadImageHeader(bytes);
-    if (!header.ok()) return header.status();
-    const int64_t h = header->height, w = header->width;
-    if (options_.max_pixels > 0 && h * w > options_.max_pixels) {
-      // The decoder's own check, with its message.
-      return DecodeImage(bytes, options_, out);
+    DecodeCropSpec spec;
+    spec.decode = options_;
+    spec.shorter = shorter_;
+    if (!resize_.empty()) {
+      spec.resize_h = resize_[0];
+      spec.resize_w = resize_[1];
     }
-    // The resized size (the image's own without a resize).
-    int64_t rh = h, rw = w;
-    const bool resize = shorter_ > 0 || !resize_.empty();
-    if (shorter_ > 0) {
-      ShorterSideSize(h, w, shorter_, &rh, &rw);
-    } else if (!resize_.empty()) {
-      rh = resize_[0];
-      rw = resize_[1];
-    }
-    CropWindow window;
-    int64_t out_h = rh, out_w = rw;
     if (crop_) {
-      out_h = crop_size_[0];
-      out_w = crop_size_[1];
-      absl::Status placed =
-          PlaceCrop(rh, rw, out_h, out_w, random_, rng, &window);
-      if (!placed.ok()) {
-        skippable_ = false;  // a pipeline that crops more than it resizes
-        return placed;
-      }
+      spec.crop_h = crop_size_[0];
+      spec.crop_w = crop_size_[1];
+      spec.random = random_;
     }
-    DecodeOptions options = options_;
-    DecodedRegion region;
-    if (!resize) {
-      // A crop of the image itself: decode its rows and columns only.
-      options.y = window.y;
-      options.x = window.x;
-      options.h = out_h;
-      options.w = out_w;
-      absl::Status ok = DecodeImage(bytes, options, &decoded_, &region);
-      if (!ok.ok()) return ok;
-      return Crop(decoded_.ref(),
-                  CropWindow{window.y - region.y, window.x - region.x}, out_h,
-                  out_w, out);
-    }
-    options.scale_eighths = DctScaleFor(h, w, rh, rw);
-    const int64_t sh = ScaledSize(h, options.scale_eighths);
-    const int64_t sw = ScaledSize(w, options.scale_eighths);
-    int64_t y0, y1, x0, x1;
-    SourceRows(sh, rh, window.y, out_h, &y0, &y1);
-    SourceRows(sw, rw, window.x, out_w, &x0, &x1);
-    options.y = y0;
-    options.h = y1 - y0;
-    options.x = x0;
-    options.w = x1 - x0;
-    absl::Status ok = DecodeImage(bytes, options, &decoded_, &region);
-    if (!ok.ok()) return ok;
-    return ResizeWindow(
-        decoded_.ref(),
-        ResizeArea{region.full_height, region.full_width, region.y, region.x},
-        rh, rw, window, out_h, out_w, out);
+    return DecodeResizeCrop(absl::MakeConstSpan(in.data, in.bytes), spec, rng,
+                            &decoded_, out, &skippable_);
   }
   bool skippable() const override { return skippable_; }
 
