@@ -32,7 +32,8 @@ Isa BestSupportedIsa() {
   // a kernel that does not save AVX-512 state reports no avx512f.
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512cd") &&
+      __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
       __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2")) {
     return Isa::kAvx512;
@@ -57,9 +58,9 @@ absl::StatusOr<Isa> IsaFromEnvironment() {
         absl::StrCat("ACTORFLOW_ISA=", value, ": ", isa.status().message()));
   }
   if (static_cast<int>(*isa) > static_cast<int>(best)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ACTORFLOW_ISA=", value, ": this CPU (or this build) runs ",
-                     "at most ", IsaName(best)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ACTORFLOW_ISA=", value, ": this CPU (or this build) runs ", "at most ",
+        IsaName(best)));
   }
   return *isa;
 }

@@ -16,9 +16,9 @@
 #define ACTORFLOW_EIGEN_NAME_(ns) Eigen_##ns
 #define ACTORFLOW_EIGEN_NAME(ns) ACTORFLOW_EIGEN_NAME_(ns)
 #define Eigen ACTORFLOW_EIGEN_NAME(ACTORFLOW_DENSE_NS)
-#include "Eigen/Core"
-
 #include <cmath>
+
+#include "Eigen/Core"
 
 namespace actorflow::nn::ACTORFLOW_DENSE_NS {
 namespace {
@@ -179,8 +179,8 @@ void SgdMomentum(const float* const* grads, int terms, float inv_count,
                  float momentum, float step, int64_t n, float* velocity,
                  float* delta) {
   if (terms == 1) {
-    return SgdPass<1>(grads[0], nullptr, n, momentum, inv_count, step,
-                      velocity, delta);
+    return SgdPass<1>(grads[0], nullptr, n, momentum, inv_count, step, velocity,
+                      delta);
   }
   if (terms == 2) {
     return SgdPass<2>(grads[0], grads[1], n, momentum, inv_count, step,

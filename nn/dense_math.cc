@@ -87,10 +87,9 @@ absl::Status SoftmaxCrossEntropy(const float* logits, const int32_t* labels,
   const int64_t bad =
       Kernels().softmax_xent(logits, labels, rows, classes, loss, dlogits);
   if (bad < 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("label ", labels[bad],
-                                                 " of row ", bad,
-                                                 " is outside [0, ", classes,
-                                                 ")"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("label ", labels[bad], " of row ", bad, " is outside [0, ",
+                   classes, ")"));
 }
 
 int64_t CountCorrect(const float* logits, const int32_t* labels, int64_t rows,
@@ -128,8 +127,7 @@ void NormalizeBytes(const uint8_t* in, int64_t n, float mean, float inv_std,
   Kernels().normalize_bytes(in, n, mean, inv_std, out);
 }
 
-void AddInOrder(const std::vector<const float*>& terms, int64_t n,
-                float* out) {
+void AddInOrder(const std::vector<const float*>& terms, int64_t n, float* out) {
   if (terms.empty()) return;
   std::copy(terms[0], terms[0] + n, out);
   for (size_t k = 1; k < terms.size(); ++k) {
@@ -170,11 +168,10 @@ absl::Status InitWeightsWindow(const std::string& init, double scale,
   }
   int64_t total = 1, count = 1;
   for (size_t d = 0; d < rank; ++d) {
-    if (offset[d] < 0 || shape[d] < 0 ||
-        offset[d] + shape[d] > full_shape[d]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dimension ", d, ": a window of ", shape[d], " at ", offset[d],
-          " leaves the array's ", full_shape[d]));
+    if (offset[d] < 0 || shape[d] < 0 || offset[d] + shape[d] > full_shape[d]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dimension ", d, ": a window of ", shape[d], " at ",
+                       offset[d], " leaves the array's ", full_shape[d]));
     }
     total *= full_shape[d];
     count *= shape[d];

@@ -31,8 +31,7 @@ absl::Status IdxBatchesKernel::Init(const KernelInitContext& ctx) {
         period.status(), offset.status()}) {
     if (!s.ok()) return s;
   }
-  if (*batch < 1 || *limit < 0 || *period < 0 || *offset < 0 ||
-      *stddev == 0) {
+  if (*batch < 1 || *limit < 0 || *period < 0 || *offset < 0 || *stddev == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "kernel.attr: batch >= 1, limit >= 0, period >= 0, offset >= 0 and "
         "std != 0, got batch ",

@@ -243,9 +243,9 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
     for (int k = 0; k < n; ++k) {
       auto source = [&](bool train, int64_t* x, int64_t* y) {
         const StreamId stream = c.gpu ? io : compute(k);
-        TaskProto* t = w.AddTask(
-            absl::StrCat("data.", train ? "train." : "eval.", k),
-            "idx_batches", stream);
+        TaskProto* t =
+            w.AddTask(absl::StrCat("data.", train ? "train." : "eval.", k),
+                      "idx_batches", stream);
         attr(t, "images", StringAttr(train ? d.train_images : d.test_images));
         attr(t, "labels", StringAttr(train ? d.train_labels : d.test_labels));
         attr(t, "limit", IntAttr(train ? d.train_limit : d.test_limit));
@@ -292,8 +292,8 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
     for (int k = 0; k < n; ++k) {
       const Window win = WindowOf(c, i, k);
       for (bool is_bias : {false, true}) {
-        TaskProto* var = task(absl::StrCat(is_bias ? "b" : "w", i, ".", k),
-                              "variable", k);
+        TaskProto* var =
+            task(absl::StrCat(is_bias ? "b" : "w", i, ".", k), "variable", k);
         if (is_bias) {
           attr(var, "init", StringAttr("zeros"));
         } else {
@@ -306,9 +306,9 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
         const std::vector<int64_t> shape =
             is_bias ? std::vector<int64_t>{win.bias_size}
                     : std::vector<int64_t>{win.rows, win.cols};
-        const int64_t id = w.AddOutput(
-            var, "out", 1, c.gpu,
-            {BlobProto(is_bias ? "b" : "w", DT_FLOAT32, shape)});
+        const int64_t id =
+            w.AddOutput(var, "out", 1, c.gpu,
+                        {BlobProto(is_bias ? "b" : "w", DT_FLOAT32, shape)});
         w.Desc(id).set_initial_register(true);
         (is_bias ? bias : weight)[i].push_back({var, id});
       }
@@ -342,9 +342,9 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
       for (int k = 0; k < n; ++k) {
         if (f.input[i][k] < 0) continue;
         const std::string p = absl::StrCat(branch, ".", k, ".l", i);
-        const int64_t z = matmul(p + ".matmul", k, f.input[i][k],
-                                 weight[i][k].value, false, false,
-                                 split == LayerSplit::kRows ? 2 : 1);
+        const int64_t z =
+            matmul(p + ".matmul", k, f.input[i][k], weight[i][k].value, false,
+                   false, split == LayerSplit::kRows ? 2 : 1);
         if (split == LayerSplit::kRows) {
           partial[k] = z;
         } else {
@@ -362,8 +362,7 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
         f.act[i][k] = unary(p + ".bias", "bias_add", k,
                             {{"x", f.act[i][k]}, {"bias", bias[i][k].value}});
         if (IsHidden(c, i)) {
-          f.act[i][k] =
-              unary(p + ".relu", "relu", k, {{"in", f.act[i][k]}});
+          f.act[i][k] = unary(p + ".relu", "relu", k, {{"in", f.act[i][k]}});
           f.input[i + 1][k] = f.act[i][k];
         } else {
           f.logits[k] = f.act[i][k];
@@ -406,16 +405,16 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
         w.Consume(sgd, "batch", inputs[k].ty);
         w.Consume(param.variable, "delta", out(sgd, "delta"));
       };
-      update(bias[i][k], unary(p + ".bias.grad", "bias_add_grad", k,
-                               {{"dy", dz[k]}}),
+      update(bias[i][k],
+             unary(p + ".bias.grad", "bias_add_grad", k, {{"dy", dz[k]}}),
              absl::StrCat("b", i, ".sgd.", k));
       update(weight[i][k],
              matmul(p + ".grad_w", k, t.input[i][k], dz[k], true, false),
              absl::StrCat("w", i, ".sgd.", k));
       if (i == 0) continue;
-      const int64_t g = matmul(p + ".grad_x", k, dz[k], weight[i][k].value,
-                               false, true,
-                               split == LayerSplit::kColumns ? 2 : 1);
+      const int64_t g =
+          matmul(p + ".grad_x", k, dz[k], weight[i][k].value, false, true,
+                 split == LayerSplit::kColumns ? 2 : 1);
       (split == LayerSplit::kColumns ? partial : da)[k] = g;
     }
     if (i == 0) break;
@@ -487,7 +486,8 @@ absl::Status MlpTrainer::Submit(const float* x, const int32_t* labels,
   const int64_t width = config_.inputs;
   auto xs = Tensor::FromValues<float>({rows, width},
                                       absl::MakeConstSpan(x, rows * width));
-  auto ys = Tensor::FromValues<int32_t>({rows}, absl::MakeConstSpan(labels, rows));
+  auto ys =
+      Tensor::FromValues<int32_t>({rows}, absl::MakeConstSpan(labels, rows));
   if (!xs.ok()) return xs.status();
   if (!ys.ok()) return ys.status();
   const Tensor none_x(DT_FLOAT32, {0, width});
@@ -589,8 +589,8 @@ ReferenceTrainer::ReferenceTrainer(const MlpConfig& config) : config_(config) {
         p.delta.resize(p.value.size());
         p.grad.resize(p.value.size());
       }
-      const int64_t cols = layer.split == LayerSplit::kColumns ? win.cols
-                                                               : layer.out;
+      const int64_t cols =
+          layer.split == LayerSplit::kColumns ? win.cols : layer.out;
       s.z.resize(rows * cols);
       s.a.resize(rows * cols);
       s.dz.resize(rows * cols);
@@ -645,8 +645,8 @@ absl::StatusOr<PieceResult> ReferenceTrainer::Run(const float* x,
       float* sum = layer.slices[0].a.data();
       const int64_t count = rows * layer.out;
       if (n == 1) {
-        std::copy(layer.slices[0].z.begin(),
-                  layer.slices[0].z.begin() + count, sum);
+        std::copy(layer.slices[0].z.begin(), layer.slices[0].z.begin() + count,
+                  sum);
       } else {
         std::vector<const float*> terms;
         for (int k = 0; k < n; ++k) terms.push_back(layer.slices[k].z.data());
@@ -667,9 +667,8 @@ absl::StatusOr<PieceResult> ReferenceTrainer::Run(const float* x,
   }
   const float* logits = layers_[last].slices[0].a.data();
   double loss = 0;
-  absl::Status status =
-      SoftmaxCrossEntropy(logits, labels, rows, c.classes, &loss,
-                          dlogits_.data());
+  absl::Status status = SoftmaxCrossEntropy(logits, labels, rows, c.classes,
+                                            &loss, dlogits_.data());
   if (!status.ok()) return status;
   result.loss_sum = loss;
   if (!train) {
@@ -687,8 +686,8 @@ absl::StatusOr<PieceResult> ReferenceTrainer::Run(const float* x,
     for (int k = 0; k < Streams(layer); ++k) {
       Slice& s = layer.slices[k];
       const float* dz = layer.slices[whole_dz ? 0 : k].dz.data();
-      const int64_t cols = whole_dz ? layer.out
-                                    : static_cast<int64_t>(s.b.value.size());
+      const int64_t cols =
+          whole_dz ? layer.out : static_cast<int64_t>(s.b.value.size());
       BiasAddGrad(dz, rows, cols, s.b.grad.data());
       MatMul(Input(i, k, x), rows, InputWidth(i, k), true, dz, rows, cols,
              false, s.w.grad.data());

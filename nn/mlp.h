@@ -125,8 +125,7 @@ struct MlpSchedule {
   // Piece p's kind and rows.
   PieceResult Piece(int64_t p, int64_t batch_size) const;
 };
-absl::StatusOr<MlpSchedule> ScheduleOf(const MlpData& data,
-                                       int64_t batch_size);
+absl::StatusOr<MlpSchedule> ScheduleOf(const MlpData& data, int64_t batch_size);
 
 // Runs the plan in a Session: Submit pieces (x [rows, inputs] float32,
 // labels [rows] int32) or, with MlpConfig::data, Start them; Collect their

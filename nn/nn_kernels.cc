@@ -496,17 +496,17 @@ absl::Status VariableKernel::Init(const KernelInitContext& ctx) {
   if (!full_shape_.empty() || !offset_.empty()) {
     if (offset_.empty()) offset_.assign(full_shape_.size(), 0);
     const std::vector<int64_t>& shape = want[0].shape;
-    bool fits = full_shape_.size() == shape.size() &&
-                offset_.size() == shape.size();
+    bool fits =
+        full_shape_.size() == shape.size() && offset_.size() == shape.size();
     for (size_t d = 0; fits && d < shape.size(); ++d) {
       fits = offset_[d] >= 0 && offset_[d] + shape[d] <= full_shape_[d];
     }
     if (!fits) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "kernel.attr['full_shape'], ['offset']: the variable ",
-          want[0].ToString(), " is no window of [",
-          absl::StrJoin(full_shape_, ", "), "] at [",
-          absl::StrJoin(offset_, ", "), "]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernel.attr['full_shape'], ['offset']: the variable ",
+                       want[0].ToString(), " is no window of [",
+                       absl::StrJoin(full_shape_, ", "), "] at [",
+                       absl::StrJoin(offset_, ", "), "]"));
     }
   }
   int deltas = 0;

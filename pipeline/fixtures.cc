@@ -39,8 +39,7 @@ float Signed(uint64_t key) {
 
 }  // namespace
 
-void MakePhotoImage(uint64_t seed, int64_t height, int64_t width,
-                    Sample* out) {
+void MakePhotoImage(uint64_t seed, int64_t height, int64_t width, Sample* out) {
   const int64_t shape[] = {height, width, 3};
   out->Reshape(DT_UINT8, shape);
   std::vector<float> plane(height * width * 3, 0.0f);
@@ -130,8 +129,7 @@ absl::StatusOr<std::string> JpegClaiming(int height, int width) {
 }
 
 absl::Status WritePhotoImages(const std::string& out_dir, int64_t count,
-                              int64_t height, int64_t width,
-                              int64_t classes) {
+                              int64_t height, int64_t width, int64_t classes) {
   if (count < 0 || height < 1 || width < 1 || classes < 1) {
     return absl::InvalidArgumentError(
         "photos: count >= 0, height, width and classes >= 1");

@@ -24,8 +24,7 @@ absl::Status WriteFashionImages(const std::string& out_dir, int64_t count,
 // spectrum of natural images), a few soft-edged shapes in their own colors,
 // and fine grain, so a JPEG of it costs what a photo's costs to decode (a
 // 500 x 375 one at quality 90 is 60-120 KB).
-void MakePhotoImage(uint64_t seed, int64_t height, int64_t width,
-                    Sample* out);
+void MakePhotoImage(uint64_t seed, int64_t height, int64_t width, Sample* out);
 
 // A small valid JPEG (a 64 x 48 photo) whose frame header claims height x
 // width: what a decompression bomb looks like to a decoder.

@@ -55,10 +55,10 @@ void JpegProgress(j_common_ptr cinfo) {
 
 absl::Status TooLarge(const char* format, int64_t height, int64_t width,
                       int64_t max_pixels) {
-  return absl::ResourceExhaustedError(absl::StrCat(
-      format, ": the header claims ", width, " x ", height, " = ",
-      width * height, " pixels, above max_pixels ", max_pixels,
-      " (nothing was decoded)"));
+  return absl::ResourceExhaustedError(
+      absl::StrCat(format, ": the header claims ", width, " x ", height, " = ",
+                   width * height, " pixels, above max_pixels ", max_pixels,
+                   " (nothing was decoded)"));
 }
 
 absl::Status DecodeJpeg(absl::Span<const uint8_t> encoded,
@@ -97,12 +97,11 @@ absl::Status DecodeJpeg(absl::Span<const uint8_t> encoded,
   // The whole-image buffers a progressive file needs (coefficients of
   // every block) stay within what its own pixels justify; beyond that the
   // decoder stops rather than allocate.
-  cinfo.mem->max_memory_to_use =
-      static_cast<long>(std::min<int64_t>(height * width * 8 + (16 << 20),
-                                          int64_t{1} << 40));
+  cinfo.mem->max_memory_to_use = static_cast<long>(
+      std::min<int64_t>(height * width * 8 + (16 << 20), int64_t{1} << 40));
   cinfo.out_color_space = options.channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
-  cinfo.scale_num = static_cast<unsigned>(
-      std::clamp(options.scale_eighths, 1, 8));
+  cinfo.scale_num =
+      static_cast<unsigned>(std::clamp(options.scale_eighths, 1, 8));
   cinfo.scale_denom = 8;
   jpeg_start_decompress(&cinfo);
   const int64_t full_h = cinfo.output_height, full_w = cinfo.output_width;
@@ -112,10 +111,10 @@ absl::Status DecodeJpeg(absl::Span<const uint8_t> encoded,
   // window decoded alone differs from the whole image at its border, and
   // one block of margin keeps the asked-for pixels exactly the whole
   // image's.
-  const int64_t margin_y = int64_t{cinfo.max_v_samp_factor} *
-                           cinfo.min_DCT_scaled_size;
-  const int64_t margin_x = int64_t{cinfo.max_h_samp_factor} *
-                           cinfo.min_DCT_scaled_size;
+  const int64_t margin_y =
+      int64_t{cinfo.max_v_samp_factor} * cinfo.min_DCT_scaled_size;
+  const int64_t margin_x =
+      int64_t{cinfo.max_h_samp_factor} * cinfo.min_DCT_scaled_size;
   int64_t y0 = std::clamp<int64_t>(options.y, 0, full_h);
   int64_t y1 = options.h > 0 ? std::min(full_h, y0 + options.h) : full_h;
   int64_t x0 = std::clamp<int64_t>(options.x, 0, full_w);
@@ -253,8 +252,7 @@ std::string SniffImageFormat(absl::Span<const uint8_t> encoded) {
   return "";
 }
 
-absl::StatusOr<ImageHeader> ReadImageHeader(
-    absl::Span<const uint8_t> encoded) {
+absl::StatusOr<ImageHeader> ReadImageHeader(absl::Span<const uint8_t> encoded) {
   const std::string format = SniffImageFormat(encoded);
   if (format == "jpeg") return ReadJpegHeader(encoded);
   if (format == "png") return ReadPngHeader(encoded);

@@ -100,7 +100,8 @@ void ResizeImpl(const SampleRef& in, const ResizeArea& area, int64_t height,
                 int64_t out_w, Sample* out) {
   const int64_t in_w = in.shape[1];
   const int64_t c = in.shape[2];
-  const std::vector<Tap> ys = Taps(area.full_h, height, window.y, out_h, area.y);
+  const std::vector<Tap> ys =
+      Taps(area.full_h, height, window.y, out_h, area.y);
   const std::vector<Tap> xs = Taps(area.full_w, width, window.x, out_w, area.x);
   const T* src = in.as<T>();
   T* dst = out->as<T>();
@@ -131,7 +132,8 @@ void ResizeImpl(const SampleRef& in, const ResizeArea& area, int64_t height,
     const float* lower = row(ys[y].hi);
     // row(hi) may have evicted lo when the two differ and neither was
     // cached: fetch lo again (then hi is kept, being the newer).
-    if (ys[y].lo != ys[y].hi && cached[0] != ys[y].lo && cached[1] != ys[y].lo) {
+    if (ys[y].lo != ys[y].hi && cached[0] != ys[y].lo &&
+        cached[1] != ys[y].lo) {
       upper = row(ys[y].lo);
     }
     VerticalPass<T>(upper, lower, ys[y].frac, row_len, dst + y * row_len);
@@ -158,8 +160,8 @@ absl::Status Resize(const SampleRef& in, int64_t height, int64_t width,
                       width, CropWindow{}, height, width, out);
 }
 
-void SourceRows(int64_t in_size, int64_t out_size, int64_t first,
-                int64_t count, int64_t* begin, int64_t* end) {
+void SourceRows(int64_t in_size, int64_t out_size, int64_t first, int64_t count,
+                int64_t* begin, int64_t* end) {
   const std::vector<Tap> taps = Taps(in_size, out_size, first, count, 0);
   *begin = in_size;
   *end = 0;
@@ -178,15 +180,15 @@ absl::Status ResizeWindow(const SampleRef& in, const ResizeArea& area,
   if (ok.ok()) ok = ExpectType("resize", in, {DT_UINT8, DT_FLOAT32});
   if (!ok.ok()) return ok;
   if (height < 1 || width < 1 || out_h < 1 || out_w < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "resize: size ", height, "x", width, " (window ", out_h, "x", out_w,
-        ") is empty"));
+    return absl::InvalidArgumentError(absl::StrCat("resize: size ", height, "x",
+                                                   width, " (window ", out_h,
+                                                   "x", out_w, ") is empty"));
   }
   if (window.y < 0 || window.x < 0 || window.y + out_h > height ||
       window.x + out_w > width) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "resize: window ", out_h, "x", out_w, " at (", window.y, ", ",
-        window.x, ") leaves the size ", height, "x", width));
+    return absl::InvalidArgumentError(
+        absl::StrCat("resize: window ", out_h, "x", out_w, " at (", window.y,
+                     ", ", window.x, ") leaves the size ", height, "x", width));
   }
   // The source rows and columns the window's taps read must be held.
   int64_t y0, y1, x0, x1;
@@ -362,8 +364,8 @@ absl::Status DecodeResizeCrop(absl::Span<const uint8_t> encoded,
   if (spec.crop_h > 0 && spec.crop_w > 0) {
     out_h = spec.crop_h;
     out_w = spec.crop_w;
-    absl::Status placed = PlaceCrop(rh, rw, out_h, out_w, spec.random, rng,
-                                    &window);
+    absl::Status placed =
+        PlaceCrop(rh, rw, out_h, out_w, spec.random, rng, &window);
     if (!placed.ok()) {
       *bad_data = false;  // a pipeline that crops more than it resizes
       return placed;
@@ -397,8 +399,8 @@ absl::Status DecodeResizeCrop(absl::Span<const uint8_t> encoded,
   if (!ok.ok()) return ok;
   return ResizeWindow(
       scratch->ref(),
-      ResizeArea{region.full_height, region.full_width, region.y, region.x},
-      rh, rw, window, out_h, out_w, out);
+      ResizeArea{region.full_height, region.full_width, region.y, region.x}, rh,
+      rw, window, out_h, out_w, out);
 }
 
 absl::Status CastSample(const SampleRef& in, DataType to, Sample* out) {

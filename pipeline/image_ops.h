@@ -41,8 +41,8 @@ absl::Status ResizeWindow(const SampleRef& in, const ResizeArea& area,
                           int64_t out_w, Sample* out);
 // The source indices [begin, end) that outputs [first, first + count) of
 // a resize from in_size to out_size read.
-void SourceRows(int64_t in_size, int64_t out_size, int64_t first,
-                int64_t count, int64_t* begin, int64_t* end);
+void SourceRows(int64_t in_size, int64_t out_size, int64_t first, int64_t count,
+                int64_t* begin, int64_t* end);
 
 // The size Resize should make so the shorter side becomes `shorter` and the
 // aspect ratio is kept (rounded to the nearest pixel, at least 1).

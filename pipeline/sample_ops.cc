@@ -113,9 +113,9 @@ class DecodeCropOp final : public SampleOp {
     if (!resize.ok()) return resize.status();
     if (!shorter.ok()) return shorter.status();
     if (!resize->empty() && *shorter > 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "attrs: give at most one of '", size_name, "' and '", shorter_name,
-          "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("attrs: give at most one of '", size_name, "' and '",
+                       shorter_name, "'"));
     }
     if (!crop_ && resize->empty() && *shorter <= 0) {
       return absl::InvalidArgumentError(
@@ -141,7 +141,8 @@ class DecodeCropOp final : public SampleOp {
     if (!ok.ok()) return ok;
     const int64_t c = options_.channels;
     if (crop_) return SampleSpec{DT_UINT8, {crop_size_[0], crop_size_[1], c}};
-    if (!resize_.empty()) return SampleSpec{DT_UINT8, {resize_[0], resize_[1], c}};
+    if (!resize_.empty())
+      return SampleSpec{DT_UINT8, {resize_[0], resize_[1], c}};
     return SampleSpec{DT_UINT8, {-1, -1, c}};
   }
 
@@ -366,10 +367,14 @@ class CastOp final : public SampleOp {
 }  // namespace
 
 std::vector<std::string> SampleOpNames() {
-  return {"cast",          "crop",
-          "crop_mirror_normalize", "decode",
-          "decode_random_crop",    "decode_resize",
-          "flip",          "resize"};
+  return {"cast",
+          "crop",
+          "crop_mirror_normalize",
+          "decode",
+          "decode_random_crop",
+          "decode_resize",
+          "flip",
+          "resize"};
 }
 
 absl::StatusOr<std::unique_ptr<SampleOp>> MakeSampleOp(

@@ -317,8 +317,7 @@ std::vector<Planned> FuseDecoders(std::vector<Planned> planned) {
       continue;
     }
     Planned& decode = planned[j];
-    Planned* resize =
-        planned[j + 1].op == "resize" ? &planned[j + 1] : nullptr;
+    Planned* resize = planned[j + 1].op == "resize" ? &planned[j + 1] : nullptr;
     const size_t crop_at = j + (resize ? 2 : 1);
     Planned* crop = crop_at < planned.size() && planned[crop_at].op == "crop"
                         ? &planned[crop_at]
@@ -356,7 +355,6 @@ std::vector<Planned> FuseDecoders(std::vector<Planned> planned) {
   }
   return fused;
 }
-
 
 absl::Status SampleStageKernel::InitSteps(const KernelInitContext& ctx) {
   steps_.clear();

@@ -3,9 +3,9 @@
 // decode_resize operators against the unfused chain, and images that claim
 // more than they are or are damaged: refused before anything is allocated,
 // never a crash, never more memory than the image itself.
-#include <catch2/catch.hpp>
 #include <zlib.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -55,8 +55,8 @@ int At(const Sample& s, int64_t y, int64_t x, int64_t k) {
 }
 
 // A sample operator made from attrs, as a pipeline stage makes it.
-std::unique_ptr<SampleOp> MakeOp(const std::string& name,
-                                 const std::map<std::string, AttrValue>& attrs) {
+std::unique_ptr<SampleOp> MakeOp(
+    const std::string& name, const std::map<std::string, AttrValue>& attrs) {
   auto op = MakeSampleOp(name);
   REQUIRE(op.ok());
   TaskProto task = KernelTask("pipeline." + name, attrs);
@@ -98,8 +98,8 @@ Sample Unfused(const Bytes& bytes, int64_t shorter, int64_t crop, bool random,
 Sample Fused(const Bytes& bytes, int64_t shorter, int64_t crop, bool random,
              uint64_t position) {
   const int64_t size = static_cast<int64_t>(bytes.size());
-  std::map<std::string, AttrValue> attrs = {
-      {"size", IntListAttr({crop, crop})}, {"random", BoolAttr(random)}};
+  std::map<std::string, AttrValue> attrs = {{"size", IntListAttr({crop, crop})},
+                                            {"random", BoolAttr(random)}};
   if (shorter > 0) attrs["resize_shorter"] = IntAttr(shorter);
   auto op = MakeOp("decode_random_crop", attrs);
   Sample out;
@@ -135,8 +135,8 @@ TEST_CASE("a decoded window holds exactly the whole image's pixels there") {
   for (const Window& win : {Window{0, 0, 375, 500}, Window{10, 37, 224, 224},
                             Window{151, 276, 224, 224}, Window{374, 499, 1, 1},
                             Window{0, 3, 17, 5}, Window{200, 0, 175, 500}}) {
-    INFO("window " << win.h << "x" << win.w << " at (" << win.y << ", "
-                   << win.x << ")");
+    INFO("window " << win.h << "x" << win.w << " at (" << win.y << ", " << win.x
+                   << ")");
     DecodeOptions options;
     options.y = win.y;
     options.x = win.x;
@@ -158,7 +158,8 @@ TEST_CASE("a decoded window holds exactly the whole image's pixels there") {
     for (int64_t y = win.y; y < win.y + win.h; ++y) {
       for (int64_t x = win.x; x < win.x + win.w; ++x) {
         for (int k = 0; k < 3; ++k) {
-          wrong += At(part, y - region.y, x - region.x, k) != At(whole, y, x, k);
+          wrong +=
+              At(part, y - region.y, x - region.x, k) != At(whole, y, x, k);
         }
       }
     }
@@ -195,7 +196,7 @@ TEST_CASE("decode_random_crop after a resize: the unfused chain's window") {
   const uint64_t seed = testing::TestSeed("decode_resize_crop");
   INFO("seed " << seed);
   for (int i = 0; i < 4; ++i) {
-    const Bytes jpeg375 = PhotoJpeg(seed + i, 375, 500);  // scale 8/8
+    const Bytes jpeg375 = PhotoJpeg(seed + i, 375, 500);   // scale 8/8
     const Bytes jpeg750 = PhotoJpeg(seed + i, 750, 1000);  // scale 4/8
     const Bytes png = PhotoPng(seed + i, 375, 500);
     {
@@ -252,7 +253,8 @@ Bytes ClaimJpegSize(Bytes jpeg, int height, int width) {
 // The PNG's IHDR rewritten to claim height x width, its CRC made right.
 Bytes ClaimPngSize(Bytes png, uint32_t height, uint32_t width) {
   auto put = [&](size_t at, uint32_t v) {
-    for (int b = 0; b < 4; ++b) png[at + b] = static_cast<uint8_t>(v >> (24 - 8 * b));
+    for (int b = 0; b < 4; ++b)
+      png[at + b] = static_cast<uint8_t>(v >> (24 - 8 * b));
   };
   put(16, width);
   put(20, height);
@@ -309,9 +311,9 @@ TEST_CASE("a header that claims 60000 x 60000 is refused before allocating") {
     CHECK(out.storage.capacity() == 0);
     // The fused decoders refuse it the same way.
     const int64_t size = static_cast<int64_t>(file->size());
-    auto fused = MakeOp("decode_random_crop",
-                        {{"size", IntListAttr({224, 224})},
-                         {"resize_shorter", IntAttr(256)}});
+    auto fused = MakeOp(
+        "decode_random_crop",
+        {{"size", IntListAttr({224, 224})}, {"resize_shorter", IntAttr(256)}});
     SampleRng rng(1, 2, 0, 0);
     status = fused->Apply(BytesRef(*file, &size), &rng, &out);
     CHECK(absl::IsResourceExhausted(status));

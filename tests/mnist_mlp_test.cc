@@ -48,9 +48,10 @@ TEST_CASE("the plan reproduces the sequential loop bit for bit", "[mnist]") {
     bool pipelines;
     int threads, prefetch;
   };
-  for (const Case& c : {Case{2, {256}, false, 1, 2}, Case{2, {256}, true, 1, 2},
-                        Case{1, {64}, true, 2, 1}, Case{3, {48, 40}, false, 1, 3},
-                        Case{2, {40, 32, 24}, true, 1, 3}}) {
+  for (const Case& c :
+       {Case{2, {256}, false, 1, 2}, Case{2, {256}, true, 1, 2},
+        Case{1, {64}, true, 2, 1}, Case{3, {48, 40}, false, 1, 3},
+        Case{2, {40, 32, 24}, true, 1, 3}}) {
     MnistOptions o = Short(seed);
     o.model.streams = c.streams;
     o.model.hidden = c.hidden;

@@ -252,8 +252,9 @@ std::vector<Isa> SupportedLevels() {
 
 TEST_CASE("every vector level computes the same arithmetic", "[nn]") {
   // Products may round differently per level (FMA, other blocking): within
-  // k * 1e-6 (relative) of the double-precision sum of k terms. The elementwise kernels are built
-  // without contraction, so they are bit-identical across levels.
+  // k * 1e-6 (relative) of the double-precision sum of k terms. The elementwise
+  // kernels are built without contraction, so they are bit-identical across
+  // levels.
   const uint64_t seed = testing::TestSeed("dense_levels");
   INFO("seed " << seed << "; levels up to " << IsaName(BestSupportedIsa())
                << ", this process computes at " << IsaName(DenseIsa()));
@@ -274,8 +275,8 @@ TEST_CASE("every vector level computes the same arithmetic", "[nn]") {
           for (int64_t p = 0; p < k; ++p) {
             want += double(a[i * k + p]) * b[p * n + j];
           }
-          worst = std::max(worst, std::abs(want - out[i * n + j]) /
-                                      (1 + std::abs(want)));
+          worst = std::max(
+              worst, std::abs(want - out[i * n + j]) / (1 + std::abs(want)));
         }
       }
       INFO(m << "x" << k << " by " << k << "x" << n);
@@ -290,8 +291,8 @@ TEST_CASE("every vector level computes the same arithmetic", "[nn]") {
       std::vector<float> v = v0, d(n), want_v = v0, want_d(n);
       level.sgd_momentum(grads, terms, 1.0f / 6, 0.9f, -0.05f, n, v.data(),
                          d.data());
-      base.sgd_momentum(grads, terms, 1.0f / 6, 0.9f, -0.05f, n,
-                        want_v.data(), want_d.data());
+      base.sgd_momentum(grads, terms, 1.0f / 6, 0.9f, -0.05f, n, want_v.data(),
+                        want_d.data());
       CHECK(v == want_v);
       CHECK(d == want_d);
     }
@@ -330,8 +331,7 @@ TEST_CASE("ACTORFLOW_ISA names a level, or is refused", "[nn]") {
   ::unsetenv("ACTORFLOW_ISA");
 }
 
-TEST_CASE("a window of the initial weights is that part of the whole",
-          "[nn]") {
+TEST_CASE("a window of the initial weights is that part of the whole", "[nn]") {
   std::vector<float> whole(6 * 5), window(3 * 2);
   REQUIRE(InitWeights("uniform", 0.5, 9, 30, whole.data()).ok());
   REQUIRE(InitWeightsWindow("uniform", 0.5, 9, {6, 5}, {2, 3}, {3, 2},

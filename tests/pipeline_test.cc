@@ -190,7 +190,8 @@ std::vector<std::vector<float>> EpochImages(Pipeline* pipe) {
   return batches;
 }
 
-TEST_CASE("fused decoding: near the unfused chain, deterministic, bombs named") {
+TEST_CASE(
+    "fused decoding: near the unfused chain, deterministic, bombs named") {
   // Photos of 600 x 800, resized to a shorter side of 256 and cropped to
   // 224: the fused step decodes each at 1/2 scale and only the crop's
   // region; one file claims 60000 x 60000 pixels.

@@ -151,9 +151,8 @@ int main(int argc, char** argv) {
   if (!flags.String("streams").empty() && !flags.String("towers").empty()) {
     return Fail("give --streams or --towers (its old name), not both");
   }
-  const std::string streams_flag = !flags.String("towers").empty()
-                                       ? "towers"
-                                       : "streams";
+  const std::string streams_flag =
+      !flags.String("towers").empty() ? "towers" : "streams";
   if (flags.String(streams_flag).empty()) flags.Set(streams_flag, "2");
   auto towers = flags.Int(streams_flag, 1);
   const std::string data = flags.String("data");

@@ -300,8 +300,8 @@ absl::StatusOr<TrainSummary> TrainSequential(const MnistOptions& options,
       const int64_t rows = std::min(batch, set.size - first);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t index = order[first + r];
-        nn::NormalizeBytes(set.images.data.data() + index * width, width,
-                           mean, inv_std, x.data() + r * width);
+        nn::NormalizeBytes(set.images.data.data() + index * width, width, mean,
+                           inv_std, x.data() + r * width);
         y[r] = set.labels.data[index];
       }
       auto result = trainer.Run(x.data(), y.data(), rows, training);

@@ -25,9 +25,9 @@ struct ImagePipelineConfig {
 std::unique_ptr<pipeline::Pipeline> MakeImagePipeline(
     const ImagePipelineConfig& config, pipeline::PipelineOptions options);
 
-// An FNV-style hash of 8-byte words over a batch's bytes (every output's data and sample shapes),
-// folded into `hash`: order-sensitive, so equal checksums mean equal
-// batches in equal order.
+// An FNV-style hash of 8-byte words over a batch's bytes (every output's data
+// and sample shapes), folded into `hash`: order-sensitive, so equal checksums
+// mean equal batches in equal order.
 uint64_t HashBatch(const pipeline::BatchView& batch, uint64_t hash);
 constexpr uint64_t kHashSeed = 14695981039346656037ULL;
 // The hash as a JSON-safe integer (53 bits).

@@ -268,8 +268,7 @@ class GpuVariableKernel final : public VariableKernel {
             cuda::PinnedMalloc(out.byte_size() == 0 ? 1 : out.byte_size());
         if (!host.ok()) return host.status();
         initial_ = static_cast<float*>(*host);
-        absl::Status status =
-            FillInitial(out.shape(), initial_);
+        absl::Status status = FillInitial(out.shape(), initial_);
         if (!status.ok()) return status;
       }
       absl::Status status =
