@@ -505,14 +505,35 @@ absl::Status MlpTrainer::Submit(const float* x, const int32_t* labels,
   return absl::OkStatus();
 }
 
-absl::Status MlpTrainer::Start() {
+absl::Status MlpTrainer::Start(int64_t pieces) {
   if (!config_.data) {
     return absl::FailedPreconditionError(
         "trainer: this plan is fed (no MlpConfig::data): Submit pieces");
   }
-  if (started_ >= 0) return absl::FailedPreconditionError("trainer: started");
-  started_ = config_.data->epochs * schedule_.period();
-  return session_->Start(started_);
+  if (finished_) return absl::FailedPreconditionError("trainer: finished");
+  const int64_t total = config_.data->epochs * schedule_.period();
+  const int64_t done = std::max<int64_t>(started_, 0);
+  if (collected_ < done) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("trainer: collect the last run's pieces first (",
+                     done - collected_, " left)"));
+  }
+  if (pieces < 0) pieces = total - done;
+  if (pieces == 0 || done + pieces > total) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trainer: ", pieces, " pieces asked for, ", total - done,
+                     " left in the schedule"));
+  }
+  if (running_) {
+    absl::Status ended = session_->Wait().status();
+    running_ = false;
+    if (!ended.ok()) return ended;
+  }
+  absl::Status started = session_->Start(pieces);
+  if (!started.ok()) return started;
+  running_ = true;
+  started_ = done + pieces;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<PieceResult> MlpTrainer::FetchOne(PieceResult result) {
@@ -556,6 +577,8 @@ absl::Status MlpTrainer::Finish() {
       auto result = Collect();
       if (!result.ok()) return result.status();
     }
+    if (!running_) return absl::OkStatus();
+    running_ = false;
     return session_->Wait().status();
   }
   while (!submitted_.empty()) {

@@ -139,8 +139,10 @@ class MlpTrainer {
   // first (into the queue Collect reads). Not with MlpConfig::data.
   absl::Status Submit(const float* x, const int32_t* labels, int64_t rows,
                       bool train);
-  // With MlpConfig::data: runs every epoch of its schedule. Call once.
-  absl::Status Start();
+  // With MlpConfig::data: runs the schedule's next `pieces` pieces (< 0:
+  // all that are left), as one run of the session. The previous run's
+  // pieces must all have been collected; Start ends that run first.
+  absl::Status Start(int64_t pieces = -1);
   // The oldest piece's result (waits for it).
   absl::StatusOr<PieceResult> Collect();
   int64_t pending() const {
@@ -165,8 +167,9 @@ class MlpTrainer {
   std::unique_ptr<Session> session_;
   std::deque<PieceResult> submitted_;  // fed, not fetched
   std::deque<PieceResult> ready_;      // fetched, not collected
-  int64_t started_ = -1;               // pieces Start ran (-1: none)
-  int64_t collected_ = 0;              // of those
+  int64_t started_ = -1;   // pieces the Starts ran so far (-1: none)
+  int64_t collected_ = 0;  // of those
+  bool running_ = false;   // a Start's run not yet waited for
   bool finished_ = false;
 };
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "examples/mnist_mlp/mnist_training.h"
+#include "pipeline/dataset.h"
 #include "tests/test_util.h"
 
 namespace actorflow::examples {
@@ -94,6 +95,47 @@ TEST_CASE("a shortened schedule learns Fashion-MNIST", "[mnist]") {
   CHECK(e.test_accuracy >= 0.78);
   CHECK(e.train_loss < 1.0);
   CHECK(e.samples_per_s > 0);
+}
+
+TEST_CASE("a plan that reads its data runs the schedule run by run",
+          "[mnist]") {
+  nn::MlpConfig config;
+  nn::MlpData data;
+  const std::string dir = pipeline::FashionMnistDir();
+  data.train_images = dir + "/train-images-idx3-ubyte.gz";
+  data.train_labels = dir + "/train-labels-idx1-ubyte.gz";
+  data.test_images = dir + "/t10k-images-idx3-ubyte.gz";
+  data.test_labels = dir + "/t10k-labels-idx1-ubyte.gz";
+  data.train_limit = 200;  // 3 pieces of 64 and one of 8
+  data.test_limit = 70;    // one of 64 and one of 6
+  data.epochs = 2;
+  config.data = data;
+  auto trainer = nn::MlpTrainer::Create(config);
+  INFO(trainer.status().ToString());
+  REQUIRE(trainer.ok());
+  nn::MlpTrainer& t = **trainer;
+  CHECK(t.schedule().period() == 6);
+  CHECK(t.Submit(nullptr, nullptr, 0, true).message() ==
+        "trainer: this plan reads its own data (MlpConfig::data): Start it");
+  CHECK(t.Start(13).message() ==
+        "trainer: 13 pieces asked for, 12 left in "
+        "the schedule");
+  REQUIRE(t.Start(6).ok());
+  auto first = t.Collect();
+  REQUIRE(first.ok());
+  CHECK(first->train);
+  CHECK(first->rows == 64);
+  CHECK(t.Start(6).message() ==
+        "trainer: collect the last run's pieces first (5 left)");
+  std::vector<nn::PieceResult> pieces = {*first};
+  for (int i = 1; i < 6; ++i) pieces.push_back(*t.Collect());
+  CHECK(pieces[3].rows == 8);
+  CHECK(!pieces[4].train);
+  CHECK(pieces[4].rows == 64);
+  CHECK(pieces[5].rows == 6);
+  REQUIRE(t.Start().ok());  // the rest: the second epoch
+  REQUIRE(t.Finish().ok());
+  CHECK(t.Collect().status().message() == "trainer: every piece collected");
 }
 
 TEST_CASE("bad data and settings are errors, not crashes", "[mnist]") {

@@ -132,9 +132,11 @@ absl::StatusOr<MnistOptions> Resolve(MnistOptions o) {
   return o;
 }
 
-// The plan reads the IDX files itself (MlpConfig::data): Start runs every
-// epoch; the pieces come back in order, an epoch's training pieces then
-// its evaluation pieces, timed as they arrive.
+constexpr int kRunAhead = 16;
+
+// The plan reads the IDX files itself (MlpConfig::data): each epoch is one
+// run (Start); its pieces come back in order, the training pieces then the
+// evaluation pieces, timed as they arrive.
 absl::StatusOr<TrainSummary> TrainReadingInPlan(const MnistOptions& o,
                                                 const EpochCallback& on_epoch) {
   nn::MlpConfig model = o.model;
@@ -151,17 +153,20 @@ absl::StatusOr<TrainSummary> TrainReadingInPlan(const MnistOptions& o,
   data.mean = kPixelMean;
   data.std = kPixelStd;
   model.data = data;
-  // The plan runs ahead of the caller by this many pieces: the caller
-  // collects results, it never paces the streams.
-  model.depth = std::max(model.depth, 16);
+  // The plan may run this many pieces ahead of the caller's collecting, so
+  // the caller's wake-ups (it shares the cores with the streams) never pace
+  // the streams.
+  model.depth = std::max(model.depth, kRunAhead);
   auto trainer = nn::MlpTrainer::Create(model, o.trace);
   if (!trainer.ok()) return trainer.status();
   const nn::MlpSchedule& schedule = (*trainer)->schedule();
   TrainSummary summary;
-  Clock::time_point start = Clock::now();
-  absl::Status started = (*trainer)->Start();
-  if (!started.ok()) return started;
+  // One run per epoch: the plan then never runs into the next epoch before
+  // this one's clock stops, so the times are the epoch's own.
   for (int epoch = 0; epoch < o.epochs; ++epoch) {
+    Clock::time_point start = Clock::now();
+    absl::Status started = (*trainer)->Start(schedule.period());
+    if (!started.ok()) return started;
     EpochReport report;
     report.epoch = epoch + 1;
     Tally train_tally, test_tally;
@@ -175,7 +180,6 @@ absl::StatusOr<TrainSummary> TrainReadingInPlan(const MnistOptions& o,
       }
     }
     report.eval_seconds = SecondsSince(start);
-    start = Clock::now();
     Finish(on_epoch, report, train_tally, test_tally, &summary);
   }
   absl::Status finished = (*trainer)->Finish();
