@@ -135,6 +135,19 @@ void AddInOrder(const std::vector<const float*>& terms, int64_t n, float* out) {
   }
 }
 
+namespace {
+
+// Element i of InitWeights("uniform", scale, seed, ...): each element is its
+// own draw, so any window of the array can be made without the rest.
+float UniformElement(uint64_t key, double scale, int64_t i) {
+  // 24 random bits: a float in [0, 1) exactly.
+  const uint64_t bits = SplitMix(key + static_cast<uint64_t>(i)) >> 40;
+  const double unit = static_cast<double>(bits) / 16777216.0;
+  return static_cast<float>((2.0 * unit - 1.0) * scale);
+}
+
+}  // namespace
+
 absl::Status InitWeights(const std::string& init, double scale, uint64_t seed,
                          int64_t n, float* out) {
   if (init == "zeros") {
@@ -143,12 +156,7 @@ absl::Status InitWeights(const std::string& init, double scale, uint64_t seed,
   }
   if (init == "uniform") {
     const uint64_t key = SplitMix(seed);
-    for (int64_t i = 0; i < n; ++i) {
-      // 24 random bits: a float in [0, 1) exactly.
-      const uint64_t bits = SplitMix(key + static_cast<uint64_t>(i)) >> 40;
-      const double unit = static_cast<double>(bits) / 16777216.0;
-      out[i] = static_cast<float>((2.0 * unit - 1.0) * scale);
-    }
+    for (int64_t i = 0; i < n; ++i) out[i] = UniformElement(key, scale, i);
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(
@@ -173,22 +181,24 @@ absl::Status InitWeightsWindow(const std::string& init, double scale,
           absl::StrCat("dimension ", d, ": a window of ", shape[d], " at ",
                        offset[d], " leaves the array's ", full_shape[d]));
     }
+    if (full_shape[d] > 0 && total > (int64_t{1} << 62) / full_shape[d]) {
+      return absl::InvalidArgumentError(
+          "the array has more than 2^62 elements");
+    }
     total *= full_shape[d];
     count *= shape[d];
   }
-  if (init == "zeros" || count == 0) return InitWeights(init, 0, 0, count, out);
-  // The whole array once, then the window out of it: weights are made
-  // once per session, and this keeps one generator.
-  std::vector<float> whole(total);
-  absl::Status status = InitWeights(init, scale, seed, total, whole.data());
-  if (!status.ok()) return status;
+  if (init != "uniform" || count == 0) {
+    return InitWeights(init, scale, seed, count, out);
+  }
+  const uint64_t key = SplitMix(seed);
   std::vector<int64_t> index(rank, 0);
   for (int64_t i = 0; i < count; ++i) {
     int64_t flat = 0;
     for (size_t d = 0; d < rank; ++d) {
       flat = flat * full_shape[d] + offset[d] + index[d];
     }
-    out[i] = whole[flat];
+    out[i] = UniformElement(key, scale, flat);
     for (size_t d = rank; d-- > 0;) {
       if (++index[d] < shape[d]) break;
       index[d] = 0;

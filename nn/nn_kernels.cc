@@ -498,8 +498,11 @@ absl::Status VariableKernel::Init(const KernelInitContext& ctx) {
     const std::vector<int64_t>& shape = want[0].shape;
     bool fits =
         full_shape_.size() == shape.size() && offset_.size() == shape.size();
+    int64_t total = 1;
     for (size_t d = 0; fits && d < shape.size(); ++d) {
-      fits = offset_[d] >= 0 && offset_[d] + shape[d] <= full_shape_[d];
+      fits = offset_[d] >= 0 && offset_[d] + shape[d] <= full_shape_[d] &&
+             total <= (int64_t{1} << 62) / std::max<int64_t>(full_shape_[d], 1);
+      total *= std::max<int64_t>(full_shape_[d], 1);
     }
     if (!fits) {
       return absl::InvalidArgumentError(

@@ -346,6 +346,15 @@ TEST_CASE("a window of the initial weights is that part of the whole", "[nn]") {
                           window.data())
             .message() ==
         "dimension 0: a window of 3 at 4 leaves the array's 6");
+  // A window of an enormous array costs only the window.
+  const int64_t huge = int64_t{1} << 30;
+  REQUIRE(InitWeightsWindow("uniform", 0.5, 9, {huge, huge}, {huge - 3, 7},
+                            {3, 2}, window.data())
+              .ok());
+  for (float v : window) CHECK((v >= -0.5f && v < 0.5f));
+  CHECK(InitWeightsWindow("uniform", 0.5, 9, {huge, huge, huge}, {0, 0, 0},
+                          {1, 1, 1}, window.data())
+            .message() == "the array has more than 2^62 elements");
 }
 
 TEST_CASE("initial weights are seeded and bounded", "[nn]") {
