@@ -265,6 +265,27 @@ TEST_CASE(
   CHECK_THAT(std::string(failure.message()),
              Catch::Contains("60000 x 60000 = 3600000000 pixels, above "
                              "max_pixels 67108864"));
+  // The fused operator written out by name, as DALI's users write it.
+  PipelineOptions options;
+  options.batch_size = 8;
+  options.on_error = OnError::kSkipSample;
+  Pipeline explicit_op(options);
+  explicit_op.Add(OperatorDef{.op = "file_reader",
+                              .outputs = {"files"},
+                              .attrs = {{"dir", StringAttr(dir)}}});
+  explicit_op.Add(OperatorDef{.op = "decode_random_crop",
+                              .inputs = {"files"},
+                              .outputs = {"images"},
+                              .attrs = {{"size", IntListAttr({224, 224})},
+                                        {"resize_shorter", IntAttr(256)}}});
+  explicit_op.SetOutputs({"images"});
+  REQUIRE_OK(explicit_op.Build());
+  REQUIRE(explicit_op.Run().ok());
+  auto batch = explicit_op.Outputs();
+  REQUIRE(batch.ok());
+  CHECK(batch->outputs[0].data().shape() ==
+        std::vector<int64_t>{8, 224, 224, 3});
+  CHECK(explicit_op.Finish().ok());
 }
 
 TEST_CASE("the reader is never more than the prefetch depth ahead") {
