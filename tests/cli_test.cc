@@ -295,6 +295,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.batch cpu\npipeline.cast cpu\npipeline.chain cpu\npipeline.crop " \
   "cpu\n"                                                                     \
   "pipeline.crop_mirror_normalize cpu\npipeline.decode cpu\n"                 \
+  "pipeline.decode_random_crop cpu\npipeline.decode_resize cpu\n"             \
   "pipeline.external_source cpu\npipeline.file_reader cpu\n"                  \
   "pipeline.flip cpu\npipeline.idx_reader cpu\npipeline.resize cpu\n"
   CHECK(kernels.exit_code == 0);
@@ -305,14 +306,16 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
                "bias_add_grad cpu gpu\n"
                "cast cpu gpu\nchecksum cpu gpu\n"
                "d2h gpu\nfail cpu\nfeed cpu\nfetch cpu\n"
-               "h2d gpu\nhead cpu gpu\nidentity cpu gpu\nmatmul cpu gpu\n"
+               "h2d gpu\nhead cpu gpu\nidentity cpu gpu\nidx_batches cpu\n"
+               "matmul cpu gpu\n"
                "normalize cpu gpu\n" kPipelineKernels
                "relu cpu gpu\nrelu_grad cpu gpu\n"
                "scale cpu gpu\nsgd_momentum cpu gpu\nsoftmax_xent cpu gpu\n"
                "source cpu gpu\nspin cpu gpu\nvariable cpu gpu\n"
              : "accuracy cpu\nadd cpu\nbias_add cpu\nbias_add_grad cpu\n"
                "cast cpu\nchecksum cpu\nfail cpu\n"
-               "feed cpu\nfetch cpu\nhead cpu\nidentity cpu\nmatmul cpu\n"
+               "feed cpu\nfetch cpu\nhead cpu\nidentity cpu\nidx_batches cpu\n"
+               "matmul cpu\n"
                "normalize cpu\n" kPipelineKernels "relu cpu\nrelu_grad cpu\n"
                "scale cpu\nsgd_momentum cpu\nsoftmax_xent cpu\n"
                "source cpu\nspin cpu\nvariable cpu\n"));
