@@ -368,8 +368,18 @@ absl::Status Pipeline::Compile() {
             feed, "out", 2 * depth + 1, false,
             {BlobProto(def.outputs[0], *type, batch_shape, true)});
         writer.Consume(task, "data", fed);
+        // Each sample's own shape, one row per sample of the fed batch.
+        TaskProto* shape_feed =
+            writer.AddTask(unique_task(i, "input." + def.outputs[0] + ".shape"),
+                           "feed", CpuStream(io_stream));
+        const int64_t rank = static_cast<int64_t>(shape.size());
+        const int64_t fed_shapes = writer.AddOutput(
+            shape_feed, "out", 2 * depth + 1, false,
+            {BlobProto(def.outputs[0] + ".shape", DT_INT64, {n, rank}, true)});
+        writer.Consume(task, "shapes", fed_shapes);
         external_ = def.outputs[0];
         external_feed_ = feed->name();
+        external_shape_feed_ = shape_feed->name();
         specs.push_back(SampleSpec{*type, shape});
       } else if (op == "file_reader") {
         specs = {SampleSpec{DT_UINT8, {-1}}, SampleSpec{DT_INT32, {}}};
@@ -698,7 +708,8 @@ absl::Status Pipeline::Run() {
   return Pump();
 }
 
-absl::Status Pipeline::FeedInput(absl::string_view name, const Tensor& batch) {
+absl::Status Pipeline::FeedInput(absl::string_view name, const Tensor& batch,
+                                 const Tensor* shapes) {
   absl::Status ok = Usable();
   if (!ok.ok()) return ok;
   if (name != external_) {
@@ -715,11 +726,62 @@ absl::Status Pipeline::FeedInput(absl::string_view name, const Tensor& batch) {
         absl::StrCat("FeedInput '", name, "': ", depth_,
                      " batches are fed and not yet scheduled; Run() first"));
   }
+  if (batch.shape().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "FeedInput '", name, "': a batch has a first dimension (samples)"));
+  }
+  const int64_t n = batch.shape()[0];
+  const int64_t rank = static_cast<int64_t>(batch.shape().size()) - 1;
+  Tensor own_shapes(DT_INT64, {n, rank});
+  if (shapes == nullptr) {
+    auto rows = *own_shapes.mutable_data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t k = 0; k < rank; ++k)
+        rows[i * rank + k] = batch.shape()[k + 1];
+    }
+    shapes = &own_shapes;
+  }
+  ok = CheckSampleShapes(name, batch, *shapes);
+  if (!ok.ok()) return ok;
   absl::Status fed = session_->Feed(external_feed_, batch);
   if (absl::IsInvalidArgument(fed)) return fed;  // the batch does not fit
   if (!fed.ok()) return Fail(fed);
+  // Checked above: only the session's failure can refuse it now.
+  fed = session_->Feed(external_shape_feed_, *shapes);
+  if (!fed.ok()) return Fail(fed);
   ++fed_;
   return absl::OkStatus();
+}
+
+absl::Status Pipeline::CheckSampleShapes(absl::string_view name,
+                                         const Tensor& batch,
+                                         const Tensor& shapes) {
+  const int64_t n = batch.shape()[0];
+  const int64_t rank = static_cast<int64_t>(batch.shape().size()) - 1;
+  const auto where = [&] { return absl::StrCat("FeedInput '", name, "': "); };
+  if (shapes.data_type() != DT_INT64 || shapes.shape().size() != 2 ||
+      shapes.shape()[0] != n || shapes.shape()[1] != rank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where(), "the sample shapes must be int64 [", n, ", ", rank,
+        "] (one row per sample), got ", DataTypeName(shapes.data_type()), " ",
+        ShapeString(shapes.shape())));
+  }
+  auto rows = *shapes.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t k = 0; k < rank; ++k) {
+      const int64_t dim = rows[i * rank + k];
+      if (dim < 0 || dim > batch.shape()[k + 1]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where(), "sample ", i, " claims dimension ", k, " = ", dim,
+            ", outside the batch's box [0, ", batch.shape()[k + 1], "]"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Pipeline::Abort(absl::Status status) {
+  if (session_ != nullptr) session_->Abort(std::move(status));
 }
 
 absl::StatusOr<bool> Pipeline::FetchOne(Held* held) {

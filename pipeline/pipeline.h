@@ -78,6 +78,8 @@ class OutputView {
   // [n, max_shape...]: sample i in box i, zero-padded where it is smaller.
   ConstTensorView data() const { return data_; }
   int64_t num_samples() const { return data_.shape()[0]; }
+  // int64 [n, rank]: row i is sample i's own shape.
+  ConstTensorView shapes() const { return shapes_; }
   // Sample i's own shape.
   absl::Span<const int64_t> sample_shape(int64_t i) const;
 
@@ -129,10 +131,18 @@ class Pipeline {
   absl::StatusOr<BatchView> ShareOutputs();
   absl::Status ReleaseOutputs();
   // A batch for external source `name` ([n, sample shape...], n <= batch
-  // size), consumed by the next Run.
-  absl::Status FeedInput(absl::string_view name, const Tensor& batch);
+  // size), consumed by the next Run. `shapes` (int64 [n, rank], optional)
+  // gives each sample's own shape: sample i is the box of that shape at the
+  // start of batch row i. Without it every sample has the row's shape.
+  absl::Status FeedInput(absl::string_view name, const Tensor& batch,
+                         const Tensor* shapes = nullptr);
   // Drops what is scheduled or held and starts the next epoch.
   absl::Status Reset();
+
+  // Any thread: stops the pipeline with `status`, as an operator's error
+  // would; a blocked Outputs wakes and returns it. Callers interrupted by
+  // the user (Python's Ctrl-C) use it.
+  void Abort(absl::Status status);
 
   // Ends the pipeline's run: drops what is scheduled or held, lets the
   // plan drain and joins its work; trace() then holds every act since
@@ -159,6 +169,9 @@ class Pipeline {
   absl::Status Fail(absl::Status status);
   absl::Status Usable() const;
   absl::Status Pump();
+  static absl::Status CheckSampleShapes(absl::string_view name,
+                                        const Tensor& batch,
+                                        const Tensor& shapes);
   // Releases what is held and fetches (and drops) what is in flight.
   absl::Status Drain();
   absl::StatusOr<bool> FetchOne(Held* held);
@@ -179,8 +192,9 @@ class Pipeline {
   absl::Status error_;
   bool built_ = false;
 
-  std::string external_;       // the external source's name, if any
-  std::string external_feed_;  // and its feed task
+  std::string external_;             // the external source's name, if any
+  std::string external_feed_;        // and its feed task
+  std::string external_shape_feed_;  // and its samples' shapes
   int64_t epoch_size_ = 0;
   int64_t chunks_per_epoch_ = 0;
   int depth_ = 2;

@@ -1,0 +1,114 @@
+"""Pipeline operators, DALI's names: each call adds an operator to the
+pipeline being defined (inside `with pipe:` or `define_graph`) and returns
+its output node(s). Keywords are the C++ operators' attributes (README,
+"Data pipelines"), plus a few DALI spellings noted per operator."""
+
+import types as _types
+
+from actorflow.pipeline import _add_operator
+
+
+def _renamed(kwargs, aliases):
+    for dali_name, ours in aliases.items():
+        if dali_name in kwargs:
+            if ours in kwargs:
+                raise ValueError(
+                    f"give '{ours}' or its DALI spelling '{dali_name}', not both")
+            kwargs[ours] = kwargs.pop(dali_name)
+    return kwargs
+
+
+def external_source(source=None, *, name=None, dtype="uint8", shape=None,
+                    device="cpu"):
+    """Samples the caller feeds: Pipeline.feed_input(node, batch) in
+    iter_setup, or `source` (an iterable or a callable returning one batch
+    per call: a list of per-sample arrays or one array [n, ...]). `dtype`:
+    a numpy dtype or its name. `shape`: the largest sample's shape; without
+    it the first batch fed sets it (twice its largest size in every
+    dimension where samples differ)."""
+    return _add_operator(
+        "external_source", [], 1, device, name,
+        {"dtype": _dtype_name(dtype), "shape": shape},
+        source=source)
+
+
+def decode_random_crop(data, *, device="cpu", name=None, **kwargs):
+    """Decode, [resize,] crop in one step (`decode_random_crop`)."""
+    return _add_operator("decode_random_crop", [data], 1, device, name, kwargs)
+
+
+def resize(data, *, device="cpu", name=None, **kwargs):
+    """`size` [h, w] or `shorter` (DALI: `resize_shorter`)."""
+    kwargs = _renamed(kwargs, {"resize_shorter": "shorter"})
+    return _add_operator("resize", [data], 1, device, name, kwargs)
+
+
+def crop(data, *, device="cpu", name=None, **kwargs):
+    """`size` [h, w] (DALI: `crop`), `random`."""
+    kwargs = _renamed(kwargs, {"crop": "size"})
+    return _add_operator("crop", [data], 1, device, name, kwargs)
+
+
+def flip(data, *, device="cpu", name=None, **kwargs):
+    """`horizontal`, `vertical`: probabilities."""
+    return _add_operator("flip", [data], 1, device, name, kwargs)
+
+
+def crop_mirror_normalize(data, *, device="cpu", name=None, **kwargs):
+    """uint8 HWC -> float32 CHW: `crop`, `crop_pos`, `mirror`, `mean`,
+    `std`."""
+    return _add_operator("crop_mirror_normalize", [data], 1, device, name,
+                         kwargs)
+
+
+def cast(data, *, device="cpu", name=None, **kwargs):
+    """`to` (DALI: `dtype`): a numpy dtype or its name."""
+    kwargs = _renamed(kwargs, {"dtype": "to"})
+    if "to" in kwargs:
+        kwargs["to"] = _dtype_name(kwargs["to"])
+    return _add_operator("cast", [data], 1, device, name, kwargs)
+
+
+def normalize(data, *, device="cpu", name=None, **kwargs):
+    """On a batch: `mean`, `std`, `axis`."""
+    return _add_operator("normalize", [data], 1, device, name, kwargs)
+
+
+def _file_reader(*, name=None, **kwargs):
+    """Files' bytes and labels: `dir` (DALI: `file_root`), `files`,
+    `labels`, `file_list`, `shard_id`, `num_shards`, `shuffle_window`,
+    `limit`. Returns (data, labels)."""
+    kwargs = _renamed(kwargs, {"file_root": "dir"})
+    return _add_operator("file_reader", [], 2, "cpu", name, kwargs)
+
+
+def _idx_reader(*, name=None, **kwargs):
+    """IDX (MNIST format) images [rows, cols, 1] uint8 and, with `labels`,
+    int32 labels: `images`, `labels`, `shard_id`, `num_shards`,
+    `shuffle_window`, `limit`. Returns (images, labels), or images alone."""
+    outputs = 2 if "labels" in kwargs else 1
+    return _add_operator("idx_reader", [], outputs, "cpu", name, kwargs)
+
+
+def _image_decoder(data, *, device="cpu", name=None, **kwargs):
+    """JPEG or PNG -> uint8 HWC: `color` ("rgb", "gray"), `max_pixels`."""
+    return _add_operator("decode", [data], 1, device, name, kwargs)
+
+
+def _image_random_crop_decoder(data, *, device="cpu", name=None, **kwargs):
+    """decode_random_crop: `size`, `random`, `resize_shorter`, ..."""
+    return _add_operator("decode_random_crop", [data], 1, device, name, kwargs)
+
+
+readers = _types.SimpleNamespace(file=_file_reader, idx=_idx_reader)
+readers.file.__name__ = "file"
+readers.idx.__name__ = "idx"
+decoders = _types.SimpleNamespace(image=_image_decoder,
+                                  image_random_crop=_image_random_crop_decoder)
+
+
+def _dtype_name(dtype):
+    if isinstance(dtype, str):
+        return dtype
+    import numpy
+    return numpy.dtype(dtype).name

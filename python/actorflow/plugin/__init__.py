@@ -1,0 +1,1 @@
+"""Framework plugins: actorflow.plugin.pytorch (imports torch when used)."""

@@ -1,0 +1,144 @@
+#include "python/src/py_kernel.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "python/src/py_arrays.h"
+
+namespace actorflow::python {
+
+namespace {
+
+std::string FormatPythonError(py::error_already_set& error) {
+  std::string text;
+  try {
+    py::object format =
+        py::module_::import("traceback").attr("format_exception");
+    py::list lines = format(error.type(), error.value(), error.trace());
+    for (const auto& line : lines) text += line.cast<std::string>();
+  } catch (const py::error_already_set&) {
+    text = error.what();
+  }
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+// Copies `result` into output blob `view` ("output k ('name')").
+absl::Status StoreOutput(const py::handle& result, const TensorView& view,
+                         const std::string& where) {
+  py::array array;
+  try {
+    array = py::array::ensure(result, py::array::c_style);
+  } catch (const py::error_already_set&) {
+  }
+  if (!array) {
+    PyErr_Clear();
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": the function returned ",
+        py::str(py::type::of(result)).cast<std::string>(), ", not an array"));
+  }
+  const py::dtype wanted = DtypeOf(view.data_type());
+  std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
+  if (!array.dtype().equal(wanted)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " wants ", DataTypeName(view.data_type()), " ",
+                     ShapeString(view.max_shape()), ", the function returned ",
+                     py::str(py::handle(array.dtype())).cast<std::string>(),
+                     " ", ShapeString(shape)));
+  }
+  if (view.is_dynamic()) {
+    absl::Status shaped = view.set_shape(shape);
+    if (!shaped.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": ", shaped.message()));
+    }
+  } else if (absl::Span<const int64_t>(shape) != view.shape()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " wants shape ", ShapeString(view.shape()),
+                     ", the function returned ", ShapeString(shape)));
+  }
+  if (view.byte_size() > 0) {
+    std::memcpy(view.mutable_raw_data(), array.data(), view.byte_size());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool TakesOut(const py::object& fn) {
+  try {
+    py::object signature = py::module_::import("inspect").attr("signature")(fn);
+    return signature.attr("parameters").contains("out");
+  } catch (const py::error_already_set&) {
+    return false;  // builtins without a signature: plain functions
+  }
+}
+
+absl::Status CallPythonKernel(const GilSafeObject& fn, bool fills_outputs,
+                              KernelContext* ctx) {
+  py::gil_scoped_acquire gil;
+  try {
+    py::list args;
+    for (int i = 0; i < ctx->num_inputs(); ++i) {
+      ConstRegstView regst = ctx->input(i);
+      for (int b = 0; b < regst.num_blobs(); ++b) {
+        ConstTensorView blob = regst.blob(b);
+        Tensor copy(blob.data_type(), std::vector<int64_t>(blob.shape().begin(),
+                                                           blob.shape().end()));
+        if (blob.byte_size() > 0) {
+          std::memcpy(copy.mutable_raw_data(), blob.raw_data(),
+                      blob.byte_size());
+        }
+        py::array array = ArrayFromTensor(std::move(copy));
+        py::detail::array_proxy(array.ptr())->flags &=
+            ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+        args.append(array);
+      }
+    }
+    std::vector<TensorView> outputs;
+    std::vector<std::string> names;
+    for (int o = 0; o < ctx->num_outputs(); ++o) {
+      RegstView regst = ctx->output(o);
+      for (int b = 0; b < regst.num_blobs(); ++b) {
+        outputs.push_back(regst.blob(b));
+        names.push_back(regst.blob(b).name());
+      }
+    }
+    if (fills_outputs) {
+      py::list out;
+      // The registers own the memory; the views are for this call only.
+      py::object owner = py::str("actorflow kernel output");
+      for (const TensorView& view : outputs) {
+        out.append(ViewOf(view, owner, /*writable=*/true));
+      }
+      fn.get()(*py::tuple(args), py::arg("out") = out);
+      return absl::OkStatus();
+    }
+    py::object result = fn.get()(*py::tuple(args));
+    std::vector<py::handle> results;
+    if (py::isinstance<py::tuple>(result) || py::isinstance<py::list>(result)) {
+      for (const auto& item : result) results.push_back(item);
+    } else if (!result.is_none()) {
+      results.push_back(result);
+    }
+    if (results.size() != outputs.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the Python kernel returned ", results.size(),
+                       " arrays for ", outputs.size(), " output blobs"));
+    }
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      absl::Status stored =
+          StoreOutput(results[k], outputs[k],
+                      absl::StrCat("output ", k, " ('", names[k], "')"));
+      if (!stored.ok()) return stored;
+    }
+    return absl::OkStatus();
+  } catch (py::error_already_set& error) {
+    return absl::InternalError(
+        absl::StrCat("the Python kernel raised:\n", FormatPythonError(error)));
+  }
+}
+
+}  // namespace actorflow::python

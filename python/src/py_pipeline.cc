@@ -1,0 +1,247 @@
+#include "python/src/py_pipeline.h"
+
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "pipeline/pipeline.h"
+#include "python/src/py_arrays.h"
+#include "python/src/py_errors.h"
+
+namespace actorflow::python {
+
+namespace {
+
+using pipeline::BatchView;
+using pipeline::OperatorDef;
+using pipeline::OutputView;
+using pipeline::Pipeline;
+using pipeline::PipelineOptions;
+
+enum class Kind { kBool, kInt, kFloat, kStr, kOther };
+
+Kind KindOf(const py::handle& value) {
+  if (py::isinstance<py::bool_>(value)) return Kind::kBool;
+  if (py::isinstance<py::str>(value)) return Kind::kStr;
+  if (PyIndex_Check(value.ptr())) return Kind::kInt;  // numpy ints too
+  if (PyFloat_Check(value.ptr()) ||
+      (py::hasattr(value, "__float__") && !py::hasattr(value, "__len__"))) {
+    return Kind::kFloat;
+  }
+  return Kind::kOther;
+}
+
+// A Python value as a plan attribute: bool, int, float, str, or a list or
+// tuple of ints, floats (ints among floats count as floats) or strs.
+AttrValue ToAttr(const std::string& op, const std::string& key,
+                 const py::handle& value) {
+  auto bad = [&]() {
+    Throw(absl::InvalidArgumentError(absl::StrCat(
+        "operator '", op, "': argument '", key,
+        "' = ", py::repr(value).cast<std::string>(),
+        ": wants a bool, int, float, str, or a list of ints, floats or "
+        "strs")));
+  };
+  AttrValue attr;
+  switch (KindOf(value)) {
+    case Kind::kBool:
+      attr.set_b(value.cast<bool>());
+      return attr;
+    case Kind::kInt:
+      attr.set_i(value.cast<int64_t>());
+      return attr;
+    case Kind::kFloat:
+      attr.set_f(value.cast<double>());
+      return attr;
+    case Kind::kStr:
+      attr.set_s(value.cast<std::string>());
+      return attr;
+    case Kind::kOther:
+      break;
+  }
+  if (!py::isinstance<py::list>(value) && !py::isinstance<py::tuple>(value)) {
+    bad();
+  }
+  int ints = 0, floats = 0, strs = 0;
+  for (const auto& item : value) {
+    switch (KindOf(item)) {
+      case Kind::kInt:
+        ++ints;
+        break;
+      case Kind::kFloat:
+        ++floats;
+        break;
+      case Kind::kStr:
+        ++strs;
+        break;
+      default:
+        bad();
+    }
+  }
+  if (strs > 0 && ints + floats > 0) bad();
+  AttrList* list = attr.mutable_list();
+  for (const auto& item : value) {
+    if (strs > 0) {
+      list->add_s(item.cast<std::string>());
+    } else if (floats > 0) {
+      list->add_f(item.cast<double>());
+    } else {
+      list->add_i(item.cast<int64_t>());
+    }
+  }
+  return attr;
+}
+
+}  // namespace
+
+class PyPipeline {
+ public:
+  PyPipeline(int64_t batch_size, int num_threads, int prefetch_depth,
+             uint64_t seed, const std::string& on_error, bool fuse_decode) {
+    PipelineOptions options;
+    options.batch_size = batch_size;
+    options.num_threads = num_threads;
+    options.prefetch_depth = prefetch_depth;
+    options.seed = seed;
+    if (on_error == "fail") {
+      options.on_error = pipeline::OnError::kFail;
+    } else if (on_error == "skip_sample") {
+      options.on_error = pipeline::OnError::kSkipSample;
+    } else {
+      Throw(absl::InvalidArgumentError(absl::StrCat(
+          "Pipeline: on_error is \"fail\" or \"skip_sample\", not \"", on_error,
+          "\"")));
+    }
+    options.fuse_decode = fuse_decode;
+    pipe_ = std::make_unique<Pipeline>(options);
+  }
+  ~PyPipeline() { Close(); }
+
+  void Add(const std::string& op, const std::string& name,
+           std::vector<std::string> inputs, std::vector<std::string> outputs,
+           const std::string& device, const py::dict& attrs) {
+    OperatorDef def;
+    def.op = op;
+    def.name = name;
+    def.inputs = std::move(inputs);
+    def.outputs = std::move(outputs);
+    def.device = device;
+    for (const auto& [key, value] : attrs) {
+      const std::string k = py::str(key).cast<std::string>();
+      def.attrs[k] = ToAttr(name.empty() ? op : name, k, value);
+    }
+    Get()->Add(std::move(def));
+  }
+  void SetOutputs(std::vector<std::string> names) {
+    Get()->SetOutputs(std::move(names));
+  }
+  void Build() {
+    Pipeline* pipe = Get();
+    py::gil_scoped_release nogil;
+    absl::Status built = pipe->Build();
+    py::gil_scoped_acquire gil;
+    ThrowIfError(built);
+  }
+  Plan plan() { return Get()->plan(); }
+  int64_t epoch_size() { return Get()->epoch_size(); }
+  int64_t epoch() { return Get()->epoch(); }
+  void Schedule() { ThrowIfError(Get()->Run()); }
+
+  // The next batch as [(name, data, shapes)], held until Release (share) or
+  // the next call (outputs); None at the end of the epoch.
+  py::object Take(py::object self, bool share) {
+    Pipeline* pipe = Get();
+    auto batch = CallBlocking(
+        [pipe, share] {
+          return share ? pipe->ShareOutputs() : pipe->Outputs();
+        },
+        [pipe] { pipe->Abort(absl::CancelledError("interrupted (Ctrl-C)")); });
+    if (absl::IsOutOfRange(batch.status())) return py::none();
+    ThrowIfError(batch.status());
+    py::list outputs;
+    for (const OutputView& output : batch->outputs) {
+      outputs.append(py::make_tuple(output.name(),
+                                    ViewOf(output.data(), self, false),
+                                    ViewOf(output.shapes(), self, false)));
+    }
+    return outputs;
+  }
+  void Release() { ThrowIfError(Get()->ReleaseOutputs()); }
+  void FeedInput(const std::string& name, const py::array& batch,
+                 const py::object& shapes) {
+    const std::string what = absl::StrCat("feed_input '", name, "'");
+    Tensor data = TensorFromArray(batch, what.c_str());
+    std::optional<Tensor> own;
+    if (!shapes.is_none()) {
+      own = TensorFromArray(py::array::ensure(shapes), what.c_str());
+    }
+    ThrowIfError(Get()->FeedInput(name, data, own ? &*own : nullptr));
+  }
+  void Reset() {
+    Pipeline* pipe = Get();
+    py::gil_scoped_release nogil;
+    absl::Status reset = pipe->Reset();
+    py::gil_scoped_acquire gil;
+    ThrowIfError(reset);
+  }
+  py::list Skipped() {
+    py::list out;
+    for (const auto& sample : Get()->skipped()) {
+      py::dict entry;
+      entry["epoch"] = sample.epoch;
+      entry["position"] = sample.position;
+      entry["file"] = sample.name;
+      entry["error"] = sample.error;
+      out.append(entry);
+    }
+    return out;
+  }
+  // Cancels what runs and joins every thread, without the GIL.
+  void Close() {
+    if (pipe_ == nullptr) return;
+    std::unique_ptr<Pipeline> doomed = std::move(pipe_);
+    py::gil_scoped_release nogil;
+    doomed.reset();
+  }
+
+ private:
+  Pipeline* Get() {
+    if (pipe_ == nullptr) {
+      Throw(absl::FailedPreconditionError("the pipeline is closed"));
+    }
+    return pipe_.get();
+  }
+  std::unique_ptr<Pipeline> pipe_;
+};
+
+void RegisterPipelines(py::module_& m) {
+  py::class_<PyPipeline>(m, "_Pipeline")
+      .def(py::init<int64_t, int, int, uint64_t, const std::string&, bool>(),
+           py::arg("batch_size"), py::arg("num_threads"),
+           py::arg("prefetch_depth"), py::arg("seed"), py::arg("on_error"),
+           py::arg("fuse_decode"))
+      .def("add", &PyPipeline::Add)
+      .def("set_outputs", &PyPipeline::SetOutputs)
+      .def("build", &PyPipeline::Build)
+      .def_property_readonly("plan", &PyPipeline::plan)
+      .def("epoch_size", &PyPipeline::epoch_size)
+      .def("epoch", &PyPipeline::epoch)
+      .def("schedule", &PyPipeline::Schedule)
+      .def("take",
+           [](py::object self, bool share) {
+             return self.cast<PyPipeline&>().Take(self, share);
+           })
+      .def("release", &PyPipeline::Release)
+      .def("feed_input", &PyPipeline::FeedInput, py::arg("name"),
+           py::arg("batch"), py::arg("shapes") = py::none())
+      .def("reset", &PyPipeline::Reset)
+      .def("skipped", &PyPipeline::Skipped)
+      .def("close", &PyPipeline::Close);
+}
+
+}  // namespace actorflow::python

@@ -1,0 +1,13 @@
+#ifndef ACTORFLOW_PYTHON_SRC_PY_PIPELINE_H_
+#define ACTORFLOW_PYTHON_SRC_PY_PIPELINE_H_
+
+#include <pybind11/pybind11.h>
+
+namespace actorflow::python {
+
+// _actorflow._Pipeline: the C++ Pipeline as actorflow.pipeline drives it.
+void RegisterPipelines(pybind11::module_& m);
+
+}  // namespace actorflow::python
+
+#endif  // ACTORFLOW_PYTHON_SRC_PY_PIPELINE_H_
