@@ -22,6 +22,36 @@ const std::set<std::string> kStageAttrs = {
     "op_index", "op_name",  "batch_size", "skip_errors", "deal",
     "ops",      "op_names", "op_indices", "fuse_decode"};
 
+// The attributes each operator reads (README, "Operators"); null for an
+// op this table does not know (Build reports unknown operators itself).
+const std::vector<std::string>* KnownAttrs(const std::string& op) {
+  static const auto* const known =
+      new std::map<std::string, std::vector<std::string>>{
+          {"file_reader",
+           {"dir", "files", "labels", "file_list", "shard_id", "num_shards",
+            "shuffle_window", "limit"}},
+          {"idx_reader",
+           {"images", "labels", "shard_id", "num_shards", "shuffle_window",
+            "limit"}},
+          {"external_source", {"dtype", "shape"}},
+          {"decode", {"color", "max_pixels"}},
+          {"decode_random_crop",
+           {"color", "max_pixels", "size", "random", "resize_shorter",
+            "resize_size"}},
+          {"decode_resize", {"color", "max_pixels", "shorter", "size"}},
+          {"resize", {"size", "shorter"}},
+          {"crop", {"size", "random"}},
+          {"flip", {"horizontal", "vertical"}},
+          {"crop_mirror_normalize",
+           {"crop", "crop_pos", "mirror", "mean", "std"}},
+          {"cast", {"to"}},
+          {"normalize", {"mean", "std", "axis"}},
+          {"batch", {"max_shape"}},
+      };
+  auto it = known->find(op);
+  return it == known->end() ? nullptr : &it->second;
+}
+
 bool IsReader(const std::string& op) {
   return op == "file_reader" || op == "idx_reader";
 }
@@ -288,6 +318,15 @@ absl::Status Pipeline::Compile() {
       problems.push_back(absl::StrCat(where(i), ": device '", def.device,
                                       "' (cpu, mixed or gpu)"));
       continue;
+    }
+    if (const std::vector<std::string>* known = KnownAttrs(op)) {
+      for (const auto& [key, value] : def.attrs) {
+        if (std::find(known->begin(), known->end(), key) == known->end()) {
+          problems.push_back(absl::StrCat(
+              where(i), ": unknown attr '", key, "' (", op, " takes: ",
+              known->empty() ? "none" : absl::StrJoin(*known, ", "), ")"));
+        }
+      }
     }
     // Inputs must exist.
     std::vector<Node*> inputs;

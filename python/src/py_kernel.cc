@@ -25,7 +25,8 @@ std::string FormatPythonError(py::error_already_set& error) {
   return text;
 }
 
-// Copies `result` into output blob `view` ("output k ('name')").
+// Copies `result` into output blob `view` ("output k ('name')"). Errors
+// are Internal, as every failure of a Python kernel: the run failed.
 absl::Status StoreOutput(const py::handle& result, const TensorView& view,
                          const std::string& where) {
   py::array array;
@@ -35,14 +36,14 @@ absl::Status StoreOutput(const py::handle& result, const TensorView& view,
   }
   if (!array) {
     PyErr_Clear();
-    return absl::InvalidArgumentError(absl::StrCat(
+    return absl::InternalError(absl::StrCat(
         where, ": the function returned ",
         py::str(py::type::of(result)).cast<std::string>(), ", not an array"));
   }
   const py::dtype wanted = DtypeOf(view.data_type());
   std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
   if (!array.dtype().equal(wanted)) {
-    return absl::InvalidArgumentError(
+    return absl::InternalError(
         absl::StrCat(where, " wants ", DataTypeName(view.data_type()), " ",
                      ShapeString(view.max_shape()), ", the function returned ",
                      py::str(py::handle(array.dtype())).cast<std::string>(),
@@ -51,11 +52,11 @@ absl::Status StoreOutput(const py::handle& result, const TensorView& view,
   if (view.is_dynamic()) {
     absl::Status shaped = view.set_shape(shape);
     if (!shaped.ok()) {
-      return absl::InvalidArgumentError(
+      return absl::InternalError(
           absl::StrCat(where, ": ", shaped.message()));
     }
   } else if (absl::Span<const int64_t>(shape) != view.shape()) {
-    return absl::InvalidArgumentError(
+    return absl::InternalError(
         absl::StrCat(where, " wants shape ", ShapeString(view.shape()),
                      ", the function returned ", ShapeString(shape)));
   }
@@ -124,7 +125,7 @@ absl::Status CallPythonKernel(const GilSafeObject& fn, bool fills_outputs,
       results.push_back(result);
     }
     if (results.size() != outputs.size()) {
-      return absl::InvalidArgumentError(
+      return absl::InternalError(
           absl::StrCat("the Python kernel returned ", results.size(),
                        " arrays for ", outputs.size(), " output blobs"));
     }

@@ -1,0 +1,382 @@
+"""actorflow.pipeline, actorflow.fn and the PyTorch iterator: DALI's flows
+(with-block and subclass, readers and external sources), batches as numpy
+and torch without copies, epochs, errors word for word, collection
+mid-run."""
+
+import gc
+import gzip
+import os
+import unittest
+
+import sanitizers
+
+sanitizers.preload_if_asked()
+
+import numpy  # noqa: E402
+import torch  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from actorflow import fn  # noqa: E402
+from actorflow.pipeline import Pipeline  # noqa: E402
+from actorflow.plugin.pytorch import GenericIterator  # noqa: E402
+
+FASHION = os.environ.get("ACTORFLOW_FASHION_MNIST",
+                         "/usr/share/datasets/fashion-mnist")
+MEAN = [123.675, 116.28, 103.53]
+STD = [58.395, 57.12, 57.375]
+
+
+def threads_now():
+    return len(os.listdir("/proc/self/task"))
+
+
+def make_images(root, count, seed):
+    """Textured JPEGs of varied sizes under root/class<k>/."""
+    rng = numpy.random.default_rng(seed)
+    paths = []
+    for i in range(count):
+        h, w = int(rng.integers(90, 140)), int(rng.integers(100, 170))
+        y, x = numpy.mgrid[0:h, 0:w]
+        base = numpy.stack([(x * 3 + i * 7) % 256, (y * 5) % 256,
+                            ((x + y) * 2) % 256], axis=-1)
+        noise = rng.integers(0, 60, size=(h, w, 3))
+        pixels = numpy.clip(base + noise, 0, 255).astype(numpy.uint8)
+        folder = os.path.join(root, f"class{i % 3}")
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, f"{i:03d}.jpg")
+        Image.fromarray(pixels).save(path, quality=90)
+        paths.append(path)
+    return sorted(paths)
+
+
+class ImagePipeline(Pipeline):
+    """The DALI tutorial's shape: external JPEG bytes fed in iter_setup."""
+
+    def __init__(self, files, **kwargs):
+        super().__init__(**kwargs)
+        self.files = files
+        self.position = 0
+
+    def define_graph(self):
+        self.jpegs = fn.external_source(name="jpegs")
+        images = fn.decoders.image(self.jpegs)
+        images = fn.resize(images, shorter=64)
+        images = fn.crop(images, size=[56, 56], random=True)
+        images = fn.flip(images, horizontal=0.5)
+        return fn.crop_mirror_normalize(images, mean=MEAN, std=STD)
+
+    def iter_setup(self):
+        if self.position >= len(self.files):
+            raise StopIteration
+        chunk = self.files[self.position:self.position + self.batch_size]
+        self.position += len(chunk)
+        self.feed_input(self.jpegs,
+                        [numpy.fromfile(f, numpy.uint8) for f in chunk])
+
+
+def reader_pipeline(root, batch_size=8, num_threads=2, depth=2, seed=7,
+                    on_error="fail"):
+    pipe = Pipeline(batch_size=batch_size, num_threads=num_threads,
+                    prefetch_queue_depth=depth, seed=seed, on_error=on_error)
+    with pipe:
+        jpegs, labels = fn.readers.file(dir=root)
+        images = fn.decoders.image(jpegs)
+        images = fn.resize(images, shorter=64)
+        images = fn.crop(images, size=[56, 56], random=True)
+        images = fn.flip(images, horizontal=0.5)
+        pipe.set_outputs(fn.crop_mirror_normalize(images, mean=MEAN, std=STD),
+                         labels)
+    pipe.build()
+    return pipe
+
+
+def epoch(pipe):
+    """Every batch of one epoch, copied: [(images, labels)]."""
+    out = []
+    while True:
+        try:
+            batches = pipe.run()
+        except StopIteration:
+            return out
+        out.append(tuple(b.as_array().copy() for b in batches))
+
+
+class PipelineTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = os.environ.get("TEST_TMPDIR", "/tmp/actorflow_pipeline_test")
+        cls.root = os.path.join(cls.tmp, "images")
+        cls.files = make_images(cls.root, 20, seed=1)
+
+    def test_with_block_epochs_and_determinism(self):
+        pipe = reader_pipeline(self.root)
+        self.assertEqual(pipe.epoch_size(), 20)
+        first = epoch(pipe)
+        self.assertEqual([len(b[0]) for b in first], [8, 8, 4])
+        self.assertEqual(first[0][0].shape, (8, 3, 56, 56))
+        self.assertEqual(first[0][0].dtype, numpy.float32)
+        labels = numpy.concatenate([b[1] for b in first])
+        expected = [int(os.path.basename(os.path.dirname(f))[-1])
+                    for f in self.files]
+        self.assertEqual(labels.tolist(), expected)
+        with self.assertRaises(StopIteration):
+            pipe.run()
+        pipe.reset()
+        second = epoch(pipe)
+        self.assertEqual(numpy.concatenate([b[1] for b in second]).tolist(),
+                         expected)
+        # A new epoch draws new crops.
+        self.assertFalse(numpy.array_equal(first[0][0], second[0][0]))
+        # The same seed gives the same batches whatever threads and depth.
+        other = epoch(reader_pipeline(self.root, num_threads=1, depth=3))
+        for a, b in zip(first, other):
+            numpy.testing.assert_array_equal(a[0], b[0])
+        pipe.close()
+
+    def test_external_source_matches_reader(self):
+        from_reader = epoch(reader_pipeline(self.root))
+        pipe = ImagePipeline(self.files, batch_size=8, num_threads=2, seed=7)
+        pipe.build()
+        fed = epoch(pipe)
+        self.assertEqual(len(fed), len(from_reader))
+        for a, b in zip(fed, from_reader):
+            numpy.testing.assert_array_equal(a[0], b[0])
+        self.assertEqual(pipe.epoch_size(), -1)
+        with self.assertRaises(StopIteration):
+            pipe.run()
+        # The next epoch calls iter_setup again.
+        pipe.position = 0
+        pipe.reset()
+        self.assertEqual(len(epoch(pipe)), 3)
+
+    def test_batches_as_numpy_and_torch(self):
+        pipe = reader_pipeline(self.root)
+        images, labels = pipe.run()
+        array = images.as_array()
+        self.assertFalse(array.flags.writeable)
+        tensor = images.as_tensor()
+        self.assertEqual(tensor.data_ptr(), array.ctypes.data)
+        self.assertEqual(tuple(tensor.shape), array.shape)
+        self.assertEqual(tensor.dtype, torch.float32)
+        self.assertEqual(labels.as_tensor().dtype, torch.int32)
+        self.assertEqual(len(images), 8)
+        self.assertEqual(images.shape(), [(3, 56, 56)] * 8)
+        self.assertEqual([a.shape for a in images.as_arrays()],
+                         [(3, 56, 56)] * 8)
+        pipe.run()
+        with self.assertRaises(RuntimeError) as caught:
+            images.as_array()
+        self.assertEqual(str(caught.exception),
+                         "batch 'crop_mirror_normalize_5' was released (a "
+                         "batch is valid until the next run()/outputs(), or "
+                         "release_outputs())")
+
+    def test_share_and_release(self):
+        pipe = reader_pipeline(self.root, depth=2)
+        pipe.schedule_run()
+        pipe.schedule_run()
+        first = pipe.share_outputs()
+        second = pipe.share_outputs()
+        self.assertEqual(first[1].as_array().tolist(),
+                         [0, 0, 0, 0, 0, 0, 0, 1])
+        self.assertEqual(len(second[0]), 8)
+        pipe.release_outputs()
+        with self.assertRaises(RuntimeError):
+            first[0].as_array()
+        second[0].as_array()  # still held
+        pipe.release_outputs()
+        with self.assertRaises(RuntimeError) as caught:
+            pipe.release_outputs()
+        self.assertEqual(str(caught.exception),
+                         "release_outputs: no batch is held")
+        with self.assertRaises(RuntimeError) as caught:
+            pipe.outputs()
+        self.assertEqual(str(caught.exception),
+                         "no batch is scheduled: call schedule_run() (or run())")
+
+    def test_idx_reader_reads_fashion_mnist(self):
+        images_path = os.path.join(FASHION, "t10k-images-idx3-ubyte.gz")
+        labels_path = os.path.join(FASHION, "t10k-labels-idx1-ubyte.gz")
+        pipe = Pipeline(batch_size=32, num_threads=2)
+        with pipe:
+            images, labels = fn.readers.idx(images=images_path,
+                                            labels=labels_path, limit=100)
+            pipe.set_outputs(images, labels)
+        pipe.build()
+        got = epoch(pipe)
+        with gzip.open(images_path) as f:
+            raw = numpy.frombuffer(f.read(), numpy.uint8, offset=16)
+        with gzip.open(labels_path) as f:
+            raw_labels = numpy.frombuffer(f.read(), numpy.uint8, offset=8)
+        images = numpy.concatenate([b[0] for b in got])
+        numpy.testing.assert_array_equal(
+            images, raw[:100 * 784].reshape(100, 28, 28, 1))
+        numpy.testing.assert_array_equal(
+            numpy.concatenate([b[1] for b in got]), raw_labels[:100])
+
+    def test_feed_input_forms(self):
+        pipe = Pipeline(batch_size=4, num_threads=1)
+        with pipe:
+            x = fn.external_source(name="x", dtype=numpy.float32, shape=[3, 5])
+            pipe.set_outputs(fn.cast(x, dtype=numpy.float64))
+        pipe.build()
+        pipe.feed_input("x", [numpy.ones((2, 3), numpy.float32),
+                              numpy.full((3, 5), 2, numpy.float32)])
+        pipe.schedule_run()
+        (out,) = pipe.outputs()
+        self.assertEqual(out.shape(), [(2, 3), (3, 5)])
+        arrays = out.as_arrays()
+        numpy.testing.assert_array_equal(arrays[0], numpy.ones((2, 3)))
+        numpy.testing.assert_array_equal(arrays[1], numpy.full((3, 5), 2))
+        self.assertEqual(arrays[0].dtype, numpy.float64)
+        with self.assertRaises(ValueError) as caught:
+            out.as_array()
+        self.assertEqual(str(caught.exception),
+                         "batch 'cast_0': samples have different shapes "
+                         "[(2, 3), (3, 5)]...; use as_arrays() for one array "
+                         "per sample")
+        whole = numpy.arange(60, dtype=numpy.float32).reshape(4, 3, 5)
+        pipe.feed_input("x", whole)
+        pipe.schedule_run()
+        (out,) = pipe.outputs()
+        numpy.testing.assert_array_equal(out.as_array(), whole)
+        with self.assertRaises(ValueError) as caught:
+            pipe.feed_input("x", numpy.ones((1, 4, 5), numpy.float32))
+        self.assertEqual(str(caught.exception),
+                         "feed_input 'x': samples up to [4, 5], larger than "
+                         "the [3, 5] the pipeline was built for; give "
+                         "fn.external_source(shape=...) the largest sample's "
+                         "shape")
+        with self.assertRaises(ValueError) as caught:
+            pipe.feed_input("x", numpy.ones((1, 3, 5), numpy.int32))
+        self.assertEqual(str(caught.exception),
+                         "feed 'input.x': blob 'x': the tensor is int32, the "
+                         "blob float32")
+        with self.assertRaises(ValueError) as caught:
+            pipe.feed_input("y", numpy.ones((1, 3, 5), numpy.float32))
+        self.assertEqual(str(caught.exception),
+                         "feed_input: no external source 'y' (external "
+                         "sources: ['x'])")
+
+    def test_source_argument(self):
+        batches = [numpy.full((2, 3), i, numpy.int32) for i in range(3)]
+        pipe = Pipeline(batch_size=2, num_threads=1)
+        with pipe:
+            pipe.set_outputs(fn.external_source(iter(batches), dtype="int32",
+                                                shape=[3]))
+        pipe.build()
+        got = []
+        while True:
+            try:
+                got.append(pipe.run()[0].as_array().copy())
+            except StopIteration:
+                break
+        self.assertEqual([g.tolist() for g in got],
+                         [b.tolist() for b in batches])
+
+    def test_bad_samples(self):
+        root = os.path.join(self.tmp, "broken")
+        make_images(root, 6, seed=2)
+        bad = os.path.join(root, "class0", "zz_garbage.jpg")
+        with open(bad, "wb") as f:
+            f.write(b"not a jpeg at all")
+        pipe = reader_pipeline(root, batch_size=4, on_error="skip_sample")
+        got = epoch(pipe)
+        self.assertEqual(sum(len(b[0]) for b in got), 6)
+        skipped = pipe.skipped()
+        self.assertEqual(len(skipped), 1)
+        self.assertEqual(skipped[0]["file"], bad)
+        self.assertEqual(skipped[0]["epoch"], 0)
+        failing = reader_pipeline(root, batch_size=4)
+        with self.assertRaises(RuntimeError) as caught:
+            epoch(failing)
+        self.assertIn(f"('{bad}')", str(caught.exception))
+        self.assertIn("operator 'decode_1'", str(caught.exception))
+
+    def test_definition_errors(self):
+        with self.assertRaises(RuntimeError) as caught:
+            fn.resize(None, shorter=3)
+        self.assertEqual(str(caught.exception),
+                         "an operator is called outside a pipeline's "
+                         "definition: call it inside `with pipe:` or in "
+                         "define_graph()")
+        pipe = Pipeline(batch_size=2)
+        with pipe:
+            jpegs, _ = fn.readers.file(dir=self.root)
+            pipe.set_outputs(fn.resize(fn.decoders.image(jpegs), bogus=1))
+        with self.assertRaises(ValueError) as caught:
+            pipe.build()
+        self.assertIn("operator 'resize_2' (resize): unknown attr 'bogus' "
+                      "(resize takes: size, shorter)", str(caught.exception))
+        with self.assertRaises(ValueError) as caught:
+            Pipeline(batch_size=2, on_error="ignore")
+        self.assertEqual(str(caught.exception),
+                         'Pipeline: on_error is "fail" or "skip_sample", not '
+                         '"ignore"')
+        pipe = Pipeline(batch_size=2)
+        with pipe:
+            pipe.set_outputs(fn.flip(fn.external_source(shape=[1]),
+                                     horizontal={}))
+        with self.assertRaises(ValueError) as caught:
+            pipe.build()
+        self.assertEqual(str(caught.exception),
+                         "operator 'flip_1': argument 'horizontal' = {}: wants "
+                         "a bool, int, float, str, or a list of ints, floats "
+                         "or strs")
+        with self.assertRaises(NotImplementedError):
+            Pipeline(batch_size=2).build()
+
+    def test_collected_mid_run_joins_threads(self):
+        before = threads_now()
+        pipe = reader_pipeline(self.root)
+        pipe.schedule_run()
+        pipe.schedule_run()
+        pipe.share_outputs()  # one held, one in flight
+        self.assertGreater(threads_now(), before)
+        del pipe
+        gc.collect()
+        self.assertEqual(threads_now(), before)
+
+
+class GenericIteratorTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        tmp = os.environ.get("TEST_TMPDIR", "/tmp/actorflow_pipeline_test")
+        cls.root = os.path.join(tmp, "iterator_images")
+        make_images(cls.root, 20, seed=3)
+
+    def test_two_pipelines_in_step(self):
+        pipes = [reader_pipeline(self.root, seed=s) for s in (1, 2)]
+        it = GenericIterator(pipes, ["images", "labels"])
+        self.assertEqual(len(it), 3)
+        steps = 0
+        for step in it:
+            self.assertEqual(len(step), 2)
+            for d in step:
+                self.assertEqual(sorted(d), ["images", "labels"])
+                self.assertIsInstance(d["images"], torch.Tensor)
+            self.assertTrue(torch.equal(step[0]["labels"], step[1]["labels"]))
+            self.assertFalse(torch.equal(step[0]["images"], step[1]["images"]))
+            steps += 1
+        self.assertEqual(steps, 3)
+        with self.assertRaises(StopIteration):
+            next(it)
+        it.reset()
+        self.assertEqual(sum(1 for _ in it), 3)
+
+    def test_auto_reset_and_size(self):
+        it = GenericIterator(reader_pipeline(self.root), ["images", "labels"],
+                             auto_reset=True, size=10)
+        self.assertEqual(len(it), 2)
+        for _ in range(2):  # auto_reset: the next epoch follows at once
+            sizes = [step[0]["labels"].shape[0] for step in it]
+            self.assertEqual(sizes, [8, 2])
+        with self.assertRaises(ValueError) as caught:
+            GenericIterator(reader_pipeline(self.root), ["a", "a"])
+        self.assertEqual(str(caught.exception),
+                         "GenericIterator: output_map ['a', 'a'] repeats a "
+                         "name")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
