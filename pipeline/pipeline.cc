@@ -213,6 +213,7 @@ absl::Status Pipeline::Compile() {
       writer.AddOutput(schedule, "out", depth + 1, false,
                        {BlobProto(kChunkBlob, DT_INT64, {3}, false)});
   int sources = 0;
+  bool has_reader = false;
   int batch_op = -1;
 
   // The batch task (and its copies to the device when mixed): explicit
@@ -365,11 +366,17 @@ absl::Status Pipeline::Compile() {
         problems.push_back(absl::StrCat(where(i), ": runs on cpu only"));
         continue;
       }
-      if (++sources > 1) {
+      // Several external sources advance in step (FeedInput); a reader
+      // sets the epoch, so it comes alone.
+      const bool reader = IsReader(op);
+      if (sources > 0 && (reader || has_reader)) {
         problems.push_back(absl::StrCat(
-            where(i), ": a pipeline has one reader or external source"));
+            where(i),
+            ": a pipeline has one reader, or external sources only"));
         continue;
       }
+      ++sources;
+      has_reader = has_reader || reader;
       TaskProto* task = writer.AddTask(unique_task(i, def.name),
                                        "pipeline." + op, CpuStream(io_stream));
       auto& attrs = *task->mutable_kernel()->mutable_attr();
@@ -390,7 +397,7 @@ absl::Status Pipeline::Compile() {
           shape.assign(def.attrs.at("shape").list().i().begin(),
                        def.attrs.at("shape").list().i().end());
         }
-        if (!type.ok() || shape.empty()) {
+        if (!type.ok() || def.attrs.count("shape") == 0) {
           problems.push_back(
               absl::StrCat(where(i),
                            ": attrs 'dtype' (a type name) and 'shape' (the "
@@ -416,9 +423,8 @@ absl::Status Pipeline::Compile() {
             shape_feed, "out", 2 * depth + 1, false,
             {BlobProto(def.outputs[0] + ".shape", DT_INT64, {n, rank}, true)});
         writer.Consume(task, "shapes", fed_shapes);
-        external_ = def.outputs[0];
-        external_feed_ = feed->name();
-        external_shape_feed_ = shape_feed->name();
+        externals_.push_back(ExternalSource{
+            def.outputs[0], feed->name(), shape_feed->name(), {}});
         specs.push_back(SampleSpec{*type, shape});
       } else if (op == "file_reader") {
         specs = {SampleSpec{DT_UINT8, {-1}}, SampleSpec{DT_INT32, {}}};
@@ -692,7 +698,7 @@ absl::Status Pipeline::Compile() {
   }
   plan_ = std::move(writer.plan());
 
-  if (!external_.empty()) epoch_size_ = -1;
+  if (!externals_.empty()) epoch_size_ = -1;
   return absl::OkStatus();
 }
 
@@ -711,7 +717,13 @@ absl::Status Pipeline::Usable() const {
 }
 
 bool Pipeline::MoreToIssue() const {
-  if (!external_.empty()) return fed_ > 0;
+  if (!externals_.empty()) {
+    // A chunk takes one fed batch from every external source.
+    for (const ExternalSource& source : externals_) {
+      if (source.fed.empty()) return false;
+    }
+    return true;
+  }
   if (next_chunk_ < chunks_per_epoch_) return true;
   // Samples held over for lack of a full batch need one more (final)
   // chunk, once everything issued has come back.
@@ -722,7 +734,7 @@ bool Pipeline::MoreToIssue() const {
 absl::Status Pipeline::Pump() {
   while (in_flight_ < depth_ && in_flight_ < requested_ && MoreToIssue()) {
     const int64_t chunk = next_chunk_;
-    const bool final = !external_.empty() || chunk >= chunks_per_epoch_ - 1;
+    const bool final = !externals_.empty() || chunk >= chunks_per_epoch_ - 1;
     const int64_t words[] = {epoch_, chunk, final ? 1 : 0};
     auto tensor = Tensor::FromValues<int64_t>({3}, words);
     // Blocking cannot hang: the schedule has depth_ + 1 registers, and only
@@ -735,7 +747,7 @@ absl::Status Pipeline::Pump() {
     if (!fed.ok()) return Fail(fed);
     ++next_chunk_;
     ++in_flight_;
-    if (!external_.empty()) --fed_;
+    for (ExternalSource& source : externals_) source.fed.pop_front();
   }
   return absl::OkStatus();
 }
@@ -751,16 +763,24 @@ absl::Status Pipeline::FeedInput(absl::string_view name, const Tensor& batch,
                                  const Tensor* shapes) {
   absl::Status ok = Usable();
   if (!ok.ok()) return ok;
-  if (name != external_) {
+  ExternalSource* source = nullptr;
+  std::vector<std::string> names;
+  for (ExternalSource& candidate : externals_) {
+    if (candidate.name == name) source = &candidate;
+    names.push_back(absl::StrCat("'", candidate.name, "'"));
+  }
+  if (source == nullptr) {
     return absl::NotFoundError(absl::StrCat(
         "FeedInput: no external source '", name, "'",
-        external_.empty() ? ""
-                          : absl::StrCat(" (there is '", external_, "')")));
+        names.empty() ? ""
+        : names.size() == 1
+            ? absl::StrCat(" (there is ", names[0], ")")
+            : absl::StrCat(" (there are ", absl::StrJoin(names, ", "), ")")));
   }
   // At most depth_ fed ahead of Run and depth_ scheduled: the feed has
   // 2 * depth_ + 1 registers, so this Feed finds one free (or freed as the
   // source reads the scheduled ones) and never waits on the caller.
-  if (fed_ >= depth_) {
+  if (static_cast<int64_t>(source->fed.size()) >= depth_) {
     return absl::ResourceExhaustedError(
         absl::StrCat("FeedInput '", name, "': ", depth_,
                      " batches are fed and not yet scheduled; Run() first"));
@@ -782,13 +802,22 @@ absl::Status Pipeline::FeedInput(absl::string_view name, const Tensor& batch,
   }
   ok = CheckSampleShapes(name, batch, *shapes);
   if (!ok.ok()) return ok;
-  absl::Status fed = session_->Feed(external_feed_, batch);
+  // The batch this one joins: every source's j-th fed batch makes chunk j.
+  const size_t j = source->fed.size();
+  for (const ExternalSource& other : externals_) {
+    if (other.fed.size() > j && other.fed[j] != n) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "FeedInput '", name, "': ", n, " samples, but '", other.name,
+          "' was fed ", other.fed[j], " for the same batch"));
+    }
+  }
+  absl::Status fed = session_->Feed(source->feed, batch);
   if (absl::IsInvalidArgument(fed)) return fed;  // the batch does not fit
   if (!fed.ok()) return Fail(fed);
   // Checked above: only the session's failure can refuse it now.
-  fed = session_->Feed(external_shape_feed_, *shapes);
+  fed = session_->Feed(source->shape_feed, *shapes);
   if (!fed.ok()) return Fail(fed);
-  ++fed_;
+  source->fed.push_back(n);
   return absl::OkStatus();
 }
 
@@ -852,9 +881,11 @@ absl::StatusOr<BatchView> Pipeline::ShareOutputs() {
     ok = Pump();
     if (!ok.ok()) return ok;
     if (in_flight_ == 0) {
-      if (!external_.empty()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "no input: FeedInput a batch for '", external_, "' first"));
+      for (const ExternalSource& source : externals_) {
+        if (source.fed.empty()) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "no input: FeedInput a batch for '", source.name, "' first"));
+        }
       }
       requested_ = 0;
       const int64_t skipped = log_.CountInEpoch(epoch_);

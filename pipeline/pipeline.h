@@ -133,7 +133,9 @@ class Pipeline {
   // A batch for external source `name` ([n, sample shape...], n <= batch
   // size), consumed by the next Run. `shapes` (int64 [n, rank], optional)
   // gives each sample's own shape: sample i is the box of that shape at the
-  // start of batch row i. Without it every sample has the row's shape.
+  // start of batch row i. Without it every sample has the row's shape. With
+  // several external sources a batch is scheduled once each has been fed
+  // one, all of the same n.
   absl::Status FeedInput(absl::string_view name, const Tensor& batch,
                          const Tensor* shapes = nullptr);
   // Drops what is scheduled or held and starts the next epoch.
@@ -192,9 +194,14 @@ class Pipeline {
   absl::Status error_;
   bool built_ = false;
 
-  std::string external_;             // the external source's name, if any
-  std::string external_feed_;        // and its feed task
-  std::string external_shape_feed_;  // and its samples' shapes
+  struct ExternalSource {
+    std::string name;
+    std::string feed;        // its feed task
+    std::string shape_feed;  // and that of its samples' shapes
+    // Sample counts of the batches fed and not yet scheduled, oldest first.
+    std::deque<int64_t> fed;
+  };
+  std::vector<ExternalSource> externals_;
   int64_t epoch_size_ = 0;
   int64_t chunks_per_epoch_ = 0;
   int depth_ = 2;
@@ -205,7 +212,6 @@ class Pipeline {
   int64_t requested_ = 0;  // Run()s not yet answered by a batch
   int64_t delivered_ = 0;  // samples handed out
   int64_t batches_ = 0;
-  int64_t fed_ = 0;  // external batches fed, not yet scheduled
   std::deque<std::unique_ptr<Held>> held_;
 };
 

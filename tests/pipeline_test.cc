@@ -677,6 +677,79 @@ TEST_CASE("external input: FeedInput batches flow through the operators") {
   CHECK(pipe.status().ok());
 }
 
+TEST_CASE("external input: own sample shapes, two sources in step") {
+  PipelineOptions options;
+  options.batch_size = 3;
+  Pipeline pipe(options);
+  pipe.Add(OperatorDef{.op = "external_source",
+                       .outputs = {"values"},
+                       .attrs = {{"dtype", StringAttr("int32")},
+                                 {"shape", IntListAttr({2, 3})}}});
+  pipe.Add(OperatorDef{
+      .op = "external_source",
+      .outputs = {"ids"},
+      .attrs = {{"dtype", StringAttr("int64")}, {"shape", IntListAttr({})}}});
+  pipe.SetOutputs({"values", "ids"});
+  REQUIRE_OK(pipe.Build());
+  // Row i holds 10 * i + k; sample i keeps the box [i % 2 + 1, i + 1].
+  std::vector<int32_t> values(3 * 6);
+  for (size_t k = 0; k < values.size(); ++k) values[k] = 10 * (k / 6) + k % 6;
+  auto batch = *Tensor::FromValues<int32_t>({3, 2, 3}, values);
+  auto shapes = *Tensor::FromValues<int64_t>(
+      {3, 2}, std::vector<int64_t>{1, 1, 2, 2, 1, 3});
+  auto ids = *Tensor::FromValues<int64_t>({3}, std::vector<int64_t>{7, 8, 9});
+  auto two_ids = *Tensor::FromValues<int64_t>({2}, std::vector<int64_t>{7, 8});
+  REQUIRE_OK(pipe.FeedInput("values", batch, &shapes));
+  absl::Status short_batch = pipe.FeedInput("ids", two_ids);
+  CHECK(short_batch.message() ==
+        "FeedInput 'ids': 2 samples, but 'values' was fed 3 for the same "
+        "batch");
+  auto too_big = *Tensor::FromValues<int64_t>(
+      {3, 2}, std::vector<int64_t>{1, 1, 3, 2, 1, 3});
+  CHECK(pipe.FeedInput("values", batch, &too_big).message() ==
+        "FeedInput 'values': sample 1 claims dimension 0 = 3, outside the "
+        "batch's box [0, 2]");
+  CHECK(pipe.FeedInput("nope", ids).message() ==
+        "FeedInput: no external source 'nope' (there are 'values', 'ids')");
+  REQUIRE_OK(pipe.Run());
+  // Not scheduled until every source has its batch.
+  CHECK(pipe.Outputs().status().message() ==
+        "no input: FeedInput a batch for 'ids' first");
+  REQUIRE_OK(pipe.FeedInput("ids", ids));
+  REQUIRE_OK(pipe.Run());
+  auto out = pipe.Outputs();
+  REQUIRE_OK(out.status());
+  const OutputView& got = out->outputs[0];
+  const std::vector<std::vector<int64_t>> want_shapes = {
+      {1, 1}, {2, 2}, {1, 3}};
+  auto data = *got.data().data<int32_t>();
+  for (int64_t i = 0; i < 3; ++i) {
+    auto shape = got.sample_shape(i);
+    REQUIRE(std::vector<int64_t>(shape.begin(), shape.end()) == want_shapes[i]);
+    // Sample i sits at the start of its box [2, 3] of the batch.
+    for (int64_t y = 0; y < shape[0]; ++y) {
+      for (int64_t x = 0; x < shape[1]; ++x) {
+        CHECK(data[i * 6 + y * 3 + x] == 10 * i + y * 3 + x);
+      }
+    }
+  }
+  CHECK(*out->outputs[1].data().data<int64_t>() ==
+        absl::Span<const int64_t>(std::vector<int64_t>{7, 8, 9}));
+}
+
+TEST_CASE("Build names attributes an operator does not take") {
+  Pipeline pipe(PipelineOptions{});
+  pipe.Add(OperatorDef{.op = "external_source",
+                       .outputs = {"raw"},
+                       .attrs = {{"dtype", StringAttr("uint8")},
+                                 {"shape", IntListAttr({2})},
+                                 {"size", IntAttr(3)}}});
+  pipe.SetOutputs({"raw"});
+  CHECK(pipe.Build().message() ==
+        "operator 'raw' (external_source): unknown attr 'size' "
+        "(external_source takes: dtype, shape)");
+}
+
 TEST_CASE("destroying a pipeline mid-epoch joins everything") {
   const std::string dir = ImageDir("teardown", 30, 24, 0);
   for (int held : {0, 1, 2}) {

@@ -58,20 +58,34 @@ class ImagePipeline(Pipeline):
         self.position = 0
 
     def define_graph(self):
+        # In the reader pipeline's order, so that each random operator
+        # has the same index (its random draws depend on it).
         self.jpegs = fn.external_source(name="jpegs")
         images = fn.decoders.image(self.jpegs)
         images = fn.resize(images, shorter=64)
         images = fn.crop(images, size=[56, 56], random=True)
         images = fn.flip(images, horizontal=0.5)
-        return fn.crop_mirror_normalize(images, mean=MEAN, std=STD)
+        images = fn.crop_mirror_normalize(images, mean=MEAN, std=STD)
+        self.labels = fn.external_source(name="labels", dtype=numpy.int32)
+        return images, self.labels
 
     def iter_setup(self):
         if self.position >= len(self.files):
             raise StopIteration
         chunk = self.files[self.position:self.position + self.batch_size]
         self.position += len(chunk)
-        self.feed_input(self.jpegs,
-                        [numpy.fromfile(f, numpy.uint8) for f in chunk])
+        self.feed_input(self.jpegs, [read_bytes(f) for f in chunk])
+        self.feed_input(self.labels, numpy.array(
+            [label_of(f) for f in chunk], numpy.int32))
+
+
+def read_bytes(path):
+    return numpy.fromfile(path, numpy.uint8)
+
+
+def label_of(path):
+    name = os.path.basename(os.path.dirname(path))
+    return int(name[len("class"):]) if name.startswith("class") else -1
 
 
 def reader_pipeline(root, batch_size=8, num_threads=2, depth=2, seed=7,
@@ -141,6 +155,7 @@ class PipelineTest(unittest.TestCase):
         self.assertEqual(len(fed), len(from_reader))
         for a, b in zip(fed, from_reader):
             numpy.testing.assert_array_equal(a[0], b[0])
+            numpy.testing.assert_array_equal(a[1], b[1])
         self.assertEqual(pipe.epoch_size(), -1)
         with self.assertRaises(StopIteration):
             pipe.run()
@@ -148,6 +163,32 @@ class PipelineTest(unittest.TestCase):
         pipe.position = 0
         pipe.reset()
         self.assertEqual(len(epoch(pipe)), 3)
+
+    def test_external_sources_skip_a_bad_sample_together(self):
+        files = self.files[:8]
+        pipe = ImagePipeline(files, batch_size=8, num_threads=2, seed=7,
+                             on_error="skip_sample")
+        pipe.build()
+        garbage = numpy.frombuffer(b"not a jpeg", numpy.uint8)
+        pipe.iter_setup = lambda: (
+            pipe.feed_input(pipe.jpegs, [read_bytes(f) for f in files[:3]] +
+                            [garbage] + [read_bytes(f) for f in files[3:7]]),
+            pipe.feed_input(pipe.labels, numpy.array(
+                [label_of(f) for f in files[:3]] + [99] +
+                [label_of(f) for f in files[3:7]], numpy.int32)))
+        pipe.schedule_run()
+        images, labels = pipe.outputs()
+        self.assertEqual(len(images), 7)
+        self.assertEqual(labels.as_array().tolist(),
+                         [label_of(f) for f in files[:7]])
+        self.assertEqual([(s["epoch"], s["position"]) for s in pipe.skipped()],
+                         [(0, 3)])
+        with self.assertRaises(ValueError) as caught:
+            pipe.feed_input("labels", numpy.zeros(3, numpy.int32))
+            pipe.feed_input("jpegs", [garbage] * 2)
+        self.assertEqual(str(caught.exception),
+                         "FeedInput 'jpegs': 2 samples, but 'labels' was fed "
+                         "3 for the same batch")
 
     def test_batches_as_numpy_and_torch(self):
         pipe = reader_pipeline(self.root)
