@@ -3,14 +3,13 @@
 
 #include <pybind11/pybind11.h>
 
-#include <chrono>
 #include <functional>
-#include <future>
-#include <thread>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "python/src/interrupts.h"
 
 // How C++ statuses become Python exceptions, and how a call that may block
 // lets go of the GIL and still answers Ctrl-C.
@@ -38,51 +37,25 @@ T ValueOrThrow(absl::StatusOr<T> value) {
 // handlers run on). GIL held.
 bool OnMainThread();
 
-// Runs `op` without the GIL and returns what it returns. On the main thread
-// `op` runs on a helper thread while this one checks for signals every
-// 100 ms: when a handler raises (Ctrl-C: KeyboardInterrupt), `interrupt` is
-// called (it must make `op` return soon, e.g. by aborting the session),
-// `op` is waited for, and the handler's exception propagates. Elsewhere
-// `op` simply runs here.
+// Runs `op` without the GIL and returns what it returns. On the main
+// thread a Ctrl-C while it blocks calls `interrupt` (which must make `op`
+// return soon, e.g. by aborting the session; see interrupts.h), and once
+// `op` has returned Python's KeyboardInterrupt (or whatever the SIGINT
+// handler raises) propagates instead of its result.
 template <typename Op>
-auto CallBlocking(Op op, const std::function<void()>& interrupt)
-    -> decltype(op()) {
-  using Result = decltype(op());
+auto CallBlocking(Op op, std::function<void()> interrupt) -> decltype(op()) {
   if (!OnMainThread()) {
     py::gil_scoped_release nogil;
     return op();
   }
-  std::packaged_task<Result()> task(std::move(op));
-  std::future<Result> result = task.get_future();
-  std::thread worker(std::move(task));
-  bool interrupted = false;
+  std::optional<decltype(op())> result;
   {
+    InterruptScope scope(std::move(interrupt));
     py::gil_scoped_release nogil;
-    while (result.wait_for(std::chrono::milliseconds(100)) !=
-           std::future_status::ready) {
-      py::gil_scoped_acquire gil;
-      if (PyErr_CheckSignals() != 0) {
-        interrupted = true;
-        break;
-      }
-    }
-    if (interrupted) {
-      // The handler's exception is set; keep it while the work winds down.
-      PyObject *type, *value, *trace;
-      {
-        py::gil_scoped_acquire gil;
-        PyErr_Fetch(&type, &value, &trace);
-      }
-      interrupt();
-      worker.join();
-      py::gil_scoped_acquire gil;
-      PyErr_Restore(type, value, trace);
-    } else {
-      worker.join();
-    }
+    result.emplace(op());
   }
-  if (interrupted) throw py::error_already_set();
-  return result.get();
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  return *std::move(result);
 }
 
 }  // namespace actorflow::python

@@ -52,8 +52,7 @@ absl::Status StoreOutput(const py::handle& result, const TensorView& view,
   if (view.is_dynamic()) {
     absl::Status shaped = view.set_shape(shape);
     if (!shaped.ok()) {
-      return absl::InternalError(
-          absl::StrCat(where, ": ", shaped.message()));
+      return absl::InternalError(absl::StrCat(where, ": ", shaped.message()));
     }
   } else if (absl::Span<const int64_t>(shape) != view.shape()) {
     return absl::InternalError(
@@ -125,9 +124,9 @@ absl::Status CallPythonKernel(const GilSafeObject& fn, bool fills_outputs,
       results.push_back(result);
     }
     if (results.size() != outputs.size()) {
-      return absl::InternalError(
-          absl::StrCat("the Python kernel returned ", results.size(),
-                       " arrays for ", outputs.size(), " output blobs"));
+      return absl::InternalError(absl::StrCat("the Python kernel returned ",
+                                              results.size(), " arrays for ",
+                                              outputs.size(), " output blobs"));
     }
     for (size_t k = 0; k < outputs.size(); ++k) {
       absl::Status stored =

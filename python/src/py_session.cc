@@ -110,16 +110,8 @@ class PySession {
     Session* s = Usable();
     const std::string what = absl::StrCat("feed '", name, "'");
     Tensor tensor = TensorFromArray(array, what.c_str());
-    // Without waiting first: a free register is the common case.
-    absl::Status fed;
-    {
-      py::gil_scoped_release nogil;
-      fed = s->TryFeed(name, tensor);
-    }
-    if (absl::IsUnavailable(fed)) {
-      fed = CallBlocking([s, &name, &tensor] { return s->Feed(name, tensor); },
-                         Interrupter());
-    }
+    absl::Status fed = CallBlocking(
+        [s, &name, &tensor] { return s->Feed(name, tensor); }, Interrupter());
     ThrowIfError(fed);
   }
   void CloseFeed(const std::string& name) {

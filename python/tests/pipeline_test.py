@@ -368,6 +368,9 @@ class PipelineTest(unittest.TestCase):
             Pipeline(batch_size=2).build()
 
     def test_collected_mid_run_joins_threads(self):
+        # The first blocking call starts the one interrupter thread (for
+        # Ctrl-C), which lives until exit: start it before counting.
+        epoch(reader_pipeline(self.root))
         before = threads_now()
         pipe = reader_pipeline(self.root)
         pipe.schedule_run()
