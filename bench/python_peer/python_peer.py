@@ -46,6 +46,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def run(cmd, env=None):
+    if env is None:
+        # C++ binaries carry their own sanitizer runtime, if any.
+        env = dict(os.environ)
+        env.pop("LD_PRELOAD", None)
     done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, env=env)
     if done.returncode != 0:

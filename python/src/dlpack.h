@@ -20,7 +20,6 @@ enum DLDataTypeCode : uint8_t {
   kDLInt = 0,
   kDLUInt = 1,
   kDLFloat = 2,
-  kDLBool = 6,
 };
 
 struct DLDataType {

@@ -57,8 +57,8 @@ DLDataType DlTypeOf(DataType type) {
     case DT_UINT8:
       dl.code = kDLUInt;
       break;
-    case DT_BOOL:
-      dl.code = kDLBool;
+    case DT_BOOL:  // PyTorch 1.13 reads DLPack without a bool code
+      dl.code = kDLUInt;
       break;
     default:
       dl.code = kDLInt;
