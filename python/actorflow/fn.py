@@ -70,8 +70,19 @@ def cast(data, *, device="cpu", name=None, **kwargs):
 
 
 def normalize(data, *, device="cpu", name=None, **kwargs):
-    """On a batch: `mean`, `std`, `axis`."""
+    """On a batch (after fn.batch): `mean`, `std`, `axis`."""
     return _add_operator("normalize", [data], 1, device, name, kwargs)
+
+
+def batch(*data, device="cpu", name=None, **kwargs):
+    """Batches its inputs (one output each, in order) where a later operator
+    works on batches (normalize, cast on a batch). A pipeline has at most
+    one; without it the outputs are batched last. Every pipeline output must
+    then come out of it. `max_shape` for samples of unknown size;
+    device "mixed": copied to the GPU."""
+    if not data:
+        raise ValueError("fn.batch: give the nodes to batch")
+    return _add_operator("batch", list(data), len(data), device, name, kwargs)
 
 
 def _file_reader(*, name=None, **kwargs):

@@ -299,6 +299,32 @@ class PipelineTest(unittest.TestCase):
                          "feed_input: no external source 'y' (external "
                          "sources: ['x'])")
 
+    def test_batch_normalize_and_fused_decoder(self):
+        pipe = Pipeline(batch_size=2)
+        with pipe:
+            x = fn.external_source(name="x", dtype=numpy.float32, shape=[2])
+            with self.assertRaises(ValueError) as caught:
+                fn.batch()
+            self.assertEqual(str(caught.exception),
+                             "fn.batch: give the nodes to batch")
+            pipe.set_outputs(fn.normalize(fn.batch(x), mean=[1.0, 3.0],
+                                          std=[2.0, 4.0]))
+        pipe.build()
+        pipe.feed_input("x", numpy.array([[1, 3], [5, 11]], numpy.float32))
+        pipe.schedule_run()
+        (out,) = pipe.outputs()
+        numpy.testing.assert_allclose(out.as_array(), [[0, 0], [2, 2]])
+
+        pipe = Pipeline(batch_size=4, num_threads=2)
+        with pipe:
+            jpegs, _ = fn.readers.file(dir=self.root, limit=4)
+            pipe.set_outputs(fn.decoders.image_random_crop(
+                jpegs, size=[32, 48], resize_shorter=64))
+        pipe.build()
+        (images,) = pipe.run()
+        self.assertEqual(images.as_array().shape, (4, 32, 48, 3))
+        self.assertEqual(images.as_array().dtype, numpy.uint8)
+
     def test_source_argument(self):
         batches = [numpy.full((2, 3), i, numpy.int32) for i in range(3)]
         pipe = Pipeline(batch_size=2, num_threads=1)
