@@ -371,8 +371,7 @@ absl::Status Pipeline::Compile() {
       const bool reader = IsReader(op);
       if (sources > 0 && (reader || has_reader)) {
         problems.push_back(absl::StrCat(
-            where(i),
-            ": a pipeline has one reader, or external sources only"));
+            where(i), ": a pipeline has one reader, or external sources only"));
         continue;
       }
       ++sources;
@@ -679,6 +678,15 @@ absl::Status Pipeline::Compile() {
       continue;
     }
     Node& node = it->second;
+    if (node.kind != "batched") {
+      // Only with an explicit batch operator: otherwise the implied one
+      // takes every output still unbatched.
+      problems.push_back(absl::StrCat(
+          "SetOutputs: '", name,
+          "' is not batched: with a batch operator, every output must come "
+          "out of it (the one batch drops a failed sample from all outputs)"));
+      continue;
+    }
     int64_t data_regst = node.regsts[0];
     if (node.on_device) {
       TaskProto* copy =

@@ -737,6 +737,24 @@ TEST_CASE("external input: own sample shapes, two sources in step") {
         absl::Span<const int64_t>(std::vector<int64_t>{7, 8, 9}));
 }
 
+TEST_CASE("with a batch operator, every output must come out of it") {
+  Pipeline pipe(PipelineOptions{});
+  pipe.Add(OperatorDef{.op = "external_source",
+                       .outputs = {"x"},
+                       .attrs = {{"dtype", StringAttr("float32")},
+                                 {"shape", IntListAttr({2})}}});
+  pipe.Add(OperatorDef{
+      .op = "external_source",
+      .outputs = {"y"},
+      .attrs = {{"dtype", StringAttr("int32")}, {"shape", IntListAttr({})}}});
+  pipe.Add(OperatorDef{.op = "batch", .inputs = {"x"}, .outputs = {"xb"}});
+  pipe.SetOutputs({"xb", "y"});
+  CHECK(pipe.Build().message() ==
+        "SetOutputs: 'y' is not batched: with a batch operator, every output "
+        "must come out of it (the one batch drops a failed sample from all "
+        "outputs)");
+}
+
 TEST_CASE("Build names attributes an operator does not take") {
   Pipeline pipe(PipelineOptions{});
   pipe.Add(OperatorDef{.op = "external_source",

@@ -129,10 +129,18 @@ class Pipeline:
     operator (and shuffling): the same seed gives the same batches whatever
     num_threads and depth. on_error: "fail" stops at a bad sample,
     "skip_sample" drops it (skipped() names it). fuse_decode: decode with
-    resize/crop in one step (README, "Decoding less")."""
+    resize/crop in one step (README, "Decoding less"). device_id: DALI's;
+    0 (or None, -1): GPU operators run on device 0."""
 
     def __init__(self, batch_size, num_threads=1, prefetch_queue_depth=2,
-                 seed=0, on_error="fail", fuse_decode=True):
+                 seed=0, on_error="fail", fuse_decode=True, device_id=None):
+        # device_id as DALI has it: GPU operators run on device 0, the only
+        # one a pipeline uses; None and -1 (no GPU) are accepted too.
+        if device_id not in (None, -1, 0):
+            raise ValueError(
+                f"Pipeline: device_id {device_id}: GPU operators run on "
+                "device 0 (give 0, -1 or None)")
+        self.device_id = device_id
         if batch_size < 1 or num_threads < 1 or prefetch_queue_depth < 1:
             raise ValueError(
                 "Pipeline: batch_size, num_threads and prefetch_queue_depth "

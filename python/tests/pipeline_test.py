@@ -392,6 +392,23 @@ class PipelineTest(unittest.TestCase):
                          "or strs")
         with self.assertRaises(NotImplementedError):
             Pipeline(batch_size=2).build()
+        pipe = Pipeline(batch_size=2, device_id=0)
+        with pipe:
+            x = fn.external_source(name="x", dtype=numpy.float32, shape=[2])
+            y = fn.external_source(name="y", dtype=numpy.int32, shape=[])
+            pipe.set_outputs(fn.normalize(fn.batch(x), mean=[1.0], std=[2.0]),
+                             y)
+        with self.assertRaises(ValueError) as caught:
+            pipe.build()
+        self.assertEqual(str(caught.exception),
+                         "SetOutputs: 'y' is not batched: with a batch "
+                         "operator, every output must come out of it (the one "
+                         "batch drops a failed sample from all outputs)")
+        with self.assertRaises(ValueError) as caught:
+            Pipeline(batch_size=2, device_id=1)
+        self.assertEqual(str(caught.exception),
+                         "Pipeline: device_id 1: GPU operators run on device 0 "
+                         "(give 0, -1 or None)")
 
     def test_collected_mid_run_joins_threads(self):
         # The first blocking call starts the one interrupter thread (for
