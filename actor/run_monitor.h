@@ -35,14 +35,15 @@ class RunMonitor {
         first = true;
       }
     }
-    aborting_.store(true, std::memory_order_relaxed);
+    // Release: whoever sees aborting() then sees first_error_ (status()).
+    aborting_.store(true, std::memory_order_release);
     if (first && on_failure_) on_failure_(status);
   }
 
   // Counts `num_actors` running again, for the next run.
   void StartRun(int64_t num_actors) { running_.Reset(num_actors); }
 
-  bool aborting() const { return aborting_.load(std::memory_order_relaxed); }
+  bool aborting() const { return aborting_.load(std::memory_order_acquire); }
   // What KernelContext::cancelled reads.
   const std::atomic<bool>* aborting_flag() const { return &aborting_; }
 

@@ -745,6 +745,11 @@ absl::StatusOr<FetchedTensor> Session::FetchBorrowed(absl::string_view name) {
   }
   absl::StatusOr<Regst*> regst = (*found)->fetch.Next();
   if (absl::IsOutOfRange(regst.status())) {
+    // A failing run winds down as soon as the failure is recorded, which is
+    // before the ports are failed: the fetch actor may end this port first.
+    // The run's end is then the failure's, not the data's.
+    absl::Status failed = monitor_->status();
+    if (!failed.ok()) return failed;
     return absl::OutOfRangeError(
         absl::StrCat("fetch '", name, "': ", regst.status().message()));
   }
