@@ -40,6 +40,8 @@ import subprocess
 import sys
 import tempfile
 
+from peer_report import cpu_model, rewrite_readme
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"
 
@@ -160,29 +162,6 @@ def table(jobs):
     return "\n".join(lines), verdicts
 
 
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
-
-
-def rewrite_readme(path, text):
-    begin, end = "<!-- torch_peer:begin -->", "<!-- torch_peer:end -->"
-    with open(path) as f:
-        readme = f.read()
-    if begin not in readme or end not in readme:
-        sys.exit(f"torch_peer: {path} has no {begin} ... {end} block")
-    head, rest = readme.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    with open(path, "w") as f:
-        f.write(f"{head}{begin}\n{text}\n{end}{tail}")
-
-
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
@@ -274,7 +253,7 @@ def main():
         readme = os.path.join(os.environ["BUILD_WORKSPACE_DIRECTORY"],
                               "README.md")
     if not args.no_readme and readme and only == {"mlp", "images"}:
-        rewrite_readme(readme, section)
+        rewrite_readme(readme, "torch_peer", section)
         print(f"torch_peer: rewrote the torch_peer block of {readme}")
     print(f"torch_peer: {sum(verdicts)} of {len(verdicts)} targets hold")
 

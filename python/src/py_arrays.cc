@@ -13,36 +13,12 @@ namespace actorflow::python {
 
 namespace {
 
-const char* NumpyName(DataType type) {
-  switch (type) {
-    case DT_FLOAT32:
-      return "float32";
-    case DT_FLOAT64:
-      return "float64";
-    case DT_INT8:
-      return "int8";
-    case DT_UINT8:
-      return "uint8";
-    case DT_INT32:
-      return "int32";
-    case DT_INT64:
-      return "int64";
-    case DT_BOOL:
-      return "bool";
-    default:
-      return nullptr;
-  }
-}
-
-// Every data type the table maps, in enum order.
-std::vector<DataType> MappedTypes() {
+// Every data type, in enum order. Each one's name (DataTypeName) is also
+// its numpy dtype's name, which makes the table.
+std::vector<DataType> AllTypes() {
   int count = 0;
   const DataType* all = AllDataTypes(&count);
-  std::vector<DataType> types;
-  for (int i = 0; i < count; ++i) {
-    if (NumpyName(all[i]) != nullptr) types.push_back(all[i]);
-  }
-  return types;
+  return std::vector<DataType>(all, all + count);
 }
 
 DLDataType DlTypeOf(DataType type) {
@@ -95,16 +71,13 @@ void DeleteUnconsumedCapsule(PyObject* capsule) {
 
 }  // namespace
 
-py::dtype DtypeOf(DataType type) {
-  const char* name = NumpyName(type);
-  return py::dtype(name != nullptr ? name : "float32");
-}
+py::dtype DtypeOf(DataType type) { return py::dtype(DataTypeName(type)); }
 
 DataType DataTypeOfDtype(const py::dtype& dtype, const char* what) {
   std::vector<std::string> names;
-  for (DataType type : MappedTypes()) {
+  for (DataType type : AllTypes()) {
     if (DtypeOf(type).equal(dtype)) return type;
-    names.push_back(NumpyName(type));
+    names.push_back(DataTypeName(type));
   }
   Throw(absl::InvalidArgumentError(absl::StrCat(
       what, ": numpy dtype ", py::str(py::handle(dtype)).cast<std::string>(),
@@ -114,7 +87,7 @@ DataType DataTypeOfDtype(const py::dtype& dtype, const char* what) {
 
 py::list DtypeTable() {
   py::list table;
-  for (DataType type : MappedTypes()) {
+  for (DataType type : AllTypes()) {
     table.append(py::make_tuple(DataTypeName(type), DtypeOf(type)));
   }
   return table;

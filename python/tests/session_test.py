@@ -43,6 +43,24 @@ task {{ task_id: 2 name: "out" stream {{ stream_index: 1 }}
 """
 
 
+def ctrl_c_latency(test, call):
+    """Sends this process SIGINT 0.3 s into `call`, checks that `call`
+    raises KeyboardInterrupt, and returns how long after the signal."""
+    sent = []
+
+    def interrupt():
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.3, interrupt)
+    timer.start()
+    with test.assertRaises(KeyboardInterrupt):
+        call()
+    latency = time.monotonic() - sent[0]
+    timer.join()
+    return latency
+
+
 class PlanTest(unittest.TestCase):
     def test_import_starts_no_thread(self):
         # In a fresh interpreter, against numpy alone: numpy (and torch)
@@ -344,18 +362,8 @@ class LifetimeTest(unittest.TestCase):
     def test_ctrl_c_while_blocked(self):
         before = threads_now()
         session = actorflow.Session(FEED_FETCH)
-        sent = []
-
-        def interrupt():
-            sent.append(time.monotonic())
-            os.kill(os.getpid(), signal.SIGINT)
-
-        timer = threading.Timer(0.3, interrupt)
-        timer.start()
-        with self.assertRaises(KeyboardInterrupt):
-            session.fetch("out")  # nothing was fed: blocks until Ctrl-C
-        latency = time.monotonic() - sent[0]
-        timer.join()
+        # Nothing was fed: fetch blocks until Ctrl-C.
+        latency = ctrl_c_latency(self, lambda: session.fetch("out"))
         print(f"KeyboardInterrupt {latency * 1000:.0f} ms after SIGINT")
         self.assertLess(latency, 1.0)
         with self.assertRaises(RuntimeError) as caught:
@@ -378,18 +386,7 @@ class InterruptTest(unittest.TestCase):
 
         session = actorflow.Session("examples/plans/quickstart.pbtxt",
                                     kernels={"double": slow})
-        sent = []
-
-        def interrupt():
-            sent.append(time.monotonic())
-            os.kill(os.getpid(), signal.SIGINT)
-
-        timer = threading.Timer(0.3, interrupt)
-        timer.start()
-        with self.assertRaises(KeyboardInterrupt):
-            session.run()
-        latency = time.monotonic() - sent[0]
-        timer.join()
+        latency = ctrl_c_latency(self, session.run)
         print(f"run(): KeyboardInterrupt {latency * 1000:.0f} ms after SIGINT, "
               f"{len(calls)} kernel calls")
         self.assertLess(latency, 1.0)
