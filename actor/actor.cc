@@ -19,7 +19,8 @@ Actor::Actor(ActorSpec spec, ActorEnv env)
       is_source_(spec.inputs.empty()),
       lag_(!spec.outputs.empty() && spec.outputs[0].second->initial_register
                ? 1
-               : 0) {
+               : 0),
+      stateful_(kernel_ != nullptr && kernel_->has_state()) {
   ctx_.stream_ = spec.stream;
   ctx_.task_ = task_;
   ctx_.cancelled_ =
@@ -69,6 +70,10 @@ void Actor::Reset() {
   for (OutSlot& slot : out_) blockers_ += slot.free.empty();
   // A feed's run ends when the caller closes it, not at a piece count.
   piece_end_ = feed_port_ != nullptr ? INT64_MAX : next_piece_ + *env_.pieces;
+  cut_index_ = 0;
+  next_cut_ = stateful_ && env_.cuts != nullptr && !env_.cuts->empty()
+                  ? (*env_.cuts)[0]
+                  : INT64_MAX;
   stats_ = TaskStats{};
   blocked_ = Blocked::kNone;
   last_async_end_ns_ = 0;
@@ -214,6 +219,8 @@ void Actor::Act() {
       }
     }
   }
+  // A snapshot of the kernel's state before it acts on the cut's piece.
+  if (__builtin_expect(piece >= next_cut_, 0)) ReachCut(piece);
   for (int o = 0; o < num_out_; ++o) {
     Regst* regst = out[o].free.Pop();
     if (out[o].free.empty()) ++blockers_;
@@ -257,6 +264,17 @@ void Actor::Act() {
   } else {
     for (int i = 0; i < num_in_; ++i) ReturnToProducer(inputs[i]);
     for (int o = 0; o < num_out_; ++o) Publish(outputs[o]);
+  }
+}
+
+void Actor::ReachCut(int64_t piece) {
+  // Pieces come in order and every cut lies inside the run, so this act's
+  // piece is the next cut's.
+  while (next_cut_ <= piece) {
+    if (next_cut_ == piece) env_.cut_listener->OnCut(id_, cut_index_);
+    ++cut_index_;
+    next_cut_ =
+        cut_index_ < env_.cuts->size() ? (*env_.cuts)[cut_index_] : INT64_MAX;
   }
 }
 

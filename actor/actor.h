@@ -48,10 +48,23 @@ struct ActorSpec {
 // What the actors of a session share. A session runs its plan many times;
 // each run starts with kReset to every actor (written by the session before
 // it sends them, read by each actor when it handles its kReset).
+// Where an actor whose kernel has state hands it over at the cuts of a run
+// (Session::Start's snapshots): called on the actor's thread, between its
+// acts on pieces cut - 1 and cut, with the cut's index in the run's list.
+class CutListener {
+ public:
+  virtual ~CutListener() = default;
+  virtual void OnCut(int32_t actor, size_t cut) = 0;
+};
+
 struct ActorEnv {
   RunMonitor* monitor = nullptr;
   // Pieces each plain source makes in the run being reset.
   const int64_t* pieces = nullptr;
+  // The pieces at which the run being reset takes snapshots (ascending,
+  // inside the run), and who takes them.
+  const std::vector<int64_t>* cuts = nullptr;
+  CutListener* cut_listener = nullptr;
   // Counted down by each actor when it has handled kReset.
   BlockingCounter* resetting = nullptr;
   // Record an ActSpan per act (see trace()).
@@ -105,6 +118,23 @@ class Actor {
 
   const TaskProto& task() const { return *task_; }
   const Kernel& kernel() const { return *kernel_; }
+
+  // Checkpoints (Session::Checkpoint and Restore), on this actor's thread
+  // between messages. The kernel, to save or restore its state:
+  Kernel& mutable_kernel() { return *kernel_; }
+  // What the kernel's SaveState and RestoreState get; `piece` is the first
+  // piece after the cut.
+  KernelStateContext StateContext(int64_t piece) const;
+  // Waits until this actor's asynchronous stream has run everything queued
+  // so far (nothing to wait for on a CPU stream), so that the kernel's
+  // state is complete.
+  absl::Status DrainStream();
+  // A restored plan's next run starts at `piece`: sources make it first,
+  // and an initial register is published as it.
+  void StartAt(int64_t piece) {
+    next_piece_ = piece;
+    initial_piece_ = piece;
+  }
   // Acts since the actor was built (a boundary actor counts the pieces it
   // moved). Any thread may read it at any time: the watchdog compares it
   // to see whether a run still makes progress.
@@ -314,7 +344,14 @@ class Actor {
   // The piece of the next run's initial register: the last one published
   // (the run's sources count on from there too).
   int64_t initial_piece_ = 0;
-  int64_t next_piece_ = 0;             // sources
+  int64_t next_piece_ = 0;  // sources
+  // Actors whose kernel has state: the run's cuts not yet reached
+  // (next_cut_ is INT64_MAX when there are none, so the check on every act
+  // is one comparison).
+  const bool stateful_;
+  size_t cut_index_ = 0;
+  int64_t next_cut_ = INT64_MAX;
+  __attribute__((noinline, cold)) void ReachCut(int64_t piece);
   int64_t piece_end_ = 0;              // plain sources: this run ends before it
   std::atomic<int64_t> act_count_{0};  // written on this actor's thread only
   std::atomic<int64_t> kernel_since_ns_{0};

@@ -4,6 +4,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "actor/actor.h"
 
 namespace actorflow {
@@ -113,6 +114,31 @@ void Actor::HandleAsyncFailures() {
     for (Regst* regst : act->ctx.inputs_) SendReturn(regst);
     Fail(act->status, act->ctx.piece_id_);
   }
+}
+
+absl::Status Actor::DrainStream() {
+  if (async_ == nullptr) return absl::OkStatus();
+  // The poller runs callbacks in stream order: this one runs once every
+  // act queued before it is done.
+  absl::Notification done;
+  absl::Status result;
+  absl::Status added = async_->poller()->AddCallback(
+      async_->stream(), [&done, &result](absl::Status status) {
+        result = std::move(status);
+        done.Notify();
+      });
+  if (!added.ok()) return added;
+  done.WaitForNotification();
+  return result;
+}
+
+KernelStateContext Actor::StateContext(int64_t piece) const {
+  KernelStateContext ctx;
+  ctx.task = task_;
+  ctx.stream = ctx_.stream_;
+  ctx.cuda_stream = ctx_.cuda_stream_;
+  ctx.piece = piece;
+  return ctx;
 }
 
 }  // namespace actorflow

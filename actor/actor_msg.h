@@ -23,13 +23,15 @@ enum class ActorMsgKind : uint8_t {
 
 enum class ActorCmd : uint8_t {
   kNone,
-  kConstruct,    // build the actor on its own thread
-  kReset,        // get ready for another run (see Actor)
-  kStart,        // sources begin producing
-  kAsyncFailed,  // a kernel on the actor's asynchronous stream failed
-  kFed,          // a feed's caller submitted a register or closed the feed
-  kWake,         // look again whether to act or end (the run is aborting)
-  kDescribe,     // the session takes a snapshot of the actor (hang report)
+  kConstruct,     // build the actor on its own thread
+  kReset,         // get ready for another run (see Actor)
+  kStart,         // sources begin producing
+  kAsyncFailed,   // a kernel on the actor's asynchronous stream failed
+  kFed,           // a feed's caller submitted a register or closed the feed
+  kWake,          // look again whether to act or end (the run is aborting)
+  kDescribe,      // the session takes a snapshot of the actor (hang report)
+  kSaveState,     // the session takes the kernel's state (a checkpoint)
+  kRestoreState,  // the session gives the kernel its state back (a restore)
 };
 
 // The only thing actors exchange: small, trivially copyable, no ownership.

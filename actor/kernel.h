@@ -15,6 +15,7 @@
 #include "absl/types/span.h"
 #include "actor/blob_desc.h"
 #include "actor/data_type.h"
+#include "actor/kernel_state.h"
 #include "actor/regst.h"
 #include "proto/plan.pb.h"
 #include "thread/stream_key.h"
@@ -216,6 +217,28 @@ class Kernel {
   }
   virtual std::optional<SinkSummary> sink_summary() const {
     return std::nullopt;
+  }
+
+  // State that outlives a piece (actor/kernel_state.h): weights, optimizer
+  // moments, counters, a sink's running totals. A kernel with some says so
+  // and saves all of it that later pieces depend on; RestoreState gives it
+  // back to a kernel fresh from Init, before its first piece, so that the
+  // pieces after the cut come out bit for bit as if nothing had stopped.
+  // Whatever follows from the piece id and the attributes alone (a seeded
+  // shuffle of epoch p / n, a source's value for piece p) is no state: the
+  // checkpoint carries the piece counters and the plan's attributes.
+  virtual bool has_state() const { return false; }
+  virtual absl::Status SaveState(const KernelStateContext& ctx,
+                                 KernelState* state) {
+    (void)ctx;
+    (void)state;
+    return absl::OkStatus();
+  }
+  virtual absl::Status RestoreState(const KernelStateContext& ctx,
+                                    const KernelState& state) {
+    (void)ctx;
+    (void)state;
+    return absl::OkStatus();
   }
 };
 

@@ -132,6 +132,12 @@ class ChecksumKernel : public Kernel {
   absl::Status Init(const KernelInitContext& ctx) override;
   absl::Status Forward(KernelContext* ctx) override;
   std::optional<SinkSummary> sink_summary() const override { return summary_; }
+  // The running totals: pieces, checksum, in_order.
+  bool has_state() const override { return true; }
+  absl::Status SaveState(const KernelStateContext& ctx,
+                         KernelState* state) override;
+  absl::Status RestoreState(const KernelStateContext& ctx,
+                            const KernelState& state) override;
 
  protected:
   // Counts piece `piece_id` and adds `sum` (when known) to the checksum.

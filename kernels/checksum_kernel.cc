@@ -26,6 +26,29 @@ absl::Status ChecksumKernel::Forward(KernelContext* ctx) {
   return absl::OkStatus();
 }
 
+absl::Status ChecksumKernel::SaveState(const KernelStateContext&,
+                                       KernelState* state) {
+  const std::optional<SinkSummary> summary = sink_summary();
+  state->AddScalar<int64_t>("pieces", summary->pieces);
+  state->AddScalar<double>("checksum", summary->checksum);
+  state->AddScalar<bool>("in_order", summary->in_order);
+  return absl::OkStatus();
+}
+
+absl::Status ChecksumKernel::RestoreState(const KernelStateContext&,
+                                          const KernelState& state) {
+  auto pieces = state.Scalar<int64_t>("pieces");
+  if (!pieces.ok()) return pieces.status();
+  auto checksum = state.Scalar<double>("checksum");
+  if (!checksum.ok()) return checksum.status();
+  auto in_order = state.Scalar<bool>("in_order");
+  if (!in_order.ok()) return in_order.status();
+  summary_.pieces = *pieces;
+  summary_.checksum = *checksum;
+  summary_.in_order = *in_order;
+  return absl::OkStatus();
+}
+
 REGISTER_KERNEL("checksum", ChecksumKernel);
 
 }  // namespace actorflow

@@ -1,6 +1,8 @@
 #include "net/control.h"
 
 #include <algorithm>
+#include <iterator>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -112,8 +114,26 @@ void ControlService::Tick() {
   }
 }
 
-absl::StatusOr<std::vector<std::string>> ControlService::JoinRank(
-    const JoinRequest& request) {
+int64_t CommonCheckpoint(const std::vector<JoinRequest>& joins) {
+  std::set<int64_t> common;
+  bool first = true;
+  for (const JoinRequest& join : joins) {
+    if (!join.resume()) return -1;
+    std::set<int64_t> mine(join.checkpoint().begin(), join.checkpoint().end());
+    if (first) {
+      common = std::move(mine);
+      first = false;
+      continue;
+    }
+    std::set<int64_t> both;
+    std::set_intersection(common.begin(), common.end(), mine.begin(),
+                          mine.end(), std::inserter(both, both.begin()));
+    common = std::move(both);
+  }
+  return common.empty() ? -1 : *common.rbegin();
+}
+
+absl::StatusOr<JoinReply> ControlService::JoinRank(const JoinRequest& request) {
   const int32_t rank = request.rank();
   const int32_t n = options_.world_size;
   std::string refused;
@@ -185,9 +205,10 @@ absl::StatusOr<std::vector<std::string>> ControlService::JoinRank(
     return absl::FailedPreconditionError(problem);
   }
   MutexLock lock(&mu_);
-  std::vector<std::string> addresses;
-  for (const JoinRequest& join : joins_) addresses.push_back(join.address());
-  return addresses;
+  JoinReply reply;
+  for (const JoinRequest& join : joins_) reply.add_address(join.address());
+  reply.set_resume_piece(CommonCheckpoint(joins_));
+  return reply;
 }
 
 absl::Status ControlService::BarrierRank(int32_t rank,
@@ -225,9 +246,9 @@ grpc::Status ControlService::Join(grpc::ServerContext* context,
                                   const JoinRequest* request,
                                   JoinReply* reply) {
   (void)context;
-  absl::StatusOr<std::vector<std::string>> addresses = JoinRank(*request);
-  if (!addresses.ok()) return ToGrpc(addresses.status());
-  for (const std::string& address : *addresses) reply->add_address(address);
+  absl::StatusOr<JoinReply> joined = JoinRank(*request);
+  if (!joined.ok()) return ToGrpc(joined.status());
+  *reply = std::move(*joined);
   return grpc::Status::OK;
 }
 
@@ -297,8 +318,7 @@ namespace {
 class Local final : public Coordinator {
  public:
   explicit Local(ControlService* service) : service_(service) {}
-  absl::StatusOr<std::vector<std::string>> Join(
-      const JoinRequest& request) override {
+  absl::StatusOr<JoinReply> Join(const JoinRequest& request) override {
     return service_->JoinRank(request);
   }
   absl::Status Barrier(const std::string& name) override {
@@ -332,8 +352,7 @@ class Remote final : public Coordinator {
 
   ~Remote() override { Close(/*goodbye=*/false); }
 
-  absl::StatusOr<std::vector<std::string>> Join(
-      const JoinRequest& request) override {
+  absl::StatusOr<JoinReply> Join(const JoinRequest& request) override {
     grpc::ClientContext context;
     context.set_wait_for_ready(true);
     // Rank 0 answers once every rank joined or its own join timeout
@@ -353,8 +372,7 @@ class Remote final : public Coordinator {
       return FromGrpc(status);
     }
     StartWatch();
-    return std::vector<std::string>(reply.address().begin(),
-                                    reply.address().end());
+    return reply;
   }
 
   absl::Status Barrier(const std::string& name) override {

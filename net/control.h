@@ -42,9 +42,8 @@ class Coordinator {
  public:
   virtual ~Coordinator() = default;
   // Every rank's RegstTransfer address, by rank, once every rank joined
-  // with the same plan hash.
-  virtual absl::StatusOr<std::vector<std::string>> Join(
-      const JoinRequest& request) = 0;
+  // with the same plan hash; and the checkpoint they resume from.
+  virtual absl::StatusOr<JoinReply> Join(const JoinRequest& request) = 0;
   virtual absl::Status Barrier(const std::string& name) = 0;
   // This process failed: tell every other rank.
   virtual void ReportFailure(const absl::Status& status) = 0;
@@ -71,7 +70,7 @@ class ControlService final : public Control::Service {
                      grpc::ServerReaderWriter<Event, Beat>* stream) override;
 
   // Rank 0's own calls.
-  absl::StatusOr<std::vector<std::string>> JoinRank(const JoinRequest& request);
+  absl::StatusOr<JoinReply> JoinRank(const JoinRequest& request);
   absl::Status BarrierRank(int32_t rank, const std::string& name);
   // `rank` failed with `message` (its own words, or rank 0's about it).
   void Fail(int32_t rank, const std::string& message);
@@ -112,6 +111,10 @@ class ControlService final : public Control::Service {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread ticker_;
 };
+
+// The newest checkpoint piece that every rank listed (-1 if any rank does
+// not resume, or they share none): where a job resumes.
+int64_t CommonCheckpoint(const std::vector<JoinRequest>& joins);
 
 // Rank 0's Coordinator: calls into its own ControlService.
 std::unique_ptr<Coordinator> LocalCoordinator(ControlService* service);

@@ -128,6 +128,7 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
       PartitionPlan((*compiled)->plan, rank, config_.world_size);
   if (!local.ok()) return local.status();
   local_ = std::move(*local);
+  plan_pieces_ = plan.total_piece_num();
   const std::string fingerprint = PlanFingerprint((*compiled)->plan, pieces);
   compiled->reset();
 
@@ -188,8 +189,21 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
   join.set_world_size(config_.world_size);
   join.set_address(address);
   join.set_plan_hash(fingerprint);
-  absl::StatusOr<std::vector<std::string>> addresses = coordinator_->Join(join);
-  if (!addresses.ok()) return addresses.status();
+  if (config_.resume) {
+    if (config_.checkpoint_dir.empty()) {
+      return absl::InvalidArgumentError(
+          "resume: give the checkpoint directory (--checkpoint_dir)");
+    }
+    absl::StatusOr<std::vector<std::pair<int64_t, std::string>>> mine =
+        ListCheckpoints(checkpoint_root());
+    if (!mine.ok()) return mine.status();
+    join.set_resume(true);
+    for (const auto& [piece, path] : *mine) join.add_checkpoint(piece);
+  }
+  absl::StatusOr<JoinReply> joined = coordinator_->Join(join);
+  if (!joined.ok()) return joined.status();
+  const std::vector<std::string> addresses(joined->address().begin(),
+                                           joined->address().end());
 
   BindNetKernels(transport_.get(), &options.kernels);
   // Idle actor threads sleep at once unless the caller chose otherwise:
@@ -218,8 +232,25 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
     live_session_ = session_.get();
     if (!failure_.ok()) session_->Abort(failure_);
   }
-  absl::Status connected =
-      transport_->Connect(*addresses, config_.join_timeout);
+  if (config_.resume) {
+    resumed_from_ = std::max<int64_t>(joined->resume_piece(), 0);
+    if (joined->resume_piece() >= 0) {
+      const std::string path =
+          CheckpointPath(checkpoint_root(), joined->resume_piece());
+      absl::Status restored = session_ != nullptr
+                                  ? session_->Restore(path).status()
+                                  : ReadCheckpoint(path).status();
+      if (!restored.ok()) {
+        restored = absl::Status(
+            restored.code(),
+            absl::StrCat("rank ", rank, ": --resume: ", restored.message()));
+        OnFailure(restored, true);
+        return restored;
+      }
+    }
+    next_piece_ = resumed_from_;
+  }
+  absl::Status connected = transport_->Connect(addresses, config_.join_timeout);
   if (!connected.ok()) {
     OnFailure(connected, true);
     return connected;
@@ -243,12 +274,53 @@ void Job::OnFailure(const absl::Status& status, bool local) {
 }
 
 absl::StatusOr<RunStats> Job::Run(int64_t pieces) {
+  if (pieces < 0) pieces = plan_pieces_;
   if (session_ == nullptr) {
     MutexLock lock(&mu_);
     if (!failure_.ok()) return failure_;
+    next_piece_ += pieces;
     return RunStats{};
   }
-  return session_->Run(pieces);
+  absl::StatusOr<RunStats> stats = session_->Run(pieces);
+  if (stats.ok()) next_piece_ += pieces;
+  return stats;
+}
+
+std::string Job::checkpoint_root() const {
+  return absl::StrCat(config_.checkpoint_dir, "/rank-", config_.rank);
+}
+
+absl::StatusOr<WrittenCheckpoint> Job::Checkpoint(int keep_last) {
+  if (config_.checkpoint_dir.empty()) {
+    return absl::FailedPreconditionError(
+        "Job::Checkpoint: no checkpoint directory (JobConfig::checkpoint_dir)");
+  }
+  CheckpointData data;
+  if (session_ != nullptr) {
+    absl::StatusOr<CheckpointData> snapshot = session_->Snapshot();
+    if (!snapshot.ok()) return snapshot.status();
+    data = std::move(*snapshot);
+  } else {
+    data.piece = next_piece_;
+  }
+  data.rank = config_.rank;
+  data.world_size = config_.world_size;
+  absl::StatusOr<WrittenCheckpoint> written =
+      WriteCheckpoint(checkpoint_root(), data);
+  if (!written.ok()) {
+    absl::Status failed(
+        written.status().code(),
+        absl::StrCat("rank ", config_.rank, ": ", written.status().message()));
+    OnFailure(failed, true);
+    return failed;
+  }
+  // Only once every rank has this piece may older checkpoints go.
+  absl::Status agreed =
+      coordinator_->Barrier(absl::StrCat("checkpoint ", data.piece));
+  if (!agreed.ok()) return agreed;
+  absl::Status pruned = PruneCheckpoints(checkpoint_root(), keep_last);
+  if (!pruned.ok()) return pruned;
+  return written;
 }
 
 absl::Status Job::Barrier() {

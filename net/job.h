@@ -15,6 +15,7 @@
 #include "net/plan_partition.h"
 #include "net/transport.h"
 #include "proto/plan.pb.h"
+#include "runtime/checkpoint.h"
 #include "runtime/session.h"
 #include "thread/mutex.h"
 
@@ -31,6 +32,11 @@ struct JobConfig {
   std::string host;
   absl::Duration join_timeout = absl::Seconds(60);
   absl::Duration peer_timeout = absl::Seconds(30);
+  // Checkpoints: each rank's go under <checkpoint_dir>/rank-<rank>.
+  std::string checkpoint_dir;
+  // Start from the newest checkpoint that every rank has complete (none:
+  // from the beginning).
+  bool resume = false;
 };
 
 // RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; Open MPI's
@@ -73,6 +79,18 @@ class Job {
   absl::Status Barrier();
   // After the last run: ends the transfers and waits for every rank.
   absl::Status Finish();
+  // Between runs (every rank at the same piece): this rank's checkpoint,
+  // written under checkpoint_root(); then a barrier, so that once it
+  // returns every rank has this piece's checkpoint complete; then this
+  // rank keeps its newest `keep_last` (0: all). A checkpoint that some rank
+  // did not finish is never resumed from (see JoinReply.resume_piece).
+  absl::StatusOr<WrittenCheckpoint> Checkpoint(int keep_last = 0);
+  std::string checkpoint_root() const;
+  // With JobConfig::resume: the piece the job resumed from (0: no
+  // checkpoint every rank had); -1 without resume.
+  int64_t resumed_from() const { return resumed_from_; }
+  // The first piece of the next run.
+  int64_t next_piece() const { return next_piece_; }
   // This rank's session; null when the rank has no tasks.
   Session* session() const { return session_.get(); }
   const LocalPlan& local_plan() const { return local_; }
@@ -92,7 +110,10 @@ class Job {
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<Session> session_;
   bool finished_ = false;
-  int64_t barriers_ = 0;  // Barrier calls so far: each one's name
+  int64_t barriers_ = 0;     // Barrier calls so far: each one's name
+  int64_t plan_pieces_ = 0;  // the plan's total_piece_num
+  int64_t next_piece_ = 0;
+  int64_t resumed_from_ = -1;
 
   Mutex mu_;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);

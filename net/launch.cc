@@ -274,10 +274,16 @@ int Launch(const LaunchOptions& options) {
     }
     // By task name, as one process lists them.
     std::sort(sinks.begin(), sinks.end());
+    // --resume: every rank started at the same piece.
+    const std::string resumed = JsonValue(lines[0], "resumed_from");
     std::printf(
-        "{\"status\":\"ok\",\"world_size\":%d,\"pieces\":%lld,"
+        "{\"status\":\"ok\",\"world_size\":%d,%s\"pieces\":%lld,"
         "\"wall_ms\":%.3f,\"sinks\":{%s}}\n",
-        n, static_cast<long long>(pieces), wall_ms,
+        n,
+        resumed.empty()
+            ? ""
+            : absl::StrCat("\"resumed_from\":", resumed, ",").c_str(),
+        static_cast<long long>(pieces), wall_ms,
         absl::StrJoin(sinks, ",").c_str());
     return 0;
   }

@@ -505,7 +505,9 @@ absl::Status MlpTrainer::Submit(const float* x, const int32_t* labels,
   return absl::OkStatus();
 }
 
-absl::Status MlpTrainer::Start(int64_t pieces) {
+absl::Status MlpTrainer::Start(int64_t pieces) { return Start(pieces, {}); }
+
+absl::Status MlpTrainer::Start(int64_t pieces, std::vector<int64_t> cuts) {
   if (!config_.data) {
     return absl::FailedPreconditionError(
         "trainer: this plan is fed (no MlpConfig::data): Submit pieces");
@@ -529,11 +531,30 @@ absl::Status MlpTrainer::Start(int64_t pieces) {
     running_ = false;
     if (!ended.ok()) return ended;
   }
-  absl::Status started = session_->Start(pieces);
+  absl::Status started = session_->Start(pieces, std::move(cuts));
   if (!started.ok()) return started;
   running_ = true;
   started_ = done + pieces;
   return absl::OkStatus();
+}
+
+absl::StatusOr<CheckpointInfo> MlpTrainer::Restore(const std::string& dir) {
+  if (started_ >= 0 || !submitted_.empty() || !ready_.empty() || finished_) {
+    return absl::FailedPreconditionError(
+        "trainer: restore before the first Start or Submit");
+  }
+  absl::StatusOr<CheckpointInfo> info = session_->Restore(dir);
+  if (!info.ok()) return info.status();
+  if (config_.data) {
+    const int64_t total = config_.data->epochs * schedule_.period();
+    if (info->piece > total) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("trainer: checkpoint '", info->path, "' is at piece ",
+                       info->piece, ", past the schedule's ", total));
+    }
+    started_ = collected_ = info->piece;
+  }
+  return info;
 }
 
 absl::StatusOr<PieceResult> MlpTrainer::FetchOne(PieceResult result) {

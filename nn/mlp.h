@@ -143,6 +143,13 @@ class MlpTrainer {
   // all that are left), as one run of the session. The previous run's
   // pieces must all have been collected; Start ends that run first.
   absl::Status Start(int64_t pieces = -1);
+  // The same, with snapshots at `cuts` (schedule pieces strictly inside the
+  // run) taken as the run goes by (Session::Start); TakeSnapshot collects
+  // each, in order.
+  absl::Status Start(int64_t pieces, std::vector<int64_t> cuts);
+  absl::StatusOr<CheckpointData> TakeSnapshot(int64_t cut) {
+    return session_->TakeSnapshot(cut, absl::InfiniteDuration());
+  }
   // The oldest piece's result (waits for it).
   absl::StatusOr<PieceResult> Collect();
   int64_t pending() const {
@@ -154,6 +161,13 @@ class MlpTrainer {
   absl::Status Finish();
   const RunTrace& trace() const { return session_->trace(); }
   const Plan& plan() const { return plan_; }
+  // Checkpoints (Session::Snapshot): once every piece started so far has
+  // gone through the plan, every weight, velocity and step count.
+  absl::StatusOr<CheckpointData> Snapshot() { return session_->Snapshot(); }
+  // Before the first Start or Submit: the state of checkpoint `dir` (see
+  // Session::Restore); with MlpConfig::data the schedule goes on from the
+  // checkpoint's piece.
+  absl::StatusOr<CheckpointInfo> Restore(const std::string& dir);
   // With MlpConfig::data: its pieces.
   const MlpSchedule& schedule() const { return schedule_; }
 

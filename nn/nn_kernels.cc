@@ -457,6 +457,23 @@ double SgdMomentumKernel::NextRate(int64_t samples) {
   return rate;
 }
 
+absl::Status SgdMomentumKernel::SaveState(const KernelStateContext&,
+                                          KernelState* state) {
+  state->AddValues<float>("velocity", velocity_);
+  state->AddScalar<int64_t>("steps", steps_);
+  return absl::OkStatus();
+}
+
+absl::Status SgdMomentumKernel::RestoreState(const KernelStateContext&,
+                                             const KernelState& state) {
+  absl::Status read = state.Read<float>("velocity", absl::MakeSpan(velocity_));
+  if (!read.ok()) return read;
+  auto steps = state.Scalar<int64_t>("steps");
+  if (!steps.ok()) return steps.status();
+  steps_ = *steps;
+  return absl::OkStatus();
+}
+
 // --- variable --------------------------------------------------------------
 
 absl::Status VariableKernel::Init(const KernelInitContext& ctx) {
@@ -493,6 +510,7 @@ absl::Status VariableKernel::Init(const KernelInitContext& ctx) {
         "produced_regst_desc['out']: a variable holds one static float32 "
         "blob");
   }
+  shape_ = want[0].shape;
   if (!full_shape_.empty() || !offset_.empty()) {
     if (offset_.empty()) offset_.assign(full_shape_.size(), 0);
     const std::vector<int64_t>& shape = want[0].shape;
@@ -595,6 +613,29 @@ absl::Status VariableKernel::Forward(KernelContext* ctx) {
     offset += delta.elem_cnt();
   }
   last_ = to;
+  return absl::OkStatus();
+}
+
+absl::Status VariableKernel::SaveState(const KernelStateContext&,
+                                       KernelState* state) {
+  const int64_t n = ShapeElemCnt(shape_);
+  if (last_ != nullptr) {
+    state->AddValues<float>("value", absl::MakeConstSpan(last_, n), shape_);
+    return absl::OkStatus();
+  }
+  std::vector<float> initial(n);
+  absl::Status status = FillInitial(shape_, initial.data());
+  if (!status.ok()) return status;
+  state->AddValues<float>("value", initial, shape_);
+  return absl::OkStatus();
+}
+
+absl::Status VariableKernel::RestoreState(const KernelStateContext&,
+                                          const KernelState& state) {
+  restored_.resize(ShapeElemCnt(shape_));
+  absl::Status read = state.Read<float>("value", absl::MakeSpan(restored_));
+  if (!read.ok()) return read;
+  last_ = restored_.data();
   return absl::OkStatus();
 }
 

@@ -104,6 +104,12 @@ class SgdMomentumKernel : public Kernel {
  public:
   absl::Status Init(const KernelInitContext& ctx) override;
   absl::Status Forward(KernelContext* ctx) override;
+  // "velocity" (float32, this shard's elements) and "steps" (int64).
+  bool has_state() const override { return true; }
+  absl::Status SaveState(const KernelStateContext& ctx,
+                         KernelState* state) override;
+  absl::Status RestoreState(const KernelStateContext& ctx,
+                            const KernelState& state) override;
 
  protected:
   // This act's samples (the `batch` inputs' rows).
@@ -141,6 +147,13 @@ class VariableKernel : public Kernel {
   absl::Status Init(const KernelInitContext& ctx) override;
   absl::Status Forward(KernelContext* ctx) override;
   absl::Status InitialOutput(KernelContext* ctx) override;
+  // "value": the weights as last published (before the first act, the
+  // initial values), float32 of the variable's shape.
+  bool has_state() const override { return true; }
+  absl::Status SaveState(const KernelStateContext& ctx,
+                         KernelState* state) override;
+  absl::Status RestoreState(const KernelStateContext& ctx,
+                            const KernelState& state) override;
 
  protected:
   // Forward's steps, which a GPU variable replaces: fill the output with
@@ -156,6 +169,10 @@ class VariableKernel : public Kernel {
   absl::Status FillInitial(absl::Span<const int64_t> shape, float* to) const;
   // The weights as last published; null before the first act.
   const float* last_ = nullptr;
+  // The variable's shape, and the weights a restore gave (last_ points
+  // here until the first act after it).
+  std::vector<int64_t> shape_;
+  std::vector<float> restored_;
   std::string init_ = "zeros";
   double scale_ = 0;
   uint64_t seed_ = 0;

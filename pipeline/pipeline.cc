@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "pipeline/sample_ops.h"
@@ -93,17 +94,60 @@ struct Pipeline::Node {
   std::string chain;          // sample: its tasks' name (fused operators)
 };
 
+// A tensor in the pipeline's own memory, seen through the same views as a
+// register's blob.
+struct Pipeline::OwnedTensor {
+  OwnedTensor(const std::string& name, DataType type,
+              absl::Span<const int64_t> max_shape,
+              absl::Span<const int64_t> shape, const void* data, size_t bytes)
+      : storage((bytes + 7) / 8) {
+    desc.name = name;
+    desc.data_type = type;
+    desc.shape.assign(max_shape.begin(), max_shape.end());
+    desc.is_dynamic = true;
+    blob.desc = &desc;
+    blob.data = reinterpret_cast<char*>(storage.data());
+    blob.elem_size = static_cast<int32_t>(DataTypeSize(type));
+    blob.is_dynamic = true;
+    blob.shape.assign(shape.begin(), shape.end());
+    blob.elem_cnt = ShapeElemCnt(shape);
+    if (bytes > 0) std::memcpy(blob.data, data, bytes);
+  }
+  OwnedTensor(const OwnedTensor&) = delete;
+  OwnedTensor& operator=(const OwnedTensor&) = delete;
+  ConstTensorView view() const {
+    return ConstTensorView(const_cast<Blob*>(&blob));
+  }
+
+  BlobDesc desc;
+  Blob blob;
+  std::vector<uint64_t> storage;  // 8-byte aligned for every element type
+};
+
+// A batch: borrowed from the plan (data, shapes), or in the pipeline's own
+// memory (owned_data, owned_shapes); one entry per output either way.
 struct Pipeline::Held {
   int64_t epoch = 0;
   int64_t index = 0;
   std::vector<FetchedTensor> data;
   std::vector<FetchedTensor> shapes;
+  std::vector<std::unique_ptr<OwnedTensor>> owned_data;
+  std::vector<std::unique_ptr<OwnedTensor>> owned_shapes;
+
+  bool owned() const { return !owned_data.empty(); }
+  ConstTensorView data_view(size_t k) const {
+    return owned() ? owned_data[k]->view() : data[k].view();
+  }
+  ConstTensorView shapes_view(size_t k) const {
+    return owned() ? owned_shapes[k]->view() : shapes[k].view();
+  }
 };
 
 Pipeline::Pipeline(PipelineOptions options) : options_(std::move(options)) {}
 
 Pipeline::~Pipeline() {
   held_.clear();  // borrowed registers go back before the session ends
+  ready_.clear();
   session_.reset();
 }
 
@@ -169,6 +213,10 @@ absl::Status Pipeline::Build() {
   }
   session_ = std::move(*session);
   built_ = true;
+  if (!options_.restore_from.empty()) {
+    absl::StatusOr<CheckpointInfo> restored = Restore(options_.restore_from);
+    if (!restored.ok()) return Fail(restored.status());
+  }
   return absl::OkStatus();
 }
 
@@ -734,13 +782,16 @@ bool Pipeline::MoreToIssue() const {
   }
   if (next_chunk_ < chunks_per_epoch_) return true;
   // Samples held over for lack of a full batch need one more (final)
-  // chunk, once everything issued has come back.
-  return in_flight_ == 0 &&
+  // chunk, once everything issued has come back and gone out.
+  return in_flight_ == 0 && ready_.empty() &&
          epoch_size_ - delivered_ - log_.CountInEpoch(epoch_) > 0;
 }
 
 absl::Status Pipeline::Pump() {
-  while (in_flight_ < depth_ && in_flight_ < requested_ && MoreToIssue()) {
+  // Batches already made (ready_) count against the prefetch.
+  const int64_t ready = static_cast<int64_t>(ready_.size());
+  while (in_flight_ + ready < depth_ && in_flight_ + ready < requested_ &&
+         MoreToIssue()) {
     const int64_t chunk = next_chunk_;
     const bool final = !externals_.empty() || chunk >= chunks_per_epoch_ - 1;
     const int64_t words[] = {epoch_, chunk, final ? 1 : 0};
@@ -888,7 +939,7 @@ absl::StatusOr<BatchView> Pipeline::ShareOutputs() {
   while (true) {
     ok = Pump();
     if (!ok.ok()) return ok;
-    if (in_flight_ == 0) {
+    if (in_flight_ == 0 && ready_.empty()) {
       for (const ExternalSource& source : externals_) {
         if (source.fed.empty()) {
           return absl::FailedPreconditionError(absl::StrCat(
@@ -902,10 +953,16 @@ absl::StatusOr<BatchView> Pipeline::ShareOutputs() {
           " samples", skipped ? absl::StrCat(" (", skipped, " skipped)") : "",
           "; Reset() starts the next epoch"));
     }
-    auto held = std::make_unique<Held>();
-    auto full = FetchOne(held.get());
-    if (!full.ok()) return full.status();
-    if (!*full) continue;  // every sample held over for the next batch
+    std::unique_ptr<Held> held;
+    if (!ready_.empty()) {
+      held = std::move(ready_.front());
+      ready_.pop_front();
+    } else {
+      held = std::make_unique<Held>();
+      auto full = FetchOne(held.get());
+      if (!full.ok()) return full.status();
+      if (!*full) continue;  // every sample held over for the next batch
+    }
     --requested_;
     ok = Pump();  // keep the prefetch full while the caller works
     if (!ok.ok()) return ok;
@@ -917,8 +974,8 @@ absl::StatusOr<BatchView> Pipeline::ShareOutputs() {
     for (size_t k = 0; k < output_names_.size(); ++k) {
       OutputView out;
       out.name_ = output_names_[k];
-      out.data_ = held->data[k].view();
-      out.shapes_ = held->shapes[k].view();
+      out.data_ = held->data_view(k);
+      out.shapes_ = held->shapes_view(k);
       view.outputs.push_back(std::move(out));
     }
     delivered_ += view.outputs[0].num_samples();
@@ -946,6 +1003,7 @@ absl::StatusOr<BatchView> Pipeline::Outputs() {
 
 absl::Status Pipeline::Drain() {
   held_.clear();
+  ready_.clear();
   while (in_flight_ > 0) {
     Held discard;
     auto fetched = FetchOne(&discard);
@@ -977,6 +1035,215 @@ absl::Status Pipeline::Reset() {
   delivered_ = 0;
   batches_ = 0;
   return absl::OkStatus();
+}
+
+// ---- checkpoints ----
+
+namespace {
+
+// The pipeline's own entries in a checkpoint's user state.
+constexpr char kCounters[] =
+    "pipeline.counters";  // epoch, chunk, samples, batches
+constexpr char kReady[] = "pipeline.ready";
+constexpr char kSkippedWhere[] = "pipeline.skipped.where";
+constexpr char kSkippedLengths[] = "pipeline.skipped.lengths";
+constexpr char kSkippedText[] = "pipeline.skipped.text";
+
+std::string ReadyName(size_t i, size_t k, const char* what) {
+  return absl::StrCat("pipeline.ready.", i, ".", k, ".", what);
+}
+
+void AddView(KernelState* state, const std::string& name,
+             ConstTensorView view) {
+  state->Add(name, view.data_type(),
+             std::vector<int64_t>(view.shape().begin(), view.shape().end()),
+             view.raw_data());
+  state->AddValues<int64_t>(
+      name + "_max",
+      absl::MakeConstSpan(view.max_shape().data(), view.max_shape().size()));
+}
+
+}  // namespace
+
+std::unique_ptr<Pipeline::Held> Pipeline::CopyOut(const Held& held) {
+  auto copy = std::make_unique<Held>();
+  copy->epoch = held.epoch;
+  copy->index = held.index;
+  const size_t n = held.owned() ? held.owned_data.size() : held.data.size();
+  for (size_t k = 0; k < n; ++k) {
+    for (bool data : {true, false}) {
+      ConstTensorView view = data ? held.data_view(k) : held.shapes_view(k);
+      (data ? copy->owned_data : copy->owned_shapes)
+          .push_back(std::make_unique<OwnedTensor>(
+              view.name(), view.data_type(), view.max_shape(), view.shape(),
+              view.raw_data(), static_cast<size_t>(view.byte_size())));
+    }
+  }
+  return copy;
+}
+
+absl::StatusOr<CheckpointInfo> Pipeline::Checkpoint(
+    const std::string& root, const CheckpointOptions& options) {
+  absl::Status ok = Usable();
+  if (!ok.ok()) return ok;
+  for (const ExternalSource& source : externals_) {
+    if (!source.fed.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "Checkpoint: ", source.fed.size(), " batch(es) fed to '", source.name,
+          "' wait for their Run(); Run() them first"));
+    }
+  }
+  if (in_flight_ > 0 && static_cast<int>(held_.size()) >= depth_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Checkpoint: the caller holds all ", depth_,
+                     " prefetched batches; ReleaseOutputs first"));
+  }
+  const int64_t start = SteadyNowNs();
+  // Every scheduled batch out of the plan into memory of its own: the plan
+  // then comes to rest, and these go out first, now and after a restore.
+  while (in_flight_ > 0) {
+    Held borrowed;
+    absl::StatusOr<bool> full = FetchOne(&borrowed);
+    if (!full.ok()) return full.status();
+    if (*full) ready_.push_back(CopyOut(borrowed));
+  }
+  absl::StatusOr<CheckpointData> cut = session_->Snapshot(options.timeout);
+  if (!cut.ok()) return cut.status();
+  cut->user = options.user;
+  KernelState& user = cut->user;
+  const int64_t counters[] = {epoch_, next_chunk_, delivered_, batches_};
+  user.AddValues<int64_t>(kCounters, counters);
+  user.AddScalar<int64_t>(kReady, static_cast<int64_t>(ready_.size()));
+  for (size_t i = 0; i < ready_.size(); ++i) {
+    for (size_t k = 0; k < ready_[i]->owned_data.size(); ++k) {
+      AddView(&user, ReadyName(i, k, "data"), ready_[i]->data_view(k));
+      AddView(&user, ReadyName(i, k, "shapes"), ready_[i]->shapes_view(k));
+    }
+  }
+  std::vector<int64_t> where, lengths;
+  std::string text;
+  for (const SkippedSample& sample : log_.Snapshot()) {
+    where.insert(where.end(), {sample.epoch, sample.position});
+    lengths.insert(lengths.end(), {static_cast<int64_t>(sample.name.size()),
+                                   static_cast<int64_t>(sample.error.size())});
+    absl::StrAppend(&text, sample.name, sample.error);
+  }
+  const int64_t skipped = static_cast<int64_t>(where.size() / 2);
+  user.AddValues<int64_t>(kSkippedWhere, where, {skipped, 2});
+  user.AddValues<int64_t>(kSkippedLengths, lengths, {skipped, 2});
+  user.AddValues<uint8_t>(
+      kSkippedText,
+      absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(text.data()),
+                          text.size()));
+  CheckpointInfo info;
+  info.pause_ms = static_cast<double>(SteadyNowNs() - start) / 1e6;
+  CheckpointWriteOptions write;
+  write.keep_last = options.keep_last;
+  absl::StatusOr<WrittenCheckpoint> written =
+      WriteCheckpoint(root, *cut, write);
+  if (!written.ok()) return written.status();
+  info.path = written->path;
+  info.piece = written->piece;
+  info.bytes = written->bytes;
+  info.write_ms = written->write_ms;
+  return info;
+}
+
+absl::StatusOr<CheckpointInfo> Pipeline::Restore(const std::string& dir) {
+  if (!built_) {
+    return absl::FailedPreconditionError("Restore: Build the pipeline first");
+  }
+  absl::Status ok = Usable();
+  if (!ok.ok()) return ok;
+  bool fed = false;
+  for (const ExternalSource& source : externals_) fed |= !source.fed.empty();
+  if (epoch_ != 0 || next_chunk_ != 0 || requested_ != 0 || in_flight_ != 0 ||
+      !held_.empty() || !ready_.empty() || fed) {
+    return absl::FailedPreconditionError(
+        "Restore: after Build, before the first Run or FeedInput");
+  }
+  absl::StatusOr<CheckpointInfo> info = session_->Restore(dir);
+  if (!info.ok()) return info.status();
+  const KernelState& user = info->user;
+  auto malformed = [&](const absl::Status& status) {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint '", info->path,
+                     "': the pipeline's entries: ", status.message()));
+  };
+  int64_t counters[4];
+  ok = user.Read<int64_t>(kCounters, absl::MakeSpan(counters));
+  if (!ok.ok()) return malformed(ok);
+  auto ready = user.Scalar<int64_t>(kReady);
+  if (!ready.ok()) return malformed(ready.status());
+  if (*ready < 0 || *ready > depth_) {
+    return malformed(absl::InvalidArgumentError(absl::StrCat(
+        *ready, " prefetched batches, more than the depth ", depth_)));
+  }
+  std::deque<std::unique_ptr<Held>> batches;
+  for (int64_t i = 0; i < *ready; ++i) {
+    auto held = std::make_unique<Held>();
+    held->epoch = counters[0];
+    held->index = counters[3] + i;
+    for (size_t k = 0; k < output_names_.size(); ++k) {
+      for (const char* what : {"data", "shapes"}) {
+        const std::string name = ReadyName(i, k, what);
+        const StateEntry* entry = user.Find(name);
+        const StateEntry* max = user.Find(name + "_max");
+        if (entry == nullptr || max == nullptr || max->data_type != DT_INT64 ||
+            max->elem_cnt() != static_cast<int64_t>(entry->shape.size())) {
+          return malformed(
+              absl::NotFoundError(absl::StrCat("'", name, "' is missing")));
+        }
+        std::vector<int64_t> max_shape(max->elem_cnt());
+        std::memcpy(max_shape.data(), max->bytes.data(), max->bytes.size());
+        (std::string(what) == "data" ? held->owned_data : held->owned_shapes)
+            .push_back(std::make_unique<OwnedTensor>(
+                absl::StrCat("out_", output_names_[k]), entry->data_type,
+                max_shape, entry->shape, entry->bytes.data(),
+                entry->bytes.size()));
+      }
+    }
+    batches.push_back(std::move(held));
+  }
+  const StateEntry* where = user.Find(kSkippedWhere);
+  const StateEntry* lengths = user.Find(kSkippedLengths);
+  const StateEntry* text = user.Find(kSkippedText);
+  if (where == nullptr || lengths == nullptr || text == nullptr ||
+      where->elem_cnt() != lengths->elem_cnt() || where->elem_cnt() % 2 != 0) {
+    return malformed(absl::NotFoundError("the skipped samples are missing"));
+  }
+  std::vector<int64_t> w(where->elem_cnt()), l(lengths->elem_cnt());
+  std::memcpy(w.data(), where->bytes.data(), where->bytes.size());
+  std::memcpy(l.data(), lengths->bytes.data(), lengths->bytes.size());
+  std::vector<SkippedSample> skipped;
+  size_t at = 0;
+  for (size_t j = 0; j + 1 < w.size(); j += 2) {
+    SkippedSample sample;
+    sample.epoch = w[j];
+    sample.position = w[j + 1];
+    if (l[j] < 0 || l[j + 1] < 0 || at + l[j] + l[j + 1] > text->bytes.size()) {
+      return malformed(
+          absl::DataLossError("the skipped samples' text is short"));
+    }
+    sample.name = text->bytes.substr(at, l[j]);
+    at += l[j];
+    sample.error = text->bytes.substr(at, l[j + 1]);
+    at += l[j + 1];
+    skipped.push_back(std::move(sample));
+  }
+  epoch_ = counters[0];
+  next_chunk_ = counters[1];
+  delivered_ = counters[2];
+  batches_ = counters[3];
+  ready_ = std::move(batches);
+  log_.Replace(std::move(skipped));
+  // What the program saved is the caller's; the pipeline's own stays here.
+  KernelState own;
+  for (const StateEntry& entry : user.entries()) {
+    if (!absl::StartsWith(entry.name, "pipeline.")) (void)own.AddEntry(entry);
+  }
+  info->user = std::move(own);
+  return info;
 }
 
 }  // namespace actorflow::pipeline

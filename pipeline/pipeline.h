@@ -45,6 +45,8 @@ struct PipelineOptions {
   int64_t spin_ns = 0;
   // Record every act (Pipeline::trace()).
   bool trace = false;
+  // Build restores the pipeline from this checkpoint (see Restore).
+  std::string restore_from;
   // Run a decode followed (in one chain) by resize and/or crop as one step
   // that decodes a JPEG at the smallest DCT scale still covering the
   // resize's target, and only the rows and columns the crop keeps. Crops
@@ -141,6 +143,24 @@ class Pipeline {
   // Drops what is scheduled or held and starts the next epoch.
   absl::Status Reset();
 
+  // Checkpoints (README.md, "Checkpoints"). Saves the pipeline as the
+  // caller sees it: the batches after the cut are the ones it would hand
+  // out next, the prefetched ones included (they go into the checkpoint as
+  // they are), then the reader's place in its epoch, the shuffle and the
+  // augmentations' random state (both follow from the seed, the epoch and
+  // the sample's place) and any samples held over for the next batch.
+  // Batches the caller holds are its own. Refused while batches fed to an
+  // external source wait for their Run(), or while the caller holds every
+  // prefetched batch (ReleaseOutputs first).
+  absl::StatusOr<CheckpointInfo> Checkpoint(
+      const std::string& root, const CheckpointOptions& options = {});
+  // After Build, before the first Run or FeedInput: the state of the
+  // checkpoint in `dir` (a checkpoint, or the newest under a root). A
+  // checkpoint of another pipeline is refused, naming what differs. The
+  // next batches are those the checkpointed pipeline would have handed out
+  // next; an external source is fed from where its checkpoint left off.
+  absl::StatusOr<CheckpointInfo> Restore(const std::string& dir);
+
   // Any thread: stops the pipeline with `status`, as an operator's error
   // would; a blocked Outputs wakes and returns it. Callers interrupted by
   // the user (Python's Ctrl-C) use it.
@@ -167,6 +187,9 @@ class Pipeline {
  private:
   struct Node;
   struct Held;
+  struct OwnedTensor;
+  // A batch out of the plan into memory of its own, its registers released.
+  static std::unique_ptr<Held> CopyOut(const Held& held);
   absl::Status Compile();
   absl::Status Fail(absl::Status status);
   absl::Status Usable() const;
@@ -213,6 +236,10 @@ class Pipeline {
   int64_t delivered_ = 0;  // samples handed out
   int64_t batches_ = 0;
   std::deque<std::unique_ptr<Held>> held_;
+  // Batches made and not yet handed out, in memory of their own: taken out
+  // of the plan by a Checkpoint, or given back by a Restore. They go out
+  // before anything the plan makes next.
+  std::deque<std::unique_ptr<Held>> ready_;
 };
 
 }  // namespace actorflow::pipeline

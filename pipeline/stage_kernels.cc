@@ -845,6 +845,53 @@ absl::Status BatchKernel::Forward(KernelContext* ctx) {
   return absl::OkStatus();
 }
 
+absl::Status BatchKernel::SaveState(const KernelStateContext&,
+                                    KernelState* state) {
+  state->AddScalar<int64_t>("backlog_epoch", backlog_epoch_);
+  state->AddScalar<int64_t>("held", static_cast<int64_t>(backlog_.size()));
+  for (size_t i = 0; i < backlog_.size(); ++i) {
+    for (size_t k = 0; k < backlog_[i].size(); ++k) {
+      const Sample& sample = backlog_[i][k];
+      state->Add(absl::StrCat("held.", i, ".", k), sample.type,
+                 std::vector<int64_t>(sample.shape.begin(), sample.shape.end()),
+                 sample.storage.data());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchKernel::RestoreState(const KernelStateContext&,
+                                       const KernelState& state) {
+  auto epoch = state.Scalar<int64_t>("backlog_epoch");
+  if (!epoch.ok()) return epoch.status();
+  auto held = state.Scalar<int64_t>("held");
+  if (!held.ok()) return held.status();
+  if (*held < 0 || *held > batch_size_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state 'held': ", *held,
+                     " samples held over, outside [0, ", batch_size_, "]"));
+  }
+  std::deque<Pending> backlog;
+  for (int64_t i = 0; i < *held; ++i) {
+    Pending pending(outputs_.size());
+    for (size_t k = 0; k < outputs_.size(); ++k) {
+      const std::string name = absl::StrCat("held.", i, ".", k);
+      const StateEntry* entry = state.Find(name);
+      if (entry == nullptr) {
+        return absl::NotFoundError(
+            absl::StrCat("state '", name, "' is missing"));
+      }
+      pending[k].Reshape(entry->data_type, entry->shape);
+      std::memcpy(pending[k].storage.data(), entry->bytes.data(),
+                  entry->bytes.size());
+    }
+    backlog.push_back(std::move(pending));
+  }
+  backlog_epoch_ = *epoch;
+  backlog_ = std::move(backlog);
+  return absl::OkStatus();
+}
+
 // ---- registrations ----
 
 REGISTER_KERNEL("pipeline.file_reader", FileReaderKernel);

@@ -167,6 +167,11 @@ class SkipLog {
     MutexLock lock(&mu_);
     return samples_;
   }
+  // A restored pipeline's log (Pipeline::Restore).
+  void Replace(std::vector<SkippedSample> samples) {
+    MutexLock lock(&mu_);
+    samples_ = std::move(samples);
+  }
   // Samples dropped in `epoch`, counted without copying the log.
   int64_t CountInEpoch(int64_t epoch) const {
     MutexLock lock(&mu_);
@@ -192,6 +197,13 @@ class BatchKernel final : public Kernel {
   explicit BatchKernel(SkipLog* log = nullptr) : log_(log) {}
   absl::Status Init(const KernelInitContext& ctx) override;
   absl::Status Forward(KernelContext* ctx) override;
+  // The samples held over for the next batch: "backlog_epoch" (int64),
+  // "held" (int64: how many) and "held.<i>.<k>", sample i of output k.
+  bool has_state() const override { return true; }
+  absl::Status SaveState(const KernelStateContext& ctx,
+                         KernelState* state) override;
+  absl::Status RestoreState(const KernelStateContext& ctx,
+                            const KernelState& state) override;
 
  private:
   struct Output {

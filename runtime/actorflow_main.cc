@@ -25,6 +25,8 @@
 #include "actor/kernel.h"
 #include "net/job.h"
 #include "net/launch.h"
+#include "runtime/checkpoint.h"
+#include "runtime/checkpoint_writer.h"
 #include "runtime/chrome_trace.h"
 #include "runtime/compiled_plan.h"
 #include "runtime/json.h"
@@ -48,6 +50,8 @@ usage:
   actorflow run PLAN [--pieces=N] [--trace=FILE] [--stats]
                      [--timeout=SECONDS] [--stall=SECONDS]
                      [--progress | --no-progress]
+                     [--checkpoint_dir=DIR [--checkpoint_every=PIECES]
+                      [--resume] [--keep_last=N]]
                                     run PLAN; the last line on stdout is a
                                     JSON summary with one entry per checksum
                                     task (pieces, checksum, in_order).
@@ -75,6 +79,21 @@ usage:
     --progress      show a progress line on stderr (pieces done, rate);
                     by default it shows on a terminal once a run has
                     taken a second. --no-progress: never
+    --checkpoint_dir=DIR
+                    write checkpoints under DIR (DIR/ckpt-<piece>): every
+                    task's state at a cut between pieces, written
+                    atomically and checksummed; one at the end of the
+                    run, and one every --checkpoint_every pieces
+    --checkpoint_every=PIECES
+                    a checkpoint after every PIECES pieces (the run is
+                    cut into runs of PIECES; results are unchanged). It
+                    is written while the next pieces run
+    --resume        start from the newest checkpoint in --checkpoint_dir
+                    (none yet: from piece 0, saying so), and run the
+                    pieces left of --pieces (or the plan's); the JSON
+                    line says "resumed_from": the piece it started at.
+                    The sinks then report the whole run's figures
+    --keep_last=N   keep only the newest N checkpoints (default: all)
     Multi-machine plans (tasks on stream.machine_id 0..N-1) run as N
     processes, one per machine id, registers moving between them over
     gRPC. Each process is `actorflow run PLAN` with its place in the job
@@ -92,7 +111,10 @@ usage:
                     (default 60)
     Each rank prints its own JSON line, with "rank" and "world_size"; a
     failure on any rank ends every rank (exit 1), naming the rank and its
-    task and piece. --trace=FILE writes FILE.rankR.
+    task and piece. --trace=FILE writes FILE.rankR. With
+    --checkpoint_dir each rank writes DIR/rank-R/ckpt-<piece>, every rank
+    the same cut; --resume starts every rank from the newest checkpoint
+    that every rank completed.
   actorflow launch --nproc=N PLAN [--master-port=PORT] [run flags]
                                     run PLAN as N local processes (ranks
                                     0..N-1 on 127.0.0.1, a free port unless
@@ -201,7 +223,65 @@ struct RunFlags {
   enum class Progress { kAuto, kOn, kOff } progress = Progress::kAuto;
   // Where this process stands in a multi-machine job (world_size 1: alone).
   net::JobConfig job;
+  // Checkpoints.
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  bool resume = false;
+  int keep_last = 0;
+  bool checkpoints() const { return !checkpoint_dir.empty(); }
 };
+
+// Every task's figures of several runs, added up.
+void AddStats(const RunStats& run, RunStats* all) {
+  all->pieces += run.pieces;
+  all->acts += run.acts;
+  all->wall_ms += run.wall_ms;
+  for (const auto& [name, task] : run.tasks) {
+    TaskStats& sum = all->tasks[name];
+    sum.acts += task.acts;
+    sum.busy_ns += task.busy_ns;
+    sum.input_wait_ns += task.input_wait_ns;
+    sum.output_wait_ns += task.output_wait_ns;
+  }
+}
+
+void AddTrace(const RunTrace& run, RunTrace* all) {
+  if (all->tasks.empty()) {
+    *all = run;
+    return;
+  }
+  for (size_t t = 0; t < all->tasks.size() && t < run.tasks.size(); ++t) {
+    std::vector<ActSpan>& spans = all->tasks[t].spans;
+    spans.insert(spans.end(), run.tasks[t].spans.begin(),
+                 run.tasks[t].spans.end());
+  }
+}
+
+// Pieces [start, total) as runs that end at every multiple of `every` (0:
+// one run) and at `total`, calling `checkpoint` after each. What a run
+// makes does not depend on where runs end: piece ids and every kernel's
+// state carry over from one to the next.
+absl::StatusOr<RunStats> RunInChunks(
+    int64_t start, int64_t total, int64_t every, Session* session,
+    const std::function<absl::StatusOr<RunStats>(int64_t)>& run,
+    const std::function<absl::Status()>& checkpoint, RunTrace* trace) {
+  RunStats all;
+  all.first_piece = start;
+  for (int64_t done = start; done < total;) {
+    int64_t n = total - done;
+    if (every > 0) n = std::min(n, every - done % every);
+    absl::StatusOr<RunStats> stats = run(n);
+    if (!stats.ok()) return stats.status();
+    AddStats(*stats, &all);
+    if (session != nullptr && trace != nullptr) {
+      AddTrace(session->trace(), trace);
+    }
+    done += n;
+    absl::Status saved = checkpoint();
+    if (!saved.ok()) return saved;
+  }
+  return all;
+}
 
 std::string Millis(int64_t ns) {
   return absl::StrFormat("%.3f", static_cast<double>(ns) / 1e6);
@@ -235,7 +315,8 @@ std::string ReportStats(const RunStats& run) {
 int RunSession(const std::string& path, Session* session, const RunFlags& flags,
                const std::string& json_prefix,
                const std::function<absl::StatusOr<RunStats>()>& run,
-               const std::function<absl::Status()>& after = nullptr) {
+               const std::function<absl::Status()>& after = nullptr,
+               const RunTrace* trace = nullptr) {
   const std::string& trace_path = flags.trace_path;
   std::optional<ProgressLine> progress;
   const bool terminal = isatty(STDERR_FILENO) == 1;
@@ -263,7 +344,8 @@ int RunSession(const std::string& path, Session* session, const RunFlags& flags,
     return code;
   }
   if (!trace_path.empty() && session != nullptr) {
-    absl::Status written = WriteChromeTrace(session->trace(), trace_path);
+    absl::Status written = WriteChromeTrace(
+        trace != nullptr ? *trace : session->trace(), trace_path);
     if (!written.ok()) return RunFailed("", written, json_prefix);
   }
   std::vector<std::string> sinks;
@@ -288,6 +370,73 @@ int RunSession(const std::string& path, Session* session, const RunFlags& flags,
   return kExitOk;
 }
 
+// Pieces [start, total) as one run that takes a snapshot at every multiple
+// of `every` on the way (the tasks save their state as they pass it, the run
+// goes on) and one at the end, each written by `writer` while the run goes
+// on.
+absl::StatusOr<RunStats> RunWithCheckpoints(Session* session, int64_t start,
+                                            int64_t total, int64_t every,
+                                            CheckpointWriter* writer) {
+  std::vector<int64_t> cuts;
+  if (every > 0) {
+    for (int64_t cut = (start / every + 1) * every; cut < total; cut += every) {
+      cuts.push_back(cut);
+    }
+  }
+  RunStats stats;
+  stats.first_piece = start;
+  if (total > start) {
+    absl::Status started = session->Start(total - start, cuts);
+    if (!started.ok()) return started;
+    for (int64_t cut : cuts) {
+      absl::StatusOr<CheckpointData> data =
+          session->TakeSnapshot(cut, absl::InfiniteDuration());
+      if (!data.ok()) {
+        (void)session->Wait();
+        return data.status();
+      }
+      absl::Status submitted = writer->Submit(std::move(*data));
+      if (!submitted.ok()) {
+        session->Abort(submitted);
+        (void)session->Wait();
+        return submitted;
+      }
+    }
+    absl::StatusOr<RunStats> ran = session->Wait();
+    if (!ran.ok()) return ran.status();
+    stats = *ran;
+  }
+  if (total > start || !ResolveCheckpoint(writer->root()).ok()) {
+    absl::StatusOr<CheckpointData> end = session->Snapshot();
+    if (!end.ok()) return end.status();
+    absl::Status submitted = writer->Submit(std::move(*end));
+    if (!submitted.ok()) return submitted;
+  }
+  return stats;
+}
+
+// --resume's word on stderr: where the run starts.
+void ReportResume(const std::string& dir, int64_t piece, int rank) {
+  const std::string who = rank >= 0 ? absl::StrCat("rank ", rank, ": ") : "";
+  if (piece == 0) {
+    std::fprintf(stderr,
+                 "actorflow: %s--resume: no checkpoint in %s yet: starting "
+                 "from the beginning (piece 0)\n",
+                 who.c_str(), dir.c_str());
+  } else {
+    std::fprintf(stderr,
+                 "actorflow: %sresumed from the checkpoint at piece "
+                 "%lld in %s\n",
+                 who.c_str(), static_cast<long long>(piece), dir.c_str());
+  }
+}
+
+absl::Status PastTheEnd(int64_t start, int64_t pieces) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("--resume: the checkpoint is at piece ", start,
+                   ", past the run's ", pieces, " pieces (--pieces)"));
+}
+
 // One process of a multi-machine job: joins, runs its share, waits for
 // every rank.
 int RunJob(const std::string& path, Plan plan, RunFlags flags,
@@ -309,9 +458,32 @@ int RunJob(const std::string& path, Plan plan, RunFlags flags,
     }
     return RunFailed("", job.status(), prefix);
   }
+  if (!flags.checkpoints()) {
+    return RunSession(
+        path, (*job)->session(), flags, prefix,
+        [&] { return (*job)->Run(pieces); }, [&] { return (*job)->Finish(); });
+  }
+  net::Job* running = job->get();
+  const int64_t start = std::max<int64_t>(running->resumed_from(), 0);
+  std::string resumed;
+  if (flags.resume) {
+    ReportResume(flags.checkpoint_dir, start, running->config().rank);
+    resumed = absl::StrCat("\"resumed_from\":", start, ",");
+  }
+  if (start > pieces) {
+    return RunFailed("", PastTheEnd(start, pieces), prefix + resumed);
+  }
+  RunTrace trace;
   return RunSession(
-      path, (*job)->session(), flags, prefix,
-      [&] { return (*job)->Run(pieces); }, [&] { return (*job)->Finish(); });
+      path, running->session(), flags, prefix + resumed,
+      [&] {
+        return RunInChunks(
+            start, pieces, flags.checkpoint_every, running->session(),
+            [&](int64_t n) { return running->Run(n); },
+            [&] { return running->Checkpoint(flags.keep_last).status(); },
+            flags.trace_path.empty() ? nullptr : &trace);
+      },
+      [&] { return running->Finish(); }, &trace);
 }
 
 // One compile (each kernel's Init runs once), one run.
@@ -343,6 +515,8 @@ int Run(const std::string& path, const RunFlags& flags) {
   if (flags.job.world_size > 1) {
     return RunJob(path, std::move(*loaded), flags, std::move(options));
   }
+  const int64_t total =
+      flags.pieces >= 0 ? flags.pieces : loaded->total_piece_num();
   absl::StatusOr<std::unique_ptr<Session>> session =
       Session::Create(std::move(*loaded), std::move(options));
   if (!session.ok()) {
@@ -351,8 +525,37 @@ int Run(const std::string& path, const RunFlags& flags) {
     }
     return RunFailed("", session.status());
   }
-  return RunSession(path, session->get(), flags, "",
-                    [&] { return (*session)->Run(flags.pieces); });
+  if (!flags.checkpoints()) {
+    return RunSession(path, session->get(), flags, "",
+                      [&] { return (*session)->Run(flags.pieces); });
+  }
+  int64_t start = 0;
+  std::string resumed;
+  if (flags.resume) {
+    absl::StatusOr<std::string> found = ResolveCheckpoint(flags.checkpoint_dir);
+    if (found.ok()) {
+      absl::StatusOr<CheckpointInfo> info = (*session)->Restore(*found);
+      if (!info.ok()) return RunFailed("--resume: ", info.status());
+      start = info->piece;
+    } else if (!absl::IsNotFound(found.status())) {
+      return RunFailed("--resume: ", found.status());
+    }
+    ReportResume(flags.checkpoint_dir, start, -1);
+    resumed = absl::StrCat("\"resumed_from\":", start, ",");
+  }
+  if (start > total) return RunFailed("", PastTheEnd(start, total), resumed);
+  CheckpointWriteOptions write;
+  write.keep_last = flags.keep_last;
+  CheckpointWriter writer(flags.checkpoint_dir, write);
+  Session* running = session->get();
+  return RunSession(
+      path, running, flags, resumed, [&]() -> absl::StatusOr<RunStats> {
+        absl::StatusOr<RunStats> stats = RunWithCheckpoints(
+            running, start, total, flags.checkpoint_every, &writer);
+        absl::Status flushed = writer.Flush();
+        if (stats.ok() && !flushed.ok()) return flushed;
+        return stats;
+      });
 }
 
 int ListKernels() {
@@ -576,6 +779,30 @@ int Main(int argc, char** argv) {
     } else if (command == "run" && IsJobFlag(arg)) {
       std::string problem = ParseJobFlag(arg, &run.job);
       if (!problem.empty()) return UsageError(problem);
+    } else if (command == "run" && absl::StartsWith(arg, "--checkpoint_dir=")) {
+      run.checkpoint_dir = ResolvePath(arg.substr(17));
+      if (arg.size() == 17) {
+        return UsageError("--checkpoint_dir needs a directory");
+      }
+    } else if (command == "run" &&
+               (absl::StartsWith(arg, "--checkpoint_every=") ||
+                absl::StartsWith(arg, "--keep_last="))) {
+      const size_t eq = arg.find('=');
+      const std::string name = arg.substr(0, eq);
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(arg.substr(eq + 1), &n) || n < 1 ||
+          n > (name == "--keep_last" ? 1000000 : INT64_MAX / 2)) {
+        return UsageError(absl::StrCat(name,
+                                       " needs a whole number >= 1, got '",
+                                       arg.substr(eq + 1), "'"));
+      }
+      if (name == "--keep_last") {
+        run.keep_last = static_cast<int>(n);
+      } else {
+        run.checkpoint_every = n;
+      }
+    } else if (command == "run" && arg == "--resume") {
+      run.resume = true;
     } else if (command == "run" && arg == "--progress") {
       run.progress = RunFlags::Progress::kOn;
     } else if (command == "run" && arg == "--no-progress") {
@@ -594,6 +821,15 @@ int Main(int argc, char** argv) {
   if (plan_path.empty()) {
     return UsageError(absl::StrCat(command, ": missing PLAN"));
   }
+  if (!run.checkpoints() &&
+      (run.resume || run.checkpoint_every > 0 || run.keep_last > 0)) {
+    return UsageError(absl::StrCat(run.resume          ? "--resume"
+                                   : run.keep_last > 0 ? "--keep_last"
+                                                       : "--checkpoint_every",
+                                   " needs --checkpoint_dir=DIR"));
+  }
+  run.job.checkpoint_dir = run.checkpoint_dir;
+  run.job.resume = run.resume;
   if (run.job.rank >= run.job.world_size) {
     return UsageError(absl::StrCat("rank ", run.job.rank, " is outside 0..",
                                    run.job.world_size - 1, " (world size ",

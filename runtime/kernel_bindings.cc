@@ -9,8 +9,23 @@ namespace {
 
 class FunctionKernel final : public Kernel {
  public:
-  FunctionKernel(KernelBindings::ForwardFn forward, KernelBindings::InitFn init)
-      : forward_(std::move(forward)), init_(std::move(init)) {}
+  FunctionKernel(KernelBindings::ForwardFn forward, KernelBindings::InitFn init,
+                 KernelBindings::SaveFn save = nullptr,
+                 KernelBindings::RestoreFn restore = nullptr)
+      : forward_(std::move(forward)),
+        init_(std::move(init)),
+        save_(std::move(save)),
+        restore_(std::move(restore)) {}
+
+  bool has_state() const override { return save_ != nullptr; }
+  absl::Status SaveState(const KernelStateContext& ctx,
+                         KernelState* state) override {
+    return save_ ? save_(ctx, state) : absl::OkStatus();
+  }
+  absl::Status RestoreState(const KernelStateContext& ctx,
+                            const KernelState& state) override {
+    return restore_ ? restore_(ctx, state) : absl::OkStatus();
+  }
 
   absl::Status Init(const KernelInitContext& ctx) override {
     if (init_) return init_(ctx);
@@ -26,6 +41,8 @@ class FunctionKernel final : public Kernel {
  private:
   KernelBindings::ForwardFn forward_;
   KernelBindings::InitFn init_;
+  KernelBindings::SaveFn save_;
+  KernelBindings::RestoreFn restore_;
 };
 
 // The caller's object, used in place: the runtime's unique_ptr owns only
@@ -41,6 +58,15 @@ class BorrowedKernel final : public Kernel {
   }
   std::optional<SinkSummary> sink_summary() const override {
     return kernel_->sink_summary();
+  }
+  bool has_state() const override { return kernel_->has_state(); }
+  absl::Status SaveState(const KernelStateContext& ctx,
+                         KernelState* state) override {
+    return kernel_->SaveState(ctx, state);
+  }
+  absl::Status RestoreState(const KernelStateContext& ctx,
+                            const KernelState& state) override {
+    return kernel_->RestoreState(ctx, state);
   }
 
  private:
@@ -62,6 +88,19 @@ KernelBindings& KernelBindings::BindFunction(std::string op_type,
       std::move(op_type),
       [forward = std::move(forward), init = std::move(init)] {
         return std::make_unique<FunctionKernel>(forward, init);
+      },
+      device);
+}
+
+KernelBindings& KernelBindings::BindFunction(std::string op_type,
+                                             ForwardFn forward, InitFn init,
+                                             SaveFn save, RestoreFn restore,
+                                             DeviceKind device) {
+  return Bind(
+      std::move(op_type),
+      [forward = std::move(forward), init = std::move(init),
+       save = std::move(save), restore = std::move(restore)] {
+        return std::make_unique<FunctionKernel>(forward, init, save, restore);
       },
       device);
 }

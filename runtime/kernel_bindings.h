@@ -34,6 +34,17 @@ class KernelBindings {
   KernelBindings& BindFunction(std::string op_type, ForwardFn forward,
                                InitFn init = nullptr,
                                DeviceKind device = DeviceKind::kCpu);
+  // The same, for functions that keep state between pieces (captured by
+  // the caller): checkpoints call `save` and restores `restore` (see
+  // Kernel::SaveState), on the task's thread; ctx.task tells the tasks
+  // apart when several share the functions.
+  using SaveFn =
+      std::function<absl::Status(const KernelStateContext&, KernelState*)>;
+  using RestoreFn = std::function<absl::Status(const KernelStateContext&,
+                                               const KernelState&)>;
+  KernelBindings& BindFunction(std::string op_type, ForwardFn forward,
+                               InitFn init, SaveFn save, RestoreFn restore,
+                               DeviceKind device = DeviceKind::kCpu);
   // The one task of `op_type` runs `kernel`, which the caller owns and keeps
   // alive while the session lives (its state is the caller's to read). A
   // plan with two tasks of that op_type is refused.

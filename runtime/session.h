@@ -19,6 +19,7 @@
 #include "actor/actor_stats.h"
 #include "actor/kernel.h"
 #include "actor/run_monitor.h"
+#include "runtime/checkpoint.h"
 #include "runtime/compiled_plan.h"
 #include "runtime/hang_report.h"
 #include "runtime/kernel_bindings.h"
@@ -57,6 +58,9 @@ struct SessionOptions {
   // Create refuses a plan whose registers need more, before allocating
   // anything (see CompileOptions).
   int64_t max_register_bytes = kDefaultMaxRegisterBytes;
+  // A checkpoint to start from (Session::Restore): a checkpoint directory,
+  // or a root holding several (the newest is taken). Empty: none.
+  std::string restore_from;
   // Called once, with the session's first failure (a kernel's error, a
   // limit, Abort), on the thread that reports it, before the run winds
   // down. It must not call back into the session. Multi-machine jobs use it
@@ -84,6 +88,28 @@ struct RunProgress {
   int64_t pieces_total = -1;  // -1: unknown (a plan with feeds)
   int64_t acts = 0;           // every actor's, in this run
   double elapsed_ms = 0;
+};
+
+// Session::Checkpoint's settings.
+struct CheckpointOptions {
+  // After writing, keep only the newest keep_last checkpoints of the root
+  // (0: all of them).
+  int keep_last = 0;
+  // How long to wait for the plan to come to a cut (see Snapshot).
+  absl::Duration timeout = absl::Seconds(60);
+  // The program's own entries, saved beside the plan's state and given
+  // back by Restore (an epoch's running totals, a data iterator's place).
+  KernelState user;
+};
+
+// A checkpoint taken or restored.
+struct CheckpointInfo {
+  std::string path;     // its directory
+  int64_t piece = 0;    // the first piece after its cut
+  KernelState user;     // Restore: the program's entries
+  int64_t bytes = 0;    // Checkpoint: written, the manifest included
+  double pause_ms = 0;  // Checkpoint: waiting for the cut and taking it
+  double write_ms = 0;  // Checkpoint: writing and syncing
 };
 
 class Session;
@@ -147,7 +173,7 @@ class FetchedTensor {
 // that passes either limit and return the hang report: what every task
 // waits for and who holds it, which kernels run and for how long, and any
 // cycle of waits.
-class Session final : public MsgHandler<ActorMsg> {
+class Session final : public MsgHandler<ActorMsg>, public CutListener {
  public:
   static absl::StatusOr<std::unique_ptr<Session>> Create(
       Plan plan, SessionOptions options = {});
@@ -161,6 +187,16 @@ class Session final : public MsgHandler<ActorMsg> {
   // Begins a run: every plain source makes `pieces` pieces (< 0: the plan's
   // total_piece_num). Refused while a run is in progress.
   absl::Status Start(int64_t pieces = -1);
+  // The same, taking a snapshot at each of `cuts` (ascending pieces strictly
+  // inside the run) as the run goes by, with no pause: every task whose
+  // kernel has state saves it on its own thread just before it acts on
+  // the cut's piece, while the others go on. TakeSnapshot collects each.
+  absl::Status Start(int64_t pieces, std::vector<int64_t> cuts);
+  // The snapshot at `cut` of the run in progress (or just ended), once
+  // every task with state has passed it: at most `timeout`, then
+  // DeadlineExceeded. Each one once; from the thread that calls Start.
+  absl::StatusOr<CheckpointData> TakeSnapshot(
+      int64_t cut, absl::Duration timeout = absl::Seconds(60));
   // Waits for the run in progress to drain and returns what it did.
   absl::StatusOr<RunStats> Wait();
   bool running() const;
@@ -184,6 +220,35 @@ class Session final : public MsgHandler<ActorMsg> {
   // The same, borrowed: no copy, the register held until released.
   absl::StatusOr<FetchedTensor> FetchBorrowed(absl::string_view name);
 
+  // --- checkpoints (README.md, "Checkpoints"; runtime/checkpoint.h) ---
+  // The plan's state at a cut, in memory: every task after the same piece,
+  // with the piece counters and the plan's signature. Between runs that is
+  // at once; during a run, once every task has acted on every piece started
+  // so far (a plan with feeds: what was fed has gone through; plain
+  // sources: the run's end). Waits at most `timeout` for that, then
+  // DeadlineExceeded, the run undisturbed. Any thread; the state is taken on
+  // each task's thread between two pieces.
+  absl::StatusOr<CheckpointData> Snapshot(
+      absl::Duration timeout = absl::Seconds(60));
+  // Snapshot, written as a new checkpoint under `root` (see
+  // runtime/checkpoint.h: atomic, checksummed, pruned to keep_last).
+  absl::StatusOr<CheckpointInfo> Checkpoint(
+      const std::string& root, const CheckpointOptions& options = {});
+  // Before the first run: every task's state from the checkpoint in `dir`
+  // (a checkpoint, or the newest under a root), and the piece counters, so
+  // that the next run makes the pieces the checkpointed session would have
+  // made next. Refuses a checkpoint of another plan, naming what differs;
+  // missing, truncated or corrupt files name the file. A restore that fails
+  // part way fails the session.
+  absl::StatusOr<CheckpointInfo> Restore(const std::string& dir);
+  // The same from a checkpoint in memory; `path` names it in errors.
+  absl::Status RestoreFrom(const CheckpointData& data,
+                           const std::string& path = "(in memory)");
+  // What SessionOptions::restore_from (or the last Restore) restored.
+  const std::optional<CheckpointInfo>& restored() const { return restored_; }
+  // The first piece of the next run.
+  int64_t next_piece() const;
+
   // Between runs: per `checksum`-like task, what its kernel reports.
   std::map<std::string, SinkSummary> Sinks() const;
   // Between runs, with SessionOptions::trace: the last run's acts.
@@ -200,7 +265,8 @@ class Session final : public MsgHandler<ActorMsg> {
   // without running static destructors under that thread (std::_Exit).
   bool left_threads_running() const { return abandoned_; }
 
-  void Handle(const ActorMsg& msg) override;  // threads only
+  void Handle(const ActorMsg& msg) override;       // threads only
+  void OnCut(int32_t actor, size_t cut) override;  // threads only
 
  private:
   struct Port;  // a feed or fetch task and its port
@@ -208,7 +274,8 @@ class Session final : public MsgHandler<ActorMsg> {
   friend class FetchedTensor;
 
   absl::Status Build();
-  absl::Status StartLocked(int64_t pieces) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status StartLocked(int64_t pieces, std::vector<int64_t> cuts = {})
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands a fetched register back to its producer.
   void Release(Regst* regst);
   void OnFailure(const absl::Status& status);
@@ -232,6 +299,16 @@ class Session final : public MsgHandler<ActorMsg> {
   // for it to drain; a kernel still running after cancel_grace has its
   // thread abandoned. Returns what it abandoned ("" if nothing).
   std::string CancelRun();
+  // Checkpoints: whether every actor has acted equally often (how often).
+  bool AtRest(int64_t* acts) const;
+  // On actor a's thread: kSaveState or kRestoreState.
+  void HandleState(int32_t a, bool save);
+  // Every actor's state, taken on its thread; Aborted when some actor had
+  // acted past `acts` by then (the caller tries again).
+  absl::StatusOr<CheckpointData> TakeStates(int64_t acts, absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
+  const std::vector<TaskSignature>& Signature()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
 
   std::unique_ptr<CompiledPlan> compiled_;
   const SessionOptions options_;
@@ -257,6 +334,41 @@ class Session final : public MsgHandler<ActorMsg> {
   std::vector<std::optional<ActorSnapshot>> snapshots_;
   std::unique_ptr<std::atomic<bool>[]> snapshot_taken_;
   BlockingCounter describing_{0};
+  // Checkpoints: slot a is written on actor a's thread, then stating_
+  // counted down; read once the count is zero. state_mu_ keeps one
+  // Snapshot or Restore at a time.
+  struct StateSlot {
+    KernelState state;
+    const KernelState* restore = nullptr;  // kRestoreState: what to give
+    int64_t piece = 0;
+    int64_t acts = 0;
+    int64_t save_ns = 0;  // spent in the kernel's SaveState
+    absl::Status status;
+  };
+  // The longest time one thread spent in SaveState, over `slots`.
+  double LongestPauseMs(const std::vector<StateSlot>& slots) const;
+  std::vector<StateSlot> state_slots_;
+  // The cuts of the run in progress (Start with cuts): written by Start
+  // before the actors' kReset, read by them; per cut, a slot per actor,
+  // written on its thread, then `pending` counted down.
+  struct Cut {
+    int64_t piece = 0;
+    std::vector<StateSlot> slots;
+    BlockingCounter pending{0};
+    bool taken = false;
+  };
+  std::vector<int64_t> run_cuts_;
+  std::vector<std::unique_ptr<Cut>> cuts_;
+  BlockingCounter stating_{0};
+  Mutex state_mu_;
+  // A Snapshot gave up waiting for the actors' answers: the next one waits
+  // for them before it reuses the slots.
+  bool states_pending_ ABSL_GUARDED_BY(state_mu_) = false;
+  std::vector<TaskSignature> signature_ ABSL_GUARDED_BY(state_mu_);
+  // The piece a restore started the session at: written under state_mu_
+  // before the actors are told, read with it or on their threads after.
+  int64_t base_piece_ = 0;
+  std::optional<CheckpointInfo> restored_;
   // Set when a thread stuck in a kernel was left running: the destructor
   // then frees nothing that thread could reach.
   bool abandoned_ = false;

@@ -3,7 +3,8 @@
 //   tools/bazel run //examples/mnist_mlp -- --epochs=2
 // Prints each epoch's training loss, test accuracy and samples/s, then one
 // JSON line: {"status":"ok","epochs":E,"test_accuracy":A,"final_loss":L,
-// "samples_per_s":R} (or {"status":"error","error":"..."} and exit 1).
+// "samples_per_s":R,"weights_crc32":"..."} (with --resume also
+// "resumed_from_step") or {"status":"error","error":"..."} and exit 1.
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -16,6 +17,7 @@
 #include "memory/cuda_api.h"
 #include "nn/cpu_isa.h"
 #include "nn/dense_math.h"
+#include "runtime/checkpoint.h"
 #include "runtime/chrome_trace.h"
 #include "runtime/json.h"
 
@@ -65,6 +67,20 @@ flags:
   --gpu               run the streams on GPU streams of device 0 (CUDA builds
                       and the emulated device; results agree with the CPU
                       within float rounding)
+  --checkpoint_dir=DIR
+                      write checkpoints under DIR: every weight, optimizer
+                      velocity and step count, the data's place and the
+                      epoch's running totals, at a cut between steps;
+                      atomically, checksummed, while training goes on.
+                      One at the end, and one every --checkpoint_every
+  --checkpoint_every=STEPS
+                      a checkpoint after every STEPS training steps
+  --resume            start from the newest checkpoint in --checkpoint_dir
+                      (none yet: from the beginning, saying so); with the
+                      same flags, a run killed at any moment and resumed
+                      ends with the same loss, accuracy and weights, bit for
+                      bit, as one never stopped
+  --keep_last=N       keep only the newest N checkpoints (default: all)
   --write_plan=FILE   write the training plan (text format) and continue
   --trace=FILE        write a Chrome trace of every act; prints each
                       stream's busy share
@@ -117,15 +133,20 @@ int main(int argc, char** argv) {
                   {"data_dir", ""},
                   {"reference", "false"},
                   {"write_plan", ""},
+                  {"checkpoint_dir", ""},
+                  {"checkpoint_every", "0"},
+                  {"keep_last", "0"},
                   {"trace", ""}});
-  // --reference and --gpu take no value.
+  // --reference, --gpu and --resume take no value.
   std::vector<char*> args;
-  bool reference = false, gpu = false;
+  bool reference = false, gpu = false, resume = false;
   for (int i = 0; i < argc; ++i) {
     if (std::string(argv[i]) == "--reference") {
       reference = true;
     } else if (std::string(argv[i]) == "--gpu") {
       gpu = true;
+    } else if (std::string(argv[i]) == "--resume") {
+      resume = true;
     } else {
       args.push_back(argv[i]);
     }
@@ -170,12 +191,30 @@ int main(int argc, char** argv) {
   auto lr = flags.Double("lr", 0);
   auto momentum = flags.Double("momentum", 0);
   auto decay = flags.Double("decay", 0);
+  auto checkpoint_every = flags.Int("checkpoint_every", 0);
+  auto keep_last = flags.Int("keep_last", 0);
   for (const absl::Status& status :
        {epochs.status(), batch.status(), hidden.status(), towers.status(),
         seed.status(), train_limit.status(), test_limit.status(),
         threads.status(), prefetch.status(), lr.status(), momentum.status(),
-        decay.status()}) {
+        decay.status(), checkpoint_every.status(), keep_last.status()}) {
     if (!status.ok()) return Fail(std::string(status.message()));
+  }
+  options.checkpoint_dir = flags.String("checkpoint_dir");
+  options.checkpoint_every = *checkpoint_every;
+  options.keep_last = static_cast<int>(*keep_last);
+  options.resume = resume;
+  if (options.checkpoint_dir.empty() &&
+      (resume || *checkpoint_every > 0 || *keep_last > 0)) {
+    return Fail(absl::StrCat(resume           ? "--resume"
+                             : *keep_last > 0 ? "--keep_last"
+                                              : "--checkpoint_every",
+                             " needs --checkpoint_dir=DIR"));
+  }
+  if (!options.checkpoint_dir.empty() && reference) {
+    return Fail(
+        "--checkpoint_dir: checkpoints are of the plan, not of "
+        "--reference");
   }
   options.epochs = static_cast<int>(*epochs);
   options.model.batch_size = *batch;
@@ -236,10 +275,36 @@ int main(int argc, char** argv) {
       layers.c_str(), static_cast<long long>(options.model.batch_size),
       options.model.streams, options.model.lr, options.model.momentum,
       actorflow::nn::IsaName(actorflow::nn::DenseIsa()));
+  if (resume) {
+    auto found = actorflow::ResolveCheckpoint(options.checkpoint_dir);
+    if (found.ok()) {
+      std::printf("--resume: resuming from %s\n", found->c_str());
+    } else if (absl::IsNotFound(found.status())) {
+      std::printf(
+          "--resume: no checkpoint in %s yet: starting from the beginning\n",
+          options.checkpoint_dir.c_str());
+    } else {
+      return Fail(std::string(found.status().message()));
+    }
+    std::fflush(stdout);
+  }
   auto summary = reference
                      ? actorflow::examples::TrainSequential(options, report)
                      : actorflow::examples::TrainWithPlan(options, report);
   if (!summary.ok()) return Fail(std::string(summary.status().message()));
+  if (summary->resumed_from_step > 0) {
+    std::printf("--resume: went on from training step %lld\n",
+                static_cast<long long>(summary->resumed_from_step));
+  }
+  if (summary->checkpoints > 0) {
+    std::printf(
+        "%lld checkpoint(s) in %s: %lld bytes of state each, training "
+        "paused %.2f ms, written in %.2f ms beside it\n",
+        static_cast<long long>(summary->checkpoints),
+        options.checkpoint_dir.c_str(),
+        static_cast<long long>(summary->checkpoint_bytes),
+        summary->checkpoint_pause_ms, summary->checkpoint_write_ms);
+  }
   if (options.trace && !reference) {
     absl::Status written =
         actorflow::WriteChromeTrace(summary->trace, trace_path);
@@ -250,11 +315,20 @@ int main(int argc, char** argv) {
     }
   }
   const EpochReport& last = summary->epochs.back();
+  std::string extra;
+  if (!summary->weights_crc32.empty()) {
+    extra =
+        absl::StrCat(",\"weights_crc32\":", JsonString(summary->weights_crc32));
+  }
+  if (summary->resumed_from_step >= 0) {
+    absl::StrAppend(&extra,
+                    ",\"resumed_from_step\":", summary->resumed_from_step);
+  }
   std::printf(
       "{\"status\":\"ok\",\"epochs\":%d,\"test_accuracy\":%s,"
-      "\"final_loss\":%s,\"samples_per_s\":%s}\n",
+      "\"final_loss\":%s,\"samples_per_s\":%s%s}\n",
       options.epochs, JsonNumber(last.test_accuracy).c_str(),
       JsonNumber(last.train_loss).c_str(),
-      JsonNumber(summary->samples_per_s).c_str());
+      JsonNumber(summary->samples_per_s).c_str(), extra.c_str());
   return 0;
 }

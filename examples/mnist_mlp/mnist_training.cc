@@ -1,14 +1,18 @@
 #include "examples/mnist_mlp/mnist_training.h"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "nn/dense_math.h"
 #include "pipeline/dataset.h"
 #include "pipeline/pipeline.h"
+#include "runtime/checkpoint_writer.h"
 #include "runtime/plan_builder.h"
 
 namespace actorflow::examples {
@@ -71,8 +75,11 @@ struct Tally {
   int64_t samples = 0;
   double loss = 0;
   int64_t correct = 0;
+  // Samples added by this process (a resumed epoch's rate counts these).
+  int64_t here = 0;
   void Add(const nn::PieceResult& r, TrainSummary* summary) {
     samples += r.rows;
+    here += r.rows;
     loss += r.loss_sum;
     correct += r.correct;
     summary->pieces.push_back(r);
@@ -88,16 +95,16 @@ void Finish(const EpochCallback& on_epoch, EpochReport report,
   report.test_accuracy =
       test.samples ? static_cast<double>(test.correct) / test.samples : 0;
   report.samples_per_s =
-      report.train_seconds > 0 ? train.samples / report.train_seconds : 0;
+      report.train_seconds > 0 ? train.here / report.train_seconds : 0;
   summary->epochs.push_back(report);
   if (on_epoch) on_epoch(report);
 }
 
 void Totals(TrainSummary* summary) {
-  int64_t samples = 0;
+  double samples = 0;
   double seconds = 0;
   for (const EpochReport& e : summary->epochs) {
-    samples += e.train_samples;
+    samples += e.samples_per_s * e.train_seconds;
     seconds += e.train_seconds;
   }
   summary->samples_per_s = seconds > 0 ? samples / seconds : 0;
@@ -134,9 +141,89 @@ absl::StatusOr<MnistOptions> Resolve(MnistOptions o) {
 
 constexpr int kRunAhead = 16;
 
+// What a checkpoint of the training holds beside the plan's state: the
+// reports of the epochs done and the running totals of the one under way.
+constexpr int kReportFields = 8;
+
+void SaveProgress(const std::vector<EpochReport>& epochs, const Tally& train,
+                  const Tally& test, double train_seconds, KernelState* user) {
+  std::vector<double> reports;
+  for (const EpochReport& e : epochs) {
+    reports.insert(
+        reports.end(),
+        {static_cast<double>(e.epoch), e.train_loss, e.test_loss,
+         e.test_accuracy, static_cast<double>(e.train_samples),
+         static_cast<double>(e.test_samples), e.train_seconds, e.eval_seconds});
+  }
+  user->AddValues<double>("reports", reports,
+                          {static_cast<int64_t>(epochs.size()), kReportFields});
+  const int64_t samples[] = {train.samples, test.samples, test.correct};
+  const double losses[] = {train.loss, test.loss, train_seconds};
+  user->AddValues<int64_t>("tally.samples", samples);
+  user->AddValues<double>("tally.losses", losses);
+}
+
+absl::Status RestoreProgress(const KernelState& user,
+                             std::vector<EpochReport>* epochs, Tally* train,
+                             Tally* test, double* train_seconds) {
+  const StateEntry* reports = user.Find("reports");
+  if (reports == nullptr || reports->shape.size() != 2 ||
+      reports->shape[1] != kReportFields || reports->data_type != DT_FLOAT64) {
+    return absl::DataLossError(
+        "checkpoint: the training's reports are missing or malformed");
+  }
+  std::vector<double> values(reports->elem_cnt());
+  absl::Status read = user.Read<double>("reports", absl::MakeSpan(values));
+  if (!read.ok()) return read;
+  for (int64_t i = 0; i < reports->shape[0]; ++i) {
+    const double* f = values.data() + i * kReportFields;
+    EpochReport e;
+    e.epoch = static_cast<int>(f[0]);
+    e.train_loss = f[1];
+    e.test_loss = f[2];
+    e.test_accuracy = f[3];
+    e.train_samples = static_cast<int64_t>(f[4]);
+    e.test_samples = static_cast<int64_t>(f[5]);
+    e.train_seconds = f[6];
+    e.eval_seconds = f[7];
+    e.samples_per_s =
+        e.train_seconds > 0 ? e.train_samples / e.train_seconds : 0;
+    epochs->push_back(e);
+  }
+  int64_t samples[3];
+  double losses[3];
+  read = user.Read<int64_t>("tally.samples", absl::MakeSpan(samples));
+  if (read.ok())
+    read = user.Read<double>("tally.losses", absl::MakeSpan(losses));
+  if (!read.ok()) return read;
+  train->samples = samples[0];
+  test->samples = samples[1];
+  test->correct = samples[2];
+  train->loss = losses[0];
+  test->loss = losses[1];
+  *train_seconds = losses[2];
+  return absl::OkStatus();
+}
+
+// The first piece after `pos` (in epoch `epoch`, which ends at `end`) where
+// a checkpoint is due: after every `every` training steps; else `end`.
+int64_t NextCut(const nn::MlpSchedule& schedule, int64_t every, int epoch,
+                int64_t pos, int64_t end) {
+  if (every <= 0) return end;
+  const int64_t first = epoch * schedule.period();
+  const int64_t t = schedule.train_pieces;
+  const int64_t index = pos - first;
+  if (index >= t) return end;
+  const int64_t steps = epoch * t + index;  // done before `pos`
+  const int64_t due = (steps / every + 1) * every;
+  const int64_t last = due - epoch * t - 1;  // the piece that makes it due
+  return last < t ? first + last + 1 : end;
+}
+
 // The plan reads the IDX files itself (MlpConfig::data): each epoch is one
-// run (Start); its pieces come back in order, the training pieces then the
-// evaluation pieces, timed as they arrive.
+// run (Start), cut into shorter runs where checkpoints are due; its pieces
+// come back in order, the training pieces then the evaluation pieces,
+// timed as they arrive.
 absl::StatusOr<TrainSummary> TrainReadingInPlan(const MnistOptions& o,
                                                 const EpochCallback& on_epoch) {
   nn::MlpConfig model = o.model;
@@ -160,30 +247,129 @@ absl::StatusOr<TrainSummary> TrainReadingInPlan(const MnistOptions& o,
   auto trainer = nn::MlpTrainer::Create(model, o.trace);
   if (!trainer.ok()) return trainer.status();
   const nn::MlpSchedule& schedule = (*trainer)->schedule();
+  const int64_t period = schedule.period();
   TrainSummary summary;
-  // One run per epoch: the plan then never runs into the next epoch before
-  // this one's clock stops, so the times are the epoch's own.
-  for (int epoch = 0; epoch < o.epochs; ++epoch) {
-    Clock::time_point start = Clock::now();
-    absl::Status started = (*trainer)->Start(schedule.period());
-    if (!started.ok()) return started;
-    EpochReport report;
+  const bool checkpoints = !o.checkpoint_dir.empty();
+  CheckpointWriteOptions write;
+  write.keep_last = o.keep_last;
+  CheckpointWriter writer(o.checkpoint_dir, write);
+
+  // Where this process starts, and what the checkpoint carried over.
+  int64_t start = 0;
+  Tally restored_train, restored_test;
+  double restored_seconds = 0;
+  if (o.resume) {
+    auto found = ResolveCheckpoint(o.checkpoint_dir);
+    if (found.ok()) {
+      auto info = (*trainer)->Restore(*found);
+      if (!info.ok()) return info.status();
+      start = info->piece;
+      absl::Status progress =
+          RestoreProgress(info->user, &summary.epochs, &restored_train,
+                          &restored_test, &restored_seconds);
+      if (!progress.ok()) {
+        return absl::Status(progress.code(),
+                            absl::StrCat(*found, ": ", progress.message()));
+      }
+    } else if (!absl::IsNotFound(found.status())) {
+      return found.status();
+    }
+    const int64_t epoch = start / std::max<int64_t>(period, 1);
+    summary.resumed_from_step =
+        epoch * schedule.train_pieces +
+        std::min(start - epoch * period, schedule.train_pieces);
+  }
+
+  Tally train_tally, test_tally;
+  EpochReport report;
+  Clock::time_point clock = Clock::now();
+  // The plan's state at `piece` (once the plan has passed it) with the
+  // running totals of the pieces before it, handed to the writer, which
+  // writes it while training goes on.
+  auto checkpoint = [&](int64_t piece, double train_seconds) -> absl::Status {
+    auto cut = (*trainer)->TakeSnapshot(piece);
+    if (!cut.ok()) return cut.status();
+    SaveProgress(summary.epochs, train_tally, test_tally, train_seconds,
+                 &cut->user);
+    summary.checkpoint_bytes = cut->byte_size();
+    summary.checkpoint_pause_ms = cut->pause_ms;
+    ++summary.checkpoints;
+    absl::Status submitted = writer.Submit(std::move(*cut));
+    if (writer.last()) summary.checkpoint_write_ms = writer.last()->write_ms;
+    return submitted;
+  };
+
+  for (int epoch = static_cast<int>(start / std::max<int64_t>(period, 1));
+       epoch < o.epochs; ++epoch) {
+    const int64_t first = epoch * period;
+    const int64_t end = first + period;
+    int64_t pos = std::max(start, first);
+    report = EpochReport();
     report.epoch = epoch + 1;
-    Tally train_tally, test_tally;
-    for (int64_t i = 0; i < schedule.period(); ++i) {
+    train_tally = Tally();
+    test_tally = Tally();
+    double carried_seconds = 0;
+    if (pos > first) {  // resumed inside this epoch
+      train_tally.samples = restored_train.samples;
+      train_tally.loss = restored_train.loss;
+      test_tally = restored_test;
+      test_tally.here = 0;
+      carried_seconds = restored_seconds;
+    }
+    clock = Clock::now();
+    // Time from this epoch's start to its last training piece.
+    auto train_seconds = [&] {
+      if (pos - first >= schedule.train_pieces) return report.train_seconds;
+      return carried_seconds + SecondsSince(clock);
+    };
+    if (pos - first >= schedule.train_pieces) {
+      report.train_seconds = carried_seconds;
+    }
+    // The epoch is one run; the checkpoints due in it are snapshots the
+    // plan takes as it passes them, without stopping.
+    std::vector<int64_t> cuts;
+    if (checkpoints) {
+      for (int64_t at = NextCut(schedule, o.checkpoint_every, epoch, pos, end);
+           at < end;
+           at = NextCut(schedule, o.checkpoint_every, epoch, at, end)) {
+        cuts.push_back(at);
+      }
+    }
+    absl::Status started = (*trainer)->Start(end - pos, cuts);
+    if (!started.ok()) return started;
+    size_t next = 0;
+    for (; pos < end; ++pos) {
+      if (next < cuts.size() && pos == cuts[next]) {
+        absl::Status saved = checkpoint(cuts[next++], train_seconds());
+        if (!saved.ok()) return saved;
+      }
       auto result = (*trainer)->Collect();
       if (!result.ok()) return result.status();
       (result->train ? train_tally : test_tally).Add(*result, &summary);
-      if (i + 1 == schedule.train_pieces) {
-        report.train_seconds = SecondsSince(start);
-        start = Clock::now();
+      if (pos + 1 - first == schedule.train_pieces) {
+        report.train_seconds = carried_seconds + SecondsSince(clock);
+        clock = Clock::now();
       }
     }
-    report.eval_seconds = SecondsSince(start);
+    report.eval_seconds = SecondsSince(clock);
     Finish(on_epoch, report, train_tally, test_tally, &summary);
   }
   absl::Status finished = (*trainer)->Finish();
   if (!finished.ok()) return finished;
+  // The end is a cut too: its checkpoint, and the weights' digest.
+  auto last = (*trainer)->Snapshot();
+  if (!last.ok()) return last.status();
+  summary.weights_crc32 = WeightsCrc32(*last);
+  if (checkpoints && start < o.epochs * period) {
+    SaveProgress(summary.epochs, Tally(), Tally(), 0, &last->user);
+    ++summary.checkpoints;
+    absl::Status submitted = writer.Submit(std::move(*last));
+    if (submitted.ok()) submitted = writer.Flush();
+    if (!submitted.ok()) return submitted;
+    summary.checkpoint_write_ms = writer.last()->write_ms;
+  }
+  absl::Status flushed = writer.Flush();
+  if (!flushed.ok()) return flushed;
   if (o.trace) summary.trace = (*trainer)->trace();
   Totals(&summary);
   return summary;
@@ -191,11 +377,31 @@ absl::StatusOr<TrainSummary> TrainReadingInPlan(const MnistOptions& o,
 
 }  // namespace
 
+std::string WeightsCrc32(const CheckpointData& data) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (const TaskState& task : data.tasks) {
+    if (task.op_type != "variable") continue;
+    const StateEntry* value = task.state.Find("value");
+    if (value == nullptr) continue;
+    crc = crc32_z(crc, reinterpret_cast<const Bytef*>(value->bytes.data()),
+                  value->bytes.size());
+  }
+  return absl::StrFormat("%08x", static_cast<uint32_t>(crc));
+}
+
 absl::StatusOr<TrainSummary> TrainWithPlan(const MnistOptions& options,
                                            const EpochCallback& on_epoch) {
   auto resolved = Resolve(options);
   if (!resolved.ok()) return resolved.status();
   const MnistOptions& o = *resolved;
+  if (!o.checkpoint_dir.empty() && o.pipelines) {
+    return absl::InvalidArgumentError(
+        "checkpoints: with the plan reading its own data (--data=plan) only");
+  }
+  if (o.checkpoint_dir.empty() && (o.resume || o.checkpoint_every > 0)) {
+    return absl::InvalidArgumentError(
+        "--resume and --checkpoint_every need --checkpoint_dir");
+  }
   if (!o.pipelines) return TrainReadingInPlan(o, on_epoch);
   auto trainer = nn::MlpTrainer::Create(o.model, o.trace);
   if (!trainer.ok()) return trainer.status();
@@ -262,6 +468,9 @@ absl::StatusOr<TrainSummary> TrainWithPlan(const MnistOptions& options,
   if (finished.ok()) finished = (*train)->Finish();
   if (finished.ok()) finished = (*test)->Finish();
   if (!finished.ok()) return finished;
+  auto weights = (*trainer)->Snapshot();
+  if (!weights.ok()) return weights.status();
+  summary.weights_crc32 = WeightsCrc32(*weights);
   if (o.trace) summary.trace = (*trainer)->trace();
   Totals(&summary);
   return summary;

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "nn/mlp.h"
+#include "runtime/checkpoint.h"
 #include "runtime/run_trace.h"
 
 // Training the MLP on Fashion-MNIST, two ways over the same pieces: as a
@@ -42,6 +43,15 @@ struct MnistOptions {
   // itself (MlpConfig::data, the default: no thread of the caller's per
   // piece, so the streams keep the cores). The same batches either way.
   bool pipelines = false;
+  // Checkpoints (the plan reading its data only): under checkpoint_dir,
+  // after every checkpoint_every training steps (0: none) and at the end,
+  // written while training goes on; keep_last of them (0: all). `resume`
+  // starts from the newest one there (none: from the beginning). A resumed
+  // run ends with the results, bit for bit, of one never stopped.
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  bool resume = false;
+  int keep_last = 0;
 };
 
 struct EpochReport {
@@ -57,12 +67,28 @@ struct EpochReport {
 };
 
 struct TrainSummary {
+  // Every epoch's report, those before a resume's checkpoint included.
   std::vector<EpochReport> epochs;
   // Every piece, in order (training and evaluation).
   std::vector<nn::PieceResult> pieces;
   double samples_per_s = 0;  // over every epoch's training time
   RunTrace trace;            // TrainWithPlan with MnistOptions::trace
+  // TrainWithPlan: CRC-32 of every weight at the end (the `variable`
+  // tasks' values in plan order), 8 hex digits.
+  std::string weights_crc32;
+  // With MnistOptions::resume: the training step it resumed at (0: there
+  // was no checkpoint); -1 without.
+  int64_t resumed_from_step = -1;
+  // Checkpoints written by this process, and the last one's cost.
+  int64_t checkpoints = 0;
+  int64_t checkpoint_bytes = 0;
+  // The longest a stream spent saving its tasks' state (training held up).
+  double checkpoint_pause_ms = 0;
+  double checkpoint_write_ms = 0;  // writing and syncing, beside training
 };
+
+// CRC-32 of the weights in a snapshot of the training plan.
+std::string WeightsCrc32(const CheckpointData& data);
 
 using EpochCallback = std::function<void(const EpochReport&)>;
 

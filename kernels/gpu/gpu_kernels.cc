@@ -247,6 +247,24 @@ class GpuChecksumKernel final : public ChecksumKernel {
     return summary;
   }
 
+  // Saved from the host copy (the stream has drained); restored into the
+  // device total, which the next piece adds to.
+  absl::Status RestoreState(const KernelStateContext& ctx,
+                            const KernelState& state) override {
+    absl::Status status = ChecksumKernel::RestoreState(ctx, state);
+    if (!status.ok()) return status;
+    if (partials_ == nullptr) {
+      status = Allocate(ctx.stream.device_index);
+      if (!status.ok()) return status;
+    }
+    *host_total_ = summary_.checksum;
+    status = cuda::MemcpyHostToDevice(device_, partials_ + gpu::kSumPartials,
+                                      host_total_, sizeof(double));
+    if (!status.ok()) return status;
+    started_ = true;
+    return absl::OkStatus();
+  }
+
  private:
   absl::Status Allocate(int device) {
     device_ = device;

@@ -217,6 +217,41 @@ class GpuSgdMomentumKernel final : public SgdMomentumKernel {
     return Launched("sgd_momentum: kernel launch");
   }
 
+  // The velocity between the device and the host (the stream has drained).
+  absl::Status SaveState(const KernelStateContext& ctx,
+                         KernelState* state) override {
+    std::vector<float> velocity(elements_, 0.0f);
+    if (!velocity_device_.empty() && elements_ > 0) {
+      absl::Status status = cuda::MemcpyDeviceToHost(
+          ctx.stream.device_index, velocity.data(),
+          velocity_device_.as<float>(), elements_ * sizeof(float));
+      if (!status.ok()) return status;
+    }
+    state->AddValues<float>("velocity", velocity);
+    state->AddScalar<int64_t>("steps", steps_);
+    return absl::OkStatus();
+  }
+  absl::Status RestoreState(const KernelStateContext& ctx,
+                            const KernelState& state) override {
+    std::vector<float> velocity(elements_);
+    absl::Status status =
+        state.Read<float>("velocity", absl::MakeSpan(velocity));
+    if (!status.ok()) return status;
+    auto steps = state.Scalar<int64_t>("steps");
+    if (!steps.ok()) return steps.status();
+    status = velocity_device_.Reserve(ctx.stream.device_index,
+                                      elements_ * sizeof(float));
+    if (!status.ok()) return status;
+    if (elements_ > 0) {
+      status = cuda::MemcpyHostToDevice(
+          ctx.stream.device_index, velocity_device_.as<float>(),
+          velocity.data(), elements_ * sizeof(float));
+      if (!status.ok()) return status;
+    }
+    steps_ = *steps;
+    return absl::OkStatus();
+  }
+
  private:
   int64_t elements_ = 0;
   DeviceBuffer velocity_device_;
@@ -254,6 +289,37 @@ class GpuVariableKernel final : public VariableKernel {
     ::actorflow::gpu::LaunchAdd(::actorflow::gpu::kFloat32, terms, to, n,
                                 ctx->cuda_stream());
     return Launched("variable: kernel launch");
+  }
+
+  absl::Status SaveState(const KernelStateContext& ctx,
+                         KernelState* state) override {
+    if (last_ == nullptr) return VariableKernel::SaveState(ctx, state);
+    std::vector<float> value(ShapeElemCnt(shape_));
+    absl::Status status =
+        cuda::MemcpyDeviceToHost(ctx.stream.device_index, value.data(), last_,
+                                 value.size() * sizeof(float));
+    if (!status.ok()) return status;
+    state->AddValues<float>("value", value, shape_);
+    return absl::OkStatus();
+  }
+  // The restored weights take the initial values' place: the first act
+  // copies them up.
+  absl::Status RestoreState(const KernelStateContext&,
+                            const KernelState& state) override {
+    std::vector<float> value(ShapeElemCnt(shape_));
+    absl::Status read = state.Read<float>("value", absl::MakeSpan(value));
+    if (!read.ok()) return read;
+    if (initial_ == nullptr) {
+      auto host =
+          cuda::PinnedMalloc(value.empty() ? 1 : value.size() * sizeof(float));
+      if (!host.ok()) return host.status();
+      initial_ = static_cast<float*>(*host);
+    }
+    if (!value.empty()) {
+      std::memcpy(initial_, value.data(), value.size() * sizeof(float));
+    }
+    last_ = nullptr;
+    return absl::OkStatus();
   }
 
  private:

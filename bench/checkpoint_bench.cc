@@ -1,0 +1,122 @@
+// What checkpoints cost the MLP's training on Fashion-MNIST: training
+// samples/s with a checkpoint every 500 steps against none, in the same
+// run, alternating which goes first; and one checkpoint's bytes, the pause
+// it puts into training (the snapshot at the cut) and the time to write and
+// sync it (on a thread beside training). Both runs must end with the same
+// weights (checkpoints never change results).
+//   tools/bazel run //bench:checkpoint_bench -- [--samples=5] [--every=500]
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "examples/mnist_mlp/mnist_training.h"
+
+namespace {
+
+constexpr char kHelp[] =
+    R"(usage: checkpoint_bench [--samples=N] [--every=STEPS]
+  [--epochs=N]
+
+Per sample, two trainings of the 784-256-10 MLP (2 streams, batch 64) for
+--epochs epochs (3), one without checkpoints and one with a checkpoint
+every --every training steps (500) under $TMPDIR (or /tmp), in alternating
+order. Prints the medians of --samples (5) of the steady-state training
+rate (epochs 2 on, where the files are read already) and their ratio (the
+target: at most 3 % slower, a ratio of at least 0.97), and what one
+checkpoint costs: its bytes, the training's pause for the snapshot, and
+the write and sync beside the training.
+)";
+
+using actorflow::examples::MnistOptions;
+using actorflow::examples::TrainSummary;
+
+// Training samples per second of training time over epochs 2 on.
+double SteadyRate(const TrainSummary& summary) {
+  double samples = 0, seconds = 0;
+  for (size_t e = 1; e < summary.epochs.size(); ++e) {
+    samples += static_cast<double>(summary.epochs[e].train_samples);
+    seconds += summary.epochs[e].train_seconds;
+  }
+  return seconds > 0 ? samples / seconds : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t samples = 5, every = 500, epochs = 3;
+  actorflow::bench::ParseFlags(
+      "checkpoint_bench", argc, argv,
+      {{"--samples", &samples}, {"--every", &every}, {"--epochs", &epochs}},
+      kHelp);
+  if (epochs < 2) {
+    std::fprintf(stderr, "checkpoint_bench: --epochs: at least 2\n");
+    return 2;
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") +
+                          "/checkpoint_bench." + std::to_string(getpid());
+  MnistOptions plain;
+  plain.epochs = static_cast<int>(epochs);
+  plain.model.lr = 0.02;
+  MnistOptions saving = plain;
+  saving.checkpoint_dir = dir;
+  saving.checkpoint_every = every;
+  saving.keep_last = 2;
+
+  std::vector<double> without, with, ratios, pause_ms, write_ms;
+  int64_t bytes = 0, checkpoints = 0;
+  bool same = true;
+  for (int64_t i = 0; i < samples; ++i) {
+    std::filesystem::remove_all(dir);
+    absl::StatusOr<TrainSummary> a, b;
+    if (i % 2 == 0) {
+      a = actorflow::examples::TrainWithPlan(plain);
+      b = actorflow::examples::TrainWithPlan(saving);
+    } else {
+      b = actorflow::examples::TrainWithPlan(saving);
+      a = actorflow::examples::TrainWithPlan(plain);
+    }
+    if (!a.ok() || !b.ok()) {
+      std::fprintf(
+          stderr, "checkpoint_bench: %s\n",
+          std::string((a.ok() ? b.status() : a.status()).message()).c_str());
+      return 1;
+    }
+    same &= a->weights_crc32 == b->weights_crc32 &&
+            a->epochs.back().train_loss == b->epochs.back().train_loss;
+    without.push_back(SteadyRate(*a));
+    with.push_back(SteadyRate(*b));
+    ratios.push_back(with.back() / without.back());
+    pause_ms.push_back(b->checkpoint_pause_ms);
+    write_ms.push_back(b->checkpoint_write_ms);
+    bytes = b->checkpoint_bytes;
+    checkpoints = b->checkpoints;
+    std::printf(
+        "sample %lld: none %.0f, every %lld steps %.0f samples/s (%.3fx); "
+        "%lld checkpoints, pause %.2f ms, write %.2f ms\n",
+        static_cast<long long>(i + 1), without.back(),
+        static_cast<long long>(every), with.back(), ratios.back(),
+        static_cast<long long>(checkpoints), pause_ms.back(), write_ms.back());
+  }
+  std::filesystem::remove_all(dir);
+  using actorflow::bench::Median;
+  const double ratio = Median(ratios);
+  std::printf("\nmedian of %lld (epochs 2-%lld, 2 streams, batch 64):\n",
+              static_cast<long long>(samples), static_cast<long long>(epochs));
+  std::printf("  no checkpoints          %8.0f samples/s\n", Median(without));
+  std::printf(
+      "  one every %5lld steps   %8.0f samples/s  (%.3fx: %s)\n",
+      static_cast<long long>(every), Median(with), ratio,
+      ratio >= 0.97 ? "within the 3 % target" : "MISSES the 3 % target");
+  std::printf(
+      "  one checkpoint: %lld bytes of state, training paused %.2f "
+      "ms, written and synced in %.2f ms beside it\n",
+      static_cast<long long>(bytes), Median(pause_ms), Median(write_ms));
+  std::printf("  weights and loss with checkpoints: %s\n",
+              same ? "identical to without" : "DIFFERENT");
+  return same ? 0 : 1;
+}
