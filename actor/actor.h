@@ -299,6 +299,11 @@ class Actor {
   void SendEords();
 
   AsyncThread<ActorMsg>* async_ = nullptr;
+  // DrainStream: the poller's callback sets the status, then counts down.
+  // Members, not locals: the poller may still be inside Decrement when the
+  // waiting thread returns.
+  BlockingCounter drained_{0};
+  absl::Status drain_status_;
   // A ring: an act in flight holds at least one register, so there are
   // never more in flight than registers, and slots are reused in order.
   std::vector<std::unique_ptr<AsyncAct>> async_acts_;

@@ -4,7 +4,6 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "actor/actor.h"
 
 namespace actorflow {
@@ -120,16 +119,15 @@ absl::Status Actor::DrainStream() {
   if (async_ == nullptr) return absl::OkStatus();
   // The poller runs callbacks in stream order: this one runs once every
   // act queued before it is done.
-  absl::Notification done;
-  absl::Status result;
+  drained_.Reset(1);
   absl::Status added = async_->poller()->AddCallback(
-      async_->stream(), [&done, &result](absl::Status status) {
-        result = std::move(status);
-        done.Notify();
+      async_->stream(), [this](absl::Status status) {
+        drain_status_ = std::move(status);
+        drained_.Decrement();
       });
   if (!added.ok()) return added;
-  done.WaitForNotification();
-  return result;
+  drained_.Wait();
+  return drain_status_;
 }
 
 KernelStateContext Actor::StateContext(int64_t piece) const {

@@ -86,7 +86,9 @@ std::vector<pid_t> Children(pid_t parent) {
   return children;
 }
 
-// When and how often to crash a run, as fractions of a whole run's time.
+// When and how often to crash a run: after it wrote a checkpoint, within
+// these fractions of the time a whole run takes from its first checkpoint
+// to its last.
 struct Crashes {
   double from = 0;
   double to = 0.7;
@@ -103,26 +105,38 @@ std::string RunUntilDone(const std::string& binary, const std::string& args,
                          const std::string& dir, std::mt19937_64* random,
                          const Crashes& crashes, int* kills) {
   const std::string out = std::string(std::getenv("TEST_TMPDIR")) + "/run.out";
+  const std::string watch = crashes.watch.empty() ? dir : crashes.watch;
+  auto newest = [&] {
+    auto list = ListCheckpoints(watch);
+    return list.ok() && !list->empty() ? list->back().first : -1;
+  };
+  // The whole run, timed from its first checkpoint to its last: the
+  // crashes fall in that part.
   const auto t0 = std::chrono::steady_clock::now();
+  auto since = [&] {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::steady_clock::now() - t0)
+        .count();
+  };
   const pid_t timed = Spawn(binary, args, out);
   int status = 0;
-  REQUIRE(waitpid(timed, &status, 0) == timed);
+  int64_t first_us = -1, last_us = 0, seen = -1;
+  while (waitpid(timed, &status, WNOHANG) != timed) {
+    if (newest() != seen) {
+      seen = newest();
+      if (first_us < 0) first_us = since();
+      last_us = since();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const int64_t after_first_us = last_us - std::max<int64_t>(first_us, 0);
   INFO(LastLine(out));
   REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
-  const int64_t whole_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(
-          std::chrono::steady_clock::now() - t0)
-          .count();
   std::filesystem::remove_all(dir);
-  const int64_t from = static_cast<int64_t>(whole_us * crashes.from);
+  const int64_t from = static_cast<int64_t>(after_first_us * crashes.from);
   const int64_t window = std::max<int64_t>(
-      1000, static_cast<int64_t>(whole_us * (crashes.to - crashes.from)));
+      1000, static_cast<int64_t>(after_first_us * (crashes.to - crashes.from)));
   for (int attempt = 0; attempt <= crashes.at_most; ++attempt) {
-    const std::string watch = crashes.watch.empty() ? dir : crashes.watch;
-    auto newest = [&] {
-      auto list = ListCheckpoints(watch);
-      return list.ok() && !list->empty() ? list->back().first : -1;
-    };
     const int64_t before = newest();
     const pid_t pid = Spawn(binary, args, out);
     bool exited = false;
@@ -204,7 +218,7 @@ TEST_CASE("actorflow run: killed at random moments, resumed, same sinks",
       "actorflow",
       absl::StrCat(args, " --no-progress --checkpoint_dir=", dir,
                    " --checkpoint_every=200 --keep_last=2 --resume"),
-      dir, &random, Crashes{.to = 0.5}, &kills);
+      dir, &random, Crashes{.to = 1.0}, &kills);
   std::printf("actorflow run: %d runs killed\n", kills);
   CHECK(kills > 0);
   INFO(resumed);
@@ -321,7 +335,7 @@ TEST_CASE("three ranks: a rank killed at random, the job resumed, same sinks",
       absl::StrCat(args, " --no-progress --peer-timeout=5 --checkpoint_dir=",
                    dir, " --checkpoint_every=500 --keep_last=2 --resume"),
       dir, &random,
-      Crashes{.to = 0.5,
+      Crashes{.to = 1.0,
               .at_most = 3,
               .kill_child = true,
               .watch = dir + "/rank-0"},
@@ -367,7 +381,7 @@ TEST_CASE("mnist_mlp: killed at random moments, resumed, the same weights",
       flags +
           " --checkpoint_every=20 --keep_last=3 --resume --checkpoint_dir=" +
           dir + "/killed",
-      dir + "/killed", &random, Crashes{.to = 0.5}, &kills);
+      dir + "/killed", &random, Crashes{.to = 1.0}, &kills);
   std::printf("mnist_mlp: %d runs killed\n", kills);
   CHECK(kills > 0);
   INFO(resumed);

@@ -5,6 +5,7 @@
 // on the emulated device).
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
 #include <random>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "memory/cuda_api.h"
 #include "nn/dense_math.h"
 #include "nn/gpu/dense_launch.h"
+#include "runtime/checkpoint.h"
 #include "tests/gpu_test_util.h"
 #include "tests/test_util.h"
 
@@ -235,6 +237,40 @@ TEST_CASE("the MLP plan on GPU streams follows the sequential loop",
       REQUIRE(std::abs(got.correct - want.correct) <= 1);
     }
   }
+}
+
+TEST_CASE("the MLP plan on GPU streams resumes bit for bit from a checkpoint",
+          "[nn_gpu]") {
+  if (!testing::GpuOrSkip("nn_gpu_test")) return;
+  const std::string root = testing::TestTempDir("gpu_checkpoints");
+  examples::MnistOptions o;
+  o.epochs = 2;
+  o.train_limit = 640;
+  o.test_limit = 320;
+  o.model.lr = 0.02;
+  o.model.streams = 2;
+  o.model.gpu = true;
+  o.checkpoint_dir = root;
+  o.checkpoint_every = 3;
+  auto whole = examples::TrainWithPlan(o);
+  INFO(whole.status().ToString());
+  REQUIRE(whole.ok());
+  // Back to the checkpoint at step 6 (epoch 1, piece 6): the velocities and
+  // weights on the devices come from it.
+  auto list = ListCheckpoints(root);
+  REQUIRE(list.ok());
+  for (const auto& [piece, path] : *list) {
+    if (piece > 6) std::filesystem::remove_all(path);
+  }
+  o.resume = true;
+  auto resumed = examples::TrainWithPlan(o);
+  INFO(resumed.status().ToString());
+  REQUIRE(resumed.ok());
+  CHECK(resumed->resumed_from_step == 6);
+  CHECK(resumed->weights_crc32 == whole->weights_crc32);
+  CHECK(resumed->epochs.back().train_loss == whole->epochs.back().train_loss);
+  CHECK(resumed->epochs.back().test_accuracy ==
+        whole->epochs.back().test_accuracy);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -261,23 +262,52 @@ TEST_CASE("a pipeline killed at random moments resumes bit for bit",
   // The first try measures how long a whole run takes.
   const auto t0 = std::chrono::steady_clock::now();
   bool done = false;
-  int64_t total_us = 0;
-  for (int attempt = 0; attempt < 60 && !done; ++attempt) {
+  int64_t total_us = 0, first_us = 0, last_us = 0;
+  auto newest = [&] {
+    auto list = ListCheckpoints(root);
+    return list.ok() && !list->empty() ? list->back().first : -1;
+  };
+  for (int attempt = 0; attempt <= 20 && !done; ++attempt) {
+    const int64_t before = newest();
     const pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) Child(setup, root, log, /*every=*/3);
-    if (attempt > 0 && attempt < 50) {
-      // The crash, somewhere in the first quarter of what a whole run
-      // takes, so that runs die several times before one gets through (the
-      // wait picks the moment; nothing waits for the child to reach any
-      // point).
-      const int64_t wait_us = static_cast<int64_t>(
-          random() % std::max<int64_t>(total_us / 4, 1000));
-      std::this_thread::sleep_for(std::chrono::microseconds(wait_us));
-      kill(pid, SIGKILL);
-    }
     int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
+    bool exited = false;
+    if (attempt == 0) {
+      // Times the run from its first checkpoint to its last: the window
+      // the crashes fall in.
+      int64_t seen = -1;
+      while (!exited) {
+        exited = waitpid(pid, &status, WNOHANG) == pid;
+        if (newest() != seen) {
+          seen = newest();
+          const int64_t now =
+              std::chrono::duration_cast<std::chrono::microseconds>(
+                  std::chrono::steady_clock::now() - t0)
+                  .count();
+          if (first_us == 0) first_us = now;
+          last_us = now;
+        }
+        if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+    if (attempt > 0 && attempt < 20) {
+      // The crash comes once this run has written a checkpoint (so every
+      // run gets somewhere), at a random moment within the time a whole run
+      // takes from its first checkpoint to its last. Polling the
+      // directory only picks the moment: the child waits for nothing.
+      while (newest() <= before && !exited) {
+        exited = waitpid(pid, &status, WNOHANG) == pid;
+        if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      if (!exited) {
+        std::this_thread::sleep_for(std::chrono::microseconds(
+            random() % std::max<int64_t>(last_us - first_us, 1000)));
+        kill(pid, SIGKILL);
+      }
+    }
+    if (!exited) REQUIRE(waitpid(pid, &status, 0) == pid);
     if (attempt == 0) {
       // The first run went to the end: start again, from nothing.
       total_us = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -302,7 +332,7 @@ TEST_CASE("a pipeline killed at random moments resumes bit for bit",
   uint64_t hash = 0;
   int restores = 0;
   while (in >> word) {
-    if (word == "done") break;
+    if (word == "done") continue;  // a run killed after it was done
     if (word == "restored") {
       in >> index;
       ++restores;

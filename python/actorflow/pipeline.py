@@ -18,6 +18,7 @@ next run()/outputs(), or release_outputs() with share_outputs().
 """
 
 import itertools
+import os
 import threading
 
 import numpy
@@ -130,10 +131,15 @@ class Pipeline:
     num_threads and depth. on_error: "fail" stops at a bad sample,
     "skip_sample" drops it (skipped() names it). fuse_decode: decode with
     resize/crop in one step (README, "Decoding less"). device_id: DALI's;
-    0 (or None, -1): GPU operators run on device 0."""
+    0 (or None, -1): GPU operators run on device 0. restore_from (or DALI's
+    checkpoint=): a checkpoint (or a directory of them, the newest taken)
+    written by checkpoint(); the batches then go on exactly where it left
+    off. enable_checkpointing is DALI's: checkpoints are always on."""
 
     def __init__(self, batch_size, num_threads=1, prefetch_queue_depth=2,
-                 seed=0, on_error="fail", fuse_decode=True, device_id=None):
+                 seed=0, on_error="fail", fuse_decode=True, device_id=None,
+                 restore_from=None, checkpoint=None,
+                 enable_checkpointing=True):
         # device_id as DALI has it: GPU operators run on device 0, the only
         # one a pipeline uses; None and -1 (no GPU) are accepted too.
         if device_id not in (None, -1, 0):
@@ -168,6 +174,12 @@ class Pipeline:
         self._held = []  # leases of batches held, oldest first
         self._exhausted = False  # iter_setup/source ended this epoch
         self._started = False  # the epoch's first run() has prefetched
+        if restore_from is not None and checkpoint is not None:
+            raise ValueError(
+                "Pipeline: give restore_from or checkpoint (its DALI name), "
+                "not both")
+        restore = restore_from if restore_from is not None else checkpoint
+        self._restore_from = None if restore is None else os.fspath(restore)
 
     # ---- definition ----
 
@@ -251,6 +263,16 @@ class Pipeline:
         self._native.set_outputs(self._outputs)
         self._native.build()
         self._native_built = True
+        if self._restore_from is not None:
+            self._native.restore(self._restore_from)
+
+    def checkpoint(self, directory, keep_last=0):
+        """Writes a checkpoint under `directory` (directory/ckpt-<piece>)
+        and returns its path: the batches after a restore from it are
+        exactly those this pipeline hands out next, prefetched ones
+        included. keep_last: keep only the newest so many there."""
+        self._require_native()
+        return self._native.checkpoint(os.fspath(directory), keep_last)["path"]
 
     @property
     def plan(self):

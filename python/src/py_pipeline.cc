@@ -12,6 +12,7 @@
 #include "pipeline/pipeline.h"
 #include "python/src/py_arrays.h"
 #include "python/src/py_errors.h"
+#include "python/src/py_session.h"
 
 namespace actorflow::python {
 
@@ -189,6 +190,23 @@ class PyPipeline {
     py::gil_scoped_acquire gil;
     ThrowIfError(reset);
   }
+  // Checkpoints (pipeline.h): the path and piece of the one written.
+  py::dict Checkpoint(const std::string& dir, int keep_last) {
+    Pipeline* pipe = Get();
+    CheckpointOptions options;
+    options.keep_last = keep_last;
+    py::gil_scoped_release nogil;
+    absl::StatusOr<CheckpointInfo> info = pipe->Checkpoint(dir, options);
+    py::gil_scoped_acquire gil;
+    return CheckpointDict(ValueOrThrow(std::move(info)));
+  }
+  py::dict Restore(const std::string& dir) {
+    Pipeline* pipe = Get();
+    py::gil_scoped_release nogil;
+    absl::StatusOr<CheckpointInfo> info = pipe->Restore(dir);
+    py::gil_scoped_acquire gil;
+    return CheckpointDict(ValueOrThrow(std::move(info)));
+  }
   py::list Skipped() {
     py::list out;
     for (const auto& sample : Get()->skipped()) {
@@ -240,6 +258,9 @@ void RegisterPipelines(py::module_& m) {
       .def("feed_input", &PyPipeline::FeedInput, py::arg("name"),
            py::arg("batch"), py::arg("shapes") = py::none())
       .def("reset", &PyPipeline::Reset)
+      .def("checkpoint", &PyPipeline::Checkpoint, py::arg("directory"),
+           py::arg("keep_last") = 0)
+      .def("restore", &PyPipeline::Restore, py::arg("directory"))
       .def("skipped", &PyPipeline::Skipped)
       .def("close", &PyPipeline::Close);
 }

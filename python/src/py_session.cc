@@ -61,18 +61,44 @@ absl::Duration SecondsOption(const py::object& value, const char* name) {
 
 }  // namespace
 
+py::dict CheckpointDict(const CheckpointInfo& info) {
+  py::dict out;
+  out["path"] = info.path;
+  out["piece"] = info.piece;
+  out["bytes"] = info.bytes;
+  out["pause_ms"] = info.pause_ms;
+  out["write_ms"] = info.write_ms;
+  py::dict user;
+  for (const StateEntry& entry : info.user.entries()) {
+    Tensor tensor(entry.data_type, entry.shape);
+    if (!entry.bytes.empty()) {
+      std::memcpy(tensor.mutable_raw_data(), entry.bytes.data(),
+                  entry.bytes.size());
+    }
+    user[py::str(entry.name)] = ArrayFromTensor(std::move(tensor));
+  }
+  out["user"] = user;
+  return out;
+}
+
 // actorflow.Session. Every call that may wait releases the GIL (a Python
 // kernel on a runtime thread needs it) and answers Ctrl-C.
 class PySession {
  public:
   PySession(const py::handle& plan_like, const py::dict& kernels, bool trace,
-            bool stats, const py::object& timeout, const py::object& stall) {
+            bool stats, const py::object& timeout, const py::object& stall,
+            const py::object& restore_from) {
     Plan plan = PlanFrom(plan_like);
     SessionOptions options;
     options.trace = trace;
     options.stats = stats;
     options.timeout = SecondsOption(timeout, "timeout");
     options.stall = SecondsOption(stall, "stall");
+    if (!restore_from.is_none()) {
+      options.restore_from =
+          py::str(py::module_::import("os").attr("fspath")(restore_from))
+              .cast<std::string>();
+    }
     BindKernels(kernels, &plan, &options.kernels);
     py::gil_scoped_release nogil;  // kernels' Init may call into Python
     auto created = Session::Create(std::move(plan), std::move(options));
@@ -135,6 +161,39 @@ class PySession {
     return ValueOrThrow(std::move(fetched));
   }
   py::dict Sinks() { return SinksDict(Usable()->Sinks()); }
+  // Checkpoints (runtime/session.h); `user`: name -> array, saved beside.
+  py::dict Checkpoint(const std::string& dir, int keep_last,
+                      const py::object& timeout, const py::dict& user) {
+    Session* s = Usable();
+    CheckpointOptions options;
+    options.keep_last = keep_last;
+    if (!timeout.is_none()) options.timeout = SecondsOption(timeout, "timeout");
+    for (const auto& [key, value] : user) {
+      const std::string name = py::str(key).cast<std::string>();
+      const std::string what = absl::StrCat("checkpoint: user['", name, "']");
+      Tensor tensor = TensorFromArray(py::array::ensure(value), what.c_str());
+      options.user.Add(
+          name, tensor.data_type(),
+          std::vector<int64_t>(tensor.shape().begin(), tensor.shape().end()),
+          tensor.raw_data());
+    }
+    auto info = CallBlocking(
+        [s, &dir, &options] { return s->Checkpoint(dir, options); },
+        Interrupter());
+    return CheckpointDict(ValueOrThrow(std::move(info)));
+  }
+  py::dict Restore(const std::string& dir) {
+    Session* s = Usable();
+    py::gil_scoped_release nogil;
+    absl::StatusOr<CheckpointInfo> info = s->Restore(dir);
+    py::gil_scoped_acquire gil;
+    return CheckpointDict(ValueOrThrow(std::move(info)));
+  }
+  py::object Restored() {
+    const std::optional<CheckpointInfo>& info = Usable()->restored();
+    if (!info) return py::none();
+    return CheckpointDict(*info);
+  }
   py::dict Stats() {
     Session* s = Usable();
     py::dict out = RunStatsDict(last_);
@@ -256,10 +315,16 @@ class PyFetched {
 void RegisterSessions(py::module_& m) {
   py::class_<PySession>(m, "Session")
       .def(py::init<const py::handle&, const py::dict&, bool, bool,
-                    const py::object&, const py::object&>(),
+                    const py::object&, const py::object&, const py::object&>(),
            py::arg("plan"), py::arg("kernels") = py::dict(),
            py::arg("trace") = false, py::arg("stats") = false,
-           py::arg("timeout") = py::none(), py::arg("stall") = py::none())
+           py::arg("timeout") = py::none(), py::arg("stall") = py::none(),
+           py::arg("restore_from") = py::none())
+      .def("checkpoint", &PySession::Checkpoint, py::arg("directory"),
+           py::arg("keep_last") = 0, py::arg("timeout") = py::none(),
+           py::arg("user") = py::dict())
+      .def("restore", &PySession::Restore, py::arg("directory"))
+      .def_property_readonly("restored", &PySession::Restored)
       .def("run", &PySession::Run, py::arg("pieces") = py::none())
       .def("start", &PySession::Start, py::arg("pieces") = py::none())
       .def("wait", &PySession::Wait)

@@ -3,7 +3,13 @@
 
 #include <pybind11/pybind11.h>
 
+#include "runtime/session.h"
+
 namespace actorflow::python {
+
+// A checkpoint written or restored, as Python sees it: path, piece, bytes,
+// pause_ms, write_ms, and `user` (name -> numpy array) when it has any.
+pybind11::dict CheckpointDict(const CheckpointInfo& info);
 
 // actorflow.Session and the borrowed pieces it lends (FetchedArray).
 void RegisterSessions(pybind11::module_& m);

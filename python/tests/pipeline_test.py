@@ -89,9 +89,10 @@ def label_of(path):
 
 
 def reader_pipeline(root, batch_size=8, num_threads=2, depth=2, seed=7,
-                    on_error="fail"):
+                    on_error="fail", **kwargs):
     pipe = Pipeline(batch_size=batch_size, num_threads=num_threads,
-                    prefetch_queue_depth=depth, seed=seed, on_error=on_error)
+                    prefetch_queue_depth=depth, seed=seed, on_error=on_error,
+                    **kwargs)
     with pipe:
         jpegs, labels = fn.readers.file(dir=root)
         images = fn.decoders.image(jpegs)
@@ -145,6 +146,35 @@ class PipelineTest(unittest.TestCase):
         other = epoch(reader_pipeline(self.root, num_threads=1, depth=3))
         for a, b in zip(first, other):
             numpy.testing.assert_array_equal(a[0], b[0])
+        pipe.close()
+
+    def test_checkpoint_and_restore(self):
+        reference = epoch(reader_pipeline(self.root, batch_size=4))
+        pipe = reader_pipeline(self.root, batch_size=4)
+        for _ in range(2):
+            pipe.run()
+        where = os.path.join(self.tmp, "pipeline_checkpoints")
+        path = pipe.checkpoint(where, keep_last=1)
+        self.assertTrue(os.path.isdir(path))
+        after = epoch(pipe)  # the live pipeline goes on undisturbed
+        self.assertEqual(len(after), len(reference) - 2)
+        for a, b in zip(after, reference[2:]):
+            numpy.testing.assert_array_equal(a[0], b[0])
+        # A new pipeline from the checkpoint (DALI's keyword too) hands out
+        # the same batches.
+        for kwargs in ({"restore_from": where}, {"checkpoint": path}):
+            restored = epoch(reader_pipeline(self.root, batch_size=4,
+                                             **kwargs))
+            self.assertEqual(len(restored), len(reference) - 2)
+            for a, b in zip(restored, reference[2:]):
+                numpy.testing.assert_array_equal(a[0], b[0])
+                numpy.testing.assert_array_equal(a[1], b[1])
+        with self.assertRaises(RuntimeError) as caught:
+            reader_pipeline(self.root, batch_size=4, seed=8,
+                            restore_from=where)
+        self.assertIn("is of another plan: task '", str(caught.exception))
+        self.assertIn("attr 'seed' is {i: 7} in the checkpoint, {i: 8} in "
+                      "this plan", str(caught.exception))
         pipe.close()
 
     def test_external_source_matches_reader(self):

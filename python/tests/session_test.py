@@ -166,6 +166,31 @@ class SessionTest(unittest.TestCase):
         self.assertEqual(session.sinks()["sink"]["pieces"], 200)
         session.close()
 
+    def test_checkpoint_and_restore(self):
+        where = os.path.join(os.environ.get("TEST_TMPDIR", "/tmp"),
+                             "session_checkpoints")
+        whole = actorflow.Session(QUICKSTART)
+        whole.run(100)
+        session = actorflow.Session(QUICKSTART)
+        session.run(40)
+        info = session.checkpoint(where, keep_last=2,
+                                  user={"epoch": numpy.array([3])})
+        self.assertEqual(info["piece"], 40)
+        self.assertTrue(os.path.isdir(info["path"]))
+        self.assertGreater(info["bytes"], 0)
+        restored = actorflow.Session(QUICKSTART, restore_from=where)
+        self.assertEqual(restored.restored["piece"], 40)
+        numpy.testing.assert_array_equal(restored.restored["user"]["epoch"],
+                                         [3])
+        self.assertEqual(restored.run(60)["first_piece"], 40)
+        self.assertEqual(restored.sinks(), whole.sinks())
+        with self.assertRaises(RuntimeError) as caught:
+            restored.restore(where)
+        self.assertIn("Restore: this session has run already",
+                      str(caught.exception))
+        for s in (whole, session, restored):
+            s.close()
+
     def test_dtype_table_round_trips(self):
         table = dict(actorflow.dtypes())
         self.assertEqual(sorted(table), sorted(
