@@ -1,0 +1,224 @@
+// Pipeline checkpoints (pipeline.h, docs/checkpoints.md): the session's
+// state at a cut where every scheduled batch has been taken out of the
+// plan, plus the pipeline's counters, those batches and its skip log.
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/pipeline_held.h"
+
+namespace actorflow::pipeline {
+
+namespace {
+
+// The pipeline's own entries in a checkpoint's user state.
+constexpr char kCounters[] =
+    "pipeline.counters";  // epoch, chunk, samples, batches
+constexpr char kReady[] = "pipeline.ready";
+constexpr char kSkippedWhere[] = "pipeline.skipped.where";
+constexpr char kSkippedLengths[] = "pipeline.skipped.lengths";
+constexpr char kSkippedText[] = "pipeline.skipped.text";
+
+std::string ReadyName(size_t i, size_t k, const char* what) {
+  return absl::StrCat("pipeline.ready.", i, ".", k, ".", what);
+}
+
+void AddView(KernelState* state, const std::string& name,
+             ConstTensorView view) {
+  state->Add(name, view.data_type(),
+             std::vector<int64_t>(view.shape().begin(), view.shape().end()),
+             view.raw_data());
+  state->AddValues<int64_t>(
+      name + "_max",
+      absl::MakeConstSpan(view.max_shape().data(), view.max_shape().size()));
+}
+
+}  // namespace
+
+std::unique_ptr<Pipeline::Held> Pipeline::CopyOut(const Held& held) {
+  auto copy = std::make_unique<Held>();
+  copy->epoch = held.epoch;
+  copy->index = held.index;
+  const size_t n = held.owned() ? held.owned_data.size() : held.data.size();
+  for (size_t k = 0; k < n; ++k) {
+    for (bool data : {true, false}) {
+      ConstTensorView view = data ? held.data_view(k) : held.shapes_view(k);
+      (data ? copy->owned_data : copy->owned_shapes)
+          .push_back(std::make_unique<OwnedTensor>(
+              view.name(), view.data_type(), view.max_shape(), view.shape(),
+              view.raw_data(), static_cast<size_t>(view.byte_size())));
+    }
+  }
+  return copy;
+}
+
+absl::StatusOr<CheckpointInfo> Pipeline::Checkpoint(
+    const std::string& root, const CheckpointOptions& options) {
+  absl::Status ok = Usable();
+  if (!ok.ok()) return ok;
+  for (const ExternalSource& source : externals_) {
+    if (!source.fed.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "Checkpoint: ", source.fed.size(), " batch(es) fed to '", source.name,
+          "' wait for their Run(); Run() them first"));
+    }
+  }
+  if (in_flight_ > 0 && static_cast<int>(held_.size()) >= depth_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Checkpoint: the caller holds all ", depth_,
+                     " prefetched batches; ReleaseOutputs first"));
+  }
+  const int64_t start = SteadyNowNs();
+  // Every scheduled batch out of the plan into memory of its own: the plan
+  // then comes to rest, and these go out first, now and after a restore.
+  while (in_flight_ > 0) {
+    Held borrowed;
+    absl::StatusOr<bool> full = FetchOne(&borrowed);
+    if (!full.ok()) return full.status();
+    if (*full) ready_.push_back(CopyOut(borrowed));
+  }
+  absl::StatusOr<CheckpointData> cut = session_->Snapshot(options.timeout);
+  if (!cut.ok()) return cut.status();
+  cut->user = options.user;
+  KernelState& user = cut->user;
+  const int64_t counters[] = {epoch_, next_chunk_, delivered_, batches_};
+  user.AddValues<int64_t>(kCounters, counters);
+  user.AddScalar<int64_t>(kReady, static_cast<int64_t>(ready_.size()));
+  for (size_t i = 0; i < ready_.size(); ++i) {
+    for (size_t k = 0; k < ready_[i]->owned_data.size(); ++k) {
+      AddView(&user, ReadyName(i, k, "data"), ready_[i]->data_view(k));
+      AddView(&user, ReadyName(i, k, "shapes"), ready_[i]->shapes_view(k));
+    }
+  }
+  std::vector<int64_t> where, lengths;
+  std::string text;
+  for (const SkippedSample& sample : log_.Snapshot()) {
+    where.insert(where.end(), {sample.epoch, sample.position});
+    lengths.insert(lengths.end(), {static_cast<int64_t>(sample.name.size()),
+                                   static_cast<int64_t>(sample.error.size())});
+    absl::StrAppend(&text, sample.name, sample.error);
+  }
+  const int64_t skipped = static_cast<int64_t>(where.size() / 2);
+  user.AddValues<int64_t>(kSkippedWhere, where, {skipped, 2});
+  user.AddValues<int64_t>(kSkippedLengths, lengths, {skipped, 2});
+  user.AddValues<uint8_t>(
+      kSkippedText,
+      absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(text.data()),
+                          text.size()));
+  CheckpointInfo info;
+  info.pause_ms = static_cast<double>(SteadyNowNs() - start) / 1e6;
+  CheckpointWriteOptions write;
+  write.keep_last = options.keep_last;
+  absl::StatusOr<WrittenCheckpoint> written =
+      WriteCheckpoint(root, *cut, write);
+  if (!written.ok()) return written.status();
+  info.path = written->path;
+  info.piece = written->piece;
+  info.bytes = written->bytes;
+  info.write_ms = written->write_ms;
+  return info;
+}
+
+absl::StatusOr<CheckpointInfo> Pipeline::Restore(const std::string& dir) {
+  if (!built_) {
+    return absl::FailedPreconditionError("Restore: Build the pipeline first");
+  }
+  absl::Status ok = Usable();
+  if (!ok.ok()) return ok;
+  bool fed = false;
+  for (const ExternalSource& source : externals_) fed |= !source.fed.empty();
+  if (epoch_ != 0 || next_chunk_ != 0 || requested_ != 0 || in_flight_ != 0 ||
+      !held_.empty() || !ready_.empty() || fed) {
+    return absl::FailedPreconditionError(
+        "Restore: after Build, before the first Run or FeedInput");
+  }
+  absl::StatusOr<CheckpointInfo> info = session_->Restore(dir);
+  if (!info.ok()) return info.status();
+  const KernelState& user = info->user;
+  auto malformed = [&](const absl::Status& status) {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint '", info->path,
+                     "': the pipeline's entries: ", status.message()));
+  };
+  int64_t counters[4];
+  ok = user.Read<int64_t>(kCounters, absl::MakeSpan(counters));
+  if (!ok.ok()) return malformed(ok);
+  auto ready = user.Scalar<int64_t>(kReady);
+  if (!ready.ok()) return malformed(ready.status());
+  if (*ready < 0 || *ready > depth_) {
+    return malformed(absl::InvalidArgumentError(absl::StrCat(
+        *ready, " prefetched batches, more than the depth ", depth_)));
+  }
+  std::deque<std::unique_ptr<Held>> batches;
+  for (int64_t i = 0; i < *ready; ++i) {
+    auto held = std::make_unique<Held>();
+    held->epoch = counters[0];
+    held->index = counters[3] + i;
+    for (size_t k = 0; k < output_names_.size(); ++k) {
+      for (const char* what : {"data", "shapes"}) {
+        const std::string name = ReadyName(i, k, what);
+        const StateEntry* entry = user.Find(name);
+        const StateEntry* max = user.Find(name + "_max");
+        if (entry == nullptr || max == nullptr || max->data_type != DT_INT64 ||
+            max->elem_cnt() != static_cast<int64_t>(entry->shape.size())) {
+          return malformed(
+              absl::NotFoundError(absl::StrCat("'", name, "' is missing")));
+        }
+        std::vector<int64_t> max_shape(max->elem_cnt());
+        std::memcpy(max_shape.data(), max->bytes.data(), max->bytes.size());
+        (std::string(what) == "data" ? held->owned_data : held->owned_shapes)
+            .push_back(std::make_unique<OwnedTensor>(
+                absl::StrCat("out_", output_names_[k]), entry->data_type,
+                max_shape, entry->shape, entry->bytes.data(),
+                entry->bytes.size()));
+      }
+    }
+    batches.push_back(std::move(held));
+  }
+  const StateEntry* where = user.Find(kSkippedWhere);
+  const StateEntry* lengths = user.Find(kSkippedLengths);
+  const StateEntry* text = user.Find(kSkippedText);
+  if (where == nullptr || lengths == nullptr || text == nullptr ||
+      where->elem_cnt() != lengths->elem_cnt() || where->elem_cnt() % 2 != 0) {
+    return malformed(absl::NotFoundError("the skipped samples are missing"));
+  }
+  std::vector<int64_t> w(where->elem_cnt()), l(lengths->elem_cnt());
+  std::memcpy(w.data(), where->bytes.data(), where->bytes.size());
+  std::memcpy(l.data(), lengths->bytes.data(), lengths->bytes.size());
+  std::vector<SkippedSample> skipped;
+  size_t at = 0;
+  for (size_t j = 0; j + 1 < w.size(); j += 2) {
+    SkippedSample sample;
+    sample.epoch = w[j];
+    sample.position = w[j + 1];
+    if (l[j] < 0 || l[j + 1] < 0 || at + l[j] + l[j + 1] > text->bytes.size()) {
+      return malformed(
+          absl::DataLossError("the skipped samples' text is short"));
+    }
+    sample.name = text->bytes.substr(at, l[j]);
+    at += l[j];
+    sample.error = text->bytes.substr(at, l[j + 1]);
+    at += l[j + 1];
+    skipped.push_back(std::move(sample));
+  }
+  epoch_ = counters[0];
+  next_chunk_ = counters[1];
+  delivered_ = counters[2];
+  batches_ = counters[3];
+  ready_ = std::move(batches);
+  log_.Replace(std::move(skipped));
+  // What the program saved is the caller's; the pipeline's own stays here.
+  KernelState own;
+  for (const StateEntry& entry : user.entries()) {
+    if (!absl::StartsWith(entry.name, "pipeline.")) (void)own.AddEntry(entry);
+  }
+  info->user = std::move(own);
+  return info;
+}
+
+}  // namespace actorflow::pipeline
