@@ -218,7 +218,7 @@ TEST_CASE("actorflow run: killed at random moments, resumed, same sinks",
       "actorflow",
       absl::StrCat(args, " --no-progress --checkpoint_dir=", dir,
                    " --checkpoint_every=200 --keep_last=2 --resume"),
-      dir, &random, Crashes{.to = 1.0}, &kills);
+      dir, &random, Crashes{.to = 0.5}, &kills);
   std::printf("actorflow run: %d runs killed\n", kills);
   CHECK(kills > 0);
   INFO(resumed);
@@ -335,7 +335,7 @@ TEST_CASE("three ranks: a rank killed at random, the job resumed, same sinks",
       absl::StrCat(args, " --no-progress --peer-timeout=5 --checkpoint_dir=",
                    dir, " --checkpoint_every=500 --keep_last=2 --resume"),
       dir, &random,
-      Crashes{.to = 1.0,
+      Crashes{.to = 0.5,
               .at_most = 3,
               .kill_child = true,
               .watch = dir + "/rank-0"},
@@ -381,7 +381,7 @@ TEST_CASE("mnist_mlp: killed at random moments, resumed, the same weights",
       flags +
           " --checkpoint_every=20 --keep_last=3 --resume --checkpoint_dir=" +
           dir + "/killed",
-      dir + "/killed", &random, Crashes{.to = 1.0}, &kills);
+      dir + "/killed", &random, Crashes{.to = 0.5}, &kills);
   std::printf("mnist_mlp: %d runs killed\n", kills);
   CHECK(kills > 0);
   INFO(resumed);
