@@ -7,6 +7,7 @@
 //   tools/bazel run //bench:checkpoint_bench -- [--samples=5] [--every=500]
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -24,11 +25,13 @@ constexpr char kHelp[] =
 Per sample, two trainings of the 784-256-10 MLP (2 streams, batch 64) for
 --epochs epochs (3), one without checkpoints and one with a checkpoint
 every --every training steps (500) under $TMPDIR (or /tmp), in alternating
-order. Prints the medians of --samples (5) of the steady-state training
-rate (epochs 2 on, where the files are read already) and their ratio (the
-target: at most 3 % slower, a ratio of at least 0.97), and what one
-checkpoint costs: its bytes, the training's pause for the snapshot, and
-the write and sync beside the training.
+order. Prints the medians of --samples (11) of the steady-state training
+rate (epochs 2 on, where the files are read already) and the median of the
+per-pair ratios with their spread (the target: at most 3 % slower, a ratio
+of at least 0.97), and what one checkpoint costs: its bytes, how long the
+streams were held up taking it, the write and sync beside the training and
+the CPU time that took, and from those the share of the training's time
+between two checkpoints that checkpoints take.
 )";
 
 using actorflow::examples::MnistOptions;
@@ -47,7 +50,7 @@ double SteadyRate(const TrainSummary& summary) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int64_t samples = 5, every = 500, epochs = 3;
+  int64_t samples = 11, every = 500, epochs = 3;
   actorflow::bench::ParseFlags(
       "checkpoint_bench", argc, argv,
       {{"--samples", &samples}, {"--every", &every}, {"--epochs", &epochs}},
@@ -67,7 +70,7 @@ int main(int argc, char** argv) {
   saving.checkpoint_every = every;
   saving.keep_last = 2;
 
-  std::vector<double> without, with, ratios, pause_ms, write_ms;
+  std::vector<double> without, with, ratios, pause_ms, write_ms, cpu_ms;
   int64_t bytes = 0, checkpoints = 0;
   bool same = true;
   for (int64_t i = 0; i < samples; ++i) {
@@ -93,6 +96,7 @@ int main(int argc, char** argv) {
     ratios.push_back(with.back() / without.back());
     pause_ms.push_back(b->checkpoint_pause_ms);
     write_ms.push_back(b->checkpoint_write_ms);
+    cpu_ms.push_back(b->checkpoint_cpu_ms);
     bytes = b->checkpoint_bytes;
     checkpoints = b->checkpoints;
     std::printf(
@@ -109,13 +113,27 @@ int main(int argc, char** argv) {
               static_cast<long long>(samples), static_cast<long long>(epochs));
   std::printf("  no checkpoints          %8.0f samples/s\n", Median(without));
   std::printf(
-      "  one every %5lld steps   %8.0f samples/s  (%.3fx: %s)\n",
+      "  one every %5lld steps   %8.0f samples/s  (%.3fx, pairs %.3f..%.3f: "
+      "%s)\n",
       static_cast<long long>(every), Median(with), ratio,
+      *std::min_element(ratios.begin(), ratios.end()),
+      *std::max_element(ratios.begin(), ratios.end()),
       ratio >= 0.97 ? "within the 3 % target" : "MISSES the 3 % target");
+  // The interval between two checkpoints, in training time without them.
+  const double interval_ms =
+      1e3 * static_cast<double>(every) * 64 / std::max(Median(without), 1.0);
+  const double taken_ms = Median(pause_ms) + Median(cpu_ms);
   std::printf(
-      "  one checkpoint: %lld bytes of state, training paused %.2f "
-      "ms, written and synced in %.2f ms beside it\n",
-      static_cast<long long>(bytes), Median(pause_ms), Median(write_ms));
+      "  one checkpoint: %lld bytes of state; the streams held up %.2f ms; "
+      "written and synced in %.2f ms beside them, %.2f ms of CPU\n",
+      static_cast<long long>(bytes), Median(pause_ms), Median(write_ms),
+      Median(cpu_ms));
+  // The kernel's own deferred work for the files (writeback, journal) is in
+  // neither figure; the end-to-end ratio above has it.
+  std::printf(
+      "  held up plus writing: %.2f ms of CPU per %.0f ms of training between "
+      "two checkpoints (%.2f %%)\n",
+      taken_ms, interval_ms, 100 * taken_ms / interval_ms);
   std::printf("  weights and loss with checkpoints: %s\n",
               same ? "identical to without" : "DIFFERENT");
   return same ? 0 : 1;

@@ -85,9 +85,10 @@ usage:
                     atomically and checksummed; one at the end of the
                     run, and one every --checkpoint_every pieces
     --checkpoint_every=PIECES
-                    a checkpoint after every PIECES pieces (the run is
-                    cut into runs of PIECES; results are unchanged). It
-                    is written while the next pieces run
+                    a checkpoint after every PIECES pieces, taken as the
+                    run goes by (each task saves its state as it passes
+                    the piece; nothing stops) and written while the next
+                    pieces run; results are unchanged
     --resume        start from the newest checkpoint in --checkpoint_dir
                     (none yet: from piece 0, saying so), and run the
                     pieces left of --pieces (or the plan's); the JSON

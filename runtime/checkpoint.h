@@ -14,11 +14,11 @@
 // Checkpoints on disk (docs/checkpoints.md). A checkpoint is one directory,
 // `<root>/ckpt-<piece>` (the piece in 12 digits), holding a MANIFEST (the
 // cut's piece, the plan's signature, where every array lies and its CRC-32)
-// and one .bin file per task with state, plus user.bin for the program's
-// own entries. It is written under a temporary name, every file and the
-// directory fsynced, then renamed into place and the root fsynced: a crash
-// at any instant leaves the root with the checkpoints it had, or with the
-// new one complete, never with a torn one. Reading verifies every byte.
+// and state.bin, every task's arrays and the program's end to end. It is
+// written under a temporary name, every file and the directory fsynced,
+// then renamed into place and the root fsynced: a crash at any instant
+// leaves the root with the checkpoints it had, or with the new one
+// complete, never with a torn one. Reading verifies every byte.
 namespace actorflow {
 
 // One task's state at the cut.
@@ -55,6 +55,9 @@ struct WrittenCheckpoint {
   int64_t piece = 0;
   int64_t bytes = 0;  // every file written, the manifest included
   double write_ms = 0;
+  // CPU time of the writing thread (user and system): what writing took
+  // from the other threads of a busy machine.
+  double cpu_ms = 0;
 };
 
 // "<root>/ckpt-000000000500".
@@ -96,8 +99,8 @@ absl::Status CheckSamePlan(const std::string& path, const CheckpointData& data,
 // N-th time, from 1) the writing process kills itself with SIGKILL right
 // after STEP. The steps, in order:
 //   tmp_dir      the temporary directory exists, empty
-//   data         one .bin file written, not yet synced (once per file)
-//   data_synced  that file synced
+//   data         state.bin written, not yet synced
+//   data_synced  state.bin synced
 //   manifest     MANIFEST written, not yet synced
 //   manifest_synced
 //   dir_synced   the temporary directory synced

@@ -297,7 +297,7 @@ TEST_CASE("bad checkpoints and flags get clear errors", "[checkpoint]") {
                      " --no-progress --pieces=10 --checkpoint_dir=" + dir,
                  Plans())
               .exit_code == 0);
-  const std::string file = CheckpointPath(dir, 10) + "/task-0.bin";
+  const std::string file = CheckpointPath(dir, 10) + "/state.bin";
   {
     std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(2);

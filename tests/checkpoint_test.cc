@@ -176,38 +176,38 @@ TEST_CASE("damaged checkpoints are refused, naming the file", "[checkpoint]") {
   };
   SECTION("a flipped bit in a state file") {
     fresh();
-    FlipByte(path + "/task-0.bin", 3);
+    FlipByte(path + "/state.bin", 3);
     auto read = ReadCheckpoint(path);
     CHECK(absl::IsDataLoss(read.status()));
     CHECK_THAT(Message(read.status()),
                Catch::Equals("checkpoint: '" + path +
-                             "/task-0.bin': state 'pieces' of task 'sink' "
+                             "/state.bin': state 'pieces' of task 'sink' "
                              "fails its checksum (the file is corrupt)"));
   }
   SECTION("a truncated state file") {
     fresh();
-    fs::resize_file(path + "/task-0.bin", 10);
+    fs::resize_file(path + "/state.bin", 10);
     auto read = ReadCheckpoint(path);
     CHECK(absl::IsDataLoss(read.status()));
     CHECK_THAT(Message(read.status()),
                Catch::StartsWith("checkpoint: '" + path +
-                                 "/task-0.bin' is truncated: 10 bytes"));
+                                 "/state.bin' is truncated: 10 bytes"));
   }
   SECTION("a state file with bytes appended") {
     fresh();
-    std::ofstream(path + "/user.bin", std::ios::app) << "x";
+    std::ofstream(path + "/state.bin", std::ios::app) << "x";
     CHECK_THAT(Message(ReadCheckpoint(path).status()),
                Catch::Equals("checkpoint: '" + path +
-                             "/user.bin' has 13 bytes, its manifest says 12 "
+                             "/state.bin' has 30 bytes, its manifest says 29 "
                              "(the file is corrupt)"));
   }
   SECTION("a missing state file") {
     fresh();
-    fs::remove(path + "/user.bin");
+    fs::remove(path + "/state.bin");
     CHECK_THAT(Message(ReadCheckpoint(path).status()),
                Catch::Equals("checkpoint: '" + path +
-                             "/user.bin' is missing (state 'weights' of the "
-                             "program's entries)"));
+                             "/state.bin' is missing (state 'pieces' of task "
+                             "'sink')"));
   }
   SECTION("a truncated manifest") {
     fresh();

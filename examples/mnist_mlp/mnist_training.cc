@@ -295,7 +295,10 @@ absl::StatusOr<TrainSummary> TrainReadingInPlan(const MnistOptions& o,
     summary.checkpoint_pause_ms = cut->pause_ms;
     ++summary.checkpoints;
     absl::Status submitted = writer.Submit(std::move(*cut));
-    if (writer.last()) summary.checkpoint_write_ms = writer.last()->write_ms;
+    if (writer.last()) {
+      summary.checkpoint_write_ms = writer.last()->write_ms;
+      summary.checkpoint_cpu_ms = writer.last()->cpu_ms;
+    }
     return submitted;
   };
 
@@ -367,6 +370,7 @@ absl::StatusOr<TrainSummary> TrainReadingInPlan(const MnistOptions& o,
     if (submitted.ok()) submitted = writer.Flush();
     if (!submitted.ok()) return submitted;
     summary.checkpoint_write_ms = writer.last()->write_ms;
+    summary.checkpoint_cpu_ms = writer.last()->cpu_ms;
   }
   absl::Status flushed = writer.Flush();
   if (!flushed.ok()) return flushed;

@@ -85,6 +85,7 @@ struct TrainSummary {
   // The longest a stream spent saving its tasks' state (training held up).
   double checkpoint_pause_ms = 0;
   double checkpoint_write_ms = 0;  // writing and syncing, beside training
+  double checkpoint_cpu_ms = 0;    // the writing thread's CPU time
 };
 
 // CRC-32 of the weights in a snapshot of the training plan.
