@@ -1,4 +1,4 @@
-// The `actorflow` command: run or validate a Plan.
+// The `actorflow` command: run, validate or draw a Plan, or compile a Job.
 //
 // This file holds main(). A runner for custom kernels links it with the
 // kernels' library (see examples/custom_kernel/).
@@ -23,6 +23,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "actor/kernel.h"
+#include "compiler/job_compiler.h"
+#include "compiler/plan_or_job.h"
+#include "google/protobuf/text_format.h"
 #include "net/job.h"
 #include "net/launch.h"
 #include "runtime/checkpoint.h"
@@ -131,13 +134,27 @@ usage:
                                     labelled with regst id, register_num
                                     and blob shapes; dashed: an initial
                                     register). Render: ... | dot -Tsvg
+  actorflow compile JOB [-o PLAN] [--dot]
+                                    compile JOB (a Job: operators with
+                                    placements, proto/job.proto) into a
+                                    Plan: one task per operator and device,
+                                    copies and boxing between placements,
+                                    streams and register_num chosen. -o
+                                    writes PLAN (.pbtxt text, .pb binary)
+                                    and prints a JSON line (ops, tasks,
+                                    copies, boxing, streams,
+                                    register_bytes); without -o the plan
+                                    goes to stdout, with --dot its graph.
+                                    Every device is assumed present: the
+                                    plan may be for another machine.
   actorflow kernels                 list the kernels linked into this binary:
                                     one op_type per line, then the devices
                                     it has a kernel for (cpu, gpu)
   actorflow help                    this text
 
 PLAN is a text-format (.pbtxt) or binary (.pb) actorflow.Plan; see
-proto/plan.proto. Relative paths resolve against the directory you ran
+proto/plan.proto. run, validate, dot and launch take a Job as well (its
+first field is `op`), compiled as they load it. Relative paths resolve against the directory you ran
 `bazel run` from. --pieces=N overrides the plan's total_piece_num.
 
 exit codes: 0 ok, 1 the run failed (the message names the task and piece),
@@ -176,9 +193,16 @@ int InvalidStatus(const absl::Status& status) {
   return Invalid(absl::StrSplit(status.message(), '\n'));
 }
 
+// PATH's plan; a job compiled. Errors: one per line, for Invalid.
+absl::StatusOr<Plan> Load(const std::string& path) {
+  absl::StatusOr<LoadedPlan> loaded = LoadPlanOrJob(ResolvePath(path));
+  if (!loaded.ok()) return loaded.status();
+  return std::move(loaded->plan);
+}
+
 int Validate(const std::string& path, bool shapes, int64_t max_register_bytes) {
-  absl::StatusOr<Plan> loaded = LoadPlan(ResolvePath(path));
-  if (!loaded.ok()) return Invalid({std::string(loaded.status().message())});
+  absl::StatusOr<Plan> loaded = Load(path);
+  if (!loaded.ok()) return InvalidStatus(loaded.status());
   CompileOptions options;
   options.max_register_bytes = max_register_bytes;
   absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =
@@ -194,12 +218,94 @@ int Validate(const std::string& path, bool shapes, int64_t max_register_bytes) {
 // The graph needs the inferred shapes, so an invalid plan gets its problems
 // (exit 2) and no graph.
 int Dot(const std::string& path) {
-  absl::StatusOr<Plan> loaded = LoadPlan(ResolvePath(path));
-  if (!loaded.ok()) return Invalid({std::string(loaded.status().message())});
+  absl::StatusOr<Plan> loaded = Load(path);
+  if (!loaded.ok()) return InvalidStatus(loaded.status());
   absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =
       CompilePlan(std::move(*loaded));
   if (!compiled.ok()) return InvalidStatus(compiled.status());
   std::fputs(PlanToDot(**compiled).c_str(), stdout);
+  return kExitOk;
+}
+
+// `actorflow compile JOB [-o PLAN] [--dot]`.
+int Compile(const std::vector<std::string>& args) {
+  std::string job_path, out_path;
+  bool dot = false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
+    if (arg == "--dot") {
+      dot = true;
+    } else if (arg == "-o" || arg == "--output") {
+      if (i + 1 >= args.size()) return UsageError(arg + " needs a file name");
+      out_path = ResolvePath(args[++i]);
+    } else if (absl::StartsWith(arg, "-o=") ||
+               absl::StartsWith(arg, "--output=")) {
+      out_path = ResolvePath(arg.substr(arg.find('=') + 1));
+      if (out_path.empty()) return UsageError("-o needs a file name");
+    } else if (absl::StartsWith(arg, "-")) {
+      return UsageError(absl::StrCat("unknown option '", arg, "' for compile"));
+    } else if (job_path.empty()) {
+      job_path = arg;
+    } else {
+      return UsageError(absl::StrCat("unexpected argument '", arg, "'"));
+    }
+  }
+  if (job_path.empty()) return UsageError("compile: missing JOB");
+  const bool binary =
+      absl::EndsWith(out_path, ".pb") || absl::EndsWith(out_path, ".bin");
+  if (!out_path.empty() && !binary && !absl::EndsWith(out_path, ".pbtxt") &&
+      !absl::EndsWith(out_path, ".textproto") &&
+      !absl::EndsWith(out_path, ".txt")) {
+    return UsageError(absl::StrCat(
+        "-o ", out_path, ": name the plan .pbtxt (text) or .pb (binary)"));
+  }
+  absl::StatusOr<Job> job = LoadJob(ResolvePath(job_path));
+  if (!job.ok()) return InvalidStatus(job.status());
+  JobCompileOptions options;
+  options.probe = [](int) { return absl::OkStatus(); };
+  absl::StatusOr<CompiledJob> compiled = CompileJob(*job, options);
+  if (!compiled.ok()) return InvalidStatus(compiled.status());
+  std::string text;
+  if (binary) {
+    compiled->plan.SerializeToString(&text);
+  } else {
+    google::protobuf::TextFormat::PrintToString(compiled->plan, &text);
+    text = absl::StrCat("# Compiled from ", job_path,
+                        " by `actorflow compile`.\n", text);
+  }
+  if (dot) {
+    CompileOptions check;
+    check.probe = options.probe;
+    check.multi_machine = true;
+    absl::StatusOr<std::unique_ptr<CompiledPlan>> plan =
+        CompilePlan(compiled->plan, check);
+    if (!plan.ok()) return InvalidStatus(plan.status());
+    std::fputs(PlanToDot(**plan).c_str(), stdout);
+  } else if (out_path.empty()) {
+    std::fputs(text.c_str(), stdout);
+  }
+  if (out_path.empty()) return kExitOk;
+  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+  if (!(out << text) || !out.flush()) {
+    return UsageError(absl::StrCat("-o: cannot write ", out_path, ": ",
+                                   std::strerror(errno)));
+  }
+  const JobCompileReport& r = compiled->report;
+  for (const std::string& line : r.inserted) {
+    std::fprintf(stderr, "inserted %s\n", line.c_str());
+  }
+  if (!dot) {
+    std::printf(
+        "{\"status\":\"ok\",\"plan\":%s,\"ops\":%d,\"tasks\":%d,"
+        "\"copies\":%d,\"boxing\":%d,\"streams\":%d,"
+        "\"register_bytes\":%lld}\n",
+        JsonString(out_path).c_str(), r.ops, r.tasks, r.copies, r.boxing,
+        r.streams, static_cast<long long>(r.register_bytes));
+  }
   return kExitOk;
 }
 
@@ -490,8 +596,8 @@ int RunJob(const std::string& path, Plan plan, RunFlags flags,
 // One compile (each kernel's Init runs once), one run.
 int Run(const std::string& path, const RunFlags& flags) {
   const std::string& trace_path = flags.trace_path;
-  absl::StatusOr<Plan> loaded = LoadPlan(ResolvePath(path));
-  if (!loaded.ok()) return Invalid({std::string(loaded.status().message())});
+  absl::StatusOr<Plan> loaded = Load(path);
+  if (!loaded.ok()) return InvalidStatus(loaded.status());
   std::vector<std::string> boundary;
   for (const TaskProto& task : loaded->task()) {
     if (IsFeed(task) || IsFetch(task)) boundary.push_back(TaskLabel(task));
@@ -727,6 +833,7 @@ int Main(int argc, char** argv) {
     return ListKernels();
   }
   if (command == "launch") return LaunchCommand(args);
+  if (command == "compile") return Compile(args);
   if (command != "run" && command != "validate" && command != "dot") {
     return UsageError(absl::StrCat("unknown command '", command, "'"));
   }

@@ -45,22 +45,30 @@ bool EndsWithAny(const std::string& path,
 
 }  // namespace
 
-absl::StatusOr<Plan> ParseTextPlan(const std::string& text,
-                                   const std::string& name) {
-  Plan plan;
+absl::Status ParseTextMessage(const std::string& text, const std::string& name,
+                              google::protobuf::Message* message) {
   CollectErrors errors(name);
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text, &plan)) {
+  if (!parser.ParseFromString(text, message)) {
     return absl::InvalidArgumentError(errors.Joined());
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Plan> ParseTextPlan(const std::string& text,
+                                   const std::string& name) {
+  Plan plan;
+  absl::Status parsed = ParseTextMessage(text, name, &plan);
+  if (!parsed.ok()) return parsed;
   return plan;
 }
 
-absl::StatusOr<Plan> LoadPlan(const std::string& path) {
-  bool text = EndsWithAny(path, {".pbtxt", ".textproto", ".txt"});
-  bool binary = EndsWithAny(path, {".pb", ".bin"});
-  if (!text && !binary) {
+absl::StatusOr<PlanFile> ReadPlanFile(const std::string& path) {
+  PlanFile file;
+  file.text = EndsWithAny(path, {".pbtxt", ".textproto", ".txt"});
+  const bool binary = EndsWithAny(path, {".pb", ".bin"});
+  if (!file.text && !binary) {
     return absl::InvalidArgumentError(
         absl::StrCat(path,
                      ": unknown plan format; name it .pbtxt (text) or "
@@ -73,9 +81,16 @@ absl::StatusOr<Plan> LoadPlan(const std::string& path) {
   }
   std::stringstream contents;
   contents << in.rdbuf();
-  if (text) return ParseTextPlan(contents.str(), path);
+  file.contents = contents.str();
+  return file;
+}
+
+absl::StatusOr<Plan> LoadPlan(const std::string& path) {
+  absl::StatusOr<PlanFile> file = ReadPlanFile(path);
+  if (!file.ok()) return file.status();
+  if (file->text) return ParseTextPlan(file->contents, path);
   Plan plan;
-  if (!plan.ParseFromString(contents.str())) {
+  if (!plan.ParseFromString(file->contents)) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a binary Plan (protobuf parse failed)"));
   }

@@ -58,6 +58,7 @@ class Validator {
     for (int t = 0; t < plan_.task_size(); ++t) CheckPlacement(t);
     for (int t = 0; t < plan_.task_size(); ++t) CheckInitialRegisters(t);
     CheckCycles();
+    if (problems_.empty()) CheckReachedBySources();
     CheckObjectBindings();
     for (int t : topological_order_) CheckKernel(t);
     return problems_;
@@ -232,6 +233,8 @@ class Validator {
         // waits on nothing, so it closes no cycle.
         if (!it->second.desc->initial_register()) {
           edges_[it->second.task].insert(t);
+        } else {
+          initial_edges_[it->second.task].insert(t);
         }
       }
     }
@@ -608,6 +611,47 @@ class Validator {
     }
   }
 
+  // Pieces start at tasks that consume nothing (sources, feeds) and end
+  // when they stop. A task no such task reaches, over any edge, is on or
+  // behind a cycle through an initial register that nothing outside
+  // drives: it would act forever (or never), so the plan is refused.
+  void CheckReachedBySources() {
+    const int n = plan_.task_size();
+    std::vector<bool> reached(n, false);
+    std::vector<int> stack;
+    for (int t = 0; t < n; ++t) {
+      if (task(t).consumed_regst_desc_id().empty()) {
+        reached[t] = true;
+        stack.push_back(t);
+      }
+    }
+    while (!stack.empty()) {
+      const int t = stack.back();
+      stack.pop_back();
+      for (const auto* edges : {&edges_, &initial_edges_}) {
+        auto it = edges->find(t);
+        if (it == edges->end()) continue;
+        for (int to : it->second) {
+          if (!reached[to]) {
+            reached[to] = true;
+            stack.push_back(to);
+          }
+        }
+      }
+    }
+    std::vector<std::string> names;
+    for (int t = 0; t < n; ++t) {
+      if (!reached[t]) names.push_back(absl::StrCat("'", task(t).name(), "'"));
+    }
+    if (names.empty()) return;
+    Problem(absl::StrCat(
+        "plan: no source reaches task", names.size() == 1 ? " " : "s ",
+        absl::StrJoin(names, ", "),
+        ": they are on or behind a cycle through an initial register with "
+        "no input from outside it, which would run forever; feed the cycle "
+        "from a source (a task that consumes nothing)"));
+  }
+
   const Plan& plan_;
   const DeviceProbe probe_;
   const KernelBindings& bindings_;
@@ -625,6 +669,7 @@ class Validator {
   std::map<int64_t, Producer> producers_;              // by regst_desc_id
   std::map<int64_t, std::set<int64_t>> consumers_of_;  // desc -> task ids
   std::map<int, std::set<int>> edges_;  // producer task -> consumer tasks
+  std::map<int, std::set<int>> initial_edges_;  // the same, initial registers
   std::set<int> unresolved_;
   std::set<int> gpu_unusable_;  // tasks on a GPU stream this machine lacks
 };

@@ -1,0 +1,78 @@
+#ifndef ACTORFLOW_COMPILER_JOB_BUILDER_H_
+#define ACTORFLOW_COMPILER_JOB_BUILDER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proto/job.pb.h"
+
+namespace actorflow {
+
+// Writes a Job in code:
+//
+//   JobBuilder job(1000);
+//   job.Op("source", "source").Shape({256}).Attr("value", 1.0);
+//   job.Op("double", "scale").Input("source").Attr("factor", 2.0);
+//   job.Op("sink", "checksum").Input("double");
+//   absl::StatusOr<CompiledJob> plan = CompileJob(job.job());
+//
+// Op returns a handle to the operator just added; its setters return the
+// handle again. Nothing is checked here: CompileJob names every problem.
+class JobBuilder {
+ public:
+  class OpHandle {
+   public:
+    explicit OpHandle(OpConf* conf) : conf_(conf) {}
+    // "producer.output", "producer" (its "out"), or "key=producer.output".
+    OpHandle& Input(const std::string& input);
+    OpHandle& Attr(const std::string& name, double value);
+    OpHandle& Attr(const std::string& name, int64_t value);
+    OpHandle& Attr(const std::string& name, int value) {
+      return Attr(name, static_cast<int64_t>(value));
+    }
+    OpHandle& Attr(const std::string& name, const std::string& value);
+    OpHandle& Attr(const std::string& name, const char* value) {
+      return Attr(name, std::string(value));
+    }
+    OpHandle& Attr(const std::string& name, bool value);
+    OpHandle& Attr(const std::string& name, const AttrValue& value);
+    // One float32 blob "data" of this shape for output "out".
+    OpHandle& Shape(const std::vector<int64_t>& shape);
+    OpHandle& Blob(const BlobDescProto& blob);
+    // Placement: `devices` of `type` on each of `machines`.
+    OpHandle& Place(DeviceType type, const std::vector<int32_t>& devices,
+                    const std::vector<int32_t>& machines = {0});
+    // The signature of the input last added, or of output `name`.
+    OpHandle& InputSplit(int axis);
+    OpHandle& InputBroadcast();
+    OpHandle& InputPartialSum();
+    OpHandle& OutputSignature(const std::string& name,
+                              const ParallelSignature& signature);
+    OpHandle& Stage(int stage);
+    OpHandle& Initial();
+    OpHandle& Output(const std::string& name);
+    OpConf* conf() { return conf_; }
+
+   private:
+    ParallelSignature* LastInputSignature();
+    OpConf* conf_;
+  };
+
+  explicit JobBuilder(int64_t total_piece_num = 0) {
+    job_.set_total_piece_num(total_piece_num);
+  }
+  OpHandle Op(const std::string& name, const std::string& op_type);
+  Job& job() { return job_; }
+
+ private:
+  Job job_;
+};
+
+ParallelSignature SplitSignature(int axis);
+ParallelSignature BroadcastSignature();
+ParallelSignature PartialSumSignature();
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_COMPILER_JOB_BUILDER_H_

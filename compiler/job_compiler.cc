@@ -1,0 +1,852 @@
+#include "compiler/job_compiler.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <queue>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "compiler/signature.h"
+#include "runtime/plan_builder.h"
+#include "runtime/plan_writer.h"
+
+namespace actorflow {
+namespace {
+
+// One device of a placement. CPU devices of one machine share its memory.
+struct Device {
+  int32_t machine = 0;
+  DeviceType type = CPU;
+  int32_t index = 0;
+
+  bool operator==(const Device& o) const {
+    return machine == o.machine && type == o.type && index == o.index;
+  }
+  bool operator<(const Device& o) const {
+    return std::tie(machine, type, index) <
+           std::tie(o.machine, o.type, o.index);
+  }
+  // Where the compiler puts host work (boxing) on this device's machine.
+  Device host() const { return {machine, CPU, 0}; }
+  bool shares_memory_with(const Device& o) const {
+    return *this == o || (type == CPU && o.type == CPU && machine == o.machine);
+  }
+  std::string ToString() const {
+    return absl::StrCat(machine == 0 ? "" : absl::StrCat("m", machine, "."),
+                        type == GPU ? "gpu" : "cpu", index);
+  }
+};
+
+struct Input {
+  std::string text;  // as the job wrote it
+  std::string key;   // consumed under
+  int producer = -1;
+  std::string output;
+  Signature signature;
+};
+
+struct Op {
+  const OpConf* conf = nullptr;
+  std::vector<Device> devices;
+  std::vector<Input> inputs;
+  std::set<std::string> outputs;
+  std::map<std::string, Signature> output_signature;
+  std::map<std::string, std::vector<BlobDesc>> blobs;  // logical
+  // Per output, per device: the physical register.
+  std::map<std::string, std::vector<int64_t>> regsts;
+  std::vector<TaskProto*> tasks;  // per device
+
+  const std::string& name() const { return conf->name(); }
+  int parallel() const { return static_cast<int>(devices.size()); }
+};
+
+std::string OpLabel(const Op& op) {
+  return absl::StrCat("op '", op.name(), "'");
+}
+
+std::string InputLabel(const Op& op, int i) {
+  return absl::StrCat("op '", op.name(), "' input ", i, " ('",
+                      op.inputs[i].text, "')");
+}
+
+std::vector<BlobDescProto> StatedBlobs(const OpConf& conf) {
+  std::vector<BlobDescProto> blobs(conf.blob().begin(), conf.blob().end());
+  if (!conf.shape().empty()) {
+    blobs.push_back(BlobProto(
+        "data", DT_FLOAT32,
+        std::vector<int64_t>(conf.shape().begin(), conf.shape().end())));
+  }
+  return blobs;
+}
+
+// Part `index` of `parts` along a dimension of `size`: the rule of
+// ParallelSignature.split and the slice kernel.
+int64_t PartLength(int64_t size, int64_t parts, int64_t index) {
+  return size / parts + (index < size % parts ? 1 : 0);
+}
+
+enum class TaskKind { kOp, kCopy, kBoxing };
+
+struct TaskInfo {
+  Device device;
+  int stage = 0;
+  TaskKind kind = TaskKind::kOp;
+};
+
+class Compiler {
+ public:
+  Compiler(const Job& job, const JobCompileOptions& options)
+      : job_(job), options_(options) {}
+
+  absl::StatusOr<CompiledJob> Compile() {
+    ReadOps();
+    if (problems_.empty()) OrderOps();
+    if (problems_.empty()) InferLogicalShapes();
+    if (problems_.empty()) ResolveSignatures();
+    if (problems_.empty()) MakeOpTasks();
+    if (problems_.empty()) Wire();
+    if (!problems_.empty()) return Failed();
+    AssignStreams();
+    SizeRegisters();
+    absl::Status fitted = FitBudget();
+    if (!fitted.ok()) return fitted;
+    writer_.plan().set_total_piece_num(job_.total_piece_num());
+    report_.ops = static_cast<int>(ops_.size());
+    report_.tasks = writer_.plan().task_size();
+    return CompiledJob{std::move(writer_.plan()), std::move(report_)};
+  }
+
+ private:
+  absl::Status Failed() const {
+    return absl::InvalidArgumentError(absl::StrJoin(problems_, "\n"));
+  }
+  void Problem(std::string text) { problems_.push_back(std::move(text)); }
+
+  // Names, placements, inputs and stated signatures.
+  void ReadOps() {
+    if (job_.total_piece_num() < 0) {
+      Problem("job: total_piece_num must be >= 0");
+    }
+    if (job_.streams_per_device() < 0) {
+      Problem("job: streams_per_device must be >= 0");
+    }
+    if (job_.op().empty()) Problem("job: no op");
+    ops_.resize(job_.op_size());
+    for (int i = 0; i < job_.op_size(); ++i) {
+      const OpConf& conf = job_.op(i);
+      ops_[i].conf = &conf;
+      if (conf.name().empty()) {
+        Problem(absl::StrCat("op ", i, ": name is empty"));
+      } else if (!by_name_.emplace(conf.name(), i).second) {
+        Problem(absl::StrCat("op '", conf.name(), "': the name is taken by op ",
+                             by_name_[conf.name()]));
+      }
+      if (conf.op_type().empty()) {
+        Problem(absl::StrCat(OpLabel(ops_[i]), ": op_type is empty"));
+      }
+      if (conf.stage() < 0) {
+        Problem(absl::StrCat(OpLabel(ops_[i]), ": stage must be >= 0"));
+      }
+      ReadPlacement(&ops_[i]);
+      if (!StatedBlobs(conf).empty()) ops_[i].outputs.insert("out");
+      for (const std::string& out : conf.output()) ops_[i].outputs.insert(out);
+    }
+    for (Op& op : ops_) ReadInputs(&op);
+  }
+
+  void ReadPlacement(Op* op) {
+    const Placement& p = op->conf->placement();
+    std::vector<int32_t> machines(p.machine_id().begin(), p.machine_id().end());
+    std::vector<int32_t> devices(p.device_id().begin(), p.device_id().end());
+    if (machines.empty()) machines.push_back(0);
+    if (devices.empty()) devices.push_back(0);
+    for (auto* list : {&machines, &devices}) {
+      const char* field = list == &machines ? "machine_id" : "device_id";
+      std::set<int32_t> seen;
+      for (int32_t id : *list) {
+        if (id < 0) {
+          Problem(absl::StrCat(OpLabel(*op), ": placement.", field, " ", id,
+                               " is negative"));
+        } else if (!seen.insert(id).second) {
+          Problem(absl::StrCat(OpLabel(*op), ": placement.", field, " ", id,
+                               " is listed twice"));
+        }
+      }
+    }
+    for (int32_t m : machines) {
+      for (int32_t d : devices) op->devices.push_back({m, p.device_type(), d});
+    }
+  }
+
+  void ReadInputs(Op* op) {
+    const OpConf& conf = *op->conf;
+    if (!conf.input_signature().empty() &&
+        conf.input_signature_size() != conf.input_size()) {
+      Problem(absl::StrCat(OpLabel(*op), ": ", conf.input_signature_size(),
+                           " input_signature for ", conf.input_size(),
+                           " inputs (give one per input, or none)"));
+    }
+    for (int i = 0; i < conf.input_size(); ++i) {
+      Input in;
+      in.text = conf.input(i);
+      std::string ref = in.text;
+      in.key = "in";
+      if (const size_t eq = ref.find('='); eq != std::string::npos) {
+        in.key = ref.substr(0, eq);
+        ref = ref.substr(eq + 1);
+      }
+      // "a.b.out" is op "a.b"'s output "out" when "a.b" names an op; else
+      // the whole text names an op and its output is "out".
+      in.output = "out";
+      std::string producer = ref;
+      if (const size_t dot = ref.rfind('.');
+          dot != std::string::npos && by_name_.count(ref.substr(0, dot)) &&
+          !by_name_.count(ref)) {
+        producer = ref.substr(0, dot);
+        in.output = ref.substr(dot + 1);
+      }
+      op->inputs.push_back(in);
+      const int index = static_cast<int>(op->inputs.size()) - 1;
+      if (in.key.empty() || in.output.empty() || producer.empty()) {
+        Problem(absl::StrCat(InputLabel(*op, index),
+                             ": write \"producer.output\", \"producer\" or "
+                             "\"key=producer.output\""));
+        continue;
+      }
+      auto it = by_name_.find(producer);
+      if (it == by_name_.end()) {
+        // "producer.output" is the common form: name the producer part.
+        const size_t dot = producer.rfind('.');
+        Problem(absl::StrCat(
+            InputLabel(*op, index), ": no op named '",
+            dot == std::string::npos ? producer : producer.substr(0, dot),
+            "'"));
+        continue;
+      }
+      op->inputs.back().producer = it->second;
+      ops_[it->second].outputs.insert(in.output);
+    }
+  }
+
+  // Topological order; edges out of `initial` operators close cycles and
+  // are left out. A cycle without one is refused, in edge direction.
+  void OrderOps() {
+    const int n = static_cast<int>(ops_.size());
+    std::vector<std::vector<int>> consumers(n);
+    std::vector<int> waiting(n, 0);
+    for (int c = 0; c < n; ++c) {
+      for (const Input& in : ops_[c].inputs) {
+        if (ops_[in.producer].conf->initial()) continue;
+        consumers[in.producer].push_back(c);
+        ++waiting[c];
+      }
+    }
+    std::queue<int> ready;
+    for (int i = 0; i < n; ++i) {
+      if (waiting[i] == 0) ready.push(i);
+    }
+    while (!ready.empty()) {
+      const int op = ready.front();
+      ready.pop();
+      order_.push_back(op);
+      for (int c : consumers[op]) {
+        if (--waiting[c] == 0) ready.push(c);
+      }
+    }
+    if (static_cast<int>(order_.size()) == n) return;
+    std::vector<std::string> names;
+    for (int i = 0; i < n; ++i) {
+      if (waiting[i] > 0)
+        names.push_back(absl::StrCat("'", ops_[i].name(), "'"));
+    }
+    Problem(absl::StrCat("job: ops ", absl::StrJoin(names, ", "),
+                         " wait on each other in a cycle; a cycle needs an op "
+                         "with `initial: true` on it (its outputs are there "
+                         "before it acts)"));
+  }
+
+  // Every operator's outputs as one task on one CPU thread would make them:
+  // the logical blobs. Kernels' Init errors name the task, which is the op.
+  void InferLogicalShapes() {
+    PlanWriter writer;
+    std::vector<TaskProto*> tasks;
+    std::map<std::pair<int, std::string>, int64_t> ids;
+    for (Op& op : ops_) {
+      TaskProto* task =
+          writer.AddTask(op.name(), op.conf->op_type(), CpuStream(0));
+      *task->mutable_kernel()->mutable_attr() = op.conf->attr();
+      tasks.push_back(task);
+      for (const std::string& out : op.outputs) {
+        std::vector<BlobDescProto> blobs;
+        if (out == "out") blobs = StatedBlobs(*op.conf);
+        const int64_t id = writer.AddOutput(task, out, 1, false, blobs);
+        writer.Desc(id).set_initial_register(op.conf->initial());
+        ids[{static_cast<int>(&op - ops_.data()), out}] = id;
+      }
+    }
+    for (size_t c = 0; c < ops_.size(); ++c) {
+      std::set<int64_t> read;
+      for (const Input& in : ops_[c].inputs) {
+        int64_t id = ids[{in.producer, in.output}];
+        if (!read.insert(id).second) {
+          // Read twice (add(x, x)): the second time through a copy, as in
+          // the physical plan.
+          TaskProto* copy = writer.AddTask(
+              absl::StrCat(ops_[in.producer].name(), ":again@", ops_[c].name()),
+              "identity", CpuStream(0));
+          writer.Consume(copy, "in", id);
+          id = writer.AddOutput(copy, "out", 1, false);
+        }
+        writer.Consume(tasks[c], in.key, id);
+      }
+    }
+    writer.plan().set_total_piece_num(1);
+    CompileOptions compile;
+    compile.bindings = options_.bindings;
+    compile.probe = [](int) { return absl::OkStatus(); };
+    compile.max_register_bytes = INT64_MAX / 4;
+    absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =
+        CompilePlan(std::move(writer.plan()), compile);
+    if (!compiled.ok()) {
+      for (absl::string_view line :
+           absl::StrSplit(compiled.status().message(), '\n')) {
+        Problem(AsOpProblem(std::string(line)));
+      }
+      return;
+    }
+    for (const auto& [key, id] : ids) {
+      ops_[key.first].blobs[key.second] = (*compiled)->blobs.at(id);
+    }
+  }
+
+  // "task 'x' (task_id 3): ..." -> "op 'x': ...": the logical plan's tasks
+  // are the job's operators.
+  std::string AsOpProblem(std::string line) const {
+    size_t at = 0;
+    while ((at = line.find("task '", at)) != std::string::npos) {
+      line.replace(at, 6, "op '");
+      const size_t close = line.find('\'', at + 4);
+      if (close == std::string::npos) break;
+      const size_t id = line.find(" (task_id ", close);
+      if (id == close + 1) {
+        const size_t end = line.find(')', id);
+        if (end != std::string::npos) line.erase(id, end - id + 1);
+      }
+      at = close;
+    }
+    if (absl::StrContains(line, "produced_regst_desc['") &&
+        absl::StrContains(line, "']: missing")) {
+      absl::StrAppend(&line,
+                      " (list it under the op's `output`, or give it a "
+                      "consumer)");
+    }
+    return line;
+  }
+
+  // Producers before consumers, so a consumer may inherit its producer's.
+  // Initial operators' outputs depend on nothing they read: first; their
+  // inputs, read from later operators, last.
+  void ResolveSignatures() {
+    for (Op& op : ops_) {
+      if (op.conf->initial()) ResolveOutputs(&op);
+    }
+    for (int index : order_) {
+      Op& op = ops_[index];
+      if (op.conf->initial()) continue;
+      ResolveInputs(&op);
+      ResolveOutputs(&op);
+    }
+    for (Op& op : ops_) {
+      if (op.conf->initial()) ResolveInputs(&op);
+    }
+  }
+
+  void ResolveOutputs(Op* op) {
+    const OpConf& conf = *op->conf;
+    for (const auto& [name, proto] : conf.output_signature()) {
+      if (!op->outputs.count(name)) {
+        Problem(absl::StrCat(OpLabel(*op), ": output_signature['", name,
+                             "'] names no output of it"));
+      }
+    }
+    for (const std::string& out : op->outputs) {
+      Signature sig = Signature::Whole();
+      auto given = conf.output_signature().find(out);
+      if (given != conf.output_signature().end()) {
+        sig = Signature::FromProto(given->second);
+      } else if (op->inputs.empty() || conf.initial()) {
+        sig = conf.initial() ? Signature::Whole() : Signature::Split(0);
+      } else {
+        sig = op->inputs[0].signature;
+      }
+      if (op->parallel() == 1) sig = Signature::Whole();
+      CheckAxis(sig, op->blobs[out],
+                absl::StrCat(OpLabel(*op), " output '", out, "'"));
+      op->output_signature[out] = sig;
+    }
+  }
+
+  void ResolveInputs(Op* op) {
+    const OpConf& conf = *op->conf;
+    for (size_t i = 0; i < op->inputs.size(); ++i) {
+      Input& in = op->inputs[i];
+      const Op& producer = ops_[in.producer];
+      if (static_cast<int>(i) < conf.input_signature_size() &&
+          conf.input_signature(i).kind_case() !=
+              ParallelSignature::KIND_NOT_SET) {
+        in.signature = Signature::FromProto(conf.input_signature(i));
+      } else if (i > 0) {
+        // Element-wise operators need every input laid out alike.
+        in.signature = op->inputs[0].signature;
+      } else if (SameDevices(producer, *op)) {
+        in.signature = producer.output_signature.at(in.output);
+      } else {
+        in.signature = Signature::Split(0);
+      }
+      if (op->parallel() == 1) in.signature = Signature::Whole();
+      CheckAxis(in.signature, producer.blobs.at(in.output),
+                InputLabel(*op, static_cast<int>(i)));
+    }
+  }
+
+  void CheckAxis(const Signature& sig, const std::vector<BlobDesc>& blobs,
+                 const std::string& where) {
+    if (sig.kind != Signature::kSplit) return;
+    for (const BlobDesc& blob : blobs) {
+      if (sig.axis < 0 || sig.axis >= static_cast<int>(blob.shape.size())) {
+        Problem(absl::StrCat(where, ": ", sig.ToString(), " but blob '",
+                             blob.name, "' is ", blob.ToString()));
+        return;
+      }
+    }
+  }
+
+  static bool SameDevices(const Op& a, const Op& b) {
+    return a.devices == b.devices;
+  }
+
+  TaskProto* AddTask(const std::string& name, const std::string& op_type,
+                     const Device& device, int stage, TaskKind kind) {
+    StreamId stream;
+    stream.set_machine_id(device.machine);
+    stream.set_device_type(device.type);
+    stream.set_device_index(device.index);
+    // Inserted tasks' names are made from what they serve; two alike (the
+    // same producer gathered at two places, then sliced) get "#2", "#3".
+    std::string unique = name;
+    for (int k = 2; !names_.insert(unique).second; ++k) {
+      unique = absl::StrCat(name, "#", k);
+    }
+    TaskProto* task = writer_.AddTask(unique, op_type, stream);
+    info_.push_back({device, stage, kind});
+    return task;
+  }
+
+  int64_t AddOutput(TaskProto* task, const std::string& key,
+                    std::vector<BlobDescProto> blobs = {}) {
+    const TaskInfo& info = info_[task->task_id() - 1];
+    const bool on_device =
+        info.device.type == GPU && task->kernel().op_type() != "d2h";
+    const int64_t id =
+        writer_.AddOutput(task, key, 2, on_device, std::move(blobs));
+    if (on_device) {
+      writer_.Desc(id).mutable_mem_case()->set_device_index(info.device.index);
+    }
+    return id;
+  }
+
+  // One task per operator per device, with its outputs.
+  void MakeOpTasks() {
+    for (Op& op : ops_) {
+      const int n = op.parallel();
+      for (int j = 0; j < n; ++j) {
+        const std::string name =
+            n == 1 ? op.name() : absl::StrCat(op.name(), "/", j);
+        TaskProto* task = AddTask(name, op.conf->op_type(), op.devices[j],
+                                  op.conf->stage(), TaskKind::kOp);
+        *task->mutable_kernel()->mutable_attr() = op.conf->attr();
+        op.tasks.push_back(task);
+        for (const std::string& out : op.outputs) {
+          std::vector<BlobDescProto> blobs;
+          if (out == "out") blobs = SlicedBlobs(op, j);
+          const int64_t id = AddOutput(task, out, std::move(blobs));
+          if (op.conf->initial()) {
+            writer_.Desc(id).set_initial_register(true);
+            writer_.Desc(id).set_register_num(1);
+          }
+          op.regsts[out].push_back(id);
+        }
+      }
+    }
+  }
+
+  // A source's stated blobs, as device j of a split holds them.
+  std::vector<BlobDescProto> SlicedBlobs(const Op& op, int j) {
+    std::vector<BlobDescProto> blobs = StatedBlobs(*op.conf);
+    const Signature& sig = op.output_signature.at("out");
+    if (sig.kind != Signature::kSplit || op.parallel() == 1) return blobs;
+    for (BlobDescProto& blob : blobs) {
+      const int64_t size = blob.shape(sig.axis);
+      blob.set_shape(sig.axis, PartLength(size, op.parallel(), j));
+    }
+    return blobs;
+  }
+
+  // Every input of every operator: direct, through copies, or through
+  // boxing when placements or signatures differ.
+  void Wire() {
+    for (Op& op : ops_) {
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        WireInput(&op, static_cast<int>(i));
+      }
+    }
+  }
+
+  void WireInput(Op* op, int i) {
+    const Input& in = op->inputs[i];
+    const Op& producer = ops_[in.producer];
+    const std::vector<int64_t>& regsts = producer.regsts.at(in.output);
+    const Signature from = producer.output_signature.at(in.output);
+    const Signature to = in.signature;
+    const std::string why = InputLabel(*op, i);
+    const int n = op->parallel();
+    const int stage = op->conf->stage();
+    // Same layout on both sides: device j reads part j, copied if needed.
+    if (from == to && producer.parallel() == n) {
+      for (int j = 0; j < n; ++j) {
+        Consume(
+            op->tasks[j], in.key,
+            Route(regsts[j], producer.devices[j], op->devices[j], stage, why));
+      }
+      return;
+    }
+    if (to.kind == Signature::kPartialSum) {
+      Problem(absl::StrCat(why, ": reads partial_sum, but its producer's ",
+                           from.ToString(), " over ", producer.parallel(),
+                           " devices cannot become partial sums over ", n,
+                           " (only an op on the same devices reads them)"));
+      return;
+    }
+    if (from.kind == Signature::kBroadcast &&
+        to.kind == Signature::kBroadcast) {
+      for (int j = 0; j < n; ++j) {
+        const int k = Nearest(producer.devices, op->devices[j]);
+        Consume(
+            op->tasks[j], in.key,
+            Route(regsts[k], producer.devices[k], op->devices[j], stage, why));
+      }
+      return;
+    }
+    // The whole tensor, on the host of the consumer's first machine.
+    const Device gather = op->devices[0].host();
+    const int64_t whole = Gather(producer, in.output, gather, stage, why);
+    for (int j = 0; j < n; ++j) {
+      const Device& device = op->devices[j];
+      int64_t part = whole;
+      Device at = gather;
+      if (to.kind == Signature::kSplit) {
+        at = device.host();
+        part = Slice(Route(whole, gather, at, stage, why), to.axis, n, j, at,
+                     stage, why, producer.name());
+      }
+      Consume(op->tasks[j], in.key, Route(part, at, device, stage, why));
+    }
+  }
+
+  // The device of `devices` closest to `to`: the same, else the same
+  // machine, else the first.
+  static int Nearest(const std::vector<Device>& devices, const Device& to) {
+    for (size_t k = 0; k < devices.size(); ++k) {
+      if (devices[k] == to) return static_cast<int>(k);
+    }
+    for (size_t k = 0; k < devices.size(); ++k) {
+      if (devices[k].machine == to.machine) return static_cast<int>(k);
+    }
+    return 0;
+  }
+
+  // The producer's output as one tensor on `at` (a host): itself from one
+  // device or a broadcast, concat of a split, add of partial sums.
+  int64_t Gather(const Op& producer, const std::string& output,
+                 const Device& at, int stage, const std::string& why) {
+    const std::vector<int64_t>& regsts = producer.regsts.at(output);
+    const Signature sig = producer.output_signature.at(output);
+    if (producer.parallel() == 1 || sig.kind == Signature::kBroadcast) {
+      const int k = Nearest(producer.devices, at);
+      return Route(regsts[k], producer.devices[k], at, stage, why);
+    }
+    const auto key = std::make_pair(regsts[0], at);
+    if (auto it = boxed_.find(key); it != boxed_.end()) return it->second;
+    const bool split = sig.kind == Signature::kSplit;
+    const std::string name =
+        absl::StrCat(producer.name(), ".", output, ":",
+                     split ? "concat" : "add", "@", at.ToString());
+    TaskProto* task =
+        AddTask(name, split ? "concat" : "add", at, stage, TaskKind::kBoxing);
+    if (split) {
+      (*task->mutable_kernel()->mutable_attr())["axis"] = IntAttr(sig.axis);
+    }
+    for (int k = 0; k < producer.parallel(); ++k) {
+      Consume(task, "in",
+              Route(regsts[k], producer.devices[k], at, stage, why));
+    }
+    Inserted(task, why, &report_.boxing);
+    return boxed_[key] = AddOutput(task, "out");
+  }
+
+  int64_t Slice(int64_t whole, int axis, int parts, int index, const Device& at,
+                int stage, const std::string& why,
+                const std::string& producer) {
+    const auto key = std::make_tuple(whole, at, axis, parts, index);
+    if (auto it = sliced_.find(key); it != sliced_.end()) return it->second;
+    TaskProto* task =
+        AddTask(absl::StrCat(producer, ":slice(", axis, ")", index, "of", parts,
+                             "@", at.ToString()),
+                "slice", at, stage, TaskKind::kBoxing);
+    auto& attrs = *task->mutable_kernel()->mutable_attr();
+    attrs["axis"] = IntAttr(axis);
+    attrs["parts"] = IntAttr(parts);
+    attrs["index"] = IntAttr(index);
+    Consume(task, "in", whole);
+    Inserted(task, why, &report_.boxing);
+    return sliced_[key] = AddOutput(task, "out");
+  }
+
+  // `regst`, made on `from`, readable on `to`: itself where they share
+  // memory; else through d2h (off a GPU) and h2d (onto one). Registers
+  // crossing machines travel in host memory: the runtime adds the
+  // net_send and net_recv tasks when it partitions the plan.
+  int64_t Route(int64_t regst, const Device& from, const Device& to, int stage,
+                const std::string& why) {
+    if (from.shares_memory_with(to)) return regst;
+    const auto key = std::make_pair(regst, to);
+    if (auto it = routed_.find(key); it != routed_.end()) return it->second;
+    int64_t id = regst;
+    const std::string source = TaskOf(regst)->name();
+    if (from.type == GPU) {
+      const auto down = std::make_pair(regst, from.host());
+      if (auto it = routed_.find(down); it != routed_.end()) {
+        id = it->second;
+      } else {
+        TaskProto* task = AddTask(absl::StrCat(source, "@cpu"), "d2h", from,
+                                  stage, TaskKind::kCopy);
+        Consume(task, "in", regst);
+        Inserted(task, why, &report_.copies);
+        id = routed_[down] = AddOutput(task, "out");
+      }
+    }
+    if (to.type == GPU) {
+      TaskProto* task = AddTask(absl::StrCat(source, "@", to.ToString()), "h2d",
+                                to, stage, TaskKind::kCopy);
+      Consume(task, "in", id);
+      Inserted(task, why, &report_.copies);
+      id = AddOutput(task, "out");
+    }
+    return routed_[key] = id;
+  }
+
+  TaskProto* TaskOf(int64_t regst) {
+    return writer_.plan().mutable_task(
+        static_cast<int>(writer_.Desc(regst).producer_task_id() - 1));
+  }
+
+  // A task reads a register once (the plan format); an operator reading
+  // the same output twice (add(x, x)) reads a copy the second time.
+  void Consume(TaskProto* task, const std::string& key, int64_t regst) {
+    for (const auto& [name, list] : task->consumed_regst_desc_id()) {
+      for (int64_t id : list.regst_desc_id()) {
+        if (id != regst) continue;
+        const TaskInfo info = info_[task->task_id() - 1];
+        TaskProto* copy = AddTask(
+            absl::StrCat(TaskOf(regst)->name(), ":again@", task->name()),
+            "identity", info.device, info.stage, TaskKind::kBoxing);
+        writer_.Consume(copy, "in", regst);
+        Inserted(copy, absl::StrCat("task '", task->name(), "'"),
+                 &report_.boxing);
+        writer_.Consume(task, key, AddOutput(copy, "out"));
+        return;
+      }
+    }
+    writer_.Consume(task, key, regst);
+  }
+
+  void Inserted(const TaskProto* task, const std::string& why, int* count) {
+    ++*count;
+    report_.inserted.push_back(absl::StrCat(task->kernel().op_type(), " '",
+                                            task->name(), "' for ", why));
+  }
+
+  // Chains (a task whose one input comes from a task that feeds only it,
+  // on the same device and stage) share a stream, so their messages stay on
+  // one thread; chains are dealt to streams_per_device streams per device.
+  // Copies have their own streams: h2d, then d2h, after the compute ones.
+  void AssignStreams() {
+    Plan& plan = writer_.plan();
+    const int n = plan.task_size();
+    const int per_device =
+        job_.streams_per_device() > 0 ? job_.streams_per_device() : 4;
+    std::map<int64_t, int> consumers;  // regst -> consumer count
+    for (const TaskProto& task : plan.task()) {
+      for (const auto& [key, list] : task.produced_regst_desc()) {
+        consumers[list.regst_desc_id()] = list.consumer_task_id_size();
+      }
+    }
+    std::vector<int> chain(n, -1);
+    std::map<Device, int> next_stream;
+    std::set<std::pair<Device, int>> streams;
+    for (int t = 0; t < n; ++t) {
+      TaskProto* task = plan.mutable_task(t);
+      const TaskInfo& info = info_[t];
+      int stream = -1;
+      if (info.kind == TaskKind::kCopy) {
+        stream = per_device + (task->kernel().op_type() == "d2h" ? 1 : 0);
+      } else if (const int pred = ChainPredecessor(t, consumers); pred >= 0) {
+        stream = plan.task(pred).stream().stream_index();
+      } else {
+        stream = next_stream[info.device]++ % per_device;
+      }
+      task->mutable_stream()->set_stream_index(stream);
+      streams.insert({info.device, stream});
+    }
+    report_.streams = static_cast<int>(streams.size());
+  }
+
+  // The task t continues, or -1. Tasks are made producers first except
+  // across cycles, so a predecessor has its stream already when it comes
+  // earlier; a later one starts a chain of its own.
+  int ChainPredecessor(int t, const std::map<int64_t, int>& consumers) {
+    const TaskProto& task = writer_.plan().task(t);
+    int64_t only = -1, count = 0;
+    for (const auto& [key, list] : task.consumed_regst_desc_id()) {
+      for (int64_t id : list.regst_desc_id()) {
+        only = id;
+        ++count;
+      }
+    }
+    if (count != 1 || consumers.at(only) != 1) return -1;
+    const int pred = static_cast<int>(only / 100) - 1;  // PlanWriter's ids
+    if (pred >= t) return -1;
+    const TaskProto& producer = writer_.plan().task(pred);
+    if (producer.produced_regst_desc_size() != 1) return -1;
+    const TaskInfo& a = info_[pred];
+    const TaskInfo& b = info_[t];
+    if (a.kind == TaskKind::kCopy || !(a.device == b.device) ||
+        a.stage != b.stage) {
+      return -1;
+    }
+    for (const auto& [key, desc] : task.produced_regst_desc()) {
+      if (desc.initial_register()) return -1;
+    }
+    return pred;
+  }
+
+  // A register read k stages after its producer's gets k + 1 buffers (at
+  // least the default 2); initial registers keep 1.
+  void SizeRegisters() {
+    Plan& plan = writer_.plan();
+    for (TaskProto& task : *plan.mutable_task()) {
+      const int stage = info_[task.task_id() - 1].stage;
+      for (auto& [key, desc] : *task.mutable_produced_regst_desc()) {
+        if (desc.initial_register()) continue;
+        int deepest = 0;
+        for (int64_t c : desc.consumer_task_id()) {
+          deepest = std::max(deepest, info_[c - 1].stage - stage);
+        }
+        desc.set_register_num(std::max(2, deepest + 1));
+      }
+    }
+  }
+
+  // Shapes of every physical register; then, over budget, the largest
+  // registers lose buffers (down to 1) until the plan fits.
+  absl::Status FitBudget() {
+    CompileOptions compile;
+    compile.bindings = options_.bindings;
+    compile.probe = options_.probe;
+    compile.multi_machine = true;
+    compile.max_register_bytes = INT64_MAX / 4;
+    absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =
+        CompilePlan(writer_.plan(), compile);
+    if (!compiled.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job: the compiled plan is invalid (a compiler bug, or a kernel "
+          "that accepts the whole tensor but not its parts):\n",
+          compiled.status().message()));
+    }
+    std::vector<std::pair<int64_t, RegstDescProto*>> regsts;
+    int64_t total = 0;
+    for (TaskProto& task : *writer_.plan().mutable_task()) {
+      const TaskProto& inferred = (*compiled)->plan.task(task.task_id() - 1);
+      for (auto& [key, desc] : *task.mutable_produced_regst_desc()) {
+        // The plan states every register's blobs: a process of a
+        // multi-machine job mirrors registers from what the plan says.
+        if (desc.blob().empty()) {
+          *desc.mutable_blob() = inferred.produced_regst_desc().at(key).blob();
+        }
+        int64_t bytes = 0;
+        for (const BlobDesc& blob :
+             (*compiled)->blobs.at(desc.regst_desc_id())) {
+          bytes += (blob.byte_size() + 63) / 64 * 64;
+        }
+        bytes = std::max(bytes, kRegstOverheadBytes);
+        regsts.push_back({bytes, &desc});
+        total += bytes * desc.register_num();
+      }
+    }
+    const int64_t budget = job_.memory_budget_bytes() > 0
+                               ? job_.memory_budget_bytes()
+                               : kDefaultMaxRegisterBytes;
+    std::stable_sort(
+        regsts.begin(), regsts.end(),
+        [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (int floor : {2, 1}) {
+      for (auto& [bytes, desc] : regsts) {
+        if (total <= budget) break;
+        const int cut = std::max(0, desc->register_num() - floor);
+        const int64_t over = total - budget;
+        const int take = static_cast<int>(
+            std::min<int64_t>(cut, (over + bytes - 1) / bytes));
+        desc->set_register_num(desc->register_num() - take);
+        total -= int64_t{take} * bytes;
+      }
+    }
+    report_.register_bytes = total;
+    if (total > budget) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job: the registers need ", total, " bytes at one buffer each; ",
+          "memory_budget_bytes is ", budget));
+    }
+    return absl::OkStatus();
+  }
+
+  const Job& job_;
+  const JobCompileOptions& options_;
+  std::vector<std::string> problems_;
+  std::vector<Op> ops_;
+  std::map<std::string, int> by_name_;
+  std::vector<int> order_;
+  PlanWriter writer_;
+  std::vector<TaskInfo> info_;   // per task, by task_id - 1
+  std::set<std::string> names_;  // of the plan's tasks
+  std::map<std::pair<int64_t, Device>, int64_t> routed_;
+  // Gathers by (first part, host); slices by (whole, host, axis, parts,
+  // index): each made once, however many consumers read it.
+  std::map<std::pair<int64_t, Device>, int64_t> boxed_;
+  std::map<std::tuple<int64_t, Device, int, int, int>, int64_t> sliced_;
+  JobCompileReport report_;
+};
+
+}  // namespace
+
+absl::StatusOr<CompiledJob> CompileJob(const Job& job,
+                                       const JobCompileOptions& options) {
+  return Compiler(job, options).Compile();
+}
+
+}  // namespace actorflow

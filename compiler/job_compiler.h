@@ -1,0 +1,54 @@
+#ifndef ACTORFLOW_COMPILER_JOB_COMPILER_H_
+#define ACTORFLOW_COMPILER_JOB_COMPILER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/job.pb.h"
+#include "proto/plan.pb.h"
+#include "runtime/compiled_plan.h"
+#include "runtime/kernel_bindings.h"
+
+namespace actorflow {
+
+struct JobCompileOptions {
+  // Kernels bound for this job only; null: the registry's.
+  const KernelBindings* bindings = nullptr;
+  // Which CUDA devices the plan may use. Compiling for another machine
+  // (`actorflow compile`) accepts every device.
+  DeviceProbe probe = cuda::DeviceAvailable;
+};
+
+// What the compiler made, besides the plan.
+struct JobCompileReport {
+  int ops = 0;
+  int tasks = 0;
+  // Inserted tasks: h2d and d2h copies; boxing: slice, concat, add.
+  int copies = 0;
+  int boxing = 0;
+  int streams = 0;
+  // Every buffer of every register, as the runtime counts them.
+  int64_t register_bytes = 0;
+  // One line per inserted task: "h2d 'x.out@gpu1' for op 'y' input 0".
+  std::vector<std::string> inserted;
+};
+
+struct CompiledJob {
+  Plan plan;
+  JobCompileReport report;
+};
+
+// Compiles `job` into a Plan: one task per operator per device of its
+// placement (named after the operator, "/i" appended on several devices),
+// the boxing and copy tasks between them, streams by chains, register_num
+// by stages within the memory budget. Deterministic: every process of a
+// multi-machine job compiles the same plan. Errors: InvalidArgument, one
+// problem per line, each naming the operator and, for an edge, the input.
+absl::StatusOr<CompiledJob> CompileJob(const Job& job,
+                                       const JobCompileOptions& options = {});
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_COMPILER_JOB_COMPILER_H_

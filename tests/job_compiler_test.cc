@@ -1,0 +1,674 @@
+// The job compiler: the tasks each insertion rule makes, boxing between
+// every pair of signatures and device counts run against the job evaluated
+// in sequence, random jobs the same way, register_num and budgets, and its
+// errors word for word.
+#include "compiler/job_compiler.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/job_builder.h"
+#include "compiler/plan_or_job.h"
+#include "net/plan_partition.h"
+#include "runtime/plan_builder.h"
+#include "runtime/session.h"
+#include "tests/test_util.h"
+
+namespace actorflow {
+namespace {
+
+// Test kernels, bound per session.
+// test_ramp: element i of piece p is 100 * p + i + `offset` (float64), so a
+// part taken from the wrong place changes every weighted sum below.
+class RampKernel : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    absl::StatusOr<double> offset = ctx.FloatAttrOr("offset", 0);
+    if (!offset.ok()) return offset.status();
+    offset_ = *offset;
+    return ctx.ExpectOutput(true);
+  }
+  absl::Status Forward(KernelContext* ctx) override {
+    auto data = ctx->output(0).blob(0).mutable_data<double>();
+    if (!data.ok()) return data.status();
+    for (size_t i = 0; i < data->size(); ++i) {
+      (*data)[i] = 100.0 * ctx->piece_id() + static_cast<double>(i) + offset_;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  double offset_ = 0;
+};
+
+// test_weighted: a sink whose checksum is sum over pieces of
+// sum_i (i + 1) * x_i: position-sensitive, unlike `checksum`.
+class WeightedSinkKernel : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    return ctx.ExpectInputs(1, 1);
+  }
+  absl::Status Forward(KernelContext* ctx) override {
+    auto data = ctx->input(0).blob(0).data<double>();
+    if (!data.ok()) return data.status();
+    for (size_t i = 0; i < data->size(); ++i) {
+      summary_.checksum += static_cast<double>(i + 1) * (*data)[i];
+    }
+    ++summary_.pieces;
+    return absl::OkStatus();
+  }
+  std::optional<SinkSummary> sink_summary() const override { return summary_; }
+
+ private:
+  SinkSummary summary_;
+};
+
+// test_partial: partial sums of its input: the whole on the first task of
+// the operator ("x" or "x/0"), zeros on the others.
+class PartialKernel : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    first_ = !absl::StrContains(ctx.task().name(), "/") ||
+             absl::EndsWith(ctx.task().name(), "/0");
+    return ctx.InferOutputsLikeInput();
+  }
+  absl::Status Forward(KernelContext* ctx) override {
+    auto in = ctx->input(0).blob(0).data<double>();
+    auto out = ctx->output(0).blob(0).mutable_data<double>();
+    if (!in.ok()) return in.status();
+    if (!out.ok()) return out.status();
+    for (size_t i = 0; i < out->size(); ++i) (*out)[i] = first_ ? (*in)[i] : 0;
+    return absl::OkStatus();
+  }
+
+ private:
+  bool first_ = true;
+};
+
+KernelBindings TestKernels() {
+  KernelBindings bindings;
+  bindings.Bind("test_ramp", [] { return std::make_unique<RampKernel>(); });
+  bindings.Bind("test_weighted",
+                [] { return std::make_unique<WeightedSinkKernel>(); });
+  bindings.Bind("test_partial",
+                [] { return std::make_unique<PartialKernel>(); });
+  return bindings;
+}
+
+BlobDescProto F64(std::vector<int64_t> shape) {
+  return BlobProto("data", DT_FLOAT64, std::move(shape));
+}
+
+CompiledJob MustCompile(const Job& job,
+                        const KernelBindings* bindings = nullptr) {
+  JobCompileOptions options;
+  options.bindings = bindings;
+  options.probe = [](int) { return absl::OkStatus(); };
+  absl::StatusOr<CompiledJob> compiled = CompileJob(job, options);
+  INFO(compiled.status().message());
+  REQUIRE(compiled.ok());
+  return *std::move(compiled);
+}
+
+std::string CompileError(const Job& job,
+                         const KernelBindings* bindings = nullptr) {
+  JobCompileOptions options;
+  options.bindings = bindings;
+  absl::StatusOr<CompiledJob> compiled = CompileJob(job, options);
+  REQUIRE_FALSE(compiled.ok());
+  return std::string(compiled.status().message());
+}
+
+std::map<std::string, SinkSummary> RunPlan(Plan plan,
+                                           const KernelBindings& kernels) {
+  SessionOptions options;
+  options.kernels = kernels;
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      Session::Create(std::move(plan), std::move(options));
+  INFO(session.status().message());
+  REQUIRE(session.ok());
+  absl::StatusOr<RunStats> run = (*session)->Run(-1);
+  INFO(run.status().message());
+  REQUIRE(run.ok());
+  return (*session)->Sinks();
+}
+
+const TaskProto& Task(const Plan& plan, const std::string& name) {
+  for (const TaskProto& task : plan.task()) {
+    if (task.name() == name) return task;
+  }
+  FAIL("no task named " << name);
+  return plan.task(0);
+}
+
+std::set<std::string> Names(const Plan& plan) {
+  std::set<std::string> names;
+  for (const TaskProto& task : plan.task()) names.insert(task.name());
+  return names;
+}
+
+TEST_CASE("the diamond job compiles to the quick start's plan and result") {
+  absl::StatusOr<LoadedPlan> loaded =
+      LoadPlanOrJob("examples/jobs/diamond.pbtxt");
+  INFO(loaded.status().message());
+  REQUIRE(loaded.ok());
+  REQUIRE(loaded->job.has_value());
+  const Plan& plan = loaded->plan;
+  CHECK(Names(plan) ==
+        std::set<std::string>{"source", "double", "triple", "add", "checksum"});
+  CHECK(loaded->job->copies == 0);
+  CHECK(loaded->job->boxing == 0);
+  // Four chains: source, double, triple, add -> checksum (one producer that
+  // feeds only its one consumer, on the same device).
+  CHECK(Task(plan, "source").stream().stream_index() == 0);
+  CHECK(Task(plan, "double").stream().stream_index() == 1);
+  CHECK(Task(plan, "triple").stream().stream_index() == 2);
+  CHECK(Task(plan, "add").stream().stream_index() == 3);
+  CHECK(Task(plan, "checksum").stream().stream_index() == 3);
+  CHECK(Task(plan, "add")
+            .consumed_regst_desc_id()
+            .at("in")
+            .regst_desc_id_size() == 2);
+  const auto sinks = RunPlan(plan, {});
+  CHECK(sinks.at("checksum").checksum == 640640000.0);
+  CHECK(sinks.at("checksum").pieces == 1000);
+
+  // The same file through the plan loader's other door: a plan stays one.
+  absl::StatusOr<LoadedPlan> quickstart =
+      LoadPlanOrJob("examples/plans/quickstart.pbtxt");
+  REQUIRE(quickstart.ok());
+  CHECK_FALSE(quickstart->job.has_value());
+}
+
+TEST_CASE("copies: h2d onto a GPU, d2h off it, on streams of their own") {
+  JobBuilder job(4);
+  job.Op("src", "source").Shape({8});
+  job.Op("gpu_scale", "scale").Input("src").Attr("factor", 2.0).Place(GPU, {1});
+  job.Op("sink", "checksum").Input("gpu_scale");
+  const CompiledJob compiled = MustCompile(job.job());
+  const Plan& plan = compiled.plan;
+  CHECK(Names(plan) == std::set<std::string>{"src", "gpu_scale", "sink",
+                                             "src@gpu1", "gpu_scale@cpu"});
+  const TaskProto& h2d = Task(plan, "src@gpu1");
+  CHECK(h2d.kernel().op_type() == "h2d");
+  CHECK(h2d.stream().device_type() == GPU);
+  CHECK(h2d.stream().device_index() == 1);
+  CHECK(h2d.stream().stream_index() == 4);  // after the 4 compute streams
+  const TaskProto& d2h = Task(plan, "gpu_scale@cpu");
+  CHECK(d2h.kernel().op_type() == "d2h");
+  CHECK(d2h.stream().device_index() == 1);
+  CHECK(d2h.stream().stream_index() == 5);
+  CHECK(d2h.produced_regst_desc().at("out").mem_case().device_type() == CPU);
+  CHECK(Task(plan, "gpu_scale")
+            .produced_regst_desc()
+            .at("out")
+            .mem_case()
+            .device_index() == 1);
+  CHECK(compiled.report.copies == 2);
+  CHECK(compiled.report.inserted ==
+        std::vector<std::string>{
+            "h2d 'src@gpu1' for op 'gpu_scale' input 0 ('src')",
+            "d2h 'gpu_scale@cpu' for op 'sink' input 0 ('gpu_scale')"});
+}
+
+TEST_CASE(
+    "boxing: concat, slice and add where placements or signatures differ") {
+  KernelBindings kernels = TestKernels();
+  SECTION("split over 2 devices into one: a concat") {
+    JobBuilder job(3);
+    job.Op("src", "source").Blob(F64({4, 3})).Place(CPU, {0, 1});
+    job.Op("sink", "checksum").Input("src");
+    const Plan plan = MustCompile(job.job()).plan;
+    CHECK(Names(plan) == std::set<std::string>{"src/0", "src/1", "sink",
+                                               "src.out:concat@cpu0"});
+    CHECK(
+        Task(plan, "src/0").produced_regst_desc().at("out").blob(0).shape(0) ==
+        2);
+    CHECK(Task(plan, "src.out:concat@cpu0").kernel().attr().at("axis").i() ==
+          0);
+    // source: every element of piece p is p (value 0, step 1).
+    CHECK(RunPlan(plan, {}).at("sink").checksum == 12.0 * (0 + 1 + 2));
+  }
+  SECTION("one device into a split over 3: a slice per device") {
+    JobBuilder job(2);
+    job.Op("src", "test_ramp").Blob(F64({7}));
+    job.Op("id", "identity").Input("src").Place(CPU, {0, 1, 2});
+    job.Op("back", "identity").Input("id").InputSplit(0);
+    job.Op("sink", "test_weighted").Input("back");
+    const Plan plan = MustCompile(job.job(), &kernels).plan;
+    for (int j = 0; j < 3; ++j) {
+      const TaskProto& slice =
+          Task(plan, absl::StrCat("src:slice(0)", j, "of3@cpu0"));
+      CHECK(slice.kernel().op_type() == "slice");
+      CHECK(slice.kernel().attr().at("index").i() == j);
+    }
+    double expected = 0;
+    for (int p = 0; p < 2; ++p) {
+      for (int i = 0; i < 7; ++i) expected += (i + 1) * (100.0 * p + i);
+    }
+    CHECK(RunPlan(plan, kernels).at("sink").checksum == expected);
+  }
+  SECTION("partial sums over 2 devices into one: an add") {
+    JobBuilder job(2);
+    job.Op("src", "source")
+        .Blob(F64({5}))
+        .Place(CPU, {0, 1})
+        .OutputSignature("out", PartialSumSignature());
+    job.Op("sink", "checksum").Input("src");
+    const Plan plan = MustCompile(job.job()).plan;
+    CHECK(Task(plan, "src.out:add@cpu0").kernel().op_type() == "add");
+    // Each device holds the whole source; their sum is twice it.
+    CHECK(RunPlan(plan, {}).at("sink").checksum == 2 * 5 * (0 + 1));
+  }
+  SECTION("on another machine: no copy, the runtime moves host registers") {
+    JobBuilder job(2);
+    job.Op("src", "source").Shape({4});
+    job.Op("far", "scale")
+        .Input("src")
+        .Attr("factor", 2.0)
+        .Place(CPU, {0}, {1});
+    job.Op("sink", "checksum").Input("far").Place(CPU, {0}, {1});
+    const Plan plan = MustCompile(job.job()).plan;
+    CHECK(Names(plan) == std::set<std::string>{"src", "far", "sink"});
+    CHECK(Task(plan, "far").stream().machine_id() == 1);
+    absl::StatusOr<net::LocalPlan> rank1 = net::PartitionPlan(plan, 1, 2);
+    INFO(rank1.status().message());
+    REQUIRE(rank1.ok());
+    CHECK(rank1->recvs.size() == 1);
+  }
+}
+
+// Every signature a producer can have, over 1-3 devices, read with every
+// signature a consumer can ask for, over 1-4 devices, then gathered: the
+// weighted sum must be the ramp's.
+TEST_CASE("boxing between every pair of signatures and device counts") {
+  KernelBindings kernels = TestKernels();
+  const std::vector<std::string> producers = {"split0", "split1", "broadcast",
+                                              "partial_sum"};
+  const std::vector<std::string> consumers = {"split0", "split1", "broadcast"};
+  const std::vector<std::vector<int32_t>> from_devices = {
+      {0}, {0, 1}, {1, 2, 3}};
+  const std::vector<std::vector<int32_t>> to_devices = {
+      {2}, {0, 1}, {0, 1, 2, 3}};
+  constexpr int kPieces = 2;
+  double expected = 0;
+  for (int p = 0; p < kPieces; ++p) {
+    for (int i = 0; i < 15; ++i) expected += (i + 1) * (100.0 * p + i);
+  }
+  int cases = 0;
+  for (const std::string& from : producers) {
+    for (const std::string& to : consumers) {
+      for (const auto& from_dev : from_devices) {
+        for (const auto& to_dev : to_devices) {
+          JobBuilder job(kPieces);
+          job.Op("ramp", "test_ramp").Blob(F64({5, 3}));
+          auto made = job.Op(
+              "made", from == "partial_sum" ? "test_partial" : "identity");
+          made.Input("ramp").Place(CPU, from_dev);
+          if (from == "split0") made.InputSplit(0);
+          if (from == "split1") made.InputSplit(1);
+          if (from == "broadcast" || from == "partial_sum")
+            made.InputBroadcast();
+          if (from == "partial_sum") {
+            made.OutputSignature("out", PartialSumSignature());
+          }
+          auto read =
+              job.Op("read", "identity").Input("made").Place(CPU, to_dev);
+          if (to == "split0") read.InputSplit(0);
+          if (to == "split1") read.InputSplit(1);
+          if (to == "broadcast") read.InputBroadcast();
+          auto sink = job.Op("sink", "test_weighted").Input("read");
+          // A broadcast read on n devices: gather one of them.
+          if (to == "broadcast") sink.InputBroadcast();
+          INFO(from << " over " << from_dev.size() << " -> " << to << " over "
+                    << to_dev.size());
+          const Plan plan = MustCompile(job.job(), &kernels).plan;
+          CHECK(RunPlan(plan, kernels).at("sink").checksum == expected);
+          ++cases;
+        }
+      }
+    }
+  }
+  CHECK(cases == 108);
+}
+
+// Random jobs: ramps and constant sources, then scale, add and identity
+// operators on random CPU devices with random signatures, each reaching a
+// weighted sink on one device. Every sink must equal the job evaluated in
+// sequence.
+TEST_CASE("random jobs equal their sequential evaluation") {
+  const uint64_t seed = testing::TestSeed("random jobs");
+  std::mt19937_64 rng(seed);
+  KernelBindings kernels = TestKernels();
+  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+  for (int trial = 0; trial < 25; ++trial) {
+    const int64_t rows = 1 + pick(7), cols = 1 + pick(4);
+    const int pieces = 1 + pick(4);
+    JobBuilder job(pieces);
+    // The logical value of each op, per piece (row-major [rows, cols]).
+    std::vector<std::vector<std::vector<double>>> value;
+    std::vector<std::string> names;
+    auto placement = [&] {
+      std::vector<int32_t> devices;
+      for (int d = 0; d < 4; ++d) {
+        if (pick(2)) devices.push_back(d);
+      }
+      if (devices.empty()) devices.push_back(pick(4));
+      return devices;
+    };
+    auto add_value = [&](const std::string& name, auto element) {
+      std::vector<std::vector<double>> per_piece(pieces);
+      for (int p = 0; p < pieces; ++p) {
+        for (int64_t i = 0; i < rows * cols; ++i)
+          per_piece[p].push_back(element(p, i));
+      }
+      value.push_back(per_piece);
+      names.push_back(name);
+    };
+    const int sources = 1 + pick(2);
+    for (int s = 0; s < sources; ++s) {
+      const std::string name = absl::StrCat("src", s);
+      if (pick(2)) {
+        const double offset = pick(50);
+        job.Op(name, "test_ramp")
+            .Blob(F64({rows, cols}))
+            .Attr("offset", offset);
+        add_value(name,
+                  [&](int p, int64_t i) { return 100.0 * p + i + offset; });
+      } else {
+        // A constant source may run data parallel: its parts are alike.
+        const double start = pick(9);
+        job.Op(name, "source")
+            .Blob(F64({rows, cols}))
+            .Attr("value", start)
+            .Place(CPU, placement())
+            .OutputSignature("out",
+                             pick(2) ? SplitSignature(0) : SplitSignature(1));
+        add_value(name, [&](int p, int64_t) { return start + p; });
+      }
+    }
+    const int middle = 2 + pick(7);
+    for (int m = 0; m < middle; ++m) {
+      const std::string name = absl::StrCat("op", m);
+      const int kind = pick(3);
+      const int a = pick(static_cast<int>(names.size()));
+      const int b = pick(static_cast<int>(names.size()));
+      const std::string op_type = kind == 0   ? "scale"
+                                  : kind == 1 ? "add"
+                                              : "identity";
+      auto op = job.Op(name, op_type).Input(names[a]).Place(CPU, placement());
+      if (kind == 1) op.Input(names[b]);
+      const double factor = pick(2) ? 2.0 : -3.0;
+      if (kind == 0) op.Attr("factor", factor);
+      const int sig = pick(4);  // 3: inferred
+      for (int i = 0; i < (kind == 1 ? 2 : 1); ++i) {
+        // The builder's signature applies to the last input added; with
+        // two inputs both get the same one.
+        if (sig == 3) break;
+        ParallelSignature s =
+            sig == 2 ? BroadcastSignature() : SplitSignature(sig);
+        while (op.conf()->input_signature_size() < op.conf()->input_size()) {
+          op.conf()->add_input_signature();
+        }
+        *op.conf()->mutable_input_signature(i) = s;
+      }
+      const auto& va = value[a];
+      const auto& vb = value[b];
+      add_value(name, [&](int p, int64_t i) {
+        return kind == 0   ? va[p][i] * factor
+               : kind == 1 ? va[p][i] + vb[p][i]
+                           : va[p][i];
+      });
+    }
+    // Sinks on the last few ops (and any op nobody reads: every op must
+    // lead somewhere for its output to exist, so all get one).
+    std::map<std::string, double> expected;
+    for (size_t v = 0; v < names.size(); ++v) {
+      const std::string sink = "sink." + names[v];
+      job.Op(sink, "test_weighted").Input(names[v]).Place(CPU, {pick(4)});
+      double sum = 0;
+      for (int p = 0; p < pieces; ++p) {
+        for (size_t i = 0; i < value[v][p].size(); ++i) {
+          sum += static_cast<double>(i + 1) * value[v][p][i];
+        }
+      }
+      expected[sink] = sum;
+    }
+    INFO("trial " << trial << " (seed " << seed << ")");
+    const Plan plan = MustCompile(job.job(), &kernels).plan;
+    const auto sinks = RunPlan(plan, kernels);
+    for (const auto& [sink, sum] : expected) {
+      INFO(sink);
+      CHECK(sinks.at(sink).checksum == sum);
+      CHECK(sinks.at(sink).pieces == pieces);
+    }
+  }
+}
+
+// The same jobs over 1-3 machines: every rank's share must be a valid plan
+// (processes run them in cli tests).
+TEST_CASE("random jobs over machines partition into valid ranks") {
+  const uint64_t seed = testing::TestSeed("random machine jobs");
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+  for (int trial = 0; trial < 20; ++trial) {
+    const int machines = 1 + pick(3);
+    JobBuilder job(3);
+    std::vector<std::string> names;
+    job.Op("src", "source").Shape({6, 2}).Place(CPU, {0}, {pick(machines)});
+    names.push_back("src");
+    for (int m = 0; m < 6; ++m) {
+      const std::string name = absl::StrCat("op", m);
+      std::vector<int32_t> where;
+      for (int k = 0; k < machines; ++k) {
+        if (pick(2)) where.push_back(k);
+      }
+      if (where.empty()) where.push_back(0);
+      job.Op(name, "scale")
+          .Attr("factor", 2.0)
+          .Input(names[pick(static_cast<int>(names.size()))])
+          .Place(pick(3) == 0 ? GPU : CPU, {0, 1}, where);
+      names.push_back(name);
+    }
+    for (const std::string& name : names) {
+      job.Op("sink." + name, "checksum")
+          .Input(name)
+          .Place(CPU, {0}, {pick(machines)});
+    }
+    INFO("trial " << trial << " (seed " << seed << ")");
+    const Plan plan = MustCompile(job.job()).plan;
+    for (int rank = 0; rank < machines; ++rank) {
+      absl::StatusOr<net::LocalPlan> local =
+          net::PartitionPlan(plan, rank, machines);
+      INFO(local.status().message());
+      REQUIRE(local.ok());
+      // The net tasks' kernels come with a running job's transport; here
+      // only their registers are checked.
+      KernelBindings net;
+      auto nothing = [](KernelContext*) { return absl::OkStatus(); };
+      net.BindFunction("net_send", nothing);
+      net.BindFunction("net_recv", nothing);
+      CompileOptions options;
+      options.bindings = &net;
+      options.probe = [](int) { return absl::OkStatus(); };
+      absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =
+          CompilePlan(local->plan, options);
+      INFO(compiled.status().message());
+      CHECK(compiled.ok());
+    }
+  }
+}
+
+TEST_CASE("register_num follows the stages and fits the memory budget") {
+  JobBuilder job(2);
+  job.Op("src", "source").Shape({1024});
+  job.Op("late", "identity").Input("src").Stage(3);
+  job.Op("sink", "checksum").Input("late").Stage(3);
+  CompiledJob compiled = MustCompile(job.job());
+  // Read 3 stages later: 4 buffers.
+  CHECK(Task(compiled.plan, "src")
+            .produced_regst_desc()
+            .at("out")
+            .register_num() == 4);
+  CHECK(Task(compiled.plan, "late")
+            .produced_regst_desc()
+            .at("out")
+            .register_num() == 2);
+  // Different stages never share a stream.
+  CHECK(Task(compiled.plan, "late").stream().stream_index() !=
+        Task(compiled.plan, "src").stream().stream_index());
+  CHECK(compiled.report.register_bytes == 4096 * (4 + 2));
+
+  job.job().set_memory_budget_bytes(4096 * 4);
+  compiled = MustCompile(job.job());
+  CHECK(Task(compiled.plan, "src")
+            .produced_regst_desc()
+            .at("out")
+            .register_num() == 2);
+  CHECK(Task(compiled.plan, "late")
+            .produced_regst_desc()
+            .at("out")
+            .register_num() == 2);
+
+  job.job().set_memory_budget_bytes(4096 * 2);
+  compiled = MustCompile(job.job());
+  CHECK(Task(compiled.plan, "src")
+            .produced_regst_desc()
+            .at("out")
+            .register_num() == 1);
+  CHECK(Task(compiled.plan, "late")
+            .produced_regst_desc()
+            .at("out")
+            .register_num() == 1);
+
+  job.job().set_memory_budget_bytes(4096);
+  CHECK(CompileError(job.job()) ==
+        "job: the registers need 8192 bytes at one buffer each; "
+        "memory_budget_bytes is 4096");
+}
+
+TEST_CASE("errors name the operator and the input, word for word") {
+  SECTION("an input naming no op, a name taken twice") {
+    JobBuilder job(1);
+    job.Op("src", "source").Shape({4});
+    job.Op("src", "source").Shape({4});
+    job.Op("sink", "checksum").Input("scr.out");
+    CHECK(CompileError(job.job()) ==
+          "op 'src': the name is taken by op 0\n"
+          "op 'sink' input 0 ('scr.out'): no op named 'scr'");
+  }
+  SECTION("a cycle without an initial op") {
+    JobBuilder job(1);
+    job.Op("a", "identity").Input("b");
+    job.Op("b", "identity").Input("a");
+    CHECK(CompileError(job.job()) ==
+          "job: ops 'a', 'b' wait on each other in a cycle; a cycle needs an "
+          "op with `initial: true` on it (its outputs are there before it "
+          "acts)");
+  }
+  SECTION("a split along an axis the blob lacks") {
+    JobBuilder job(1);
+    job.Op("src", "source").Shape({4});
+    job.Op("sink", "checksum").Input("src").Place(CPU, {0, 1}).InputSplit(1);
+    CHECK(CompileError(job.job()) ==
+          "op 'sink' input 0 ('src'): split(1) but blob 'data' is "
+          "data: float32 [4]");
+  }
+  SECTION("partial sums asked of a producer that has none") {
+    JobBuilder job(1);
+    job.Op("src", "source").Shape({4});
+    job.Op("sink", "checksum")
+        .Input("src")
+        .Place(CPU, {0, 1})
+        .InputPartialSum();
+    CHECK(CompileError(job.job()) ==
+          "op 'sink' input 0 ('src'): reads partial_sum, but its producer's "
+          "broadcast over 1 devices cannot become partial sums over 2 (only "
+          "an op on the same devices reads them)");
+  }
+  SECTION("signatures for some inputs, placements listed twice, stages") {
+    JobBuilder job(1);
+    job.Op("src", "source").Shape({4});
+    auto add = job.Op("add", "add").Input("src").Input("src").Stage(-1);
+    add.conf()->add_input_signature();
+    add.Place(CPU, {1, 1});
+    CHECK(CompileError(job.job()) ==
+          "op 'add': stage must be >= 0\n"
+          "op 'add': placement.device_id 1 is listed twice\n"
+          "op 'add': 1 input_signature for 2 inputs (give one per input, or "
+          "none)");
+  }
+  SECTION("a kernel refusing its attributes names the op") {
+    JobBuilder job(1);
+    job.Op("src", "source").Shape({4});
+    job.Op("double", "scale").Input("src").Attr("factor", "two");
+    job.Op("sink", "checksum").Input("double");
+    const std::string error = CompileError(job.job());
+    INFO(error);
+    CHECK(absl::StartsWith(error, "op 'double': "));
+    CHECK(absl::StrContains(error, "factor"));
+  }
+  SECTION("an output the kernel needs and nobody reads") {
+    JobBuilder job(1);
+    job.Op("src", "source").Shape({4});
+    job.Op("double", "scale").Input("src").Attr("factor", 2.0);
+    CHECK(CompileError(job.job()) ==
+          "op 'double': produced_regst_desc['out']: missing; scale produces "
+          "\"out\" (list it under the op's `output`, or give it a consumer)");
+    job.job().mutable_op(1)->add_output("out");
+    MustCompile(job.job());
+  }
+  SECTION("an unknown op_type names the op") {
+    JobBuilder job(1);
+    job.Op("src", "no_such_kernel").Shape({4});
+    const std::string error = CompileError(job.job());
+    INFO(error);
+    CHECK(absl::StartsWith(error, "op 'src': "));
+    CHECK(absl::StrContains(error, "no_such_kernel"));
+  }
+}
+
+TEST_CASE("a plan whose cycle no source reaches is refused, not run forever") {
+  Plan plan;
+  plan.set_total_piece_num(3);
+  auto* w = plan.add_task();
+  w->set_task_id(1);
+  w->set_name("w");
+  w->mutable_kernel()->set_op_type("identity");
+  auto& out = (*w->mutable_produced_regst_desc())["out"];
+  out.set_regst_desc_id(10);
+  out.set_producer_task_id(1);
+  out.add_consumer_task_id(2);
+  out.set_register_num(1);
+  out.set_initial_register(true);
+  *out.add_blob() = BlobProto("x", DT_FLOAT32, {4});
+  (*w->mutable_consumed_regst_desc_id())["in"].add_regst_desc_id(20);
+  auto* u = plan.add_task();
+  u->set_task_id(2);
+  u->set_name("update");
+  u->mutable_kernel()->set_op_type("identity");
+  auto& uout = (*u->mutable_produced_regst_desc())["out"];
+  uout.set_regst_desc_id(20);
+  uout.set_producer_task_id(2);
+  uout.add_consumer_task_id(1);
+  uout.set_register_num(1);
+  (*u->mutable_consumed_regst_desc_id())["in"].add_regst_desc_id(10);
+  const std::vector<std::string> problems = ValidatePlan(plan);
+  CHECK(std::find(problems.begin(), problems.end(),
+                  "plan: no source reaches tasks 'w', 'update': they are on or "
+                  "behind a cycle through an initial register with no input "
+                  "from outside it, which would run forever; feed the cycle "
+                  "from a source (a task that consumes nothing)") !=
+        problems.end());
+}
+
+}  // namespace
+}  // namespace actorflow
