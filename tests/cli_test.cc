@@ -304,20 +304,21 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
         (cuda::BuiltWithCuda()
              ? "accuracy cpu gpu\nadd cpu gpu\nbias_add cpu gpu\n"
                "bias_add_grad cpu gpu\n"
-               "cast cpu gpu\nchecksum cpu gpu\n"
+               "cast cpu gpu\nchecksum cpu gpu\nconcat cpu\n"
                "d2h gpu\nfail cpu\nfeed cpu\nfetch cpu\n"
                "h2d gpu\nhead cpu gpu\nidentity cpu gpu\nidx_batches cpu\n"
                "matmul cpu gpu\n"
                "normalize cpu gpu\n" kPipelineKernels
                "relu cpu gpu\nrelu_grad cpu gpu\n"
-               "scale cpu gpu\nsgd_momentum cpu gpu\nsoftmax_xent cpu gpu\n"
+               "scale cpu gpu\nsgd_momentum cpu gpu\nslice cpu\nsoftmax_xent "
+               "cpu gpu\n"
                "source cpu gpu\nspin cpu gpu\nvariable cpu gpu\n"
              : "accuracy cpu\nadd cpu\nbias_add cpu\nbias_add_grad cpu\n"
-               "cast cpu\nchecksum cpu\nfail cpu\n"
+               "cast cpu\nchecksum cpu\nconcat cpu\nfail cpu\n"
                "feed cpu\nfetch cpu\nhead cpu\nidentity cpu\nidx_batches cpu\n"
                "matmul cpu\n"
                "normalize cpu\n" kPipelineKernels "relu cpu\nrelu_grad cpu\n"
-               "scale cpu\nsgd_momentum cpu\nsoftmax_xent cpu\n"
+               "scale cpu\nsgd_momentum cpu\nslice cpu\nsoftmax_xent cpu\n"
                "source cpu\nspin cpu\nvariable cpu\n"));
 }
 
@@ -466,10 +467,10 @@ TEST_CASE("dot: a cycle's initial register is dashed; names are escaped",
       task_id: 2
       name: "step"
       stream { stream_index: 1 }
-      kernel { op_type: "identity" }
+      kernel { op_type: "add" }
       consumed_regst_desc_id {
         key: "in"
-        value { regst_desc_id: [ 10 ] }
+        value { regst_desc_id: [ 10, 30 ] }
       }
       produced_regst_desc {
         key: "out"
@@ -478,6 +479,22 @@ TEST_CASE("dot: a cycle's initial register is dashed; names are escaped",
           producer_task_id: 2
           consumer_task_id: [ 1 ]
           register_num: 1
+        }
+      }
+    }
+    task {
+      task_id: 3
+      name: "x"
+      stream { stream_index: 1 }
+      kernel { op_type: "source" }
+      produced_regst_desc {
+        key: "out"
+        value {
+          regst_desc_id: 30
+          producer_task_id: 3
+          consumer_task_id: [ 2 ]
+          register_num: 2
+          elem_cnt: 4
         }
       }
     }

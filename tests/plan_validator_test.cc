@@ -131,8 +131,8 @@ TEST_CASE("kernels", "[validator]") {
     plan.mutable_task(1)->mutable_kernel()->set_op_type("sclae");
     CHECK(OnlyProblem(plan) ==
           "task 'mid' (task_id 2): kernel.op_type: unknown op_type 'sclae' "
-          "(known: add, cast, checksum, fail, feed, fetch, head, identity, "
-          "normalize, scale, source, spin)");
+          "(known: add, cast, checksum, concat, fail, feed, fetch, head, "
+          "identity, normalize, scale, slice, source, spin)");
   }
   SECTION("missing attribute") {
     plan.mutable_task(1)->mutable_kernel()->mutable_attr()->clear();
@@ -480,10 +480,11 @@ TEST_CASE("register placement and kernels on GPU streams", "[validator]") {
     plan.mutable_task(1)->mutable_stream()->set_device_type(CPU);
     auto problems = problems_of(plan);
     REQUIRE(problems.size() == 2);
-    CHECK(problems[1] ==
-          "task 'up' (task_id 2): kernel.op_type: 'h2d' has no cpu kernel; it "
-          "runs on gpu streams (cpu kernels: add, cast, checksum, fail, feed, "
-          "fetch, head, identity, normalize, scale, source, spin)");
+    CHECK(
+        problems[1] ==
+        "task 'up' (task_id 2): kernel.op_type: 'h2d' has no cpu kernel; it "
+        "runs on gpu streams (cpu kernels: add, cast, checksum, concat, fail, "
+        "feed, fetch, head, identity, normalize, scale, slice, source, spin)");
   }
   SECTION("a CPU-only kernel on a GPU stream") {
     plan.mutable_task(2)->mutable_kernel()->set_op_type("fail");

@@ -182,8 +182,8 @@ TEST_CASE("kernels bound to the caller's objects and lambdas", "[session]") {
         "task 'scale' (task_id 2): kernel.attr['factor']: missing; scale "
         "needs a float (f)\n"
         "task 'sink' (task_id 3): kernel.op_type: unknown op_type 'collect' "
-        "(known: add, cast, checksum, fail, feed, fetch, head, identity, "
-        "normalize, scale, source, spin)");
+        "(known: add, cast, checksum, concat, fail, feed, fetch, head, "
+        "identity, normalize, scale, slice, source, spin)");
 
   SessionOptions twice;
   twice.kernels.BindObject("collect", &collect);
