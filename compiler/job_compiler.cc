@@ -32,8 +32,9 @@ struct Device {
     return std::tie(machine, type, index) <
            std::tie(o.machine, o.type, o.index);
   }
-  // Where the compiler puts host work (boxing) on this device's machine.
-  Device host() const { return {machine, CPU, 0}; }
+  // Where host work for this device (boxing) runs: a CPU device itself, a
+  // GPU's machine's first CPU device.
+  Device host() const { return type == CPU ? *this : Device{machine, CPU, 0}; }
   bool shares_memory_with(const Device& o) const {
     return *this == o || (type == CPU && o.type == CPU && machine == o.machine);
   }

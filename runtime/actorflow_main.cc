@@ -263,6 +263,12 @@ int Compile(const std::vector<std::string>& args) {
     return UsageError(absl::StrCat(
         "-o ", out_path, ": name the plan .pbtxt (text) or .pb (binary)"));
   }
+  absl::StatusOr<LoadedPlan> kind = LoadPlanOrJob(ResolvePath(job_path));
+  if (kind.ok() && !kind->job.has_value()) {
+    return UsageError(absl::StrCat(
+        "compile: ", job_path,
+        " holds a Plan, not a Job: run, validate or dot it as it is"));
+  }
   absl::StatusOr<Job> job = LoadJob(ResolvePath(job_path));
   if (!job.ok()) return InvalidStatus(job.status());
   JobCompileOptions options;

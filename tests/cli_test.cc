@@ -37,6 +37,70 @@ TEST_CASE("run the quickstart diamond", "[cli]") {
                  "\"in_order\":true}}}"));
 }
 
+TEST_CASE("jobs: compile to a plan, or run, validate and draw directly",
+          "[cli][job]") {
+  const std::string diamond = Runfile("examples/jobs/diamond.pbtxt");
+  const std::string plan =
+      std::string(std::getenv("TEST_TMPDIR")) + "/diamond_plan.pbtxt";
+  CliResult compiled = RunCli("compile '" + diamond + "' -o '" + plan + "'");
+  INFO(compiled.out << compiled.err);
+  REQUIRE(compiled.exit_code == 0);
+  CHECK(compiled.last_line ==
+        "{\"status\":\"ok\",\"plan\":\"" + plan +
+            "\",\"ops\":5,\"tasks\":5,\"copies\":0,\"boxing\":0,"
+            "\"streams\":4,\"register_bytes\":8192}");
+  // The compiled plan runs as any plan does, and so does the job itself.
+  for (const std::string& file : {plan, diamond}) {
+    CliResult r = RunCli("run '" + file + "'");
+    CHECK(r.exit_code == 0);
+    CHECK(Contains(r.last_line,
+                   "\"sinks\":{\"checksum\":{\"pieces\":1000,"
+                   "\"checksum\":640640000,\"in_order\":true}}}"));
+  }
+  CHECK(RunCli("validate '" + diamond + "'").last_line ==
+        "{\"status\":\"ok\",\"tasks\":5}");
+  CliResult dot = RunCli("dot '" + diamond + "'");
+  CHECK(dot.exit_code == 0);
+  CHECK(Contains(dot.out, "digraph plan {"));
+  CliResult compile_dot = RunCli("compile --dot '" + diamond + "'");
+  CHECK(compile_dot.exit_code == 0);
+  CHECK(Contains(compile_dot.out, "digraph plan {"));
+  CliResult text = RunCli("compile '" + diamond + "'");
+  CHECK(text.exit_code == 0);
+  CHECK(Contains(text.out, "# Compiled from "));
+  CHECK(Contains(text.out, "name: \"checksum\""));
+
+  // Data parallel: slices before the four devices, a concat after.
+  CliResult parallel =
+      RunCli("run '" + Runfile("examples/jobs/data_parallel.pbtxt") + "'");
+  CHECK(parallel.exit_code == 0);
+  CHECK(Contains(parallel.last_line, "\"checksum\":30412800,"));
+
+  // Errors: a plan given to compile, a job with a dangling input.
+  CliResult not_job =
+      RunCli("compile '" + Runfile("examples/plans/quickstart.pbtxt") + "'");
+  CHECK(not_job.exit_code == 2);
+  CHECK(Contains(not_job.err, "holds a Plan, not a Job"));
+  const std::string bad = WriteTemp("bad_job.pbtxt", R"pb(
+    total_piece_num: 3
+    op {
+      name: "src"
+      op_type: "source"
+      shape: [ 4 ]
+    }
+    op { name: "sink" op_type: "checksum" input: "scr" }
+  )pb");
+  for (const std::string& command : {"compile", "run", "validate"}) {
+    CliResult r = RunCli(std::string(command) + " '" + bad + "'");
+    CHECK(r.exit_code == 2);
+    CHECK(r.last_line ==
+          "{\"status\":\"invalid\",\"errors\":[\"op 'sink' input 0 "
+          "('scr'): no op named 'scr'\"]}");
+  }
+  CHECK(RunCli("compile").exit_code == 2);
+  CHECK(RunCli("compile '" + diamond + "' -o /tmp/x.json").exit_code == 2);
+}
+
 TEST_CASE("run the 8-stage pipeline with --pieces", "[cli]") {
   std::string plan = Runfile("examples/plans/pipeline8.pbtxt");
   CliResult r = RunCli("run '" + plan + "'");

@@ -246,7 +246,7 @@ TEST_CASE(
     const Plan plan = MustCompile(job.job(), &kernels).plan;
     for (int j = 0; j < 3; ++j) {
       const TaskProto& slice =
-          Task(plan, absl::StrCat("src:slice(0)", j, "of3@cpu0"));
+          Task(plan, absl::StrCat("src:slice(0)", j, "of3@cpu", j));
       CHECK(slice.kernel().op_type() == "slice");
       CHECK(slice.kernel().attr().at("index").i() == j);
     }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/job_builder.h"
 #include "net/launch.h"
 #include "net/plan_partition.h"
 #include "runtime/plan_builder.h"
@@ -177,6 +178,68 @@ TEST_CASE("a plan over three machines gives the one-machine checksum",
         net::JsonValue(alone.last_line, "sinks"));
   CHECK(Contains(split.last_line, "\"checksum\":640640000"));
   CHECK(Contains(split.last_line, "\"world_size\":3"));
+}
+
+TEST_CASE("jobs over machines: the example and random jobs", "[net][job]") {
+  auto split = RunCli("launch --nproc=3 examples/jobs/three_machines.pbtxt",
+                      testing::Runfile(""));
+  INFO(split.err);
+  REQUIRE(split.exit_code == 0);
+  CHECK(Contains(split.last_line, "\"checksum\":640640000"));
+
+  // Random jobs on 2-3 machines (CPU devices, data parallel where an op
+  // has several): the same sinks as the job with every op on machine 0.
+  std::mt19937_64 rng(testing::TestSeed("jobs over machines"));
+  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+  for (int round = 0; round < 2; ++round) {
+    const int machines = 2 + round;
+    JobBuilder job(20 + pick(20));
+    std::vector<std::string> names = {"src"};
+    job.Op("src", "source")
+        .Shape({4 + pick(5), 3})
+        .Attr("value", 1.0 * pick(5));
+    for (int m = 0; m < 5; ++m) {
+      const std::string name = "op" + std::to_string(m);
+      std::vector<int32_t> where = {pick(machines)};
+      if (pick(2)) where.push_back((where[0] + 1) % machines);
+      auto op = job.Op(name, pick(2) ? "scale" : "add")
+                    .Input(names[pick(static_cast<int>(names.size()))])
+                    .Place(CPU, {pick(2)}, where);
+      if (op.conf()->op_type() == "scale") {
+        op.Attr("factor", 2.0);
+      } else {
+        op.Input(names[pick(static_cast<int>(names.size()))]);
+      }
+      names.push_back(name);
+    }
+    for (const std::string& name : names) {
+      job.Op("sink." + name, "checksum")
+          .Input(name)
+          .Place(CPU, {0}, {pick(machines)});
+    }
+    Job collapsed = job.job();
+    for (OpConf& op : *collapsed.mutable_op()) {
+      op.mutable_placement()->clear_machine_id();
+    }
+    auto write = [](const std::string& name, const Job& j) {
+      std::string text;
+      google::protobuf::TextFormat::PrintToString(j, &text);
+      const std::string path =
+          std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+      std::ofstream(path) << text;
+      return path;
+    };
+    const std::string over = write("job_split.pbtxt", job.job());
+    const std::string alone = write("job_alone.pbtxt", collapsed);
+    auto launched = RunCli("launch --nproc=" + std::to_string(machines) + " '" +
+                           over + "'");
+    INFO(launched.err);
+    REQUIRE(launched.exit_code == 0);
+    auto one = RunCli("run '" + alone + "'");
+    REQUIRE(one.exit_code == 0);
+    CHECK(net::JsonValue(launched.last_line, "sinks") ==
+          net::JsonValue(one.last_line, "sinks"));
+  }
 }
 
 TEST_CASE("random plans split over 2-4 machines match the collapsed plan",
