@@ -16,6 +16,7 @@ from actorflow._actorflow import (  # noqa: F401
     FetchedArray,
     Plan,
     Session,
+    compile,
     dot,
     dtypes,
     load_plan,
@@ -23,11 +24,14 @@ from actorflow._actorflow import (  # noqa: F401
     validate,
 )
 from actorflow import fn, pipeline, plugin  # noqa: F401
+from actorflow.job import Job  # noqa: F401
 
 __all__ = [
     "FetchedArray",
+    "Job",
     "Plan",
     "Session",
+    "compile",
     "dot",
     "dtypes",
     "fn",

@@ -12,6 +12,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "compiler/job_compiler.h"
+#include "compiler/plan_or_job.h"
 #include "google/protobuf/text_format.h"
 #include "python/src/py_errors.h"
 #include "runtime/compiled_plan.h"
@@ -29,10 +31,19 @@ bool LooksLikePath(const std::string& text) {
          text.find('{') == std::string::npos;
 }
 
+// A job's text compiled (errors name the operator).
+Plan CompileJobText(const std::string& text) {
+  Job job;
+  ThrowIfError(ParseTextMessage(text, "<job text>", &job));
+  return ValueOrThrow(CompileJob(job)).plan;
+}
+
+// A path (plan or job file) or a plan's or job's text.
 Plan LoadPlanLike(const std::string& path_or_text) {
   if (LooksLikePath(path_or_text)) {
-    return ValueOrThrow(LoadPlan(path_or_text));
+    return ValueOrThrow(LoadPlanOrJob(path_or_text)).plan;
   }
+  if (LooksLikeJob(path_or_text)) return CompileJobText(path_or_text);
   return ValueOrThrow(ParseTextPlan(path_or_text, "<plan text>"));
 }
 
@@ -122,6 +133,10 @@ py::dict SinksDict(const std::map<std::string, SinkSummary>& sinks) {
 
 Plan PlanFrom(const py::handle& plan_like) {
   if (py::isinstance<Plan>(plan_like)) return plan_like.cast<Plan>();
+  // An actorflow.Job (python/actorflow/job.py): its text, compiled.
+  if (py::hasattr(plan_like, "_job_text")) {
+    return CompileJobText(plan_like.attr("_job_text")().cast<std::string>());
+  }
   if (py::isinstance<py::str>(plan_like)) {
     return LoadPlanLike(plan_like.cast<std::string>());
   }
@@ -164,8 +179,24 @@ void RegisterPlans(py::module_& m) {
   m.def(
       "load_plan", [](const py::handle& p) { return PlanFrom(p); },
       py::arg("path_or_text"),
-      "A Plan from a .pbtxt/.pb path or from a plan's text. ValueError "
-      "naming the file, line and column when it does not parse.");
+      "A Plan from a .pbtxt/.pb path or from a plan's text; a job (file, "
+      "text or actorflow.Job) is compiled. ValueError naming the file, "
+      "line and column when it does not parse, or the operator when a job "
+      "does not compile.");
+  m.def(
+      "compile",
+      [](const py::handle& job) {
+        if (py::isinstance<Plan>(job)) {
+          Throw(absl::InvalidArgumentError(
+              "compile: this is a Plan already; compile takes a Job"));
+        }
+        Plan plan = PlanFrom(job);
+        return plan;
+      },
+      py::arg("job"),
+      "The Plan compiled from a job: an actorflow.Job, a job file's path or "
+      "a job's text (proto/job.proto). ValueError naming the operator and "
+      "input when it does not compile.");
   m.def(
       "validate", [](const py::handle& p) { return ValidatePlan(PlanFrom(p)); },
       py::arg("plan"),

@@ -419,5 +419,60 @@ class InterruptTest(unittest.TestCase):
         session.close()
 
 
+class JobTest(unittest.TestCase):
+    """Jobs written in Python, compiled by the C++ compiler."""
+
+    def diamond(self):
+        job = actorflow.Job(pieces=1000)
+        job.op("source", "source", shape=[256], value=1.0, step=1.0)
+        job.op("double", "scale", inputs=["source"], factor=2.0)
+        job.op("triple", "scale", inputs=["source"], factor=3.0)
+        job.op("add", "add", inputs=["double", "triple"])
+        job.op("checksum", "checksum", inputs=["add"])
+        return job
+
+    def test_a_job_runs_and_compiles_like_its_file(self):
+        job = self.diamond()
+        summary = actorflow.run(job)
+        self.assertEqual(summary["sinks"]["checksum"]["checksum"], 640640000)
+        plan = actorflow.compile(job)
+        self.assertEqual(sorted(plan.tasks),
+                         ["add", "checksum", "double", "source", "triple"])
+        from_file = actorflow.load_plan("examples/jobs/diamond.pbtxt")
+        self.assertEqual(from_file.text(), plan.text())
+        self.assertEqual(job.compile().text(), plan.text())
+        with actorflow.Session(job) as session:
+            session.run()
+            self.assertEqual(session.sinks()["checksum"]["checksum"], 640640000)
+
+    def test_data_parallel_placement_and_signatures(self):
+        job = actorflow.Job(pieces=10)
+        job.op("batch", "source", blobs=[("x", "float64", [6, 4])])
+        job.op("scaled", "scale", inputs=["batch"], devices=[0, 1, 2],
+               input_signatures=["split(1)"], factor=2.0)
+        job.op("sink", "checksum", inputs=["scaled"])
+        plan = actorflow.compile(job)
+        self.assertIn("scaled/2", plan.tasks)
+        self.assertIn("scaled.out:concat@cpu0", plan.tasks)
+        # 24 elements of value p, doubled, over pieces 0..9.
+        self.assertEqual(actorflow.run(job)["sinks"]["sink"]["checksum"],
+                         2 * 24 * 45)
+
+    def test_errors_name_the_operator(self):
+        job = actorflow.Job(pieces=1)
+        job.op("src", "source", shape=[4])
+        job.op("sink", "checksum", inputs=["scr"])
+        with self.assertRaisesRegex(ValueError,
+                                    "op 'sink' input 0 \\('scr'\\): no op named 'scr'"):
+            actorflow.compile(job)
+        with self.assertRaisesRegex(ValueError, "signature 'split'"):
+            actorflow.Job().op("x", "source", input_signatures=["split"],
+                               inputs=["y"])
+        with self.assertRaisesRegex(TypeError, "attribute value"):
+            actorflow.Job().op("x", "source", value={"a": 1})
+        with self.assertRaisesRegex(ValueError, "Plan already"):
+            actorflow.compile(actorflow.load_plan(QUICKSTART))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
