@@ -83,11 +83,15 @@ absl::Status ScaleKernel::Forward(KernelContext* ctx) {
       });
 }
 
+// Integers too: the job compiler adds up partial sums of counts.
+constexpr DataType kNumericTypes[] = {DT_FLOAT32, DT_FLOAT64, DT_INT8,
+                                      DT_UINT8,   DT_INT32,   DT_INT64};
+
 absl::Status AddKernel::Init(const KernelInitContext& ctx) {
   absl::Status status = ctx.ExpectInputs(1, INT32_MAX);
   if (status.ok()) status = ctx.ExpectOutput(/*required=*/true);
   if (status.ok()) status = ctx.ExpectSameBlobs();
-  if (status.ok()) status = ctx.ExpectInputTypes(kFloatingTypes);
+  if (status.ok()) status = ctx.ExpectInputTypes(kNumericTypes);
   if (status.ok()) status = ctx.InferOutputsLikeInput();
   return status;
 }

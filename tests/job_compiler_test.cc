@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -505,6 +506,32 @@ TEST_CASE("random jobs over machines partition into valid ranks") {
       CHECK(compiled.ok());
     }
   }
+}
+
+// The training example: softmax regression on Fashion-MNIST with its batch
+// split over two devices, gradients as partial sums added by the compiler.
+TEST_CASE("a data-parallel training job learns as its one-device twin") {
+  absl::StatusOr<Job> two = LoadJob("examples/jobs/mnist_two_devices.pbtxt");
+  INFO(two.status().message());
+  REQUIRE(two.ok());
+  two->set_total_piece_num(60);
+  Job one = *two;
+  for (OpConf& op : *one.mutable_op())
+    op.mutable_placement()->clear_device_id();
+  const CompiledJob parallel = MustCompile(*two);
+  CHECK(parallel.report.boxing >= 4);  // at least the four partial-sum adds
+  CHECK(Names(parallel.plan).count("dw.out:add@cpu0") == 1);
+  const auto split = RunPlan(parallel.plan, {});
+  const auto alone = RunPlan(MustCompile(one).plan, {});
+  const double loss = alone.at("loss").checksum;
+  CHECK(loss > 0);
+  CHECK(std::abs(split.at("loss").checksum - loss) < 1e-6 * loss);
+  // The predictions before each step: equal unless a sum's last bit tips
+  // one of the 6,000 samples over.
+  CHECK(std::abs(split.at("correct").checksum - alone.at("correct").checksum) <=
+        2);
+  // Better than chance (10 %) after a few dozen steps.
+  CHECK(alone.at("correct").checksum > 0.5 * 6000);
 }
 
 TEST_CASE("register_num follows the stages and fits the memory budget") {

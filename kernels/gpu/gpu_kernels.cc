@@ -119,6 +119,13 @@ class GpuScaleKernel final : public ScaleKernel {
 
 class GpuAddKernel final : public AddKernel {
  public:
+  // The device code adds floating point only.
+  absl::Status Init(const KernelInitContext& ctx) override {
+    constexpr DataType kFloating[] = {DT_FLOAT32, DT_FLOAT64};
+    absl::Status status = AddKernel::Init(ctx);
+    if (status.ok()) status = ctx.ExpectInputTypes(kFloating);
+    return status;
+  }
   // Up to kMaxAddInputs terms per launch; later launches accumulate onto
   // the output, which keeps the CPU kernel's left-to-right order.
   absl::Status Forward(KernelContext* ctx) override {
