@@ -137,6 +137,9 @@ class Compiler {
     if (job_.streams_per_device() < 0) {
       Problem("job: streams_per_device must be >= 0");
     }
+    if (job_.memory_budget_bytes() < 0) {
+      Problem("job: memory_budget_bytes must be >= 0 (0: the default limit)");
+    }
     if (job_.op().empty()) Problem("job: no op");
     ops_.resize(job_.op_size());
     for (int i = 0; i < job_.op_size(); ++i) {

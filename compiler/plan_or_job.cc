@@ -2,7 +2,11 @@
 
 #include <cctype>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "runtime/plan_loader.h"
 
 namespace actorflow {
@@ -31,6 +35,17 @@ bool LooksLikeJob(const std::string& text) {
 
 namespace {
 
+// A line that opens an `op` block: "op {" (any spacing).
+bool HasOpBlock(const std::string& text) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripLeadingAsciiWhitespace(line);
+    if (!absl::ConsumePrefix(&line, "op")) continue;
+    line = absl::StripLeadingAsciiWhitespace(line);
+    if (absl::StartsWith(line, "{")) return true;
+  }
+  return false;
+}
+
 // A job's first field may be total_piece_num, which plans have too: then
 // whichever parses decides, a Plan first.
 absl::StatusOr<std::optional<Job>> ParseJobIfJob(const std::string& path,
@@ -49,9 +64,11 @@ absl::StatusOr<std::optional<Job>> ParseJobIfJob(const std::string& path,
   if (ParseTextMessage(file.contents, path, &plan).ok()) {
     return std::optional<Job>();
   }
-  if (ParseTextMessage(file.contents, path, &job).ok() && job.op_size() > 0) {
-    return job;
-  }
+  absl::Status as_job = ParseTextMessage(file.contents, path, &job);
+  if (as_job.ok() && job.op_size() > 0) return job;
+  // Neither parses: a file with an `op` block is a job with a mistake, and
+  // the job parser's message names it; otherwise the plan's does.
+  if (!as_job.ok() && HasOpBlock(file.contents)) return as_job;
   return std::optional<Job>();
 }
 

@@ -97,6 +97,16 @@ TEST_CASE("jobs: compile to a plan, or run, validate and draw directly",
           "{\"status\":\"invalid\",\"errors\":[\"op 'sink' input 0 "
           "('scr'): no op named 'scr'\"]}");
   }
+  // A job with a typo: the job parser's message, naming line and field.
+  const std::string typo =
+      WriteTemp("typo_job.pbtxt",
+                "total_piece_num: 3\n"
+                "op { name: \"src\" op_tpye: \"source\" }\n");
+  CliResult typo_run = RunCli("run '" + typo + "'");
+  CHECK(typo_run.exit_code == 2);
+  CHECK(Contains(typo_run.last_line, "typo_job.pbtxt:2:"));
+  CHECK(Contains(typo_run.last_line, "actorflow.OpConf"));
+  CHECK(Contains(typo_run.last_line, "op_tpye"));
   CHECK(RunCli("compile").exit_code == 2);
   CHECK(RunCli("compile '" + diamond + "' -o /tmp/x.json").exit_code == 2);
 }
