@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -186,6 +187,35 @@ TEST_CASE("jobs over machines: the example and random jobs", "[net][job]") {
   INFO(split.err);
   REQUIRE(split.exit_code == 0);
   CHECK(Contains(split.last_line, "\"checksum\":640640000"));
+
+  // The training job with its two devices on two machines: the same
+  // partial sums added in the same order, so the same loss to the bit.
+  {
+    std::ifstream in(testing::Runfile("examples/jobs/mnist_two_devices.pbtxt"));
+    std::string text((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    const std::string devices = "placement { device_id: [0, 1] }";
+    int replaced = 0;
+    for (size_t at = text.find(devices); at != std::string::npos;
+         at = text.find(devices, at)) {
+      text.replace(at, devices.size(), "placement { machine_id: [0, 1] }");
+      ++replaced;
+    }
+    REQUIRE(replaced > 5);
+    const std::string machines =
+        std::string(std::getenv("TEST_TMPDIR")) + "/mnist_machines.pbtxt";
+    std::ofstream(machines) << text;
+    auto two_machines =
+        RunCli("launch --nproc=2 --pieces=60 '" + machines + "'");
+    INFO(two_machines.err);
+    REQUIRE(two_machines.exit_code == 0);
+    auto two_devices =
+        RunCli("run --pieces=60 examples/jobs/mnist_two_devices.pbtxt",
+               testing::Runfile(""));
+    REQUIRE(two_devices.exit_code == 0);
+    CHECK(net::JsonValue(two_machines.last_line, "sinks") ==
+          net::JsonValue(two_devices.last_line, "sinks"));
+  }
 
   // Random jobs on 2-3 machines (CPU devices, data parallel where an op
   // has several): the same sinks as the job with every op on machine 0.
