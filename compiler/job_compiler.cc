@@ -12,9 +12,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "actor/blob_desc.h"
 #include "compiler/signature.h"
 #include "runtime/plan_builder.h"
 #include "runtime/plan_writer.h"
+#include "thread/balanced_splitter.h"
 
 namespace actorflow {
 namespace {
@@ -84,12 +86,6 @@ std::vector<BlobDescProto> StatedBlobs(const OpConf& conf) {
         std::vector<int64_t>(conf.shape().begin(), conf.shape().end())));
   }
   return blobs;
-}
-
-// Part `index` of `parts` along a dimension of `size`: the rule of
-// ParallelSignature.split and the slice kernel.
-int64_t PartLength(int64_t size, int64_t parts, int64_t index) {
-  return size / parts + (index < size % parts ? 1 : 0);
 }
 
 enum class TaskKind { kOp, kCopy, kBoxing };
@@ -497,7 +493,8 @@ class Compiler {
     if (sig.kind != Signature::kSplit || op.parallel() == 1) return blobs;
     for (BlobDescProto& blob : blobs) {
       const int64_t size = blob.shape(sig.axis);
-      blob.set_shape(sig.axis, PartLength(size, op.parallel(), j));
+      blob.set_shape(sig.axis,
+                     BalancedSplitter(size, op.parallel()).At(j).size());
     }
     return blobs;
   }
@@ -793,12 +790,10 @@ class Compiler {
         if (desc.blob().empty()) {
           *desc.mutable_blob() = inferred.produced_regst_desc().at(key).blob();
         }
-        int64_t bytes = 0;
-        for (const BlobDesc& blob :
-             (*compiled)->blobs.at(desc.regst_desc_id())) {
-          bytes += (blob.byte_size() + 63) / 64 * 64;
-        }
-        bytes = std::max(bytes, kRegstOverheadBytes);
+        // As the runtime counts them (CheckRegisterBytes).
+        const int64_t bytes =
+            std::max(LayOut((*compiled)->blobs.at(desc.regst_desc_id())).bytes,
+                     kRegstOverheadBytes);
         regsts.push_back({bytes, &desc});
         total += bytes * desc.register_num();
       }

@@ -10,21 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "actor/kernel.h"
+#include "thread/balanced_splitter.h"
 
 namespace actorflow {
 namespace {
-
-// Part `index` of `parts` along a dimension of `size`: the first size %
-// parts parts are one longer. The same rule as ParallelSignature.split.
-struct Part {
-  int64_t offset;
-  int64_t length;
-};
-Part PartOf(int64_t size, int64_t parts, int64_t index) {
-  const int64_t base = size / parts;
-  const int64_t rem = size % parts;
-  return {index * base + std::min(index, rem), base + (index < rem ? 1 : 0)};
-}
 
 // Rows before the axis, and bytes of one step along it.
 struct Layout {
@@ -79,7 +68,10 @@ class SliceKernel : public Kernel {
     index_ = *index;
     std::vector<BlobDesc> blobs = ctx.inputs()[0].blobs;
     for (BlobDesc& blob : blobs) {
-      blob.shape[axis_] = PartOf(blob.shape[axis_], parts_, index_).length;
+      // ParallelSignature.split's rule: the first size % parts parts are
+      // one longer.
+      blob.shape[axis_] =
+          BalancedSplitter(blob.shape[axis_], parts_).At(index_).size();
     }
     return ctx.SetOutputBlobs("out", std::move(blobs));
   }
@@ -91,9 +83,9 @@ class SliceKernel : public Kernel {
       ConstTensorView from = in.blob(b);
       TensorView to = out.blob(b);
       std::vector<int64_t> shape(from.shape().begin(), from.shape().end());
-      const Part part = PartOf(shape[axis_], parts_, index_);
+      const Range part = BalancedSplitter(shape[axis_], parts_).At(index_);
       const int64_t size = shape[axis_];
-      shape[axis_] = part.length;
+      shape[axis_] = part.size();
       if (to.is_dynamic()) {
         absl::Status status = to.set_shape(shape);
         if (!status.ok()) return status;
@@ -102,10 +94,10 @@ class SliceKernel : public Kernel {
           LayoutOf(from.shape(), axis_, DataTypeSize(from.data_type()));
       const char* src = static_cast<const char*>(from.raw_data());
       char* dst = static_cast<char*>(to.mutable_raw_data());
-      const int64_t row = part.length * layout.inner_bytes;
+      const int64_t row = part.size() * layout.inner_bytes;
       for (int64_t o = 0; o < layout.outer; ++o) {
         std::memcpy(dst + o * row,
-                    src + (o * size + part.offset) * layout.inner_bytes, row);
+                    src + (o * size + part.begin) * layout.inner_bytes, row);
       }
     }
     return absl::OkStatus();
