@@ -47,29 +47,32 @@ bool HasOpBlock(const std::string& text) {
 }
 
 // A job's first field may be total_piece_num, which plans have too: then
-// whichever parses decides, a Plan first.
-absl::StatusOr<std::optional<Job>> ParseJobIfJob(const std::string& path,
-                                                 const PlanFile& file) {
+// whichever parses decides, a Plan first. Each file is read and parsed once.
+absl::StatusOr<PlanOrJob> ParsePlanOrJob(const std::string& path,
+                                         const PlanFile& file) {
   Job job;
+  Plan plan;
   if (!file.text) {
     if (job.ParseFromString(file.contents) && job.op_size() > 0) return job;
-    return std::optional<Job>();
+    if (!plan.ParseFromString(file.contents)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": not a binary Plan (protobuf parse failed)"));
+    }
+    return plan;
   }
   if (LooksLikeJob(file.contents)) {
     absl::Status parsed = ParseTextMessage(file.contents, path, &job);
     if (!parsed.ok()) return parsed;
     return job;
   }
-  Plan plan;
-  if (ParseTextMessage(file.contents, path, &plan).ok()) {
-    return std::optional<Job>();
-  }
+  absl::Status as_plan = ParseTextMessage(file.contents, path, &plan);
+  if (as_plan.ok()) return plan;
   absl::Status as_job = ParseTextMessage(file.contents, path, &job);
   if (as_job.ok() && job.op_size() > 0) return job;
   // Neither parses: a file with an `op` block is a job with a mistake, and
   // the job parser's message names it; otherwise the plan's does.
   if (!as_job.ok() && HasOpBlock(file.contents)) return as_job;
-  return std::optional<Job>();
+  return as_plan;
 }
 
 }  // namespace
@@ -88,20 +91,23 @@ absl::StatusOr<Job> LoadJob(const std::string& path) {
   return job;
 }
 
-absl::StatusOr<LoadedPlan> LoadPlanOrJob(const std::string& path,
-                                         const JobCompileOptions& options) {
+absl::StatusOr<PlanOrJob> ReadPlanOrJob(const std::string& path) {
   absl::StatusOr<PlanFile> file = ReadPlanFile(path);
   if (!file.ok()) return file.status();
-  absl::StatusOr<std::optional<Job>> job = ParseJobIfJob(path, *file);
-  if (!job.ok()) return job.status();
+  return ParsePlanOrJob(path, *file);
+}
+
+absl::StatusOr<LoadedPlan> LoadPlanOrJob(const std::string& path,
+                                         const JobCompileOptions& options) {
+  absl::StatusOr<PlanOrJob> read = ReadPlanOrJob(path);
+  if (!read.ok()) return read.status();
   LoadedPlan loaded;
-  if (!job->has_value()) {
-    absl::StatusOr<Plan> plan = LoadPlan(path);
-    if (!plan.ok()) return plan.status();
+  if (Plan* plan = std::get_if<Plan>(&*read)) {
     loaded.plan = std::move(*plan);
     return loaded;
   }
-  absl::StatusOr<CompiledJob> compiled = CompileJob(**job, options);
+  absl::StatusOr<CompiledJob> compiled =
+      CompileJob(std::get<Job>(*read), options);
   if (!compiled.ok()) return compiled.status();
   loaded.plan = std::move(compiled->plan);
   loaded.job = std::move(compiled->report);

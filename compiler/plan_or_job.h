@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "absl/status/statusor.h"
 #include "compiler/job_compiler.h"
@@ -22,6 +23,11 @@ struct LoadedPlan {
 // first field is one only a Job has (`op`, `memory_budget_bytes`,
 // `streams_per_device`).
 bool LooksLikeJob(const std::string& text);
+
+// What a plan file holds, parsed once: a Plan or a Job (see LooksLikeJob;
+// errors as LoadPlan's, or the job parser's for a file with `op` blocks).
+using PlanOrJob = std::variant<Plan, Job>;
+absl::StatusOr<PlanOrJob> ReadPlanOrJob(const std::string& path);
 
 // Reads a Job (text or binary, by the same suffixes as LoadPlan).
 absl::StatusOr<Job> LoadJob(const std::string& path);

@@ -263,14 +263,14 @@ int Compile(const std::vector<std::string>& args) {
     return UsageError(absl::StrCat(
         "-o ", out_path, ": name the plan .pbtxt (text) or .pb (binary)"));
   }
-  absl::StatusOr<LoadedPlan> kind = LoadPlanOrJob(ResolvePath(job_path));
-  if (kind.ok() && !kind->job.has_value()) {
+  absl::StatusOr<PlanOrJob> read = ReadPlanOrJob(ResolvePath(job_path));
+  if (!read.ok()) return InvalidStatus(read.status());
+  const Job* job = std::get_if<Job>(&*read);
+  if (job == nullptr) {
     return UsageError(absl::StrCat(
         "compile: ", job_path,
         " holds a Plan, not a Job: run, validate or dot it as it is"));
   }
-  absl::StatusOr<Job> job = LoadJob(ResolvePath(job_path));
-  if (!job.ok()) return InvalidStatus(job.status());
   JobCompileOptions options;
   options.probe = [](int) { return absl::OkStatus(); };
   absl::StatusOr<CompiledJob> compiled = CompileJob(*job, options);
