@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <set>
 #include <tuple>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "actor/blob_desc.h"
 #include "compiler/signature.h"
+#include "compiler/signature_rules.h"
 #include "runtime/plan_builder.h"
 #include "runtime/plan_writer.h"
 #include "thread/balanced_splitter.h"
@@ -60,6 +62,8 @@ struct Op {
   std::vector<Input> inputs;
   std::set<std::string> outputs;
   std::map<std::string, Signature> output_signature;
+  // What the op_type's rule made of its inputs (signature_rules.h).
+  std::map<std::string, Signature> inferred_outputs;
   std::map<std::string, std::vector<BlobDesc>> blobs;  // logical
   // Per output, per device: the physical register.
   std::map<std::string, std::vector<int64_t>> regsts;
@@ -378,8 +382,11 @@ class Compiler {
     for (const std::string& out : op->outputs) {
       Signature sig = Signature::Whole();
       auto given = conf.output_signature().find(out);
+      auto inferred = op->inferred_outputs.find(out);
       if (given != conf.output_signature().end()) {
         sig = Signature::FromProto(given->second);
+      } else if (inferred != op->inferred_outputs.end() && !conf.initial()) {
+        sig = inferred->second;
       } else if (op->inputs.empty() || conf.initial()) {
         sig = conf.initial() ? Signature::Whole() : Signature::Split(0);
       } else {
@@ -392,25 +399,49 @@ class Compiler {
     }
   }
 
+  // An input's signature: as stated; else as the op_type's rule wants it,
+  // given the stated ones and the producers' layouts; else as its producer
+  // lays it out (split(0) from other devices), every input like the first.
   void ResolveInputs(Op* op) {
     const OpConf& conf = *op->conf;
+    auto stated = [&](size_t i) {
+      return static_cast<int>(i) < conf.input_signature_size() &&
+             conf.input_signature(i).kind_case() !=
+                 ParallelSignature::KIND_NOT_SET;
+    };
+    std::vector<Signature> natural(op->inputs.size());
+    std::map<std::string, Signature> given;
+    for (size_t i = 0; i < op->inputs.size(); ++i) {
+      const Input& in = op->inputs[i];
+      const Op& producer = ops_[in.producer];
+      if (stated(i)) {
+        natural[i] = Signature::FromProto(conf.input_signature(i));
+      } else if (SameDevices(producer, *op)) {
+        natural[i] = producer.output_signature.at(in.output);
+      } else {
+        natural[i] = Signature::Split(0);
+      }
+      given.emplace(in.key, natural[i]);
+    }
+    std::optional<OpSignatures> rule;
+    if (op->parallel() > 1) rule = InferSignatures(conf, given);
+    if (rule) op->inferred_outputs = rule->outputs;
     for (size_t i = 0; i < op->inputs.size(); ++i) {
       Input& in = op->inputs[i];
-      const Op& producer = ops_[in.producer];
-      if (static_cast<int>(i) < conf.input_signature_size() &&
-          conf.input_signature(i).kind_case() !=
-              ParallelSignature::KIND_NOT_SET) {
-        in.signature = Signature::FromProto(conf.input_signature(i));
-      } else if (i > 0) {
+      const Signature* inferred = nullptr;
+      if (rule && rule->inputs.count(in.key)) {
+        inferred = &rule->inputs.at(in.key);
+      }
+      if (stated(i) || (i == 0 && !inferred)) {
+        in.signature = natural[i];
+      } else if (inferred) {
+        in.signature = *inferred;
+      } else {
         // Element-wise operators need every input laid out alike.
         in.signature = op->inputs[0].signature;
-      } else if (SameDevices(producer, *op)) {
-        in.signature = producer.output_signature.at(in.output);
-      } else {
-        in.signature = Signature::Split(0);
       }
       if (op->parallel() == 1) in.signature = Signature::Whole();
-      CheckAxis(in.signature, producer.blobs.at(in.output),
+      CheckAxis(in.signature, ops_[in.producer].blobs.at(in.output),
                 InputLabel(*op, static_cast<int>(i)));
     }
   }
@@ -683,22 +714,37 @@ class Compiler {
                                             task->name(), "' for ", why));
   }
 
-  // Chains (a task whose one input comes from a task that feeds only it,
-  // on the same device and stage) share a stream, so their messages stay on
-  // one thread; chains are dealt to streams_per_device streams per device.
-  // Copies have their own streams: h2d, then d2h, after the compute ones.
+  // By default (streams_per_device 0) each device runs each of its stages
+  // on one stream, as OneFlow gives a device one compute stream: data
+  // parallelism comes from devices, pipelining from stages, and a thread per
+  // chain would only oversubscribe the cores. With streams_per_device N,
+  // chains (a task whose one input comes from a task that feeds only it, on
+  // the same device and stage) share their predecessor's stream, so their
+  // messages stay on one thread, and are dealt round-robin to N streams.
+  // Copies have their own streams after a device's compute ones: h2d, then
+  // d2h.
   void AssignStreams() {
     Plan& plan = writer_.plan();
     const int n = plan.task_size();
-    const int per_device =
-        job_.streams_per_device() > 0 ? job_.streams_per_device() : 4;
+    const int per_device = job_.streams_per_device();
+    std::map<Device, std::map<int, int>> stage_stream;  // device, stage
+    for (int t = 0; t < n; ++t) {
+      if (info_[t].kind != TaskKind::kCopy) {
+        stage_stream[info_[t].device].emplace(info_[t].stage, 0);
+      }
+    }
+    std::map<Device, int> compute_streams;
+    for (auto& [device, stages] : stage_stream) {
+      int next = 0;
+      for (auto& [stage, stream] : stages) stream = next++;
+      compute_streams[device] = per_device > 0 ? per_device : next;
+    }
     std::map<int64_t, int> consumers;  // regst -> consumer count
     for (const TaskProto& task : plan.task()) {
       for (const auto& [key, list] : task.produced_regst_desc()) {
         consumers[list.regst_desc_id()] = list.consumer_task_id_size();
       }
     }
-    std::vector<int> chain(n, -1);
     std::map<Device, int> next_stream;
     std::set<std::pair<Device, int>> streams;
     for (int t = 0; t < n; ++t) {
@@ -706,7 +752,10 @@ class Compiler {
       const TaskInfo& info = info_[t];
       int stream = -1;
       if (info.kind == TaskKind::kCopy) {
-        stream = per_device + (task->kernel().op_type() == "d2h" ? 1 : 0);
+        stream = compute_streams[info.device] +
+                 (task->kernel().op_type() == "d2h" ? 1 : 0);
+      } else if (per_device == 0) {
+        stream = stage_stream[info.device].at(info.stage);
       } else if (const int pred = ChainPredecessor(t, consumers); pred >= 0) {
         stream = plan.task(pred).stream().stream_index();
       } else {

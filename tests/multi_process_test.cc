@@ -188,31 +188,20 @@ TEST_CASE("jobs over machines: the example and random jobs", "[net][job]") {
   REQUIRE(split.exit_code == 0);
   CHECK(Contains(split.last_line, "\"checksum\":640640000"));
 
-  // The training job with its two devices on two machines: the same
-  // partial sums added in the same order, so the same loss to the bit.
+  // The perceptron's job over two machines against its twin over two
+  // devices: the same partial sums added in the same order, so the same
+  // loss to the bit.
   {
-    std::ifstream in(testing::Runfile("examples/jobs/mnist_two_devices.pbtxt"));
-    std::string text((std::istreambuf_iterator<char>(in)),
-                     std::istreambuf_iterator<char>());
-    const std::string devices = "placement { device_id: [0, 1] }";
-    int replaced = 0;
-    for (size_t at = text.find(devices); at != std::string::npos;
-         at = text.find(devices, at)) {
-      text.replace(at, devices.size(), "placement { machine_id: [0, 1] }");
-      ++replaced;
-    }
-    REQUIRE(replaced > 5);
-    const std::string machines =
-        std::string(std::getenv("TEST_TMPDIR")) + "/mnist_machines.pbtxt";
-    std::ofstream(machines) << text;
-    auto two_machines =
-        RunCli("launch --nproc=2 --pieces=60 '" + machines + "'");
+    auto two_machines = RunCli(
+        "launch --nproc=2 --pieces=60 examples/jobs/mlp_two_machines.pbtxt",
+        testing::Runfile(""));
     INFO(two_machines.err);
     REQUIRE(two_machines.exit_code == 0);
     auto two_devices =
-        RunCli("run --pieces=60 examples/jobs/mnist_two_devices.pbtxt",
+        RunCli("run --pieces=60 examples/jobs/mlp_two_devices.pbtxt",
                testing::Runfile(""));
     REQUIRE(two_devices.exit_code == 0);
+    CHECK(Contains(two_devices.last_line, "\"correct\":{\"pieces\":60"));
     CHECK(net::JsonValue(two_machines.last_line, "sinks") ==
           net::JsonValue(two_devices.last_line, "sinks"));
   }
