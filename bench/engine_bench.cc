@@ -42,7 +42,7 @@ constexpr char kHelp[] =
     "  --samples=N  samples per measurement (default 7)\n"
     "\n"
     "Thread counts come from ACTORFLOW_CPU_WORKER_NTHREADS and friends (see\n"
-    "README.md). Prints medians and the median ratio engine / TBB, and for\n"
+    "docs/engine.md). Prints medians and the median ratio engine / TBB, and for\n"
     "reference TBB's rate without destroying its graph (not in the ratio).\n";
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The peer suite: actorflow beside oneTBB (parallel_pipeline, flow graph)
 // and CAF on the same workloads, the same work and the same thread count,
-// in one run; prints one table and rewrites README.md's Performance
-// section between its markers. See kHelp.
+// in one run; prints one table and rewrites its block of
+// docs/performance.md between its markers. See kHelp.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,11 +55,11 @@ Flags:
   --quick         smaller sizes, 3 samples: about a minute
   --threads=N     threads for every framework (default 2)
   --samples=N     samples per figure (default 5; --quick 3)
-  --readme=PATH   the README whose Performance section to rewrite (default:
-                  README.md of the workspace under `bazel run`)
+  --readme=PATH   the Markdown file whose marked block to rewrite (default:
+                  docs/performance.md of the workspace under `bazel run`)
   --no_readme     print only
   --only=W[,W]    run only these workloads (pipeline, pingpong, fan,
-                  overload, wavefront, engine); never rewrites the README
+                  overload, wavefront, engine); never rewrites the file
   --help          this text
 )";
 
@@ -160,7 +160,7 @@ void Pipelines(Suite* suite) {
           [&] { return caf_peer::Pipeline(spec); }};
       std::vector<std::string> peers = {"actorflow", "oneTBB parallel_pipeline",
                                         "oneTBB flow graph", "CAF"};
-      // Without work there is nothing to overlap: README's placement
+      // Without work there is nothing to overlap: docs/performance.md's placement
       // guidance puts such a line on one thread. Both placements are shown.
       PipelineSpec one_thread = spec;
       one_thread.placement_threads = 1;
@@ -506,7 +506,7 @@ int Main(int argc, char** argv) {
   }
   if (o.readme.empty() && o.write_readme) {
     const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
-    if (workspace != nullptr) o.readme = std::string(workspace) + "/README.md";
+    if (workspace != nullptr) o.readme = std::string(workspace) + "/docs/performance.md";
   }
   Suite suite{o};
   std::printf(

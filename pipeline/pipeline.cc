@@ -23,7 +23,7 @@ const std::set<std::string> kStageAttrs = {
     "op_index", "op_name",  "batch_size", "skip_errors", "deal",
     "ops",      "op_names", "op_indices", "fuse_decode"};
 
-// The attributes each operator reads (README, "Operators"); null for an
+// The attributes each operator reads (docs/pipelines.md, "Operators"); null for an
 // op this table does not know (Build reports unknown operators itself).
 const std::vector<std::string>* KnownAttrs(const std::string& op) {
   static const auto* const known =

@@ -25,7 +25,7 @@ Jobs, each run --samples times with the peers in turn (medians):
 Target: images/s from Python within 5 % of the C++ pipeline: the median,
 over samples, of the ratio of the two run back to back (>= 0.95), so the
 lead over DataLoader holds from Python. Rewrites the block between
-<!-- python_peer:begin --> and <!-- python_peer:end --> in README.md
+<!-- python_peer:begin --> and <!-- python_peer:end --> in docs/performance.md
 (--readme=PATH, --no_readme; never in --quick mode).
 """
 import argparse
@@ -155,8 +155,9 @@ def main():
                              "all but the first")
     parser.add_argument("--round_trips", type=int, default=5000)
     parser.add_argument("--pieces", type=int, default=5000)
-    parser.add_argument("--readme", help="the README.md to rewrite (default: "
-                        "the workspace's under `tools/bazel run`)")
+    parser.add_argument("--readme", help="the Markdown file whose block to rewrite "
+                        "(default: the workspace's docs/performance.md under "
+                        "`tools/bazel run`)")
     parser.add_argument("--no_readme", action="store_true")
     parser.add_argument("--image_pipeline", required=True)
     parser.add_argument("--make_images", required=True)
@@ -243,7 +244,7 @@ def main():
     readme = args.readme
     if readme is None and os.environ.get("BUILD_WORKSPACE_DIRECTORY"):
         readme = os.path.join(os.environ["BUILD_WORKSPACE_DIRECTORY"],
-                              "README.md")
+                              "docs", "performance.md")
     if readme and not args.no_readme:
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime(
             "%Y-%m-%d %H:%M UTC")

@@ -1,5 +1,5 @@
 """What the peer benchmarks (torch_peer, python_peer) share: the CPU's name
-for their headers, and rewriting their generated block of README.md."""
+for their headers, and rewriting their generated block of docs/performance.md."""
 
 import sys
 

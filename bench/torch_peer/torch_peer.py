@@ -27,7 +27,7 @@ PyTorch runs on Debian's /usr/bin/python3 with OpenBLAS picking its own
 kernels for the CPU (OPENBLAS_CORETYPE unset: AVX-512 ones where the CPU
 has them; --openblas_coretype=keep leaves the caller's setting).
 Rewrites the block between <!-- torch_peer:begin --> and
-<!-- torch_peer:end --> in README.md (--readme=PATH, --no_readme).
+<!-- torch_peer:end --> in docs/performance.md (--readme=PATH, --no_readme).
 """
 import argparse
 import datetime
@@ -171,7 +171,7 @@ def main():
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 1 sample, the small MLP on 6400 "
                              "training samples, 64 images; never rewrites "
-                             "the README")
+                             "docs/performance.md")
     parser.add_argument("--only", default="mlp,images")
     parser.add_argument("--dir", help="a directory of JPEGs under <class>/")
     parser.add_argument("--images", type=int, default=1000)
@@ -251,7 +251,7 @@ def main():
     readme = args.readme
     if readme is None and os.environ.get("BUILD_WORKSPACE_DIRECTORY"):
         readme = os.path.join(os.environ["BUILD_WORKSPACE_DIRECTORY"],
-                              "README.md")
+                              "docs", "performance.md")
     if not args.no_readme and readme and only == {"mlp", "images"}:
         rewrite_readme(readme, "torch_peer", section)
         print(f"torch_peer: rewrote the torch_peer block of {readme}")

@@ -1,7 +1,6 @@
 """Pipeline operators, DALI's names: each call adds an operator to the
 pipeline being defined (inside `with pipe:` or `define_graph`) and returns
-its output node(s). Keywords are the C++ operators' attributes (README,
-"Data pipelines"), plus a few DALI spellings noted per operator."""
+its output node(s). Keywords are the C++ operators' attributes (docs/pipelines.md), plus a few DALI spellings noted per operator."""
 
 import types as _types
 

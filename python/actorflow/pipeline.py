@@ -130,7 +130,7 @@ class Pipeline:
     operator (and shuffling): the same seed gives the same batches whatever
     num_threads and depth. on_error: "fail" stops at a bad sample,
     "skip_sample" drops it (skipped() names it). fuse_decode: decode with
-    resize/crop in one step (README, "Decoding less"). device_id: DALI's;
+    resize/crop in one step (docs/pipelines.md, "Decoding less"). device_id: DALI's;
     0 (or None, -1): GPU operators run on device 0. restore_from (or DALI's
     checkpoint=): a checkpoint (or a directory of them, the newest taken)
     written by checkpoint(); the batches then go on exactly where it left
