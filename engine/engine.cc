@@ -1,13 +1,16 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "engine/dispatcher.h"
 #include "engine/opr.h"
+#include "engine/worker_pool.h"
 #include "memory/cuda_api.h"
 
 namespace actorflow {
@@ -27,6 +30,12 @@ thread_local const Opr* t_running_opr = nullptr;
 
 std::string OprName(const Opr& opr) {
   return opr.name.empty() ? std::string("(unnamed)") : opr.name;
+}
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -92,7 +101,8 @@ bool CallbackOnComplete::CompleteIfPending(absl::Status status) const {
 // ---------------------------------------------------------------------------
 // Creation
 
-Engine::Engine(EngineType type, const EngineOptions& options) : type_(type) {
+Engine::Engine(EngineType type, const EngineOptions& options)
+    : type_(type), profiling_(options.profiling), created_ns_(SteadyNs()) {
   switch (type) {
     case EngineType::kNaive:
       dispatcher_ = MakeNaiveDispatcher();
@@ -152,8 +162,9 @@ Engine::~Engine() {
 // ---------------------------------------------------------------------------
 // Pushing
 
-VarHandle Engine::NewVariable() {
-  Var* var = new Var();
+VarHandle Engine::NewVariable(std::string name) {
+  Var* var = new Var(next_var_id_.fetch_add(1, std::memory_order_relaxed),
+                     std::move(name));
   MutexLock lock(&vars_mu_);
   live_vars_.insert(var);
   return var;
@@ -169,24 +180,27 @@ OprHandle Engine::NewOperator(AsyncFn fn,
 
 void Engine::DeleteOperator(OprHandle op) { op->Unref(); }
 
-void Engine::Push(OprHandle op, Context exec_ctx, int priority) {
-  PushBlock(op, exec_ctx, priority, nullptr);
+void Engine::Push(OprHandle op, Context exec_ctx, int priority,
+                  bool profiling) {
+  PushBlock(op, exec_ctx, priority, nullptr, profiling);
 }
 
 void Engine::PushAsync(AsyncFn fn, Context exec_ctx,
                        const std::vector<VarHandle>& const_vars,
                        const std::vector<VarHandle>& mutable_vars,
-                       FnProperty prop, int priority, std::string name) {
+                       FnProperty prop, int priority, std::string name,
+                       bool profiling) {
   Opr* opr =
       new Opr(std::move(fn), const_vars, mutable_vars, prop, std::move(name));
-  PushBlock(opr, exec_ctx, priority, nullptr);
+  PushBlock(opr, exec_ctx, priority, nullptr, profiling);
   opr->Unref();
 }
 
 void Engine::PushSync(SyncFn fn, Context exec_ctx,
                       const std::vector<VarHandle>& const_vars,
                       const std::vector<VarHandle>& mutable_vars,
-                      FnProperty prop, int priority, std::string name) {
+                      FnProperty prop, int priority, std::string name,
+                      bool profiling) {
   PushAsync(
       [fn = std::move(fn)](RunContext rctx, CallbackOnComplete on_complete) {
         fn(rctx);
@@ -198,7 +212,8 @@ void Engine::PushSync(SyncFn fn, Context exec_ctx,
           on_complete();
         }
       },
-      exec_ctx, const_vars, mutable_vars, prop, priority, std::move(name));
+      exec_ctx, const_vars, mutable_vars, prop, priority, std::move(name),
+      profiling);
 }
 
 void Engine::DeleteVariable(SyncFn delete_fn, Context exec_ctx, VarHandle var) {
@@ -258,8 +273,8 @@ absl::Status Engine::CheckPush(const Opr& opr, const Context& ctx) {
   return absl::OkStatus();
 }
 
-void Engine::PushBlock(Opr* opr, Context ctx, int priority,
-                       BlockWaiter* waiter) {
+void Engine::PushBlock(Opr* opr, Context ctx, int priority, BlockWaiter* waiter,
+                       bool profiling) {
   pending_.fetch_add(1, std::memory_order_relaxed);
   absl::Status refused = CheckPush(*opr, ctx);
   if (!refused.ok() && opr->internal) {
@@ -274,6 +289,17 @@ void Engine::PushBlock(Opr* opr, Context ctx, int priority,
   auto* block = new OprBlock(this, opr, ctx, priority,
                              next_seq_.fetch_add(1, std::memory_order_relaxed));
   block->waiter = waiter;
+  // Off, this is the profiler's one branch per push.
+  if ((profiling || profiling_.load(std::memory_order_relaxed)) &&
+      !opr->internal) {
+    block->profile = std::make_unique<BlockProfile>();
+    block->profile->queued_ns = ProfileNow();
+    // A variable that queues it overwrites its entry when it grants it
+    // (Complete); the others granted it at the push.
+    block->profile->granted_ns.assign(block->waits.size(),
+                                      block->profile->queued_ns);
+    block->profile->granted_after.assign(block->waits.size(), -1);
+  }
   if (!refused.ok()) {
     block->completed.store(true, std::memory_order_relaxed);
     Complete(block, std::move(refused));
@@ -303,6 +329,7 @@ void Engine::Submit(OprBlock* block) {
       granted += var->AppendWrite(&block->waits[i++]);
     }
   }
+
   if (block->wait.fetch_sub(granted + 1, std::memory_order_acq_rel) ==
       granted + 1) {
     OnReady(block);
@@ -313,6 +340,7 @@ void Engine::Submit(OprBlock* block) {
 // Running
 
 void Engine::OnReady(OprBlock* block) {
+  if (block->profile) block->profile->ready_ns = ProfileNow();
   if (block->opr->prop == FnProperty::kAsync || dispatcher_->runs_on_caller() ||
       (vars_with_error_.load(std::memory_order_acquire) > 0 &&
        !block->opr->internal)) {
@@ -377,6 +405,10 @@ void Engine::Execute(OprBlock* block, StreamSet* streams) {
     explicit Running(const Opr* opr) { t_running_opr = opr; }
     ~Running() { t_running_opr = outer; }
   } running(block->opr);
+  if (BlockProfile* profile = block->profile.get()) {
+    profile->started_ns = ProfileNow();
+    profile->worker = WorkerPool::CurrentWorkerName();
+  }
   try {
     block->opr->fn(*rctx, keep);
   } catch (const std::exception& e) {
@@ -419,11 +451,18 @@ void Engine::RecordError(const Opr& opr, const absl::Status& status,
 void Engine::Complete(OprBlock* block, absl::Status status) {
   const Opr& opr = *block->opr;
   if (!status.ok()) RecordError(opr, status, /*mark_vars=*/!opr.internal);
+  if (block->profile) RecordProfile(block, status);
   if (block->submitted) {
     GrantList granted;
-    for (VarHandle var : opr.const_vars) var->CompleteRead(&granted);
+    for (VarHandle var : opr.const_vars) {
+      const size_t from = granted.size();
+      var->CompleteRead(&granted);
+      NoteGrants(block, var, granted, from);
+    }
     for (VarHandle var : opr.mutable_vars) {
+      const size_t from = granted.size();
       var->CompleteWrite(&granted, opr.counts_version);
+      NoteGrants(block, var, granted, from);
     }
     if (opr.internal && opr.prop == FnProperty::kDeleteVar) {
       FreeDeletedVars(opr);
@@ -440,6 +479,72 @@ void Engine::Complete(OprBlock* block, absl::Status status) {
   }
   if (waiter != nullptr) waiter->Notify();
   FinishOne();
+}
+
+void Engine::NoteGrants(const OprBlock* by, const Var* var,
+                        const GrantList& granted, size_t from) {
+  for (size_t k = from; k < granted.size(); ++k) {
+    BlockProfile* profile = granted[k]->profile.get();
+    if (profile == nullptr) continue;
+    const Opr& next = *granted[k]->opr;
+    size_t i = 0;
+    for (const auto* vars : {&next.const_vars, &next.mutable_vars}) {
+      for (VarHandle v : *vars) {
+        if (v == var) {
+          // Written before the wait count falls, so whoever makes the block
+          // ready (and later its record) sees it.
+          profile->granted_ns[i] = ProfileNow();
+          profile->granted_after[i] = static_cast<int64_t>(by->seq);
+        }
+        ++i;
+      }
+    }
+  }
+}
+
+int64_t Engine::ProfileNow() const { return SteadyNs() - created_ns_; }
+
+void Engine::RecordProfile(OprBlock* block, const absl::Status& status) {
+  const BlockProfile& p = *block->profile;
+  const Opr& opr = *block->opr;
+  OprRecord record;
+  record.name = OprName(opr);
+  record.seq = block->seq;
+  record.ctx = block->ctx;
+  record.prop = opr.prop;
+  record.worker = p.worker != nullptr ? *p.worker : "inline";
+  record.queued_ns = p.queued_ns;
+  record.ready_ns = p.ready_ns > 0 ? p.ready_ns : p.queued_ns;
+  record.started_ns = p.started_ns;
+  record.finished_ns = ProfileNow();
+  size_t i = 0;
+  for (const auto* vars : {&opr.const_vars, &opr.mutable_vars}) {
+    const bool write = vars == &opr.mutable_vars;
+    for (VarHandle var : *vars) {
+      OprRecord::Dependency dep;
+      dep.var = var->id();
+      dep.var_name = var->name();
+      dep.write = write;
+      dep.granted_ns = p.granted_ns[i];
+      dep.after = p.granted_after[i];
+      dep.wait_ns = p.granted_ns[i] - p.queued_ns;
+      record.deps.push_back(std::move(dep));
+      ++i;
+    }
+  }
+  record.status = status;
+  profiler_.Add(std::move(record));
+}
+
+absl::Status Engine::DumpProfile(const std::string& path) const {
+  std::ofstream out(path, std::ios::trunc);
+  if (out) out << profiler_.ChromeTrace();
+  out.close();
+  if (!out) {
+    return absl::UnavailableError(
+        absl::StrCat("DumpProfile: cannot write '", path, "'"));
+  }
+  return absl::OkStatus();
 }
 
 void Engine::FreeDeletedVars(const Opr& opr) {

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "engine/context.h"
 #include "engine/engine_options.h"
+#include "engine/profiler.h"
 #include "engine/stream_set.h"
 #include "engine/var.h"
 #include "thread/mutex.h"
@@ -86,7 +87,8 @@ class Engine {
 
   EngineType type() const { return type_; }
 
-  VarHandle NewVariable();
+  // `name` labels it in profiles (default "var <id>").
+  VarHandle NewVariable(std::string name = "");
 
   // An operator that can be pushed many times. A variable listed twice, or
   // as both read and written, counts once, as written.
@@ -97,21 +99,24 @@ class Engine {
   // Frees the operator once every push of it has completed.
   void DeleteOperator(OprHandle op);
   // Higher priorities run first in the CPU priority pool (kCPUPrioritized);
-  // elsewhere the order is FIFO among ready operations.
-  void Push(OprHandle op, Context exec_ctx, int priority = 0);
+  // elsewhere the order is FIFO among ready operations. `profiling`
+  // profiles this push even while the engine's profiling is off (MXNet's
+  // per-push flag).
+  void Push(OprHandle op, Context exec_ctx, int priority = 0,
+            bool profiling = false);
 
   void PushAsync(AsyncFn fn, Context exec_ctx,
                  const std::vector<VarHandle>& const_vars,
                  const std::vector<VarHandle>& mutable_vars,
                  FnProperty prop = FnProperty::kNormal, int priority = 0,
-                 std::string name = "");
+                 std::string name = "", bool profiling = false);
   // `fn` returns when the work is done; throwing fails the operation. On a
   // GPU context the worker's stream is synchronized before completion.
   void PushSync(SyncFn fn, Context exec_ctx,
                 const std::vector<VarHandle>& const_vars,
                 const std::vector<VarHandle>& mutable_vars,
                 FnProperty prop = FnProperty::kNormal, int priority = 0,
-                std::string name = "");
+                std::string name = "", bool profiling = false);
 
   // Runs `delete_fn` after every operation pushed on `var` before this call,
   // then frees the variable. Pushing on `var` afterwards is an error.
@@ -138,6 +143,26 @@ class Engine {
   // Operations pushed and not yet completed.
   int64_t pending() const { return pending_.load(std::memory_order_acquire); }
 
+  // --- The profiler (docs/engine.md, "Profiling"). Off, it costs one
+  // predictable branch per push; on (EngineOptions::profiling,
+  // $ACTORFLOW_PROFILER_AUTOSTART=1, SetProfiling, or per push) it records
+  // every operation pushed while on once it completes: name, worker, when
+  // it was queued, ready, started and finished, the variables it read and
+  // wrote and how long it waited for each. ---
+  void SetProfiling(bool on) {
+    profiling_.store(on, std::memory_order_relaxed);
+  }
+  bool profiling() const { return profiling_.load(std::memory_order_relaxed); }
+  // The completed operations' records, in push order.
+  std::vector<OprRecord> ProfileRecords() const { return profiler_.Records(); }
+  // Writes them as a Chrome trace (chrome://tracing, Perfetto): one row per
+  // worker, arrows from an operation to those it let run. Call it once the
+  // operations of interest completed (after WaitForAll).
+  absl::Status DumpProfile(const std::string& path) const;
+  // Per name: count, total, mean and max time running, and time waiting.
+  std::string ProfileTable() const { return profiler_.Table(); }
+  void ClearProfile() { profiler_.Clear(); }
+
   // Runs a ready operation on the calling thread, on `streams`' stream for
   // its device: the workers' entry.
   void Execute(OprBlock* block, StreamSet* streams);
@@ -147,7 +172,16 @@ class Engine {
   Engine(EngineType type, const EngineOptions& options);
 
   // Push's body. `waiter`, if given, is notified when the block completes.
-  void PushBlock(Opr* opr, Context ctx, int priority, BlockWaiter* waiter);
+  void PushBlock(Opr* opr, Context ctx, int priority, BlockWaiter* waiter,
+                 bool profiling = false);
+  // Nanoseconds since the engine was created (profiles' clock).
+  int64_t ProfileNow() const;
+  // A profiled block's record, once it completed.
+  void RecordProfile(OprBlock* block, const absl::Status& status);
+  // Notes, in the profiled ones among granted[from..], that `var` was
+  // granted to them by `by`'s completion.
+  void NoteGrants(const OprBlock* by, const Var* var, const GrantList& granted,
+                  size_t from);
   // Why a push cannot be accepted (shutdown, bad context, deleted
   // variable), or OK.
   absl::Status CheckPush(const Opr& opr, const Context& ctx);
@@ -187,6 +221,10 @@ class Engine {
   // error check.
   std::atomic<int64_t> vars_with_error_{0};
   std::atomic<uint64_t> next_seq_{0};
+  std::atomic<uint64_t> next_var_id_{1};
+  std::atomic<bool> profiling_{false};
+  const int64_t created_ns_;
+  Profiler profiler_;
 
   Mutex vars_mu_;
   absl::flat_hash_set<Var*> live_vars_ ABSL_GUARDED_BY(vars_mu_);

@@ -73,6 +73,16 @@ absl::StatusOr<EngineOptions> EngineOptions::FromEnv() {
     absl::Status status = ReadCount(variable, value);
     if (!status.ok()) return status;
   }
+  if (const char* autostart = std::getenv("ACTORFLOW_PROFILER_AUTOSTART")) {
+    const std::string value = autostart;
+    if (value == "1" || value == "true") {
+      options.profiling = true;
+    } else if (!value.empty() && value != "0" && value != "false") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "$ACTORFLOW_PROFILER_AUTOSTART: 1 or 0 (true or false), got '", value,
+          "'"));
+    }
+  }
   return options;
 }
 

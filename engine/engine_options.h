@@ -32,6 +32,9 @@ struct EngineOptions {
   // ThreadedEnginePooled's shared pool: one per hardware thread.
   // $ACTORFLOW_POOL_NTHREADS.
   int pool_nthreads = DefaultPoolThreads();
+  // Profile every operation from the start (Engine::DumpProfile).
+  // $ACTORFLOW_PROFILER_AUTOSTART=1.
+  bool profiling = false;
 
   static int DefaultPoolThreads();
 

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,19 @@ struct BlockWaiter {
   void Wait();
 };
 
+// What the profiler notes of one push while it is in flight; it becomes an
+// OprRecord when the push completes. Only profiled pushes have one.
+struct BlockProfile {
+  int64_t queued_ns = 0;
+  int64_t ready_ns = 0;
+  int64_t started_ns = 0;
+  const std::string* worker = nullptr;  // null: inline
+  // Per entry of OprBlock::waits: when granted, and by whose completion
+  // (its seq; -1: granted at push).
+  absl::InlinedVector<int64_t, 6> granted_ns;
+  absl::InlinedVector<int64_t, 6> granted_after;
+};
+
 // One push of an Opr: its dependency count and its places in the variables'
 // queues.
 struct OprBlock {
@@ -93,7 +107,8 @@ struct OprBlock {
   BlockWaiter* waiter = nullptr;
   // In its variables' queues; a push refused up front never is.
   bool submitted = false;
-  OprBlock* next_inline = nullptr;  // Engine::RunInline's queue
+  OprBlock* next_inline = nullptr;        // Engine::RunInline's queue
+  std::unique_ptr<BlockProfile> profile;  // profiled pushes only
 };
 
 }  // namespace actorflow

@@ -1,6 +1,9 @@
 #include <array>
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "engine/dispatcher.h"
 #include "engine/opr.h"
@@ -14,8 +17,13 @@ namespace {
 // `kMaxDevices` slots, each published once under mu_.
 class PoolTable {
  public:
-  PoolTable(Engine* engine, int num_threads, WorkerPool::Order order)
-      : engine_(engine), num_threads_(num_threads), order_(order) {}
+  // `name(device)` names a device's pool ("cpu(0) worker").
+  PoolTable(Engine* engine, int num_threads, WorkerPool::Order order,
+            std::function<std::string(int)> name)
+      : engine_(engine),
+        num_threads_(num_threads),
+        order_(order),
+        name_(std::move(name)) {}
 
   WorkerPool* For(int device) {
     WorkerPool* pool = slots_[device].load(std::memory_order_acquire);
@@ -23,8 +31,8 @@ class PoolTable {
     MutexLock lock(&mu_);
     pool = slots_[device].load(std::memory_order_relaxed);
     if (pool == nullptr) {
-      owned_[device] =
-          std::make_unique<WorkerPool>(engine_, num_threads_, order_);
+      owned_[device] = std::make_unique<WorkerPool>(engine_, num_threads_,
+                                                    order_, name_(device));
       pool = owned_[device].get();
       slots_[device].store(pool, std::memory_order_release);
     }
@@ -35,6 +43,7 @@ class PoolTable {
   Engine* const engine_;
   const int num_threads_;
   const WorkerPool::Order order_;
+  const std::function<std::string(int)> name_;
   Mutex mu_;
   std::array<std::atomic<WorkerPool*>, kMaxEngineDevices> slots_{};
   std::array<std::unique_ptr<WorkerPool>, kMaxEngineDevices> owned_
@@ -47,13 +56,16 @@ class PoolTable {
 class PerDeviceDispatcher : public Dispatcher {
  public:
   PerDeviceDispatcher(Engine* engine, const EngineOptions& options)
-      : cpu_(engine, options.cpu_worker_nthreads, WorkerPool::Order::kFifo),
+      : cpu_(engine, options.cpu_worker_nthreads, WorkerPool::Order::kFifo,
+             [](int d) { return Context::CPU(d).ToString() + " worker"; }),
         priority_(engine, options.cpu_priority_nthreads,
-                  WorkerPool::Order::kPriority),
-        gpu_compute_(engine, options.gpu_worker_nthreads,
-                     WorkerPool::Order::kFifo),
-        gpu_copy_(engine, options.gpu_copy_nthreads, WorkerPool::Order::kFifo) {
-  }
+                  WorkerPool::Order::kPriority,
+                  [](int) { return std::string("cpu priority"); }),
+        gpu_compute_(
+            engine, options.gpu_worker_nthreads, WorkerPool::Order::kFifo,
+            [](int d) { return Context::GPU(d).ToString() + " compute"; }),
+        gpu_copy_(engine, options.gpu_copy_nthreads, WorkerPool::Order::kFifo,
+                  [](int d) { return Context::GPU(d).ToString() + " copy"; }) {}
 
   void Dispatch(OprBlock* block) override {
     const Context& ctx = block->ctx;

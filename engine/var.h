@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/inlined_vector.h"
@@ -34,10 +35,14 @@ class Var {
  public:
   // Writes completed so far (failed and skipped ones included).
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  // Its number (creation order, from 1) and the name it was given, which
+  // profiles show.
+  uint64_t id() const { return id_; }
+  const std::string& name() const { return name_; }
 
  private:
   friend class Engine;
-  Var() = default;
+  Var(uint64_t id, std::string name) : id_(id), name_(std::move(name)) {}
 
   // True if the operation may run on this variable now; otherwise it is
   // queued and granted later by a completion.
@@ -63,6 +68,8 @@ class Var {
   VarWait* tail_ ABSL_GUARDED_BY(mu_) = nullptr;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> version_{0};
+  const uint64_t id_;
+  const std::string name_;
   // Set when DeleteVariable is pushed; later pushes on it are refused.
   std::atomic<bool> deleting_{false};
 };

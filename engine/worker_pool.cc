@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "engine/engine.h"
 #include "engine/opr.h"
 #include "engine/stream_set.h"
@@ -25,6 +26,7 @@ constexpr int kMaxBypassStreak = 64;
 
 struct WorkerSlot {
   WorkerPool* pool = nullptr;  // the pool this thread works for
+  const std::string* name = nullptr;
   OprBlock* next = nullptr;
   int streak = 0;
 };
@@ -38,14 +40,20 @@ bool RunsLater(const OprBlock* a, const OprBlock* b) {
 
 }  // namespace
 
-WorkerPool::WorkerPool(Engine* engine, int num_threads, Order order)
+WorkerPool::WorkerPool(Engine* engine, int num_threads, Order order,
+                       std::string name)
     : engine_(engine), order_(order) {
   num_threads = std::max(num_threads, 1);
+  for (int i = 0; i < num_threads; ++i) {
+    names_.push_back(absl::StrCat(name, " ", i));
+  }
   workers_.reserve(num_threads);
   for (int i = 0; i < num_threads; ++i) {
-    workers_.emplace_back([this] { WorkerLoop(); });
+    workers_.emplace_back([this, i] { WorkerLoop(&names_[i]); });
   }
 }
+
+const std::string* WorkerPool::CurrentWorkerName() { return t_worker.name; }
 
 WorkerPool::~WorkerPool() {
   {
@@ -112,10 +120,11 @@ OprBlock* WorkerPool::Take() {
   return PopLocked();
 }
 
-void WorkerPool::WorkerLoop() {
+void WorkerPool::WorkerLoop(const std::string* name) {
   StreamSet streams;
   WorkerSlot& slot = t_worker;
   slot.pool = this;
+  slot.name = name;
   while (OprBlock* block = Take()) {
     slot.streak = 0;
     engine_->Execute(block, &streams);

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -24,7 +25,8 @@ class WorkerPool {
  public:
   enum class Order { kFifo, kPriority };
 
-  WorkerPool(Engine* engine, int num_threads, Order order);
+  // `name` names its workers in profiles: "<name> 0", "<name> 1", ...
+  WorkerPool(Engine* engine, int num_threads, Order order, std::string name);
   // Joins the workers. The engine has drained the queue before this.
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
@@ -33,8 +35,11 @@ class WorkerPool {
   void Push(OprBlock* block);
   int size() const { return static_cast<int>(workers_.size()); }
 
+  // The calling thread's worker name, or null off the engine's workers.
+  static const std::string* CurrentWorkerName();
+
  private:
-  void WorkerLoop();
+  void WorkerLoop(const std::string* name);
   // Takes the next block or returns null once stopping and empty.
   OprBlock* Take();
   OprBlock* PopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -48,6 +53,7 @@ class WorkerPool {
   int sleepers_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<int64_t> queued_{0};  // read unlocked by spinning workers
+  std::vector<std::string> names_;  // one per worker, fixed before they start
   std::vector<std::thread> workers_;
 };
 

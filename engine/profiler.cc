@@ -1,0 +1,148 @@
+#include "engine/profiler.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "runtime/json.h"
+
+namespace actorflow {
+namespace {
+
+std::string Micros(int64_t ns) {
+  return JsonNumber(static_cast<double>(ns) / 1e3);
+}
+
+std::string VarLabel(const OprRecord::Dependency& dep) {
+  return dep.var_name.empty() ? absl::StrCat("var ", dep.var) : dep.var_name;
+}
+
+}  // namespace
+
+void Profiler::Add(OprRecord record) {
+  MutexLock lock(&mu_);
+  records_.push_back(std::move(record));
+}
+
+std::vector<OprRecord> Profiler::Records() const {
+  std::vector<OprRecord> records;
+  {
+    MutexLock lock(&mu_);
+    records = records_;
+  }
+  std::sort(
+      records.begin(), records.end(),
+      [](const OprRecord& a, const OprRecord& b) { return a.seq < b.seq; });
+  return records;
+}
+
+void Profiler::Clear() {
+  MutexLock lock(&mu_);
+  records_.clear();
+}
+
+std::string Profiler::ChromeTrace() const {
+  const std::vector<OprRecord> records = Records();
+  // Rows: workers, numbered in the order they first ran something.
+  std::map<std::string, int> rows;
+  std::vector<std::string> row_names;
+  std::map<uint64_t, const OprRecord*> by_seq;
+  for (const OprRecord& r : records) {
+    if (rows.emplace(r.worker, static_cast<int>(rows.size()) + 1).second) {
+      row_names.push_back(r.worker);
+    }
+    by_seq[r.seq] = &r;
+  }
+  std::vector<std::string> events;
+  events.push_back(
+      R"({"name":"process_name","ph":"M","pid":1,"args":{"name":"actorflow engine"}})");
+  for (const std::string& name : row_names) {
+    events.push_back(absl::StrCat(
+        R"({"name":"thread_name","ph":"M","pid":1,"tid":)", rows[name],
+        R"(,"args":{"name":)", JsonString(name), "}}"));
+  }
+  int flow = 0;
+  for (const OprRecord& r : records) {
+    const int tid = rows[r.worker];
+    std::string reads, writes, waits;
+    for (const OprRecord::Dependency& dep : r.deps) {
+      std::string& list = dep.write ? writes : reads;
+      absl::StrAppend(&list, list.empty() ? "" : ",",
+                      JsonString(VarLabel(dep)));
+      absl::StrAppend(&waits, waits.empty() ? "" : ",",
+                      JsonString(VarLabel(dep)), ":", Micros(dep.wait_ns));
+    }
+    const int64_t start = r.started_ns > 0 ? r.started_ns : r.finished_ns;
+    events.push_back(absl::StrCat(
+        R"({"name":)", JsonString(r.name), R"(,"cat":)",
+        JsonString(FnPropertyName(r.prop)), R"(,"ph":"X","pid":1,"tid":)", tid,
+        R"(,"ts":)", Micros(start), R"(,"dur":)", Micros(r.finished_ns - start),
+        R"(,"args":{"seq":)", r.seq, R"(,"ctx":)", JsonString(r.ctx.ToString()),
+        R"(,"queued_us":)", Micros(r.queued_ns), R"(,"ready_us":)",
+        Micros(r.ready_ns), R"(,"reads":[)", reads, R"(],"writes":[)", writes,
+        R"(],"wait_us":{)", waits, R"(},"status":)",
+        JsonString(r.status.ok() ? "ok" : std::string(r.status.message())),
+        "}}"));
+    // An arrow from the operation whose completion granted a variable to
+    // this one, when both are here and both ran.
+    for (const OprRecord::Dependency& dep : r.deps) {
+      auto from = by_seq.find(static_cast<uint64_t>(dep.after));
+      if (dep.after < 0 || from == by_seq.end() || r.started_ns == 0 ||
+          from->second->started_ns == 0) {
+        continue;
+      }
+      const OprRecord& a = *from->second;
+      ++flow;
+      // Inside the granting slice, so the viewer binds the arrow to it.
+      const int64_t at = std::max(a.started_ns, a.finished_ns - 1);
+      events.push_back(absl::StrCat(R"({"name":)", JsonString(VarLabel(dep)),
+                                    R"(,"cat":"dependency","ph":"s","id":)",
+                                    flow, R"(,"pid":1,"tid":)", rows[a.worker],
+                                    R"(,"ts":)", Micros(at), "}"));
+      events.push_back(absl::StrCat(
+          R"({"name":)", JsonString(VarLabel(dep)),
+          R"(,"cat":"dependency","ph":"f","bp":"e","id":)", flow,
+          R"(,"pid":1,"tid":)", tid, R"(,"ts":)", Micros(r.started_ns), "}"));
+    }
+  }
+  std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+  for (size_t i = 0; i < events.size(); ++i) {
+    absl::StrAppend(&out, events[i], i + 1 < events.size() ? ",\n" : "\n");
+  }
+  absl::StrAppend(&out, "]}\n");
+  return out;
+}
+
+std::string Profiler::Table() const {
+  struct Row {
+    int64_t count = 0, total = 0, max = 0, wait = 0;
+  };
+  std::map<std::string, Row> rows;
+  for (const OprRecord& r : Records()) {
+    Row& row = rows[r.name];
+    const int64_t ran = r.started_ns > 0 ? r.finished_ns - r.started_ns : 0;
+    ++row.count;
+    row.total += ran;
+    row.max = std::max(row.max, ran);
+    row.wait += r.ready_ns - r.queued_ns;
+  }
+  std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) {
+                     return a.second.total > b.second.total;
+                   });
+  std::string out =
+      absl::StrFormat("%-32s %8s %12s %10s %10s %12s\n", "name", "count",
+                      "total_us", "mean_us", "max_us", "wait_us");
+  for (const auto& [name, row] : sorted) {
+    absl::StrAppendFormat(&out, "%-32s %8d %12.1f %10.2f %10.1f %12.1f\n", name,
+                          row.count, row.total / 1e3,
+                          row.total / 1e3 / static_cast<double>(row.count),
+                          row.max / 1e3, row.wait / 1e3);
+  }
+  return out;
+}
+
+}  // namespace actorflow

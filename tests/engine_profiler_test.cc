@@ -1,0 +1,358 @@
+// The engine's profiler: the records of known graphs (a diamond, a chain,
+// readers beside a writer) on every engine type, each wait attributed to
+// the variable that held the operation back; on and off, per push and from
+// the environment; the Chrome trace and the table.
+#include <stdlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "engine/engine.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "memory/cuda_api.h"
+#include "tests/test_util.h"
+
+namespace actorflow {
+namespace {
+
+constexpr EngineType kAll[] = {EngineType::kNaive, EngineType::kThreadedPooled,
+                               EngineType::kThreadedPerDevice};
+
+std::unique_ptr<Engine> Profiled(EngineType type) {
+  EngineOptions options;
+  options.profiling = true;
+  return Engine::Create(type, options);
+}
+
+std::map<std::string, OprRecord> ByName(const std::vector<OprRecord>& records) {
+  std::map<std::string, OprRecord> by_name;
+  for (const OprRecord& r : records) by_name[r.name] = r;
+  return by_name;
+}
+
+const OprRecord::Dependency& Dep(const OprRecord& r, VarHandle var) {
+  for (const OprRecord::Dependency& dep : r.deps) {
+    if (dep.var == var->id()) return dep;
+  }
+  FAIL("operation '" << r.name << "' has no dependency on var " << var->id());
+  return r.deps.front();
+}
+
+// Times in the order the engine allows: queued <= ready <= started <=
+// finished, every grant between queued and ready.
+void CheckTimes(const OprRecord& r) {
+  INFO(r.name);
+  CHECK(r.queued_ns <= r.ready_ns);
+  CHECK(r.ready_ns <= r.started_ns);
+  CHECK(r.started_ns <= r.finished_ns);
+  for (const OprRecord::Dependency& dep : r.deps) {
+    CHECK(dep.granted_ns >= r.queued_ns);
+    CHECK(dep.granted_ns <= r.ready_ns);
+    CHECK(dep.wait_ns == dep.granted_ns - r.queued_ns);
+  }
+}
+
+// `after` ran to completion before `r` could start, and released `var`
+// to it.
+void CheckGrantedBy(const OprRecord& r, VarHandle var, const OprRecord& by) {
+  INFO(r.name << " after " << by.name);
+  const OprRecord::Dependency& dep = Dep(r, var);
+  CHECK(dep.after == static_cast<int64_t>(by.seq));
+  CHECK(dep.granted_ns >= by.finished_ns);
+  CHECK(r.started_ns >= by.finished_ns);
+}
+
+TEST_CASE("a diamond's records: four operations, each wait on its variable") {
+  for (EngineType type : kAll) {
+    INFO(EngineTypeName(type));
+    auto engine = Profiled(type);
+    VarHandle a = engine->NewVariable("a");
+    VarHandle b = engine->NewVariable("b");
+    VarHandle c = engine->NewVariable();
+    VarHandle d = engine->NewVariable("d");
+    std::atomic<int> x{0};
+    auto work = [&](RunContext) {
+      for (int i = 0; i < 20000; ++i) x.fetch_add(1, std::memory_order_relaxed);
+    };
+    engine->PushSync(work, Context::CPU(), {}, {a}, FnProperty::kNormal, 0,
+                     "src");
+    engine->PushSync(work, Context::CPU(), {a}, {b}, FnProperty::kNormal, 0,
+                     "left");
+    engine->PushSync(work, Context::CPU(), {a}, {c}, FnProperty::kNormal, 0,
+                     "right");
+    engine->PushSync(work, Context::CPU(), {b, c}, {d}, FnProperty::kNormal, 0,
+                     "join");
+    REQUIRE(engine->WaitForAll().ok());
+    const auto records = engine->ProfileRecords();
+    REQUIRE(records.size() == 4);  // WaitForAll adds none
+    auto r = ByName(records);
+    for (const auto& [name, record] : r) CheckTimes(record);
+    CHECK(r["src"].deps.size() == 1);
+    CHECK(Dep(r["src"], a).write);
+    CHECK(Dep(r["src"], a).after == -1);
+    CHECK_FALSE(Dep(r["left"], a).write);
+    CHECK(Dep(r["left"], a).var_name == "a");
+    CHECK(Dep(r["join"], c).var_name.empty());
+    if (type != EngineType::kNaive) {
+      // Pushed before src ran: held back by a until src completed.
+      CheckGrantedBy(r["left"], a, r["src"]);
+      CheckGrantedBy(r["right"], a, r["src"]);
+    }
+    CHECK(r["join"].started_ns >= r["left"].finished_ns);
+    CHECK(r["join"].started_ns >= r["right"].finished_ns);
+    CHECK(r["join"].status.ok());
+  }
+}
+
+// Holds its variables until released, so the test decides what waits.
+class HeldOp {
+ public:
+  AsyncFn Fn() {
+    return [this](RunContext, CallbackOnComplete done) {
+      std::lock_guard<std::mutex> lock(mu_);
+      callback_.emplace(std::move(done));
+      started_.store(true);
+    };
+  }
+  void Release() {
+    REQUIRE(testing::WaitUntil([this] { return started_.load(); }));
+    std::lock_guard<std::mutex> lock(mu_);
+    (*callback_)();
+    callback_.reset();
+  }
+
+ private:
+  std::mutex mu_;
+  std::optional<CallbackOnComplete> callback_;
+  std::atomic<bool> started_{false};
+};
+
+TEST_CASE("the wait goes to the variable released last") {
+  for (EngineType type :
+       {EngineType::kThreadedPooled, EngineType::kThreadedPerDevice}) {
+    INFO(EngineTypeName(type));
+    EngineOptions options;
+    options.cpu_worker_nthreads = 2;
+    options.pool_nthreads = 2;
+    options.profiling = true;
+    auto engine = Engine::Create(type, options);
+    VarHandle b = engine->NewVariable("b");
+    VarHandle c = engine->NewVariable("c");
+    VarHandle d = engine->NewVariable("d");
+    HeldOp left, right;
+    engine->PushAsync(left.Fn(), Context::CPU(), {}, {b}, FnProperty::kNormal,
+                      0, "left");
+    engine->PushAsync(right.Fn(), Context::CPU(), {}, {c}, FnProperty::kNormal,
+                      0, "right");
+    engine->PushSync([](RunContext) {}, Context::CPU(), {b, c}, {d},
+                     FnProperty::kNormal, 0, "join");
+    left.Release();
+    // join still waits for c: no record of it yet, b already granted.
+    REQUIRE(testing::WaitUntil(
+        [&] { return engine->ProfileRecords().size() == 1; }));
+    right.Release();
+    REQUIRE(engine->WaitForAll().ok());
+    auto r = ByName(engine->ProfileRecords());
+    REQUIRE(r.size() == 3);
+    CheckGrantedBy(r["join"], b, r["left"]);
+    CheckGrantedBy(r["join"], c, r["right"]);
+    CHECK(Dep(r["join"], c).wait_ns >= Dep(r["join"], b).wait_ns);
+    CHECK(r["join"].ready_ns >= Dep(r["join"], c).granted_ns);
+    CheckTimes(r["join"]);
+  }
+}
+
+TEST_CASE("a chain of writes and readers beside a writer") {
+  for (EngineType type : kAll) {
+    INFO(EngineTypeName(type));
+    auto engine = Profiled(type);
+    VarHandle v = engine->NewVariable("v");
+    for (int i = 0; i < 5; ++i) {
+      engine->PushSync([](RunContext) {}, Context::CPU(), {}, {v},
+                       FnProperty::kNormal, 0, "chain" + std::to_string(i));
+    }
+    engine->PushSync([](RunContext) {}, Context::CPU(), {}, {v},
+                     FnProperty::kNormal, 0, "writer");
+    for (int i = 0; i < 3; ++i) {
+      engine->PushSync([](RunContext) {}, Context::CPU(), {v}, {},
+                       FnProperty::kNormal, 0, "reader" + std::to_string(i));
+    }
+    engine->PushSync([](RunContext) {}, Context::CPU(), {}, {v},
+                     FnProperty::kNormal, 0, "rewriter");
+    REQUIRE(engine->WaitForAll().ok());
+    const auto records = engine->ProfileRecords();
+    REQUIRE(records.size() == 10);
+    auto r = ByName(records);
+    for (const OprRecord& record : records) CheckTimes(record);
+    // In push order, and each write after the one before it.
+    for (size_t i = 1; i < records.size(); ++i) {
+      CHECK(records[i].seq > records[i - 1].seq);
+    }
+    for (int i = 1; i < 5; ++i) {
+      const OprRecord& now = r["chain" + std::to_string(i)];
+      const OprRecord& before = r["chain" + std::to_string(i - 1)];
+      CHECK(now.started_ns >= before.finished_ns);
+      if (type != EngineType::kNaive && Dep(now, v).after >= 0) {
+        CheckGrantedBy(now, v, before);
+      }
+    }
+    const OprRecord& rewriter = r["rewriter"];
+    std::vector<uint64_t> readers;
+    for (int i = 0; i < 3; ++i) {
+      const OprRecord& reader = r["reader" + std::to_string(i)];
+      CHECK(reader.started_ns >= r["writer"].finished_ns);
+      CHECK(rewriter.started_ns >= reader.finished_ns);
+      readers.push_back(reader.seq);
+    }
+    // The last reader to complete let the rewriter run.
+    const int64_t after = Dep(rewriter, v).after;
+    if (after >= 0) {
+      CHECK(std::count(readers.begin(), readers.end(),
+                       static_cast<uint64_t>(after)) == 1);
+    }
+  }
+}
+
+TEST_CASE("off records nothing; per push and the environment turn it on") {
+  auto engine = Engine::Create(EngineType::kThreadedPerDevice, EngineOptions());
+  CHECK_FALSE(engine->profiling());
+  VarHandle v = engine->NewVariable();
+  engine->PushSync([](RunContext) {}, Context::CPU(), {}, {v},
+                   FnProperty::kNormal, 0, "quiet");
+  engine->PushSync([](RunContext) {}, Context::CPU(), {}, {v},
+                   FnProperty::kNormal, 0, "asked", /*profiling=*/true);
+  REQUIRE(engine->WaitForAll().ok());
+  auto records = engine->ProfileRecords();
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].name == "asked");
+  engine->SetProfiling(true);
+  engine->PushSync([](RunContext) {}, Context::CPU(), {}, {v});
+  engine->SetProfiling(false);
+  engine->PushSync([](RunContext) {}, Context::CPU(), {}, {v});
+  REQUIRE(engine->WaitForAll().ok());
+  records = engine->ProfileRecords();
+  REQUIRE(records.size() == 2);
+  CHECK(records[1].name == "(unnamed)");
+  engine->ClearProfile();
+  CHECK(engine->ProfileRecords().empty());
+
+  setenv("ACTORFLOW_PROFILER_AUTOSTART", "1", 1);
+  auto from_env = EngineOptions::FromEnv();
+  REQUIRE(from_env.ok());
+  CHECK(from_env->profiling);
+  setenv("ACTORFLOW_PROFILER_AUTOSTART", "yes please", 1);
+  from_env = EngineOptions::FromEnv();
+  REQUIRE_FALSE(from_env.ok());
+  CHECK(from_env.status().message() ==
+        "$ACTORFLOW_PROFILER_AUTOSTART: 1 or 0 (true or false), got 'yes "
+        "please'");
+  unsetenv("ACTORFLOW_PROFILER_AUTOSTART");
+}
+
+TEST_CASE("failed and skipped operations are recorded with their error") {
+  auto engine = Profiled(EngineType::kThreadedPerDevice);
+  VarHandle v = engine->NewVariable();
+  engine->PushSync([](RunContext) { throw std::runtime_error("boom"); },
+                   Context::CPU(), {}, {v}, FnProperty::kNormal, 0, "fails");
+  engine->PushSync([](RunContext) {}, Context::CPU(), {v}, {},
+                   FnProperty::kNormal, 0, "skipped");
+  CHECK_FALSE(engine->WaitForAll().ok());
+  auto r = ByName(engine->ProfileRecords());
+  REQUIRE(r.size() == 2);
+  CHECK(r["fails"].started_ns > 0);
+  CHECK(r["fails"].status.message() == "operation 'fails' threw: boom");
+  CHECK(r["skipped"].started_ns == 0);  // never ran
+  CHECK(r["skipped"].status.message() == "operation 'fails' threw: boom");
+}
+
+TEST_CASE("workers by name, the Chrome trace and the table") {
+  EngineOptions options;
+  options.profiling = true;
+  options.cpu_worker_nthreads = 2;
+  auto engine = Engine::Create(EngineType::kThreadedPerDevice, options);
+  VarHandle a = engine->NewVariable("a");
+  VarHandle b = engine->NewVariable("b");
+  const bool gpu = cuda::DeviceAvailable(0).ok();
+  for (int i = 0; i < 4; ++i) {
+    engine->PushSync([](RunContext) {}, Context::CPU(), {}, {a},
+                     FnProperty::kNormal, 0, "write_a");
+    engine->PushSync([](RunContext) {}, gpu ? Context::GPU(0) : Context::CPU(),
+                     {a}, {b}, FnProperty::kNormal, 0, "a_to_b");
+    engine->PushSync([](RunContext) {}, Context::CPU(), {b}, {},
+                     FnProperty::kCPUPrioritized, 0, "read_b");
+    engine->PushSync([](RunContext) {}, Context::CPU(), {b}, {},
+                     FnProperty::kAsync, 0, "async_read_b");
+  }
+  REQUIRE(engine->WaitForAll().ok());
+  const auto records = engine->ProfileRecords();
+  REQUIRE(records.size() == 16);
+  std::map<std::string, std::string> worker_of;
+  int arrows = 0;
+  for (const OprRecord& r : records) {
+    INFO(r.name << " on " << r.worker);
+    if (r.name == "write_a")
+      CHECK(absl::StartsWith(r.worker, "cpu(0) worker "));
+    if (r.name == "a_to_b") {
+      CHECK(absl::StartsWith(r.worker,
+                             gpu ? "gpu(0) compute " : "cpu(0) worker "));
+      CHECK(r.ctx.is_gpu() == gpu);
+    }
+    if (r.name == "read_b") CHECK(absl::StartsWith(r.worker, "cpu priority "));
+    // kAsync: on the thread that made it ready (the pusher's is "inline").
+    if (r.name == "async_read_b") {
+      CHECK((r.worker == "inline" || absl::StartsWith(r.worker, "cpu")));
+    }
+    for (const OprRecord::Dependency& dep : r.deps) arrows += dep.after >= 0;
+  }
+
+  const std::string path = testing::TestTempDir("profile") + "/trace.json";
+  REQUIRE(engine->DumpProfile(path).ok());
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  google::protobuf::Struct trace;
+  REQUIRE(google::protobuf::util::JsonStringToMessage(text.str(), &trace).ok());
+  const auto& events = trace.fields().at("traceEvents").list_value().values();
+  int slices = 0, starts = 0, ends = 0, rows = 0;
+  for (const auto& event : events) {
+    const auto& fields = event.struct_value().fields();
+    const std::string ph = fields.at("ph").string_value();
+    slices += ph == "X";
+    starts += ph == "s";
+    ends += ph == "f";
+    rows += ph == "M" && fields.at("name").string_value() == "thread_name";
+    if (ph == "X" && fields.at("name").string_value() == "a_to_b") {
+      const auto& args = fields.at("args").struct_value().fields();
+      CHECK(args.at("reads").list_value().values(0).string_value() == "a");
+      CHECK(args.at("writes").list_value().values(0).string_value() == "b");
+      CHECK(args.at("wait_us").struct_value().fields().count("a") == 1);
+    }
+  }
+  CHECK(slices == 16);
+  CHECK(starts == arrows);
+  CHECK(ends == arrows);
+  CHECK(arrows > 0);
+  CHECK(rows >= 2);  // a CPU worker, the priority pool
+
+  const std::string table = engine->ProfileTable();
+  INFO(table);
+  CHECK(absl::StrContains(table, "name"));
+  for (const char* name : {"write_a", "a_to_b", "read_b", "async_read_b"}) {
+    CHECK(absl::StrContains(table, name));
+  }
+  CHECK(engine->DumpProfile("/nonexistent-dir/trace.json").message() ==
+        "DumpProfile: cannot write '/nonexistent-dir/trace.json'");
+}
+
+}  // namespace
+}  // namespace actorflow
