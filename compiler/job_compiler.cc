@@ -110,6 +110,7 @@ class Compiler {
     if (problems_.empty()) OrderOps();
     if (problems_.empty()) InferLogicalShapes();
     if (problems_.empty()) ResolveSignatures();
+    if (problems_.empty()) ReportSignatures();
     if (problems_.empty()) MakeOpTasks();
     if (problems_.empty()) Wire();
     if (!problems_.empty()) return Failed();
@@ -368,6 +369,22 @@ class Compiler {
     }
     for (Op& op : ops_) {
       if (op.conf->initial()) ResolveInputs(&op);
+    }
+  }
+
+  void ReportSignatures() {
+    for (const Op& op : ops_) {
+      if (op.parallel() == 1) continue;
+      std::string line =
+          absl::StrCat(OpLabel(op), " on ", op.parallel(), " devices:");
+      for (const Input& in : op.inputs) {
+        absl::StrAppend(&line, " ", in.key, "=", in.signature.ToString());
+      }
+      absl::StrAppend(&line, " ->");
+      for (const auto& [out, sig] : op.output_signature) {
+        absl::StrAppend(&line, " ", out, "=", sig.ToString());
+      }
+      report_.signatures.push_back(std::move(line));
     }
   }
 

@@ -33,6 +33,10 @@ struct JobCompileReport {
   int64_t register_bytes = 0;
   // One line per inserted task: "h2d 'x.out@gpu1' for op 'y' input 0".
   std::vector<std::string> inserted;
+  // One line per op on several devices, the signatures it got (stated or
+  // inferred): "op 'dw' on 2 devices: a=split(0) b=split(0) ->
+  // out=partial_sum".
+  std::vector<std::string> signatures;
 };
 
 struct CompiledJob {

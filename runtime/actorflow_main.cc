@@ -301,6 +301,9 @@ int Compile(const std::vector<std::string>& args) {
                                    std::strerror(errno)));
   }
   const JobCompileReport& r = compiled->report;
+  for (const std::string& line : r.signatures) {
+    std::fprintf(stderr, "signatures %s\n", line.c_str());
+  }
   for (const std::string& line : r.inserted) {
     std::fprintf(stderr, "inserted %s\n", line.c_str());
   }

@@ -633,6 +633,18 @@ TEST_CASE("signatures the job leaves out come from each op_type's rule") {
                     "('xent.loss')",
                     "add 'accuracy.out:add@cpu0' for op 'correct' input 0 "
                     "('accuracy')"});
+  // What each op got, stated or inferred, one line per op.
+  const auto& lines = parallel.report.signatures;
+  CHECK(std::count(lines.begin(), lines.end(),
+                   "op 'dw0' on 2 devices: a=split(0) b=split(0) -> "
+                   "out=partial_sum") == 1);
+  CHECK(std::count(lines.begin(), lines.end(),
+                   "op 'sgd_w0' on 2 devices: grad=broadcast batch=broadcast "
+                   "-> delta=broadcast") == 1);
+  CHECK(std::count(lines.begin(), lines.end(),
+                   "op 'xent' on 2 devices: logits=split(0) labels=split(0) "
+                   "-> dlogits=split(0) loss=partial_sum") == 1);
+  CHECK(lines.size() == 21);  // every op but data, loss and correct
   // The two halves of the batch: x for h0, labels for xent.
   CHECK(Names(parallel.plan).count("data:slice(0)1of2@cpu1") == 1);
   CHECK(Names(parallel.plan).count("data:slice(0)1of2@cpu1#2") == 1);
