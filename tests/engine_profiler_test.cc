@@ -20,10 +20,13 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "memory/cuda_api.h"
+#include "tests/held_op.h"
 #include "tests/test_util.h"
 
 namespace actorflow {
 namespace {
+
+using testing::HeldOp;
 
 constexpr EngineType kAll[] = {EngineType::kNaive, EngineType::kThreadedPooled,
                                EngineType::kThreadedPerDevice};
@@ -113,29 +116,6 @@ TEST_CASE("a diamond's records: four operations, each wait on its variable") {
     CHECK(r["join"].status.ok());
   }
 }
-
-// Holds its variables until released, so the test decides what waits.
-class HeldOp {
- public:
-  AsyncFn Fn() {
-    return [this](RunContext, CallbackOnComplete done) {
-      std::lock_guard<std::mutex> lock(mu_);
-      callback_.emplace(std::move(done));
-      started_.store(true);
-    };
-  }
-  void Release() {
-    REQUIRE(testing::WaitUntil([this] { return started_.load(); }));
-    std::lock_guard<std::mutex> lock(mu_);
-    (*callback_)();
-    callback_.reset();
-  }
-
- private:
-  std::mutex mu_;
-  std::optional<CallbackOnComplete> callback_;
-  std::atomic<bool> started_{false};
-};
 
 TEST_CASE("the wait goes to the variable released last") {
   for (EngineType type :

@@ -14,11 +14,13 @@
 #include <vector>
 
 #include "memory/cuda_api.h"
+#include "tests/held_op.h"
 #include "tests/test_util.h"
 
 namespace actorflow {
 namespace {
 
+using testing::HeldOp;
 using testing::WaitUntil;
 
 constexpr EngineType kThreaded[] = {EngineType::kThreadedPooled,
@@ -36,31 +38,6 @@ void ForEachEngine(const EngineType (&types)[N], Body body) {
     body(engine.get());
   }
 }
-
-// An asynchronous operation that the test completes when it chooses: until
-// then it holds its variables.
-class HeldOp {
- public:
-  AsyncFn Fn() {
-    return [this](RunContext, CallbackOnComplete done) {
-      std::lock_guard<std::mutex> lock(mu_);
-      callback_.emplace(std::move(done));
-      started_.store(true);
-    };
-  }
-  bool started() const { return started_.load(); }
-  void Release(absl::Status status = absl::OkStatus()) {
-    REQUIRE(WaitUntil([this] { return started(); }));
-    std::lock_guard<std::mutex> lock(mu_);
-    (*callback_)(std::move(status));
-    callback_.reset();
-  }
-
- private:
-  std::mutex mu_;
-  std::optional<CallbackOnComplete> callback_;
-  std::atomic<bool> started_{false};
-};
 
 // Pushes a write of a fresh variable and waits for it: with one FIFO CPU
 // worker (ThreadedEnginePerDevice's default), every operation dispatched
