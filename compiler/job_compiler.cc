@@ -187,6 +187,17 @@ class Compiler {
     for (int32_t m : machines) {
       for (int32_t d : devices) op->devices.push_back({m, p.device_type(), d});
     }
+    if (p.device_type() == GPU) {
+      // Machines of one job are alike: this one stands for them all.
+      for (int32_t d : devices) {
+        absl::Status available = d < 0 ? absl::OkStatus() : options_.probe(d);
+        if (!available.ok()) {
+          Problem(absl::StrCat(OpLabel(*op), ": placement on gpu ", d,
+                               ": this machine cannot serve it: ",
+                               available.message()));
+        }
+      }
+    }
   }
 
   void ReadInputs(Op* op) {
@@ -835,7 +846,8 @@ class Compiler {
   absl::Status FitBudget() {
     CompileOptions compile;
     compile.bindings = options_.bindings;
-    compile.probe = options_.probe;
+    // Devices were checked against options_.probe where ops were placed.
+    compile.probe = [](int) { return absl::OkStatus(); };
     compile.multi_machine = true;
     compile.max_register_bytes = INT64_MAX / 4;
     absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =

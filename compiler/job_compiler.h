@@ -16,8 +16,9 @@ namespace actorflow {
 struct JobCompileOptions {
   // Kernels bound for this job only; null: the registry's.
   const KernelBindings* bindings = nullptr;
-  // Which CUDA devices the plan may use. Compiling for another machine
-  // (`actorflow compile`) accepts every device.
+  // Which CUDA devices the plan may use: an op placed on another is an
+  // error naming it. Compiling for another machine (`actorflow compile`)
+  // accepts every device.
   DeviceProbe probe = cuda::DeviceAvailable;
 };
 

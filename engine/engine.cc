@@ -27,6 +27,24 @@ struct InlineQueue {
 thread_local InlineQueue t_inline;
 // The operation whose function runs on this thread (innermost), if any.
 thread_local const Opr* t_running_opr = nullptr;
+// Its profile, if profiled (so PushSync can mark where its device work ends).
+thread_local BlockProfile* t_running_profile = nullptr;
+
+// Marks the end of a profiled GPU operation's device work on `stream`, once.
+void MarkDeviceEnd(BlockProfile* profile, void* stream) {
+  if (profile == nullptr || profile->device_start == nullptr ||
+      profile->device_end != nullptr || stream == nullptr) {
+    return;
+  }
+  absl::StatusOr<cuda::EventHandle> end =
+      cuda::TimingEventCreate(profile->device);
+  if (!end.ok()) return;
+  if (!cuda::EventRecord(*end, stream).ok()) {
+    cuda::EventDestroy(*end);
+    return;
+  }
+  profile->device_end = *end;
+}
 
 std::string OprName(const Opr& opr) {
   return opr.name.empty() ? std::string("(unnamed)") : opr.name;
@@ -207,6 +225,7 @@ void Engine::PushSync(SyncFn fn, Context exec_ctx,
         // Device work the function queued must be done before dependents
         // run.
         if (rctx.stream != nullptr) {
+          MarkDeviceEnd(t_running_profile, rctx.stream);
           on_complete(cuda::StreamSynchronize(rctx.ctx.dev_id, rctx.stream));
         } else {
           on_complete();
@@ -402,12 +421,20 @@ void Engine::Execute(OprBlock* block, StreamSet* streams) {
   // nest correctly.
   struct Running {
     const Opr* outer = t_running_opr;
-    explicit Running(const Opr* opr) { t_running_opr = opr; }
-    ~Running() { t_running_opr = outer; }
-  } running(block->opr);
+    BlockProfile* outer_profile = t_running_profile;
+    Running(const Opr* opr, BlockProfile* profile) {
+      t_running_opr = opr;
+      t_running_profile = profile;
+    }
+    ~Running() {
+      t_running_opr = outer;
+      t_running_profile = outer_profile;
+    }
+  } running(block->opr, block->profile.get());
   if (BlockProfile* profile = block->profile.get()) {
     profile->started_ns = ProfileNow();
     profile->worker = WorkerPool::CurrentWorkerName();
+    if (rctx->stream != nullptr) StartDeviceTiming(profile, *rctx);
   }
   try {
     block->opr->fn(*rctx, keep);
@@ -504,7 +531,39 @@ void Engine::NoteGrants(const OprBlock* by, const Var* var,
 
 int64_t Engine::ProfileNow() const { return SteadyNs() - created_ns_; }
 
+void Engine::StartDeviceTiming(BlockProfile* profile, const RunContext& rctx) {
+  absl::StatusOr<cuda::EventHandle> start =
+      cuda::TimingEventCreate(rctx.ctx.dev_id);
+  if (!start.ok()) return;  // profiled without device time
+  if (!cuda::EventRecord(*start, rctx.stream).ok()) {
+    cuda::EventDestroy(*start);
+    return;
+  }
+  profile->device = rctx.ctx.dev_id;
+  profile->device_start = *start;
+  profile->device_stream = rctx.stream;
+}
+
+int64_t Engine::FinishDeviceTiming(BlockProfile* profile) {
+  if (profile->device_start == nullptr) return -1;
+  // An operation that did not mark its end (kAsync, PushAsync) completed
+  // after its work: the end marked now is later than the work's by the
+  // completion's latency.
+  MarkDeviceEnd(profile, profile->device_stream);
+  int64_t ns = -1;
+  if (profile->device_end != nullptr) {
+    absl::StatusOr<int64_t> elapsed =
+        cuda::EventElapsedNs(profile->device_start, profile->device_end);
+    if (elapsed.ok()) ns = *elapsed;
+    cuda::EventDestroy(profile->device_end);
+  }
+  cuda::EventDestroy(profile->device_start);
+  profile->device_start = profile->device_end = nullptr;
+  return ns;
+}
+
 void Engine::RecordProfile(OprBlock* block, const absl::Status& status) {
+  const int64_t device_ns = FinishDeviceTiming(block->profile.get());
   const BlockProfile& p = *block->profile;
   const Opr& opr = *block->opr;
   OprRecord record;
@@ -517,6 +576,7 @@ void Engine::RecordProfile(OprBlock* block, const absl::Status& status) {
   record.ready_ns = p.ready_ns > 0 ? p.ready_ns : p.queued_ns;
   record.started_ns = p.started_ns;
   record.finished_ns = ProfileNow();
+  record.device_ns = device_ns;
   size_t i = 0;
   for (const auto* vars : {&opr.const_vars, &opr.mutable_vars}) {
     const bool write = vars == &opr.mutable_vars;

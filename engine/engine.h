@@ -34,6 +34,7 @@ class Engine;
 class Opr;
 struct BlockWaiter;
 struct OprBlock;
+struct BlockProfile;
 using OprHandle = Opr*;
 
 // Tells the engine that an asynchronous operation is done. Call it exactly
@@ -170,6 +171,10 @@ class Engine {
  private:
   friend class CallbackOnComplete;
   Engine(EngineType type, const EngineOptions& options);
+
+  // Profiled GPU operations' device time (BlockProfile::device_*).
+  void StartDeviceTiming(BlockProfile* profile, const RunContext& rctx);
+  int64_t FinishDeviceTiming(BlockProfile* profile);  // ns, or -1
 
   // Push's body. `waiter`, if given, is notified when the block completes.
   void PushBlock(Opr* opr, Context ctx, int priority, BlockWaiter* waiter,

@@ -76,6 +76,13 @@ struct BlockProfile {
   // (its seq; -1: granted at push).
   absl::InlinedVector<int64_t, 6> granted_ns;
   absl::InlinedVector<int64_t, 6> granted_after;
+  // GPU operations: timing events around its work on the worker's stream
+  // (cuda::EventHandle; null where none could be made). The end is marked
+  // when the function returns (PushSync) or else at completion.
+  int device = -1;
+  void* device_stream = nullptr;
+  void* device_start = nullptr;
+  void* device_end = nullptr;
 };
 
 // One push of an Opr: its dependency count and its places in the variables'

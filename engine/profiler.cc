@@ -15,6 +15,12 @@ std::string Micros(int64_t ns) {
   return JsonNumber(static_cast<double>(ns) / 1e3);
 }
 
+// The row of a GPU worker's device time: slices placed at the host start
+// (the device cannot start earlier), as long as the device took.
+std::string DeviceRow(const OprRecord& r) {
+  return absl::StrCat(r.worker, " device");
+}
+
 std::string VarLabel(const OprRecord::Dependency& dep) {
   return dep.var_name.empty() ? absl::StrCat("var ", dep.var) : dep.var_name;
 }
@@ -53,6 +59,10 @@ std::string Profiler::ChromeTrace() const {
     if (rows.emplace(r.worker, static_cast<int>(rows.size()) + 1).second) {
       row_names.push_back(r.worker);
     }
+    if (r.device_ns >= 0 &&
+        rows.emplace(DeviceRow(r), static_cast<int>(rows.size()) + 1).second) {
+      row_names.push_back(DeviceRow(r));
+    }
     by_seq[r.seq] = &r;
   }
   std::vector<std::string> events;
@@ -81,10 +91,20 @@ std::string Profiler::ChromeTrace() const {
         R"(,"ts":)", Micros(start), R"(,"dur":)", Micros(r.finished_ns - start),
         R"(,"args":{"seq":)", r.seq, R"(,"ctx":)", JsonString(r.ctx.ToString()),
         R"(,"queued_us":)", Micros(r.queued_ns), R"(,"ready_us":)",
-        Micros(r.ready_ns), R"(,"reads":[)", reads, R"(],"writes":[)", writes,
-        R"(],"wait_us":{)", waits, R"(},"status":)",
+        Micros(r.ready_ns),
+        r.device_ns >= 0 ? absl::StrCat(R"(,"device_us":)", Micros(r.device_ns))
+                         : "",
+        R"(,"reads":[)", reads, R"(],"writes":[)", writes, R"(],"wait_us":{)",
+        waits, R"(},"status":)",
         JsonString(r.status.ok() ? "ok" : std::string(r.status.message())),
         "}}"));
+    if (r.device_ns >= 0) {
+      events.push_back(absl::StrCat(
+          R"({"name":)", JsonString(r.name),
+          R"(,"cat":"device","ph":"X","pid":1,"tid":)", rows[DeviceRow(r)],
+          R"(,"ts":)", Micros(start), R"(,"dur":)", Micros(r.device_ns),
+          R"(,"args":{"seq":)", r.seq, "}}"));
+    }
     // An arrow from the operation whose completion granted a variable to
     // this one, when both are here and both ran.
     for (const OprRecord::Dependency& dep : r.deps) {
@@ -118,6 +138,7 @@ std::string Profiler::ChromeTrace() const {
 std::string Profiler::Table() const {
   struct Row {
     int64_t count = 0, total = 0, max = 0, wait = 0;
+    int64_t device = -1;  // -1: no operation of this name timed a device
   };
   std::map<std::string, Row> rows;
   for (const OprRecord& r : Records()) {
@@ -127,6 +148,8 @@ std::string Profiler::Table() const {
     row.total += ran;
     row.max = std::max(row.max, ran);
     row.wait += r.ready_ns - r.queued_ns;
+    if (r.device_ns >= 0)
+      row.device = std::max<int64_t>(row.device, 0) + r.device_ns;
   }
   std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
   std::stable_sort(sorted.begin(), sorted.end(),
@@ -134,13 +157,15 @@ std::string Profiler::Table() const {
                      return a.second.total > b.second.total;
                    });
   std::string out =
-      absl::StrFormat("%-32s %8s %12s %10s %10s %12s\n", "name", "count",
-                      "total_us", "mean_us", "max_us", "wait_us");
+      absl::StrFormat("%-32s %8s %12s %10s %10s %12s %12s\n", "name", "count",
+                      "total_us", "mean_us", "max_us", "wait_us", "device_us");
   for (const auto& [name, row] : sorted) {
-    absl::StrAppendFormat(&out, "%-32s %8d %12.1f %10.2f %10.1f %12.1f\n", name,
-                          row.count, row.total / 1e3,
-                          row.total / 1e3 / static_cast<double>(row.count),
-                          row.max / 1e3, row.wait / 1e3);
+    absl::StrAppendFormat(
+        &out, "%-32s %8d %12.1f %10.2f %10.1f %12.1f %12s\n", name, row.count,
+        row.total / 1e3, row.total / 1e3 / static_cast<double>(row.count),
+        row.max / 1e3, row.wait / 1e3,
+        row.device < 0 ? std::string("-")
+                       : absl::StrFormat("%.1f", row.device / 1e3));
   }
   return out;
 }

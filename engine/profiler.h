@@ -36,10 +36,15 @@ struct OprRecord {
   // "gpu(0) compute 0", "gpu(0) copy 1", "pool 3", "io 0", or "inline"
   // (kAsync operations, NaiveEngine, skipped ones).
   std::string worker;
-  int64_t queued_ns = 0;         // pushed
-  int64_t ready_ns = 0;          // every variable granted
-  int64_t started_ns = 0;        // its function called (0: never ran)
-  int64_t finished_ns = 0;       // completed
+  int64_t queued_ns = 0;    // pushed
+  int64_t ready_ns = 0;     // every variable granted
+  int64_t started_ns = 0;   // its function called (0: never ran)
+  int64_t finished_ns = 0;  // completed
+  // GPU operations: time on the device, from timing events recorded on the
+  // worker's stream before its function ran and after the work it queued
+  // (PushSync; for other operations, at completion). -1: none (a CPU
+  // operation, or the events could not be made).
+  int64_t device_ns = -1;
   std::vector<Dependency> deps;  // reads first, then writes
   absl::Status status;           // its error, or what it inherited
 };

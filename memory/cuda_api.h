@@ -2,6 +2,7 @@
 #define ACTORFLOW_MEMORY_CUDA_API_H_
 
 #include <cstddef>
+#include <cstdint>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -63,6 +64,14 @@ absl::Status EventRecord(EventHandle event, StreamHandle stream);
 // it (asynchronous CUDA errors are sticky: every later call reports them).
 absl::Status EventSynchronize(EventHandle event);
 void EventDestroy(EventHandle event);
+
+// Events that keep the device's time when the stream reached them (the
+// engine's profiler times device work with a pair). Destroy with
+// EventDestroy.
+absl::StatusOr<EventHandle> TimingEventCreate(int device_index);
+// Device time from `start` to `end`, two recorded timing events, in
+// nanoseconds (CUDA resolves about half a microsecond). Waits for `end`.
+absl::StatusOr<int64_t> EventElapsedNs(EventHandle start, EventHandle end);
 
 // The error of the last kernel launch on this thread, with `what` in front;
 // OK if it succeeded. Clears it.

@@ -176,6 +176,26 @@ void EventDestroy(EventHandle event) {
   cudaEventDestroy(static_cast<cudaEvent_t>(event));
 }
 
+absl::StatusOr<EventHandle> TimingEventCreate(int device_index) {
+  absl::Status status = UseDevice(device_index);
+  if (!status.ok()) return status;
+  cudaEvent_t event = nullptr;
+  status = FromCuda(cudaEventCreate(&event), "cudaEventCreate");
+  if (!status.ok()) return status;
+  return static_cast<EventHandle>(event);
+}
+
+absl::StatusOr<int64_t> EventElapsedNs(EventHandle start, EventHandle end) {
+  absl::Status status = EventSynchronize(end);
+  if (!status.ok()) return status;
+  float ms = 0;
+  status = FromCuda(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start),
+                                         static_cast<cudaEvent_t>(end)),
+                    "cudaEventElapsedTime");
+  if (!status.ok()) return status;
+  return static_cast<int64_t>(static_cast<double>(ms) * 1e6);
+}
+
 absl::Status LastLaunchError(const char* what) {
   return FromCuda(cudaGetLastError(), what);
 }

@@ -9,10 +9,12 @@
 // device faults, and anything about the .cu code (kernels here are the host
 // loops of launch_emulated.cc).
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <set>
 #include <thread>
 #include <utility>
@@ -91,6 +93,10 @@ class Stream {
 struct Event {
   Stream* stream = nullptr;  // null until recorded
   uint64_t mark = 0;
+  // Timing events: the steady clock when the stream's worker passed the
+  // event, written by that worker before the mark completes.
+  bool timing = false;
+  std::shared_ptr<std::atomic<int64_t>> reached_ns;
 };
 
 // Every live stream, for DeviceSynchronize.
@@ -242,6 +248,17 @@ absl::StatusOr<EventHandle> EventCreate(int device_index) {
 
 absl::Status EventRecord(EventHandle event, StreamHandle stream) {
   auto* e = static_cast<Event*>(event);
+  if (e->timing) {
+    // A fresh cell per record: a stale stamp from an earlier record must not
+    // be read as this one's.
+    e->reached_ns = std::make_shared<std::atomic<int64_t>>(0);
+    AsStream(stream)->Enqueue([cell = e->reached_ns] {
+      cell->store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count(),
+                  std::memory_order_release);
+    });
+  }
   e->stream = AsStream(stream);
   e->mark = e->stream->Mark();
   return absl::OkStatus();
@@ -254,6 +271,28 @@ absl::Status EventSynchronize(EventHandle event) {
 }
 
 void EventDestroy(EventHandle event) { delete static_cast<Event*>(event); }
+
+absl::StatusOr<EventHandle> TimingEventCreate(int device_index) {
+  absl::Status status = DeviceAvailable(device_index);
+  if (!status.ok()) return status;
+  auto* event = new Event();
+  event->timing = true;
+  return static_cast<EventHandle>(event);
+}
+
+absl::StatusOr<int64_t> EventElapsedNs(EventHandle start, EventHandle end) {
+  auto* s = static_cast<Event*>(start);
+  auto* e = static_cast<Event*>(end);
+  if (!s->timing || !e->timing || s->stream == nullptr ||
+      e->stream == nullptr) {
+    return absl::FailedPreconditionError(
+        "EventElapsedNs: both events must be timing events, recorded");
+  }
+  (void)EventSynchronize(start);
+  (void)EventSynchronize(end);
+  return e->reached_ns->load(std::memory_order_acquire) -
+         s->reached_ns->load(std::memory_order_acquire);
+}
 
 absl::Status LastLaunchError(const char*) { return absl::OkStatus(); }
 

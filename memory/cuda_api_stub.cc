@@ -43,6 +43,10 @@ absl::StatusOr<EventHandle> EventCreate(int) { return NoCuda(); }
 absl::Status EventRecord(EventHandle, StreamHandle) { return NoCuda(); }
 absl::Status EventSynchronize(EventHandle) { return NoCuda(); }
 void EventDestroy(EventHandle) {}
+absl::StatusOr<EventHandle> TimingEventCreate(int) { return NoCuda(); }
+absl::StatusOr<int64_t> EventElapsedNs(EventHandle, EventHandle) {
+  return NoCuda();
+}
 absl::Status LastLaunchError(const char*) { return NoCuda(); }
 
 }  // namespace actorflow::cuda

@@ -408,11 +408,21 @@ TEST_CASE("the GPU pipeline equals its CPU twin, or is refused with the reason",
 
   CliResult gpu =
       RunCli("run '" + Runfile("examples/plans/gpu_pipeline.pbtxt") + "'");
+  // The same pipeline as a job: the compiler inserts the copies.
+  CliResult job =
+      RunCli("run '" + Runfile("examples/jobs/gpu_pipeline.pbtxt") + "'");
   if (cuda::DeviceAvailable(0).ok()) {
     CHECK(gpu.exit_code == 0);
     CHECK(Contains(gpu.last_line, expected));
+    CHECK(job.exit_code == 0);
+    CHECK(Contains(job.last_line, expected));
     return;
   }
+  CHECK(job.exit_code == 2);
+  CHECK(Contains(job.last_line,
+                 "\"op 'triple': placement on gpu 0: this machine cannot "
+                 "serve it: "));
+  CHECK(Contains(job.last_line, "\"op 'add': placement on gpu 0: "));
   std::printf("gpu_pipeline refused here, as it must be: %s\n",
               gpu.last_line.c_str());
   CHECK(gpu.exit_code == 2);

@@ -11,11 +11,14 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "engine/engine.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -317,6 +320,8 @@ TEST_CASE("workers by name, the Chrome trace and the table") {
   for (const auto& event : events) {
     const auto& fields = event.struct_value().fields();
     const std::string ph = fields.at("ph").string_value();
+    // On a GPU, a_to_b also has a slice in its worker's device row.
+    if (ph == "X" && fields.at("cat").string_value() == "device") continue;
     slices += ph == "X";
     starts += ph == "s";
     ends += ph == "f";
@@ -342,6 +347,114 @@ TEST_CASE("workers by name, the Chrome trace and the table") {
   }
   CHECK(engine->DumpProfile("/nonexistent-dir/trace.json").message() ==
         "DumpProfile: cannot write '/nonexistent-dir/trace.json'");
+}
+
+
+TEST_CASE("GPU operations carry their device time") {
+  if (!cuda::DeviceAvailable(0).ok()) {
+    // The CPU-only configuration has no device to time; the emulated one
+    // (CI) and a GPU machine run this case.
+    SUCCEED("no CUDA device: " << cuda::DeviceAvailable(0).message());
+    return;
+  }
+  EngineOptions options;
+  options.profiling = true;
+  auto engine = Engine::Create(EngineType::kThreadedPerDevice, options);
+  VarHandle v = engine->NewVariable("v");
+  // 32 MiB copied device to device on the worker's stream: device work of a
+  // known size whose end the function does not wait for itself.
+  constexpr size_t kBytes = size_t{32} << 20;
+  absl::StatusOr<void*> src_or = cuda::DeviceMalloc(0, kBytes);
+  absl::StatusOr<void*> dst_or = cuda::DeviceMalloc(0, kBytes);
+  REQUIRE(src_or.ok());
+  REQUIRE(dst_or.ok());
+  void* src = *src_or;
+  void* dst = *dst_or;
+  REQUIRE(cuda::DeviceMemset(0, src, 7, kBytes).ok());
+  for (int i = 0; i < 3; ++i) {
+    engine->PushSync(
+        [=](RunContext rctx) {
+          // Thrown, an error fails the operation (and WaitForAll below).
+          absl::Status status =
+              cuda::MemcpyAsync(dst, src, kBytes, rctx.stream);
+          if (!status.ok()) throw std::runtime_error(status.ToString());
+        },
+        Context::GPU(0), {}, {v}, FnProperty::kNormal, 0, "copy");
+    engine->PushAsync(
+        [=](RunContext rctx, CallbackOnComplete done) {
+          absl::Status status =
+              cuda::MemcpyAsync(src, dst, kBytes, rctx.stream);
+          done(status.ok() ? cuda::StreamSynchronize(0, rctx.stream) : status);
+        },
+        Context::GPU(0), {}, {v}, FnProperty::kNormal, 0, "copy_back");
+    engine->PushSync([](RunContext) {}, Context::CPU(), {v}, {},
+                     FnProperty::kNormal, 0, "on_cpu");
+  }
+  REQUIRE(engine->WaitForAll().ok());
+  const auto records = engine->ProfileRecords();
+  REQUIRE(records.size() == 9);
+  for (const OprRecord& r : records) {
+    INFO(r.name << " on " << r.worker << ": device " << r.device_ns
+                << " ns, host " << r.finished_ns - r.started_ns << " ns");
+    if (r.name == "on_cpu") {
+      CHECK(r.device_ns == -1);
+      continue;
+    }
+    // The copy ran on the device between the events.
+    CHECK(r.device_ns > 0);
+    // PushSync marks the end before it waits for the stream, so the events
+    // lie inside the host's span of the operation (function called to
+    // completion), give or take the two clocks' resolution. copy_back's end
+    // is marked at its completion, when the device may take a while to
+    // reach it: no bound.
+    if (r.name == "copy") {
+      CHECK(r.device_ns <= r.finished_ns - r.started_ns + 5'000);
+    }
+  }
+  const std::string path = testing::TestTempDir("profile") + "/device.json";
+  REQUIRE(engine->DumpProfile(path).ok());
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  google::protobuf::Struct trace;
+  REQUIRE(google::protobuf::util::JsonStringToMessage(text.str(), &trace).ok());
+  std::set<std::string> device_rows;
+  int device_slices = 0;
+  for (const auto& event :
+       trace.fields().at("traceEvents").list_value().values()) {
+    const auto& fields = event.struct_value().fields();
+    const std::string ph = fields.at("ph").string_value();
+    if (ph == "M" && fields.at("name").string_value() == "thread_name") {
+      const std::string row =
+          fields.at("args").struct_value().fields().at("name").string_value();
+      if (absl::EndsWith(row, " device")) device_rows.insert(row);
+    }
+    if (ph == "X" && fields.at("cat").string_value() == "device") {
+      ++device_slices;
+    }
+    if (ph == "X" && fields.at("name").string_value() == "copy" &&
+        fields.at("cat").string_value() != "device") {
+      CHECK(fields.at("args")
+                .struct_value()
+                .fields()
+                .at("device_us")
+                .number_value() > 0);
+    }
+  }
+  CHECK(device_slices == 6);
+  REQUIRE(!device_rows.empty());
+  for (const std::string& row : device_rows) {
+    CHECK(absl::StartsWith(row, "gpu(0) compute "));
+  }
+  const std::string table = engine->ProfileTable();
+  INFO(table);
+  CHECK(absl::StrContains(table, "device_us"));
+  for (absl::string_view line : absl::StrSplit(table, '\n')) {
+    if (absl::StartsWith(line, "on_cpu ")) CHECK(absl::EndsWith(line, " -"));
+    if (absl::StartsWith(line, "copy ")) CHECK(!absl::EndsWith(line, " -"));
+  }
+  cuda::DeviceFree(0, src);
+  cuda::DeviceFree(0, dst);
 }
 
 }  // namespace
