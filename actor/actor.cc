@@ -46,7 +46,10 @@ Actor::Actor(ActorSpec spec, ActorEnv env)
     for (auto& regst : desc->regsts) out_.back().free.Push(regst.get());
     total_regsts_ += desc->register_num;
     resets_shapes_ |= desc->has_dynamic_blob;
+    checks_blocks_ |= desc->checked_block != nullptr;
   }
+  for (const InSlot& slot : in_)
+    checks_blocks_ |= slot.desc->checked_block != nullptr;
   free_regsts_ = total_regsts_;
   num_in_ = static_cast<int>(in_.size());
   num_out_ = static_cast<int>(out_.size());
@@ -55,6 +58,48 @@ Actor::Actor(ActorSpec spec, ActorEnv env)
   ctx_.outputs_.resize(out_.size());
   if (spec.async_thread != nullptr) InitAsync(spec.async_thread);
   state_ = State::kFinished;  // until the first kReset
+}
+
+namespace {
+char* RegstBase(const Regst& regst) {
+  return regst.num_blobs() == 0
+             ? nullptr
+             : regst.blob(0).data - regst.desc().layout.offsets[0];
+}
+absl::Status SharingBroken(const std::string& what) {
+  return absl::InternalError(absl::StrCat(
+      what, " (memory sharing that the plan's shape does not allow)"));
+}
+}  // namespace
+
+absl::Status Actor::ClaimBlocks(Regst** outputs) {
+  for (int o = 0; o < num_out_; ++o) {
+    const RegstDesc& desc = outputs[o]->desc();
+    if (desc.checked_block == nullptr) continue;
+    // Claimed ones stay claimed until PushFree releases them.
+    std::string broken = desc.checked_block->Claim(
+        desc.id, static_cast<int>(desc.consumers.size()));
+    if (!broken.empty()) return SharingBroken(broken);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Actor::ReadBlocks(Regst** inputs) {
+  for (int i = 0; i < num_in_; ++i) {
+    const RegstDesc& desc = inputs[i]->desc();
+    if (desc.checked_block == nullptr) continue;
+    std::string broken = desc.checked_block->ReaderDone(
+        desc.id, RegstBase(*inputs[i]), static_cast<size_t>(desc.layout.bytes));
+    if (!broken.empty()) return SharingBroken(broken);
+  }
+  return absl::OkStatus();
+}
+
+void Actor::ReleaseBlock(Regst* regst) {
+  const RegstDesc& desc = regst->desc();
+  if (desc.checked_block == nullptr) return;
+  desc.checked_block->ReleaseIfHeld(desc.id, RegstBase(*regst),
+                                    static_cast<size_t>(desc.layout.bytes));
 }
 
 void Actor::Reset() {
@@ -67,7 +112,13 @@ void Actor::Reset() {
     slot.ended = false;
     blockers_ += slot.ready.empty();
   }
-  for (OutSlot& slot : out_) blockers_ += slot.free.empty();
+  for (OutSlot& slot : out_) {
+    blockers_ += slot.free.empty();
+    // A failed run may have left its register holding the block.
+    if (slot.desc->checked_block != nullptr) {
+      slot.desc->checked_block->ReleaseIfHeld(slot.desc->id, nullptr, 0);
+    }
+  }
   // A feed's run ends when the caller closes it, not at a piece count.
   piece_end_ = feed_port_ != nullptr ? INT64_MAX : next_piece_ + *env_.pieces;
   cut_index_ = 0;
@@ -229,6 +280,14 @@ void Actor::Act() {
     outputs[o] = regst;
   }
   free_regsts_ -= num_out_;
+  if (__builtin_expect(checks_blocks_, 0)) {
+    absl::Status claimed = ClaimBlocks(outputs);
+    if (!claimed.ok()) {
+      for (int o = 0; o < num_out_; ++o) PushFree(out[o], outputs[o]);
+      Fail(claimed, piece);
+      return;
+    }
+  }
   ctx_.piece_id_ = piece;
   initial_piece_ = piece + lag_;
   if (async_ != nullptr) {
@@ -239,6 +298,10 @@ void Actor::Act() {
   absl::Status status = __builtin_expect(env_.trace | env_.timed, 0)
                             ? CallKernelTimed(piece)
                             : CallKernelMarked();
+  // Its reads are over: registers sharing memory may be reused from here.
+  if (__builtin_expect(status.ok() && checks_blocks_, 0)) {
+    status = ReadBlocks(inputs);
+  }
   if (__builtin_expect(!status.ok(), 0)) {
     for (int o = 0; o < num_out_; ++o) PushFree(out[o], outputs[o]);
     Fail(status, piece);

@@ -258,6 +258,7 @@ class Actor {
   void Publish(Regst* regst);
   void ReturnToProducer(Regst* regst);
   void PushFree(OutSlot& slot, Regst* regst) {
+    if (__builtin_expect(checks_blocks_, 0)) ReleaseBlock(regst);
     if (slot.free.empty()) --blockers_;
     slot.free.Push(regst);
     ++free_regsts_;
@@ -265,6 +266,13 @@ class Actor {
   // Output slots whose register has dynamic blobs: their shapes go back to
   // the maximum before each act.
   bool resets_shapes_ = false;
+  // An input or output shares memory and the session checks it
+  // (RegstDesc::checked_block): outputs are claimed before each act, inputs
+  // counted read after it.
+  bool checks_blocks_ = false;
+  __attribute__((noinline, cold)) absl::Status ClaimBlocks(Regst** outputs);
+  __attribute__((noinline, cold)) absl::Status ReadBlocks(Regst** inputs);
+  __attribute__((noinline, cold)) static void ReleaseBlock(Regst* regst);
   void Send(Thread<ActorMsg>* thread, const ActorMsg& msg) {
     if (__builtin_expect(!thread->TrySend(msg), 0)) ReportLostMessage(msg);
   }

@@ -18,7 +18,7 @@
 
 // What a kernel keeps from one piece to the next (weights, optimizer
 // moments, counters) as named host arrays: what a checkpoint saves and a
-// restore gives back (README.md, "Checkpoints"). Entries keep the order they
+// restore gives back (docs/checkpoints.md). Entries keep the order they
 // were added in; names are unique.
 namespace actorflow {
 

@@ -8,6 +8,7 @@
 
 #include "absl/types/span.h"
 #include "actor/blob_desc.h"
+#include "actor/shared_block.h"
 #include "actor/tensor_view.h"
 #include "memory/synced_memory.h"
 
@@ -33,7 +34,7 @@ class Thread;
 class Regst {
  public:
   // `base`: the register's memory (null when it has no bytes).
-  Regst(const RegstDesc* desc, std::unique_ptr<SyncedMemory> memory,
+  Regst(const RegstDesc* desc, std::shared_ptr<SyncedMemory> memory,
         char* base);
 
   const RegstDesc& desc() const { return *desc_; }
@@ -58,7 +59,8 @@ class Regst {
  private:
   // Read by consumers; written at construction only.
   const RegstDesc* desc_;
-  std::unique_ptr<SyncedMemory> memory_;
+  // Shared by the registers of one SharedBlock; otherwise this one's.
+  std::shared_ptr<SyncedMemory> memory_;
   std::vector<Blob> blobs_;
   int num_blobs_ = 0;  // blobs_.size(), read on every act
   // Written by the producer on every act.
@@ -95,9 +97,12 @@ class RegstDesc {
   Actor* producer_actor = nullptr;
   std::vector<RegstConsumer> consumers;
   std::vector<std::unique_ptr<Regst>> regsts;
+  // Its shared allocation, when the session checks memory sharing
+  // (SessionOptions::check_memory_sharing); null otherwise.
+  SharedBlock* checked_block = nullptr;
 };
 
-inline Regst::Regst(const RegstDesc* desc, std::unique_ptr<SyncedMemory> memory,
+inline Regst::Regst(const RegstDesc* desc, std::shared_ptr<SyncedMemory> memory,
                     char* base)
     : desc_(desc), memory_(std::move(memory)) {
   blobs_.resize(desc->blobs.size());

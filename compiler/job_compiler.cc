@@ -14,10 +14,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "actor/blob_desc.h"
+#include "compiler/memory_sharing.h"
 #include "compiler/signature.h"
 #include "compiler/signature_rules.h"
 #include "runtime/plan_builder.h"
 #include "runtime/plan_writer.h"
+#include "runtime/register_lifetimes.h"
 #include "thread/balanced_splitter.h"
 
 namespace actorflow {
@@ -192,9 +194,9 @@ class Compiler {
       for (int32_t d : devices) {
         absl::Status available = d < 0 ? absl::OkStatus() : options_.probe(d);
         if (!available.ok()) {
-          Problem(absl::StrCat(OpLabel(*op), ": placement on gpu ", d,
-                               ": this machine cannot serve it: ",
-                               available.message()));
+          Problem(absl::StrCat(
+              OpLabel(*op), ": placement on gpu ", d,
+              ": this machine cannot serve it: ", available.message()));
         }
       }
     }
@@ -839,6 +841,11 @@ class Compiler {
         desc.set_register_num(std::max(2, deepest + 1));
       }
     }
+    if (options_.share_memory) {
+      lifetimes_.emplace(plan);
+      report_.single_buffer_registers =
+          SingleBufferInWindows(*lifetimes_, &plan);
+    }
   }
 
   // Shapes of every physical register; then, over budget, the largest
@@ -859,6 +866,7 @@ class Compiler {
           compiled.status().message()));
     }
     std::vector<std::pair<int64_t, RegstDescProto*>> regsts;
+    std::map<int64_t, int64_t> bytes_by_id;
     int64_t total = 0;
     for (TaskProto& task : *writer_.plan().mutable_task()) {
       const TaskProto& inferred = (*compiled)->plan.task(task.task_id() - 1);
@@ -870,11 +878,21 @@ class Compiler {
         }
         // As the runtime counts them (CheckRegisterBytes).
         const int64_t bytes =
-            std::max(LayOut((*compiled)->blobs.at(desc.regst_desc_id())).bytes,
-                     kRegstOverheadBytes);
+            RegisterBufferBytes((*compiled)->blobs.at(desc.regst_desc_id()));
         regsts.push_back({bytes, &desc});
+        bytes_by_id[desc.regst_desc_id()] = bytes;
         total += bytes * desc.register_num();
       }
+    }
+    // Shared blocks hold registers of one buffer, which the cuts below
+    // never touch (they stop at 1).
+    if (lifetimes_.has_value()) {
+      const MemorySharing shared =
+          ShareMemory(*lifetimes_, bytes_by_id, &writer_.plan());
+      report_.shared_blocks = shared.blocks;
+      report_.shared_registers = shared.registers;
+      report_.bytes_saved = shared.bytes_saved;
+      total -= shared.bytes_saved;
     }
     const int64_t budget = job_.memory_budget_bytes() > 0
                                ? job_.memory_budget_bytes()
@@ -917,6 +935,8 @@ class Compiler {
   std::map<std::pair<int64_t, Device>, int64_t> boxed_;
   std::map<std::tuple<int64_t, Device, int, int, int>, int64_t> sliced_;
   JobCompileReport report_;
+  // Made once registers are sized (share_memory only).
+  std::optional<RegisterLifetimes> lifetimes_;
 };
 
 }  // namespace

@@ -20,6 +20,10 @@ struct JobCompileOptions {
   // error naming it. Compiling for another machine (`actorflow compile`)
   // accepts every device.
   DeviceProbe probe = cuda::DeviceAvailable;
+  // Registers inside a training window get one buffer, and those whose
+  // lifetimes never overlap share memory (docs/jobs.md, "Memory sharing").
+  // Off: every register keeps its own buffers (to compare, or to debug).
+  bool share_memory = true;
 };
 
 // What the compiler made, besides the plan.
@@ -30,8 +34,16 @@ struct JobCompileReport {
   int copies = 0;
   int boxing = 0;
   int streams = 0;
-  // Every buffer of every register, as the runtime counts them.
+  // Every buffer of every register, as the runtime counts them (a shared
+  // block once).
   int64_t register_bytes = 0;
+  // Memory sharing: registers given one buffer because their training
+  // window runs one piece at a time; shared blocks made, the registers in
+  // them, and the bytes that saved against each having its own.
+  int single_buffer_registers = 0;
+  int shared_blocks = 0;
+  int shared_registers = 0;
+  int64_t bytes_saved = 0;
   // One line per inserted task: "h2d 'x.out@gpu1' for op 'y' input 0".
   std::vector<std::string> inserted;
   // One line per op on several devices, the signatures it got (stated or

@@ -16,7 +16,7 @@
 
 // A perceptron (inputs -> hidden ReLU layers -> classes, softmax
 // cross-entropy, SGD with momentum) as a plan, and the sequential loop that
-// computes the same thing without actors. README.md, "Training", describes
+// computes the same thing without actors. docs/training.md describes
 // the plan; examples/mnist_mlp runs it on Fashion-MNIST.
 //
 // The layers are split over `streams` CPU (or GPU) streams by their units,

@@ -11,7 +11,7 @@
 // Kernels of dense networks on float32 row-major blobs: the forward and
 // backward passes of a fully connected layer, ReLU, softmax cross-entropy,
 // accuracy, SGD with momentum and the `variable` that holds weights across
-// steps (README.md, "Training"). Batches may be dynamic: every kernel takes
+// steps (docs/training.md). Batches may be dynamic: every kernel takes
 // the piece's row count from its inputs, and zero rows is a valid piece.
 namespace actorflow::nn {
 

@@ -18,7 +18,7 @@
 #include "runtime/tensor.h"
 
 // A DALI-style data pipeline that compiles to a Plan and runs on the actor
-// runtime. See README.md ("Data pipelines") for the operators and how a
+// runtime. See docs/pipelines.md for the operators and how a
 // pipeline maps onto actors, threads and registers.
 namespace actorflow::pipeline {
 
@@ -143,7 +143,7 @@ class Pipeline {
   // Drops what is scheduled or held and starts the next epoch.
   absl::Status Reset();
 
-  // Checkpoints (README.md, "Checkpoints"). Saves the pipeline as the
+  // Checkpoints (docs/checkpoints.md). Saves the pipeline as the
   // caller sees it: the batches after the cut are the ones it would hand
   // out next, the prefetched ones included (they go into the checkpoint as
   // they are), then the reader's place in its epoch, the shuffle and the

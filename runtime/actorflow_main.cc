@@ -51,6 +51,7 @@ constexpr char kUsage[] =
 
 usage:
   actorflow run PLAN [--pieces=N] [--trace=FILE] [--stats]
+                     [--check_memory_sharing]
                      [--timeout=SECONDS] [--stall=SECONDS]
                      [--progress | --no-progress]
                      [--checkpoint_dir=DIR [--checkpoint_every=PIECES]
@@ -68,6 +69,11 @@ usage:
                     blocked on free outputs (raise this task's
                     register_num, or speed its consumers up); the JSON line
                     gets them under "stats", keyed by task name
+    --check_memory_sharing
+                    check the registers that share memory (mem_block_id)
+                    as the plan runs: a register written while another of
+                    its block holds data fails the run, naming both, and a
+                    free register's bytes are poisoned (NaN)
     --timeout=S     fail a run that takes longer than S seconds
     --stall=S       fail a run in which no task acts for S seconds
                     Either prints a hang report on stderr (what each task
@@ -143,7 +149,9 @@ usage:
                                     writes PLAN (.pbtxt text, .pb binary)
                                     and prints a JSON line (ops, tasks,
                                     copies, boxing, streams,
-                                    register_bytes); without -o the plan
+                                    register_bytes, shared_blocks,
+                                    shared_registers, bytes_saved: what
+                                    memory sharing saved); without -o the plan
                                     goes to stdout, with --dot its graph.
                                     Every device is assumed present: the
                                     plan may be for another machine.
@@ -311,9 +319,11 @@ int Compile(const std::vector<std::string>& args) {
     std::printf(
         "{\"status\":\"ok\",\"plan\":%s,\"ops\":%d,\"tasks\":%d,"
         "\"copies\":%d,\"boxing\":%d,\"streams\":%d,"
-        "\"register_bytes\":%lld}\n",
+        "\"register_bytes\":%lld,\"shared_blocks\":%d,"
+        "\"shared_registers\":%d,\"bytes_saved\":%lld}\n",
         JsonString(out_path).c_str(), r.ops, r.tasks, r.copies, r.boxing,
-        r.streams, static_cast<long long>(r.register_bytes));
+        r.streams, static_cast<long long>(r.register_bytes), r.shared_blocks,
+        r.shared_registers, static_cast<long long>(r.bytes_saved));
   }
   return kExitOk;
 }
@@ -334,6 +344,7 @@ struct RunFlags {
   int64_t max_register_bytes = kDefaultMaxRegisterBytes;
   std::string trace_path;
   bool stats = false;
+  bool check_memory_sharing = false;
   double timeout_s = 0;
   double stall_s = 0;
   enum class Progress { kAuto, kOn, kOff } progress = Progress::kAuto;
@@ -620,6 +631,7 @@ int Run(const std::string& path, const RunFlags& flags) {
   SessionOptions options;
   options.trace = !trace_path.empty();
   options.stats = flags.stats;
+  options.check_memory_sharing = flags.check_memory_sharing;
   options.max_register_bytes = flags.max_register_bytes;
   options.timeout = absl::Seconds(flags.timeout_s);
   options.stall = absl::Seconds(flags.stall_s);
@@ -881,6 +893,8 @@ int Main(int argc, char** argv) {
       }
     } else if (command == "run" && arg == "--stats") {
       run.stats = true;
+    } else if (command == "run" && arg == "--check_memory_sharing") {
+      run.check_memory_sharing = true;
     } else if (command == "run" && (absl::StartsWith(arg, "--timeout=") ||
                                     absl::StartsWith(arg, "--stall="))) {
       const size_t eq = arg.find('=');

@@ -1,6 +1,7 @@
 #ifndef ACTORFLOW_RUNTIME_COMPILED_PLAN_H_
 #define ACTORFLOW_RUNTIME_COMPILED_PLAN_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -35,6 +36,11 @@ struct CompiledPlan {
 // counted as at least kRegstOverheadBytes for its bookkeeping.
 inline constexpr int64_t kDefaultMaxRegisterBytes = int64_t{16} << 30;
 inline constexpr int64_t kRegstOverheadBytes = 256;
+
+// One buffer of a register holding `blobs`, as the limit counts it.
+inline int64_t RegisterBufferBytes(const std::vector<BlobDesc>& blobs) {
+  return std::max(LayOut(blobs).bytes, kRegstOverheadBytes);
+}
 
 struct CompileOptions {
   // Which CUDA devices are usable (tests pass their own).

@@ -15,6 +15,7 @@
 #include "runtime/compiled_plan.h"
 #include "runtime/kernel_bindings.h"
 #include "runtime/plan_util.h"
+#include "runtime/register_lifetimes.h"
 
 namespace actorflow {
 namespace {
@@ -59,6 +60,7 @@ class Validator {
     for (int t = 0; t < plan_.task_size(); ++t) CheckInitialRegisters(t);
     CheckCycles();
     if (problems_.empty()) CheckReachedBySources();
+    if (problems_.empty()) CheckMemBlocks();
     CheckObjectBindings();
     for (int t : topological_order_) CheckKernel(t);
     return problems_;
@@ -615,6 +617,62 @@ class Validator {
   // when they stop. A task no such task reaches, over any edge, is on or
   // behind a cycle through an initial register that nothing outside
   // drives: it would act forever (or never), so the plan is refused.
+  // Registers sharing memory (mem_block_id): each of one buffer, and no
+  // two of a block ever hold data at once (RegisterLifetimes).
+  void CheckMemBlocks() {
+    std::map<int64_t, std::vector<std::pair<int, const RegstDescProto*>>>
+        blocks;
+    for (int t = 0; t < plan_.task_size(); ++t) {
+      for (const auto& [name, desc] : SortedOutputs(task(t))) {
+        const std::string where = absl::StrCat(
+            Label(t), ": produced_regst_desc['", name, "'] (regst_desc ",
+            desc->regst_desc_id(), ").mem_block_id ", desc->mem_block_id());
+        if (desc->mem_block_id() < 0) {
+          Problem(absl::StrCat(where, ": must be >= 0"));
+        } else if (desc->mem_block_id() > 0 && desc->register_num() != 1) {
+          Problem(absl::StrCat(where, ": register_num is ",
+                               desc->register_num(),
+                               "; only registers of one buffer share memory"));
+        } else if (desc->mem_block_id() > 0) {
+          blocks[desc->mem_block_id()].push_back({t, desc});
+        }
+      }
+    }
+    bool shared = false;
+    for (const auto& [id, members] : blocks) shared |= members.size() > 1;
+    if (!shared) return;
+    const RegisterLifetimes lifetimes(plan_);
+    for (const auto& [id, members] : blocks) {
+      for (size_t i = 0; i < members.size(); ++i) {
+        const auto& [t, desc] = members[i];
+        const std::string where =
+            absl::StrCat(Label(t), ": regst_desc ", desc->regst_desc_id(),
+                         ".mem_block_id ", id);
+        const std::string outside =
+            lifetimes.WhyNotInWindow(desc->regst_desc_id());
+        if (!outside.empty()) {
+          Problem(absl::StrCat(where, ": cannot share memory: ", outside));
+          continue;
+        }
+        for (size_t j = 0; j < i; ++j) {
+          const auto& [u, other] = members[j];
+          if (task(u).stream().machine_id() != task(t).stream().machine_id()) {
+            Problem(absl::StrCat(where, ": shared with regst_desc ",
+                                 other->regst_desc_id(), " of machine ",
+                                 task(u).stream().machine_id(),
+                                 "; a block lies on one machine"));
+            continue;
+          }
+          const std::string overlap = lifetimes.WhyOverlap(
+              other->regst_desc_id(), desc->regst_desc_id());
+          if (!overlap.empty() && lifetimes.InWindow(other->regst_desc_id())) {
+            Problem(absl::StrCat(where, ": ", overlap));
+          }
+        }
+      }
+    }
+  }
+
   void CheckReachedBySources() {
     const int n = plan_.task_size();
     std::vector<bool> reached(n, false);
@@ -687,11 +745,17 @@ absl::Status CheckRegisterBytes(const CompiledPlan& compiled, int64_t limit) {
   int64_t total = 0;
   int64_t largest = -1;
   std::string largest_where;
+  // Registers sharing memory count once per block, at the largest's size.
+  std::map<int64_t, int64_t> blocks;
   for (const TaskProto& task : compiled.plan.task()) {
     for (const auto& [name, desc] : SortedOutputs(task)) {
       const int64_t each =
-          std::max(LayOut(compiled.blobs.at(desc->regst_desc_id())).bytes,
-                   kRegstOverheadBytes);
+          RegisterBufferBytes(compiled.blobs.at(desc->regst_desc_id()));
+      if (desc->mem_block_id() != 0) {
+        int64_t& block = blocks[desc->mem_block_id()];
+        block = std::max(block, each);
+        continue;
+      }
       int64_t bytes = 0;
       if (__builtin_mul_overflow(each, int64_t{desc->register_num()}, &bytes) ||
           __builtin_add_overflow(total, bytes, &total)) {
@@ -705,6 +769,13 @@ absl::Status CheckRegisterBytes(const CompiledPlan& compiled, int64_t limit) {
                          desc->regst_desc_id(), "): register_num ",
                          desc->register_num(), " x ", each, " bytes");
       }
+    }
+  }
+  for (const auto& [id, bytes] : blocks) {
+    if (__builtin_add_overflow(total, bytes, &total)) total = INT64_MAX;
+    if (bytes > largest) {
+      largest = bytes;
+      largest_where = absl::StrCat("mem_block_id ", id, ": ", bytes, " bytes");
     }
   }
   if (total <= limit) return absl::OkStatus();

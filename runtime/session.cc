@@ -37,6 +37,32 @@ namespace {
 
 // GPU memory cases get device buffers of that device; host ones pinned
 // memory when asked for (mem_case.pinned) or when a copy touches them.
+// Registers that share memory (mem_block_id): one host allocation each, as
+// large as the largest member.
+struct MemBlock {
+  int64_t bytes = 0;
+  std::shared_ptr<SyncedMemory> memory;
+  char* base = nullptr;
+};
+
+absl::Status AllocateShared(const RegstDescProto& proto, MemBlock* block,
+                            RegstDesc* desc) {
+  if (block->memory == nullptr) {
+    block->memory = std::make_shared<SyncedMemory>(
+        static_cast<size_t>(block->bytes),
+        SyncedMemoryOptions{.host = SyncedMemoryOptions::Host::kPageable});
+    if (block->bytes > 0) {
+      absl::StatusOr<void*> buffer = block->memory->mutable_cpu_data();
+      if (!buffer.ok()) return buffer.status();
+      block->base = static_cast<char*>(*buffer);
+    }
+  }
+  // Validation allows only registers of one buffer here.
+  desc->regsts.push_back(std::make_unique<Regst>(
+      desc, block->memory, desc->layout.bytes > 0 ? block->base : nullptr));
+  return absl::OkStatus();
+}
+
 absl::Status AllocateRegsts(const RegstDescProto& proto, bool pin,
                             RegstDesc* desc) {
   const MemoryCase& mem = proto.mem_case();
@@ -143,6 +169,16 @@ absl::Status Session::Build() {
 
   absl::flat_hash_map<int64_t, RegstDesc*> desc_by_id;
   absl::flat_hash_set<int64_t> pinned = HostSidesOfCopies(plan);
+  absl::flat_hash_map<int64_t, MemBlock> mem_blocks;
+  for (const TaskProto& task : plan.task()) {
+    for (const auto& [name, proto] : task.produced_regst_desc()) {
+      if (proto.mem_block_id() == 0) continue;
+      MemBlock& block = mem_blocks[proto.mem_block_id()];
+      block.bytes =
+          std::max(block.bytes,
+                   LayOut(compiled_->blobs.at(proto.regst_desc_id())).bytes);
+    }
+  }
   std::set<int> devices_used;
   for (int t = 0; t < n; ++t) {
     const TaskProto& task = plan.task(t);
@@ -166,8 +202,22 @@ absl::Status Session::Build() {
       if (proto->mem_case().device_type() == GPU) {
         devices_used.insert(proto->mem_case().device_index());
       }
-      absl::Status status = AllocateRegsts(
-          *proto, pinned.contains(proto->regst_desc_id()), desc.get());
+      absl::Status status;
+      if (proto->mem_block_id() != 0) {
+        status = AllocateShared(*proto, &mem_blocks[proto->mem_block_id()],
+                                desc.get());
+        if (options_.check_memory_sharing) {
+          std::unique_ptr<SharedBlock>& block =
+              shared_blocks_[proto->mem_block_id()];
+          if (block == nullptr) {
+            block = std::make_unique<SharedBlock>(proto->mem_block_id());
+          }
+          desc->checked_block = block.get();
+        }
+      } else {
+        status = AllocateRegsts(*proto, pinned.contains(proto->regst_desc_id()),
+                                desc.get());
+      }
       if (!status.ok()) {
         return absl::Status(status.code(),
                             absl::StrCat(TaskLabel(task), ": regst_desc ",
@@ -316,6 +366,7 @@ Session::~Session() {
     Keep(threads_);
     for (auto& actor : actors_) Keep(actor);
     for (auto& desc : descs_) Keep(desc);
+    for (auto& [id, block] : shared_blocks_) Keep(block);
     for (auto& port : ports_) Keep(port);
     Keep(monitor_);
     Keep(compiled_);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -61,6 +62,13 @@ struct SessionOptions {
   // A checkpoint to start from (Session::Restore): a checkpoint directory,
   // or a root holding several (the newest is taken). Empty: none.
   std::string restore_from;
+  // Checks the plan's memory sharing (RegstDescProto.mem_block_id) as it
+  // runs: a register written while another of its block holds data fails
+  // the run, naming both, and a register's bytes are poisoned (0xFF) as
+  // soon as its readers are done, so a read after that gives NaN rather
+  // than the right answer. For tests and for doubting a hand-written
+  // plan; costs a branch per act and a memset per free register.
+  bool check_memory_sharing = false;
   // Called once, with the session's first failure (a kernel's error, a
   // limit, Abort), on the thread that reports it, before the run winds
   // down. It must not call back into the session. Multi-machine jobs use it
@@ -220,7 +228,7 @@ class Session final : public MsgHandler<ActorMsg>, public CutListener {
   // The same, borrowed: no copy, the register held until released.
   absl::StatusOr<FetchedTensor> FetchBorrowed(absl::string_view name);
 
-  // --- checkpoints (README.md, "Checkpoints"; runtime/checkpoint.h) ---
+  // --- checkpoints (docs/checkpoints.md; runtime/checkpoint.h) ---
   // The plan's state at a cut, in memory: every task after the same piece,
   // with the piece counters and the plan's signature. Between runs that is
   // at once; during a run, once every task has acted on every piece started
@@ -313,6 +321,8 @@ class Session final : public MsgHandler<ActorMsg>, public CutListener {
   std::unique_ptr<CompiledPlan> compiled_;
   const SessionOptions options_;
   std::vector<std::unique_ptr<RegstDesc>> descs_;
+  // SessionOptions::check_memory_sharing: one per mem_block_id.
+  absl::flat_hash_map<int64_t, std::unique_ptr<SharedBlock>> shared_blocks_;
   std::vector<ActorSpec> specs_;
   std::vector<StreamKey> streams_;  // per actor
   std::vector<bool> async_actor_;

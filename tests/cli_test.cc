@@ -48,7 +48,8 @@ TEST_CASE("jobs: compile to a plan, or run, validate and draw directly",
   CHECK(compiled.last_line ==
         "{\"status\":\"ok\",\"plan\":\"" + plan +
             "\",\"ops\":5,\"tasks\":5,\"copies\":0,\"boxing\":0,"
-            "\"streams\":1,\"register_bytes\":8192}");
+            "\"streams\":1,\"register_bytes\":8192,\"shared_blocks\":0,"
+            "\"shared_registers\":0,\"bytes_saved\":0}");
   // The compiled plan runs as any plan does, and so does the job itself.
   for (const std::string& file : {plan, diamond}) {
     CliResult r = RunCli("run '" + file + "'");

@@ -16,11 +16,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "actor/shared_block.h"
 #include "compiler/job_builder.h"
 #include "compiler/plan_or_job.h"
 #include "google/protobuf/text_format.h"
 #include "memory/cuda_api.h"
 #include "net/plan_partition.h"
+#include "runtime/compiled_plan.h"
 #include "runtime/plan_builder.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
@@ -721,6 +723,166 @@ TEST_CASE("register_num follows the stages and fits the memory budget") {
   CHECK(CompileError(job.job()) ==
         "job: the registers need 8192 bytes at one buffer each; "
         "memory_budget_bytes is 4096");
+}
+
+const RegstDescProto& Out(const Plan& plan, const std::string& task,
+                          const std::string& output = "out") {
+  return Task(plan, task).produced_regst_desc().at(output);
+}
+
+TEST_CASE(
+    "memory sharing: one buffer inside a training window, and blocks "
+    "whose members never hold data at once") {
+  absl::StatusOr<Job> mlp = LoadJob("examples/jobs/mlp_two_devices.pbtxt");
+  REQUIRE(mlp.ok());
+  mlp->set_total_piece_num(60);
+  const CompiledJob shared = MustCompile(*mlp);
+  JobCompileOptions off;
+  off.probe = [](int) { return absl::OkStatus(); };
+  off.share_memory = false;
+  absl::StatusOr<CompiledJob> unshared = CompileJob(*mlp, off);
+  REQUIRE(unshared.ok());
+  const Plan& plan = shared.plan;
+
+  // Inside w0's window (h0 -> z0 -> relu ... -> sgd_w0 -> w0) every
+  // register has one buffer; a0's output is also read by dw1, outside that
+  // window (it ends at w1), and keeps two: a0 may run piece p + 1 before
+  // dw1 has read piece p.
+  CHECK(Out(plan, "h0/0").register_num() == 1);
+  CHECK(Out(plan, "z0/0").register_num() == 1);
+  CHECK(Out(plan, "sgd_w0/0", "delta").register_num() == 1);
+  CHECK(Out(plan, "a0/0").register_num() == 2);
+  CHECK(Out(*&unshared->plan, "h0/0").register_num() == 2);
+  // The data source is in no window.
+  CHECK(Out(plan, "data", "x").register_num() == 2);
+  CHECK(Out(plan, "data", "x").mem_block_id() == 0);
+
+  // h0 and h1 share: h0's reader z0 leads to a0, which makes h1's input.
+  // h0 and z0 cannot: z0 reads the one as it writes the other.
+  CHECK(Out(plan, "h0/0").mem_block_id() != 0);
+  CHECK(Out(plan, "h0/0").mem_block_id() == Out(plan, "h1/0").mem_block_id());
+  CHECK(Out(plan, "h0/0").mem_block_id() != Out(plan, "z0/0").mem_block_id());
+  // The two devices' tasks never share: nothing orders them.
+  CHECK(Out(plan, "h0/0").mem_block_id() != Out(plan, "h0/1").mem_block_id());
+  for (const TaskProto& task : unshared->plan.task()) {
+    for (const auto& [key, desc] : task.produced_regst_desc()) {
+      CHECK(desc.mem_block_id() == 0);
+    }
+  }
+
+  // The report: blocks, their registers, and bytes that match the two
+  // plans' register bytes.
+  const JobCompileReport& r = shared.report;
+  CHECK(r.shared_blocks == 8);
+  CHECK(r.shared_registers == 24);
+  CHECK(r.bytes_saved > 0);
+  CHECK(r.single_buffer_registers > 0);
+  CHECK(r.register_bytes < unshared->report.register_bytes);
+  CHECK(unshared->report.shared_blocks == 0);
+  CHECK(unshared->report.bytes_saved == 0);
+
+  // Run with the session's check: each block is claimed by one register at
+  // a time and a register's bytes are poisoned (NaN) as soon as its last
+  // reader is done, so any overlap fails the run or changes the sums. The
+  // results equal those of the plan without sharing, bit for bit.
+  SessionOptions checked;
+  checked.check_memory_sharing = true;
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      Session::Create(plan, std::move(checked));
+  INFO(session.status().message());
+  REQUIRE(session.ok());
+  absl::StatusOr<RunStats> run = (*session)->Run(-1);
+  INFO(run.status().message());
+  REQUIRE(run.ok());
+  const auto with = (*session)->Sinks();
+  const auto without = RunPlan(unshared->plan, {});
+  CHECK(with.at("loss").checksum == without.at("loss").checksum);
+  CHECK(with.at("correct").checksum == without.at("correct").checksum);
+  CHECK(with.at("correct").checksum > 0.5 * 6000);
+  // A second run of the same session reuses the blocks from a clean start.
+  REQUIRE((*session)->Run(-1).ok());
+}
+
+TEST_CASE(
+    "a shared block the plan's shape does not allow is refused, "
+    "word for word; the session's check catches what gets through") {
+  absl::StatusOr<Job> mlp = LoadJob("examples/jobs/mlp_two_devices.pbtxt");
+  REQUIRE(mlp.ok());
+  mlp->set_total_piece_num(20);
+  const Plan good = MustCompile(*mlp).plan;
+  auto edit = [&](const std::string& task, const std::string& output,
+                  auto change) {
+    Plan plan = good;
+    for (TaskProto& t : *plan.mutable_task()) {
+      if (t.name() == task) change(&(*t.mutable_produced_regst_desc())[output]);
+    }
+    return plan;
+  };
+  auto errors = [](const Plan& plan) {
+    CompileOptions options;
+    absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =
+        CompilePlan(plan, options);
+    REQUIRE_FALSE(compiled.ok());
+    return std::string(compiled.status().message());
+  };
+  const int64_t h0_block = Out(good, "h0/0").mem_block_id();
+  // z0 reads h0's register while it writes its own.
+  CHECK(
+      errors(edit("z0/0", "out",
+                  [&](RegstDescProto* d) { d->set_mem_block_id(h0_block); })) ==
+      "task 'z0/0' (task_id 12): regst_desc 1201.mem_block_id " +
+          std::to_string(h0_block) +
+          ": regst_desc 1001 and regst_desc 1201 may hold data at "
+          "once: no path of registers orders every reader of one "
+          "before the other's producer (task 'h0/0' (task_id 10), "
+          "task 'z0/0' (task_id 12))");
+  CHECK(
+      errors(edit("a0/0", "out",
+                  [&](RegstDescProto* d) { d->set_mem_block_id(h0_block); })) ==
+      "task 'a0/0' (task_id 14): produced_regst_desc['out'] "
+      "(regst_desc 1401).mem_block_id " +
+          std::to_string(h0_block) +
+          ": register_num is 2; only registers of one buffer share "
+          "memory");
+  CHECK(errors(edit("a0/0", "out",
+                    [&](RegstDescProto* d) {
+                      d->set_register_num(1);
+                      d->set_mem_block_id(h0_block);
+                    })) ==
+        "task 'a0/0' (task_id 14): regst_desc 1401.mem_block_id " +
+            std::to_string(h0_block) +
+            ": cannot share memory: its producer and readers are not "
+            "all inside one training window (the tasks that a "
+            "variable's initial register reaches and that reach the "
+            "variable again)");
+  CHECK(errors(edit("h0/0", "out",
+                    [&](RegstDescProto* d) { d->set_mem_block_id(-1); })) ==
+        "task 'h0/0' (task_id 10): produced_regst_desc['out'] "
+        "(regst_desc 1001).mem_block_id -1: must be >= 0");
+
+  // The check itself, on a block used as the plan does not allow: a
+  // register claimed while another holds data, a read of data no longer
+  // held, and the poison at the last read.
+  SharedBlock block(7);
+  CHECK(block.Claim(1001, 1) == "");
+  CHECK(block.Claim(1201, 1) ==
+        "shared memory block 7: regst_desc 1201 was written while regst_desc "
+        "1001 held data in it");
+  float data[4] = {1, 2, 3, 4};
+  CHECK(block.ReaderDone(1201, data, sizeof(data)) ==
+        "shared memory block 7: regst_desc 1201 was read while regst_desc "
+        "1001 held data in it");
+  CHECK(data[0] == 1);
+  CHECK(block.ReaderDone(1001, data, sizeof(data)) == "");
+  for (float x : data) CHECK(std::isnan(x));
+  CHECK(block.ReaderDone(1001, data, sizeof(data)) ==
+        "shared memory block 7: regst_desc 1001 was read while no register "
+        "held data in it");
+  CHECK(block.Claim(1201, 0) == "");
+  block.ReleaseIfHeld(1001, nullptr, 0);  // not the holder: no effect
+  CHECK(block.Claim(1001, 1) != "");
+  block.ReleaseIfHeld(1201, nullptr, 0);
+  CHECK(block.Claim(1001, 1) == "");
 }
 
 TEST_CASE("errors name the operator and the input, word for word") {
