@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <thread>
@@ -84,6 +85,55 @@ std::vector<pid_t> Children(pid_t parent) {
   }
   closedir(proc);
   return children;
+}
+
+// Every process under `root` (itself included), one line each: pid, state,
+// what it waits in (wchan), its command line.
+std::string ProcessTree(pid_t root) {
+  std::string text;
+  std::vector<pid_t> todo = {root};
+  while (!todo.empty()) {
+    const pid_t pid = todo.back();
+    todo.pop_back();
+    std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+    std::string line;
+    std::getline(stat, line);
+    std::ifstream wchan(absl::StrCat("/proc/", pid, "/wchan"));
+    std::string waits;
+    std::getline(wchan, waits);
+    std::ifstream cmdline(absl::StrCat("/proc/", pid, "/cmdline"));
+    std::string args((std::istreambuf_iterator<char>(cmdline)),
+                     std::istreambuf_iterator<char>());
+    for (char& c : args) c = c == '\0' ? ' ' : c;
+    absl::StrAppend(&text, line.substr(0, line.find(' ', line.find(')') + 3)),
+                    " wchan=", waits, " ", args, "\n");
+    for (pid_t child : Children(pid)) todo.push_back(child);
+  }
+  return text;
+}
+
+// Waits for `pid`. A run that has not ended `limit` after it was killed or
+// ran out is a hang: the test fails with the process tree and the run's
+// output instead of running into its timeout, and kills what is left.
+int WaitBounded(pid_t pid, std::chrono::seconds limit, const std::string& out) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) != pid) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      const std::string tree = ProcessTree(pid);
+      std::ifstream in(out);
+      const std::string output((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>());
+      for (pid_t child : Children(pid)) kill(child, SIGKILL);
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      FAIL("still running " << limit.count() << " s on:\n"
+                            << tree << "its output:\n"
+                            << output);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return status;
 }
 
 // When and how often to crash a run: after it wrote a checkpoint, within
@@ -162,7 +212,9 @@ std::string RunUntilDone(const std::string& binary, const std::string& args,
       }
       kill(victim, SIGKILL);
     }
-    if (!exited) REQUIRE(waitpid(pid, &status, 0) == pid);
+    // A killed launcher's ranks die with it; a killed rank's launcher
+    // stops the others within --peer-timeout and 10 s: 60 s is a hang.
+    if (!exited) status = WaitBounded(pid, std::chrono::seconds(60), out);
     const std::string last = LastLine(out);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
       if (*kills > 0 || attempt == crashes.at_most) return last;
