@@ -44,7 +44,8 @@ constexpr char kHelp[] =
     "Thread counts come from ACTORFLOW_CPU_WORKER_NTHREADS and friends (see\n"
     "docs/engine.md). Prints medians and the median ratio engine / TBB, and "
     "for\n"
-    "reference TBB's rate without destroying its graph (not in the ratio);\n"
+    "reference TBB's rate without destroying its graph (not in the ratio),\n"
+    "and each side's process CPU time per operation (pusher and workers);\n"
     "then the profiler's cost per operation (off and on, in alternation).\n";
 
 }  // namespace
@@ -65,21 +66,35 @@ int main(int argc, char** argv) {
   std::printf("engine_bench: %lld empty ops over %d variables, %lld samples\n",
               static_cast<long long>(config.ops), vars,
               static_cast<long long>(config.samples));
-  std::printf("%-26s %14s %14s %10s %17s\n", "engine", "engine Mops/s",
-              "TBB Mops/s", "engine/TBB", "TBB w/o teardown");
+  std::printf("%-26s %14s %14s %10s %17s %14s %11s\n", "engine",
+              "engine Mops/s", "TBB Mops/s", "engine/TBB", "TBB w/o teardown",
+              "engine CPU/op", "TBB CPU/op");
   for (EngineType type : {EngineType::kNaive, EngineType::kThreadedPooled,
                           EngineType::kThreadedPerDevice}) {
     std::unique_ptr<Engine> engine = Engine::Create(type);
     // Measured as seconds; reported as rates, so the ratio is inverted.
-    std::vector<double> tbb_before_teardown;
+    std::vector<double> tbb_before_teardown, engine_cpu, tbb_cpu;
     Paired p = PairedMedians(
         static_cast<int>(config.samples),
-        [&] { return RunDepOpsOnEngine(engine.get(), ops, vars, 0); },
-        [&] { return RunDepOpsOnTbb(ops, vars, 0, &tbb_before_teardown); });
+        [&] {
+          int64_t cpu = 0;
+          const double s = RunDepOpsOnEngine(engine.get(), ops, vars, 0, &cpu);
+          engine_cpu.push_back(static_cast<double>(cpu));
+          return s;
+        },
+        [&] {
+          const int64_t cpu_start = ProcessCpuNs();
+          const double s = RunDepOpsOnTbb(ops, vars, 0, &tbb_before_teardown);
+          tbb_cpu.push_back(static_cast<double>(ProcessCpuNs() - cpu_start));
+          return s;
+        });
     double n = static_cast<double>(config.ops) * 1e-6;
-    std::printf("%-26s %14.2f %14.2f %9.2fx %17.2f\n", EngineTypeName(type),
-                n / p.subject, n / p.baseline, p.ratio,
-                n / Median(tbb_before_teardown));
+    // CPU time of the whole process (pusher and workers) per operation.
+    std::printf("%-26s %14.2f %14.2f %9.2fx %17.2f %11.0f ns %8.0f ns\n",
+                EngineTypeName(type), n / p.subject, n / p.baseline, p.ratio,
+                n / Median(tbb_before_teardown),
+                Median(engine_cpu) / static_cast<double>(config.ops),
+                Median(tbb_cpu) / static_cast<double>(config.ops));
   }
 
   // The profiler's cost per operation: the same workload on

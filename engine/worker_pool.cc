@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "engine/engine.h"
@@ -14,18 +15,19 @@ namespace actorflow {
 
 namespace {
 
-// Some microseconds of polling before sleeping: long enough to catch the next
-// push of a busy client, short enough not to steal a core from it for long.
+// Some microseconds of polling before parking: long enough to catch the next
+// push of a busy client, short enough not to take a core from it for long.
 constexpr int kSpinRounds = 1000;
 
 // A worker runs the first operation its own completion makes ready next,
-// without a trip through the shared queue (TBB calls this task bypass): the
-// common case of a dependency chain then costs no lock and no cache-line
-// transfer. Bounded, so that queued work is not passed over for long.
+// without a trip through a queue (TBB calls this task bypass): the common
+// case of a dependency chain then costs no lock and no cache-line transfer.
+// Bounded, so that queued work is not passed over for long.
 constexpr int kMaxBypassStreak = 64;
 
 struct WorkerSlot {
   WorkerPool* pool = nullptr;  // the pool this thread works for
+  int index = -1;              // its worker index there
   const std::string* name = nullptr;
   OprBlock* next = nullptr;
   int streak = 0;
@@ -44,12 +46,16 @@ WorkerPool::WorkerPool(Engine* engine, int num_threads, Order order,
                        std::string name)
     : engine_(engine), order_(order) {
   num_threads = std::max(num_threads, 1);
+  const int num_queues = order == Order::kFifo ? num_threads : 1;
+  for (int i = 0; i < num_queues; ++i) {
+    queues_.push_back(std::make_unique<Queue>());
+  }
   for (int i = 0; i < num_threads; ++i) {
     names_.push_back(absl::StrCat(name, " ", i));
   }
   workers_.reserve(num_threads);
   for (int i = 0; i < num_threads; ++i) {
-    workers_.emplace_back([this, i] { WorkerLoop(&names_[i]); });
+    workers_.emplace_back([this, i] { WorkerLoop(i); });
   }
 }
 
@@ -57,7 +63,7 @@ const std::string* WorkerPool::CurrentWorkerName() { return t_worker.name; }
 
 WorkerPool::~WorkerPool() {
   {
-    MutexLock lock(&mu_);
+    MutexLock lock(&park_mu_);
     stopping_ = true;
   }
   wake_.SignalAll();
@@ -66,66 +72,101 @@ WorkerPool::~WorkerPool() {
 
 void WorkerPool::Push(OprBlock* block) {
   WorkerSlot& slot = t_worker;
-  if (order_ == Order::kFifo && slot.pool == this && slot.next == nullptr &&
+  const bool own = slot.pool == this;
+  if (order_ == Order::kFifo && own && slot.next == nullptr &&
       slot.streak < kMaxBypassStreak) {
     slot.next = block;
     return;
   }
-  bool wake;
-  {
-    MutexLock lock(&mu_);
-    if (order_ == Order::kFifo) {
-      fifo_.Push(block);
-    } else {
-      heap_.push_back(block);
-      std::push_heap(heap_.begin(), heap_.end(), RunsLater);
-    }
-    queued_.fetch_add(1, std::memory_order_release);
-    wake = sleepers_ > 0;
+  // Counted before it is queued, so the count never goes below the blocks
+  // there (a poller may see the count first and look again), and
+  // sequentially consistent with a parking worker's count and last look:
+  // one of the two sees the other.
+  queued_.fetch_add(1, std::memory_order_seq_cst);
+  if (order_ == Order::kFifo) {
+    // From outside the pool, the workers' queues in turn (a counter per
+    // pushing thread: pushers share nothing).
+    thread_local uint32_t t_turn = static_cast<uint32_t>(
+        std::hash<std::thread::id>()(std::this_thread::get_id()));
+    const size_t n = queues_.size();
+    Queue& queue =
+        *queues_[own ? static_cast<size_t>(slot.index) : t_turn++ % n];
+    SpinMutexLock lock(&queue.mu);
+    queue.fifo.Push(block);
+  } else {
+    Queue& queue = *queues_[0];
+    SpinMutexLock lock(&queue.mu);
+    queue.heap.push_back(block);
+    std::push_heap(queue.heap.begin(), queue.heap.end(), RunsLater);
   }
-  if (wake) wake_.Signal();
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    MutexLock lock(&park_mu_);
+    wake_.Signal();
+  }
 }
 
-OprBlock* WorkerPool::PopLocked() {
+OprBlock* WorkerPool::PopLocked(Queue& queue) {
   OprBlock* block;
   if (order_ == Order::kFifo) {
-    block = fifo_.Pop();
+    if (queue.fifo.empty()) return nullptr;
+    block = queue.fifo.Pop();
   } else {
-    std::pop_heap(heap_.begin(), heap_.end(), RunsLater);
-    block = heap_.back();
-    heap_.pop_back();
+    if (queue.heap.empty()) return nullptr;
+    std::pop_heap(queue.heap.begin(), queue.heap.end(), RunsLater);
+    block = queue.heap.back();
+    queue.heap.pop_back();
   }
   queued_.fetch_sub(1, std::memory_order_relaxed);
   return block;
 }
 
-OprBlock* WorkerPool::Take() {
-  for (int i = 1; i <= kSpinRounds; ++i) {
-    if (queued_.load(std::memory_order_acquire) > 0) break;
-    // With more busy threads than cores, the pusher we wait for may need
-    // this core.
-    if (i % 64 == 0) {
-      sched_yield();
-    } else {
-      CpuRelax();
-    }
+OprBlock* WorkerPool::TryTake(int index) {
+  const int n = static_cast<int>(queues_.size());
+  for (int k = 0; k < n; ++k) {
+    Queue& queue = *queues_[(index + k) % n];
+    SpinMutexLock lock(&queue.mu);
+    if (OprBlock* block = PopLocked(queue)) return block;
   }
-  MutexLock lock(&mu_);
-  while (queued_.load(std::memory_order_relaxed) == 0) {
-    if (stopping_) return nullptr;
-    ++sleepers_;
-    wake_.Wait(&mu_);
-    --sleepers_;
-  }
-  return PopLocked();
+  return nullptr;
 }
 
-void WorkerPool::WorkerLoop(const std::string* name) {
+OprBlock* WorkerPool::Take(int index) {
+  const int own = order_ == Order::kFifo ? index : 0;
+  while (true) {
+    if (queued_.load(std::memory_order_acquire) > 0) {
+      if (OprBlock* block = TryTake(own)) return block;
+    }
+    for (int i = 1; i <= kSpinRounds; ++i) {
+      if (queued_.load(std::memory_order_acquire) > 0) break;
+      // With more busy threads than cores, the pusher we wait for may need
+      // this core.
+      if (i % 64 == 0) {
+        sched_yield();
+      } else {
+        CpuRelax();
+      }
+    }
+    if (queued_.load(std::memory_order_acquire) > 0) {
+      if (OprBlock* block = TryTake(own)) return block;
+      continue;  // another worker took it: poll again
+    }
+    MutexLock lock(&park_mu_);
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    while (queued_.load(std::memory_order_seq_cst) == 0 && !stopping_) {
+      wake_.Wait(&park_mu_);
+    }
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    if (queued_.load(std::memory_order_relaxed) == 0) return nullptr;  // stop
+  }
+}
+
+void WorkerPool::WorkerLoop(int index) {
   StreamSet streams;
   WorkerSlot& slot = t_worker;
   slot.pool = this;
-  slot.name = name;
-  while (OprBlock* block = Take()) {
+  slot.index = index;
+  slot.name = &names_[index];
+  while (OprBlock* block = Take(index)) {
     slot.streak = 0;
     engine_->Execute(block, &streams);
     while (OprBlock* next = slot.next) {

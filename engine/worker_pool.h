@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -10,24 +11,34 @@
 #include "absl/base/thread_annotations.h"
 #include "thread/mutex.h"
 #include "thread/ring_queue.h"
+#include "thread/spin_mutex.h"
 
 namespace actorflow {
 
 class Engine;
 struct OprBlock;
 
-// Engine workers sharing one queue of ready operations, taken FIFO or
-// highest priority first (push order among equals). Each worker owns its
-// CUDA streams (StreamSet). An idle worker spins briefly before it sleeps,
-// and a push wakes a worker only when one sleeps: under load no system call
-// is made per operation.
+// Engine workers and their ready operations. Each worker owns its CUDA
+// streams (StreamSet).
+//
+// FIFO pools give each worker a queue of its own: a worker queues what its
+// completions make ready on its own queue, a push from outside the pool
+// goes to the workers' queues in turn, and an idle worker takes from its
+// own queue first, then from the others' (oldest first everywhere). No
+// lock is shared by every push and every take: a queue's small spin lock
+// is contended only by its owner and a thief. Priority pools keep one
+// heap, so that the highest priority anywhere runs first.
+//
+// An idle worker polls briefly, then parks on a condition variable; a push
+// wakes one only when one is parked (a counter read, no system call, under
+// load).
 class WorkerPool {
  public:
   enum class Order { kFifo, kPriority };
 
   // `name` names its workers in profiles: "<name> 0", "<name> 1", ...
   WorkerPool(Engine* engine, int num_threads, Order order, std::string name);
-  // Joins the workers. The engine has drained the queue before this.
+  // Joins the workers. The engine has drained the queues before this.
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -39,20 +50,32 @@ class WorkerPool {
   static const std::string* CurrentWorkerName();
 
  private:
-  void WorkerLoop(const std::string* name);
-  // Takes the next block or returns null once stopping and empty.
-  OprBlock* Take();
-  OprBlock* PopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  struct alignas(64) Queue {
+    SpinMutex mu;
+    RingQueue<OprBlock*> fifo ABSL_GUARDED_BY(mu);
+    std::vector<OprBlock*> heap ABSL_GUARDED_BY(mu);  // kPriority: queue 0
+  };
+
+  void WorkerLoop(int index);
+  // Takes the next block for worker `index`, or null once stopping and
+  // every queue is empty.
+  OprBlock* Take(int index);
+  // One block from any queue, `index`'s first; null if all are empty.
+  OprBlock* TryTake(int index);
+  OprBlock* PopLocked(Queue& queue) ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue.mu);
 
   Engine* const engine_;
   const Order order_;
-  Mutex mu_;
+  std::vector<std::unique_ptr<Queue>> queues_;  // one per worker (kFifo)
+  // Blocks in all queues; read unlocked by polling workers.
+  std::atomic<int64_t> queued_{0};
+  // Parking: a worker counts itself in `sleepers_` under park_mu_ before it
+  // looks at `queued_` a last time; a push that sees a sleeper signals
+  // under park_mu_, so the wake cannot fall between the look and the wait.
+  Mutex park_mu_;
   CondVar wake_;
-  RingQueue<OprBlock*> fifo_ ABSL_GUARDED_BY(mu_);    // kFifo
-  std::vector<OprBlock*> heap_ ABSL_GUARDED_BY(mu_);  // kPriority
-  int sleepers_ ABSL_GUARDED_BY(mu_) = 0;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::atomic<int64_t> queued_{0};  // read unlocked by spinning workers
+  std::atomic<int> sleepers_{0};
+  bool stopping_ ABSL_GUARDED_BY(park_mu_) = false;
   std::vector<std::string> names_;  // one per worker, fixed before they start
   std::vector<std::thread> workers_;
 };
