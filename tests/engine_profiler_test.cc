@@ -31,6 +31,19 @@ namespace {
 
 using testing::HeldOp;
 
+// The engine's Chrome trace, written by DumpProfile to `file` and read back.
+google::protobuf::Struct DumpedTrace(const Engine& engine,
+                                     const std::string& file) {
+  const std::string path = testing::TestTempDir("profile") + "/" + file;
+  REQUIRE(engine.DumpProfile(path).ok());
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  google::protobuf::Struct trace;
+  REQUIRE(google::protobuf::util::JsonStringToMessage(text.str(), &trace).ok());
+  return trace;
+}
+
 constexpr EngineType kAll[] = {EngineType::kNaive, EngineType::kThreadedPooled,
                                EngineType::kThreadedPerDevice};
 
@@ -308,13 +321,7 @@ TEST_CASE("workers by name, the Chrome trace and the table") {
     for (const OprRecord::Dependency& dep : r.deps) arrows += dep.after >= 0;
   }
 
-  const std::string path = testing::TestTempDir("profile") + "/trace.json";
-  REQUIRE(engine->DumpProfile(path).ok());
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  google::protobuf::Struct trace;
-  REQUIRE(google::protobuf::util::JsonStringToMessage(text.str(), &trace).ok());
+  const google::protobuf::Struct trace = DumpedTrace(*engine, "trace.json");
   const auto& events = trace.fields().at("traceEvents").list_value().values();
   int slices = 0, starts = 0, ends = 0, rows = 0;
   for (const auto& event : events) {
@@ -348,7 +355,6 @@ TEST_CASE("workers by name, the Chrome trace and the table") {
   CHECK(engine->DumpProfile("/nonexistent-dir/trace.json").message() ==
         "DumpProfile: cannot write '/nonexistent-dir/trace.json'");
 }
-
 
 TEST_CASE("GPU operations carry their device time") {
   if (!cuda::DeviceAvailable(0).ok()) {
@@ -411,13 +417,7 @@ TEST_CASE("GPU operations carry their device time") {
       CHECK(r.device_ns <= r.finished_ns - r.started_ns + 5'000);
     }
   }
-  const std::string path = testing::TestTempDir("profile") + "/device.json";
-  REQUIRE(engine->DumpProfile(path).ok());
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  google::protobuf::Struct trace;
-  REQUIRE(google::protobuf::util::JsonStringToMessage(text.str(), &trace).ok());
+  const google::protobuf::Struct trace = DumpedTrace(*engine, "device.json");
   std::set<std::string> device_rows;
   int device_slices = 0;
   for (const auto& event :

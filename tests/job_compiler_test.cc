@@ -752,7 +752,7 @@ TEST_CASE(
   CHECK(Out(plan, "z0/0").register_num() == 1);
   CHECK(Out(plan, "sgd_w0/0", "delta").register_num() == 1);
   CHECK(Out(plan, "a0/0").register_num() == 2);
-  CHECK(Out(*&unshared->plan, "h0/0").register_num() == 2);
+  CHECK(Out(unshared->plan, "h0/0").register_num() == 2);
   // The data source is in no window.
   CHECK(Out(plan, "data", "x").register_num() == 2);
   CHECK(Out(plan, "data", "x").mem_block_id() == 0);
