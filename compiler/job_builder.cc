@@ -121,4 +121,9 @@ OpHandle& OpHandle::Output(const std::string& name) {
   return *this;
 }
 
+OpHandle& OpHandle::RegisterNum(const std::string& name, int num) {
+  (*conf_->mutable_register_num())[name] = num;
+  return *this;
+}
+
 }  // namespace actorflow

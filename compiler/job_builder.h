@@ -52,6 +52,8 @@ class JobBuilder {
     OpHandle& Stage(int stage);
     OpHandle& Initial();
     OpHandle& Output(const std::string& name);
+    // Exactly `num` buffers for output `name`'s register.
+    OpHandle& RegisterNum(const std::string& name, int num);
     OpConf* conf() { return conf_; }
 
    private:

@@ -165,6 +165,23 @@ class Compiler {
       for (const std::string& out : conf.output()) ops_[i].outputs.insert(out);
     }
     for (Op& op : ops_) ReadInputs(&op);
+    for (Op& op : ops_) ReadRegisterNums(op);
+  }
+
+  // After ReadInputs, which adds the outputs that inputs name.
+  void ReadRegisterNums(const Op& op) {
+    for (const auto& [out, num] : op.conf->register_num()) {
+      const std::string where =
+          absl::StrCat(OpLabel(op), ": register_num['", out, "']");
+      if (!op.outputs.count(out)) {
+        Problem(absl::StrCat(where, " names no output of it"));
+      } else if (num < 1) {
+        Problem(absl::StrCat(where, " is ", num, "; give 1 or more"));
+      } else if (op.conf->initial() && num != 1) {
+        Problem(absl::StrCat(where, " is ", num,
+                             "; an initial op's registers hold one buffer"));
+      }
+    }
   }
 
   void ReadPlacement(Op* op) {
@@ -219,15 +236,21 @@ class Compiler {
         in.key = ref.substr(0, eq);
         ref = ref.substr(eq + 1);
       }
-      // "a.b.out" is op "a.b"'s output "out" when "a.b" names an op; else
-      // the whole text names an op and its output is "out".
+      // The whole text names an op (its output "out"); else the longest
+      // part before a dot that names one does, and the rest (dots and all)
+      // is the output: "a.b.x.y" is op "a.b"'s output "x.y" when "a.b" is
+      // an op and "a.b.x" is not.
       in.output = "out";
       std::string producer = ref;
-      if (const size_t dot = ref.rfind('.');
-          dot != std::string::npos && by_name_.count(ref.substr(0, dot)) &&
-          !by_name_.count(ref)) {
-        producer = ref.substr(0, dot);
-        in.output = ref.substr(dot + 1);
+      if (!by_name_.count(ref)) {
+        for (size_t dot = ref.rfind('.'); dot != std::string::npos && dot > 0;
+             dot = ref.rfind('.', dot - 1)) {
+          if (by_name_.count(ref.substr(0, dot))) {
+            producer = ref.substr(0, dot);
+            in.output = ref.substr(dot + 1);
+            break;
+          }
+        }
       }
       op->inputs.push_back(in);
       const int index = static_cast<int>(op->inputs.size()) - 1;
@@ -537,6 +560,10 @@ class Compiler {
           std::vector<BlobDescProto> blobs;
           if (out == "out") blobs = SlicedBlobs(op, j);
           const int64_t id = AddOutput(task, out, std::move(blobs));
+          if (auto it = op.conf->register_num().find(out);
+              it != op.conf->register_num().end()) {
+            stated_register_num_[id] = it->second;
+          }
           if (op.conf->initial()) {
             writer_.Desc(id).set_initial_register(true);
             writer_.Desc(id).set_register_num(1);
@@ -846,6 +873,21 @@ class Compiler {
       report_.single_buffer_registers =
           SingleBufferInWindows(*lifetimes_, &plan);
     }
+    for (TaskProto& task : *plan.mutable_task()) {
+      for (auto& [key, desc] : *task.mutable_produced_regst_desc()) {
+        auto it = stated_register_num_.find(desc.regst_desc_id());
+        if (it != stated_register_num_.end()) {
+          desc.set_register_num(it->second);
+        }
+      }
+    }
+  }
+
+  // The op's register_num for this register; 1 where it states none (the
+  // budget then may cut it down to 1).
+  int StatedRegisterNum(const RegstDescProto& desc) const {
+    auto it = stated_register_num_.find(desc.regst_desc_id());
+    return it == stated_register_num_.end() ? 1 : it->second;
   }
 
   // Shapes of every physical register; then, over budget, the largest
@@ -903,7 +945,9 @@ class Compiler {
     for (int floor : {2, 1}) {
       for (auto& [bytes, desc] : regsts) {
         if (total <= budget) break;
-        const int cut = std::max(0, desc->register_num() - floor);
+        const int cut =
+            std::max(0, desc->register_num() -
+                            std::max(floor, StatedRegisterNum(*desc)));
         const int64_t over = total - budget;
         const int take = static_cast<int>(
             std::min<int64_t>(cut, (over + bytes - 1) / bytes));
@@ -934,6 +978,8 @@ class Compiler {
   // index): each made once, however many consumers read it.
   std::map<std::pair<int64_t, Device>, int64_t> boxed_;
   std::map<std::tuple<int64_t, Device, int, int, int>, int64_t> sliced_;
+  // Registers of ops that state their register_num, by id.
+  std::map<int64_t, int> stated_register_num_;
   JobCompileReport report_;
   // Made once registers are sized (share_memory only).
   std::optional<RegisterLifetimes> lifetimes_;

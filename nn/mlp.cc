@@ -5,10 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/job_builder.h"
+#include "compiler/job_compiler.h"
 #include "nn/dense_math.h"
 #include "pipeline/dataset.h"
 #include "runtime/plan_builder.h"
-#include "runtime/plan_writer.h"
 #include "runtime/tensor.h"
 
 namespace actorflow::nn {
@@ -173,154 +174,124 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
   const int n = c.streams;
   const int layers = Layers(c);
   const bool in_plan = c.data.has_value();
-  // Stream k's compute stream; host-side inputs and results live on the
-  // io stream (in-plan data on a CPU stream of its own per compute stream).
-  auto compute = [&](int k) { return c.gpu ? GpuStream(k) : CpuStream(k); };
-  const StreamId io = CpuStream(n);
+  // Stream k's layers run on device k; host-side inputs and results live
+  // on CPU device n (in-plan data on CPU streams: device k's own). The
+  // compiler adds the copies onto and off GPUs, numbers tasks and
+  // registers, and picks the streams.
+  const int io = n;
   const int results = c.depth + 1;  // never blocks on the caller
-  PlanWriter w;
-  if (in_plan) w.plan().set_total_piece_num(c.data->epochs * schedule.period());
+  JobBuilder job(in_plan ? c.data->epochs * schedule.period() : 0);
 
-  auto task = [&](const std::string& name, const std::string& op, int k) {
-    return w.AddTask(name, op, compute(k));
+  using Op = JobBuilder::OpHandle;
+  auto op = [&](const std::string& name, const std::string& op_type, int k) {
+    return job.Op(name, op_type).Place(c.gpu ? GPU : CPU, {k});
   };
-  auto out = [&](TaskProto* t, const std::string& key = "out", int num = 1) {
-    return w.AddOutput(t, key, num, c.gpu);
+  auto host_op = [&](const std::string& name, const std::string& op_type,
+                     int device) {
+    return job.Op(name, op_type).Place(CPU, {device});
   };
-  auto attr = [](TaskProto* t, const std::string& key, AttrValue value) {
-    (*t->mutable_kernel()->mutable_attr())[key] = std::move(value);
+  // Fed plans fetch on the io device beside their feeds; plans that read
+  // their own data on the device that made the result, so no third thread
+  // wakes per piece.
+  auto fetch = [&](const std::string& name, const std::string& input, int k) {
+    host_op(name, "fetch", in_plan && !c.gpu ? k : io).Input(input);
   };
-  // On GPU streams a host register is copied up once per stream.
-  auto to_device = [&](const std::string& name, int64_t id, int k) {
-    if (!c.gpu) return id;
-    TaskProto* copy = task(absl::StrCat(name, ".h2d.", k), "h2d", k);
-    w.Consume(copy, "in", id);
-    return w.AddOutput(copy, "out", 2, true);
-  };
-  auto fetch = [&](const std::string& name, int64_t id, int k) {
-    if (c.gpu) {
-      TaskProto* copy = task(name + ".d2h", "d2h", k);
-      w.Consume(copy, "in", id);
-      id = w.AddOutput(copy, "out", results, false);
-    }
-    // Fed plans fetch on the io stream beside their feeds; plans that read
-    // their own data on the stream that made the result, so no third
-    // thread wakes per piece.
-    w.Consume(w.AddTask(name, "fetch", in_plan && !c.gpu ? compute(k) : io),
-              "in", id);
-  };
-  auto matmul = [&](const std::string& name, int k, int64_t a, int64_t b,
-                    bool ta, bool tb, int num = 1) {
-    TaskProto* t = task(name, "matmul", k);
-    w.Consume(t, "a", a);
-    w.Consume(t, "b", b);
-    if (ta) attr(t, "transpose_a", BoolAttr(true));
-    if (tb) attr(t, "transpose_b", BoolAttr(true));
-    return out(t, "out", num);
-  };
-  auto unary = [&](const std::string& name, const std::string& op, int k,
-                   const std::vector<std::pair<std::string, int64_t>>& ins) {
-    TaskProto* t = task(name, op, k);
-    for (const auto& [key, id] : ins) w.Consume(t, key, id);
-    return out(t);
+  auto matmul = [&](const std::string& name, int k, const std::string& a,
+                    const std::string& b, bool ta, bool tb) {
+    Op m = op(name, "matmul", k);
+    m.Input("a=" + a).Input("b=" + b);
+    if (ta) m.Attr("transpose_a", true);
+    if (tb) m.Attr("transpose_b", true);
+    return name;
   };
   // Stream k's sum of every stream's partial (in stream order).
   auto all_sum = [&](const std::string& name, int k,
-                     const std::vector<int64_t>& partials) {
+                     const std::vector<std::string>& partials) {
     if (partials.size() == 1) return partials[0];
-    TaskProto* t = task(name, "add", k);
-    for (int64_t id : partials) w.Consume(t, "in", id);
-    return out(t);
+    Op add = op(name, "add", k);
+    for (const std::string& p : partials) add.Input(p);
+    return name;
   };
 
   // Inputs per stream: x and labels of the training and evaluation pieces.
   struct Inputs {
-    int64_t tx, ty, ex, ey;
+    std::string tx, ty, ex, ey;
   };
   std::vector<Inputs> inputs(n);
   if (in_plan) {
     const MlpData& d = *c.data;
     for (int k = 0; k < n; ++k) {
-      auto source = [&](bool train, int64_t* x, int64_t* y) {
-        const StreamId stream = c.gpu ? io : compute(k);
-        TaskProto* t =
-            w.AddTask(absl::StrCat("data.", train ? "train." : "eval.", k),
-                      "idx_batches", stream);
-        attr(t, "images", StringAttr(train ? d.train_images : d.test_images));
-        attr(t, "labels", StringAttr(train ? d.train_labels : d.test_labels));
-        attr(t, "limit", IntAttr(train ? d.train_limit : d.test_limit));
-        attr(t, "batch", IntAttr(c.batch_size));
-        attr(t, "shuffle_window", IntAttr(train ? d.shuffle_window : 0));
-        attr(t, "seed", IntAttr(static_cast<int64_t>(d.seed)));
-        attr(t, "mean", FloatAttr(d.mean));
-        attr(t, "std", FloatAttr(d.std));
-        attr(t, "period", IntAttr(schedule.period()));
-        attr(t, "offset", IntAttr(train ? 0 : schedule.train_pieces));
-        const std::string name = t->name();
-        *x = to_device(name + ".x", w.AddOutput(t, "x", c.depth, false), k);
-        *y = to_device(name + ".y", w.AddOutput(t, "y", c.depth, false), k);
-      };
-      source(true, &inputs[k].tx, &inputs[k].ty);
-      source(false, &inputs[k].ex, &inputs[k].ey);
+      for (bool train : {true, false}) {
+        const std::string name =
+            absl::StrCat("data.", train ? "train." : "eval.", k);
+        host_op(name, "idx_batches", c.gpu ? io : k)
+            .Attr("images", train ? d.train_images : d.test_images)
+            .Attr("labels", train ? d.train_labels : d.test_labels)
+            .Attr("limit", train ? d.train_limit : d.test_limit)
+            .Attr("batch", c.batch_size)
+            .Attr("shuffle_window", train ? d.shuffle_window : 0)
+            .Attr("seed", static_cast<int64_t>(d.seed))
+            .Attr("mean", d.mean)
+            .Attr("std", d.std)
+            .Attr("period", schedule.period())
+            .Attr("offset", train ? int64_t{0} : schedule.train_pieces)
+            .Output("x")  // eval: y unread on streams past 0
+            .Output("y")
+            .RegisterNum("x", c.depth)
+            .RegisterNum("y", c.depth);
+        (train ? inputs[k].tx : inputs[k].ex) = name + ".x";
+        (train ? inputs[k].ty : inputs[k].ey) = name + ".y";
+      }
     }
   } else {
-    auto feed = [&](const std::string& name, BlobDescProto blob) {
-      return w.AddOutput(w.AddTask(name, "feed", io), "out", results, false,
-                         {std::move(blob)});
-    };
     const int64_t b = c.batch_size;
-    const int64_t tx =
-        feed("train.x", BlobProto("x", DT_FLOAT32, {b, c.inputs}, true));
-    const int64_t ty = feed("train.y", BlobProto("y", DT_INT32, {b}, true));
-    const int64_t ex =
-        feed("eval.x", BlobProto("x", DT_FLOAT32, {b, c.inputs}, true));
-    const int64_t ey = feed("eval.y", BlobProto("y", DT_INT32, {b}, true));
+    auto feed = [&](const std::string& name, BlobDescProto blob) {
+      host_op(name, "feed", io).Blob(blob).RegisterNum("out", results);
+    };
+    feed("train.x", BlobProto("x", DT_FLOAT32, {b, c.inputs}, true));
+    feed("train.y", BlobProto("y", DT_INT32, {b}, true));
+    feed("eval.x", BlobProto("x", DT_FLOAT32, {b, c.inputs}, true));
+    feed("eval.y", BlobProto("y", DT_INT32, {b}, true));
     for (int k = 0; k < n; ++k) {
-      inputs[k] = {to_device("train.x", tx, k), to_device("train.y", ty, k),
-                   to_device("eval.x", ex, k), to_device("eval.y", ey, k)};
+      inputs[k] = {"train.x", "train.y", "eval.x", "eval.y"};
     }
   }
 
   // The parameters: per layer and stream, a variable holding its window
-  // (an initial register) and the optimizer that closes its cycle.
-  struct ParamIds {
-    TaskProto* variable;
-    int64_t value;
+  // (an initial register) fed back by the optimizer that closes its cycle.
+  auto param = [&](bool is_bias, int i, int k) {
+    return absl::StrCat(is_bias ? "b" : "w", i, ".", k);
   };
-  std::vector<std::vector<ParamIds>> weight(layers), bias(layers);
+  auto optimizer = [&](bool is_bias, int i, int k) {
+    return absl::StrCat(is_bias ? "b" : "w", i, ".sgd.", k);
+  };
   for (int i = 0; i < layers; ++i) {
     for (int k = 0; k < n; ++k) {
       const Window win = WindowOf(c, i, k);
       for (bool is_bias : {false, true}) {
-        TaskProto* var =
-            task(absl::StrCat(is_bias ? "b" : "w", i, ".", k), "variable", k);
+        Op var = op(param(is_bias, i, k), "variable", k).Initial();
+        var.Input(absl::StrCat("delta=", optimizer(is_bias, i, k), ".delta"));
         if (is_bias) {
-          attr(var, "init", StringAttr("zeros"));
+          var.Attr("init", "zeros");
+          var.Blob(BlobProto("b", DT_FLOAT32, {win.bias_size}));
         } else {
-          attr(var, "init", StringAttr("uniform"));
-          attr(var, "scale", FloatAttr(WeightScale(c, i)));
-          attr(var, "seed", IntAttr(static_cast<int64_t>(ParamSeed(c, 2 * i))));
-          attr(var, "full_shape", IntListAttr({InUnits(c, i), OutUnits(c, i)}));
-          attr(var, "offset", IntListAttr({win.row0, win.col0}));
+          var.Attr("init", "uniform")
+              .Attr("scale", WeightScale(c, i))
+              .Attr("seed", static_cast<int64_t>(ParamSeed(c, 2 * i)))
+              .Attr("full_shape", IntListAttr({InUnits(c, i), OutUnits(c, i)}))
+              .Attr("offset", IntListAttr({win.row0, win.col0}))
+              .Blob(BlobProto("w", DT_FLOAT32, {win.rows, win.cols}));
         }
-        const std::vector<int64_t> shape =
-            is_bias ? std::vector<int64_t>{win.bias_size}
-                    : std::vector<int64_t>{win.rows, win.cols};
-        const int64_t id =
-            w.AddOutput(var, "out", 1, c.gpu,
-                        {BlobProto(is_bias ? "b" : "w", DT_FLOAT32, shape)});
-        w.Desc(id).set_initial_register(true);
-        (is_bias ? bias : weight)[i].push_back({var, id});
       }
     }
   }
 
-  // The forward pass of one branch. Returns, per stream, every layer's
-  // input (for the backward pass) and activations.
+  // The forward pass of one branch: per stream, every layer's input (for
+  // the backward pass) and activation; the output layer's is the logits.
+  // Names are empty where a stream has none.
   struct Forward {
-    std::vector<std::vector<int64_t>> input;  // [layer][stream]
-    std::vector<std::vector<int64_t>> act;    // [layer][stream]
-    std::vector<int64_t> logits;              // [stream], -1 if not made
+    std::vector<std::vector<std::string>> input;  // [layer][stream]
+    std::vector<std::vector<std::string>> act;    // [layer][stream]
   };
   // Eval: streams other than 0 stop at the last row layer's partial, the
   // last thing stream 0 needs from them.
@@ -330,26 +301,20 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
   }
   auto forward = [&](const std::string& branch, bool train) {
     Forward f;
-    f.input.assign(layers, std::vector<int64_t>(n, -1));
-    f.act.assign(layers, std::vector<int64_t>(n, -1));
-    f.logits.assign(n, -1);
+    f.input.assign(layers, std::vector<std::string>(n));
+    f.act.assign(layers, std::vector<std::string>(n));
     for (int k = 0; k < n; ++k) {
       f.input[0][k] = train ? inputs[k].tx : inputs[k].ex;
     }
     for (int i = 0; i < layers; ++i) {
       const LayerSplit split = SplitOf(c, i);
-      std::vector<int64_t> partial(n, -1);
+      std::vector<std::string> partial(n);
       for (int k = 0; k < n; ++k) {
-        if (f.input[i][k] < 0) continue;
+        if (f.input[i][k].empty()) continue;
         const std::string p = absl::StrCat(branch, ".", k, ".l", i);
-        const int64_t z =
-            matmul(p + ".matmul", k, f.input[i][k], weight[i][k].value, false,
-                   false, split == LayerSplit::kRows ? 2 : 1);
-        if (split == LayerSplit::kRows) {
-          partial[k] = z;
-        } else {
-          f.act[i][k] = z;
-        }
+        const std::string z = matmul(p + ".matmul", k, f.input[i][k],
+                                     param(false, i, k), false, false);
+        (split == LayerSplit::kRows ? partial : f.act[i])[k] = z;
       }
       for (int k = 0; k < n; ++k) {
         const std::string p = absl::StrCat(branch, ".", k, ".l", i);
@@ -358,14 +323,14 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
           if (!needed) continue;
           f.act[i][k] = all_sum(p + ".sum", k, partial);
         }
-        if (f.act[i][k] < 0) continue;
-        f.act[i][k] = unary(p + ".bias", "bias_add", k,
-                            {{"x", f.act[i][k]}, {"bias", bias[i][k].value}});
+        if (f.act[i][k].empty()) continue;
+        op(p + ".bias", "bias_add", k)
+            .Input("x=" + f.act[i][k])
+            .Input("bias=" + param(true, i, k));
+        f.act[i][k] = p + ".bias";
         if (IsHidden(c, i)) {
-          f.act[i][k] = unary(p + ".relu", "relu", k, {{"in", f.act[i][k]}});
-          f.input[i + 1][k] = f.act[i][k];
-        } else {
-          f.logits[k] = f.act[i][k];
+          op(p + ".relu", "relu", k).Input(f.act[i][k]);
+          f.act[i][k] = f.input[i + 1][k] = p + ".relu";
         }
       }
     }
@@ -374,47 +339,41 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
 
   // Training: forward, loss, backward, updates.
   Forward t = forward("t", true);
+  std::vector<std::string> dz(n);  // layer i's gradient at its pre-activation
   for (int k = 0; k < n; ++k) {
-    const std::string s = absl::StrCat("t.", k);
-    TaskProto* loss = task(s + ".loss", "softmax_xent", k);
-    w.Consume(loss, "logits", t.logits[k]);
-    w.Consume(loss, "labels", inputs[k].ty);
-    const int64_t loss_id = w.AddOutput(loss, "loss", results, c.gpu);
+    const std::string loss = absl::StrCat("t.", k, ".loss");
+    op(loss, "softmax_xent", k)
+        .Input("logits=" + t.act[layers - 1][k])
+        .Input("labels=" + inputs[k].ty)
+        .Output("loss")  // fetched from one stream only
+        .RegisterNum("loss", results);
     // Every stream computes the same loss: the last one's is fetched (the
     // evaluation's results come from stream 0), so the fetches' work is
     // shared out.
-    if (k == n - 1) fetch("train.loss", loss_id, k);
-    t.act[layers - 1][k] = out(loss, "dlogits");  // dz of the output layer
+    if (k == n - 1) fetch("train.loss", loss + ".loss", k);
+    dz[k] = loss + ".dlogits";
   }
-  // dz[k]: the gradient at layer i's pre-activation on stream k.
-  std::vector<int64_t> dz(n);
-  for (int k = 0; k < n; ++k) dz[k] = t.act[layers - 1][k];
   for (int i = layers - 1; i >= 0; --i) {
     const LayerSplit split = SplitOf(c, i);
-    std::vector<int64_t> da(n), partial(n);
+    std::vector<std::string> da(n), partial(n);
     for (int k = 0; k < n; ++k) {
       const std::string p = absl::StrCat("t.", k, ".l", i);
-      auto update = [&](const ParamIds& param, int64_t grad,
-                        const std::string& name) {
-        TaskProto* sgd = task(name, "sgd_momentum", k);
-        attr(sgd, "lr", FloatAttr(c.lr));
-        attr(sgd, "momentum", FloatAttr(c.momentum));
-        attr(sgd, "decay", FloatAttr(c.decay));
-        attr(sgd, "decay_steps", IntAttr(c.decay_steps));
-        w.Consume(sgd, "grad", grad);
-        w.Consume(sgd, "batch", inputs[k].ty);
-        w.Consume(param.variable, "delta", out(sgd, "delta"));
+      auto update = [&](bool is_bias, const std::string& grad) {
+        op(optimizer(is_bias, i, k), "sgd_momentum", k)
+            .Attr("lr", c.lr)
+            .Attr("momentum", c.momentum)
+            .Attr("decay", c.decay)
+            .Attr("decay_steps", c.decay_steps)
+            .Input("grad=" + grad)
+            .Input("batch=" + inputs[k].ty);
       };
-      update(bias[i][k],
-             unary(p + ".bias.grad", "bias_add_grad", k, {{"dy", dz[k]}}),
-             absl::StrCat("b", i, ".sgd.", k));
-      update(weight[i][k],
-             matmul(p + ".grad_w", k, t.input[i][k], dz[k], true, false),
-             absl::StrCat("w", i, ".sgd.", k));
+      op(p + ".bias.grad", "bias_add_grad", k).Input("dy=" + dz[k]);
+      update(true, p + ".bias.grad");
+      update(false,
+             matmul(p + ".grad_w", k, t.input[i][k], dz[k], true, false));
       if (i == 0) continue;
-      const int64_t g =
-          matmul(p + ".grad_x", k, dz[k], weight[i][k].value, false, true,
-                 split == LayerSplit::kColumns ? 2 : 1);
+      const std::string g =
+          matmul(p + ".grad_x", k, dz[k], param(false, i, k), false, true);
       (split == LayerSplit::kColumns ? partial : da)[k] = g;
     }
     if (i == 0) break;
@@ -423,23 +382,32 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
       if (split == LayerSplit::kColumns) {
         da[k] = all_sum(p + ".grad_x.sum", k, partial);
       }
-      dz[k] = unary(absl::StrCat("t.", k, ".l", i - 1, ".relu.grad"),
-                    "relu_grad", k, {{"dy", da[k]}, {"y", t.act[i - 1][k]}});
+      const std::string relu_grad =
+          absl::StrCat("t.", k, ".l", i - 1, ".relu.grad");
+      op(relu_grad, "relu_grad", k)
+          .Input("dy=" + da[k])
+          .Input("y=" + t.act[i - 1][k]);
+      dz[k] = relu_grad;
     }
   }
 
   // Evaluation: forward, loss and accuracy on stream 0.
   Forward e = forward("e", false);
-  TaskProto* loss = task("e.0.loss", "softmax_xent", 0);
-  w.Consume(loss, "logits", e.logits[0]);
-  w.Consume(loss, "labels", inputs[0].ey);
-  fetch("eval.loss", w.AddOutput(loss, "loss", results, c.gpu), 0);
-  out(loss, "dlogits");
-  TaskProto* acc = task("e.0.acc", "accuracy", 0);
-  w.Consume(acc, "logits", e.logits[0]);
-  w.Consume(acc, "labels", inputs[0].ey);
-  fetch("eval.correct", w.AddOutput(acc, "out", results, c.gpu), 0);
-  return std::move(w.plan());
+  op("e.0.loss", "softmax_xent", 0)
+      .Input("logits=" + e.act[layers - 1][0])
+      .Input("labels=" + inputs[0].ey)
+      .Output("dlogits")
+      .RegisterNum("loss", results);
+  fetch("eval.loss", "e.0.loss.loss", 0);
+  op("e.0.acc", "accuracy", 0)
+      .Input("logits=" + e.act[layers - 1][0])
+      .Input("labels=" + inputs[0].ey)
+      .RegisterNum("out", results);
+  fetch("eval.correct", "e.0.acc", 0);
+
+  absl::StatusOr<CompiledJob> compiled = CompileJob(job.job());
+  if (!compiled.ok()) return compiled.status();
+  return std::move(compiled->plan);
 }
 
 // ---- MlpTrainer ----

@@ -69,9 +69,9 @@ struct MlpConfig {
   // How long idle stream threads spin before they sleep (the session's
   // ChannelOptions::spin_ns).
   int64_t spin_ns = 20000;
-  // Streams on GPU streams 0..streams-1 of device 0 (inputs copied up by
-  // `<input>.h2d.<k>`, results down by `<fetch>.d2h`). The GPU kernels sum
-  // in their own order: results agree with the CPU's within float rounding.
+  // Stream k on GPU device k (inputs copied up by `<input>@gpu<k>`,
+  // results down by `<producer>@cpu`). The GPU kernels sum in their own
+  // order: results agree with the CPU's within float rounding.
   bool gpu = false;
   // Set: the plan reads its pieces (MlpTrainer::Start); unset: the caller
   // feeds them (MlpTrainer::Submit).
@@ -85,9 +85,11 @@ absl::Status CheckConfig(const MlpConfig& config);
 // registers are initial) with their optimizers `w<i>.sgd.<k>`,
 // `b<i>.sgd.<k>`; the training branch `t.<k>.*` and the evaluation branch
 // `e.<k>.*`. Inputs: feeds `train.x`, `train.y`, `eval.x`, `eval.y` on
-// stream `streams`, read by every stream; or, with `data`, the sources
-// `data.<k>` on each stream. Fetches `train.loss`, `eval.loss`,
-// `eval.correct` from stream 0's branches.
+// CPU device `streams`, read by every stream; or, with `data`, the sources
+// `data.train.<k>` and `data.eval.<k>` per stream. Fetches `train.loss`
+// (from the last stream), `eval.loss`, `eval.correct` (from stream 0).
+// Written as a job, stream k's operators on device k, and compiled by
+// CompileJob, which adds the copies and picks streams and register sizes.
 absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& config);
 
 // How a layer's work is split over the streams.

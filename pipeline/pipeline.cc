@@ -6,10 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/job_builder.h"
+#include "compiler/job_compiler.h"
 #include "pipeline/pipeline_held.h"
 #include "pipeline/sample_ops.h"
 #include "runtime/plan_builder.h"
-#include "runtime/plan_writer.h"
 
 namespace actorflow::pipeline {
 namespace {
@@ -23,8 +24,8 @@ const std::set<std::string> kStageAttrs = {
     "op_index", "op_name",  "batch_size", "skip_errors", "deal",
     "ops",      "op_names", "op_indices", "fuse_decode"};
 
-// The attributes each operator reads (docs/pipelines.md, "Operators"); null for an
-// op this table does not know (Build reports unknown operators itself).
+// The attributes each operator reads (docs/pipelines.md, "Operators"); null for
+// an op this table does not know (Build reports unknown operators itself).
 const std::vector<std::string>* KnownAttrs(const std::string& op) {
   static const auto* const known =
       new std::map<std::string, std::vector<std::string>>{
@@ -83,15 +84,28 @@ absl::StatusOr<OutputView> BatchView::output(absl::string_view name) const {
 // ---- the pipeline ----
 
 // What Build knows of a data node.
+// An operator's output in the job the pipeline compiles. Named when an
+// input reads it, not before: fusing renames operators. An output "out" is
+// named by its operator alone, which no other operator's name can shadow
+// (op "out" with output "out" beside the fetch op "out.out").
+struct Pipeline::Ref {
+  OpConf* op = nullptr;
+  std::string output;
+  std::string text() const {
+    return output == "out" ? op->name()
+                           : absl::StrCat(op->name(), ".", output);
+  }
+};
+
 struct Pipeline::Node {
   std::string kind;  // "source", "sample", "batched"
   SampleSpec spec;   // per sample (batched: without the batch dimension)
   bool on_device = false;
-  // The registers that carry it: one (source, batched) or one per worker.
-  std::vector<int64_t> regsts;
-  std::vector<TaskProto*> tasks;
-  int64_t shapes_regst = -1;  // batched: its per-sample shapes
-  std::string chain;          // sample: its tasks' name (fused operators)
+  // The outputs that carry it: one (source, batched) or one per worker.
+  std::vector<Ref> regsts;
+  std::vector<OpConf*> tasks;
+  Ref shapes_regst;   // batched: its per-sample shapes
+  std::string chain;  // sample: its tasks' name (fused operators)
 };
 
 Pipeline::Pipeline(PipelineOptions options) : options_(std::move(options)) {}
@@ -130,32 +144,7 @@ absl::Status Pipeline::Build() {
   session_options.trace = options_.trace;
   session_options.channel.spin_ns = options_.spin_ns;
   session_options.probe = options_.probe;
-  SkipLog* log = &log_;
-  session_options.kernels.Bind("pipeline.batch", [log] {
-    return std::unique_ptr<Kernel>(new BatchKernel(log));
-  });
-  dealers_ = std::make_unique<SampleDealers>(depth_);
-  SampleDealers* dealers = dealers_.get();
-  std::vector<std::string> stage_op_types = {"pipeline.chain"};
-  for (const std::string& name : SampleOpNames()) {
-    stage_op_types.push_back("pipeline." + name);
-  }
-  for (const std::string& op_type : stage_op_types) {
-    session_options.kernels.Bind(op_type, [dealers] {
-      return std::unique_ptr<Kernel>(new SampleStageKernel(dealers));
-    });
-  }
-  std::atomic<int64_t>* counter = &chunks_read_;
-  session_options.kernels.Bind("pipeline.file_reader", [counter] {
-    auto reader = std::make_unique<FileReaderKernel>();
-    reader->CountChunksInto(counter);
-    return std::unique_ptr<Kernel>(std::move(reader));
-  });
-  session_options.kernels.Bind("pipeline.idx_reader", [counter] {
-    auto reader = std::make_unique<IdxReaderKernel>();
-    reader->CountChunksInto(counter);
-    return std::unique_ptr<Kernel>(std::move(reader));
-  });
+  BindKernels(&session_options.kernels);
   auto session = Session::Create(plan_, std::move(session_options));
   if (!session.ok()) {
     return absl::Status(
@@ -169,6 +158,34 @@ absl::Status Pipeline::Build() {
     if (!restored.ok()) return Fail(restored.status());
   }
   return absl::OkStatus();
+}
+
+void Pipeline::BindKernels(KernelBindings* kernels) {
+  SkipLog* log = &log_;
+  kernels->Bind("pipeline.batch", [log] {
+    return std::unique_ptr<Kernel>(new BatchKernel(log));
+  });
+  SampleDealers* dealers = dealers_.get();
+  std::vector<std::string> stage_op_types = {"pipeline.chain"};
+  for (const std::string& name : SampleOpNames()) {
+    stage_op_types.push_back("pipeline." + name);
+  }
+  for (const std::string& op_type : stage_op_types) {
+    kernels->Bind(op_type, [dealers] {
+      return std::unique_ptr<Kernel>(new SampleStageKernel(dealers));
+    });
+  }
+  std::atomic<int64_t>* counter = &chunks_read_;
+  kernels->Bind("pipeline.file_reader", [counter] {
+    auto reader = std::make_unique<FileReaderKernel>();
+    reader->CountChunksInto(counter);
+    return std::unique_ptr<Kernel>(std::move(reader));
+  });
+  kernels->Bind("pipeline.idx_reader", [counter] {
+    auto reader = std::make_unique<IdxReaderKernel>();
+    reader->CountChunksInto(counter);
+    return std::unique_ptr<Kernel>(std::move(reader));
+  });
 }
 
 absl::Status Pipeline::Compile() {
@@ -187,11 +204,33 @@ absl::Status Pipeline::Compile() {
     return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
   }
   depth_ = depth;
-  const int io_stream = workers;  // schedule, reader, batch, fetches
+  dealers_ = std::make_unique<SampleDealers>(depth_);
   const int64_t n = options_.batch_size;
   const bool skip = options_.on_error == OnError::kSkipSample;
 
-  PlanWriter writer;
+  // A job of one operator per task: worker w's stages on CPU device w; the
+  // schedule, reader, batch and fetches on CPU device `workers`; batched
+  // operators on GPU device 0. The compiler numbers tasks and registers,
+  // copies what a GPU operator reads to it and what is fetched off it, and
+  // gives each device its streams. Every register states its depth.
+  JobBuilder job;
+  const int io = workers;
+  auto add_op = [&](const std::string& name, const std::string& op_type,
+                    int cpu_device, bool gpu = false) {
+    return job.Op(name, op_type)
+        .Place(gpu ? GPU : CPU, {gpu ? 0 : cpu_device})
+        .conf();
+  };
+  auto consume = [](OpConf* op, const std::string& key, const Ref& from) {
+    op->add_input(absl::StrCat(key, "=", from.text()));
+  };
+  auto add_output = [](OpConf* op, const std::string& key, int num,
+                       std::vector<BlobDescProto> blobs = {}) {
+    op->add_output(key);
+    (*op->mutable_register_num())[key] = num;
+    for (BlobDescProto& blob : blobs) *op->add_blob() = std::move(blob);
+    return Ref{op, key};
+  };
   std::map<std::string, Node> nodes;
   std::set<std::string> task_names;
   auto where = [&](int i) {
@@ -205,12 +244,11 @@ absl::Status Pipeline::Compile() {
     return name;
   };
 
-  TaskProto* schedule =
-      writer.AddTask(kScheduleTask, "feed", CpuStream(io_stream));
+  OpConf* schedule = add_op(kScheduleTask, "feed", io);
   task_names.insert(kScheduleTask);
-  const int64_t schedule_regst =
-      writer.AddOutput(schedule, "out", depth + 1, false,
-                       {BlobProto(kChunkBlob, DT_INT64, {3}, false)});
+  const Ref schedule_regst =
+      add_output(schedule, "out", depth + 1,
+                 {BlobProto(kChunkBlob, DT_INT64, {3}, false)});
   int sources = 0;
   bool has_reader = false;
   int batch_op = -1;
@@ -227,11 +265,11 @@ absl::Status Pipeline::Compile() {
       max_override.assign(list.begin(), list.end());
     }
     const bool mixed = batch_def->device == "mixed";
-    TaskProto* task = writer.AddTask(
+    OpConf* task = add_op(
         bi >= 0 ? unique_task(bi, batch_def->name) : std::string("batch"),
-        "pipeline.batch", CpuStream(io_stream));
+        "pipeline.batch", io);
     std::vector<int64_t> counts, ranks, shapes, input_index;
-    std::vector<int64_t> consumed;  // each register once
+    std::vector<std::string> consumed;  // each register once
     std::vector<std::string> types;
     std::vector<Node> batched;
     for (size_t k = 0; k < batch_def->inputs.size(); ++k) {
@@ -260,11 +298,11 @@ absl::Status Pipeline::Compile() {
             "max_shape"));
         continue;
       }
-      for (int64_t id : in.regsts) {
-        auto at = std::find(consumed.begin(), consumed.end(), id);
+      for (const Ref& ref : in.regsts) {
+        auto at = std::find(consumed.begin(), consumed.end(), ref.text());
         if (at == consumed.end()) {
-          writer.Consume(task, "in", id);
-          at = consumed.insert(consumed.end(), id);
+          consume(task, "in", ref);
+          at = consumed.insert(consumed.end(), ref.text());
         }
         input_index.push_back(at - consumed.begin());
       }
@@ -276,7 +314,7 @@ absl::Status Pipeline::Compile() {
       batched.push_back(out);
     }
     if (batched.size() != batch_def->inputs.size()) return;
-    auto& attrs = *task->mutable_kernel()->mutable_attr();
+    auto& attrs = *task->mutable_attr();
     attrs["outputs"] = StringListAttr(batch_def->inputs);
     attrs["inputs_per_output"] = IntListAttr(counts);
     attrs["input_index"] = IntListAttr(input_index);
@@ -287,16 +325,11 @@ absl::Status Pipeline::Compile() {
     for (size_t k = 0; k < batched.size(); ++k) {
       const std::string& in_name = batch_def->inputs[k];
       Node& out = batched[k];
-      out.regsts = {writer.AddOutput(task, "out_" + in_name, depth, false)};
-      out.shapes_regst =
-          writer.AddOutput(task, "shape_" + in_name, depth, false);
-      if (mixed) {
-        TaskProto* copy = writer.AddTask(
-            absl::StrCat(batch_def->outputs[k], ".h2d"), "h2d", GpuStream(1));
-        writer.Consume(copy, "in", out.regsts[0]);
-        out.regsts = {writer.AddOutput(copy, "out", gpu_depth, true)};
-        out.on_device = true;
-      }
+      out.regsts = {add_output(task, "out_" + in_name, depth)};
+      out.shapes_regst = add_output(task, "shape_" + in_name, depth);
+      // Made on the host; the compiler copies it up for the GPU operators
+      // that read it (the copy holds gpu_prefetch_depth batches).
+      out.on_device = mixed;
       // The implied batch keeps each node's name for its batched form.
       nodes.erase(batch_def->outputs[k]);
       nodes.emplace(batch_def->outputs[k], out);
@@ -375,15 +408,14 @@ absl::Status Pipeline::Compile() {
       }
       ++sources;
       has_reader = has_reader || reader;
-      TaskProto* task = writer.AddTask(unique_task(i, def.name),
-                                       "pipeline." + op, CpuStream(io_stream));
-      auto& attrs = *task->mutable_kernel()->mutable_attr();
+      OpConf* task = add_op(unique_task(i, def.name), "pipeline." + op, io);
+      auto& attrs = *task->mutable_attr();
       for (const auto& [key, value] : def.attrs) attrs[key] = value;
       attrs["batch_size"] = IntAttr(n);
       attrs["outputs"] = StringListAttr(def.outputs);
       attrs["seed"] = IntAttr(static_cast<int64_t>(options_.seed));
       attrs["skip_errors"] = BoolAttr(skip);
-      writer.Consume(task, "in", schedule_regst);
+      consume(task, "in", schedule_regst);
       std::vector<SampleSpec> specs;
       if (op == "external_source") {
         // A feed of whole batches, split into samples by the source task.
@@ -404,23 +436,21 @@ absl::Status Pipeline::Compile() {
         }
         std::vector<int64_t> batch_shape = {n};
         batch_shape.insert(batch_shape.end(), shape.begin(), shape.end());
-        TaskProto* feed =
-            writer.AddTask(unique_task(i, "input." + def.outputs[0]), "feed",
-                           CpuStream(io_stream));
+        OpConf* feed =
+            add_op(unique_task(i, "input." + def.outputs[0]), "feed", io);
         // Room for depth fed ahead plus depth scheduled (see FeedInput).
-        const int64_t fed = writer.AddOutput(
-            feed, "out", 2 * depth + 1, false,
-            {BlobProto(def.outputs[0], *type, batch_shape, true)});
-        writer.Consume(task, "data", fed);
+        consume(
+            task, "data",
+            add_output(feed, "out", 2 * depth + 1,
+                       {BlobProto(def.outputs[0], *type, batch_shape, true)}));
         // Each sample's own shape, one row per sample of the fed batch.
-        TaskProto* shape_feed =
-            writer.AddTask(unique_task(i, "input." + def.outputs[0] + ".shape"),
-                           "feed", CpuStream(io_stream));
+        OpConf* shape_feed = add_op(
+            unique_task(i, "input." + def.outputs[0] + ".shape"), "feed", io);
         const int64_t rank = static_cast<int64_t>(shape.size());
-        const int64_t fed_shapes = writer.AddOutput(
-            shape_feed, "out", 2 * depth + 1, false,
-            {BlobProto(def.outputs[0] + ".shape", DT_INT64, {n, rank}, true)});
-        writer.Consume(task, "shapes", fed_shapes);
+        consume(task, "shapes",
+                add_output(shape_feed, "out", 2 * depth + 1,
+                           {BlobProto(def.outputs[0] + ".shape", DT_INT64,
+                                      {n, rank}, true)}));
         externals_.push_back(ExternalSource{
             def.outputs[0], feed->name(), shape_feed->name(), {}});
         specs.push_back(SampleSpec{*type, shape});
@@ -436,7 +466,7 @@ absl::Status Pipeline::Compile() {
         specs = {SampleSpec{DT_UINT8, {(*dims)[1], (*dims)[2], 1}},
                  SampleSpec{DT_INT32, {}}};
       }
-      const int64_t regst = writer.AddOutput(task, "out", depth, false);
+      const Ref regst = add_output(task, "out", depth);
       if (IsReader(op)) {
         // The reader's own checks (files, shards), and the epoch's size as
         // the reader will see it.
@@ -446,13 +476,15 @@ absl::Status Pipeline::Compile() {
         } else {
           reader = std::make_unique<IdxReaderKernel>();
         }
+        TaskProto probe_task;
+        probe_task.set_name(task->name());
+        probe_task.mutable_kernel()->set_op_type(task->op_type());
+        *probe_task.mutable_kernel()->mutable_attr() = task->attr();
         KernelInitContext ctx(
-            *task,
-            {KernelIo{"in",
-                      schedule_regst,
-                      {BlobDesc{kChunkBlob, DT_INT64, {3}, false}},
-                      true}},
-            {KernelIo{"out", regst, {}, false}});
+            probe_task,
+            {KernelIo{
+                "in", 1, {BlobDesc{kChunkBlob, DT_INT64, {3}, false}}, true}},
+            {KernelIo{"out", 2, {}, false}});
         absl::Status init = reader->Init(ctx);
         // Its outputs still count as declared, so the operators after it
         // are checked too.
@@ -510,15 +542,12 @@ absl::Status Pipeline::Compile() {
             " memory (a mixed batch moves batches to the GPU)"));
         continue;
       }
-      TaskProto* task =
-          writer.AddTask(unique_task(i, def.name), op,
-                         gpu ? GpuStream(0) : CpuStream(io_stream));
-      auto& attrs = *task->mutable_kernel()->mutable_attr();
+      OpConf* task = add_op(unique_task(i, def.name), op, io, gpu);
+      auto& attrs = *task->mutable_attr();
       for (const auto& [key, value] : def.attrs) attrs[key] = value;
-      writer.Consume(task, "in", in.regsts[0]);
+      consume(task, "in", in.regsts[0]);
       Node node = in;
-      node.regsts = {
-          writer.AddOutput(task, "out", gpu ? gpu_depth : depth, gpu)};
+      node.regsts = {add_output(task, "out", gpu ? gpu_depth : depth)};
       node.tasks = {task};
       if (op == "normalize") node.spec.type = DT_FLOAT32;
       if (op == "cast") {
@@ -571,9 +600,9 @@ absl::Status Pipeline::Compile() {
       Node node{"sample", *spec, false, in.regsts, in.tasks};
       node.chain = in.chain + "+" + def.name;
       for (int w = 0; w < workers; ++w) {
-        TaskProto* task = in.tasks[w];
-        auto& attrs = *task->mutable_kernel()->mutable_attr();
-        if (task->kernel().op_type() != "pipeline.chain") {
+        OpConf* task = in.tasks[w];
+        auto& attrs = *task->mutable_attr();
+        if (task->op_type() != "pipeline.chain") {
           // Turn the one-operator task into a chain of one.
           google::protobuf::Map<std::string, AttrValue> own;
           for (const auto& [key, value] : attrs) {
@@ -582,13 +611,13 @@ absl::Status Pipeline::Compile() {
           for (const auto& [key, value] : own) attrs.erase(key.substr(2));
           attrs.insert(own.begin(), own.end());
           const std::string first_op =
-              task->kernel().op_type().substr(std::strlen("pipeline."));
+              task->op_type().substr(std::strlen("pipeline."));
           attrs["ops"] = StringListAttr({first_op});
           attrs["op_names"] = StringListAttr({attrs["op_name"].s()});
           attrs["op_indices"] = IntListAttr({attrs["op_index"].i()});
           attrs.erase("op_name");
           attrs.erase("op_index");
-          task->mutable_kernel()->set_op_type("pipeline.chain");
+          task->set_op_type("pipeline.chain");
         }
         const int j = attrs["ops"].list().s_size();
         attrs["ops"].mutable_list()->add_s(op);
@@ -609,9 +638,8 @@ absl::Status Pipeline::Compile() {
     for (int w = 0; w < workers; ++w) {
       const std::string name =
           workers == 1 ? def.name : absl::StrCat(def.name, "@", w);
-      TaskProto* task =
-          writer.AddTask(unique_task(i, name), "pipeline." + op, CpuStream(w));
-      auto& attrs = *task->mutable_kernel()->mutable_attr();
+      OpConf* task = add_op(unique_task(i, name), "pipeline." + op, w);
+      auto& attrs = *task->mutable_attr();
       for (const auto& [key, value] : def.attrs) {
         if (kStageAttrs.count(key)) {
           problems.push_back(absl::StrCat(where(i), ": attr '", key,
@@ -632,9 +660,8 @@ absl::Status Pipeline::Compile() {
       // The first stage after the reader claims samples as its workers get
       // free; later stages keep what their worker's first stage took.
       attrs["deal"] = StringAttr(in.kind == "source" ? "dynamic" : "all");
-      writer.Consume(task, "in",
-                     in.kind == "source" ? in.regsts[0] : in.regsts[w]);
-      node.regsts.push_back(writer.AddOutput(task, "out", depth, false));
+      consume(task, "in", in.kind == "source" ? in.regsts[0] : in.regsts[w]);
+      node.regsts.push_back(add_output(task, "out", depth));
       node.tasks.push_back(task);
     }
     declare(def.outputs[0], node);
@@ -686,24 +713,36 @@ absl::Status Pipeline::Compile() {
           "out of it (the one batch drops a failed sample from all outputs)"));
       continue;
     }
-    int64_t data_regst = node.regsts[0];
-    if (node.on_device) {
-      TaskProto* copy =
-          writer.AddTask(absl::StrCat(name, ".d2h"), "d2h", GpuStream(2));
-      writer.Consume(copy, "in", data_regst);
-      data_regst = writer.AddOutput(copy, "out", depth, false);
-    }
-    TaskProto* fetch = writer.AddTask(absl::StrCat("out.", name), "fetch",
-                                      CpuStream(io_stream));
-    writer.Consume(fetch, "in", data_regst);
-    TaskProto* fetch_shape = writer.AddTask(
-        absl::StrCat("out.", name, ".shape"), "fetch", CpuStream(io_stream));
-    writer.Consume(fetch_shape, "in", node.shapes_regst);
+    // Off the GPU through a d2h the compiler inserts.
+    consume(add_op(absl::StrCat("out.", name), "fetch", io), "in",
+            node.regsts[0]);
+    consume(add_op(absl::StrCat("out.", name, ".shape"), "fetch", io), "in",
+            node.shapes_regst);
   }
   if (!problems.empty()) {
     return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
   }
-  plan_ = std::move(writer.plan());
+  JobCompileOptions compile;
+  KernelBindings kernels;
+  BindKernels(&kernels);
+  compile.bindings = &kernels;
+  compile.probe = options_.probe;
+  absl::StatusOr<CompiledJob> compiled = CompileJob(job.job(), compile);
+  if (!compiled.ok()) {
+    return absl::Status(
+        compiled.status().code(),
+        absl::StrCat("pipeline plan: ", compiled.status().message()));
+  }
+  plan_ = std::move(compiled->plan);
+  // The copies the compiler inserted: onto the GPU, gpu_prefetch_depth
+  // batches; off it, prefetch_depth.
+  for (TaskProto& task : *plan_.mutable_task()) {
+    const std::string& op_type = task.kernel().op_type();
+    if (op_type != "h2d" && op_type != "d2h") continue;
+    for (auto& [key, desc] : *task.mutable_produced_regst_desc()) {
+      desc.set_register_num(op_type == "h2d" ? gpu_depth : depth);
+    }
+  }
 
   if (!externals_.empty()) epoch_size_ = -1;
   return absl::OkStatus();

@@ -185,12 +185,18 @@ class Pipeline {
   const RunTrace& trace() const;
 
  private:
+  struct Ref;
   struct Node;
   struct Held;
   struct OwnedTensor;
   // A batch out of the plan into memory of its own, its registers released.
   static std::unique_ptr<Held> CopyOut(const Held& held);
+  // Writes the pipeline as a job (one operator per worker and stage) and
+  // compiles it into plan_.
   absl::Status Compile();
+  // The pipeline's own kernels (they point at its dealers, log and
+  // counter), for the compiler and the session.
+  void BindKernels(KernelBindings* kernels);
   absl::Status Fail(absl::Status status);
   absl::Status Usable() const;
   absl::Status Pump();

@@ -211,6 +211,30 @@ TEST_CASE("the diamond job compiles to the quick start's plan and result") {
   CHECK_FALSE(quickstart->job.has_value());
 }
 
+TEST_CASE("inputs name ops and outputs with dots in them") {
+  JobBuilder job(3);
+  job.Op("s", "source").Shape({2});
+  job.Op("s.v2", "source").Shape({2}).Attr("value", 10.0);
+  job.Op("whole", "identity").Input("s.v2");        // op "s.v2"
+  job.Op("longest", "identity").Input("s.v2.out");  // "s.v2", not "s"
+  job.Op("short", "identity").Input("s.out");
+  job.Op("sum", "add").Input("whole").Input("longest").Input("short");
+  job.Op("sink", "checksum").Input("sum");
+  const CompiledJob compiled = MustCompile(job.job());
+  auto producer = [&](const std::string& task) {
+    const int64_t id = Task(compiled.plan, task)
+                           .consumed_regst_desc_id()
+                           .at("in")
+                           .regst_desc_id(0);
+    return compiled.plan.task(static_cast<int>(id / 100) - 1).name();
+  };
+  CHECK(producer("whole") == "s.v2");
+  CHECK(producer("longest") == "s.v2");
+  CHECK(producer("short") == "s");
+  // Per piece p: 2 * ((10 + p) + (10 + p) + p), over p = 0, 1, 2.
+  CHECK(RunPlan(compiled.plan, {}).at("sink").checksum == 2 * (3 * 20 + 3 * 3));
+}
+
 TEST_CASE("copies: h2d onto a GPU, d2h off it, on streams of their own") {
   if (!HasGpuKernels()) {
     WARN("this build has no GPU kernels: nothing to copy to");
@@ -677,6 +701,11 @@ TEST_CASE("signatures the job leaves out come from each op_type's rule") {
   CHECK_FALSE(added);
 }
 
+const RegstDescProto& Out(const Plan& plan, const std::string& task,
+                          const std::string& output = "out") {
+  return Task(plan, task).produced_regst_desc().at(output);
+}
+
 TEST_CASE("register_num follows the stages and fits the memory budget") {
   JobBuilder job(2);
   job.Op("src", "source").Shape({1024});
@@ -723,11 +752,27 @@ TEST_CASE("register_num follows the stages and fits the memory budget") {
   CHECK(CompileError(job.job()) ==
         "job: the registers need 8192 bytes at one buffer each; "
         "memory_budget_bytes is 4096");
-}
 
-const RegstDescProto& Out(const Plan& plan, const std::string& task,
-                          const std::string& output = "out") {
-  return Task(plan, task).produced_regst_desc().at(output);
+  // A stated register_num is what the register gets: deeper or shallower
+  // than the stages ask, and kept when the budget takes buffers from the
+  // others.
+  job.job().set_memory_budget_bytes(0);
+  job.job().mutable_op(0)->mutable_register_num()->insert({"out", 1});
+  job.job().mutable_op(1)->mutable_register_num()->insert({"out", 5});
+  compiled = MustCompile(job.job());
+  CHECK(Out(compiled.plan, "src").register_num() == 1);
+  CHECK(Out(compiled.plan, "late").register_num() == 5);
+  job.job().mutable_op(0)->clear_register_num();
+  compiled = MustCompile(job.job());
+  CHECK(Out(compiled.plan, "src").register_num() == 4);
+  job.job().set_memory_budget_bytes(4096 * 6);
+  compiled = MustCompile(job.job());
+  CHECK(Out(compiled.plan, "src").register_num() == 1);
+  CHECK(Out(compiled.plan, "late").register_num() == 5);
+  job.job().set_memory_budget_bytes(4096 * 5);
+  CHECK(CompileError(job.job()) ==
+        "job: the registers need 24576 bytes at one buffer each; "
+        "memory_budget_bytes is 20480");
 }
 
 TEST_CASE(
@@ -955,6 +1000,22 @@ TEST_CASE("errors name the operator and the input, word for word") {
           "\"out\" (list it under the op's `output`, or give it a consumer)");
     job.job().mutable_op(1)->add_output("out");
     MustCompile(job.job());
+  }
+  SECTION("register_num for no output, below 1, or deep on an initial op") {
+    JobBuilder job(1);
+    job.Op("src", "source").Shape({4}).RegisterNum("outt", 2);
+    job.Op("var", "variable")
+        .Shape({4})
+        .Initial()
+        .Input("delta=step")
+        .RegisterNum("out", 2);
+    job.Op("step", "identity").Input("var").RegisterNum("out", 0);
+    job.Op("sink", "checksum").Input("src");
+    CHECK(CompileError(job.job()) ==
+          "op 'src': register_num['outt'] names no output of it\n"
+          "op 'var': register_num['out'] is 2; an initial op's registers "
+          "hold one buffer\n"
+          "op 'step': register_num['out'] is 0; give 1 or more");
   }
   SECTION("an unknown op_type names the op") {
     JobBuilder job(1);

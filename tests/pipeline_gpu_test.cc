@@ -61,7 +61,10 @@ TEST_CASE("GPU: a mixed batch normalized on the device matches the CPU") {
   for (const TaskProto& task : gpu->plan().task()) {
     device_tasks += task.stream().device_type() == GPU;
   }
-  CHECK(device_tasks == 6);  // 2 h2d, normalize, cast, 2 d2h
+  // The compiler copies up only what a GPU operator reads: the images
+  // (h2d), normalize, cast, and the result back (d2h). The labels are
+  // fetched from the host batch.
+  CHECK(device_tasks == 4);
   for (int i = 0; i < 2; ++i) {
     REQUIRE(cpu->Run().ok());
     REQUIRE(gpu->Run().ok());

@@ -85,7 +85,7 @@ class Job:
     def op(self, name, op_type, inputs=(), device="cpu", devices=(0,),
            machines=(0,), shape=None, blobs=None, stage=0, initial=False,
            outputs=(), input_signatures=None, output_signatures=None,
-           **attrs):
+           register_num=None, **attrs):
         """Adds an operator.
 
         inputs: "producer", "producer.output" or "key=producer.output".
@@ -95,6 +95,7 @@ class Job:
         blobs: [(name, dtype, shape)] instead (a source's).
         input_signatures: one per input ("split(0)", "broadcast",
         "partial_sum", None: inferred); output_signatures: {output: ...}.
+        register_num: {output: buffers} instead of the compiler's sizing.
         Other keywords are the kernel's attributes."""
         if device not in ("cpu", "gpu"):
             raise ValueError(f"op {name!r}: device is 'cpu' or 'gpu', not {device!r}")
@@ -131,6 +132,8 @@ class Job:
             lines.append("  initial: true")
         for out in outputs:
             lines.append(f"  output: {_quote(out)}")
+        for out, num in sorted((register_num or {}).items()):
+            lines.append(f"  register_num {{ key: {_quote(out)} value: {int(num)} }}")
         self._ops.append("op {\n" + "\n".join(lines) + "\n}\n")
         return self
 

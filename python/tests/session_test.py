@@ -458,6 +458,15 @@ class JobTest(unittest.TestCase):
         self.assertEqual(actorflow.run(job)["sinks"]["sink"]["checksum"],
                          2 * 24 * 45)
 
+    def test_register_num_is_stated(self):
+        job = actorflow.Job(pieces=3)
+        job.op("src", "source", shape=[4], register_num={"out": 5})
+        job.op("sink", "checksum", inputs=["src"])
+        text = actorflow.compile(job).text()
+        self.assertEqual(text.count("register_num: 5"), 1, text)
+        self.assertEqual(actorflow.run(job)["sinks"]["sink"]["checksum"],
+                         4 * (0 + 1 + 2))
+
     def test_errors_name_the_operator(self):
         job = actorflow.Job(pieces=1)
         job.op("src", "source", shape=[4])
