@@ -549,12 +549,23 @@ class Compiler {
   void MakeOpTasks() {
     for (Op& op : ops_) {
       const int n = op.parallel();
+      // Outputs split by rows: each task is told its part, so a source
+      // that reads data makes only its rows (actor/parallel_part.h).
+      bool rows_split = n > 1 && !op.outputs.empty();
+      for (const auto& [out, sig] : op.output_signature) {
+        rows_split = rows_split && sig == Signature::Split(0);
+      }
       for (int j = 0; j < n; ++j) {
         const std::string name =
             n == 1 ? op.name() : absl::StrCat(op.name(), "/", j);
         TaskProto* task = AddTask(name, op.conf->op_type(), op.devices[j],
                                   op.conf->stage(), TaskKind::kOp);
-        *task->mutable_kernel()->mutable_attr() = op.conf->attr();
+        auto& attrs = *task->mutable_kernel()->mutable_attr();
+        attrs = op.conf->attr();
+        if (rows_split) {
+          attrs["parallel_index"] = IntAttr(j);
+          attrs["parallel_num"] = IntAttr(n);
+        }
         op.tasks.push_back(task);
         for (const std::string& out : op.outputs) {
           std::vector<BlobDescProto> blobs;

@@ -25,10 +25,11 @@ absl::Status IdxBatchesKernel::Init(const KernelInitContext& ctx) {
   auto stddev = ctx.FloatAttrOr("std", 1.0);
   auto period = ctx.IntAttrOr("period", 0);
   auto offset = ctx.IntAttrOr("offset", 0);
+  auto part = ParallelPartOf(ctx);
   for (const absl::Status& s :
        {images.status(), labels.status(), batch.status(), limit.status(),
         window.status(), seed.status(), mean.status(), stddev.status(),
-        period.status(), offset.status()}) {
+        period.status(), offset.status(), part.status()}) {
     if (!s.ok()) return s;
   }
   if (*batch < 1 || *limit < 0 || *period < 0 || *offset < 0 || *stddev == 0) {
@@ -51,28 +52,24 @@ absl::Status IdxBatchesKernel::Init(const KernelInitContext& ctx) {
   }
   images_path_ = *images;
   labels_path_ = *labels;
-  batch_ = *batch;
   samples_ = (*image_dims)[0];
   if (*limit > 0) samples_ = std::min(samples_, *limit);
   features_ = 1;
   for (size_t d = 1; d < image_dims->size(); ++d) features_ *= (*image_dims)[d];
-  batches_ = (samples_ + batch_ - 1) / batch_;
+  auto schedule =
+      pipeline::BatchSchedule::Make(samples_, *batch, *period, *offset, *part);
+  if (!schedule.ok()) return schedule.status();
+  schedule_ = *schedule;
   shuffle_window_ = *window;
   seed_ = static_cast<uint64_t>(*seed);
-  period_ = *period > 0 ? *period : batches_;
-  offset_ = *offset;
-  if (offset_ + batches_ > period_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kernel.attr['period']: ", batches_, " batches at offset ", offset_,
-        " do not fit in a period of ", period_, " pieces"));
-  }
   // The normalize kernel's arithmetic: float32 mean, float32 1 / std.
   mean_ = static_cast<float>(*mean);
   inv_std_ = 1.0f / static_cast<float>(*stddev);
+  const int64_t most = schedule_.most_rows();
   absl::Status status = ctx.SetOutputBlobs(
-      "x", {BlobDesc{"x", DT_FLOAT32, {batch_, features_}, true}});
+      "x", {BlobDesc{"x", DT_FLOAT32, {most, features_}, true}});
   if (status.ok()) {
-    status = ctx.SetOutputBlobs("y", {BlobDesc{"y", DT_INT32, {batch_}, true}});
+    status = ctx.SetOutputBlobs("y", {BlobDesc{"y", DT_INT32, {most}, true}});
   }
   return status;
 }
@@ -99,14 +96,10 @@ IdxBatchesKernel::Load(const std::string& images, const std::string& labels) {
 absl::Status IdxBatchesKernel::Forward(KernelContext* ctx) {
   TensorView x = ctx->output("x").blob(0);
   TensorView y = ctx->output("y").blob(0);
-  const int64_t p = ctx->piece_id();
-  const int64_t epoch = p / period_;
-  const int64_t q = p % period_ - offset_;
-  const bool mine = q >= 0 && q < batches_;
-  const int64_t rows = mine ? std::min(batch_, samples_ - q * batch_) : 0;
-  absl::Status status = x.set_shape({rows, features_});
-  if (status.ok()) status = y.set_shape({rows});
-  if (!status.ok() || rows == 0) return status;
+  const pipeline::BatchSchedule::Rows rows = schedule_.Of(ctx->piece_id());
+  absl::Status status = x.set_shape({rows.count, features_});
+  if (status.ok()) status = y.set_shape({rows.count});
+  if (!status.ok() || rows.count == 0) return status;
   if (data_ == nullptr) {
     auto data = Load(images_path_, labels_path_);
     if (!data.ok()) return data.status();
@@ -118,23 +111,23 @@ absl::Status IdxBatchesKernel::Forward(KernelContext* ctx) {
           images_path_, ": fewer samples than its header promised"));
     }
   }
-  if (order_epoch_ != epoch) {
-    order_ = pipeline::EpochOrder(samples_, shuffle_window_, seed_, epoch);
-    order_epoch_ = epoch;
+  if (order_epoch_ != rows.epoch) {
+    order_ = pipeline::EpochOrder(samples_, shuffle_window_, seed_, rows.epoch);
+    order_epoch_ = rows.epoch;
   }
   float* to = static_cast<float*>(x.mutable_raw_data());
   int32_t* labels = static_cast<int32_t*>(y.mutable_raw_data());
   // The rows are scattered over the whole set: ask for all their cache
   // lines first, so the misses overlap instead of coming one row at a time.
   const uint8_t* images = data_->images.data.data();
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint8_t* row = images + order_[q * batch_ + r] * features_;
+  for (int64_t r = 0; r < rows.count; ++r) {
+    const uint8_t* row = images + order_[rows.first + r] * features_;
     for (int64_t at = 0; at < features_; at += 64) {
       __builtin_prefetch(row + at);
     }
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t index = order_[q * batch_ + r];
+  for (int64_t r = 0; r < rows.count; ++r) {
+    const int64_t index = order_[rows.first + r];
     const uint8_t* pixels = data_->images.data.data() + index * features_;
     NormalizeBytes(pixels, features_, mean_, inv_std_, to + r * features_);
     labels[r] = data_->labels.data[index];

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "actor/kernel.h"
+#include "pipeline/batch_schedule.h"
 #include "pipeline/dataset.h"
 
 namespace actorflow::nn {
@@ -25,7 +26,9 @@ namespace actorflow::nn {
 // pipeline::EpochOrder(n, shuffle_window, seed, epoch) gives, as the
 // pipeline's `idx_reader` does. Attrs: images s, labels s (required),
 // batch i (required), limit i, shuffle_window i, seed i, mean f (0),
-// std f (1), period i, offset i.
+// std f (1), period i, offset i. Placed over several devices with its
+// outputs split(0) (the default for a source), task i of n makes only its
+// rows of each batch (actor/parallel_part.h), so the batch is read once.
 //
 // Init reads the headers only; the data is read at the first act, once per
 // process for all the tasks that read the same files.
@@ -44,10 +47,10 @@ class IdxBatchesKernel final : public Kernel {
       const std::string& images, const std::string& labels);
 
   std::string images_path_, labels_path_;
-  int64_t batch_ = 0, samples_ = 0, features_ = 0, batches_ = 0;
-  int64_t shuffle_window_ = 0, period_ = 0, offset_ = 0;
+  int64_t samples_ = 0, features_ = 0, shuffle_window_ = 0;
   uint64_t seed_ = 0;
   float mean_ = 0, inv_std_ = 1;
+  pipeline::BatchSchedule schedule_;
   std::shared_ptr<const Data> data_;
   int64_t order_epoch_ = -1;
   std::vector<int64_t> order_;  // of order_epoch_

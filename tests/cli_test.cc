@@ -382,7 +382,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
                "cast cpu gpu\nchecksum cpu gpu\nconcat cpu\n"
                "d2h gpu\nfail cpu\nfeed cpu\nfetch cpu\n"
                "h2d gpu\nhead cpu gpu\nidentity cpu gpu\nidx_batches cpu\n"
-               "matmul cpu gpu\n"
+               "image_batches cpu\nmatmul cpu gpu\n"
                "normalize cpu gpu\n" kPipelineKernels
                "relu cpu gpu\nrelu_grad cpu gpu\n"
                "scale cpu gpu\nsgd_momentum cpu gpu\nslice cpu\nsoftmax_xent "
@@ -391,7 +391,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
              : "accuracy cpu\nadd cpu\nbias_add cpu\nbias_add_grad cpu\n"
                "cast cpu\nchecksum cpu\nconcat cpu\nfail cpu\n"
                "feed cpu\nfetch cpu\nhead cpu\nidentity cpu\nidx_batches cpu\n"
-               "matmul cpu\n"
+               "image_batches cpu\nmatmul cpu\n"
                "normalize cpu\n" kPipelineKernels "relu cpu\nrelu_grad cpu\n"
                "scale cpu\nsgd_momentum cpu\nslice cpu\nsoftmax_xent cpu\n"
                "source cpu\nspin cpu\nvariable cpu\n"));

@@ -160,6 +160,11 @@ const TaskProto& Task(const Plan& plan, const std::string& name) {
   return plan.task(0);
 }
 
+const RegstDescProto& Out(const Plan& plan, const std::string& task,
+                          const std::string& output = "out") {
+  return Task(plan, task).produced_regst_desc().at(output);
+}
+
 std::set<std::string> Names(const Plan& plan) {
   std::set<std::string> names;
   for (const TaskProto& task : plan.task()) names.insert(task.name());
@@ -587,6 +592,41 @@ TEST_CASE("random jobs over machines partition into valid ranks") {
   }
 }
 
+TEST_CASE("a data source over devices reads its rows of each batch, once") {
+  auto job_on = [](std::vector<int32_t> devices) {
+    const std::string dir = "/usr/share/datasets/fashion-mnist/";
+    JobBuilder job(4);
+    job.Op("data", "idx_batches")
+        .Attr("images", dir + "t10k-images-idx3-ubyte.gz")
+        .Attr("labels", dir + "t10k-labels-idx1-ubyte.gz")
+        .Attr("batch", 11)
+        .Attr("limit", 40)  // batches of 11, 11, 11, 7
+        .Attr("shuffle_window", 40)
+        .Attr("seed", 3)
+        .Output("y")
+        .Place(CPU, devices);
+    job.Op("sink", "checksum").Input("data.x");
+    return MustCompile(job.job());
+  };
+  const CompiledJob one = job_on({0});
+  const CompiledJob three = job_on({0, 1, 2});
+  for (int j = 0; j < 3; ++j) {
+    const auto& attrs =
+        Task(three.plan, absl::StrCat("data/", j)).kernel().attr();
+    CHECK(attrs.at("parallel_index").i() == j);
+    CHECK(attrs.at("parallel_num").i() == 3);
+  }
+  CHECK(Task(one.plan, "data").kernel().attr().count("parallel_index") == 0);
+  // Rows 4, 4, 3 of each batch of 11 (3, 2, 2 of the last): gathered, the
+  // same pixels in the same order.
+  CHECK(Out(three.plan, "data/2", "x").blob(0).shape(0) == 3);
+  const auto a = RunPlan(one.plan, {}).at("sink");
+  const auto b = RunPlan(three.plan, {}).at("sink");
+  CHECK(a.pieces == 4);
+  CHECK(b.pieces == 4);
+  CHECK(a.checksum == b.checksum);
+}
+
 // The training example: softmax regression on Fashion-MNIST with its batch
 // split over two devices, gradients as partial sums added by the compiler.
 TEST_CASE("a data-parallel training job learns as its one-device twin") {
@@ -699,11 +739,6 @@ TEST_CASE("signatures the job leaves out come from each op_type's rule") {
     added |= absl::StrContains(line, "dw1.out:add");
   }
   CHECK_FALSE(added);
-}
-
-const RegstDescProto& Out(const Plan& plan, const std::string& task,
-                          const std::string& output = "out") {
-  return Task(plan, task).produced_regst_desc().at(output);
 }
 
 TEST_CASE("register_num follows the stages and fits the memory budget") {

@@ -1,0 +1,33 @@
+#ifndef ACTORFLOW_ACTOR_PARALLEL_PART_H_
+#define ACTORFLOW_ACTOR_PARALLEL_PART_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "actor/kernel.h"
+#include "thread/balanced_splitter.h"
+
+namespace actorflow {
+
+// Which part of its operator's rows a task makes. The job compiler gives
+// every task of an operator whose outputs are split(0) over n devices the
+// attrs `parallel_index` (0..n-1) and `parallel_num` (n): a source that
+// reads data (idx_batches, image_batches) then makes only its rows of each
+// batch, so the devices together make the batch once (docs/jobs.md).
+struct ParallelPart {
+  int64_t index = 0;
+  int64_t num = 1;
+  // Its rows of a batch of `rows`: the compiler's own split (the first
+  // rows % num parts one row longer).
+  Range Rows(int64_t rows) const {
+    return BalancedSplitter(rows, num).At(index);
+  }
+};
+
+// From the task's attrs (absent: the whole, part 0 of 1). An error names
+// the attr when index is not in [0, num).
+absl::StatusOr<ParallelPart> ParallelPartOf(const KernelInitContext& ctx);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTOR_PARALLEL_PART_H_

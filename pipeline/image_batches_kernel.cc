@@ -1,0 +1,133 @@
+#include "pipeline/image_batches_kernel.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "pipeline/image_codec.h"
+#include "pipeline/image_ops.h"
+#include "pipeline/sample.h"
+
+namespace actorflow::pipeline {
+
+absl::Status ImageBatchesKernel::Init(const KernelInitContext& ctx) {
+  if (!ctx.inputs().empty()) {
+    return absl::InvalidArgumentError(
+        "consumed_regst_desc_id: image_batches is a source (it consumes "
+        "nothing)");
+  }
+  auto dir = ctx.StringAttrOr("dir", "");
+  auto list = ctx.StringAttrOr("list", "");
+  auto batch = ctx.IntAttr("batch");
+  auto size = ctx.IntAttr("size");
+  auto channels = ctx.IntAttrOr("channels", 1);
+  auto limit = ctx.IntAttrOr("limit", 0);
+  auto window = ctx.IntAttrOr("shuffle_window", 0);
+  auto seed = ctx.IntAttrOr("seed", 0);
+  auto mean = ctx.FloatAttrOr("mean", 0.0);
+  auto stddev = ctx.FloatAttrOr("std", 1.0);
+  auto period = ctx.IntAttrOr("period", 0);
+  auto offset = ctx.IntAttrOr("offset", 0);
+  auto part = ParallelPartOf(ctx);
+  for (const absl::Status& s :
+       {dir.status(), list.status(), batch.status(), size.status(),
+        channels.status(), limit.status(), window.status(), seed.status(),
+        mean.status(), stddev.status(), period.status(), offset.status(),
+        part.status()}) {
+    if (!s.ok()) return s;
+  }
+  if (dir->empty() == list->empty()) {
+    return absl::InvalidArgumentError(
+        "kernel.attr: give 'dir' (a directory of class subdirectories) or "
+        "'list' (a file of \"path label\" lines), not both or neither");
+  }
+  if (*batch < 1 || *size < 1 || (*channels != 1 && *channels != 3) ||
+      *limit < 0 || *period < 0 || *offset < 0 || *stddev == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel.attr: batch >= 1, size >= 1, channels 1 or 3, limit >= 0, "
+        "period >= 0, offset >= 0 and std != 0, got batch ",
+        *batch, ", size ", *size, ", channels ", *channels, ", limit ", *limit,
+        ", period ", *period, ", offset ", *offset, ", std ", *stddev));
+  }
+  auto files = dir->empty() ? ReadFileList(*list) : ListImageDirectory(*dir);
+  if (!files.ok()) return files.status();
+  if (files->empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel.attr['", dir->empty() ? "list" : "dir",
+        "']: ", dir->empty() ? *list : *dir, " holds no image files"));
+  }
+  files_ = std::move(*files);
+  size_ = *size;
+  channels_ = *channels;
+  samples_ = static_cast<int64_t>(files_.size());
+  if (*limit > 0) samples_ = std::min(samples_, *limit);
+  auto schedule =
+      BatchSchedule::Make(samples_, *batch, *period, *offset, *part);
+  if (!schedule.ok()) return schedule.status();
+  schedule_ = *schedule;
+  shuffle_window_ = *window;
+  seed_ = static_cast<uint64_t>(*seed);
+  mean_ = static_cast<float>(*mean);
+  inv_std_ = 1.0f / static_cast<float>(*stddev);
+  const int64_t most = schedule_.most_rows();
+  absl::Status status = ctx.SetOutputBlobs(
+      "x",
+      {BlobDesc{"x", DT_FLOAT32, {most, size_ * size_ * channels_}, true}});
+  if (status.ok()) {
+    status = ctx.SetOutputBlobs("y", {BlobDesc{"y", DT_INT32, {most}, true}});
+  }
+  return status;
+}
+
+absl::Status ImageBatchesKernel::DecodeRow(const FileEntry& file, float* to) {
+  Bytes encoded;
+  absl::Status status = ReadWholeFile(file.path, &encoded);
+  Sample decoded, resized;
+  if (status.ok()) {
+    status = DecodeImage(absl::MakeConstSpan(encoded.data(), encoded.size()),
+                         static_cast<int>(channels_), &decoded);
+  }
+  const Sample* image = &decoded;
+  if (status.ok() && (decoded.shape[0] != size_ || decoded.shape[1] != size_)) {
+    status = Resize(decoded.ref(), size_, size_, &resized);
+    image = &resized;
+  }
+  if (!status.ok()) {
+    return absl::Status(
+        status.code(),
+        absl::StrCat("image_batches: ", file.path, ": ", status.message()));
+  }
+  const uint8_t* pixels = image->storage.data();
+  const int64_t n = size_ * size_ * channels_;
+  for (int64_t i = 0; i < n; ++i) {
+    to[i] = (static_cast<float>(pixels[i]) - mean_) * inv_std_;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ImageBatchesKernel::Forward(KernelContext* ctx) {
+  TensorView x = ctx->output("x").blob(0);
+  TensorView y = ctx->output("y").blob(0);
+  const BatchSchedule::Rows rows = schedule_.Of(ctx->piece_id());
+  const int64_t features = size_ * size_ * channels_;
+  absl::Status status = x.set_shape({rows.count, features});
+  if (status.ok()) status = y.set_shape({rows.count});
+  if (!status.ok() || rows.count == 0) return status;
+  if (order_epoch_ != rows.epoch) {
+    order_ = EpochOrder(samples_, shuffle_window_, seed_, rows.epoch);
+    order_epoch_ = rows.epoch;
+  }
+  float* to = static_cast<float*>(x.mutable_raw_data());
+  int32_t* labels = static_cast<int32_t*>(y.mutable_raw_data());
+  for (int64_t r = 0; r < rows.count; ++r) {
+    const FileEntry& file = files_[order_[rows.first + r]];
+    status = DecodeRow(file, to + r * features);
+    if (!status.ok()) return status;
+    labels[r] = file.label;
+  }
+  return absl::OkStatus();
+}
+
+REGISTER_KERNEL("image_batches", ImageBatchesKernel);
+
+}  // namespace actorflow::pipeline
