@@ -549,11 +549,15 @@ class Compiler {
   void MakeOpTasks() {
     for (Op& op : ops_) {
       const int n = op.parallel();
-      // Outputs split by rows: each task is told its part, so a source
-      // that reads data makes only its rows (actor/parallel_part.h).
-      bool rows_split = n > 1 && !op.outputs.empty();
+      // Outputs all split along one axis: each task is told its part, so
+      // a source that reads data makes only its rows, and a variable starts
+      // from its window (actor/parallel_part.h).
+      int axis = -1;
+      bool split = n > 1 && !op.outputs.empty();
       for (const auto& [out, sig] : op.output_signature) {
-        rows_split = rows_split && sig == Signature::Split(0);
+        split = split && sig.kind == Signature::kSplit &&
+                (axis < 0 || sig.axis == axis);
+        axis = sig.axis;
       }
       for (int j = 0; j < n; ++j) {
         const std::string name =
@@ -562,9 +566,10 @@ class Compiler {
                                   op.conf->stage(), TaskKind::kOp);
         auto& attrs = *task->mutable_kernel()->mutable_attr();
         attrs = op.conf->attr();
-        if (rows_split) {
+        if (split) {
           attrs["parallel_index"] = IntAttr(j);
           attrs["parallel_num"] = IntAttr(n);
+          attrs["parallel_axis"] = IntAttr(axis);
         }
         op.tasks.push_back(task);
         for (const std::string& out : op.outputs) {

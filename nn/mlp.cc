@@ -7,10 +7,12 @@
 #include "absl/strings/str_join.h"
 #include "compiler/job_builder.h"
 #include "compiler/job_compiler.h"
+#include "memory/cuda_api.h"
 #include "nn/dense_math.h"
 #include "pipeline/dataset.h"
 #include "runtime/plan_builder.h"
 #include "runtime/tensor.h"
+#include "thread/balanced_splitter.h"
 
 namespace actorflow::nn {
 namespace {
@@ -72,10 +74,28 @@ std::vector<float> InitialValues(const MlpConfig& c, int i, int k, bool bias) {
   return values;
 }
 
+// GPU towers k = 0..n-1 are compiled as GPU devices k; one GPU runs them
+// all: tower k on compute stream k of GPU 0, its copies up and down on
+// streams n + k and 2n + k.
+void TowersOnOneGpu(int towers, Plan* plan) {
+  for (TaskProto& task : *plan->mutable_task()) {
+    StreamId* stream = task.mutable_stream();
+    if (stream->device_type() != GPU) continue;
+    const int tower = stream->device_index();
+    const int kind = stream->stream_index();  // 0 compute, 1 h2d, 2 d2h
+    stream->set_device_index(0);
+    stream->set_stream_index(kind * towers + tower);
+    for (auto& [key, desc] : *task.mutable_produced_regst_desc()) {
+      desc.mutable_mem_case()->set_device_index(0);
+    }
+  }
+}
+
 }  // namespace
 
 int64_t SliceBegin(int64_t units, int streams, int k) {
-  return units * k / streams;
+  if (k >= streams) return units;
+  return BalancedSplitter(units, streams).At(k).begin;
 }
 
 LayerSplit SplitOf(const MlpConfig& c, int i) {
@@ -174,240 +194,266 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
   const int n = c.streams;
   const int layers = Layers(c);
   const bool in_plan = c.data.has_value();
-  // Stream k's layers run on device k; host-side inputs and results live
-  // on CPU device n (in-plan data on CPU streams: device k's own). The
-  // compiler adds the copies onto and off GPUs, numbers tasks and
-  // registers, and picks the streams.
-  const int io = n;
   const int results = c.depth + 1;  // never blocks on the caller
+  // The towers are devices 0..n-1 (GPU ones: streams of GPU 0, below);
+  // host-side inputs and results live on CPU device n.
+  const int io = n;
+  std::vector<int32_t> towers(n);
+  for (int k = 0; k < n; ++k) towers[k] = k;
   JobBuilder job(in_plan ? c.data->epochs * schedule.period() : 0);
-
   using Op = JobBuilder::OpHandle;
-  auto op = [&](const std::string& name, const std::string& op_type, int k) {
-    return job.Op(name, op_type).Place(c.gpu ? GPU : CPU, {k});
+  const DeviceType compute = c.gpu ? GPU : CPU;
+  auto op = [&](const std::string& name, const std::string& op_type) {
+    return job.Op(name, op_type).Place(compute, towers);
+  };
+  auto on_tower0 = [&](const std::string& name, const std::string& op_type) {
+    return job.Op(name, op_type).Place(compute, {0});
   };
   auto host_op = [&](const std::string& name, const std::string& op_type,
-                     int device) {
-    return job.Op(name, op_type).Place(CPU, {device});
+                     std::vector<int32_t> devices) {
+    return job.Op(name, op_type).Place(CPU, devices);
   };
-  // Fed plans fetch on the io device beside their feeds; plans that read
-  // their own data on the device that made the result, so no third thread
-  // wakes per piece.
-  auto fetch = [&](const std::string& name, const std::string& input, int k) {
-    host_op(name, "fetch", in_plan && !c.gpu ? k : io).Input(input);
+  // Signatures, stated on several towers only (one holds the whole).
+  enum Sig { kWhole, kRows, kCols, kPartial };
+  auto sig = [](Sig s) {
+    switch (s) {
+      case kRows:
+        return SplitSignature(0);
+      case kCols:
+        return SplitSignature(1);
+      case kPartial:
+        return PartialSumSignature();
+      case kWhole:
+        break;
+    }
+    return BroadcastSignature();
   };
-  auto matmul = [&](const std::string& name, int k, const std::string& a,
-                    const std::string& b, bool ta, bool tb) {
-    Op m = op(name, "matmul", k);
-    m.Input("a=" + a).Input("b=" + b);
-    if (ta) m.Attr("transpose_a", true);
-    if (tb) m.Attr("transpose_b", true);
-    return name;
+  // Inputs as (text, signature), outputs as (name, signature).
+  using Ins = std::vector<std::pair<std::string, Sig>>;
+  auto wire = [&](Op o, const Ins& ins,
+                  const std::vector<std::pair<std::string, Sig>>& outs) {
+    const bool several = o.conf()->placement().device_id_size() > 1;
+    for (const auto& [text, s] : ins) {
+      o.Input(text);
+      if (!several) continue;
+      switch (s) {
+        case kRows:
+          o.InputSplit(0);
+          break;
+        case kCols:
+          o.InputSplit(1);
+          break;
+        case kPartial:
+          o.InputPartialSum();
+          break;
+        case kWhole:
+          o.InputBroadcast();
+          break;
+      }
+    }
+    if (several) {
+      for (const auto& [name, s] : outs) o.OutputSignature(name, sig(s));
+    }
+    return o;
   };
-  // Stream k's sum of every stream's partial (in stream order).
-  auto all_sum = [&](const std::string& name, int k,
-                     const std::vector<std::string>& partials) {
-    if (partials.size() == 1) return partials[0];
-    Op add = op(name, "add", k);
-    for (const std::string& p : partials) add.Input(p);
-    return name;
+  auto fetch = [&](const std::string& name, const std::string& input) {
+    host_op(name, "fetch", {in_plan && !c.gpu ? 0 : io}).Input(input);
   };
 
-  // Inputs per stream: x and labels of the training and evaluation pieces.
-  struct Inputs {
-    std::string tx, ty, ex, ey;
-  };
-  std::vector<Inputs> inputs(n);
+  // The data: whole batches, read by every tower.
+  std::string tx = "train.x", ty = "train.y", ex = "eval.x", ey = "eval.y";
   if (in_plan) {
     const MlpData& d = *c.data;
-    for (int k = 0; k < n; ++k) {
-      for (bool train : {true, false}) {
-        const std::string name =
-            absl::StrCat("data.", train ? "train." : "eval.", k);
-        host_op(name, "idx_batches", c.gpu ? io : k)
-            .Attr("images", train ? d.train_images : d.test_images)
-            .Attr("labels", train ? d.train_labels : d.test_labels)
-            .Attr("limit", train ? d.train_limit : d.test_limit)
-            .Attr("batch", c.batch_size)
-            .Attr("shuffle_window", train ? d.shuffle_window : 0)
-            .Attr("seed", static_cast<int64_t>(d.seed))
-            .Attr("mean", d.mean)
-            .Attr("std", d.std)
-            .Attr("period", schedule.period())
-            .Attr("offset", train ? int64_t{0} : schedule.train_pieces)
-            .Output("x")  // eval: y unread on streams past 0
-            .Output("y")
-            .RegisterNum("x", c.depth)
-            .RegisterNum("y", c.depth);
-        (train ? inputs[k].tx : inputs[k].ex) = name + ".x";
-        (train ? inputs[k].ty : inputs[k].ey) = name + ".y";
+    for (bool train : {true, false}) {
+      const std::string name = train ? "data.train" : "data.eval";
+      // On CPU towers each reads its own copy (no thread waits on another
+      // per piece); for GPU towers one host source is copied to each.
+      Op source =
+          c.gpu ? host_op(name, "idx_batches", {io}) : op(name, "idx_batches");
+      source.Attr("images", train ? d.train_images : d.test_images)
+          .Attr("labels", train ? d.train_labels : d.test_labels)
+          .Attr("limit", train ? d.train_limit : d.test_limit)
+          .Attr("batch", c.batch_size)
+          .Attr("shuffle_window", train ? d.shuffle_window : 0)
+          .Attr("seed", static_cast<int64_t>(d.seed))
+          .Attr("mean", d.mean)
+          .Attr("std", d.std)
+          .Attr("period", schedule.period())
+          .Attr("offset", train ? int64_t{0} : schedule.train_pieces)
+          .Output("x")  // eval: y unread past tower 0
+          .Output("y")
+          .RegisterNum("x", c.depth)
+          .RegisterNum("y", c.depth);
+      if (!c.gpu) {
+        source.OutputSignature("x", sig(kWhole));
+        source.OutputSignature("y", sig(kWhole));
       }
+      (train ? tx : ex) = name + ".x";
+      (train ? ty : ey) = name + ".y";
     }
   } else {
     const int64_t b = c.batch_size;
     auto feed = [&](const std::string& name, BlobDescProto blob) {
-      host_op(name, "feed", io).Blob(blob).RegisterNum("out", results);
+      host_op(name, "feed", {io}).Blob(blob).RegisterNum("out", results);
     };
     feed("train.x", BlobProto("x", DT_FLOAT32, {b, c.inputs}, true));
     feed("train.y", BlobProto("y", DT_INT32, {b}, true));
     feed("eval.x", BlobProto("x", DT_FLOAT32, {b, c.inputs}, true));
     feed("eval.y", BlobProto("y", DT_INT32, {b}, true));
-    for (int k = 0; k < n; ++k) {
-      inputs[k] = {"train.x", "train.y", "eval.x", "eval.y"};
-    }
   }
 
-  // The parameters: per layer and stream, a variable holding its window
-  // (an initial register) fed back by the optimizer that closes its cycle.
-  auto param = [&](bool is_bias, int i, int k) {
-    return absl::StrCat(is_bias ? "b" : "w", i, ".", k);
+  // Per layer, how its weights, bias, output and activation lie over the
+  // towers: a column layer splits its output units, a row layer its input
+  // units (its products are partial sums), a replicated one is whole.
+  auto weight_sig = [&](int i) {
+    switch (SplitOf(c, i)) {
+      case LayerSplit::kColumns:
+        return kCols;
+      case LayerSplit::kRows:
+        return kRows;
+      case LayerSplit::kReplicated:
+        break;
+    }
+    return kWhole;
   };
-  auto optimizer = [&](bool is_bias, int i, int k) {
-    return absl::StrCat(is_bias ? "b" : "w", i, ".sgd.", k);
+  auto bias_sig = [&](int i) {
+    return SplitOf(c, i) == LayerSplit::kColumns ? kRows : kWhole;
   };
+  auto act_sig = [&](int i) {
+    return SplitOf(c, i) == LayerSplit::kColumns ? kCols : kWhole;
+  };
+  // The parameters: variables (initial registers; a split one starts from
+  // its window of the whole matrix's values) fed back by their optimizers.
   for (int i = 0; i < layers; ++i) {
-    for (int k = 0; k < n; ++k) {
-      const Window win = WindowOf(c, i, k);
-      for (bool is_bias : {false, true}) {
-        Op var = op(param(is_bias, i, k), "variable", k).Initial();
-        var.Input(absl::StrCat("delta=", optimizer(is_bias, i, k), ".delta"));
-        if (is_bias) {
-          var.Attr("init", "zeros");
-          var.Blob(BlobProto("b", DT_FLOAT32, {win.bias_size}));
-        } else {
-          var.Attr("init", "uniform")
-              .Attr("scale", WeightScale(c, i))
-              .Attr("seed", static_cast<int64_t>(ParamSeed(c, 2 * i)))
-              .Attr("full_shape", IntListAttr({InUnits(c, i), OutUnits(c, i)}))
-              .Attr("offset", IntListAttr({win.row0, win.col0}))
-              .Blob(BlobProto("w", DT_FLOAT32, {win.rows, win.cols}));
-        }
+    for (bool is_bias : {false, true}) {
+      const std::string name = absl::StrCat(is_bias ? "b" : "w", i);
+      const Sig s = is_bias ? bias_sig(i) : weight_sig(i);
+      Op var =
+          wire(op(name, "variable").Initial(),
+               {{absl::StrCat("delta=", name, ".sgd.delta"), s}}, {{"out", s}});
+      if (is_bias) {
+        var.Attr("init", "zeros");
+        var.Blob(BlobProto("b", DT_FLOAT32, {OutUnits(c, i)}));
+      } else {
+        var.Attr("init", "uniform")
+            .Attr("scale", WeightScale(c, i))
+            .Attr("seed", static_cast<int64_t>(ParamSeed(c, 2 * i)))
+            .Attr("full_shape", IntListAttr({InUnits(c, i), OutUnits(c, i)}))
+            .Blob(BlobProto("w", DT_FLOAT32, {InUnits(c, i), OutUnits(c, i)}));
       }
     }
   }
 
-  // The forward pass of one branch: per stream, every layer's input (for
-  // the backward pass) and activation; the output layer's is the logits.
-  // Names are empty where a stream has none.
-  struct Forward {
-    std::vector<std::vector<std::string>> input;  // [layer][stream]
-    std::vector<std::vector<std::string>> act;    // [layer][stream]
-  };
-  // Eval: streams other than 0 stop at the last row layer's partial, the
-  // last thing stream 0 needs from them.
+  // Evaluation stops on towers past 0 after the last row layer's partial
+  // products, the last thing tower 0 needs from them.
   int last_row = 0;
   for (int i = 0; i < layers; ++i) {
     if (SplitOf(c, i) == LayerSplit::kRows) last_row = i;
   }
+  auto place = [&](bool every_tower, const std::string& name,
+                   const std::string& op_type) {
+    return every_tower ? op(name, op_type) : on_tower0(name, op_type);
+  };
+  // The forward pass of a branch: per layer its input and activation.
+  struct Forward {
+    std::vector<std::string> input, act;
+  };
   auto forward = [&](const std::string& branch, bool train) {
-    Forward f;
-    f.input.assign(layers, std::vector<std::string>(n));
-    f.act.assign(layers, std::vector<std::string>(n));
-    for (int k = 0; k < n; ++k) {
-      f.input[0][k] = train ? inputs[k].tx : inputs[k].ex;
-    }
+    Forward f{std::vector<std::string>(layers + 1),
+              std::vector<std::string>(layers)};
+    f.input[0] = train ? tx : ex;
     for (int i = 0; i < layers; ++i) {
+      const std::string p = absl::StrCat(branch, ".l", i);
       const LayerSplit split = SplitOf(c, i);
-      std::vector<std::string> partial(n);
-      for (int k = 0; k < n; ++k) {
-        if (f.input[i][k].empty()) continue;
-        const std::string p = absl::StrCat(branch, ".", k, ".l", i);
-        const std::string z = matmul(p + ".matmul", k, f.input[i][k],
-                                     param(false, i, k), false, false);
-        (split == LayerSplit::kRows ? partial : f.act[i])[k] = z;
+      const bool everywhere = train || i < last_row;
+      const Sig in = split == LayerSplit::kRows ? kCols : kWhole;
+      const Sig product = split == LayerSplit::kRows ? kPartial : act_sig(i);
+      wire(place(everywhere || i == last_row, p + ".matmul", "matmul"),
+           {{"a=" + f.input[i], in}, {absl::StrCat("b=w", i), weight_sig(i)}},
+           {{"out", product}});
+      wire(place(everywhere, p + ".bias", "bias_add"),
+           {{"x=" + p + ".matmul", act_sig(i)},
+            {absl::StrCat("bias=b", i), bias_sig(i)}},
+           {{"out", act_sig(i)}});
+      f.act[i] = p + ".bias";
+      if (IsHidden(c, i)) {
+        wire(place(everywhere, p + ".relu", "relu"), {{f.act[i], act_sig(i)}},
+             {{"out", act_sig(i)}});
+        f.act[i] = p + ".relu";
       }
-      for (int k = 0; k < n; ++k) {
-        const std::string p = absl::StrCat(branch, ".", k, ".l", i);
-        const bool needed = train || k == 0 || i < last_row;
-        if (split == LayerSplit::kRows) {
-          if (!needed) continue;
-          f.act[i][k] = all_sum(p + ".sum", k, partial);
-        }
-        if (f.act[i][k].empty()) continue;
-        op(p + ".bias", "bias_add", k)
-            .Input("x=" + f.act[i][k])
-            .Input("bias=" + param(true, i, k));
-        f.act[i][k] = p + ".bias";
-        if (IsHidden(c, i)) {
-          op(p + ".relu", "relu", k).Input(f.act[i][k]);
-          f.act[i][k] = f.input[i + 1][k] = p + ".relu";
-        }
-      }
+      f.input[i + 1] = f.act[i];
     }
     return f;
   };
 
   // Training: forward, loss, backward, updates.
   Forward t = forward("t", true);
-  std::vector<std::string> dz(n);  // layer i's gradient at its pre-activation
-  for (int k = 0; k < n; ++k) {
-    const std::string loss = absl::StrCat("t.", k, ".loss");
-    op(loss, "softmax_xent", k)
-        .Input("logits=" + t.act[layers - 1][k])
-        .Input("labels=" + inputs[k].ty)
-        .Output("loss")  // fetched from one stream only
-        .RegisterNum("loss", results);
-    // Every stream computes the same loss: the last one's is fetched (the
-    // evaluation's results come from stream 0), so the fetches' work is
-    // shared out.
-    if (k == n - 1) fetch("train.loss", loss + ".loss", k);
-    dz[k] = loss + ".dlogits";
-  }
+  wire(op("t.loss", "softmax_xent"),
+       {{"logits=" + t.act[layers - 1], kWhole}, {"labels=" + ty, kWhole}},
+       {{"loss", kWhole}, {"dlogits", kWhole}})
+      .RegisterNum("loss", results);
+  fetch("train.loss", "t.loss.loss");
+  std::string dz = "t.loss.dlogits";  // at layer i's pre-activation
   for (int i = layers - 1; i >= 0; --i) {
+    const std::string p = absl::StrCat("t.l", i);
     const LayerSplit split = SplitOf(c, i);
-    std::vector<std::string> da(n), partial(n);
-    for (int k = 0; k < n; ++k) {
-      const std::string p = absl::StrCat("t.", k, ".l", i);
-      auto update = [&](bool is_bias, const std::string& grad) {
-        op(optimizer(is_bias, i, k), "sgd_momentum", k)
-            .Attr("lr", c.lr)
-            .Attr("momentum", c.momentum)
-            .Attr("decay", c.decay)
-            .Attr("decay_steps", c.decay_steps)
-            .Input("grad=" + grad)
-            .Input("batch=" + inputs[k].ty);
-      };
-      op(p + ".bias.grad", "bias_add_grad", k).Input("dy=" + dz[k]);
-      update(true, p + ".bias.grad");
-      update(false,
-             matmul(p + ".grad_w", k, t.input[i][k], dz[k], true, false));
-      if (i == 0) continue;
-      const std::string g =
-          matmul(p + ".grad_x", k, dz[k], param(false, i, k), false, true);
-      (split == LayerSplit::kColumns ? partial : da)[k] = g;
-    }
+    const Sig dz_sig = act_sig(i);
+    auto update = [&](const std::string& param, const std::string& grad,
+                      Sig s) {
+      wire(op(param + ".sgd", "sgd_momentum"),
+           {{"grad=" + grad, s}, {"batch=" + ty, kWhole}}, {{"delta", s}})
+          .Attr("lr", c.lr)
+          .Attr("momentum", c.momentum)
+          .Attr("decay", c.decay)
+          .Attr("decay_steps", c.decay_steps);
+    };
+    wire(op(p + ".bias.grad", "bias_add_grad"), {{"dy=" + dz, dz_sig}},
+         {{"out", bias_sig(i)}});
+    update(absl::StrCat("b", i), p + ".bias.grad", bias_sig(i));
+    wire(op(p + ".grad_w", "matmul").Attr("transpose_a", true),
+         {{"a=" + t.input[i], split == LayerSplit::kRows ? kCols : kWhole},
+          {"b=" + dz, dz_sig}},
+         {{"out", weight_sig(i)}});
+    update(absl::StrCat("w", i), p + ".grad_w", weight_sig(i));
     if (i == 0) break;
-    for (int k = 0; k < n; ++k) {
-      const std::string p = absl::StrCat("t.", k, ".l", i);
-      if (split == LayerSplit::kColumns) {
-        da[k] = all_sum(p + ".grad_x.sum", k, partial);
-      }
-      const std::string relu_grad =
-          absl::StrCat("t.", k, ".l", i - 1, ".relu.grad");
-      op(relu_grad, "relu_grad", k)
-          .Input("dy=" + da[k])
-          .Input("y=" + t.act[i - 1][k]);
-      dz[k] = relu_grad;
-    }
+    // The gradient at layer i's input: a column layer's is a partial sum
+    // (summed for the ReLU below), a row layer's is split like its input.
+    const Sig dx = split == LayerSplit::kColumns ? kPartial
+                   : split == LayerSplit::kRows  ? kCols
+                                                 : kWhole;
+    wire(op(p + ".grad_x", "matmul").Attr("transpose_b", true),
+         {{"a=" + dz, dz_sig}, {absl::StrCat("b=w", i), weight_sig(i)}},
+         {{"out", dx}});
+    const std::string relu_grad = absl::StrCat("t.l", i - 1, ".relu.grad");
+    wire(op(relu_grad, "relu_grad"),
+         {{"dy=" + p + ".grad_x", act_sig(i - 1)},
+          {"y=" + t.act[i - 1], act_sig(i - 1)}},
+         {{"out", act_sig(i - 1)}});
+    dz = relu_grad;
   }
 
-  // Evaluation: forward, loss and accuracy on stream 0.
+  // Evaluation: loss and accuracy on tower 0.
   Forward e = forward("e", false);
-  op("e.0.loss", "softmax_xent", 0)
-      .Input("logits=" + e.act[layers - 1][0])
-      .Input("labels=" + inputs[0].ey)
+  on_tower0("e.loss", "softmax_xent")
+      .Input("logits=" + e.act[layers - 1])
+      .Input("labels=" + ey)
       .Output("dlogits")
       .RegisterNum("loss", results);
-  fetch("eval.loss", "e.0.loss.loss", 0);
-  op("e.0.acc", "accuracy", 0)
-      .Input("logits=" + e.act[layers - 1][0])
-      .Input("labels=" + inputs[0].ey)
+  fetch("eval.loss", "e.loss.loss");
+  on_tower0("e.acc", "accuracy")
+      .Input("logits=" + e.act[layers - 1])
+      .Input("labels=" + ey)
       .RegisterNum("out", results);
-  fetch("eval.correct", "e.0.acc", 0);
+  fetch("eval.correct", "e.acc");
 
-  absl::StatusOr<CompiledJob> compiled = CompileJob(job.job());
+  JobCompileOptions options;
+  // GPU towers are streams of GPU 0 (below): the plan needs that one only.
+  if (c.gpu) options.probe = [](int) { return cuda::DeviceAvailable(0); };
+  absl::StatusOr<CompiledJob> compiled = CompileJob(job.job(), options);
   if (!compiled.ok()) return compiled.status();
-  return std::move(compiled->plan);
+  Plan plan = std::move(compiled->plan);
+  if (c.gpu) TowersOnOneGpu(n, &plan);
+  return plan;
 }
 
 // ---- MlpTrainer ----

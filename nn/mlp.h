@@ -102,7 +102,9 @@ enum class LayerSplit {
 // Layer i's split: hidden layers alternate columns, rows, columns...; the
 // output layer takes rows after a column layer, else is replicated.
 LayerSplit SplitOf(const MlpConfig& config, int layer);
-// The first of `units` that stream k of `streams` takes.
+// The first of `units` that stream k of `streams` takes (the compiler's
+// split: the first units % streams streams one unit more); `units` for
+// k == streams.
 int64_t SliceBegin(int64_t units, int streams, int k);
 
 // What one piece gave: a training piece's loss (its weights then moved on),

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "actor/parallel_part.h"
 #include "nn/dense_math.h"
 
 namespace actorflow::nn {
@@ -500,6 +501,17 @@ absl::Status VariableKernel::Init(const KernelInitContext& ctx) {
   if (!offset.ok()) return offset.status();
   full_shape_ = *full_shape;
   offset_ = *offset;
+  auto part = ParallelPartOf(ctx);
+  if (!part.ok()) return part.status();
+  // Split over devices, the whole array's shape given: this device's
+  // window of it, as the compiler splits (actor/parallel_part.h).
+  if (offset_.empty() && part->num > 1 &&
+      part->axis < static_cast<int64_t>(full_shape_.size())) {
+    offset_.assign(full_shape_.size(), 0);
+    offset_[part->axis] = BalancedSplitter(full_shape_[part->axis], part->num)
+                              .At(part->index)
+                              .begin;
+  }
   const KernelIo* delta = ctx.input("delta");
   const KernelIo* out = ctx.output("out");
   const std::vector<BlobDesc>& want =

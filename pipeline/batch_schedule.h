@@ -22,6 +22,12 @@ class BatchSchedule {
   static absl::StatusOr<BatchSchedule> Make(int64_t samples, int64_t batch,
                                             int64_t period, int64_t offset,
                                             ParallelPart part) {
+    if (part.num > 1 && part.axis != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel.attr['parallel_axis']: a batch source splits its rows "
+          "(split(0)), not axis ",
+          part.axis));
+    }
     BatchSchedule s;
     s.samples_ = samples;
     s.batch_ = batch;
