@@ -79,6 +79,11 @@ OpHandle& OpHandle::Place(DeviceType type, const std::vector<int32_t>& devices,
   return *this;
 }
 
+OpHandle& OpHandle::Replicas(int n) {
+  conf_->mutable_placement()->set_replicas(n);
+  return *this;
+}
+
 ParallelSignature* OpHandle::LastInputSignature() {
   // Entries without a kind are inferred (OpConf.input_signature).
   while (conf_->input_signature_size() < conf_->input_size()) {

@@ -43,6 +43,8 @@ class JobBuilder {
     // Placement: `devices` of `type` on each of `machines`.
     OpHandle& Place(DeviceType type, const std::vector<int32_t>& devices,
                     const std::vector<int32_t>& machines = {0});
+    // `n` towers on each device of the placement (Placement.replicas).
+    OpHandle& Replicas(int n);
     // The signature of the input last added, or of output `name`.
     OpHandle& InputSplit(int axis);
     OpHandle& InputBroadcast();

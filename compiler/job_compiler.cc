@@ -25,28 +25,37 @@
 namespace actorflow {
 namespace {
 
-// One device of a placement. CPU devices of one machine share its memory.
+// One device of a placement, or one tower of it (Placement.replicas):
+// towers of a device share its memory and its stream numbers. CPU devices
+// of one machine share its memory.
 struct Device {
   int32_t machine = 0;
   DeviceType type = CPU;
   int32_t index = 0;
+  int32_t replica = 0;
 
   bool operator==(const Device& o) const {
-    return machine == o.machine && type == o.type && index == o.index;
+    return machine == o.machine && type == o.type && index == o.index &&
+           replica == o.replica;
   }
   bool operator<(const Device& o) const {
-    return std::tie(machine, type, index) <
-           std::tie(o.machine, o.type, o.index);
+    return std::tie(machine, type, index, replica) <
+           std::tie(o.machine, o.type, o.index, o.replica);
   }
+  Device physical() const { return Device{machine, type, index, 0}; }
   // Where host work for this device (boxing) runs: a CPU device itself, a
   // GPU's machine's first CPU device.
-  Device host() const { return type == CPU ? *this : Device{machine, CPU, 0}; }
+  Device host() const {
+    return type == CPU ? *this : Device{machine, CPU, 0, 0};
+  }
   bool shares_memory_with(const Device& o) const {
-    return *this == o || (type == CPU && o.type == CPU && machine == o.machine);
+    return machine == o.machine && type == o.type &&
+           (type == CPU || index == o.index);
   }
   std::string ToString() const {
     return absl::StrCat(machine == 0 ? "" : absl::StrCat("m", machine, "."),
-                        type == GPU ? "gpu" : "cpu", index);
+                        type == GPU ? "gpu" : "cpu", index,
+                        replica == 0 ? "" : absl::StrCat("r", replica));
   }
 };
 
@@ -203,8 +212,17 @@ class Compiler {
         }
       }
     }
+    if (p.replicas() < 0) {
+      Problem(absl::StrCat(OpLabel(*op), ": placement.replicas ", p.replicas(),
+                           " is negative"));
+    }
+    const int replicas = std::max(1, p.replicas());
     for (int32_t m : machines) {
-      for (int32_t d : devices) op->devices.push_back({m, p.device_type(), d});
+      for (int32_t d : devices) {
+        for (int r = 0; r < replicas; ++r) {
+          op->devices.push_back({m, p.device_type(), d, r});
+        }
+      }
     }
     if (p.device_type() == GPU) {
       // Machines of one job are alike: this one stands for them all.
@@ -648,8 +666,17 @@ class Compiler {
       }
       return;
     }
-    // The whole tensor, on the host of the consumer's first machine.
-    const Device gather = op->devices[0].host();
+    // The whole tensor, on the host of the consumer's first machine; partial
+    // sums made in a GPU's memory and read there (its towers) are added on
+    // that GPU.
+    Device gather = op->devices[0].host();
+    if (from.kind == Signature::kPartialSum && op->devices[0].type == GPU &&
+        std::all_of(producer.devices.begin(), producer.devices.end(),
+                    [&](const Device& d) {
+                      return d.shares_memory_with(op->devices[0]);
+                    })) {
+      gather = op->devices[0];
+    }
     const int64_t whole = Gather(producer, in.output, gather, stage, why);
     for (int j = 0; j < n; ++j) {
       const Device& device = op->devices[j];
@@ -676,8 +703,9 @@ class Compiler {
     return 0;
   }
 
-  // The producer's output as one tensor on `at` (a host): itself from one
-  // device or a broadcast, concat of a split, add of partial sums.
+  // The producer's output as one tensor on `at` (a host, or a GPU whose
+  // towers made partial sums): itself from one device or a broadcast,
+  // concat of a split, add of partial sums.
   int64_t Gather(const Op& producer, const std::string& output,
                  const Device& at, int stage, const std::string& why) {
     const std::vector<int64_t>& regsts = producer.regsts.at(output);
@@ -727,9 +755,11 @@ class Compiler {
   // memory; else through d2h (off a GPU) and h2d (onto one). Registers
   // crossing machines travel in host memory: the runtime adds the
   // net_send and net_recv tasks when it partitions the plan.
-  int64_t Route(int64_t regst, const Device& from, const Device& to, int stage,
-                const std::string& why) {
-    if (from.shares_memory_with(to)) return regst;
+  int64_t Route(int64_t regst, const Device& from, const Device& to_tower,
+                int stage, const std::string& why) {
+    if (from.shares_memory_with(to_tower)) return regst;
+    // One copy per device serves all its towers.
+    const Device to = to_tower.physical();
     const auto key = std::make_pair(regst, to);
     if (auto it = routed_.find(key); it != routed_.end()) return it->second;
     int64_t id = regst;
@@ -739,8 +769,8 @@ class Compiler {
       if (auto it = routed_.find(down); it != routed_.end()) {
         id = it->second;
       } else {
-        TaskProto* task = AddTask(absl::StrCat(source, "@cpu"), "d2h", from,
-                                  stage, TaskKind::kCopy);
+        TaskProto* task = AddTask(absl::StrCat(source, "@cpu"), "d2h",
+                                  from.physical(), stage, TaskKind::kCopy);
         Consume(task, "in", regst);
         Inserted(task, why, &report_.copies);
         id = routed_[down] = AddOutput(task, "out");
@@ -800,17 +830,22 @@ class Compiler {
     Plan& plan = writer_.plan();
     const int n = plan.task_size();
     const int per_device = job_.streams_per_device();
-    std::map<Device, std::map<int, int>> stage_stream;  // device, stage
+    std::map<Device, std::map<int, int>> stage_stream;  // tower, stage
     for (int t = 0; t < n; ++t) {
       if (info_[t].kind != TaskKind::kCopy) {
         stage_stream[info_[t].device].emplace(info_[t].stage, 0);
       }
     }
-    std::map<Device, int> compute_streams;
-    for (auto& [device, stages] : stage_stream) {
-      int next = 0;
-      for (auto& [stage, stream] : stages) stream = next++;
-      compute_streams[device] = per_device > 0 ? per_device : next;
+    // A device's towers number their compute streams one after another
+    // (the map holds a device's towers in order); its copies come after.
+    std::map<Device, int> first_stream;     // per tower
+    std::map<Device, int> compute_streams;  // per device
+    for (auto& [tower, stages] : stage_stream) {
+      int& next = compute_streams[tower.physical()];
+      first_stream[tower] = next;
+      int own = 0;
+      for (auto& [stage, stream] : stages) stream = next + own++;
+      next += per_device > 0 ? per_device : own;
     }
     std::map<int64_t, int> consumers;  // regst -> consumer count
     for (const TaskProto& task : plan.task()) {
@@ -825,17 +860,18 @@ class Compiler {
       const TaskInfo& info = info_[t];
       int stream = -1;
       if (info.kind == TaskKind::kCopy) {
-        stream = compute_streams[info.device] +
+        stream = compute_streams[info.device.physical()] +
                  (task->kernel().op_type() == "d2h" ? 1 : 0);
       } else if (per_device == 0) {
         stream = stage_stream[info.device].at(info.stage);
       } else if (const int pred = ChainPredecessor(t, consumers); pred >= 0) {
         stream = plan.task(pred).stream().stream_index();
       } else {
-        stream = next_stream[info.device]++ % per_device;
+        stream =
+            first_stream[info.device] + next_stream[info.device]++ % per_device;
       }
       task->mutable_stream()->set_stream_index(stream);
-      streams.insert({info.device, stream});
+      streams.insert({info.device.physical(), stream});
     }
     report_.streams = static_cast<int>(streams.size());
   }

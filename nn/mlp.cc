@@ -7,7 +7,6 @@
 #include "absl/strings/str_join.h"
 #include "compiler/job_builder.h"
 #include "compiler/job_compiler.h"
-#include "memory/cuda_api.h"
 #include "nn/dense_math.h"
 #include "pipeline/dataset.h"
 #include "runtime/plan_builder.h"
@@ -72,23 +71,6 @@ std::vector<float> InitialValues(const MlpConfig& c, int i, int k, bool bias) {
                           {InUnits(c, i), OutUnits(c, i)}, {w.row0, w.col0},
                           {w.rows, w.cols}, values.data());
   return values;
-}
-
-// GPU towers k = 0..n-1 are compiled as GPU devices k; one GPU runs them
-// all: tower k on compute stream k of GPU 0, its copies up and down on
-// streams n + k and 2n + k.
-void TowersOnOneGpu(int towers, Plan* plan) {
-  for (TaskProto& task : *plan->mutable_task()) {
-    StreamId* stream = task.mutable_stream();
-    if (stream->device_type() != GPU) continue;
-    const int tower = stream->device_index();
-    const int kind = stream->stream_index();  // 0 compute, 1 h2d, 2 d2h
-    stream->set_device_index(0);
-    stream->set_stream_index(kind * towers + tower);
-    for (auto& [key, desc] : *task.mutable_produced_regst_desc()) {
-      desc.mutable_mem_case()->set_device_index(0);
-    }
-  }
 }
 
 }  // namespace
@@ -195,16 +177,15 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
   const int layers = Layers(c);
   const bool in_plan = c.data.has_value();
   const int results = c.depth + 1;  // never blocks on the caller
-  // The towers are devices 0..n-1 (GPU ones: streams of GPU 0, below);
-  // host-side inputs and results live on CPU device n.
-  const int io = n;
-  std::vector<int32_t> towers(n);
-  for (int k = 0; k < n; ++k) towers[k] = k;
+  // The towers are n replicas of device 0 (CPU or GPU: streams of one
+  // device, in its memory); host-side inputs and results live on CPU
+  // device 1.
+  const int io = 1;
   JobBuilder job(in_plan ? c.data->epochs * schedule.period() : 0);
   using Op = JobBuilder::OpHandle;
   const DeviceType compute = c.gpu ? GPU : CPU;
   auto op = [&](const std::string& name, const std::string& op_type) {
-    return job.Op(name, op_type).Place(compute, towers);
+    return job.Op(name, op_type).Place(compute, {0}).Replicas(n);
   };
   auto on_tower0 = [&](const std::string& name, const std::string& op_type) {
     return job.Op(name, op_type).Place(compute, {0});
@@ -232,7 +213,7 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
   using Ins = std::vector<std::pair<std::string, Sig>>;
   auto wire = [&](Op o, const Ins& ins,
                   const std::vector<std::pair<std::string, Sig>>& outs) {
-    const bool several = o.conf()->placement().device_id_size() > 1;
+    const bool several = o.conf()->placement().replicas() > 1;
     for (const auto& [text, s] : ins) {
       o.Input(text);
       if (!several) continue;
@@ -446,14 +427,9 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
       .RegisterNum("out", results);
   fetch("eval.correct", "e.acc");
 
-  JobCompileOptions options;
-  // GPU towers are streams of GPU 0 (below): the plan needs that one only.
-  if (c.gpu) options.probe = [](int) { return cuda::DeviceAvailable(0); };
-  absl::StatusOr<CompiledJob> compiled = CompileJob(job.job(), options);
+  absl::StatusOr<CompiledJob> compiled = CompileJob(job.job());
   if (!compiled.ok()) return compiled.status();
-  Plan plan = std::move(compiled->plan);
-  if (c.gpu) TowersOnOneGpu(n, &plan);
-  return plan;
+  return std::move(compiled->plan);
 }
 
 // ---- MlpTrainer ----

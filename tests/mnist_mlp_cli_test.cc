@@ -52,7 +52,7 @@ TEST_CASE("mnist_mlp: its plan validates, its trace is written") {
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
   CHECK(Contains(r.out, "stream m0/cpu0/s0 busy "));
-  CHECK(Contains(r.out, "stream m0/cpu1/s0 busy "));
+  CHECK(Contains(r.out, "stream m0/cpu0/s1 busy "));
   std::ifstream trace(tmp + "/mlp.json");
   CHECK(trace.good());
   CliResult v = RunCli("validate '" + tmp + "/mlp.pbtxt'");
