@@ -25,23 +25,33 @@ Signature Of(const Given& given, const std::string& key) {
 
 // a [m, k] times b [k, n] (either transposed by attr). Rows of a split give
 // rows of the product; a^T b over rows split is a sum over the parts; a
-// whole times b's columns split gives the product's columns.
+// whole times b's columns split gives the product's columns. Tensor
+// parallel (a split by its columns, as a column-split layer leaves its
+// activations): split along the contracted axis on both sides, the
+// product is a sum over the parts; a^T, split by its rows, times b whole
+// gives the product's rows.
 std::optional<OpSignatures> MatMul(const OpConf& conf, const Given& given) {
   const bool ta = BoolAttr(conf, "transpose_a");
   const bool tb = BoolAttr(conf, "transpose_b");
   const Signature a = Of(given, "a");
+  const Signature b = Of(given, "b");
+  const Signature b_columns = Signature::Split(tb ? 0 : 1);
+  const Signature b_contracted = Signature::Split(tb ? 1 : 0);
+  const Signature a_columns = Signature::Split(1);
   if (a == kRows) {
     if (ta)
       return OpSignatures{{{"a", kRows}, {"b", kRows}}, {{"out", kPartial}}};
     return OpSignatures{{{"a", kRows}, {"b", kWhole}}, {{"out", kRows}}};
   }
-  if (a == kWhole && !ta) {
-    const Signature b = Of(given, "b");
-    const Signature columns = Signature::Split(tb ? 0 : 1);
-    if (b == columns) {
-      return OpSignatures{{{"a", kWhole}, {"b", b}},
-                          {{"out", Signature::Split(1)}}};
-    }
+  if (a == kWhole && b == b_columns) {
+    return OpSignatures{{{"a", kWhole}, {"b", b}},
+                        {{"out", Signature::Split(1)}}};
+  }
+  if (a == a_columns && !ta && b == b_contracted) {
+    return OpSignatures{{{"a", a}, {"b", b}}, {{"out", kPartial}}};
+  }
+  if (a == a_columns && ta) {
+    return OpSignatures{{{"a", a}, {"b", kWhole}}, {{"out", kRows}}};
   }
   return std::nullopt;
 }

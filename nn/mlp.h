@@ -69,9 +69,10 @@ struct MlpConfig {
   // How long idle stream threads spin before they sleep (the session's
   // ChannelOptions::spin_ns).
   int64_t spin_ns = 20000;
-  // Stream k on GPU device k (inputs copied up by `<input>@gpu<k>`,
-  // results down by `<producer>@cpu`). The GPU kernels sum in their own
-  // order: results agree with the CPU's within float rounding.
+  // Towers on streams of GPU 0 (inputs copied up once by
+  // `<producer>@gpu0`, results down by `<producer>@cpu`). The GPU kernels
+  // sum in their own order: results agree with the CPU's within float
+  // rounding.
   bool gpu = false;
   // Set: the plan reads its pieces (MlpTrainer::Start); unset: the caller
   // feeds them (MlpTrainer::Submit).
@@ -80,16 +81,17 @@ struct MlpConfig {
 
 absl::Status CheckConfig(const MlpConfig& config);
 
-// The plan. Per stream k and layer i (0-based; layer L = hidden.size() is
-// the output layer): parameters `w<i>.<k>`, `b<i>.<k>` (variables whose
-// registers are initial) with their optimizers `w<i>.sgd.<k>`,
-// `b<i>.sgd.<k>`; the training branch `t.<k>.*` and the evaluation branch
-// `e.<k>.*`. Inputs: feeds `train.x`, `train.y`, `eval.x`, `eval.y` on
-// CPU device `streams`, read by every stream; or, with `data`, the sources
-// `data.train.<k>` and `data.eval.<k>` per stream. Fetches `train.loss`
-// (from the last stream), `eval.loss`, `eval.correct` (from stream 0).
-// Written as a job, stream k's operators on device k, and compiled by
-// CompileJob, which adds the copies and picks streams and register sizes.
+// The plan, written as a job and compiled by CompileJob: every operator is
+// placed over the towers (`streams` replicas of device 0) with the split
+// stated as signatures, so the compiler makes task `<op>/<k>` per tower k
+// (one tower: `<op>`), adds the row layers' partial sums and copies to and
+// from the GPU. Per layer i (0-based; layer L = hidden.size() is the output
+// layer): parameters `w<i>`, `b<i>` (variables whose registers are
+// initial) with their optimizers `w<i>.sgd`, `b<i>.sgd`; the training
+// branch `t.*` and the evaluation branch `e.*` (past the last row layer on
+// tower 0 only). Inputs: feeds `train.x`, `train.y`, `eval.x`, `eval.y` on
+// CPU device 1; or, with `data`, the sources `data.train` and `data.eval`.
+// Fetches `train.loss`, `eval.loss`, `eval.correct`.
 absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& config);
 
 // How a layer's work is split over the streams.

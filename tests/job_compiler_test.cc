@@ -240,6 +240,65 @@ TEST_CASE("inputs name ops and outputs with dots in them") {
   CHECK(RunPlan(compiled.plan, {}).at("sink").checksum == 2 * (3 * 20 + 3 * 3));
 }
 
+TEST_CASE("replicas: towers of one device, streams of their own, one copy") {
+  JobBuilder job(4);
+  job.Op("src", "source").Shape({8});
+  job.Op("scaled", "scale")
+      .Input("src")
+      .Attr("factor", 2.0)
+      .Place(CPU, {0})
+      .Replicas(3);
+  job.Op("sink", "checksum").Input("scaled");
+  CompiledJob compiled = MustCompile(job.job());
+  // Three towers of CPU device 0 on streams 0, 1, 2 (the source and sink
+  // share tower 0's); the rows are split over them and joined again.
+  for (int k = 0; k < 3; ++k) {
+    const TaskProto& task = Task(compiled.plan, absl::StrCat("scaled/", k));
+    CHECK(task.stream().device_index() == 0);
+    CHECK(task.stream().stream_index() == k);
+  }
+  CHECK(Task(compiled.plan, "scaled.out:concat@cpu0").stream().stream_index() ==
+        0);
+  CHECK(compiled.report.streams == 3);
+  // 8 elements of 2p over pieces 0..3.
+  CHECK(RunPlan(compiled.plan, {}).at("sink").checksum == 2 * 8 * 6);
+  job.job().mutable_op(1)->mutable_placement()->set_replicas(-1);
+  CHECK(CompileError(job.job()) ==
+        "op 'scaled': placement.replicas -1 is negative");
+
+  if (!HasGpuKernels()) {
+    WARN("this build has no GPU kernels: GPU towers not compiled");
+    return;
+  }
+  // Two towers of GPU 0 read one copy of each input part; their partial
+  // sums, read by towers of the same GPU, are added on it.
+  JobBuilder gpu(4);
+  gpu.Op("a", "source").Shape({4, 6});
+  gpu.Op("b", "source").Shape({6, 3}).Attr("value", 2.0);
+  gpu.Op("m", "matmul")
+      .Input("a=a")
+      .InputSplit(1)
+      .Input("b=b")
+      .InputSplit(0)
+      .Place(GPU, {0})
+      .Replicas(2);
+  gpu.Op("r", "relu").Input("m").InputBroadcast().Place(GPU, {0}).Replicas(2);
+  gpu.Op("sink", "checksum").Input("r");
+  compiled = MustCompile(gpu.job());
+  CHECK(Names(compiled.plan).count("m.out:add@gpu0") == 1);
+  int h2d = 0;
+  for (const TaskProto& task : compiled.plan.task()) {
+    h2d += task.kernel().op_type() == "h2d";
+  }
+  CHECK(h2d == 4);  // a and b, sliced on the host per tower
+  CHECK(Task(compiled.plan, "m/1").stream().stream_index() == 1);
+  CHECK(Task(compiled.plan, "m.out:add@gpu0").stream().device_type() == GPU);
+  if (cuda::DeviceAvailable(0).ok()) {
+    // Every element of a b is 6 p (2 + p): 12 of them, pieces 0..3.
+    CHECK(RunPlan(compiled.plan, {}).at("sink").checksum == 72 * (3 + 8 + 15));
+  }
+}
+
 TEST_CASE("copies: h2d onto a GPU, d2h off it, on streams of their own") {
   if (!HasGpuKernels()) {
     WARN("this build has no GPU kernels: nothing to copy to");
@@ -651,6 +710,50 @@ TEST_CASE("a data-parallel training job learns as its one-device twin") {
         2);
   // Better than chance (10 %) after a few dozen steps.
   CHECK(alone.at("correct").checksum > 0.5 * 6000);
+}
+
+TEST_CASE("a tensor-parallel matmul's signatures are inferred") {
+  // a [4, 6] split by columns times b [6, 3] split by rows: partial sums;
+  // a^T (split by rows) times c [4, 3] whole: rows of [6, 3].
+  auto job_on = [](std::vector<int32_t> devices) {
+    JobBuilder job(3);
+    job.Op("a", "source")
+        .Shape({4, 6})
+        .Place(CPU, devices)
+        .OutputSignature("out", SplitSignature(1));
+    job.Op("b", "source")
+        .Shape({6, 3})
+        .Attr("value", 2.0)
+        .Place(CPU, devices)
+        .OutputSignature("out", SplitSignature(0));
+    job.Op("c", "source")
+        .Shape({4, 3})
+        .Attr("value", 3.0)
+        .Place(CPU, devices)
+        .OutputSignature("out", BroadcastSignature());
+    job.Op("m", "matmul").Input("a=a").Input("b=b").Place(CPU, devices);
+    job.Op("g", "matmul")
+        .Attr("transpose_a", true)
+        .Input("a=a")
+        .Input("b=c")
+        .Place(CPU, devices);
+    job.Op("ms", "checksum").Input("m");
+    job.Op("gs", "checksum").Input("g");
+    return MustCompile(job.job());
+  };
+  const CompiledJob two = job_on({0, 1});
+  const std::vector<std::string>& lines = two.report.signatures;
+  CHECK(std::count(lines.begin(), lines.end(),
+                   "op 'm' on 2 devices: a=split(1) b=split(0) -> "
+                   "out=partial_sum") == 1);
+  CHECK(std::count(lines.begin(), lines.end(),
+                   "op 'g' on 2 devices: a=split(1) b=broadcast -> "
+                   "out=split(0)") == 1);
+  const auto split = RunPlan(two.plan, {});
+  const auto one = RunPlan(job_on({0}).plan, {});
+  CHECK(split.at("ms").checksum == one.at("ms").checksum);
+  CHECK(split.at("gs").checksum == one.at("gs").checksum);
+  CHECK(one.at("ms").checksum != 0);
 }
 
 TEST_CASE("signatures the job leaves out come from each op_type's rule") {

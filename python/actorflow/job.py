@@ -85,12 +85,13 @@ class Job:
     def op(self, name, op_type, inputs=(), device="cpu", devices=(0,),
            machines=(0,), shape=None, blobs=None, stage=0, initial=False,
            outputs=(), input_signatures=None, output_signatures=None,
-           register_num=None, **attrs):
+           register_num=None, replicas=1, **attrs):
         """Adds an operator.
 
         inputs: "producer", "producer.output" or "key=producer.output".
         device: "cpu" or "gpu"; devices, machines: the placement (every
-        device on every machine; more than one: data parallel).
+        device on every machine; more than one: data parallel); replicas:
+        towers per device, each on streams of its own.
         shape: output "out" is one float32 blob "data" of this shape;
         blobs: [(name, dtype, shape)] instead (a source's).
         input_signatures: one per input ("split(0)", "broadcast",
@@ -106,7 +107,10 @@ class Job:
             lines.append(f"  input: {_quote(text)}")
         placement = "  placement { device_type: " + device.upper()
         placement += "".join(f" machine_id: {int(m)}" for m in machines)
-        placement += "".join(f" device_id: {int(d)}" for d in devices) + " }"
+        placement += "".join(f" device_id: {int(d)}" for d in devices)
+        if int(replicas) != 1:
+            placement += f" replicas: {int(replicas)}"
+        placement += " }"
         lines.append(placement)
         if input_signatures is not None:
             if len(input_signatures) != len(inputs):

@@ -458,6 +458,18 @@ class JobTest(unittest.TestCase):
         self.assertEqual(actorflow.run(job)["sinks"]["sink"]["checksum"],
                          2 * 24 * 45)
 
+    def test_replicas_are_towers_of_one_device(self):
+        job = actorflow.Job(pieces=4)
+        job.op("batch", "source", blobs=[("x", "float64", [6, 4])])
+        job.op("scaled", "scale", inputs=["batch"], devices=[0], replicas=3,
+               factor=2.0)
+        job.op("sink", "checksum", inputs=["scaled"])
+        plan = actorflow.compile(job)
+        self.assertIn("scaled/2", plan.tasks)
+        self.assertEqual(plan.text().count("device_index: 1"), 0)
+        self.assertEqual(actorflow.run(job)["sinks"]["sink"]["checksum"],
+                         2 * 24 * (0 + 1 + 2 + 3))
+
     def test_register_num_is_stated(self):
         job = actorflow.Job(pieces=3)
         job.op("src", "source", shape=[4], register_num={"out": 5})
