@@ -17,27 +17,10 @@ absl::Status IdxBatchesKernel::Init(const KernelInitContext& ctx) {
   }
   auto images = ctx.StringAttr("images");
   auto labels = ctx.StringAttr("labels");
-  auto batch = ctx.IntAttr("batch");
-  auto limit = ctx.IntAttrOr("limit", 0);
-  auto window = ctx.IntAttrOr("shuffle_window", 0);
-  auto seed = ctx.IntAttrOr("seed", 0);
-  auto mean = ctx.FloatAttrOr("mean", 0.0);
-  auto stddev = ctx.FloatAttrOr("std", 1.0);
-  auto period = ctx.IntAttrOr("period", 0);
-  auto offset = ctx.IntAttrOr("offset", 0);
-  auto part = ParallelPartOf(ctx);
+  auto attrs = pipeline::ReadBatchSourceAttrs(ctx);
   for (const absl::Status& s :
-       {images.status(), labels.status(), batch.status(), limit.status(),
-        window.status(), seed.status(), mean.status(), stddev.status(),
-        period.status(), offset.status(), part.status()}) {
+       {images.status(), labels.status(), attrs.status()}) {
     if (!s.ok()) return s;
-  }
-  if (*batch < 1 || *limit < 0 || *period < 0 || *offset < 0 || *stddev == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kernel.attr: batch >= 1, limit >= 0, period >= 0, offset >= 0 and "
-        "std != 0, got batch ",
-        *batch, ", limit ", *limit, ", period ", *period, ", offset ", *offset,
-        ", std ", *stddev));
   }
   auto image_dims = pipeline::ReadIdxHeader(*images);
   if (!image_dims.ok()) return image_dims.status();
@@ -52,19 +35,14 @@ absl::Status IdxBatchesKernel::Init(const KernelInitContext& ctx) {
   }
   images_path_ = *images;
   labels_path_ = *labels;
-  samples_ = (*image_dims)[0];
-  if (*limit > 0) samples_ = std::min(samples_, *limit);
   features_ = 1;
   for (size_t d = 1; d < image_dims->size(); ++d) features_ *= (*image_dims)[d];
-  auto schedule =
-      pipeline::BatchSchedule::Make(samples_, *batch, *period, *offset, *part);
+  auto schedule = pipeline::BatchSchedule::Make((*image_dims)[0], *attrs);
   if (!schedule.ok()) return schedule.status();
   schedule_ = *schedule;
-  shuffle_window_ = *window;
-  seed_ = static_cast<uint64_t>(*seed);
   // The normalize kernel's arithmetic: float32 mean, float32 1 / std.
-  mean_ = static_cast<float>(*mean);
-  inv_std_ = 1.0f / static_cast<float>(*stddev);
+  mean_ = static_cast<float>(attrs->mean);
+  inv_std_ = 1.0f / static_cast<float>(attrs->std);
   const int64_t most = schedule_.most_rows();
   absl::Status status = ctx.SetOutputBlobs(
       "x", {BlobDesc{"x", DT_FLOAT32, {most, features_}, true}});
@@ -96,38 +74,35 @@ IdxBatchesKernel::Load(const std::string& images, const std::string& labels) {
 absl::Status IdxBatchesKernel::Forward(KernelContext* ctx) {
   TensorView x = ctx->output("x").blob(0);
   TensorView y = ctx->output("y").blob(0);
-  const pipeline::BatchSchedule::Rows rows = schedule_.Of(ctx->piece_id());
-  absl::Status status = x.set_shape({rows.count, features_});
-  if (status.ok()) status = y.set_shape({rows.count});
-  if (!status.ok() || rows.count == 0) return status;
+  const absl::Span<const int64_t> rows = schedule_.SamplesOf(ctx->piece_id());
+  const int64_t count = static_cast<int64_t>(rows.size());
+  absl::Status status = x.set_shape({count, features_});
+  if (status.ok()) status = y.set_shape({count});
+  if (!status.ok() || count == 0) return status;
   if (data_ == nullptr) {
     auto data = Load(images_path_, labels_path_);
     if (!data.ok()) return data.status();
     data_ = *data;
-    if (static_cast<int64_t>(data_->images.data.size()) <
-            samples_ * features_ ||
-        static_cast<int64_t>(data_->labels.data.size()) < samples_) {
+    const int64_t samples = schedule_.samples();
+    if (static_cast<int64_t>(data_->images.data.size()) < samples * features_ ||
+        static_cast<int64_t>(data_->labels.data.size()) < samples) {
       return absl::DataLossError(absl::StrCat(
           images_path_, ": fewer samples than its header promised"));
     }
-  }
-  if (order_epoch_ != rows.epoch) {
-    order_ = pipeline::EpochOrder(samples_, shuffle_window_, seed_, rows.epoch);
-    order_epoch_ = rows.epoch;
   }
   float* to = static_cast<float*>(x.mutable_raw_data());
   int32_t* labels = static_cast<int32_t*>(y.mutable_raw_data());
   // The rows are scattered over the whole set: ask for all their cache
   // lines first, so the misses overlap instead of coming one row at a time.
   const uint8_t* images = data_->images.data.data();
-  for (int64_t r = 0; r < rows.count; ++r) {
-    const uint8_t* row = images + order_[rows.first + r] * features_;
+  for (int64_t r = 0; r < count; ++r) {
+    const uint8_t* row = images + rows[r] * features_;
     for (int64_t at = 0; at < features_; at += 64) {
       __builtin_prefetch(row + at);
     }
   }
-  for (int64_t r = 0; r < rows.count; ++r) {
-    const int64_t index = order_[rows.first + r];
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t index = rows[r];
     const uint8_t* pixels = data_->images.data.data() + index * features_;
     NormalizeBytes(pixels, features_, mean_, inv_std_, to + r * features_);
     labels[r] = data_->labels.data[index];

@@ -47,13 +47,10 @@ class IdxBatchesKernel final : public Kernel {
       const std::string& images, const std::string& labels);
 
   std::string images_path_, labels_path_;
-  int64_t samples_ = 0, features_ = 0, shuffle_window_ = 0;
-  uint64_t seed_ = 0;
+  int64_t features_ = 0;
   float mean_ = 0, inv_std_ = 1;
   pipeline::BatchSchedule schedule_;
   std::shared_ptr<const Data> data_;
-  int64_t order_epoch_ = -1;
-  std::vector<int64_t> order_;  // of order_epoch_
 };
 
 }  // namespace actorflow::nn

@@ -18,22 +18,11 @@ absl::Status ImageBatchesKernel::Init(const KernelInitContext& ctx) {
   }
   auto dir = ctx.StringAttrOr("dir", "");
   auto list = ctx.StringAttrOr("list", "");
-  auto batch = ctx.IntAttr("batch");
   auto size = ctx.IntAttr("size");
   auto channels = ctx.IntAttrOr("channels", 1);
-  auto limit = ctx.IntAttrOr("limit", 0);
-  auto window = ctx.IntAttrOr("shuffle_window", 0);
-  auto seed = ctx.IntAttrOr("seed", 0);
-  auto mean = ctx.FloatAttrOr("mean", 0.0);
-  auto stddev = ctx.FloatAttrOr("std", 1.0);
-  auto period = ctx.IntAttrOr("period", 0);
-  auto offset = ctx.IntAttrOr("offset", 0);
-  auto part = ParallelPartOf(ctx);
-  for (const absl::Status& s :
-       {dir.status(), list.status(), batch.status(), size.status(),
-        channels.status(), limit.status(), window.status(), seed.status(),
-        mean.status(), stddev.status(), period.status(), offset.status(),
-        part.status()}) {
+  auto attrs = ReadBatchSourceAttrs(ctx);
+  for (const absl::Status& s : {dir.status(), list.status(), size.status(),
+                                channels.status(), attrs.status()}) {
     if (!s.ok()) return s;
   }
   if (dir->empty() == list->empty()) {
@@ -41,13 +30,10 @@ absl::Status ImageBatchesKernel::Init(const KernelInitContext& ctx) {
         "kernel.attr: give 'dir' (a directory of class subdirectories) or "
         "'list' (a file of \"path label\" lines), not both or neither");
   }
-  if (*batch < 1 || *size < 1 || (*channels != 1 && *channels != 3) ||
-      *limit < 0 || *period < 0 || *offset < 0 || *stddev == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kernel.attr: batch >= 1, size >= 1, channels 1 or 3, limit >= 0, "
-        "period >= 0, offset >= 0 and std != 0, got batch ",
-        *batch, ", size ", *size, ", channels ", *channels, ", limit ", *limit,
-        ", period ", *period, ", offset ", *offset, ", std ", *stddev));
+  if (*size < 1 || (*channels != 1 && *channels != 3)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel.attr: size >= 1 and channels 1 or 3, got size ",
+                     *size, ", channels ", *channels));
   }
   auto files = dir->empty() ? ReadFileList(*list) : ListImageDirectory(*dir);
   if (!files.ok()) return files.status();
@@ -59,16 +45,12 @@ absl::Status ImageBatchesKernel::Init(const KernelInitContext& ctx) {
   files_ = std::move(*files);
   size_ = *size;
   channels_ = *channels;
-  samples_ = static_cast<int64_t>(files_.size());
-  if (*limit > 0) samples_ = std::min(samples_, *limit);
   auto schedule =
-      BatchSchedule::Make(samples_, *batch, *period, *offset, *part);
+      BatchSchedule::Make(static_cast<int64_t>(files_.size()), *attrs);
   if (!schedule.ok()) return schedule.status();
   schedule_ = *schedule;
-  shuffle_window_ = *window;
-  seed_ = static_cast<uint64_t>(*seed);
-  mean_ = static_cast<float>(*mean);
-  inv_std_ = 1.0f / static_cast<float>(*stddev);
+  mean_ = static_cast<float>(attrs->mean);
+  inv_std_ = 1.0f / static_cast<float>(attrs->std);
   const int64_t most = schedule_.most_rows();
   absl::Status status = ctx.SetOutputBlobs(
       "x",
@@ -108,19 +90,16 @@ absl::Status ImageBatchesKernel::DecodeRow(const FileEntry& file, float* to) {
 absl::Status ImageBatchesKernel::Forward(KernelContext* ctx) {
   TensorView x = ctx->output("x").blob(0);
   TensorView y = ctx->output("y").blob(0);
-  const BatchSchedule::Rows rows = schedule_.Of(ctx->piece_id());
+  const absl::Span<const int64_t> rows = schedule_.SamplesOf(ctx->piece_id());
+  const int64_t count = static_cast<int64_t>(rows.size());
   const int64_t features = size_ * size_ * channels_;
-  absl::Status status = x.set_shape({rows.count, features});
-  if (status.ok()) status = y.set_shape({rows.count});
-  if (!status.ok() || rows.count == 0) return status;
-  if (order_epoch_ != rows.epoch) {
-    order_ = EpochOrder(samples_, shuffle_window_, seed_, rows.epoch);
-    order_epoch_ = rows.epoch;
-  }
+  absl::Status status = x.set_shape({count, features});
+  if (status.ok()) status = y.set_shape({count});
+  if (!status.ok() || count == 0) return status;
   float* to = static_cast<float*>(x.mutable_raw_data());
   int32_t* labels = static_cast<int32_t*>(y.mutable_raw_data());
-  for (int64_t r = 0; r < rows.count; ++r) {
-    const FileEntry& file = files_[order_[rows.first + r]];
+  for (int64_t r = 0; r < count; ++r) {
+    const FileEntry& file = files_[rows[r]];
     status = DecodeRow(file, to + r * features);
     if (!status.ok()) return status;
     labels[r] = file.label;

@@ -46,12 +46,9 @@ class ImageBatchesKernel final : public Kernel {
   absl::Status DecodeRow(const FileEntry& file, float* to);
 
   std::vector<FileEntry> files_;
-  int64_t size_ = 0, channels_ = 1, samples_ = 0, shuffle_window_ = 0;
-  uint64_t seed_ = 0;
+  int64_t size_ = 0, channels_ = 1;
   float mean_ = 0, inv_std_ = 1;
   BatchSchedule schedule_;
-  int64_t order_epoch_ = -1;
-  std::vector<int64_t> order_;  // of order_epoch_
 };
 
 }  // namespace actorflow::pipeline
