@@ -1,11 +1,12 @@
-// The perceptron as a compiled job against the plan nn::BuildMlpPlan
-// writes by hand: one epoch of Fashion-MNIST (600 training batches of 100,
-// 784 -> 128 ReLU -> 10, SGD with momentum) on two CPU streams, in
-// alternation. The job (examples/jobs/mlp_two_devices.pbtxt) splits each
-// batch's rows over two devices and sums the gradients through boxing
-// tasks; the builder splits each layer's units over two streams. Prints
-// the medians of the epoch's time, their per-pair ratio (builder / job:
-// above 1, the compiled plan is faster) and each plan's register bytes.
+// The perceptron's two parallel plans, both compiled from jobs: one epoch
+// of Fashion-MNIST (600 training batches of 100, 784 -> 128 ReLU -> 10, SGD
+// with momentum) on two CPU threads, in alternation. The data-parallel job
+// (examples/jobs/mlp_two_devices.pbtxt) splits each batch's rows over two
+// devices and sums the gradients through boxing tasks; nn::BuildMlpPlan's
+// job splits each layer's units over two towers (tensor parallel). Prints
+// the medians of the epoch's time, their per-pair ratio (BuildMlpPlan /
+// data-parallel job: above 1, the data-parallel plan is faster) and each
+// plan's register bytes.
 //   tools/bazel run //bench:mlp_job_bench [-- --samples=7]
 #include <algorithm>
 #include <cstdio>
