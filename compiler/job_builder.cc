@@ -93,15 +93,16 @@ ParallelSignature* OpHandle::LastInputSignature() {
 }
 
 OpHandle& OpHandle::InputSplit(int axis) {
-  *LastInputSignature() = SplitSignature(axis);
-  return *this;
+  return InputSignature(SplitSignature(axis));
 }
 OpHandle& OpHandle::InputBroadcast() {
-  *LastInputSignature() = BroadcastSignature();
-  return *this;
+  return InputSignature(BroadcastSignature());
 }
 OpHandle& OpHandle::InputPartialSum() {
-  *LastInputSignature() = PartialSumSignature();
+  return InputSignature(PartialSumSignature());
+}
+OpHandle& OpHandle::InputSignature(const ParallelSignature& signature) {
+  *LastInputSignature() = signature;
   return *this;
 }
 

@@ -49,6 +49,7 @@ class JobBuilder {
     OpHandle& InputSplit(int axis);
     OpHandle& InputBroadcast();
     OpHandle& InputPartialSum();
+    OpHandle& InputSignature(const ParallelSignature& signature);
     OpHandle& OutputSignature(const std::string& name,
                               const ParallelSignature& signature);
     OpHandle& Stage(int stage);

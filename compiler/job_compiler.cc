@@ -935,13 +935,6 @@ class Compiler {
     }
   }
 
-  // The op's register_num for this register; 1 where it states none (the
-  // budget then may cut it down to 1).
-  int StatedRegisterNum(const RegstDescProto& desc) const {
-    auto it = stated_register_num_.find(desc.regst_desc_id());
-    return it == stated_register_num_.end() ? 1 : it->second;
-  }
-
   // Shapes of every physical register; then, over budget, the largest
   // registers lose buffers (down to 1) until the plan fits.
   absl::Status FitBudget() {
@@ -997,9 +990,9 @@ class Compiler {
     for (int floor : {2, 1}) {
       for (auto& [bytes, desc] : regsts) {
         if (total <= budget) break;
-        const int cut =
-            std::max(0, desc->register_num() -
-                            std::max(floor, StatedRegisterNum(*desc)));
+        // A stated register_num is the op's to choose, not the budget's.
+        if (stated_register_num_.count(desc->regst_desc_id())) continue;
+        const int cut = std::max(0, desc->register_num() - floor);
         const int64_t over = total - budget;
         const int take = static_cast<int>(
             std::min<int64_t>(cut, (over + bytes - 1) / bytes));

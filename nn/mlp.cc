@@ -216,21 +216,7 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
     const bool several = o.conf()->placement().replicas() > 1;
     for (const auto& [text, s] : ins) {
       o.Input(text);
-      if (!several) continue;
-      switch (s) {
-        case kRows:
-          o.InputSplit(0);
-          break;
-        case kCols:
-          o.InputSplit(1);
-          break;
-        case kPartial:
-          o.InputPartialSum();
-          break;
-        case kWhole:
-          o.InputBroadcast();
-          break;
-      }
+      if (several) o.InputSignature(sig(s));
     }
     if (several) {
       for (const auto& [name, s] : outs) o.OutputSignature(name, sig(s));

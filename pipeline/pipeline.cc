@@ -83,7 +83,6 @@ absl::StatusOr<OutputView> BatchView::output(absl::string_view name) const {
 
 // ---- the pipeline ----
 
-// What Build knows of a data node.
 // An operator's output in the job the pipeline compiles. Named when an
 // input reads it, not before: fusing renames operators. An output "out" is
 // named by its operator alone, which no other operator's name can shadow
@@ -92,11 +91,11 @@ struct Pipeline::Ref {
   OpConf* op = nullptr;
   std::string output;
   std::string text() const {
-    return output == "out" ? op->name()
-                           : absl::StrCat(op->name(), ".", output);
+    return output == "out" ? op->name() : absl::StrCat(op->name(), ".", output);
   }
 };
 
+// What Build knows of a data node.
 struct Pipeline::Node {
   std::string kind;  // "source", "sample", "batched"
   SampleSpec spec;   // per sample (batched: without the batch dimension)
