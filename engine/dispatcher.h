@@ -9,6 +9,7 @@ namespace actorflow {
 
 class Engine;
 struct OprBlock;
+class StreamSet;
 
 // Where an engine type runs its ready operations: the only part that differs
 // between NaiveEngine, ThreadedEnginePooled and ThreadedEnginePerDevice.
@@ -21,6 +22,11 @@ class Dispatcher {
   // A ready operation (not kAsync): queue it on a worker, which calls
   // Engine::Execute. Any thread may call this.
   virtual void Dispatch(OprBlock* block) = 0;
+
+  // Runs one queued CPU operation on the calling thread (one waiting in
+  // Engine::WaitForAll, not a worker); false if there was none. GPU
+  // operations stay on their workers, which own their streams.
+  virtual bool RunOneQueued(StreamSet* streams) { return false; }
 
   // NaiveEngine: every operation runs inline and Push waits for it.
   virtual bool runs_on_caller() const { return false; }

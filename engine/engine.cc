@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "engine/dispatcher.h"
@@ -326,12 +327,15 @@ void Engine::PushBlock(Opr* opr, Context ctx, int priority, BlockWaiter* waiter,
   }
   // NaiveEngine's push returns once its operation is done, unless it is
   // pushed from inside a running operation, which may hold what it needs.
-  BlockWaiter naive_waiter;
-  bool naive_wait =
-      dispatcher_->runs_on_caller() && waiter == nullptr && t_inline.depth == 0;
-  if (naive_wait) block->waiter = &naive_waiter;
+  // (Made only then: a mutex and a condition variable per push cost the
+  // threaded engines measurably.)
+  std::optional<BlockWaiter> naive_waiter;
+  if (dispatcher_->runs_on_caller() && waiter == nullptr &&
+      t_inline.depth == 0) {
+    block->waiter = &naive_waiter.emplace();
+  }
   Submit(block);
-  if (naive_wait) naive_waiter.Wait();
+  if (naive_waiter) naive_waiter->Wait();
 }
 
 void Engine::Submit(OprBlock* block) {
@@ -677,6 +681,16 @@ absl::Status Engine::WaitForVar(VarHandle var) {
 }
 
 absl::Status Engine::WaitForAll() {
+  // The waiting thread runs queued CPU operations until none is queued, as
+  // TBB's does: its core is otherwise idle, and a worker the kernel placed
+  // on a busy core then costs half of the throughput, not all of it. Not
+  // inside an operation: that would nest operations on one stack.
+  if (t_running_opr == nullptr && t_inline.depth == 0) {
+    StreamSet streams;  // CPU operations create no streams
+    while (pending_.load(std::memory_order_acquire) != 0 &&
+           dispatcher_->RunOneQueued(&streams)) {
+    }
+  }
   MutexLock lock(&all_mu_);
   while (pending_.load() != 0) all_done_.Wait(&all_mu_);
   absl::Status first = std::move(first_error_);

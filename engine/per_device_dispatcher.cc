@@ -35,8 +35,21 @@ class PoolTable {
                                                     order_, name_(device));
       pool = owned_[device].get();
       slots_[device].store(pool, std::memory_order_release);
+      if (device >= num_slots_.load(std::memory_order_relaxed)) {
+        num_slots_.store(device + 1, std::memory_order_release);
+      }
     }
     return pool;
+  }
+
+  // One queued block of any device's pool run on the caller.
+  bool RunOneQueued(StreamSet* streams) {
+    const int n = num_slots_.load(std::memory_order_acquire);
+    for (int device = 0; device < n; ++device) {
+      WorkerPool* pool = slots_[device].load(std::memory_order_acquire);
+      if (pool != nullptr && pool->RunOneQueued(streams)) return true;
+    }
+    return false;
   }
 
  private:
@@ -46,6 +59,7 @@ class PoolTable {
   const std::function<std::string(int)> name_;
   Mutex mu_;
   std::array<std::atomic<WorkerPool*>, kMaxEngineDevices> slots_{};
+  std::atomic<int> num_slots_{0};  // past the highest device with a pool
   std::array<std::unique_ptr<WorkerPool>, kMaxEngineDevices> owned_
       ABSL_GUARDED_BY(mu_);
 };
@@ -81,6 +95,10 @@ class PerDeviceDispatcher : public Dispatcher {
       pool = cpu_.For(ctx.dev_id);
     }
     pool->Push(block);
+  }
+
+  bool RunOneQueued(StreamSet* streams) override {
+    return cpu_.RunOneQueued(streams);
   }
 
  private:

@@ -53,6 +53,7 @@ WorkerPool::WorkerPool(Engine* engine, int num_threads, Order order,
   for (int i = 0; i < num_threads; ++i) {
     names_.push_back(absl::StrCat(name, " ", i));
   }
+  waiter_name_ = absl::StrCat(name, " waiter");
   workers_.reserve(num_threads);
   for (int i = 0; i < num_threads; ++i) {
     workers_.emplace_back([this, i] { WorkerLoop(i); });
@@ -158,6 +159,21 @@ OprBlock* WorkerPool::Take(int index) {
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
     if (queued_.load(std::memory_order_relaxed) == 0) return nullptr;  // stop
   }
+}
+
+bool WorkerPool::RunOneQueued(StreamSet* streams) {
+  if (queued_.load(std::memory_order_acquire) == 0) return false;
+  // Oldest first from every queue, as a thief would; what the block's
+  // completion makes ready is pushed as from outside the pool (no bypass:
+  // the waiter may return at any completion).
+  OprBlock* block = TryTake(0);
+  if (block == nullptr) return false;
+  WorkerSlot& slot = t_worker;
+  const std::string* name = slot.name;
+  slot.name = &waiter_name_;
+  engine_->Execute(block, streams);
+  slot.name = name;
+  return true;
 }
 
 void WorkerPool::WorkerLoop(int index) {

@@ -17,6 +17,7 @@ namespace actorflow {
 
 class Engine;
 struct OprBlock;
+class StreamSet;
 
 // Engine workers and their ready operations. Each worker owns its CUDA
 // streams (StreamSet).
@@ -44,6 +45,11 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   void Push(OprBlock* block);
+  // Runs one queued block on the calling thread, which is not one of the
+  // pool's workers (a thread blocked in Engine::WaitForAll lends itself, as
+  // TBB's waiting thread does); false if none was queued. Its profile names
+  // the worker "<name> waiter".
+  bool RunOneQueued(StreamSet* streams);
   int size() const { return static_cast<int>(workers_.size()); }
 
   // The calling thread's worker name, or null off the engine's workers.
@@ -77,6 +83,7 @@ class WorkerPool {
   std::atomic<int> sleepers_{0};
   bool stopping_ ABSL_GUARDED_BY(park_mu_) = false;
   std::vector<std::string> names_;  // one per worker, fixed before they start
+  std::string waiter_name_;
   std::vector<std::thread> workers_;
 };
 

@@ -382,6 +382,36 @@ TEST_CASE("a callback completed later from another thread") {
   });
 }
 
+TEST_CASE("a thread waiting in WaitForAll runs queued CPU operations") {
+  // The one CPU worker is held by `first` until `second` has run: only the
+  // waiting thread can run `second`. Bounded, so that a waiter that does
+  // not help fails the test instead of hanging it.
+  EngineOptions options;
+  options.cpu_worker_nthreads = 1;
+  auto engine = Engine::Create(EngineType::kThreadedPerDevice, options);
+  VarHandle a = engine->NewVariable();
+  VarHandle b = engine->NewVariable();
+  std::atomic<bool> first_started{false}, second_ran{false};
+  bool first_saw_second = false;
+  engine->PushSync(
+      [&](RunContext) {
+        first_started = true;
+        first_saw_second = WaitUntil([&] { return second_ran.load(); });
+      },
+      Context::CPU(), {}, {a});
+  REQUIRE(WaitUntil([&] { return first_started.load(); }));
+  std::thread::id ran_on;
+  engine->PushSync(
+      [&](RunContext) {
+        ran_on = std::this_thread::get_id();
+        second_ran = true;
+      },
+      Context::CPU(), {}, {b});
+  REQUIRE(engine->WaitForAll().ok());
+  CHECK(first_saw_second);
+  CHECK(ran_on == std::this_thread::get_id());
+}
+
 TEST_CASE("operations pushed from inside operations") {
   ForEachEngine(kAll, [&](Engine* engine) {
     Engine* e = engine;
