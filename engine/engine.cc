@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
-#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "engine/dispatcher.h"
@@ -327,15 +326,17 @@ void Engine::PushBlock(Opr* opr, Context ctx, int priority, BlockWaiter* waiter,
   }
   // NaiveEngine's push returns once its operation is done, unless it is
   // pushed from inside a running operation, which may hold what it needs.
-  // (Made only then: a mutex and a condition variable per push cost the
-  // threaded engines measurably.)
-  std::optional<BlockWaiter> naive_waiter;
+  // (Its waiter is made only then: a mutex and a condition variable per
+  // push cost the threaded engines measurably.)
   if (dispatcher_->runs_on_caller() && waiter == nullptr &&
       t_inline.depth == 0) {
-    block->waiter = &naive_waiter.emplace();
+    BlockWaiter naive_waiter;
+    block->waiter = &naive_waiter;
+    Submit(block);
+    naive_waiter.Wait();
+    return;
   }
   Submit(block);
-  if (naive_waiter) naive_waiter->Wait();
 }
 
 void Engine::Submit(OprBlock* block) {
