@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "thread/mutex.h"
 
 namespace actorflow {
 namespace {
@@ -345,6 +346,22 @@ RegstView KernelContext::output(absl::string_view name) const {
   return group == nullptr ? RegstView() : RegstView(outputs_[group->begin]);
 }
 
+namespace {
+
+// Guards every KernelRegistry's tables: registrations come from static
+// initializers (one thread) and from libraries loaded while sessions look
+// kernels up.
+Mutex& RegistryMutex() {
+  static Mutex* mu = new Mutex();
+  return *mu;
+}
+
+std::string EntryName(const std::string& op_type, DeviceKind device) {
+  return absl::StrCat(op_type, " (", DeviceKindName(device), ")");
+}
+
+}  // namespace
+
 KernelRegistry& KernelRegistry::Get() {
   static KernelRegistry* registry = new KernelRegistry();  // never destroyed:
   // registrations run from static initializers in any order.
@@ -361,11 +378,15 @@ const KernelRegistry::Entry* KernelRegistry::Find(const std::string& op_type,
 
 bool KernelRegistry::Register(const std::string& op_type, KernelFactory factory,
                               DeviceKind device) {
-  if (Has(op_type, device)) {
-    std::fprintf(stderr,
-                 "actorflow: %s kernel op_type '%s' registered twice; keeping "
-                 "the first\n",
-                 DeviceKindName(device), op_type.c_str());
+  MutexLock lock(&RegistryMutex());
+  if (Find(op_type, device) != nullptr) {
+    refused_.push_back(EntryName(op_type, device));
+    if (!quiet_refusals_) {
+      std::fprintf(stderr,
+                   "actorflow: %s kernel op_type '%s' registered twice; "
+                   "keeping the first\n",
+                   DeviceKindName(device), op_type.c_str());
+    }
     return false;
   }
   factories_.push_back({op_type, device, std::move(factory)});
@@ -374,23 +395,68 @@ bool KernelRegistry::Register(const std::string& op_type, KernelFactory factory,
 
 absl::StatusOr<std::unique_ptr<Kernel>> KernelRegistry::Create(
     const std::string& op_type, DeviceKind device) const {
-  if (const Entry* entry = Find(op_type, device)) return entry->factory();
+  KernelFactory factory;
+  {
+    MutexLock lock(&RegistryMutex());
+    if (const Entry* entry = Find(op_type, device)) factory = entry->factory;
+  }
+  if (factory) return factory();
   return absl::NotFoundError(
       absl::StrCat("kernel.op_type: no ", DeviceKindName(device),
                    " kernel for op_type '", op_type, "'"));
 }
 
 bool KernelRegistry::Has(const std::string& op_type, DeviceKind device) const {
+  MutexLock lock(&RegistryMutex());
   return Find(op_type, device) != nullptr;
 }
 
 std::vector<std::string> KernelRegistry::op_types(DeviceKind device) const {
   std::vector<std::string> names;
-  for (const Entry& entry : factories_) {
-    if (entry.device == device) names.push_back(entry.op_type);
+  {
+    MutexLock lock(&RegistryMutex());
+    for (const Entry& entry : factories_) {
+      if (entry.device == device) names.push_back(entry.op_type);
+    }
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+KernelRegistry::Mark KernelRegistry::mark() const {
+  MutexLock lock(&RegistryMutex());
+  return Mark{factories_.size(), refused_.size()};
+}
+
+std::vector<std::string> KernelRegistry::RegisteredSince(Mark mark) const {
+  MutexLock lock(&RegistryMutex());
+  std::vector<std::string> names;
+  for (size_t i = mark.registered; i < factories_.size(); ++i) {
+    names.push_back(EntryName(factories_[i].op_type, factories_[i].device));
+  }
+  return names;
+}
+
+std::vector<std::string> KernelRegistry::RefusedSince(Mark mark) const {
+  MutexLock lock(&RegistryMutex());
+  return std::vector<std::string>(
+      refused_.begin() + std::min(mark.refused, refused_.size()),
+      refused_.end());
+}
+
+void KernelRegistry::RollBackTo(Mark mark) {
+  MutexLock lock(&RegistryMutex());
+  if (factories_.size() > mark.registered) {
+    factories_.erase(factories_.begin() + mark.registered, factories_.end());
+  }
+  if (refused_.size() > mark.refused) {
+    refused_.erase(refused_.begin() + mark.refused, refused_.end());
+  }
+}
+
+void KernelRegistry::set_quiet_refusals(bool quiet) {
+  MutexLock lock(&RegistryMutex());
+  quiet_refusals_ = quiet;
 }
 
 }  // namespace actorflow

@@ -179,12 +179,12 @@ struct SinkSummary {
 };
 
 // A task's computation. One instance per task, used only on the task's
-// thread. Register with REGISTER_KERNEL from any library linked in (mark
-// that cc_library `alwayslink = True` so the registration is kept).
-// A kernel that waits for something outside the plan (a peer across the
-// network) gives its actor a gate instead of blocking its thread: the actor
-// acts only while the gate is open too. Whatever opens it calls the waker
-// it was given, from any thread, for the actor to look again.
+// thread. Register with ACTORFLOW_REGISTER_KERNEL from any library linked in
+// (mark that cc_library `alwayslink = True` so the registration is kept). A
+// kernel that waits for something outside the plan (a peer across the network)
+// gives its actor a gate instead of blocking its thread: the actor acts only
+// while the gate is open too. Whatever opens it calls the waker it was given,
+// from any thread, for the actor to look again.
 class KernelGate {
  public:
   virtual ~KernelGate() = default;
@@ -251,7 +251,8 @@ class KernelRegistry {
   static KernelRegistry& Get();
 
   // False (and the first registration stays) if op_type is taken for
-  // `device`.
+  // `device`. Any thread; a kernel library's static initializers call it
+  // while LoadKernelLibrary (actor/kernel_library.h) loads the library.
   bool Register(const std::string& op_type, KernelFactory factory,
                 DeviceKind device = DeviceKind::kCpu);
   absl::StatusOr<std::unique_ptr<Kernel>> Create(
@@ -261,6 +262,20 @@ class KernelRegistry {
   std::vector<std::string> op_types(
       DeviceKind device = DeviceKind::kCpu) const;  // sorted
 
+  // For LoadKernelLibrary: a point in the registry's history, what was
+  // registered and refused (as "op_type (device)") since, and undoing it.
+  struct Mark {
+    size_t registered = 0;
+    size_t refused = 0;
+  };
+  Mark mark() const;
+  std::vector<std::string> RegisteredSince(Mark mark) const;
+  std::vector<std::string> RefusedSince(Mark mark) const;
+  void RollBackTo(Mark mark);
+  // While true, a refused registration is only recorded (the loader
+  // reports it), not also printed.
+  void set_quiet_refusals(bool quiet);
+
  private:
   struct Entry {
     std::string op_type;
@@ -269,13 +284,17 @@ class KernelRegistry {
   };
   const Entry* Find(const std::string& op_type, DeviceKind device) const;
 
+  // Both only grow, except by RollBackTo; guarded by a mutex in kernel.cc
+  // (kept out of this header, which kernels outside the project include).
   std::vector<Entry> factories_;
+  std::vector<std::string> refused_;
+  bool quiet_refusals_ = false;
 };
 
 #define ACTORFLOW_KERNEL_CONCAT_INNER(a, b) a##b
 #define ACTORFLOW_KERNEL_CONCAT(a, b) ACTORFLOW_KERNEL_CONCAT_INNER(a, b)
 
-#define ACTORFLOW_REGISTER_KERNEL(op_type, KernelClass, device)                \
+#define ACTORFLOW_REGISTER_KERNEL_FOR(op_type, KernelClass, device)            \
   static const bool ACTORFLOW_KERNEL_CONCAT(kKernelRegistered_, __COUNTER__) = \
       ::actorflow::KernelRegistry::Get().Register(                             \
           op_type,                                                             \
@@ -284,12 +303,24 @@ class KernelRegistry {
           },                                                                   \
           device)
 
-// REGISTER_KERNEL("my_op", MyKernel);  at namespace scope in a .cc file:
-// the CPU kernel of my_op. REGISTER_GPU_KERNEL: the one for GPU streams.
+// ACTORFLOW_REGISTER_KERNEL("my_op", MyKernel);  at namespace scope in a .cc
+// file: the CPU kernel of my_op. ACTORFLOW_REGISTER_GPU_KERNEL: the one for
+// GPU streams. ACTORFLOW_REGISTER_KERNEL_FOR names the DeviceKind.
+#define ACTORFLOW_REGISTER_KERNEL(op_type, KernelClass) \
+  ACTORFLOW_REGISTER_KERNEL_FOR(op_type, KernelClass,   \
+                                ::actorflow::DeviceKind::kCpu)
+#define ACTORFLOW_REGISTER_GPU_KERNEL(op_type, KernelClass) \
+  ACTORFLOW_REGISTER_KERNEL_FOR(op_type, KernelClass,       \
+                                ::actorflow::DeviceKind::kGpu)
+
+// The names from before the prefix, for code written against them.
+// Deprecated; defining ACTORFLOW_NO_UNPREFIXED_MACROS drops them.
+#ifndef ACTORFLOW_NO_UNPREFIXED_MACROS
 #define REGISTER_KERNEL(op_type, KernelClass) \
-  ACTORFLOW_REGISTER_KERNEL(op_type, KernelClass, ::actorflow::DeviceKind::kCpu)
+  ACTORFLOW_REGISTER_KERNEL(op_type, KernelClass)
 #define REGISTER_GPU_KERNEL(op_type, KernelClass) \
-  ACTORFLOW_REGISTER_KERNEL(op_type, KernelClass, ::actorflow::DeviceKind::kGpu)
+  ACTORFLOW_REGISTER_GPU_KERNEL(op_type, KernelClass)
+#endif
 
 }  // namespace actorflow
 

@@ -53,8 +53,8 @@ class FetchKernel final : public Kernel {
   absl::Status Forward(KernelContext*) override { return NotCalled("fetch"); }
 };
 
-REGISTER_KERNEL("feed", FeedKernel);
-REGISTER_KERNEL("fetch", FetchKernel);
+ACTORFLOW_REGISTER_KERNEL("feed", FeedKernel);
+ACTORFLOW_REGISTER_KERNEL("fetch", FetchKernel);
 
 }  // namespace
 }  // namespace actorflow

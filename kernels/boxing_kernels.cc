@@ -185,7 +185,7 @@ class ConcatKernel : public Kernel {
 
 }  // namespace
 
-REGISTER_KERNEL("slice", SliceKernel);
-REGISTER_KERNEL("concat", ConcatKernel);
+ACTORFLOW_REGISTER_KERNEL("slice", SliceKernel);
+ACTORFLOW_REGISTER_KERNEL("concat", ConcatKernel);
 
 }  // namespace actorflow

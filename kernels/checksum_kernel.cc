@@ -49,6 +49,6 @@ absl::Status ChecksumKernel::RestoreState(const KernelStateContext&,
   return absl::OkStatus();
 }
 
-REGISTER_KERNEL("checksum", ChecksumKernel);
+ACTORFLOW_REGISTER_KERNEL("checksum", ChecksumKernel);
 
 }  // namespace actorflow

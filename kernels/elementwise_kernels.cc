@@ -309,11 +309,11 @@ absl::Status NormalizeKernel::Forward(KernelContext* ctx) {
   });
 }
 
-REGISTER_KERNEL("normalize", NormalizeKernel);
-REGISTER_KERNEL("identity", IdentityKernel);
-REGISTER_KERNEL("scale", ScaleKernel);
-REGISTER_KERNEL("add", AddKernel);
-REGISTER_KERNEL("cast", CastKernel);
-REGISTER_KERNEL("head", HeadKernel);
+ACTORFLOW_REGISTER_KERNEL("normalize", NormalizeKernel);
+ACTORFLOW_REGISTER_KERNEL("identity", IdentityKernel);
+ACTORFLOW_REGISTER_KERNEL("scale", ScaleKernel);
+ACTORFLOW_REGISTER_KERNEL("add", AddKernel);
+ACTORFLOW_REGISTER_KERNEL("cast", CastKernel);
+ACTORFLOW_REGISTER_KERNEL("head", HeadKernel);
 
 }  // namespace actorflow

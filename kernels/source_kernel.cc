@@ -34,6 +34,6 @@ absl::Status SourceKernel::Forward(KernelContext* ctx) {
   return absl::OkStatus();
 }
 
-REGISTER_KERNEL("source", SourceKernel);
+ACTORFLOW_REGISTER_KERNEL("source", SourceKernel);
 
 }  // namespace actorflow

@@ -68,8 +68,8 @@ class FailKernel final : public Kernel {
   int64_t at_piece_ = 0;
 };
 
-REGISTER_KERNEL("spin", SpinKernel);
-REGISTER_KERNEL("fail", FailKernel);
+ACTORFLOW_REGISTER_KERNEL("spin", SpinKernel);
+ACTORFLOW_REGISTER_KERNEL("fail", FailKernel);
 
 }  // namespace
 }  // namespace actorflow

@@ -110,6 +110,6 @@ absl::Status IdxBatchesKernel::Forward(KernelContext* ctx) {
   return absl::OkStatus();
 }
 
-REGISTER_KERNEL("idx_batches", IdxBatchesKernel);
+ACTORFLOW_REGISTER_KERNEL("idx_batches", IdxBatchesKernel);
 
 }  // namespace actorflow::nn

@@ -651,14 +651,14 @@ absl::Status VariableKernel::RestoreState(const KernelStateContext&,
   return absl::OkStatus();
 }
 
-REGISTER_KERNEL("matmul", MatMulKernel);
-REGISTER_KERNEL("bias_add", BiasAddKernel);
-REGISTER_KERNEL("bias_add_grad", BiasAddGradKernel);
-REGISTER_KERNEL("relu", ReluKernel);
-REGISTER_KERNEL("relu_grad", ReluGradKernel);
-REGISTER_KERNEL("softmax_xent", SoftmaxXentKernel);
-REGISTER_KERNEL("accuracy", AccuracyKernel);
-REGISTER_KERNEL("sgd_momentum", SgdMomentumKernel);
-REGISTER_KERNEL("variable", VariableKernel);
+ACTORFLOW_REGISTER_KERNEL("matmul", MatMulKernel);
+ACTORFLOW_REGISTER_KERNEL("bias_add", BiasAddKernel);
+ACTORFLOW_REGISTER_KERNEL("bias_add_grad", BiasAddGradKernel);
+ACTORFLOW_REGISTER_KERNEL("relu", ReluKernel);
+ACTORFLOW_REGISTER_KERNEL("relu_grad", ReluGradKernel);
+ACTORFLOW_REGISTER_KERNEL("softmax_xent", SoftmaxXentKernel);
+ACTORFLOW_REGISTER_KERNEL("accuracy", AccuracyKernel);
+ACTORFLOW_REGISTER_KERNEL("sgd_momentum", SgdMomentumKernel);
+ACTORFLOW_REGISTER_KERNEL("variable", VariableKernel);
 
 }  // namespace actorflow::nn

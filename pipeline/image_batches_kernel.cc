@@ -107,6 +107,6 @@ absl::Status ImageBatchesKernel::Forward(KernelContext* ctx) {
   return absl::OkStatus();
 }
 
-REGISTER_KERNEL("image_batches", ImageBatchesKernel);
+ACTORFLOW_REGISTER_KERNEL("image_batches", ImageBatchesKernel);
 
 }  // namespace actorflow::pipeline

@@ -894,10 +894,10 @@ absl::Status BatchKernel::RestoreState(const KernelStateContext&,
 
 // ---- registrations ----
 
-REGISTER_KERNEL("pipeline.file_reader", FileReaderKernel);
-REGISTER_KERNEL("pipeline.idx_reader", IdxReaderKernel);
-REGISTER_KERNEL("pipeline.batch", BatchKernel);
-REGISTER_KERNEL("pipeline.external_source", ExternalSourceKernel);
+ACTORFLOW_REGISTER_KERNEL("pipeline.file_reader", FileReaderKernel);
+ACTORFLOW_REGISTER_KERNEL("pipeline.idx_reader", IdxReaderKernel);
+ACTORFLOW_REGISTER_KERNEL("pipeline.batch", BatchKernel);
+ACTORFLOW_REGISTER_KERNEL("pipeline.external_source", ExternalSourceKernel);
 
 namespace {
 const bool kStagesRegistered = [] {

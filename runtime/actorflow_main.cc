@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "actor/kernel.h"
+#include "actor/kernel_library.h"
 #include "compiler/job_compiler.h"
 #include "compiler/plan_or_job.h"
 #include "google/protobuf/text_format.h"
@@ -155,10 +156,18 @@ usage:
                                     goes to stdout, with --dot its graph.
                                     Every device is assumed present: the
                                     plan may be for another machine.
-  actorflow kernels                 list the kernels linked into this binary:
+  actorflow kernels                 list the kernels linked into this binary
+                                    (and loaded with --load):
                                     one op_type per line, then the devices
                                     it has a kernel for (cpu, gpu)
   actorflow help                    this text
+
+Every command takes --load=LIB.so (repeatable): a kernel library built
+outside actorflow (examples/plugin), loaded before the plan is read, so
+that its op_types run like the built-in ones. A bare name is a file in the
+current directory, else searched as dlopen searches. A library that cannot
+be loaded, registers an op_type already registered, or registers no kernel
+is an error (exit 2) naming it.
 
 PLAN is a text-format (.pbtxt) or binary (.pb) actorflow.Plan; see
 proto/plan.proto. run, validate, dot and launch take a Job as well (its
@@ -177,6 +186,24 @@ std::string ResolvePath(const std::string& path) {
     return path;
   }
   return absl::StrCat(cwd, "/", path);
+}
+
+// --load's library: a path with a slash as ResolvePath makes it, absolute;
+// a bare name is a file in the caller's directory if one is there, else
+// dlopen's to search for (LD_LIBRARY_PATH, the system's directories).
+std::string KernelLibraryPath(const std::string& given) {
+  std::string path = given;
+  if (path.find('/') == std::string::npos) {
+    const std::string here = ResolvePath("./" + path);
+    if (access(here.c_str(), F_OK) != 0) return path;
+    path = here;
+  }
+  path = ResolvePath(path);
+  if (path[0] != '/') {
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd) != nullptr) path = absl::StrCat(cwd, "/", path);
+  }
+  return path;
 }
 
 int Invalid(const std::vector<std::string>& problems) {
@@ -849,6 +876,25 @@ int Main(int argc, char** argv) {
   if (command == "help" || command == "--help" || command == "-h") {
     std::fputs(kUsage, stdout);
     return kExitOk;
+  }
+  // --load=LIB, any command, any position: loaded before anything looks a
+  // kernel up. launch passes them on to its ranks (made absolute).
+  for (auto it = args.begin() + 1; it != args.end();) {
+    if (*it != "--load" && !absl::StartsWith(*it, "--load=")) {
+      ++it;
+      continue;
+    }
+    if (*it == "--load" || it->size() == 7) {
+      return UsageError("--load needs a kernel library: --load=PATH.so");
+    }
+    const std::string library = KernelLibraryPath(it->substr(7));
+    absl::Status loaded = LoadKernelLibrary(library);
+    if (!loaded.ok()) return UsageError(std::string(loaded.message()));
+    if (command == "launch") {
+      *it++ = "--load=" + library;
+    } else {
+      it = args.erase(it);
+    }
   }
   if (command == "kernels") {
     return ListKernels();

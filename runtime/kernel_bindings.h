@@ -14,7 +14,7 @@
 namespace actorflow {
 
 // Kernels for one session, from the caller's own program: an op_type bound
-// here wins over REGISTER_KERNEL's registry for the plans compiled with
+// here wins over ACTORFLOW_REGISTER_KERNEL's registry for the plans compiled with
 // these bindings, and nothing global changes. Unbound op_types come from
 // the registry.
 class KernelBindings {

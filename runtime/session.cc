@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "actor/kernel_library.h"
 #include "memory/cuda_api.h"
 #include "memory/synced_memory.h"
 #include "runtime/plan_util.h"
@@ -125,6 +126,10 @@ std::string Seconds(absl::Duration duration) {
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(
     Plan plan, SessionOptions options) {
+  for (const std::string& library : options.kernel_libraries) {
+    absl::Status loaded = LoadKernelLibrary(library);
+    if (!loaded.ok()) return loaded;
+  }
   CompileOptions compile;
   compile.probe = options.probe;
   compile.bindings = &options.kernels;

@@ -54,6 +54,12 @@ struct SessionOptions {
   absl::Duration cancel_grace = absl::Seconds(2);
   // Kernels for this session only (see KernelBindings).
   KernelBindings kernels;
+  // Kernel libraries built outside actorflow (actor/kernel_library.h,
+  // examples/plugin), loaded by Create before it compiles the plan. Their
+  // kernels join the process-wide registry and stay: later sessions see
+  // them too, and loading one twice is a no-op. One that fails to load
+  // fails Create, naming it.
+  std::vector<std::string> kernel_libraries;
   // Which CUDA devices are usable (tests pass their own).
   DeviceProbe probe = cuda::DeviceAvailable;
   // Create refuses a plan whose registers need more, before allocating

@@ -135,7 +135,7 @@ class GpuFailKernel final : public Kernel {
  private:
   int64_t at_piece_ = 0;
 };
-REGISTER_GPU_KERNEL("test_gpu_fail", GpuFailKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("test_gpu_fail", GpuFailKernel);
 
 TEST_CASE("GPU: every element-wise GPU kernel equals its CPU version",
           "[gpu]") {

@@ -56,7 +56,7 @@ class CountingSource final : public Kernel {
     return absl::OkStatus();
   }
 };
-REGISTER_KERNEL("test_counting_source", CountingSource);
+ACTORFLOW_REGISTER_KERNEL("test_counting_source", CountingSource);
 
 // A sink that, at piece attr `at` (default 0), waits for the gate while
 // holding its input register, then checks the input was not overwritten
@@ -107,7 +107,7 @@ class Hold final : public Kernel {
   int slot_ = 0;
   int64_t expect_source_acts_ = -1;
 };
-REGISTER_KERNEL("test_hold", Hold);
+ACTORFLOW_REGISTER_KERNEL("test_hold", Hold);
 
 class Throwing final : public Kernel {
  public:
@@ -116,7 +116,7 @@ class Throwing final : public Kernel {
     return absl::OkStatus();
   }
 };
-REGISTER_KERNEL("test_throw", Throwing);
+ACTORFLOW_REGISTER_KERNEL("test_throw", Throwing);
 
 // --- helpers --------------------------------------------------------------
 

@@ -31,6 +31,6 @@ class SquareKernel final : public actorflow::Kernel {
   }
 };
 
-REGISTER_KERNEL("square", SquareKernel);
+ACTORFLOW_REGISTER_KERNEL("square", SquareKernel);
 
 }  // namespace example

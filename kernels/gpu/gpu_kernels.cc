@@ -309,17 +309,17 @@ class GpuSpinKernel final : public SpinKernel {
   }
 };
 
-REGISTER_GPU_KERNEL("source", GpuSourceKernel);
-REGISTER_GPU_KERNEL("spin", GpuSpinKernel);
-REGISTER_GPU_KERNEL("identity", GpuIdentityKernel);
-REGISTER_GPU_KERNEL("scale", GpuScaleKernel);
-REGISTER_GPU_KERNEL("add", GpuAddKernel);
-REGISTER_GPU_KERNEL("cast", GpuCastKernel);
-REGISTER_GPU_KERNEL("normalize", GpuNormalizeKernel);
-REGISTER_GPU_KERNEL("head", GpuHeadKernel);
-REGISTER_GPU_KERNEL("checksum", GpuChecksumKernel);
-REGISTER_GPU_KERNEL("h2d", H2dKernel);
-REGISTER_GPU_KERNEL("d2h", D2hKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("source", GpuSourceKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("spin", GpuSpinKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("identity", GpuIdentityKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("scale", GpuScaleKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("add", GpuAddKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("cast", GpuCastKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("normalize", GpuNormalizeKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("head", GpuHeadKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("checksum", GpuChecksumKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("h2d", H2dKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("d2h", D2hKernel);
 
 }  // namespace
 }  // namespace actorflow

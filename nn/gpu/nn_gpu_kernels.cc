@@ -352,15 +352,15 @@ class GpuVariableKernel final : public VariableKernel {
   float* initial_ = nullptr;  // pinned host memory
 };
 
-REGISTER_GPU_KERNEL("matmul", GpuMatMulKernel);
-REGISTER_GPU_KERNEL("bias_add", GpuBiasAddKernel);
-REGISTER_GPU_KERNEL("bias_add_grad", GpuBiasAddGradKernel);
-REGISTER_GPU_KERNEL("relu", GpuReluKernel);
-REGISTER_GPU_KERNEL("relu_grad", GpuReluGradKernel);
-REGISTER_GPU_KERNEL("softmax_xent", GpuSoftmaxXentKernel);
-REGISTER_GPU_KERNEL("accuracy", GpuAccuracyKernel);
-REGISTER_GPU_KERNEL("sgd_momentum", GpuSgdMomentumKernel);
-REGISTER_GPU_KERNEL("variable", GpuVariableKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("matmul", GpuMatMulKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("bias_add", GpuBiasAddKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("bias_add_grad", GpuBiasAddGradKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("relu", GpuReluKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("relu_grad", GpuReluGradKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("softmax_xent", GpuSoftmaxXentKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("accuracy", GpuAccuracyKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("sgd_momentum", GpuSgdMomentumKernel);
+ACTORFLOW_REGISTER_GPU_KERNEL("variable", GpuVariableKernel);
 
 }  // namespace
 }  // namespace actorflow::nn

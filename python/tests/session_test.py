@@ -1,6 +1,6 @@
-"""actorflow's plan functions and Session from Python: every call, the
-dtype table, zero-copy fetches, Python kernels, errors word for word,
-garbage collection and Ctrl-C mid-run."""
+"""actorflow's plan functions and Session from Python: every call, kernel
+libraries, the dtype table, zero-copy fetches, Python kernels, errors word
+for word, garbage collection and Ctrl-C mid-run."""
 
 import gc
 import os
@@ -22,6 +22,7 @@ import actorflow  # noqa: E402
 
 QUICKSTART = "examples/plans/quickstart.pbtxt"
 FEED_FETCH = "examples/python/feed_fetch.pbtxt"
+AFFINE = "examples/plugin/affine.pbtxt"
 
 
 def threads_now():
@@ -417,6 +418,25 @@ class InterruptTest(unittest.TestCase):
         self.assertLess(latency, 1.0)
         self.assertLess(len(calls), 1000)
         session.close()
+
+
+class KernelLibraryTest(unittest.TestCase):
+    """A kernel library built outside actorflow (examples/plugin, by its
+    Makefile against the SDK) loaded into this process."""
+
+    def test_load_kernels_runs_the_librarys_op_type(self):
+        library = os.path.abspath("examples/plugin/libaffine_kernels.so")
+        actorflow.load_kernels(library)
+        actorflow.load_kernels(library)  # twice: nothing more happens
+        result = actorflow.run(actorflow.load_plan(AFFINE))
+        # 8 elements of 2p + 1 over pieces 0..9.
+        self.assertEqual(result["sinks"]["checksum"]["checksum"], 800)
+
+    def test_a_library_that_cannot_load_is_a_value_error(self):
+        with self.assertRaisesRegex(
+            ValueError, "kernel library 'no/such/libx.so' cannot be loaded"
+        ):
+            actorflow.load_kernels("no/such/libx.so")
 
 
 class JobTest(unittest.TestCase):

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# A kernel library built the way a project outside actorflow builds one
+# (examples/plugin/Makefile against the SDK tarball, //:sdk) and loaded
+# with `actorflow run PLAN --load=LIB`; then every way loading can fail.
+# Args: the actorflow binary, the SDK tarball, the example's Makefile.
+set -euo pipefail
+
+actorflow=$(realpath "$1")
+sdk_tar=$(realpath "$2")
+example=$(dirname "$(realpath "$3")")
+plan=$example/affine.pbtxt
+work=${TEST_TMPDIR:-$(mktemp -d)}
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# expect_invalid NEEDLE ARGS...: exit status 2 and NEEDLE in the JSON line.
+expect_invalid() {
+  local needle=$1 out status=0
+  shift
+  out=$("$actorflow" "$@" 2>/dev/null) || status=$?
+  ((status == 2)) || fail "$* exited $status, wanted 2: $out"
+  [[ "$out" == *"$needle"* ]] || fail "$*: no '$needle' in: $out"
+}
+
+# checksum_of JSON_LINE: the checksum sink's figure.
+checksum_of() {
+  /usr/bin/python3 -c 'import json, sys
+print(json.loads(sys.argv[1])["sinks"]["checksum"]["checksum"])' "$1"
+}
+
+mkdir -p "$work/sdk"
+tar -xf "$sdk_tar" -C "$work/sdk"
+[[ -f "$work/sdk/lib/libactorflow.so" ]] || fail "the SDK has no lib/libactorflow.so"
+make -s -C "$example" ACTORFLOW_SDK="$work/sdk" OUT="$work"
+lib=$work/libaffine_kernels.so
+
+# The library's op_type runs: 8 elements of 2p + 1 over pieces 0..9.
+out=$("$actorflow" run "$plan" --load="$lib" 2>/dev/null | tail -n 1)
+[[ $(checksum_of "$out") == 800 ]] || fail "run with --load: $out"
+# A bare name is a file in the current directory; --load may come first,
+# and twice is the same as once.
+out=$(cd "$work" && "$actorflow" run --load=libaffine_kernels.so "$plan" \
+  --load=./libaffine_kernels.so 2>/dev/null | tail -n 1)
+[[ $(checksum_of "$out") == 800 ]] || fail "run with a bare --load: $out"
+"$actorflow" validate "$plan" --load="$lib" >/dev/null ||
+  fail "validate with --load"
+"$actorflow" kernels --load="$lib" | grep -qx "affine cpu" ||
+  fail "kernels does not list the library's op_type"
+
+# Without the library the op_type is unknown.
+expect_invalid "unknown op_type 'affine'" run "$plan"
+
+# A library that registers a built-in op_type: refused, naming it, and its
+# other kernel is not kept either.
+cat >"$work/duplicate.cc" <<'CC'
+#include "actor/kernel.h"
+class Nothing final : public actorflow::Kernel {
+ public:
+  absl::Status Forward(actorflow::KernelContext*) override {
+    return absl::OkStatus();
+  }
+};
+ACTORFLOW_REGISTER_KERNEL("checksum", Nothing);
+ACTORFLOW_REGISTER_KERNEL("fresh_op", Nothing);
+CC
+g++ -std=c++20 -fPIC -shared -I"$work/sdk/include" "$work/duplicate.cc" \
+  -o "$work/libduplicate.so"
+expect_invalid "registers op_type checksum (cpu), already registered" \
+  run "$plan" --load="$work/libduplicate.so"
+# The same op_type from two libraries: the second is refused.
+cp "$lib" "$work/libaffine_copy.so"
+expect_invalid "registers op_type affine (cpu), already registered" \
+  run "$plan" --load="$lib" --load="$work/libaffine_copy.so"
+
+# A library with no kernel, one that is missing, one that is not a library.
+echo 'int no_kernels_here() { return 0; }' >"$work/none.cc"
+g++ -fPIC -shared "$work/none.cc" -o "$work/libnone.so"
+expect_invalid "registers no kernel" run "$plan" --load="$work/libnone.so"
+expect_invalid "cannot be loaded" run "$plan" --load="$work/missing.so"
+expect_invalid "cannot be loaded" run "$plan" --load="$plan"
+expect_invalid "--load needs a kernel library" run "$plan" --load=
+
+echo "plugin_test: all checks passed"
