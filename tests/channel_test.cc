@@ -414,8 +414,9 @@ TEST_CASE("a parked receiver with a parker is woken through it", "[channel]") {
   });
   for (uint64_t i = 0; i < 3; ++i) {
     // Each item finds the receiver parked, in the parker.
-    REQUIRE(WaitUntil(
-        [&] { return channel.receiver_parked() && parker.parks > i; }));
+    REQUIRE(WaitUntil([&] {
+      return channel.receiver_parked() && parker.parks > static_cast<int>(i);
+    }));
     REQUIRE(channel.Send(i) == ChannelStatus::kOk);
   }
   receiver.join();
