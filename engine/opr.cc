@@ -7,17 +7,19 @@ namespace actorflow {
 namespace {
 
 // An operation lists a handful of variables: insertion sort, in place and
-// without std::sort's set-up, is the fast way to order so few (after
-// std::sort of many, a pass that moves nothing).
+// without std::sort's set-up, is the fast way to order so few.
 template <typename Vec>
 void SortUnique(Vec* vars) {
   auto begin = vars->begin();
-  if (vars->size() > 16) std::sort(begin, vars->end());
-  for (auto it = begin + (vars->empty() ? 0 : 1); it < vars->end(); ++it) {
-    auto var = *it;
-    auto hole = it;
-    for (; hole != begin && var < *(hole - 1); --hole) *hole = *(hole - 1);
-    *hole = var;
+  if (vars->size() > 16) {
+    std::sort(begin, vars->end());
+  } else {
+    for (auto it = begin; it != vars->end(); ++it) {
+      auto var = *it;
+      auto hole = it;
+      for (; hole != begin && var < *(hole - 1); --hole) *hole = *(hole - 1);
+      *hole = var;
+    }
   }
   vars->erase(std::unique(begin, vars->end()), vars->end());
 }
