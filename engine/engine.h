@@ -219,16 +219,25 @@ class Engine {
   // Serializes Submit: every push enters all its variables' queues as one
   // step, so two pushers can never order two operations differently on two
   // variables (which would deadlock both).
-  SpinMutex submit_mu_;
-  std::atomic<bool> shutting_down_{false};
-  std::atomic<int64_t> pending_{0};
+  // The fields below are grouped by who writes them, a cache line per
+  // group: a field every completion writes (pending_) beside one every push
+  // writes (next_seq_, submit_mu_) or one every operation reads
+  // (vars_with_error_) would move that line between cores on every
+  // operation.
+  //
+  // Written by pushers.
+  alignas(64) SpinMutex submit_mu_;
+  std::atomic<uint64_t> next_seq_{0};
+  // Written by every completion (and push).
+  alignas(64) std::atomic<int64_t> pending_{0};
+  // Read by every push or completion, rarely written.
+  alignas(64) std::atomic<bool> shutting_down_{false};
   // Variables whose error is set: while zero, readiness skips the per-variable
   // error check.
   std::atomic<int64_t> vars_with_error_{0};
-  std::atomic<uint64_t> next_seq_{0};
-  std::atomic<uint64_t> next_var_id_{1};
   std::atomic<bool> profiling_{false};
   const int64_t created_ns_;
+  alignas(64) std::atomic<uint64_t> next_var_id_{1};
   Profiler profiler_;
 
   Mutex vars_mu_;

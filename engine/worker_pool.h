@@ -73,14 +73,16 @@ class WorkerPool {
   Engine* const engine_;
   const Order order_;
   std::vector<std::unique_ptr<Queue>> queues_;  // one per worker (kFifo)
-  // Blocks in all queues; read unlocked by polling workers.
-  std::atomic<int64_t> queued_{0};
+  // Blocks in all queues; read unlocked by polling workers. Written by
+  // every queued push and take: on a line of its own (with sleepers_, which
+  // every push reads next), away from the fields above that they only read.
+  alignas(64) std::atomic<int64_t> queued_{0};
   // Parking: a worker counts itself in `sleepers_` under park_mu_ before it
   // looks at `queued_` a last time; a push that sees a sleeper signals
   // under park_mu_, so the wake cannot fall between the look and the wait.
-  Mutex park_mu_;
-  CondVar wake_;
   std::atomic<int> sleepers_{0};
+  alignas(64) Mutex park_mu_;
+  CondVar wake_;
   bool stopping_ ABSL_GUARDED_BY(park_mu_) = false;
   std::vector<std::string> names_;  // one per worker, fixed before they start
   std::string waiter_name_;
