@@ -72,9 +72,9 @@ absl::Status SharingBroken(const std::string& what) {
 }
 }  // namespace
 
-absl::Status Actor::ClaimBlocks(Regst** outputs) {
+absl::Status Actor::ClaimBlocks(RegstBlobs** outputs) {
   for (int o = 0; o < num_out_; ++o) {
-    const RegstDesc& desc = outputs[o]->desc();
+    const RegstDesc& desc = AsRegst(outputs[o])->desc();
     if (desc.checked_block == nullptr) continue;
     // Claimed ones stay claimed until PushFree releases them.
     std::string broken = desc.checked_block->Claim(
@@ -84,12 +84,13 @@ absl::Status Actor::ClaimBlocks(Regst** outputs) {
   return absl::OkStatus();
 }
 
-absl::Status Actor::ReadBlocks(Regst** inputs) {
+absl::Status Actor::ReadBlocks(RegstBlobs** inputs) {
   for (int i = 0; i < num_in_; ++i) {
-    const RegstDesc& desc = inputs[i]->desc();
+    const RegstDesc& desc = AsRegst(inputs[i])->desc();
     if (desc.checked_block == nullptr) continue;
-    std::string broken = desc.checked_block->ReaderDone(
-        desc.id, RegstBase(*inputs[i]), static_cast<size_t>(desc.layout.bytes));
+    std::string broken =
+        desc.checked_block->ReaderDone(desc.id, RegstBase(*AsRegst(inputs[i])),
+                                       static_cast<size_t>(desc.layout.bytes));
     if (!broken.empty()) return SharingBroken(broken);
   }
   return absl::OkStatus();
@@ -256,8 +257,8 @@ absl::Status Actor::KernelThrew(const char* what) {
 void Actor::Act() {
   InSlot* const in = in_.data();
   OutSlot* const out = out_.data();
-  Regst** const inputs = ctx_.inputs_.data();
-  Regst** const outputs = ctx_.outputs_.data();
+  RegstBlobs** const inputs = ctx_.inputs_.data();
+  RegstBlobs** const outputs = ctx_.outputs_.data();
   int64_t piece = next_piece_;
   if (!is_source_) {
     inputs[0] = in[0].ready.front().regst;
@@ -283,7 +284,7 @@ void Actor::Act() {
   if (__builtin_expect(checks_blocks_, 0)) {
     absl::Status claimed = ClaimBlocks(outputs);
     if (!claimed.ok()) {
-      for (int o = 0; o < num_out_; ++o) PushFree(out[o], outputs[o]);
+      for (int o = 0; o < num_out_; ++o) PushFree(out[o], AsRegst(outputs[o]));
       Fail(claimed, piece);
       return;
     }
@@ -303,7 +304,7 @@ void Actor::Act() {
     status = ReadBlocks(inputs);
   }
   if (__builtin_expect(!status.ok(), 0)) {
-    for (int o = 0; o < num_out_; ++o) PushFree(out[o], outputs[o]);
+    for (int o = 0; o < num_out_; ++o) PushFree(out[o], AsRegst(outputs[o]));
     Fail(status, piece);
     return;  // MaybeEnd returns the inputs on the way to the zombie state
   }
@@ -322,11 +323,11 @@ void Actor::Act() {
     if (in[i].ready.empty()) ++blockers_;
   }
   if (publishes_first_) {
-    for (int o = 0; o < num_out_; ++o) Publish(outputs[o]);
-    for (int i = 0; i < num_in_; ++i) ReturnToProducer(inputs[i]);
+    for (int o = 0; o < num_out_; ++o) Publish(AsRegst(outputs[o]));
+    for (int i = 0; i < num_in_; ++i) ReturnToProducer(AsRegst(inputs[i]));
   } else {
-    for (int i = 0; i < num_in_; ++i) ReturnToProducer(inputs[i]);
-    for (int o = 0; o < num_out_; ++o) Publish(outputs[o]);
+    for (int i = 0; i < num_in_; ++i) ReturnToProducer(AsRegst(inputs[i]));
+    for (int o = 0; o < num_out_; ++o) Publish(AsRegst(outputs[o]));
   }
 }
 
@@ -345,7 +346,7 @@ void Actor::ActInitial() {
   initial_pending_ = false;
   // A run that ended before it started (no pieces) needs no weights.
   if (state_ != State::kActing || blockers_ >= kStoppedActing) return;
-  Regst** const outputs = ctx_.outputs_.data();
+  RegstBlobs** const outputs = ctx_.outputs_.data();
   for (int o = 0; o < num_out_; ++o) {
     if (out_[o].free.empty()) {
       // Every register is free at kStart (kReset found them so).
@@ -375,7 +376,7 @@ void Actor::ActInitial() {
     status = KernelThrew(nullptr);
   }
   if (!status.ok()) {
-    for (int o = 0; o < num_out_; ++o) PushFree(out_[o], outputs[o]);
+    for (int o = 0; o < num_out_; ++o) PushFree(out_[o], AsRegst(outputs[o]));
     Fail(absl::Status(status.code(),
                       absl::StrCat("initial register: ", status.message())),
          initial_piece_);
@@ -385,7 +386,7 @@ void Actor::ActInitial() {
   // this act complete and not re-enter it.
   const bool was_busy = busy_;
   busy_ = true;
-  for (int o = 0; o < num_out_; ++o) Publish(outputs[o]);
+  for (int o = 0; o < num_out_; ++o) Publish(AsRegst(outputs[o]));
   busy_ = was_busy;
 }
 

@@ -270,8 +270,9 @@ class Actor {
   // (RegstDesc::checked_block): outputs are claimed before each act, inputs
   // counted read after it.
   bool checks_blocks_ = false;
-  __attribute__((noinline, cold)) absl::Status ClaimBlocks(Regst** outputs);
-  __attribute__((noinline, cold)) absl::Status ReadBlocks(Regst** inputs);
+  __attribute__((noinline, cold)) absl::Status ClaimBlocks(
+      RegstBlobs** outputs);
+  __attribute__((noinline, cold)) absl::Status ReadBlocks(RegstBlobs** inputs);
   __attribute__((noinline, cold)) static void ReleaseBlock(Regst* regst);
   void Send(Thread<ActorMsg>* thread, const ActorMsg& msg) {
     if (__builtin_expect(!thread->TrySend(msg), 0)) ReportLostMessage(msg);
@@ -297,7 +298,7 @@ class Actor {
   };
   void InitAsync(AsyncThread<ActorMsg>* thread);
   // Act's tail on an asynchronous stream: state is updated already.
-  void LaunchAsync(Regst** inputs, Regst** outputs, int64_t piece);
+  void LaunchAsync(RegstBlobs** inputs, RegstBlobs** outputs, int64_t piece);
   // On the poller.
   void FinishAsync(AsyncAct* act);
   // On this actor's thread, after a kAsyncFailed command.

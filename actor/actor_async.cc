@@ -21,7 +21,8 @@ void Actor::InitAsync(AsyncThread<ActorMsg>* thread) {
   }
 }
 
-void Actor::LaunchAsync(Regst** inputs, Regst** outputs, int64_t piece) {
+void Actor::LaunchAsync(RegstBlobs** inputs, RegstBlobs** outputs,
+                        int64_t piece) {
   AsyncAct* act = async_acts_[async_next_++ % async_acts_.size()].get();
   std::copy(inputs, inputs + num_in_, act->ctx.inputs_.begin());
   std::copy(outputs, outputs + num_out_, act->ctx.outputs_.begin());
@@ -36,13 +37,14 @@ void Actor::LaunchAsync(Regst** inputs, Regst** outputs, int64_t piece) {
     if (in_[i].ready.empty()) ++blockers_;
   }
   for (int o = 0; o < num_out_; ++o) {
-    const RegstDesc& desc = outputs[o]->desc();
+    Regst* regst = AsRegst(outputs[o]);
+    const RegstDesc& desc = regst->desc();
     if (desc.consumers.empty()) {
       // Nobody reads it. The stream runs in order, so the next act that
       // writes it does so after this one.
-      PushFree(out_[o], outputs[o]);
+      PushFree(out_[o], regst);
     } else {
-      outputs[o]->set_reading_cnt(static_cast<int32_t>(desc.consumers.size()));
+      regst->set_reading_cnt(static_cast<int32_t>(desc.consumers.size()));
     }
   }
 
@@ -80,10 +82,9 @@ void Actor::FinishAsync(AsyncAct* act) {
   }
   // Copied out first: once anything is sent, a register can come back and
   // this slot be reused by a later act.
-  absl::InlinedVector<Regst*, 8> outputs(act->ctx.outputs_.begin(),
-                                         act->ctx.outputs_.end());
-  absl::InlinedVector<Regst*, 8> inputs(act->ctx.inputs_.begin(),
-                                        act->ctx.inputs_.end());
+  absl::InlinedVector<Regst*, 8> outputs, inputs;
+  for (RegstBlobs* regst : act->ctx.outputs_) outputs.push_back(AsRegst(regst));
+  for (RegstBlobs* regst : act->ctx.inputs_) inputs.push_back(AsRegst(regst));
   for (Regst* regst : outputs) {
     for (const RegstConsumer& consumer : regst->desc().consumers) {
       Send(consumer.thread, ActorMsg::Ready(consumer.actor, consumer.in_slot,
@@ -107,10 +108,10 @@ void Actor::HandleAsyncFailures() {
   }
   for (AsyncAct* act : failed) {
     for (int o = 0; o < num_out_; ++o) {
-      Regst* regst = act->ctx.outputs_[o];
+      Regst* regst = AsRegst(act->ctx.outputs_[o]);
       if (!regst->desc().consumers.empty()) PushFree(out_[o], regst);
     }
-    for (Regst* regst : act->ctx.inputs_) SendReturn(regst);
+    for (RegstBlobs* regst : act->ctx.inputs_) SendReturn(AsRegst(regst));
     Fail(act->status, act->ctx.piece_id_);
   }
 }

@@ -16,7 +16,7 @@
 #include "actor/blob_desc.h"
 #include "actor/data_type.h"
 #include "actor/kernel_state.h"
-#include "actor/regst.h"
+#include "actor/regst_view.h"
 #include "proto/plan.pb.h"
 #include "thread/stream_key.h"
 
@@ -165,8 +165,8 @@ class KernelContext {
   void* cuda_stream_ = nullptr;
   const std::atomic<bool>* cancelled_ = nullptr;
   const TaskProto* task_ = nullptr;
-  std::vector<Regst*> inputs_;
-  std::vector<Regst*> outputs_;
+  std::vector<RegstBlobs*> inputs_;  // Regsts (actor/regst.h)
+  std::vector<RegstBlobs*> outputs_;
   std::vector<Group> input_groups_;
   std::vector<Group> output_groups_;
 };

@@ -70,7 +70,7 @@ absl::StatusOr<std::unique_ptr<KernelHarness>> KernelHarness::Create(
 
   KernelContext& ctx = harness->ctx_;
   ctx.task_ = &harness->task_;
-  ctx.inputs_ = harness->inputs_;
+  ctx.inputs_.assign(harness->inputs_.begin(), harness->inputs_.end());
   const int num_inputs = static_cast<int>(harness->inputs_.size());
   if (num_inputs > 0) ctx.input_groups_.push_back({"in", 0, num_inputs});
   if (has_output) {

@@ -8,6 +8,7 @@
 
 #include "absl/types/span.h"
 #include "actor/blob_desc.h"
+#include "actor/regst_view.h"
 #include "actor/shared_block.h"
 #include "actor/tensor_view.h"
 #include "memory/synced_memory.h"
@@ -31,21 +32,14 @@ class Thread;
 // cache line of its own, and the runtime's consumers learn the piece id
 // from the message: the line they do read (descriptor, blobs) then stays
 // cached on both sides instead of moving between threads on every hop.
-class Regst {
+class Regst : public RegstBlobs {
  public:
   // `base`: the register's memory (null when it has no bytes).
   Regst(const RegstDesc* desc, std::shared_ptr<SyncedMemory> memory,
         char* base);
 
   const RegstDesc& desc() const { return *desc_; }
-  int64_t piece_id() const { return piece_id_; }
   void set_piece_id(int64_t piece_id) { piece_id_ = piece_id; }
-
-  int num_blobs() const { return num_blobs_; }
-  Blob& blob(int i) { return blobs_[i]; }
-  const Blob& blob(int i) const { return blobs_[i]; }
-  // Null when there is no blob of that name.
-  Blob* FindBlob(absl::string_view name);
   // Dynamic blobs back to their maximum shape: before each act that
   // produces this register.
   void ResetShapes();
@@ -57,16 +51,18 @@ class Regst {
   bool ReadingDone() { return --reading_cnt_ == 0; }
 
  private:
-  // Read by consumers; written at construction only.
-  const RegstDesc* desc_;
-  // Shared by the registers of one SharedBlock; otherwise this one's.
+  // Shared by the registers of one SharedBlock; otherwise this one's. Only
+  // owned, never read while acting (it shares the per-act line).
   std::shared_ptr<SyncedMemory> memory_;
-  std::vector<Blob> blobs_;
-  int num_blobs_ = 0;  // blobs_.size(), read on every act
-  // Written by the producer on every act.
-  alignas(64) int64_t piece_id_ = -1;
-  int32_t reading_cnt_ = 0;
 };
+
+// Two cache lines: what consumers read, then what the producer writes per
+// act (RegstBlobs' layout; memory_ fills the base's tail).
+static_assert(sizeof(Regst) <= 128, "Regst grew past its two cache lines");
+
+// The Regst behind a kernel context's pointer: every RegstBlobs the runtime
+// makes is a Regst.
+inline Regst* AsRegst(RegstBlobs* regst) { return static_cast<Regst*>(regst); }
 
 // Where a produced descriptor's registers go: one entry per consumer.
 struct RegstConsumer {
@@ -104,7 +100,9 @@ class RegstDesc {
 
 inline Regst::Regst(const RegstDesc* desc, std::shared_ptr<SyncedMemory> memory,
                     char* base)
-    : desc_(desc), memory_(std::move(memory)) {
+    : memory_(std::move(memory)) {
+  desc_ = desc;
+  regst_desc_id_ = desc->id;
   blobs_.resize(desc->blobs.size());
   num_blobs_ = static_cast<int>(blobs_.size());
   for (size_t b = 0; b < blobs_.size(); ++b) {
@@ -119,13 +117,6 @@ inline Regst::Regst(const RegstDesc* desc, std::shared_ptr<SyncedMemory> memory,
   }
 }
 
-inline Blob* Regst::FindBlob(absl::string_view name) {
-  for (Blob& blob : blobs_) {
-    if (blob.desc->name == name) return &blob;
-  }
-  return nullptr;
-}
-
 inline void Regst::ResetShapes() {
   for (Blob& blob : blobs_) {
     if (!blob.is_dynamic) continue;
@@ -133,46 +124,6 @@ inline void Regst::ResetShapes() {
     blob.elem_cnt = blob.desc->elem_cnt();
   }
 }
-
-// What a kernel sees of a register it reads: the piece and read-only blobs.
-class ConstRegstView {
- public:
-  ConstRegstView() = default;
-  explicit ConstRegstView(Regst* regst) : regst_(regst) {}
-
-  // False for a register that does not exist (a name the task lacks).
-  bool valid() const { return regst_ != nullptr; }
-  int64_t piece_id() const { return regst_->piece_id(); }
-  int64_t regst_desc_id() const { return regst_->desc().id; }
-  int num_blobs() const { return regst_ ? regst_->num_blobs() : 0; }
-  // Out-of-range indices and unknown names give an empty view, whose typed
-  // accessors return an error.
-  ConstTensorView blob(int i) const { return ConstTensorView(Get(i)); }
-  ConstTensorView blob(absl::string_view name) const {
-    return ConstTensorView(regst_ ? regst_->FindBlob(name) : nullptr);
-  }
-
- protected:
-  Blob* Get(int i) const {
-    return regst_ != nullptr && static_cast<unsigned>(i) <
-                                    static_cast<unsigned>(regst_->num_blobs())
-               ? &regst_->blob(i)
-               : nullptr;
-  }
-  Regst* regst_ = nullptr;
-};
-
-// What a kernel sees of a register it produces: writable blobs.
-class RegstView : public ConstRegstView {
- public:
-  RegstView() = default;
-  explicit RegstView(Regst* regst) : ConstRegstView(regst) {}
-
-  TensorView blob(int i) const { return TensorView(Get(i)); }
-  TensorView blob(absl::string_view name) const {
-    return TensorView(regst_ ? regst_->FindBlob(name) : nullptr);
-  }
-};
 
 }  // namespace actorflow
 
