@@ -1,6 +1,6 @@
 #include "engine/context.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 
 const char* FnPropertyName(FnProperty prop) {
   switch (prop) {
@@ -20,4 +20,4 @@ const char* FnPropertyName(FnProperty prop) {
   return "unknown";
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::engine

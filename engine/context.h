@@ -3,7 +3,7 @@
 
 #include <string>
 
-namespace actorflow {
+namespace actorflow::engine {
 
 // Device indices an engine serves: 0 .. kMaxEngineDevices - 1.
 constexpr int kMaxEngineDevices = 64;
@@ -51,6 +51,6 @@ enum class FnProperty {
 
 const char* FnPropertyName(FnProperty prop);
 
-}  // namespace actorflow
+}  // namespace actorflow::engine
 
 #endif  // ACTORFLOW_ENGINE_CONTEXT_H_

@@ -5,7 +5,7 @@
 
 #include "engine/engine_options.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 
 class Engine;
 struct OprBlock;
@@ -38,6 +38,6 @@ std::unique_ptr<Dispatcher> MakePooledDispatcher(Engine* engine,
 std::unique_ptr<Dispatcher> MakePerDeviceDispatcher(
     Engine* engine, const EngineOptions& options);
 
-}  // namespace actorflow
+}  // namespace actorflow::engine
 
 #endif  // ACTORFLOW_ENGINE_DISPATCHER_H_

@@ -13,7 +13,7 @@
 #include "engine/worker_pool.h"
 #include "memory/cuda_api.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 
 namespace {
 
@@ -703,4 +703,4 @@ void Engine::NotifyShutdown() {
   shutting_down_.store(true, std::memory_order_release);
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::engine

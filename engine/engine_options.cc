@@ -8,7 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 
 namespace {
 
@@ -86,4 +86,4 @@ absl::StatusOr<EngineOptions> EngineOptions::FromEnv() {
   return options;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::engine

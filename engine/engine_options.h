@@ -6,7 +6,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 
 enum class EngineType {
   kNaive,              // "NaiveEngine": each push runs at once on the caller
@@ -43,6 +43,6 @@ struct EngineOptions {
   static absl::StatusOr<EngineOptions> FromEnv();
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::engine
 
 #endif  // ACTORFLOW_ENGINE_ENGINE_OPTIONS_H_

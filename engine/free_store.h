@@ -7,7 +7,7 @@
 
 #include "absl/base/config.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 
 // Recycled memory for one engine object type, so that a push allocates
 // nothing in steady state. Engine objects are made on the pushing thread and
@@ -86,6 +86,6 @@ class FreeStore {
   }
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::engine
 
 #endif  // ACTORFLOW_ENGINE_FREE_STORE_H_

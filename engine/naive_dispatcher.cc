@@ -1,6 +1,6 @@
 #include "engine/dispatcher.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 
 namespace {
 
@@ -19,4 +19,4 @@ std::unique_ptr<Dispatcher> MakeNaiveDispatcher() {
   return std::make_unique<NaiveDispatcher>();
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::engine

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace actorflow {
+namespace actorflow::engine {
 
 namespace {
 
@@ -65,4 +65,4 @@ OprBlock::OprBlock(Engine* engine_in, Opr* opr_in, Context ctx_in,
   for (VarWait& w : waits) w.block = this;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::engine

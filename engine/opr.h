@@ -15,7 +15,7 @@
 #include "engine/var.h"
 #include "thread/mutex.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 
 // A pushable function with its variables, deduplicated: a variable listed
 // twice, or both read and written, appears once, in mutable_vars.
@@ -118,6 +118,6 @@ struct OprBlock {
   std::unique_ptr<BlockProfile> profile;  // profiled pushes only
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::engine
 
 #endif  // ACTORFLOW_ENGINE_OPR_H_

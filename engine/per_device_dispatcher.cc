@@ -9,7 +9,7 @@
 #include "engine/opr.h"
 #include "engine/worker_pool.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 
 namespace {
 
@@ -115,4 +115,4 @@ std::unique_ptr<Dispatcher> MakePerDeviceDispatcher(
   return std::make_unique<PerDeviceDispatcher>(engine, options);
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::engine

@@ -4,7 +4,7 @@
 #include "engine/opr.h"
 #include "engine/worker_pool.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 
 namespace {
 
@@ -37,4 +37,4 @@ std::unique_ptr<Dispatcher> MakePooledDispatcher(Engine* engine,
   return std::make_unique<PooledDispatcher>(engine, options);
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::engine

@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "runtime/json.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 namespace {
 
 std::string Micros(int64_t ns) {
@@ -170,4 +170,4 @@ std::string Profiler::Table() const {
   return out;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::engine

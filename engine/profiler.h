@@ -10,7 +10,7 @@
 #include "engine/context.h"
 #include "thread/mutex.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 
 // What the engine's profiler keeps of one operation (one push). Times are
 // nanoseconds on the steady clock since the engine was created.
@@ -70,6 +70,6 @@ class Profiler {
   std::vector<OprRecord> records_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::engine
 
 #endif  // ACTORFLOW_ENGINE_PROFILER_H_

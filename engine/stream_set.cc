@@ -2,7 +2,7 @@
 
 #include "memory/cuda_api.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 
 StreamSet::~StreamSet() {
   for (auto& [device, stream] : streams_) cuda::StreamDestroy(device, stream);
@@ -20,4 +20,4 @@ absl::StatusOr<RunContext> StreamSet::For(const Context& ctx) {
   return RunContext{ctx, it->second};
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::engine

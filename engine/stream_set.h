@@ -7,7 +7,7 @@
 #include "engine/context.h"
 #include "thread/mutex.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 
 // The CUDA streams one engine worker uses: one per GPU it has run on,
 // created on first use and destroyed with the set. CPU contexts get none.
@@ -28,6 +28,6 @@ class StreamSet {
   absl::flat_hash_map<int, void*> streams_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::engine
 
 #endif  // ACTORFLOW_ENGINE_STREAM_SET_H_

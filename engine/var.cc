@@ -1,6 +1,6 @@
 #include "engine/var.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 
 bool Var::AppendRead(VarWait* wait) {
   SpinMutexLock lock(&mu_);
@@ -78,4 +78,4 @@ absl::Status Var::error() {
   return error_;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::engine

@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "thread/spin_mutex.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 
 struct OprBlock;
 
@@ -76,6 +76,6 @@ class Var {
 
 using VarHandle = Var*;
 
-}  // namespace actorflow
+}  // namespace actorflow::engine
 
 #endif  // ACTORFLOW_ENGINE_VAR_H_

@@ -11,7 +11,7 @@
 #include "engine/stream_set.h"
 #include "thread/cpu_relax.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 
 namespace {
 
@@ -193,4 +193,4 @@ void WorkerPool::WorkerLoop(int index) {
   }
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::engine

@@ -13,7 +13,7 @@
 #include "thread/ring_queue.h"
 #include "thread/spin_mutex.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 
 class Engine;
 struct OprBlock;
@@ -89,6 +89,6 @@ class WorkerPool {
   std::vector<std::thread> workers_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::engine
 
 #endif  // ACTORFLOW_ENGINE_WORKER_POOL_H_

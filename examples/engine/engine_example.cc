@@ -11,7 +11,7 @@
 #include "engine/engine.h"
 
 int main() {
-  using namespace actorflow;
+  using namespace actorflow::engine;
   Engine* engine = Engine::Get();  // $ACTORFLOW_ENGINE_TYPE picks the type
   std::printf("engine: %s\n", EngineTypeName(engine->type()));
 
