@@ -153,8 +153,24 @@ Session::Session(std::unique_ptr<CompiledPlan> compiled, SessionOptions options)
     : compiled_(std::move(compiled)), options_(std::move(options)) {}
 
 absl::Status Session::Build() {
+  absl::Status status = CheckSources();
+  std::set<int> devices;
+  if (status.ok()) status = AllocateRegisters(&devices);
+  if (!status.ok()) return status;
+  ConnectTasks();
+  // Device buffers are zero-filled on the legacy stream; the actors' own
+  // streams do not wait for it, so the fill must be done before they run.
+  for (int device : devices) {
+    status = cuda::DeviceSynchronize(device);
+    if (!status.ok()) return status;
+  }
+  status = StartThreads();
+  if (!status.ok()) return status;
+  return ConstructActors();
+}
+
+absl::Status Session::CheckSources() const {
   const Plan& plan = compiled_->plan;
-  const int n = plan.task_size();
   // A plan with feeds runs as long as the caller feeds it; a plain source
   // would need a piece count nobody gives.
   std::vector<std::string> feeds, plain_sources;
@@ -171,8 +187,12 @@ absl::Status Session::Build() {
         ") and other sources (", absl::StrJoin(plain_sources, ", "),
         "); a plan with feeds takes every piece from its feeds"));
   }
+  return absl::OkStatus();
+}
 
-  absl::flat_hash_map<int64_t, RegstDesc*> desc_by_id;
+absl::Status Session::AllocateRegisters(std::set<int>* devices) {
+  const Plan& plan = compiled_->plan;
+  const int n = plan.task_size();
   absl::flat_hash_set<int64_t> pinned = HostSidesOfCopies(plan);
   absl::flat_hash_map<int64_t, MemBlock> mem_blocks;
   for (const TaskProto& task : plan.task()) {
@@ -184,7 +204,6 @@ absl::Status Session::Build() {
                    LayOut(compiled_->blobs.at(proto.regst_desc_id())).bytes);
     }
   }
-  std::set<int> devices_used;
   for (int t = 0; t < n; ++t) {
     const TaskProto& task = plan.task(t);
     ActorSpec spec;
@@ -205,7 +224,7 @@ absl::Status Session::Build() {
       desc->producer = t;
       desc->producer_out_slot = static_cast<int16_t>(spec.outputs.size());
       if (proto->mem_case().device_type() == GPU) {
-        devices_used.insert(proto->mem_case().device_index());
+        devices->insert(proto->mem_case().device_index());
       }
       absl::Status status;
       if (proto->mem_block_id() != 0) {
@@ -228,12 +247,19 @@ absl::Status Session::Build() {
                             absl::StrCat(TaskLabel(task), ": regst_desc ",
                                          desc->id, ": ", status.message()));
       }
-      desc_by_id[desc->id] = desc.get();
       spec.outputs.emplace_back(name, desc.get());
       descs_.push_back(std::move(desc));
     }
     specs_.push_back(std::move(spec));
   }
+  return absl::OkStatus();
+}
+
+void Session::ConnectTasks() {
+  const Plan& plan = compiled_->plan;
+  const int n = plan.task_size();
+  absl::flat_hash_map<int64_t, RegstDesc*> desc_by_id;
+  for (const auto& desc : descs_) desc_by_id[desc->id] = desc.get();
   for (int t = 0; t < n; ++t) {
     const TaskProto& task = plan.task(t);
     ActorSpec& spec = specs_[t];
@@ -275,13 +301,10 @@ absl::Status Session::Build() {
           [this, t] { (void)bus_->Send(ActorMsg::Cmd(t, ActorCmd::kWake)); });
     }
   }
-  // Device buffers are zero-filled on the legacy stream; the actors' own
-  // streams do not wait for it, so the fill must be done before they run.
-  for (int device : devices_used) {
-    absl::Status status = cuda::DeviceSynchronize(device);
-    if (!status.ok()) return status;
-  }
+}
 
+absl::Status Session::StartThreads() {
+  const int n = static_cast<int>(specs_.size());
   for (const ActorSpec& spec : specs_) streams_.push_back(spec.stream);
   // Every message in flight is a register on its way to a consumer or back,
   // an end-of-data per input, or a command (at most a few per actor at once:
@@ -315,6 +338,11 @@ absl::Status Session::Build() {
     }
   }
   bus_ = std::make_unique<ActorMsgBus>(std::move(thread_of_actor));
+  return absl::OkStatus();
+}
+
+absl::Status Session::ConstructActors() {
+  const int n = static_cast<int>(specs_.size());
   monitor_ = std::make_unique<RunMonitor>(
       0, [this](const absl::Status& status) { OnFailure(status); });
   // Limits need the running kernel's start; progress and stats the acts.

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -287,7 +288,23 @@ class Session final : public MsgHandler<ActorMsg>, public CutListener {
   Session(std::unique_ptr<CompiledPlan> compiled, SessionOptions options);
   friend class FetchedTensor;
 
+  // Create's steps, in order (Build runs them):
   absl::Status Build();
+  // Refuses a plan with feeds and other sources.
+  absl::Status CheckSources() const;
+  // A RegstDesc per produced register, its registers allocated (or placed
+  // in their shared block), and an ActorSpec per task with its outputs;
+  // `devices` gets every GPU a register lives on.
+  absl::Status AllocateRegisters(std::set<int>* devices);
+  // Each task's inputs and its producers' consumer lists, the feed and
+  // fetch ports, and kernel gates' wakers.
+  void ConnectTasks();
+  // A thread per stream, sized for every message that can be in flight;
+  // each register knows its producer's and consumers' threads.
+  absl::Status StartThreads();
+  // The run monitor, the per-actor bookkeeping, and every actor
+  // constructed on its own thread.
+  absl::Status ConstructActors();
   absl::Status StartLocked(int64_t pieces, std::vector<int64_t> cuts = {})
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands a fetched register back to its producer.
