@@ -185,6 +185,9 @@ class Pipeline {
   const RunTrace& trace() const;
 
  private:
+  class Compiler;  // pipeline_compiler.cc
+  // The feed of chunks that Pump issues and every source reads.
+  static constexpr char kScheduleTask[] = "schedule";
   struct Ref;
   struct Node;
   struct Held;
@@ -192,7 +195,7 @@ class Pipeline {
   // A batch out of the plan into memory of its own, its registers released.
   static std::unique_ptr<Held> CopyOut(const Held& held);
   // Writes the pipeline as a job (one operator per worker and stage) and
-  // compiles it into plan_.
+  // compiles it into plan_ (pipeline_compiler.cc).
   absl::Status Compile();
   // The pipeline's own kernels (they point at its dealers, log and
   // counter), for the compiler and the session.
