@@ -1,0 +1,98 @@
+#ifndef ACTORFLOW_CLI_FLAGS_H_
+#define ACTORFLOW_CLI_FLAGS_H_
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace actorflow {
+
+// A program's flags, declared once each (name, variable, help) and parsed
+// from --name=value or --name value; --help prints the usage generated
+// from the declarations. The variables hold the defaults when declared,
+// and --help shows them.
+//
+//   int64_t threads = 1;
+//   std::string dir;
+//   FlagSet flags("image_pipeline --dir=DIR [flags]", "Reads ...");
+//   flags.String("dir", &dir, "DIR", "the images").Required();
+//   flags.Int("threads", &threads, "CPU worker threads", /*min=*/1);
+//   flags.ParseOrExit(argc, argv);
+//
+// Errors name the flag and what it wants: "--threads: wants an integer of
+// at least 1, got 'x'", "unknown flag --thread (flags: --dir, ...)".
+class FlagSet {
+ public:
+  // `usage`: the first line of --help; `about`: the paragraphs under it;
+  // `epilog`: the text after the flags (what the program prints, say).
+  FlagSet(std::string usage, std::string about, std::string epilog = "");
+  FlagSet(const FlagSet&) = delete;
+  FlagSet& operator=(const FlagSet&) = delete;
+
+  // Each returns the set, so that the last declaration can be Required().
+  FlagSet& String(const std::string& name, std::string* value,
+                  const std::string& meta, const std::string& help);
+  FlagSet& Int(const std::string& name, int64_t* value, const std::string& help,
+               int64_t min = std::numeric_limits<int64_t>::min(),
+               int64_t max = std::numeric_limits<int64_t>::max());
+  FlagSet& Double(const std::string& name, double* value,
+                  const std::string& help,
+                  double min = -std::numeric_limits<double>::infinity());
+  // --name=true|false; a bare --name means true.
+  FlagSet& Bool(const std::string& name, bool* value, const std::string& help);
+  // One of `choices`.
+  FlagSet& Choice(const std::string& name, std::string* value,
+                  std::vector<std::string> choices, const std::string& help);
+  // The flag just declared must be given (a non-empty value).
+  FlagSet& Required();
+  // Plain arguments (not starting with --) are collected instead of
+  // refused; `meta` names them in the usage's flag list.
+  FlagSet& Positional(std::vector<std::string>* args, const std::string& meta,
+                      const std::string& help);
+
+  // argv[1..]: OK with the variables set, or the first problem. On --help
+  // or -h it stops there, returns OK and help_requested() is true.
+  absl::Status Parse(int argc, const char* const* argv);
+  bool help_requested() const { return help_requested_; }
+  // The generated usage text.
+  std::string Help() const;
+  // Parse, for a program's main: --help prints Help() and exits 0; an error
+  // prints "<program>: <error> (see --help)" and exits 2.
+  void ParseOrExit(int argc, const char* const* argv);
+
+ private:
+  enum class Kind { kString, kInt, kDouble, kBool, kChoice };
+  struct Flag {
+    std::string name;
+    Kind kind;
+    void* value;
+    std::string meta;
+    std::string help;
+    std::string default_text;
+    int64_t int_min = 0;
+    int64_t int_max = 0;
+    double double_min = 0;
+    std::vector<std::string> choices;
+    bool required = false;
+    bool seen = false;
+  };
+  FlagSet& Add(Flag flag);
+  Flag* Find(const std::string& name);
+  absl::Status Set(Flag& flag, const std::string& text);
+
+  const std::string usage_;
+  const std::string about_;
+  const std::string epilog_;
+  std::vector<Flag> flags_;
+  std::vector<std::string>* positional_ = nullptr;
+  std::string positional_meta_;
+  std::string positional_help_;
+  bool help_requested_ = false;
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_CLI_FLAGS_H_

@@ -1,0 +1,137 @@
+#include "cli/flags.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+namespace actorflow {
+namespace {
+
+// argv for Parse: the program name, then `args`.
+absl::Status ParseArgs(FlagSet* flags, std::vector<std::string> args) {
+  args.insert(args.begin(), "prog");
+  std::vector<const char*> argv;
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  return flags->Parse(static_cast<int>(argv.size()), argv.data());
+}
+
+struct Values {
+  std::string dir;
+  int64_t threads = 1;
+  double rate = 0.5;
+  bool checksum = true;
+  std::string mode = "fail";
+};
+
+void Declare(FlagSet* flags, Values* v) {
+  flags->String("dir", &v->dir, "DIR", "the images").Required();
+  flags->Int("threads", &v->threads, "worker threads", 1, 64);
+  flags->Double("rate", &v->rate, "learning rate", 0);
+  flags->Bool("checksum", &v->checksum, "hash every batch");
+  flags->Choice("on_error", &v->mode, {"fail", "skip_sample"},
+                "what a bad file does");
+}
+
+TEST_CASE("flags: both spellings, every type, defaults kept") {
+  FlagSet flags("prog --dir=DIR [flags]", "About it.");
+  Values v;
+  Declare(&flags, &v);
+  REQUIRE(ParseArgs(&flags, {"--dir", "/d", "--threads=8", "--rate=0.25",
+                             "--checksum=false", "--on_error", "skip_sample"})
+              .ok());
+  CHECK(v.dir == "/d");
+  CHECK(v.threads == 8);
+  CHECK(v.rate == 0.25);
+  CHECK_FALSE(v.checksum);
+  CHECK(v.mode == "skip_sample");
+
+  FlagSet again("prog", "");
+  Values w;
+  Declare(&again, &w);
+  REQUIRE(ParseArgs(&again, {"--dir=/e", "--checksum"}).ok());
+  CHECK(w.threads == 1);  // untouched default
+  CHECK(w.checksum);      // a bare boolean is true
+  CHECK_FALSE(again.help_requested());
+}
+
+TEST_CASE("flags: each problem names the flag and what it wants") {
+  auto error = [](std::vector<std::string> args) {
+    FlagSet flags("prog", "");
+    Values v;
+    Declare(&flags, &v);
+    absl::Status status = ParseArgs(&flags, std::move(args));
+    REQUIRE_FALSE(status.ok());
+    CHECK(status.code() == absl::StatusCode::kInvalidArgument);
+    return std::string(status.message());
+  };
+  CHECK(error({"--dir=/d", "--threads=0"}) ==
+        "--threads: wants an integer from 1 to 64, got '0'");
+  CHECK(error({"--dir=/d", "--threads=x"}) ==
+        "--threads: wants an integer from 1 to 64, got 'x'");
+  CHECK(error({"--dir=/d", "--rate=-1"}) ==
+        "--rate: wants a number of at least 0, got '-1'");
+  CHECK(error({"--dir=/d", "--rate=nan"}) ==
+        "--rate: wants a number of at least 0, got 'nan'");
+  CHECK(error({"--dir=/d", "--checksum=yes"}) ==
+        "--checksum: true or false, got 'yes'");
+  CHECK(error({"--dir=/d", "--on_error=skip"}) ==
+        "--on_error: fail or skip_sample, got 'skip'");
+  CHECK(error({"--dir=/d", "--thread=2"}) ==
+        "unknown flag --thread (flags: --dir, --threads, --rate, --checksum, "
+        "--on_error, --help)");
+  CHECK(error({"--dir"}) == "flag --dir needs a value");
+  CHECK(error({"--threads=2"}) == "--dir is required");
+  CHECK(error({"--dir="}) == "--dir is required");
+  CHECK(error({"--dir=/d", "extra"}) ==
+        "unexpected argument 'extra' (flags are --name=value)");
+}
+
+TEST_CASE("flags: --help stops parsing; the usage lists every flag") {
+  FlagSet flags("prog --dir=DIR [flags]", "Reads DIR.", "Prints one line.");
+  Values v;
+  Declare(&flags, &v);
+  REQUIRE(ParseArgs(&flags, {"--threads=x", "--help"}).ok() == false);
+  FlagSet asked("prog --dir=DIR [flags]", "Reads DIR.", "Prints one line.");
+  Declare(&asked, &v);
+  REQUIRE(ParseArgs(&asked, {"-h", "--threads=x"}).ok());
+  CHECK(asked.help_requested());
+  const std::string help = asked.Help();
+  CHECK(help ==
+        "prog --dir=DIR [flags]\n"
+        "\n"
+        "Reads DIR.\n"
+        "\n"
+        "Flags:\n"
+        "  --dir=DIR           the images (required)\n"
+        "  --threads=N         worker threads (default 1)\n"
+        "  --rate=X            learning rate (default 0.5)\n"
+        "  --checksum=B        hash every batch (default true)\n"
+        "  --on_error=fail|skip_sample\n"
+        "                      what a bad file does (default fail)\n"
+        "  --help              this text\n"
+        "\n"
+        "Prints one line.\n");
+}
+
+TEST_CASE("flags: long help wraps under its column; positionals collected") {
+  std::vector<std::string> files;
+  int64_t n = 3;
+  FlagSet flags("prog FILE... [flags]", "");
+  flags.Positional(&files, "FILE...", "the inputs");
+  flags.Int("n", &n,
+            "a long explanation of what this number does, long enough that "
+            "it has to wrap onto a second line of the usage");
+  REQUIRE(ParseArgs(&flags, {"a.txt", "--n=4", "b.txt"}).ok());
+  CHECK(files == std::vector<std::string>{"a.txt", "b.txt"});
+  CHECK(n == 4);
+  const std::string help = flags.Help();
+  CHECK(help.find("  FILE...             the inputs\n") != std::string::npos);
+  CHECK(help.find("  --n=N               a long explanation of what this "
+                  "number does, long enough\n"
+                  "                      that it has to wrap onto a second "
+                  "line of the usage\n"
+                  "                      (default 3)\n") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace actorflow
