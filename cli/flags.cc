@@ -108,6 +108,11 @@ FlagSet& FlagSet::Required() {
   return *this;
 }
 
+FlagSet& FlagSet::NoDefault() {
+  if (!flags_.empty()) flags_.back().default_text.clear();
+  return *this;
+}
+
 FlagSet& FlagSet::Positional(std::vector<std::string>* args,
                              const std::string& meta, const std::string& help) {
   positional_ = args;
@@ -183,6 +188,7 @@ absl::Status FlagSet::Set(Flag& flag, const std::string& text) {
 
 absl::Status FlagSet::Parse(int argc, const char* const* argv) {
   help_requested_ = false;
+  for (Flag& flag : flags_) flag.seen = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -236,6 +242,13 @@ absl::Status FlagSet::Parse(int argc, const char* const* argv) {
     }
   }
   return absl::OkStatus();
+}
+
+bool FlagSet::given(const std::string& name) const {
+  for (const Flag& flag : flags_) {
+    if (flag.name == name) return flag.seen;
+  }
+  return false;
 }
 
 std::string FlagSet::Help() const {

@@ -48,6 +48,9 @@ class FlagSet {
                   std::vector<std::string> choices, const std::string& help);
   // The flag just declared must be given (a non-empty value).
   FlagSet& Required();
+  // --help shows no default for the flag just declared (its default means
+  // "not given").
+  FlagSet& NoDefault();
   // Plain arguments (not starting with --) are collected instead of
   // refused; `meta` names them in the usage's flag list.
   FlagSet& Positional(std::vector<std::string>* args, const std::string& meta,
@@ -57,6 +60,8 @@ class FlagSet {
   // or -h it stops there, returns OK and help_requested() is true.
   absl::Status Parse(int argc, const char* const* argv);
   bool help_requested() const { return help_requested_; }
+  // Whether the last Parse set flag `name` (a default is not given).
+  bool given(const std::string& name) const;
   // The generated usage text.
   std::string Help() const;
   // Parse, for a program's main: --help prints Help() and exits 0; an error

@@ -12,8 +12,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "cli/flags.h"
 #include "examples/mnist_mlp/mnist_training.h"
-#include "examples/pipeline/cli_flags.h"
 #include "memory/cuda_api.h"
 #include "nn/cpu_isa.h"
 #include "nn/dense_math.h"
@@ -25,71 +25,108 @@ namespace {
 
 using actorflow::JsonNumber;
 using actorflow::JsonString;
-using actorflow::examples::CliFlags;
 using actorflow::examples::EpochReport;
 using actorflow::examples::MnistOptions;
 
-constexpr char kUsage[] = R"(usage: mnist_mlp [flags]
-
-Trains a perceptron (784 inputs, --hidden ReLU layers, 10 classes; softmax
+constexpr char kAbout[] =
+    R"(Trains a perceptron (784 inputs, --hidden ReLU layers, 10 classes; softmax
 cross-entropy; SGD with momentum) on Fashion-MNIST, as one actorflow plan.
 Its layers are split over --streams CPU streams by their units (every stream
 sees the whole batch and holds a slice of each large weight matrix), and the
 plan reads the IDX files itself, so the streams keep the cores. Each weight
 is a `variable` task in a cycle with its `sgd_momentum` optimizer. The test
-set is evaluated after every epoch.
+set is evaluated after every epoch.)";
 
-flags:
-  --epochs=N          passes over the training set (2)
-  --batch=N           samples per step (64)
-  --hidden=N[,N...]   units of each hidden layer (256), e.g. 1024,1024
-  --lr=X              learning rate (0.02)
-  --momentum=X        momentum (0.9)
-  --decay=X           the learning rate is multiplied by X after each epoch
-                      (0.2)
-  --streams=N         CPU streams the layers are split over (2); every
-                      hidden layer needs at least N units. --towers=N is
-                      the same flag under its old name
-  --seed=N            initial weights and shuffling (1)
-  --train_limit=N     train on the first N samples only (0: all 60000)
-  --test_limit=N      evaluate on the first N samples only (0: all 10000)
-  --data=plan|pipelines
-                      plan: the plan reads the IDX files itself (default);
-                      pipelines: two data pipelines on their own threads
-                      feed it (same batches, same numbers)
-  --threads=N         data pipeline worker threads, with --data=pipelines (1)
-  --prefetch=N        batches the data pipelines prepare ahead (2)
-  --data_dir=DIR      the Fashion-MNIST IDX files (default: the
-                      dataset-fashion-mnist package's, or
-                      $ACTORFLOW_FASHION_MNIST)
-  --reference         run the sequential reference loop instead of the plan
-                      (same arithmetic, one thread; same numbers)
-  --gpu               run the streams on GPU streams of device 0 (CUDA builds
-                      and the emulated device; results agree with the CPU
-                      within float rounding)
-  --checkpoint_dir=DIR
-                      write checkpoints under DIR: every weight, optimizer
-                      velocity and step count, the data's place and the
-                      epoch's running totals, at a cut between steps;
-                      atomically, checksummed, while training goes on.
-                      One at the end, and one every --checkpoint_every
-  --checkpoint_every=STEPS
-                      a checkpoint after every STEPS training steps
-  --resume            start from the newest checkpoint in --checkpoint_dir
-                      (none yet: from the beginning, saying so); with the
-                      same flags, a run killed at any moment and resumed
-                      ends with the same loss, accuracy and weights, bit for
-                      bit, as one never stopped
-  --keep_last=N       keep only the newest N checkpoints (default: all)
-  --write_plan=FILE   write the training plan (text format) and continue
-  --trace=FILE        write a Chrome trace of every act; prints each
-                      stream's busy share
-  --help              this text
-
-The dense arithmetic runs at the best vector level the CPU has (AVX-512,
+constexpr char kEpilog[] =
+    R"(The dense arithmetic runs at the best vector level the CPU has (AVX-512,
 AVX2+FMA or SSE2, picked at start-up); $ACTORFLOW_ISA=baseline|avx2|avx512
-pins a lower one (results are bit-identical at one level).
-)";
+pins a lower one (results are bit-identical at one level).)";
+
+// The flags, with their defaults.
+struct Flags {
+  int64_t epochs = 2;
+  int64_t batch = 64;
+  std::string hidden = "256";
+  double lr = 0.02;
+  double momentum = 0.9;
+  double decay = 0.2;
+  int64_t streams = 2;
+  int64_t towers = 0;  // --streams' old name; 0: not given
+  int64_t seed = 1;
+  int64_t train_limit = 0;
+  int64_t test_limit = 0;
+  std::string data = "plan";
+  int64_t threads = 1;
+  int64_t prefetch = 2;
+  std::string data_dir;
+  bool reference = false;
+  bool gpu = false;
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  bool resume = false;
+  int64_t keep_last = 0;
+  std::string write_plan;
+  std::string trace;
+};
+
+void Declare(actorflow::FlagSet* set, Flags* f) {
+  set->Int("epochs", &f->epochs, "passes over the training set", 1);
+  set->Int("batch", &f->batch, "samples per step", 1);
+  set->String("hidden", &f->hidden, "N[,N...]",
+              "units of each hidden layer, e.g. 1024,1024");
+  set->Double("lr", &f->lr, "learning rate", 0);
+  set->Double("momentum", &f->momentum, "momentum", 0);
+  set->Double("decay", &f->decay,
+              "the learning rate is multiplied by X after each epoch", 0);
+  set->Int("streams", &f->streams,
+           "CPU streams the layers are split over; every hidden layer needs "
+           "at least N units",
+           1);
+  set->Int("towers", &f->towers, "--streams under its old name", 1).NoDefault();
+  set->Int("seed", &f->seed, "initial weights and shuffling", 0);
+  set->Int("train_limit", &f->train_limit,
+           "train on the first N samples only; 0: all 60000", 0);
+  set->Int("test_limit", &f->test_limit,
+           "evaluate on the first N samples only; 0: all 10000", 0);
+  set->Choice("data", &f->data, {"plan", "pipelines"},
+              "plan: the plan reads the IDX files itself; pipelines: two data "
+              "pipelines on their own threads feed it (same batches, same "
+              "numbers)");
+  set->Int("threads", &f->threads,
+           "data pipeline worker threads, with --data=pipelines", 1);
+  set->Int("prefetch", &f->prefetch, "batches the data pipelines prepare ahead",
+           1);
+  set->String("data_dir", &f->data_dir, "DIR",
+              "the Fashion-MNIST IDX files; default: the "
+              "dataset-fashion-mnist package's, or $ACTORFLOW_FASHION_MNIST");
+  set->Bool("reference", &f->reference,
+            "run the sequential reference loop instead of the plan (same "
+            "arithmetic, one thread; same numbers)");
+  set->Bool("gpu", &f->gpu,
+            "run the streams on GPU streams of device 0 (CUDA builds and the "
+            "emulated device; results agree with the CPU within float "
+            "rounding)");
+  set->String("checkpoint_dir", &f->checkpoint_dir, "DIR",
+              "write checkpoints under DIR: every weight, optimizer velocity "
+              "and step count, the data's place and the epoch's running "
+              "totals, at a cut between steps; atomically, checksummed, while "
+              "training goes on. One at the end, and one every "
+              "--checkpoint_every");
+  set->Int("checkpoint_every", &f->checkpoint_every,
+           "a checkpoint after every N training steps; 0: only at the end", 0);
+  set->Bool("resume", &f->resume,
+            "start from the newest checkpoint in --checkpoint_dir (none yet: "
+            "from the beginning, saying so); with the same flags, a run "
+            "killed at any moment and resumed ends with the same loss, "
+            "accuracy and weights, bit for bit, as one never stopped");
+  set->Int("keep_last", &f->keep_last,
+           "keep only the newest N checkpoints; 0: all", 0);
+  set->String("write_plan", &f->write_plan, "FILE",
+              "write the training plan (text format) and continue");
+  set->String("trace", &f->trace, "FILE",
+              "write a Chrome trace of every act; prints each stream's busy "
+              "share");
+}
 
 // "1024,1024" -> {1024, 1024}.
 absl::StatusOr<std::vector<int64_t>> ParseLayers(const std::string& text) {
@@ -116,99 +153,39 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CliFlags flags({{"epochs", "2"},
-                  {"batch", "64"},
-                  {"hidden", "256"},
-                  {"lr", "0.02"},
-                  {"decay", "0.2"},
-                  {"momentum", "0.9"},
-                  {"streams", ""},
-                  {"towers", ""},
-                  {"data", "plan"},
-                  {"seed", "1"},
-                  {"train_limit", "0"},
-                  {"test_limit", "0"},
-                  {"threads", "1"},
-                  {"prefetch", "2"},
-                  {"data_dir", ""},
-                  {"reference", "false"},
-                  {"write_plan", ""},
-                  {"checkpoint_dir", ""},
-                  {"checkpoint_every", "0"},
-                  {"keep_last", "0"},
-                  {"trace", ""}});
-  // --reference, --gpu and --resume take no value.
-  std::vector<char*> args;
-  bool reference = false, gpu = false, resume = false;
-  for (int i = 0; i < argc; ++i) {
-    if (std::string(argv[i]) == "--reference") {
-      reference = true;
-    } else if (std::string(argv[i]) == "--gpu") {
-      gpu = true;
-    } else if (std::string(argv[i]) == "--resume") {
-      resume = true;
-    } else {
-      args.push_back(argv[i]);
-    }
-  }
-  bool help = false;
-  absl::Status parsed =
-      flags.Parse(static_cast<int>(args.size()), args.data(), &help);
-  if (help) {
-    std::fputs(kUsage, stdout);
+  Flags f;
+  actorflow::FlagSet flags("mnist_mlp [flags]", kAbout, kEpilog);
+  Declare(&flags, &f);
+  absl::Status parsed = flags.Parse(argc, argv);
+  if (flags.help_requested()) {
+    std::fputs(flags.Help().c_str(), stdout);
     return 0;
   }
   if (!parsed.ok()) {
-    std::fprintf(stderr, "%s\n\n%s", std::string(parsed.message()).c_str(),
-                 kUsage);
+    std::fprintf(stderr, "mnist_mlp: %s (see --help)\n",
+                 std::string(parsed.message()).c_str());
     return Fail(std::string(parsed.message()));
   }
-  if (flags.String("reference") == "true") reference = true;
-
+  const bool reference = f.reference, gpu = f.gpu, resume = f.resume;
   MnistOptions options;
-  auto epochs = flags.Int("epochs", 1);
-  auto batch = flags.Int("batch", 1);
-  auto hidden = ParseLayers(flags.String("hidden"));
-  if (!flags.String("streams").empty() && !flags.String("towers").empty()) {
+  auto hidden = ParseLayers(f.hidden);
+  if (!hidden.ok()) return Fail(std::string(hidden.status().message()));
+  if (flags.given("streams") && flags.given("towers")) {
     return Fail("give --streams or --towers (its old name), not both");
   }
-  const std::string streams_flag =
-      !flags.String("towers").empty() ? "towers" : "streams";
-  if (flags.String(streams_flag).empty()) flags.Set(streams_flag, "2");
-  auto towers = flags.Int(streams_flag, 1);
-  const std::string data = flags.String("data");
-  if (data != "plan" && data != "pipelines") {
-    return Fail(absl::StrCat("--data: plan or pipelines, got '", data, "'"));
-  }
+  const int64_t streams = flags.given("towers") ? f.towers : f.streams;
   if (auto isa = actorflow::nn::IsaFromEnvironment(); !isa.ok()) {
     return Fail(std::string(isa.status().message()));
   }
-  auto seed = flags.Int("seed", 0);
-  auto train_limit = flags.Int("train_limit", 0);
-  auto test_limit = flags.Int("test_limit", 0);
-  auto threads = flags.Int("threads", 1);
-  auto prefetch = flags.Int("prefetch", 1);
-  auto lr = flags.Double("lr", 0);
-  auto momentum = flags.Double("momentum", 0);
-  auto decay = flags.Double("decay", 0);
-  auto checkpoint_every = flags.Int("checkpoint_every", 0);
-  auto keep_last = flags.Int("keep_last", 0);
-  for (const absl::Status& status :
-       {epochs.status(), batch.status(), hidden.status(), towers.status(),
-        seed.status(), train_limit.status(), test_limit.status(),
-        threads.status(), prefetch.status(), lr.status(), momentum.status(),
-        decay.status(), checkpoint_every.status(), keep_last.status()}) {
-    if (!status.ok()) return Fail(std::string(status.message()));
-  }
-  options.checkpoint_dir = flags.String("checkpoint_dir");
-  options.checkpoint_every = *checkpoint_every;
-  options.keep_last = static_cast<int>(*keep_last);
+  options.checkpoint_dir = f.checkpoint_dir;
+  options.checkpoint_every = f.checkpoint_every;
+  options.keep_last = static_cast<int>(f.keep_last);
   options.resume = resume;
   if (options.checkpoint_dir.empty() &&
-      (resume || *checkpoint_every > 0 || *keep_last > 0)) {
-    return Fail(absl::StrCat(resume           ? "--resume"
-                             : *keep_last > 0 ? "--keep_last"
-                                              : "--checkpoint_every",
+      (resume || f.checkpoint_every > 0 || f.keep_last > 0)) {
+    return Fail(absl::StrCat(resume            ? "--resume"
+                             : f.keep_last > 0 ? "--keep_last"
+                                               : "--checkpoint_every",
                              " needs --checkpoint_dir=DIR"));
   }
   if (!options.checkpoint_dir.empty() && reference) {
@@ -216,11 +193,11 @@ int main(int argc, char** argv) {
         "--checkpoint_dir: checkpoints are of the plan, not of "
         "--reference");
   }
-  options.epochs = static_cast<int>(*epochs);
-  options.model.batch_size = *batch;
+  options.epochs = static_cast<int>(f.epochs);
+  options.model.batch_size = f.batch;
   options.model.hidden = *hidden;
-  options.model.streams = static_cast<int>(*towers);
-  options.pipelines = data == "pipelines";
+  options.model.streams = static_cast<int>(streams);
+  options.pipelines = f.data == "pipelines";
   options.model.gpu = gpu;
   if (gpu && !reference) {
     // One line rather than the plan's error for every GPU task.
@@ -229,28 +206,28 @@ int main(int argc, char** argv) {
       return Fail(absl::StrCat("--gpu: no usable GPU: ", usable.message()));
     }
   }
-  options.model.seed = static_cast<uint64_t>(*seed);
-  options.model.lr = *lr;
-  options.model.momentum = *momentum;
-  options.model.decay = *decay;
+  options.model.seed = static_cast<uint64_t>(f.seed);
+  options.model.lr = f.lr;
+  options.model.momentum = f.momentum;
+  options.model.decay = f.decay;
   options.decay_per_epoch = true;
-  options.data_seed = static_cast<uint64_t>(*seed);
-  options.train_limit = *train_limit;
-  options.test_limit = *test_limit;
-  options.data_threads = static_cast<int>(*threads);
-  options.prefetch = static_cast<int>(*prefetch);
-  options.data_dir = flags.String("data_dir");
-  const std::string trace_path = flags.String("trace");
+  options.data_seed = static_cast<uint64_t>(f.seed);
+  options.train_limit = f.train_limit;
+  options.test_limit = f.test_limit;
+  options.data_threads = static_cast<int>(f.threads);
+  options.prefetch = static_cast<int>(f.prefetch);
+  options.data_dir = f.data_dir;
+  const std::string trace_path = f.trace;
   options.trace = !trace_path.empty();
 
-  if (!flags.String("write_plan").empty()) {
+  if (!f.write_plan.empty()) {
     auto plan = actorflow::nn::BuildMlpPlan(options.model);
     if (!plan.ok()) return Fail(std::string(plan.status().message()));
-    std::ofstream out(flags.String("write_plan"));
+    std::ofstream out(f.write_plan);
     out << plan->DebugString();
     if (!out) {
-      return Fail(absl::StrCat("--write_plan: cannot write '",
-                               flags.String("write_plan"), "'"));
+      return Fail(
+          absl::StrCat("--write_plan: cannot write '", f.write_plan, "'"));
     }
   }
 

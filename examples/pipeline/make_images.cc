@@ -16,7 +16,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
-#include "examples/pipeline/cli_flags.h"
+#include "cli/flags.h"
 #include "pipeline/dataset.h"
 #include "pipeline/fixtures.h"
 
@@ -26,65 +26,53 @@ namespace fs = std::filesystem;
 using namespace actorflow;            // NOLINT(build/namespaces)
 using namespace actorflow::pipeline;  // NOLINT(build/namespaces)
 
-constexpr char kUsage[] =
-    "make_images --out=DIR [--count=200] [--size=256] [--corrupt=0]\n"
-    "  Writes --count JPEG/PNG images made from Fashion-MNIST (Debian's\n"
-    "  dataset-fashion-mnist) under DIR/<label>/, upscaled to --size px,\n"
-    "  plus --corrupt broken files (truncated JPEG, truncated PNG, garbage,\n"
-    "  a JPEG claiming 60000 x 60000 pixels).\n"
-    "make_images --out=DIR --kind=photo [--count=200] [--width=500]\n"
-    "            [--height=375] [--classes=10]\n"
-    "  Writes --count photo-sized JPEGs (quality 90) with a photo's\n"
-    "  texture (noise over seven octaves, shapes, grain) under\n"
-    "  DIR/class<k>/: what the image pipeline benchmarks decode.\n";
+constexpr char kAbout[] =
+    "--kind=fashion writes --count JPEG/PNG images made from Fashion-MNIST\n"
+    "(Debian's dataset-fashion-mnist) under DIR/<label>/, upscaled to --size\n"
+    "px, plus --corrupt broken files (truncated JPEG, truncated PNG, garbage,\n"
+    "a JPEG claiming 60000 x 60000 pixels).\n"
+    "--kind=photo writes --count photo-sized JPEGs (quality 90, --width x\n"
+    "--height) with a photo's texture (noise over seven octaves, shapes,\n"
+    "grain) under DIR/class<k>/: what the image pipeline benchmarks decode.";
 
-absl::Status Main(int argc, char** argv) {
-  examples::CliFlags flags({{"out", ""},
-                            {"count", "200"},
-                            {"size", "256"},
-                            {"corrupt", "0"},
-                            {"kind", "fashion"},
-                            {"width", "500"},
-                            {"height", "375"},
-                            {"classes", "10"}});
-  bool help = false;
-  absl::Status ok = flags.Parse(argc, argv, &help);
-  if (!ok.ok()) return ok;
-  if (help) {
-    std::cout << kUsage;
-    return absl::OkStatus();
-  }
-  auto count = flags.Int("count", 1);
-  auto size = flags.Int("size", 8);
-  auto corrupt = flags.Int("corrupt", 0);
-  for (const auto& v : {count, size, corrupt}) {
-    if (!v.ok()) return v.status();
-  }
-  const fs::path out = flags.String("out");
-  if (out.empty()) return absl::InvalidArgumentError("--out is required");
-  const std::string kind = flags.String("kind");
-  if (kind == "photo") {
-    auto width = flags.Int("width", 1);
-    auto height = flags.Int("height", 1);
-    auto classes = flags.Int("classes", 1);
-    for (const auto& v : {width, height, classes}) {
-      if (!v.ok()) return v.status();
-    }
-    ok = WritePhotoImages(out.string(), *count, *height, *width, *classes);
+struct Flags {
+  std::string out;
+  int64_t count = 200;
+  int64_t size = 256;
+  int64_t corrupt = 0;
+  std::string kind = "fashion";
+  int64_t width = 500;
+  int64_t height = 375;
+  int64_t classes = 10;
+};
+
+void Declare(FlagSet* set, Flags* f) {
+  set->String("out", &f->out, "DIR", "where the images go").Required();
+  set->Int("count", &f->count, "images to write", 1);
+  set->Choice("kind", &f->kind, {"fashion", "photo"}, "what they look like");
+  set->Int("size", &f->size, "fashion: side in pixels", 8);
+  set->Int("corrupt", &f->corrupt, "fashion: broken files besides", 0);
+  set->Int("width", &f->width, "photo: width in pixels", 1);
+  set->Int("height", &f->height, "photo: height in pixels", 1);
+  set->Int("classes", &f->classes, "photo: subdirectories (labels)", 1);
+}
+
+absl::Status Main(const Flags& f) {
+  const fs::path out = f.out;
+  if (f.kind == "photo") {
+    absl::Status ok =
+        WritePhotoImages(out.string(), f.count, f.height, f.width, f.classes);
     if (!ok.ok()) return ok;
-    std::cout << "wrote " << *count << " photos of " << *width << " x "
-              << *height << " under " << out.string() << "\n";
+    std::cout << "wrote " << f.count << " photos of " << f.width << " x "
+              << f.height << " under " << out.string() << "\n";
     return absl::OkStatus();
   }
-  if (kind != "fashion") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--kind: fashion or photo, got '", kind, "'"));
-  }
-  ok = WriteFashionImages(out.string(), *count, *size, *corrupt);
+  absl::Status ok =
+      WriteFashionImages(out.string(), f.count, f.size, f.corrupt);
   if (!ok.ok()) return ok;
-  std::cout << "wrote " << *count << " images"
-            << (*corrupt ? absl::StrCat(" and ", *corrupt, " broken files")
-                         : "")
+  std::cout << "wrote " << f.count << " images"
+            << (f.corrupt ? absl::StrCat(" and ", f.corrupt, " broken files")
+                          : "")
             << " under " << out.string() << "\n";
   return absl::OkStatus();
 }
@@ -92,9 +80,17 @@ absl::Status Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::Status status = Main(argc, argv);
+  Flags flags;
+  FlagSet set("make_images --out=DIR [flags]", kAbout);
+  Declare(&set, &flags);
+  absl::Status status = set.Parse(argc, argv);
+  if (set.help_requested()) {
+    std::cout << set.Help();
+    return 0;
+  }
+  if (status.ok()) status = Main(flags);
   if (!status.ok()) {
-    std::cerr << "make_images: " << status.message() << "\n" << kUsage;
+    std::cerr << "make_images: " << status.message() << " (see --help)\n";
     return 1;
   }
   return 0;
