@@ -9,7 +9,10 @@
 #include <cstring>
 #include <functional>
 #include <initializer_list>
+#include <string>
 #include <vector>
+
+#include "cli/flags.h"
 
 namespace actorflow::bench {
 
@@ -37,40 +40,23 @@ inline double MedianOf(int samples, int warmup,
 }
 
 struct IntFlag {
-  const char* name;  // "--samples"
-  int64_t* value;
+  const char* name;  // "samples"
+  int64_t* value;    // holds the default
+  const char* help;
+  int64_t min = 1;
 };
 
-// Parses `--name=N` arguments (N a positive integer) into `flags`; --help
-// prints `help` and exits 0; anything else exits 2 with a message.
+// Parses --name=N flags into `flags` with cli/flags (a bad value or an
+// unknown flag exits 2, naming it); --help prints the usage generated from
+// `about` and the flags, and exits 0.
 inline void ParseFlags(const char* program, int argc, char** argv,
-                       std::initializer_list<IntFlag> flags, const char* help) {
-  for (int i = 1; i < argc; ++i) {
-    const char* arg = argv[i];
-    if (std::strcmp(arg, "--help") == 0) {
-      std::fputs(help, stdout);
-      std::exit(0);
-    }
-    bool known = false;
-    for (const IntFlag& flag : flags) {
-      size_t len = std::strlen(flag.name);
-      if (std::strncmp(arg, flag.name, len) != 0 || arg[len] != '=') continue;
-      char* end = nullptr;
-      long long v = std::strtoll(arg + len + 1, &end, 10);
-      if (*end != '\0' || v <= 0) {
-        std::fprintf(stderr, "%s: %s needs a positive integer\n", program,
-                     flag.name);
-        std::exit(2);
-      }
-      *flag.value = v;
-      known = true;
-    }
-    if (!known) {
-      std::fprintf(stderr, "%s: unknown argument '%s' (--help)\n", program,
-                   arg);
-      std::exit(2);
-    }
+                       std::initializer_list<IntFlag> flags,
+                       const char* about) {
+  FlagSet set(std::string(program) + " [flags]", about);
+  for (const IntFlag& flag : flags) {
+    set.Int(flag.name, flag.value, flag.help, flag.min);
   }
+  set.ParseOrExit(argc, argv);
 }
 
 // Medians of two measurements taken in alternation, so that both see the

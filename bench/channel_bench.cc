@@ -204,25 +204,22 @@ double IdleReceiverCpuPercent(int idle_ms) {
 
 constexpr char kHelp[] =
     "channel_bench: cross-thread message costs of actorflow's Channel and\n"
-    "Thread beside a mutex/condvar/std::queue channel, in one run.\n\n"
-    "  --samples=N       samples per measurement; the median is shown (11)\n"
-    "  --round_trips=N   round trips per actorflow sample (20000)\n"
-    "  --baseline_round_trips=N  per mutex/condvar sample (2000)\n"
-    "  --senders=N       senders in the many-to-one test (3)\n"
-    "  --per_sender=N    messages per sender (300000)\n"
-    "  --idle_ms=N       how long to watch a parked receiver (300)\n"
-    "  --help            this text\n";
+    "Thread beside a mutex/condvar/std::queue channel, in one run.";
 
 int Main(int argc, char** argv) {
   Config config;
-  ParseFlags("channel_bench", argc, argv,
-             {{"--samples", &config.samples},
-              {"--round_trips", &config.round_trips},
-              {"--baseline_round_trips", &config.baseline_round_trips},
-              {"--senders", &config.senders},
-              {"--per_sender", &config.per_sender},
-              {"--idle_ms", &config.idle_ms}},
-             kHelp);
+  ParseFlags(
+      "channel_bench", argc, argv,
+      {{"samples", &config.samples,
+        "samples per measurement; the median is shown"},
+       {"round_trips", &config.round_trips, "round trips per actorflow sample"},
+       {"baseline_round_trips", &config.baseline_round_trips,
+        "round trips per mutex/condvar sample"},
+       {"senders", &config.senders, "senders in the many-to-one test"},
+       {"per_sender", &config.per_sender, "messages per sender"},
+       {"idle_ms", &config.idle_ms,
+        "how long to watch a parked receiver, in ms"}},
+      kHelp);
   std::printf(
       "channel_bench: %u hardware threads, %lld samples per figure "
       "(medians, taken alternately with a mutex/condvar channel)\n\n",

@@ -19,20 +19,16 @@
 namespace {
 
 constexpr char kHelp[] =
-    R"(usage: checkpoint_bench [--samples=N] [--every=STEPS]
-  [--epochs=N]
-
-Per sample, two trainings of the 784-256-10 MLP (2 streams, batch 64) for
---epochs epochs (3), one without checkpoints and one with a checkpoint
-every --every training steps (500) under $TMPDIR (or /tmp), in alternating
-order. Prints the medians of --samples (11) of the steady-state training
+    R"(Per sample, two trainings of the 784-256-10 MLP (2 streams, batch 64) for
+--epochs epochs, one without checkpoints and one with a checkpoint
+every --every training steps under $TMPDIR (or /tmp), in alternating
+order. Prints the medians of --samples of the steady-state training
 rate (epochs 2 on, where the files are read already) and the median of the
 per-pair ratios with their spread (the target: at most 3 % slower, a ratio
 of at least 0.97), and what one checkpoint costs: its bytes, how long the
 streams were held up taking it, the write and sync beside the training and
 the CPU time that took, and from those the share of the training's time
-between two checkpoints that checkpoints take.
-)";
+between two checkpoints that checkpoints take.)";
 
 using actorflow::examples::MnistOptions;
 using actorflow::examples::TrainSummary;
@@ -53,12 +49,10 @@ int main(int argc, char** argv) {
   int64_t samples = 11, every = 500, epochs = 3;
   actorflow::bench::ParseFlags(
       "checkpoint_bench", argc, argv,
-      {{"--samples", &samples}, {"--every", &every}, {"--epochs", &epochs}},
+      {{"samples", &samples, "pairs of trainings"},
+       {"every", &every, "training steps between two checkpoints"},
+       {"epochs", &epochs, "epochs per training (at least 2)", 2}},
       kHelp);
-  if (epochs < 2) {
-    std::fprintf(stderr, "checkpoint_bench: --epochs: at least 2\n");
-    return 2;
-  }
   const char* tmp = std::getenv("TMPDIR");
   const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") +
                           "/checkpoint_bench." + std::to_string(getpid());

@@ -66,9 +66,10 @@ Job MakeJob(int ops, uint64_t seed) {
 int main(int argc, char** argv) {
   using namespace actorflow;
   int64_t samples = 5;
-  bench::ParseFlags("compiler_bench", argc, argv, {{"--samples", &samples}},
-                    "compiler_bench [--samples=N]: compile time of jobs of "
-                    "10, 1000 and 10000 operators (medians of N)\n");
+  bench::ParseFlags(
+      "compiler_bench", argc, argv,
+      {{"samples", &samples, "compilations per job size (median shown)"}},
+      "Compile time of jobs of 10, 1000 and 10000 operators.");
   std::printf("%8s %8s %8s %12s %12s %10s\n", "ops", "tasks", "boxing",
               "ms/job", "us/op", "vs 1000");
   double per_op_1000 = 0;

@@ -35,18 +35,13 @@ constexpr char kHelp[] =
     "engine_bench: operations per second of each dependency engine type on\n"
     "a random workload of empty operations (100 variables, each op writes\n"
     "one and reads up to four), beside oneTBB's flow graph running the same\n"
-    "dependency graph in the same run.\n"
-    "\n"
-    "  --ops=N      operations per sample (default 100000)\n"
-    "  --vars=N     variables (default 100)\n"
-    "  --samples=N  samples per measurement (default 7)\n"
-    "\n"
+    "dependency graph in the same run.\n\n"
     "Thread counts come from ACTORFLOW_CPU_WORKER_NTHREADS and friends (see\n"
     "docs/engine.md). Prints medians and the median ratio engine / TBB, and "
     "for\n"
     "reference TBB's rate without destroying its graph (not in the ratio),\n"
     "and each side's process CPU time per operation (pusher and workers);\n"
-    "then the profiler's cost per operation (off and on, in alternation).\n";
+    "then the profiler's cost per operation (off and on, in alternation).";
 
 }  // namespace
 }  // namespace actorflow::bench
@@ -56,9 +51,9 @@ int main(int argc, char** argv) {
   using namespace actorflow::bench;
   Config config;
   ParseFlags("engine_bench", argc, argv,
-             {{"--ops", &config.ops},
-              {"--vars", &config.vars},
-              {"--samples", &config.samples}},
+             {{"ops", &config.ops, "operations per sample"},
+              {"vars", &config.vars, "variables"},
+              {"samples", &config.samples, "samples per measurement"}},
              kHelp);
   std::vector<DepOp> ops =
       RandomDepOps(config.ops, static_cast<int>(config.vars), 20261122);

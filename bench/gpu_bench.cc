@@ -29,13 +29,7 @@ namespace actorflow::bench {
 namespace {
 
 constexpr char kHelp[] = R"(gpu_bench: stream callback latency and pipelined
-GPU throughput against a cudaStreamSynchronize loop (see bench/gpu_bench.cc).
-
-  --samples=N     timed samples per figure (median reported), default 7
-  --round_trips=N launches per latency sample, default 2000
-  --pieces=N      pieces per pipeline sample, default 3000
-  --kernel_us=N   length of each pipeline kernel, default 10
-)";
+GPU throughput against a cudaStreamSynchronize loop (see bench/gpu_bench.cc).)";
 
 constexpr int kStages = 3;  // spin kernels per piece
 
@@ -142,12 +136,13 @@ double SyncLoopRate(CudaStream* stream, float* a, float* b, double* scratch,
 
 int Main(int argc, char** argv) {
   int64_t samples = 7, round_trips = 2000, pieces = 3000, kernel_us = 10;
-  ParseFlags("gpu_bench", argc, argv,
-             {{"--samples", &samples},
-              {"--round_trips", &round_trips},
-              {"--pieces", &pieces},
-              {"--kernel_us", &kernel_us}},
-             kHelp);
+  ParseFlags(
+      "gpu_bench", argc, argv,
+      {{"samples", &samples, "timed samples per figure (median shown)"},
+       {"round_trips", &round_trips, "launches per latency sample"},
+       {"pieces", &pieces, "pieces per pipeline sample"},
+       {"kernel_us", &kernel_us, "length of each pipeline kernel, in us"}},
+      kHelp);
   absl::Status device = cuda::DeviceAvailable(0);
   if (!device.ok()) {
     std::printf("SKIPPED: gpu_bench: %s\n",

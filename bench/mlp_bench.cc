@@ -13,30 +13,28 @@
 
 namespace {
 
-constexpr char kHelp[] = R"(usage: mlp_bench [--samples=N] [--train_limit=N]
-  [--streams=N] [--batch=N] [--spin_ns=N]
-
-Two epochs of 784-256-10 training (each followed by the test set's
+constexpr char kHelp[] =
+    R"(Two epochs of 784-256-10 training (each followed by the test set's
 evaluation) per sample, alternating the sequential reference loop and the
-plan. Prints the medians of --samples runs (3) of training samples/s in
+plan. Prints the medians of --samples runs of training samples/s in
 epoch 1 (which includes reading the files) and epoch 2 (the steady state),
 and their ratios; the target on 2 cores is the plan at least 1.5x the loop
-in the steady state. --train_limit trains on the first N samples (0: all
-60000).
-)";
+in the steady state.)";
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using actorflow::examples::MnistOptions;
   int64_t samples = 3, train_limit = 0, towers = 2, batch = 64, spin_ns = 20000;
-  actorflow::bench::ParseFlags("mlp_bench", argc, argv,
-                               {{"--samples", &samples},
-                                {"--train_limit", &train_limit},
-                                {"--streams", &towers},
-                                {"--batch", &batch},
-                                {"--spin_ns", &spin_ns}},
-                               kHelp);
+  actorflow::bench::ParseFlags(
+      "mlp_bench", argc, argv,
+      {{"samples", &samples, "pairs of runs"},
+       {"train_limit", &train_limit,
+        "train on the first N samples; 0: all 60000", 0},
+       {"streams", &towers, "the plan's CPU streams"},
+       {"batch", &batch, "samples per step"},
+       {"spin_ns", &spin_ns, "how long an idle stream polls, in ns", 0}},
+      kHelp);
   MnistOptions options;
   options.epochs = 2;
   options.train_limit = train_limit;

@@ -107,10 +107,10 @@ double JobEpoch(const Plan& plan) {
 int main(int argc, char** argv) {
   using namespace actorflow;
   int64_t samples = 7;
-  bench::ParseFlags("mlp_job_bench", argc, argv, {{"--samples", &samples}},
-                    "mlp_job_bench [--samples=N]: one epoch of the MLP as a "
-                    "compiled job and as nn::BuildMlpPlan's plan, in "
-                    "alternation (medians of N)\n");
+  bench::ParseFlags("mlp_job_bench", argc, argv,
+                    {{"samples", &samples, "pairs of epochs (median shown)"}},
+                    "One epoch of the MLP as a compiled job and as "
+                    "nn::BuildMlpPlan's plan, in alternation.");
   auto job = LoadJob("examples/jobs/mlp_two_devices.pbtxt");
   if (!job.ok()) Die("examples/jobs/mlp_two_devices.pbtxt", job.status());
   auto compiled = CompileJob(*job);

@@ -17,9 +17,10 @@
 //
 // This process is rank 0 and the gRPC client; it starts this binary again
 // as rank 1 and the gRPC server. Both use gRPC's "poll" engine, as
-// `actorflow` does (net::UseOwnPollers; GRPC_POLL_STRATEGY overrides it). Every sample alternates with its
-// baseline's, so both see the same machine; the table shows medians and the
-// median per-pair ratio (how many times better plain gRPC did). Run:
+// `actorflow` does (net::UseOwnPollers; GRPC_POLL_STRATEGY overrides it). Every
+// sample alternates with its baseline's, so both see the same machine; the
+// table shows medians and the median per-pair ratio (how many times better
+// plain gRPC did). Run:
 //
 //   tools/bazel run //bench:net_bench
 //   tools/bazel run //bench:net_bench -- --samples=21 --mib=64
@@ -364,10 +365,7 @@ constexpr char kHelp[] =
     "net_bench: registers between two processes (actorflow's net_send and\n"
     "net_recv over gRPC) against plain gRPC streaming, on 127.0.0.1.\n"
     "Throughput in MB/s at 4 KiB, 64 KiB and 1 MiB blobs, and the round\n"
-    "trip of a 64-byte piece; medians, alternated with the baseline.\n\n"
-    "  --samples=N       samples per figure (default 11)\n"
-    "  --mib=N           MiB per throughput sample (default 32)\n"
-    "  --round_trips=N   round trips per latency sample (default 2000)\n";
+    "trip of a 64-byte piece; medians, alternated with the baseline.";
 
 }  // namespace
 }  // namespace actorflow::bench
@@ -390,10 +388,11 @@ int main(int argc, char** argv) {
     argv += 2;
   }
   Config config;
-  ParseFlags("net_bench", argc, argv,
-             {{"--samples", &config.samples},
-              {"--mib", &config.mib},
-              {"--round_trips", &config.round_trips}},
-             kHelp);
+  ParseFlags(
+      "net_bench", argc, argv,
+      {{"samples", &config.samples, "samples per figure"},
+       {"mib", &config.mib, "MiB per throughput sample"},
+       {"round_trips", &config.round_trips, "round trips per latency sample"}},
+      kHelp);
   return child ? Child(config, ports) : Parent(config);
 }

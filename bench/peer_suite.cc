@@ -29,9 +29,8 @@ namespace actorflow::bench {
 namespace {
 
 constexpr char kHelp[] =
-    R"(peer_suite: actorflow beside oneTBB and CAF, same work, same threads.
-
-  tools/bazel run //bench:peer_suite [-- flags]
+    R"(actorflow beside oneTBB and CAF, same work, same threads:
+tools/bazel run //bench:peer_suite [-- flags].
 
 Workloads (each peer in alternation, medians of --samples):
   pipeline  8 serial stages, busy work 0 / 1 / 10 us per stage, at most
@@ -49,24 +48,12 @@ Workloads (each peer in alternation, medians of --samples):
 
 Figures: wall ns and process CPU ns per unit of work (CPU counts every
 thread, spinning included), the peer's wall time over actorflow's, and
-parallel efficiency = (work per unit / threads) / wall per unit.
-
-Flags:
-  --quick         smaller sizes, 3 samples: about a minute
-  --threads=N     threads for every framework (default 2)
-  --samples=N     samples per figure (default 5; --quick 3)
-  --readme=PATH   the Markdown file whose marked block to rewrite (default:
-                  docs/performance.md of the workspace under `bazel run`)
-  --no_readme     print only
-  --only=W[,W]    run only these workloads (pipeline, pingpong, fan,
-                  overload, wavefront, engine); never rewrites the file
-  --help          this text
-)";
+parallel efficiency = (work per unit / threads) / wall per unit.)";
 
 struct Options {
   bool quick = false;
-  int threads = 2;
-  int samples = 5;
+  int64_t threads = 2;
+  int64_t samples = 5;
   std::string readme;
   bool write_readme = true;
   std::string child;  // internal: run one overload peer and report
@@ -160,8 +147,9 @@ void Pipelines(Suite* suite) {
           [&] { return caf_peer::Pipeline(spec); }};
       std::vector<std::string> peers = {"actorflow", "oneTBB parallel_pipeline",
                                         "oneTBB flow graph", "CAF"};
-      // Without work there is nothing to overlap: docs/performance.md's placement
-      // guidance puts such a line on one thread. Both placements are shown.
+      // Without work there is nothing to overlap: docs/performance.md's
+      // placement guidance puts such a line on one thread. Both placements are
+      // shown.
       PipelineSpec one_thread = spec;
       one_thread.placement_threads = 1;
       if (work_us == 0) {
@@ -372,8 +360,8 @@ void EngineGraphs(Suite* suite) {
     // scheduler's noise. Both peers repeat it the same number of times.
     const double once =
         RunDepOpsOnEngine(engine.get(), g.ops, g.vars, iters) * 1e3;
-    const int reps = std::clamp(static_cast<int>(30 / std::max(once, 0.1)),
-                                1, 20);
+    const int reps =
+        std::clamp(static_cast<int>(30 / std::max(once, 0.1)), 1, 20);
     double units = static_cast<double>(g.ops.size()) * reps;
     // The engine is timed from its first push to WaitForAll (its variables
     // are data, made before and deleted after); TBB from the op list to the
@@ -384,9 +372,8 @@ void EngineGraphs(Suite* suite) {
                       int64_t cpu_ns = 0;
                       for (int r = 0; r < reps; ++r) {
                         int64_t run_cpu_ns = 0;
-                        seconds += RunDepOpsOnEngine(engine.get(), g.ops,
-                                                     g.vars, iters,
-                                                     &run_cpu_ns);
+                        seconds += RunDepOpsOnEngine(
+                            engine.get(), g.ops, g.vars, iters, &run_cpu_ns);
                         cpu_ns += run_cpu_ns;
                       }
                       return Cost{seconds * 1e9 / units, cpu_ns / units};
@@ -394,8 +381,7 @@ void EngineGraphs(Suite* suite) {
                     [&] {
                       return Measure(units, [&] {
                         for (int r = 0; r < reps; ++r) {
-                          RunDepOpsOnTbb(g.ops, g.vars, iters, nullptr,
-                                         &arena);
+                          RunDepOpsOnTbb(g.ops, g.vars, iters, nullptr, &arena);
                         }
                       });
                     }});
@@ -475,46 +461,23 @@ bool RewriteReadme(const std::string& path, const std::string& section) {
 int Main(int argc, char** argv) {
   Options o;
   double iters_per_ns = 0;
-  bool samples_set = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&](const char* flag) -> const char* {
-      size_t len = std::strlen(flag);
-      return arg.compare(0, len, flag) == 0 ? argv[i] + len : nullptr;
-    };
-    if (arg == "--help") {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (arg == "--quick") {
-      o.quick = true;
-    } else if (arg == "--no_readme") {
-      o.write_readme = false;
-    } else if (const char* v = value("--threads=")) {
-      o.threads = std::atoi(v);
-    } else if (const char* v = value("--samples=")) {
-      o.samples = std::atoi(v);
-      samples_set = true;
-    } else if (const char* v = value("--readme=")) {
-      o.readme = v;
-    } else if (const char* v = value("--only=")) {
-      o.only = v;
-      o.write_readme = false;
-    } else if (const char* v = value("--child=")) {
-      o.child = v;
-    } else if (const char* v = value("--iters_per_ns=")) {
-      iters_per_ns = std::atof(v);
-    } else {
-      std::fprintf(stderr, "peer_suite: unknown argument '%s' (--help)\n",
-                   argv[i]);
-      return 2;
-    }
-  }
-  if (o.threads < 1 || o.threads > 256 || o.samples < 1) {
-    std::fprintf(stderr,
-                 "peer_suite: --threads needs 1..256 and --samples a "
-                 "positive integer\n");
-    return 2;
-  }
+  bool no_readme = false;
+  FlagSet flags("peer_suite [flags]", kHelp);
+  flags.Bool("quick", &o.quick, "smaller sizes, 3 samples: about a minute");
+  flags.Int("threads", &o.threads, "threads for every framework", 1, 256);
+  flags.Int("samples", &o.samples, "samples per figure (--quick: 3)", 1);
+  flags.String("readme", &o.readme, "PATH",
+               "the Markdown file whose marked block to rewrite (default: "
+               "docs/performance.md of the workspace under `bazel run`)");
+  flags.Bool("no_readme", &no_readme, "print only");
+  flags.String("only", &o.only, "W[,W]",
+               "run only these workloads (pipeline, pingpong, fan, overload, "
+               "wavefront, engine); never rewrites the file");
+  flags.String("child", &o.child, "W", "").Hidden();
+  flags.Double("iters_per_ns", &iters_per_ns, "", 0).Hidden();
+  flags.ParseOrExit(argc, argv);
+  if (no_readme || !o.only.empty()) o.write_readme = false;
+  const bool samples_set = flags.given("samples");
   if (o.quick && !samples_set) o.samples = 3;
   if (!o.child.empty()) {
     return RunChild(o, iters_per_ns > 0 ? BusyWork::FromRate(iters_per_ns)
@@ -522,13 +485,15 @@ int Main(int argc, char** argv) {
   }
   if (o.readme.empty() && o.write_readme) {
     const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
-    if (workspace != nullptr) o.readme = std::string(workspace) + "/docs/performance.md";
+    if (workspace != nullptr)
+      o.readme = std::string(workspace) + "/docs/performance.md";
   }
   Suite suite{o};
   std::printf(
       "peer_suite: %s, %d threads, %d samples%s; 1 us of work = %.0f "
       "loop iterations\n",
-      CpuModel().c_str(), o.threads, o.samples, o.quick ? " (--quick)" : "",
+      CpuModel().c_str(), static_cast<int>(o.threads),
+      static_cast<int>(o.samples), o.quick ? " (--quick)" : "",
       suite.work.ItersFor(1000) * 1.0);
   std::fflush(stdout);
   if (o.Runs("pipeline")) Pipelines(&suite);

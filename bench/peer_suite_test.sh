@@ -9,7 +9,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 "$suite" --help | grep -q "pipeline  8 serial stages" || fail "--help"
 "$suite" --bogus >/dev/null 2>"$tmp/err"
-[[ $? == 2 ]] && grep -q "unknown argument '--bogus'" "$tmp/err" ||
+[[ $? == 2 ]] && grep -q "unknown flag --bogus" "$tmp/err" ||
   fail "an unknown flag must exit 2 naming it"
 "$suite" --threads=0 >/dev/null 2>&1
 [[ $? == 2 ]] || fail "--threads=0 must be refused"

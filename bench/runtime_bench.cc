@@ -165,11 +165,7 @@ double MutexPingPongNs(int64_t pieces) {
 
 constexpr char kHelp[] =
     "runtime_bench: ns per act of the actor runtime beside a direct loop\n"
-    "and a mutex/condvar design, in one run (medians).\n\n"
-    "  --samples=N            runs per figure (7)\n"
-    "  --pieces=N             pieces per pipeline run (100000)\n"
-    "  --ping_pong_pieces=N   pieces per ping-pong run (20000)\n"
-    "  --help                 this text\n";
+    "and a mutex/condvar design, in one run (medians).";
 
 void Row(const char* name, const Paired& m, const char* baseline_name,
          const char* target) {
@@ -180,9 +176,10 @@ void Row(const char* name, const Paired& m, const char* baseline_name,
 int Main(int argc, char** argv) {
   Config config;
   ParseFlags("runtime_bench", argc, argv,
-             {{"--samples", &config.samples},
-              {"--pieces", &config.pieces},
-              {"--ping_pong_pieces", &config.ping_pong_pieces}},
+             {{"samples", &config.samples, "runs per figure"},
+              {"pieces", &config.pieces, "pieces per pipeline run"},
+              {"ping_pong_pieces", &config.ping_pong_pieces,
+               "pieces per ping-pong run"}},
              kHelp);
   std::printf(
       "runtime_bench: %u hardware threads, %lld pieces x %d stages, %lld "

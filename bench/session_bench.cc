@@ -150,17 +150,13 @@ void Row(const char* name, const Paired& m, const char* baseline_name) {
 int Main(int argc, char** argv) {
   Config config;
   ParseFlags("session_bench", argc, argv,
-             {{"--samples", &config.samples},
-              {"--startups", &config.startups},
-              {"--round_trips", &config.round_trips}},
-             "session_bench: start-up of RunPlan against Run(1) of a "
-             "Session, and a Feed-to-Fetch round trip against a "
-             "mutex/condvar worker, in one run (medians).\n\n"
-             "  --samples=N      measurements per figure (11)\n"
-             "  --startups=N     runs per start-up measurement (20)\n"
-             "  --round_trips=N  round trips per feed/fetch measurement "
-             "(2000)\n"
-             "  --help           this text\n");
+             {{"samples", &config.samples, "measurements per figure"},
+              {"startups", &config.startups, "runs per start-up measurement"},
+              {"round_trips", &config.round_trips,
+               "round trips per feed/fetch measurement"}},
+             "Start-up of RunPlan against Run(1) of a Session, and a "
+             "Feed-to-Fetch round trip against a mutex/condvar worker, in one "
+             "run (medians).");
   const int samples = static_cast<int>(config.samples);
 
   Plan four = FourTasks();

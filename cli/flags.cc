@@ -113,6 +113,11 @@ FlagSet& FlagSet::NoDefault() {
   return *this;
 }
 
+FlagSet& FlagSet::Hidden() {
+  if (!flags_.empty()) flags_.back().hidden = true;
+  return *this;
+}
+
 FlagSet& FlagSet::Positional(std::vector<std::string>* args,
                              const std::string& meta, const std::string& help) {
   positional_ = args;
@@ -214,7 +219,9 @@ absl::Status FlagSet::Parse(int argc, const char* const* argv) {
     Flag* flag = Find(name);
     if (flag == nullptr) {
       std::vector<std::string> known;
-      for (const Flag& f : flags_) known.push_back("--" + f.name);
+      for (const Flag& f : flags_) {
+        if (!f.hidden) known.push_back("--" + f.name);
+      }
       return absl::InvalidArgumentError(
           absl::StrCat("unknown flag --", name,
                        " (flags: ", absl::StrJoin(known, ", "), ", --help)"));
@@ -266,13 +273,19 @@ std::string FlagSet::Help() const {
   };
   if (positional_ != nullptr) entry(positional_meta_, positional_help_);
   for (const Flag& flag : flags_) {
+    if (flag.hidden) continue;
     std::string text = flag.help;
     if (flag.required) {
       absl::StrAppend(&text, " (required)");
     } else if (!flag.default_text.empty()) {
       absl::StrAppend(&text, " (default ", flag.default_text, ")");
     }
-    entry(absl::StrCat("--", flag.name, "=", flag.meta), text);
+    // A boolean that is off by default is switched on by its bare name.
+    const bool bare = flag.kind == Kind::kBool && flag.default_text == "false";
+    if (bare) text = flag.help;
+    entry(
+        bare ? "--" + flag.name : absl::StrCat("--", flag.name, "=", flag.meta),
+        text);
   }
   entry("--help", "this text");
   if (!epilog_.empty()) absl::StrAppend(&out, "\n", epilog_, "\n");

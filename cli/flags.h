@@ -51,6 +51,9 @@ class FlagSet {
   // --help shows no default for the flag just declared (its default means
   // "not given").
   FlagSet& NoDefault();
+  // --help leaves out the flag just declared (a program's internal flag,
+  // such as the one it passes to its own child processes).
+  FlagSet& Hidden();
   // Plain arguments (not starting with --) are collected instead of
   // refused; `meta` names them in the usage's flag list.
   FlagSet& Positional(std::vector<std::string>* args, const std::string& meta,
@@ -82,6 +85,7 @@ class FlagSet {
     double double_min = 0;
     std::vector<std::string> choices;
     bool required = false;
+    bool hidden = false;
     bool seen = false;
   };
   FlagSet& Add(Flag flag);

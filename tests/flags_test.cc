@@ -113,6 +113,25 @@ TEST_CASE("flags: --help stops parsing; the usage lists every flag") {
         "Prints one line.\n");
 }
 
+TEST_CASE("flags: an off-by-default boolean shows as its bare name") {
+  bool quick = false;
+  bool hidden_value = false;
+  FlagSet flags("prog", "");
+  flags.Bool("quick", &quick, "fewer samples");
+  flags.Bool("internal", &hidden_value, "").Hidden();
+  const std::string help = flags.Help();
+  CHECK(help.find("  --quick             fewer samples\n") !=
+        std::string::npos);
+  CHECK(help.find("internal") == std::string::npos);
+  REQUIRE(ParseArgs(&flags, {"--internal", "--quick=false"}).ok());
+  CHECK(hidden_value);
+  CHECK_FALSE(quick);
+  CHECK(flags.given("quick"));
+  absl::Status unknown = ParseArgs(&flags, {"--nope"});
+  CHECK(std::string(unknown.message()) ==
+        "unknown flag --nope (flags: --quick, --help)");
+}
+
 TEST_CASE("flags: long help wraps under its column; positionals collected") {
   std::vector<std::string> files;
   int64_t n = 3;
