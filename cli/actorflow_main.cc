@@ -24,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "actor/kernel.h"
 #include "actor/kernel_library.h"
+#include "cli/flags.h"
 #include "compiler/job_compiler.h"
 #include "compiler/plan_or_job.h"
 #include "google/protobuf/text_format.h"
@@ -178,6 +179,11 @@ exit codes: 0 ok, 1 the run failed (the message names the task and piece),
             2 invalid plan or arguments
 )";
 
+// Under every command's generated --help.
+constexpr char kCommandEpilog[] =
+    "`actorflow --help` explains every command and flag at length. Exit "
+    "codes: 0 ok, 1 the run failed, 2 invalid plan or arguments.";
+
 // Under `bazel run`, the process starts in the runfiles tree; the user's
 // paths are relative to where they typed the command.
 std::string ResolvePath(const std::string& path) {
@@ -264,31 +270,53 @@ int Dot(const std::string& path) {
 
 // `actorflow compile JOB [-o PLAN] [--dot]`.
 int Compile(const std::vector<std::string>& args) {
-  std::string job_path, out_path;
+  std::string out_path;
   bool dot = false;
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
-    }
-    if (arg == "--dot") {
-      dot = true;
-    } else if (arg == "-o" || arg == "--output") {
-      if (i + 1 >= args.size()) return UsageError(arg + " needs a file name");
-      out_path = ResolvePath(args[++i]);
-    } else if (absl::StartsWith(arg, "-o=") ||
-               absl::StartsWith(arg, "--output=")) {
-      out_path = ResolvePath(arg.substr(arg.find('=') + 1));
-      if (out_path.empty()) return UsageError("-o needs a file name");
-    } else if (absl::StartsWith(arg, "-")) {
-      return UsageError(absl::StrCat("unknown option '", arg, "' for compile"));
-    } else if (job_path.empty()) {
-      job_path = arg;
+  std::vector<std::string> positional;
+  FlagSet flags("actorflow compile JOB [-o PLAN] [--dot]",
+                "Compiles JOB (a Job: operators with placements, "
+                "proto/job.proto) into a Plan: one task per operator and "
+                "device, copies and boxing between placements, streams and "
+                "register_num chosen. Every device is assumed present: the "
+                "plan may be for another machine.",
+                kCommandEpilog);
+  flags.Positional(&positional, "JOB", "the Job, text (.pbtxt) or binary");
+  flags.Custom("output", "PLAN",
+               "write the plan there (.pbtxt text, .pb binary) and print a "
+               "JSON line of what it holds; -o PLAN for short. Without it "
+               "the plan goes to stdout",
+               [&out_path](const std::string& v) -> std::string {
+                 if (v.empty()) return "-o needs a file name";
+                 out_path = ResolvePath(v);
+                 return "";
+               });
+  flags.Bool("dot", &dot, "print the plan's graph instead (Graphviz)");
+  // -o PLAN and -o=PLAN are --output's short form.
+  std::vector<std::string> spelled;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-o") {
+      if (i + 1 >= args.size()) return UsageError("-o needs a file name");
+      spelled.push_back("--output=" + args[++i]);
+    } else if (absl::StartsWith(args[i], "-o=")) {
+      spelled.push_back("--output=" + args[i].substr(3));
     } else {
-      return UsageError(absl::StrCat("unexpected argument '", arg, "'"));
+      spelled.push_back(args[i]);
     }
   }
+  std::vector<const char*> argv_of_command;
+  for (const std::string& arg : spelled) argv_of_command.push_back(arg.c_str());
+  absl::Status parsed = flags.Parse(static_cast<int>(argv_of_command.size()),
+                                    argv_of_command.data());
+  if (flags.help_requested()) {
+    std::fputs(flags.Help().c_str(), stdout);
+    return kExitOk;
+  }
+  if (!parsed.ok()) return UsageError(std::string(parsed.message()));
+  if (positional.size() > 1) {
+    return UsageError(
+        absl::StrCat("unexpected argument '", positional[1], "'"));
+  }
+  const std::string job_path = positional.empty() ? "" : positional[0];
   if (job_path.empty()) return UsageError("compile: missing JOB");
   const bool binary =
       absl::EndsWith(out_path, ".pb") || absl::EndsWith(out_path, ".bin");
@@ -375,6 +403,8 @@ struct RunFlags {
   double timeout_s = 0;
   double stall_s = 0;
   enum class Progress { kAuto, kOn, kOff } progress = Progress::kAuto;
+  bool progress_on = false;   // --progress
+  bool progress_off = false;  // --no-progress
   // Where this process stands in a multi-machine job (world_size 1: alone).
   net::JobConfig job;
   // Checkpoints.
@@ -866,6 +896,146 @@ int LaunchCommand(const std::vector<std::string>& args) {
   return net::Launch(options);
 }
 
+// The flags of run, validate and dot, declared once: parsed into `run`
+// (and `shapes`), and shown by `actorflow COMMAND --help`.
+std::string CommandUsage(const std::string& command) {
+  return absl::StrCat("actorflow ", command, " PLAN [flags]");
+}
+std::string CommandAbout(const std::string& command) {
+  return command == "run"
+             ? "Runs PLAN; the last line on stdout is a JSON summary with "
+               "one entry per checksum task."
+         : command == "validate"
+             ? "Prints every problem in PLAN (exit 0: none)."
+             : "Prints PLAN as a Graphviz digraph on stdout.";
+}
+
+void DeclareCommandFlags(const std::string& command, RunFlags* run,
+                         bool* shapes, std::vector<std::string>* positional,
+                         FlagSet* set) {
+  FlagSet& flags = *set;
+  const bool is_run = command == "run";
+  flags.Positional(positional, "PLAN",
+                   "a Plan or a Job, text (.pbtxt) or binary (.pb)");
+  if (is_run) {
+    flags.Custom("pieces", "N", "pieces to run (default: the plan's)",
+                 [run](const std::string& v) -> std::string {
+                   if (!absl::SimpleAtoi(v, &run->pieces) || run->pieces < 0) {
+                     return absl::StrCat(
+                         "--pieces needs a whole number >= 0, got '", v, "'");
+                   }
+                   return "";
+                 });
+    flags.Custom("trace", "FILE", "write every act as a Chrome trace",
+                 [run](const std::string& v) -> std::string {
+                   if (v.empty()) return "--trace needs a file name";
+                   run->trace_path = ResolvePath(v);
+                   return "";
+                 });
+    flags.Bool("stats", &run->stats,
+               "a table per task on stderr (acts, busy, blocked on inputs, "
+               "blocked on outputs), and \"stats\" in the JSON line");
+    flags.Bool("check_memory_sharing", &run->check_memory_sharing,
+               "check the registers that share memory as the plan runs");
+    for (const char* name : {"timeout", "stall"}) {
+      double* seconds = name[0] == 't' ? &run->timeout_s : &run->stall_s;
+      flags.Custom(name, "S",
+                   name[0] == 't'
+                       ? "fail a run that takes longer than S seconds"
+                       : "fail a run in which no task acts for S seconds",
+                   [name, seconds](const std::string& v) -> std::string {
+                     if (!absl::SimpleAtod(v, seconds) || !(*seconds > 0) ||
+                         *seconds > 1e9) {
+                       return absl::StrCat("--", name,
+                                           " needs a number of seconds > 0, "
+                                           "got '",
+                                           v, "'");
+                     }
+                     return "";
+                   });
+    }
+  }
+  if (command != "dot") {
+    flags.Custom(
+        "max-register-bytes", "N",
+        "refuse a plan whose registers need more than N bytes (suffix K, M, "
+        "G; default 16G)",
+        [run](const std::string& v) -> std::string {
+          if (!ParseBytes(v, &run->max_register_bytes)) {
+            return absl::StrCat(
+                "--max-register-bytes needs a byte count > 0 (suffix K, M or "
+                "G for KiB, MiB, GiB), got '",
+                v, "'");
+          }
+          return "";
+        });
+  }
+  if (command == "validate") {
+    flags.Bool("shapes", shapes, "also print every register's blobs");
+  }
+  if (!is_run) return;
+  flags.Bool("progress", &run->progress_on,
+             "show a progress line on stderr (default: on a terminal, once a "
+             "run has taken a second)");
+  flags.Bool("no-progress", &run->progress_off, "never show it");
+  flags.Custom("checkpoint_dir", "DIR", "write checkpoints under DIR",
+               [run](const std::string& v) -> std::string {
+                 if (v.empty()) return "--checkpoint_dir needs a directory";
+                 run->checkpoint_dir = ResolvePath(v);
+                 return "";
+               });
+  for (const char* name : {"checkpoint_every", "keep_last"}) {
+    const bool keep = name[0] == 'k';
+    flags.Custom(
+        name, "N",
+        keep ? "keep only the newest N checkpoints (default: all)"
+             : "a checkpoint after every N pieces, taken as the run goes by",
+        [name, keep, run](const std::string& v) -> std::string {
+          int64_t n = 0;
+          if (!absl::SimpleAtoi(v, &n) || n < 1 ||
+              n > (keep ? 1000000 : INT64_MAX / 2)) {
+            return absl::StrCat("--", name, " needs a whole number >= 1, got '",
+                                v, "'");
+          }
+          if (keep) {
+            run->keep_last = static_cast<int>(n);
+          } else {
+            run->checkpoint_every = n;
+          }
+          return "";
+        });
+  }
+  flags.Bool("resume", &run->resume,
+             "start from the newest checkpoint in --checkpoint_dir");
+  // A multi-machine job's place of this process (the environment's
+  // RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT unless given).
+  struct JobFlag {
+    const char* name;
+    const char* meta;
+    const char* help;
+  };
+  for (const JobFlag& job_flag : std::initializer_list<JobFlag>{
+           {"rank", "R", "this process's rank, 0..N-1 (overrides RANK)"},
+           {"world-size", "N", "processes in the job (overrides WORLD_SIZE)"},
+           {"master-addr", "HOST",
+            "where rank 0 serves the job's control service (overrides "
+            "MASTER_ADDR; default 127.0.0.1)"},
+           {"master-port", "PORT",
+            "its port (overrides MASTER_PORT; default 29500)"},
+           {"host", "HOST", "the address other ranks reach this one at"},
+           {"peer-timeout", "S",
+            "a rank silent this long is dead: every rank fails, naming it "
+            "(default 30)"},
+           {"join-timeout", "S",
+            "how long rank 0 waits for every rank to join (default 60)"}}) {
+    const std::string name = job_flag.name;
+    flags.Custom(
+        name, job_flag.meta, job_flag.help, [name, run](const std::string& v) {
+          return ParseJobFlag(absl::StrCat("--", name, "=", v), &run->job);
+        });
+  }
+}
+
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -912,91 +1082,30 @@ int Main(int argc, char** argv) {
     if (!job.ok()) return UsageError(std::string(job.status().message()));
     run.job = *job;
   }
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
-    }
-    if (command == "run" && absl::StartsWith(arg, "--pieces=")) {
-      if (!absl::SimpleAtoi(arg.substr(9), &run.pieces) || run.pieces < 0) {
-        return UsageError(absl::StrCat(
-            "--pieces needs a whole number >= 0, got '", arg.substr(9), "'"));
-      }
-    } else if (command == "run" && absl::StartsWith(arg, "--trace=")) {
-      run.trace_path = ResolvePath(arg.substr(8));
-      if (arg.size() == 8) {
-        return UsageError("--trace needs a file name");
-      }
-    } else if (command != "dot" &&
-               absl::StartsWith(arg, "--max-register-bytes=")) {
-      const std::string value = arg.substr(21);
-      if (!ParseBytes(value, &run.max_register_bytes)) {
-        return UsageError(absl::StrCat(
-            "--max-register-bytes needs a byte count > 0 (suffix K, M or G "
-            "for KiB, MiB, GiB), got '",
-            value, "'"));
-      }
-    } else if (command == "run" && arg == "--stats") {
-      run.stats = true;
-    } else if (command == "run" && arg == "--check_memory_sharing") {
-      run.check_memory_sharing = true;
-    } else if (command == "run" && (absl::StartsWith(arg, "--timeout=") ||
-                                    absl::StartsWith(arg, "--stall="))) {
-      const size_t eq = arg.find('=');
-      const std::string value = arg.substr(eq + 1);
-      double seconds = 0;
-      if (!absl::SimpleAtod(value, &seconds) || !(seconds > 0) ||
-          seconds > 1e9) {
-        return UsageError(absl::StrCat(arg.substr(0, eq),
-                                       " needs a number of seconds > 0, got '",
-                                       value, "'"));
-      }
-      (arg[2] == 't' ? run.timeout_s : run.stall_s) = seconds;
-    } else if (command == "run" && IsJobFlag(arg)) {
-      std::string problem = ParseJobFlag(arg, &run.job);
-      if (!problem.empty()) return UsageError(problem);
-    } else if (command == "run" && absl::StartsWith(arg, "--checkpoint_dir=")) {
-      run.checkpoint_dir = ResolvePath(arg.substr(17));
-      if (arg.size() == 17) {
-        return UsageError("--checkpoint_dir needs a directory");
-      }
-    } else if (command == "run" &&
-               (absl::StartsWith(arg, "--checkpoint_every=") ||
-                absl::StartsWith(arg, "--keep_last="))) {
-      const size_t eq = arg.find('=');
-      const std::string name = arg.substr(0, eq);
-      int64_t n = 0;
-      if (!absl::SimpleAtoi(arg.substr(eq + 1), &n) || n < 1 ||
-          n > (name == "--keep_last" ? 1000000 : INT64_MAX / 2)) {
-        return UsageError(absl::StrCat(name,
-                                       " needs a whole number >= 1, got '",
-                                       arg.substr(eq + 1), "'"));
-      }
-      if (name == "--keep_last") {
-        run.keep_last = static_cast<int>(n);
-      } else {
-        run.checkpoint_every = n;
-      }
-    } else if (command == "run" && arg == "--resume") {
-      run.resume = true;
-    } else if (command == "run" && arg == "--progress") {
-      run.progress = RunFlags::Progress::kOn;
-    } else if (command == "run" && arg == "--no-progress") {
-      run.progress = RunFlags::Progress::kOff;
-    } else if (command == "validate" && arg == "--shapes") {
-      shapes = true;
-    } else if (absl::StartsWith(arg, "-")) {
-      return UsageError(
-          absl::StrCat("unknown option '", arg, "' for ", command));
-    } else if (plan_path.empty()) {
-      plan_path = arg;
-    } else {
-      return UsageError(absl::StrCat("unexpected argument '", arg, "'"));
-    }
+  std::vector<std::string> positional;
+  FlagSet flags(CommandUsage(command), CommandAbout(command), kCommandEpilog);
+  DeclareCommandFlags(command, &run, &shapes, &positional, &flags);
+  std::vector<const char*> argv_of_command;
+  for (const std::string& arg : args) argv_of_command.push_back(arg.c_str());
+  absl::Status parsed = flags.Parse(static_cast<int>(argv_of_command.size()),
+                                    argv_of_command.data());
+  if (flags.help_requested()) {
+    std::fputs(flags.Help().c_str(), stdout);
+    return kExitOk;
   }
-  if (plan_path.empty()) {
+  if (!parsed.ok()) return UsageError(std::string(parsed.message()));
+  if (positional.empty()) {
     return UsageError(absl::StrCat(command, ": missing PLAN"));
+  }
+  if (positional.size() > 1) {
+    return UsageError(
+        absl::StrCat("unexpected argument '", positional[1], "'"));
+  }
+  plan_path = positional[0];
+  if (run.progress_off) {
+    run.progress = RunFlags::Progress::kOff;
+  } else if (run.progress_on) {
+    run.progress = RunFlags::Progress::kOn;
   }
   if (!run.checkpoints() &&
       (run.resume || run.checkpoint_every > 0 || run.keep_last > 0)) {

@@ -49,6 +49,17 @@ std::string Wrap(const std::string& text, size_t indent, size_t first_used) {
   return out;
 }
 
+// `text` with each line longer than the screen wrapped; shorter lines (a
+// table, an indented list) are kept as written.
+std::string WrapLongLines(const std::string& text) {
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    lines.push_back(line.size() <= kWidth ? std::string(line)
+                                          : Wrap(std::string(line), 0, 0));
+  }
+  return absl::StrJoin(lines, "\n");
+}
+
 std::string FormatDouble(double value) {
   std::ostringstream out;
   out << value;
@@ -100,6 +111,14 @@ FlagSet& FlagSet::Choice(const std::string& name, std::string* value,
   Flag flag{name, Kind::kChoice, value, absl::StrJoin(choices, "|"),
             help, *value};
   flag.choices = std::move(choices);
+  return Add(std::move(flag));
+}
+
+FlagSet& FlagSet::Custom(const std::string& name, const std::string& meta,
+                         const std::string& help,
+                         std::function<std::string(const std::string&)> set) {
+  Flag flag{name, Kind::kCustom, nullptr, meta, help, ""};
+  flag.custom = std::move(set);
   return Add(std::move(flag));
 }
 
@@ -186,6 +205,11 @@ absl::Status FlagSet::Set(Flag& flag, const std::string& text) {
       *static_cast<std::string*>(flag.value) = text;
       break;
     }
+    case Kind::kCustom: {
+      std::string problem = flag.custom(text);
+      if (!problem.empty()) return absl::InvalidArgumentError(problem);
+      break;
+    }
   }
   flag.seen = true;
   return absl::OkStatus();
@@ -260,7 +284,7 @@ bool FlagSet::given(const std::string& name) const {
 
 std::string FlagSet::Help() const {
   std::string out = usage_ + "\n";
-  if (!about_.empty()) absl::StrAppend(&out, "\n", about_, "\n");
+  if (!about_.empty()) absl::StrAppend(&out, "\n", WrapLongLines(about_), "\n");
   absl::StrAppend(&out, "\nFlags:\n");
   auto entry = [&out](const std::string& left, const std::string& text) {
     std::string line = "  " + left;
@@ -288,7 +312,9 @@ std::string FlagSet::Help() const {
         text);
   }
   entry("--help", "this text");
-  if (!epilog_.empty()) absl::StrAppend(&out, "\n", epilog_, "\n");
+  if (!epilog_.empty()) {
+    absl::StrAppend(&out, "\n", WrapLongLines(epilog_), "\n");
+  }
   return out;
 }
 

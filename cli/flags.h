@@ -2,6 +2,7 @@
 #define ACTORFLOW_CLI_FLAGS_H_
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -46,6 +47,11 @@ class FlagSet {
   // One of `choices`.
   FlagSet& Choice(const std::string& name, std::string* value,
                   std::vector<std::string> choices, const std::string& help);
+  // A flag whose value `set` parses itself: it returns the problem ("--pieces
+  // needs a whole number >= 0, got 'x'"), or "" once it has taken the value.
+  FlagSet& Custom(const std::string& name, const std::string& meta,
+                  const std::string& help,
+                  std::function<std::string(const std::string&)> set);
   // The flag just declared must be given (a non-empty value).
   FlagSet& Required();
   // --help shows no default for the flag just declared (its default means
@@ -72,7 +78,7 @@ class FlagSet {
   void ParseOrExit(int argc, const char* const* argv);
 
  private:
-  enum class Kind { kString, kInt, kDouble, kBool, kChoice };
+  enum class Kind { kString, kInt, kDouble, kBool, kChoice, kCustom };
   struct Flag {
     std::string name;
     Kind kind;
@@ -84,6 +90,7 @@ class FlagSet {
     int64_t int_max = 0;
     double double_min = 0;
     std::vector<std::string> choices;
+    std::function<std::string(const std::string&)> custom;
     bool required = false;
     bool hidden = false;
     bool seen = false;

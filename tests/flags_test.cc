@@ -132,6 +132,24 @@ TEST_CASE("flags: an off-by-default boolean shows as its bare name") {
         "unknown flag --nope (flags: --quick, --help)");
 }
 
+TEST_CASE("flags: a custom flag parses its own value and words its problem") {
+  int64_t bytes = 0;
+  FlagSet flags("prog", "");
+  flags.Custom("size", "N[K|M]", "a size", [&bytes](const std::string& v) {
+    if (v == "1K") {
+      bytes = 1024;
+      return std::string();
+    }
+    return "--size needs a byte count, got '" + v + "'";
+  });
+  REQUIRE(ParseArgs(&flags, {"--size=1K"}).ok());
+  CHECK(bytes == 1024);
+  CHECK(std::string(ParseArgs(&flags, {"--size", "x"}).message()) ==
+        "--size needs a byte count, got 'x'");
+  CHECK(flags.Help().find("  --size=N[K|M]       a size\n") !=
+        std::string::npos);
+}
+
 TEST_CASE("flags: long help wraps under its column; positionals collected") {
   std::vector<std::string> files;
   int64_t n = 3;
