@@ -268,6 +268,25 @@ int Dot(const std::string& path) {
   return kExitOk;
 }
 
+// Parses a command's `args` (args[0]: the command) with `flags`, which
+// collects its operands in `positional` (at most one). Empty to go on;
+// otherwise the exit status, its --help printed or its usage error reported.
+std::optional<int> ParseCommand(const std::vector<std::string>& args,
+                                const std::vector<std::string>& positional,
+                                FlagSet* flags) {
+  absl::Status parsed = flags->Parse(args);
+  if (flags->help_requested()) {
+    std::fputs(flags->Help().c_str(), stdout);
+    return kExitOk;
+  }
+  if (!parsed.ok()) return UsageError(std::string(parsed.message()));
+  if (positional.size() > 1) {
+    return UsageError(
+        absl::StrCat("unexpected argument '", positional[1], "'"));
+  }
+  return std::nullopt;
+}
+
 // `actorflow compile JOB [-o PLAN] [--dot]`.
 int Compile(const std::vector<std::string>& args) {
   std::string out_path;
@@ -303,18 +322,8 @@ int Compile(const std::vector<std::string>& args) {
       spelled.push_back(args[i]);
     }
   }
-  std::vector<const char*> argv_of_command;
-  for (const std::string& arg : spelled) argv_of_command.push_back(arg.c_str());
-  absl::Status parsed = flags.Parse(static_cast<int>(argv_of_command.size()),
-                                    argv_of_command.data());
-  if (flags.help_requested()) {
-    std::fputs(flags.Help().c_str(), stdout);
-    return kExitOk;
-  }
-  if (!parsed.ok()) return UsageError(std::string(parsed.message()));
-  if (positional.size() > 1) {
-    return UsageError(
-        absl::StrCat("unexpected argument '", positional[1], "'"));
+  if (std::optional<int> done = ParseCommand(spelled, positional, &flags)) {
+    return *done;
   }
   const std::string job_path = positional.empty() ? "" : positional[0];
   if (job_path.empty()) return UsageError("compile: missing JOB");
@@ -1085,21 +1094,11 @@ int Main(int argc, char** argv) {
   std::vector<std::string> positional;
   FlagSet flags(CommandUsage(command), CommandAbout(command), kCommandEpilog);
   DeclareCommandFlags(command, &run, &shapes, &positional, &flags);
-  std::vector<const char*> argv_of_command;
-  for (const std::string& arg : args) argv_of_command.push_back(arg.c_str());
-  absl::Status parsed = flags.Parse(static_cast<int>(argv_of_command.size()),
-                                    argv_of_command.data());
-  if (flags.help_requested()) {
-    std::fputs(flags.Help().c_str(), stdout);
-    return kExitOk;
+  if (std::optional<int> done = ParseCommand(args, positional, &flags)) {
+    return *done;
   }
-  if (!parsed.ok()) return UsageError(std::string(parsed.message()));
   if (positional.empty()) {
     return UsageError(absl::StrCat(command, ": missing PLAN"));
-  }
-  if (positional.size() > 1) {
-    return UsageError(
-        absl::StrCat("unexpected argument '", positional[1], "'"));
   }
   plan_path = positional[0];
   if (run.progress_off) {

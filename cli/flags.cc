@@ -275,6 +275,12 @@ absl::Status FlagSet::Parse(int argc, const char* const* argv) {
   return absl::OkStatus();
 }
 
+absl::Status FlagSet::Parse(const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  return Parse(static_cast<int>(argv.size()), argv.data());
+}
+
 bool FlagSet::given(const std::string& name) const {
   for (const Flag& flag : flags_) {
     if (flag.name == name) return flag.seen;

@@ -68,6 +68,8 @@ class FlagSet {
   // argv[1..]: OK with the variables set, or the first problem. On --help
   // or -h it stops there, returns OK and help_requested() is true.
   absl::Status Parse(int argc, const char* const* argv);
+  // The same over args[1..] (args[0]: the program or command).
+  absl::Status Parse(const std::vector<std::string>& args);
   bool help_requested() const { return help_requested_; }
   // Whether the last Parse set flag `name` (a default is not given).
   bool given(const std::string& name) const;

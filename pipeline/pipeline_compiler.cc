@@ -214,7 +214,9 @@ class Pipeline::Compiler {
   void AddDenseOperator(int i, const Node& in);
   // A per-sample operator: fused into its input's chain, or one task per
   // worker.
-  void AddSampleOperator(int i, const Node& in);
+  // `sample_op`: the operator's function, made to check its attributes and
+  // infer its output.
+  void AddSampleOperator(int i, const Node& in, SampleOp& sample_op);
   void FuseIntoChain(int i, const Node& in, const SampleSpec& spec);
   void AddStages(int i, const Node& in, const SampleSpec& spec);
   void CheckSourcesAndOutputs();
@@ -310,7 +312,8 @@ void Pipeline::Compiler::AddOperator(int i) {
   }
   // Checked before the inputs' count, so that a misspelt operator is
   // named as such.
-  if (!MakeSampleOp(op).ok()) {
+  absl::StatusOr<std::unique_ptr<SampleOp>> sample_op = MakeSampleOp(op);
+  if (!sample_op.ok()) {
     Problem(i, absl::StrCat("unknown operator; operators: file_reader, "
                             "idx_reader, external_source, ",
                             absl::StrJoin(SampleOpNames(), ", "),
@@ -318,7 +321,7 @@ void Pipeline::Compiler::AddOperator(int i) {
     return;
   }
   if (!ExpectIo(i, 1, 1, 1)) return;
-  AddSampleOperator(i, *inputs[0]);
+  AddSampleOperator(i, *inputs[0], **sample_op);
 }
 
 void Pipeline::Compiler::AddSource(int i) {
@@ -566,7 +569,8 @@ void Pipeline::Compiler::AddDenseOperator(int i, const Node& in) {
   Declare(i, def.outputs[0], node);
 }
 
-void Pipeline::Compiler::AddSampleOperator(int i, const Node& in) {
+void Pipeline::Compiler::AddSampleOperator(int i, const Node& in,
+                                           SampleOp& sample_op) {
   const OperatorDef& def = p_.ops_[i];
   const std::string& op = def.op;
   if (def.device != "cpu") {
@@ -580,14 +584,13 @@ void Pipeline::Compiler::AddSampleOperator(int i, const Node& in) {
                             "' is already batched"));
     return;
   }
-  auto sample_op = MakeSampleOp(op);
   TaskProto probe_task;
   auto& probe_attrs = *probe_task.mutable_kernel()->mutable_attr();
   for (const auto& [key, value] : def.attrs) probe_attrs[key] = value;
   KernelInitContext probe(probe_task, {}, {});
-  absl::Status init = (*sample_op)->Init(probe);
-  auto spec = init.ok() ? (*sample_op)->Infer(in.spec)
-                        : absl::StatusOr<SampleSpec>(init);
+  absl::Status init = sample_op.Init(probe);
+  auto spec =
+      init.ok() ? sample_op.Infer(in.spec) : absl::StatusOr<SampleSpec>(init);
   if (!spec.ok()) {
     Problem(i, spec.status().message());
     return;

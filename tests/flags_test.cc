@@ -10,9 +10,7 @@ namespace {
 // argv for Parse: the program name, then `args`.
 absl::Status ParseArgs(FlagSet* flags, std::vector<std::string> args) {
   args.insert(args.begin(), "prog");
-  std::vector<const char*> argv;
-  for (const std::string& arg : args) argv.push_back(arg.c_str());
-  return flags->Parse(static_cast<int>(argv.size()), argv.data());
+  return flags->Parse(args);
 }
 
 struct Values {
