@@ -212,14 +212,23 @@ std::string KernelLibraryPath(const std::string& given) {
   return path;
 }
 
+// Prints `line` as the command's one JSON line on stdout.
+void PrintJson(const Json& line) {
+  std::printf("%s\n", JsonLine(line).c_str());
+}
+
+// {"status": status, then `fields` in their order}.
+Json StatusLine(const char* status, const Json& fields) {
+  Json line = {{"status", status}};
+  for (const auto& [key, value] : fields.items()) line[key] = value;
+  return line;
+}
+
 int Invalid(const std::vector<std::string>& problems) {
-  std::vector<std::string> quoted;
   for (const std::string& problem : problems) {
     std::fprintf(stderr, "error: %s\n", problem.c_str());
-    quoted.push_back(JsonString(problem));
   }
-  std::printf("{\"status\":\"invalid\",\"errors\":[%s]}\n",
-              absl::StrJoin(quoted, ",").c_str());
+  PrintJson({{"status", "invalid"}, {"errors", problems}});
   return kExitInvalid;
 }
 
@@ -252,7 +261,7 @@ int Validate(const std::string& path, bool shapes, int64_t max_register_bytes) {
   const int tasks = (*compiled)->plan.task_size();
   if (shapes) std::fputs(DescribeShapes(**compiled).c_str(), stdout);
   std::fprintf(stderr, "%s: ok (%d tasks)\n", path.c_str(), tasks);
-  std::printf("{\"status\":\"ok\",\"tasks\":%d}\n", tasks);
+  PrintJson({{"status", "ok"}, {"tasks", tasks}});
   return kExitOk;
 }
 
@@ -380,26 +389,31 @@ int Compile(const std::vector<std::string>& args) {
     std::fprintf(stderr, "inserted %s\n", line.c_str());
   }
   if (!dot) {
-    std::printf(
-        "{\"status\":\"ok\",\"plan\":%s,\"ops\":%d,\"tasks\":%d,"
-        "\"copies\":%d,\"boxing\":%d,\"streams\":%d,"
-        "\"register_bytes\":%lld,\"shared_blocks\":%d,"
-        "\"shared_registers\":%d,\"bytes_saved\":%lld}\n",
-        JsonString(out_path).c_str(), r.ops, r.tasks, r.copies, r.boxing,
-        r.streams, static_cast<long long>(r.register_bytes), r.shared_blocks,
-        r.shared_registers, static_cast<long long>(r.bytes_saved));
+    PrintJson({{"status", "ok"},
+               {"plan", out_path},
+               {"ops", r.ops},
+               {"tasks", r.tasks},
+               {"copies", r.copies},
+               {"boxing", r.boxing},
+               {"streams", r.streams},
+               {"register_bytes", r.register_bytes},
+               {"shared_blocks", r.shared_blocks},
+               {"shared_registers", r.shared_registers},
+               {"bytes_saved", r.bytes_saved}});
   }
   return kExitOk;
 }
 
 // Reports a failure after the plan was accepted: `what` and the message on
-// stderr, the JSON error line on stdout.
+// stderr, the JSON error line on stdout (`fields`, such as the rank, between
+// the status and the error).
 int RunFailed(const char* what, const absl::Status& status,
-              const std::string& json_prefix = "") {
+              const Json& fields = Json::object()) {
   std::fprintf(stderr, "actorflow: %s%s\n", what,
                std::string(status.message()).c_str());
-  std::printf("{\"status\":\"error\",%s\"error\":%s}\n", json_prefix.c_str(),
-              JsonString(status.message()).c_str());
+  Json line = StatusLine("error", fields);
+  line["error"] = std::string(status.message());
+  PrintJson(line);
   return kExitRunFailed;
 }
 
@@ -480,33 +494,36 @@ std::string Millis(int64_t ns) {
   return absl::StrFormat("%.3f", static_cast<double>(ns) / 1e6);
 }
 
+Json JsonMillis(int64_t ns) {
+  return JsonRounded(static_cast<double>(ns) / 1e6, 3);
+}
+
 // The --stats table on stderr and its JSON object.
-std::string ReportStats(const RunStats& run) {
+Json ReportStats(const RunStats& run) {
   size_t width = 4;
   for (const auto& [name, task] : run.tasks)
     width = std::max(width, name.size());
   std::fprintf(stderr, "%-*s %10s %12s %16s %17s\n", static_cast<int>(width),
                "task", "acts", "busy ms", "blocked in ms", "blocked out ms");
-  std::vector<std::string> json;
+  Json json = Json::object();
   for (const auto& [name, task] : run.tasks) {
     std::fprintf(
         stderr, "%-*s %10lld %12s %16s %17s\n", static_cast<int>(width),
         name.c_str(), static_cast<long long>(task.acts),
         Millis(task.busy_ns).c_str(), Millis(task.input_wait_ns).c_str(),
         Millis(task.output_wait_ns).c_str());
-    json.push_back(absl::StrCat(
-        JsonString(name), ":{\"acts\":", task.acts,
-        ",\"busy_ms\":", Millis(task.busy_ns),
-        ",\"blocked_on_inputs_ms\":", Millis(task.input_wait_ns),
-        ",\"blocked_on_outputs_ms\":", Millis(task.output_wait_ns), "}"));
+    json[name] = {{"acts", task.acts},
+                  {"busy_ms", JsonMillis(task.busy_ns)},
+                  {"blocked_on_inputs_ms", JsonMillis(task.input_wait_ns)},
+                  {"blocked_on_outputs_ms", JsonMillis(task.output_wait_ns)}};
   }
-  return absl::StrCat("{", absl::StrJoin(json, ","), "}");
+  return json;
 }
 
 // Runs `run` on `session` (with the progress line) and prints the result:
-// the JSON line, with `json_prefix` (`"rank":0,` ...) after the status.
+// the JSON line, with `fields` ("rank", ...) after the status.
 int RunSession(const std::string& path, Session* session, const RunFlags& flags,
-               const std::string& json_prefix,
+               const Json& fields,
                const std::function<absl::StatusOr<RunStats>()>& run,
                const std::function<absl::Status()>& after = nullptr,
                const RunTrace* trace = nullptr) {
@@ -528,7 +545,7 @@ int RunSession(const std::string& path, Session* session, const RunFlags& flags,
     if (!finished.ok()) result = finished;
   }
   if (!result.ok()) {
-    int code = RunFailed("run failed: ", result.status(), json_prefix);
+    int code = RunFailed("run failed: ", result.status(), fields);
     if (session != nullptr && session->left_threads_running()) {
       // A thread is still inside a kernel: leave without static destructors.
       std::fflush(nullptr);
@@ -539,27 +556,25 @@ int RunSession(const std::string& path, Session* session, const RunFlags& flags,
   if (!trace_path.empty() && session != nullptr) {
     absl::Status written = WriteChromeTrace(
         trace != nullptr ? *trace : session->trace(), trace_path);
-    if (!written.ok()) return RunFailed("", written, json_prefix);
+    if (!written.ok()) return RunFailed("", written, fields);
   }
-  std::vector<std::string> sinks;
+  Json sinks = Json::object();
   if (session != nullptr) {
     for (const auto& [name, sink] : session->Sinks()) {
-      sinks.push_back(absl::StrCat(
-          JsonString(name), ":{\"pieces\":", sink.pieces,
-          ",\"checksum\":", JsonNumber(sink.checksum),
-          ",\"in_order\":", sink.in_order ? "true" : "false", "}"));
+      sinks[name] = {{"pieces", sink.pieces},
+                     {"checksum", JsonNumber(sink.checksum)},
+                     {"in_order", sink.in_order}};
     }
   }
-  std::string stats;
-  if (flags.stats) stats = absl::StrCat(",\"stats\":", ReportStats(*result));
   std::fprintf(stderr, "actorflow: %s: %lld pieces, %lld acts in %.3f ms\n",
                path.c_str(), static_cast<long long>(result->pieces),
                static_cast<long long>(result->acts), result->wall_ms);
-  std::printf(
-      "{\"status\":\"ok\",%s\"pieces\":%lld,\"wall_ms\":%.3f,"
-      "\"sinks\":{%s}%s}\n",
-      json_prefix.c_str(), static_cast<long long>(result->pieces),
-      result->wall_ms, absl::StrJoin(sinks, ",").c_str(), stats.c_str());
+  Json line = StatusLine("ok", fields);
+  line["pieces"] = result->pieces;
+  line["wall_ms"] = JsonRounded(result->wall_ms, 3);
+  line["sinks"] = std::move(sinks);
+  if (flags.stats) line["stats"] = ReportStats(*result);
+  PrintJson(line);
   return kExitOk;
 }
 
@@ -635,9 +650,8 @@ absl::Status PastTheEnd(int64_t start, int64_t pieces) {
 int RunJob(const std::string& path, Plan plan, RunFlags flags,
            SessionOptions options) {
   const net::JobConfig& job_config = flags.job;
-  const std::string prefix =
-      absl::StrCat("\"rank\":", job_config.rank,
-                   ",\"world_size\":", job_config.world_size, ",");
+  Json prefix = {{"rank", job_config.rank},
+                 {"world_size", job_config.world_size}};
   if (!flags.trace_path.empty()) {
     absl::StrAppend(&flags.trace_path, ".rank", job_config.rank);
   }
@@ -658,17 +672,16 @@ int RunJob(const std::string& path, Plan plan, RunFlags flags,
   }
   net::Job* running = job->get();
   const int64_t start = std::max<int64_t>(running->resumed_from(), 0);
-  std::string resumed;
   if (flags.resume) {
     ReportResume(flags.checkpoint_dir, start, running->config().rank);
-    resumed = absl::StrCat("\"resumed_from\":", start, ",");
+    prefix["resumed_from"] = start;
   }
   if (start > pieces) {
-    return RunFailed("", PastTheEnd(start, pieces), prefix + resumed);
+    return RunFailed("", PastTheEnd(start, pieces), prefix);
   }
   RunTrace trace;
   return RunSession(
-      path, running->session(), flags, prefix + resumed,
+      path, running->session(), flags, prefix,
       [&] {
         return RunInChunks(
             start, pieces, flags.checkpoint_every, running->session(),
@@ -720,11 +733,11 @@ int Run(const std::string& path, const RunFlags& flags) {
     return RunFailed("", session.status());
   }
   if (!flags.checkpoints()) {
-    return RunSession(path, session->get(), flags, "",
+    return RunSession(path, session->get(), flags, Json::object(),
                       [&] { return (*session)->Run(flags.pieces); });
   }
   int64_t start = 0;
-  std::string resumed;
+  Json resumed = Json::object();
   if (flags.resume) {
     absl::StatusOr<std::string> found = ResolveCheckpoint(flags.checkpoint_dir);
     if (found.ok()) {
@@ -735,7 +748,7 @@ int Run(const std::string& path, const RunFlags& flags) {
       return RunFailed("--resume: ", found.status());
     }
     ReportResume(flags.checkpoint_dir, start, -1);
-    resumed = absl::StrCat("\"resumed_from\":", start, ",");
+    resumed["resumed_from"] = start;
   }
   if (start > total) return RunFailed("", PastTheEnd(start, total), resumed);
   CheckpointWriteOptions write;
@@ -798,15 +811,6 @@ bool ParseBytes(std::string text, int64_t* bytes) {
   return true;
 }
 
-bool IsJobFlag(const std::string& arg) {
-  for (const char* flag :
-       {"--rank=", "--world-size=", "--master-addr=", "--master-port=",
-        "--host=", "--peer-timeout=", "--join-timeout="}) {
-    if (absl::StartsWith(arg, flag)) return true;
-  }
-  return false;
-}
-
 // One --rank/--world-size/... flag into `job`; the problem, or "".
 std::string ParseJobFlag(const std::string& arg, net::JobConfig* job) {
   const size_t eq = arg.find('=');
@@ -849,60 +853,6 @@ std::string ParseJobFlag(const std::string& arg, net::JobConfig* job) {
     job->master_port = static_cast<int32_t>(number);
   }
   return "";
-}
-
-// actorflow launch --nproc=N PLAN [--master-port=P] [run flags]
-int LaunchCommand(const std::vector<std::string>& args) {
-  net::LaunchOptions options;
-  options.nproc = 0;
-  bool has_plan = false;
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
-    }
-    if (absl::StartsWith(arg, "--nproc=")) {
-      if (!absl::SimpleAtoi(arg.substr(8), &options.nproc) ||
-          options.nproc < 1 || options.nproc > 1024) {
-        return UsageError(absl::StrCat(
-            "--nproc needs a number of processes in 1..1024, got '",
-            arg.substr(8), "'"));
-      }
-      continue;
-    }
-    if (absl::StartsWith(arg, "--rank=") ||
-        absl::StartsWith(arg, "--world-size=")) {
-      return UsageError(
-          absl::StrCat("launch: ", arg.substr(0, arg.find('=')),
-                       " is launch's to set (--nproc says how many)"));
-    }
-    net::JobConfig job;
-    if (IsJobFlag(arg)) {
-      std::string problem = ParseJobFlag(arg, &job);
-      if (!problem.empty()) return UsageError(problem);
-      if (absl::StartsWith(arg, "--master-port=")) {
-        options.master_port = job.master_port;
-      } else if (absl::StartsWith(arg, "--master-addr=")) {
-        options.master_addr = job.master_addr;
-      } else if (absl::StartsWith(arg, "--peer-timeout=")) {
-        options.peer_timeout = job.peer_timeout;
-      }
-      if (absl::StartsWith(arg, "--master-")) continue;  // launch sets them
-    }
-    if (!absl::StartsWith(arg, "-")) {
-      if (has_plan) {
-        return UsageError(absl::StrCat("unexpected argument '", arg, "'"));
-      }
-      has_plan = true;
-      options.run_args.push_back(ResolvePath(arg));
-      continue;
-    }
-    options.run_args.push_back(arg);
-  }
-  if (options.nproc == 0) return UsageError("launch: missing --nproc=N");
-  if (!has_plan) return UsageError("launch: missing PLAN");
-  return net::Launch(options);
 }
 
 // The flags of run, validate and dot, declared once: parsed into `run`
@@ -1045,6 +995,64 @@ void DeclareCommandFlags(const std::string& command, RunFlags* run,
   }
 }
 
+// actorflow launch --nproc=N PLAN [run flags]: the flags are run's, checked
+// here once before any rank starts, and passed on to every rank but those
+// launch sets itself (the ranks' places and where rank 0 serves).
+int LaunchCommand(const std::vector<std::string>& args,
+                  const std::vector<std::string>& libraries) {
+  RunFlags run;
+  bool shapes = false;
+  int64_t nproc = 0;
+  std::vector<std::string> positional;
+  FlagSet flags("actorflow launch --nproc=N PLAN [run flags]",
+                "Starts N processes of `actorflow run PLAN` on this machine "
+                "as ranks 0..N-1 of one job, waits for all of them and "
+                "prints one JSON line for the job (the sinks of every rank). "
+                "A rank that fails stops the others. Takes every flag of "
+                "run.",
+                kCommandEpilog);
+  flags.Custom(
+      "nproc", "N", "processes to start, 1..1024 (required)",
+      [&nproc](const std::string& v) -> std::string {
+        if (!absl::SimpleAtoi(v, &nproc) || nproc < 1 || nproc > 1024) {
+          return absl::StrCat(
+              "--nproc needs a number of processes in 1..1024, got '", v, "'");
+        }
+        return "";
+      });
+  DeclareCommandFlags("run", &run, &shapes, &positional, &flags);
+  if (std::optional<int> done = ParseCommand(args, positional, &flags)) {
+    return *done;
+  }
+  for (const char* own : {"rank", "world-size"}) {
+    if (flags.given(own)) {
+      return UsageError(absl::StrCat("launch: --", own,
+                                     " is launch's to set (--nproc says how "
+                                     "many)"));
+    }
+  }
+  if (!flags.given("nproc")) return UsageError("launch: missing --nproc=N");
+  if (positional.empty()) return UsageError("launch: missing PLAN");
+  net::LaunchOptions options;
+  options.nproc = static_cast<int>(nproc);
+  if (flags.given("master-port")) options.master_port = run.job.master_port;
+  if (flags.given("master-addr")) options.master_addr = run.job.master_addr;
+  if (flags.given("peer-timeout")) options.peer_timeout = run.job.peer_timeout;
+  options.run_args.push_back(ResolvePath(positional[0]));
+  for (const std::string& arg : flags.given_args()) {
+    // launch sets these for every rank.
+    if (absl::StartsWith(arg, "--nproc=") ||
+        absl::StartsWith(arg, "--master-")) {
+      continue;
+    }
+    options.run_args.push_back(arg);
+  }
+  for (const std::string& library : libraries) {
+    options.run_args.push_back("--load=" + library);
+  }
+  return net::Launch(options);
+}
+
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -1058,6 +1066,7 @@ int Main(int argc, char** argv) {
   }
   // --load=LIB, any command, any position: loaded before anything looks a
   // kernel up. launch passes them on to its ranks (made absolute).
+  std::vector<std::string> libraries;
   for (auto it = args.begin() + 1; it != args.end();) {
     if (*it != "--load" && !absl::StartsWith(*it, "--load=")) {
       ++it;
@@ -1069,16 +1078,13 @@ int Main(int argc, char** argv) {
     const std::string library = KernelLibraryPath(it->substr(7));
     absl::Status loaded = LoadKernelLibrary(library);
     if (!loaded.ok()) return UsageError(std::string(loaded.message()));
-    if (command == "launch") {
-      *it++ = "--load=" + library;
-    } else {
-      it = args.erase(it);
-    }
+    libraries.push_back(library);
+    it = args.erase(it);
   }
   if (command == "kernels") {
     return ListKernels();
   }
-  if (command == "launch") return LaunchCommand(args);
+  if (command == "launch") return LaunchCommand(args, libraries);
   if (command == "compile") return Compile(args);
   if (command != "run" && command != "validate" && command != "dot") {
     return UsageError(absl::StrCat("unknown command '", command, "'"));

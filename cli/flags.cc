@@ -217,6 +217,7 @@ absl::Status FlagSet::Set(Flag& flag, const std::string& text) {
 
 absl::Status FlagSet::Parse(int argc, const char* const* argv) {
   help_requested_ = false;
+  given_args_.clear();
   for (Flag& flag : flags_) flag.seen = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -263,6 +264,7 @@ absl::Status FlagSet::Parse(int argc, const char* const* argv) {
     }
     absl::Status set = Set(*flag, value);
     if (!set.ok()) return set;
+    given_args_.push_back(absl::StrCat("--", name, "=", value));
   }
   for (const Flag& flag : flags_) {
     if (flag.required &&

@@ -73,6 +73,10 @@ class FlagSet {
   bool help_requested() const { return help_requested_; }
   // Whether the last Parse set flag `name` (a default is not given).
   bool given(const std::string& name) const;
+  // The flags the last Parse set, as "--name=value" in the order given (a
+  // bare boolean as "--name=true"): what a program passes on to another
+  // that takes the same flags.
+  const std::vector<std::string>& given_args() const { return given_args_; }
   // The generated usage text.
   std::string Help() const;
   // Parse, for a program's main: --help prints Help() and exits 0; an error
@@ -105,6 +109,7 @@ class FlagSet {
   const std::string about_;
   const std::string epilog_;
   std::vector<Flag> flags_;
+  std::vector<std::string> given_args_;
   std::vector<std::string>* positional_ = nullptr;
   std::string positional_meta_;
   std::string positional_help_;

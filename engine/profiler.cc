@@ -6,13 +6,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "runtime/json.h"
+#include "nlohmann/json.hpp"
 
 namespace actorflow::engine {
 namespace {
 
-std::string Micros(int64_t ns) {
-  return JsonNumber(static_cast<double>(ns) / 1e3);
+using Json = nlohmann::ordered_json;
+
+double Micros(int64_t ns) { return static_cast<double>(ns) / 1e3; }
+
+// Names and messages are the user's: bytes that are not UTF-8 become U+FFFD
+// rather than an exception.
+std::string DumpJson(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 // The row of a GPU worker's device time: slices placed at the host start
@@ -65,45 +71,53 @@ std::string Profiler::ChromeTrace() const {
     }
     by_seq[r.seq] = &r;
   }
-  std::vector<std::string> events;
-  events.push_back(
-      R"({"name":"process_name","ph":"M","pid":1,"args":{"name":"actorflow engine"}})");
+  std::vector<Json> events;
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", 1},
+                    {"args", {{"name", "actorflow engine"}}}});
   for (const std::string& name : row_names) {
-    events.push_back(absl::StrCat(
-        R"({"name":"thread_name","ph":"M","pid":1,"tid":)", rows[name],
-        R"(,"args":{"name":)", JsonString(name), "}}"));
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 1},
+                      {"tid", rows[name]},
+                      {"args", {{"name", name}}}});
   }
   int flow = 0;
   for (const OprRecord& r : records) {
     const int tid = rows[r.worker];
-    std::string reads, writes, waits;
+    Json reads = Json::array(), writes = Json::array(), waits = Json::object();
     for (const OprRecord::Dependency& dep : r.deps) {
-      std::string& list = dep.write ? writes : reads;
-      absl::StrAppend(&list, list.empty() ? "" : ",",
-                      JsonString(VarLabel(dep)));
-      absl::StrAppend(&waits, waits.empty() ? "" : ",",
-                      JsonString(VarLabel(dep)), ":", Micros(dep.wait_ns));
+      (dep.write ? writes : reads).push_back(VarLabel(dep));
+      waits[VarLabel(dep)] = Micros(dep.wait_ns);
     }
     const int64_t start = r.started_ns > 0 ? r.started_ns : r.finished_ns;
-    events.push_back(absl::StrCat(
-        R"({"name":)", JsonString(r.name), R"(,"cat":)",
-        JsonString(FnPropertyName(r.prop)), R"(,"ph":"X","pid":1,"tid":)", tid,
-        R"(,"ts":)", Micros(start), R"(,"dur":)", Micros(r.finished_ns - start),
-        R"(,"args":{"seq":)", r.seq, R"(,"ctx":)", JsonString(r.ctx.ToString()),
-        R"(,"queued_us":)", Micros(r.queued_ns), R"(,"ready_us":)",
-        Micros(r.ready_ns),
-        r.device_ns >= 0 ? absl::StrCat(R"(,"device_us":)", Micros(r.device_ns))
-                         : "",
-        R"(,"reads":[)", reads, R"(],"writes":[)", writes, R"(],"wait_us":{)",
-        waits, R"(},"status":)",
-        JsonString(r.status.ok() ? "ok" : std::string(r.status.message())),
-        "}}"));
+    Json args = {{"seq", r.seq},
+                 {"ctx", r.ctx.ToString()},
+                 {"queued_us", Micros(r.queued_ns)},
+                 {"ready_us", Micros(r.ready_ns)}};
+    if (r.device_ns >= 0) args["device_us"] = Micros(r.device_ns);
+    args["reads"] = std::move(reads);
+    args["writes"] = std::move(writes);
+    args["wait_us"] = std::move(waits);
+    args["status"] = r.status.ok() ? "ok" : std::string(r.status.message());
+    events.push_back({{"name", r.name},
+                      {"cat", FnPropertyName(r.prop)},
+                      {"ph", "X"},
+                      {"pid", 1},
+                      {"tid", tid},
+                      {"ts", Micros(start)},
+                      {"dur", Micros(r.finished_ns - start)},
+                      {"args", std::move(args)}});
     if (r.device_ns >= 0) {
-      events.push_back(absl::StrCat(
-          R"({"name":)", JsonString(r.name),
-          R"(,"cat":"device","ph":"X","pid":1,"tid":)", rows[DeviceRow(r)],
-          R"(,"ts":)", Micros(start), R"(,"dur":)", Micros(r.device_ns),
-          R"(,"args":{"seq":)", r.seq, "}}"));
+      events.push_back({{"name", r.name},
+                        {"cat", "device"},
+                        {"ph", "X"},
+                        {"pid", 1},
+                        {"tid", rows[DeviceRow(r)]},
+                        {"ts", Micros(start)},
+                        {"dur", Micros(r.device_ns)},
+                        {"args", {{"seq", r.seq}}}});
     }
     // An arrow from the operation whose completion granted a variable to
     // this one, when both are here and both ran.
@@ -117,19 +131,28 @@ std::string Profiler::ChromeTrace() const {
       ++flow;
       // Inside the granting slice, so the viewer binds the arrow to it.
       const int64_t at = std::max(a.started_ns, a.finished_ns - 1);
-      events.push_back(absl::StrCat(R"({"name":)", JsonString(VarLabel(dep)),
-                                    R"(,"cat":"dependency","ph":"s","id":)",
-                                    flow, R"(,"pid":1,"tid":)", rows[a.worker],
-                                    R"(,"ts":)", Micros(at), "}"));
-      events.push_back(absl::StrCat(
-          R"({"name":)", JsonString(VarLabel(dep)),
-          R"(,"cat":"dependency","ph":"f","bp":"e","id":)", flow,
-          R"(,"pid":1,"tid":)", tid, R"(,"ts":)", Micros(r.started_ns), "}"));
+      events.push_back({{"name", VarLabel(dep)},
+                        {"cat", "dependency"},
+                        {"ph", "s"},
+                        {"id", flow},
+                        {"pid", 1},
+                        {"tid", rows[a.worker]},
+                        {"ts", Micros(at)}});
+      events.push_back({{"name", VarLabel(dep)},
+                        {"cat", "dependency"},
+                        {"ph", "f"},
+                        {"bp", "e"},
+                        {"id", flow},
+                        {"pid", 1},
+                        {"tid", tid},
+                        {"ts", Micros(r.started_ns)}});
     }
   }
+  // One event per line, so a trace also reads (and diffs) as text.
   std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
   for (size_t i = 0; i < events.size(); ++i) {
-    absl::StrAppend(&out, events[i], i + 1 < events.size() ? ",\n" : "\n");
+    absl::StrAppend(&out, DumpJson(events[i]),
+                    i + 1 < events.size() ? ",\n" : "\n");
   }
   absl::StrAppend(&out, "]}\n");
   return out;

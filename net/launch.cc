@@ -14,13 +14,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "runtime/json.h"
 
@@ -41,34 +40,6 @@ struct Rank {
   int signal = 0;
 };
 
-// The top-level members of a JSON object ("{...}"), each `"key":value`.
-std::vector<std::string> Members(const std::string& object) {
-  std::vector<std::string> members;
-  int depth = 0;
-  bool in_string = false;
-  size_t start = 1;
-  for (size_t i = 0; i < object.size(); ++i) {
-    const char c = object[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if ((c == '}' || c == ']') && --depth == 0) {
-      if (i > start) members.push_back(object.substr(start, i - start));
-    } else if (c == ',' && depth == 1) {
-      members.push_back(object.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  return members;
-}
-
 std::string LastLine(std::string text) {
   while (!text.empty() && text.back() == '\n') text.pop_back();
   size_t nl = text.rfind('\n');
@@ -76,37 +47,6 @@ std::string LastLine(std::string text) {
 }
 
 }  // namespace
-
-std::string JsonValue(const std::string& json, const std::string& key) {
-  const std::string tag = absl::StrCat("\"", key, "\":");
-  size_t at = json.find(tag);
-  if (at == std::string::npos) return "";
-  at += tag.size();
-  size_t i = at;
-  int depth = 0;
-  bool in_string = false;
-  for (; i < json.size(); ++i) {
-    const char c = json[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-        if (depth == 0) return json.substr(at, i + 1 - at);
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (depth == 0) return json.substr(at, i - at);
-      if (--depth == 0) return json.substr(at, i + 1 - at);
-    } else if (c == ',' && depth == 0) {
-      return json.substr(at, i - at);
-    }
-  }
-  return json.substr(at);
-}
 
 int FreePort(const std::string& addr) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -134,7 +74,9 @@ int Launch(const LaunchOptions& options) {
   if (port == 0) {
     std::fprintf(stderr, "actorflow launch: found no free port on %s\n",
                  options.master_addr.c_str());
-    std::printf("{\"status\":\"error\",\"error\":\"no free port\"}\n");
+    std::printf(
+        "%s\n",
+        JsonLine({{"status", "error"}, {"error", "no free port"}}).c_str());
     return 1;
   }
   struct sigaction action {};
@@ -246,45 +188,49 @@ int Launch(const LaunchOptions& options) {
   for (Rank& rank : ranks) rank.reader.join();
 
   std::vector<std::string> lines;
-  for (Rank& rank : ranks) lines.push_back(LastLine(rank.out));
+  std::vector<Json> parsed;  // discarded where a rank printed no JSON
+  for (Rank& rank : ranks) {
+    lines.push_back(LastLine(rank.out));
+    parsed.push_back(ParseJson(lines.back()));
+  }
+  // The value of `key` in rank r's line; null when it has none.
+  auto field = [&](size_t r, const char* key) -> Json {
+    const Json& line = parsed[r];
+    if (!line.is_object() || !line.contains(key)) return nullptr;
+    return line[key];
+  };
   bool all_ok = true;
   for (const Rank& rank : ranks) all_ok &= rank.exit_code == 0;
-  std::vector<std::string> codes;
+  Json codes = Json::array();
   for (const Rank& rank : ranks) {
-    codes.push_back(rank.exit_code >= 0
-                        ? absl::StrCat(rank.exit_code)
-                        : absl::StrCat("\"signal ", rank.signal, "\""));
+    if (rank.exit_code >= 0) {
+      codes.push_back(rank.exit_code);
+    } else {
+      codes.push_back(absl::StrCat("signal ", rank.signal));
+    }
   }
   if (all_ok) {
-    std::vector<std::string> sinks;
+    std::map<std::string, Json> sinks;  // by task name, as one process lists
     int64_t pieces = 0;
     double wall_ms = 0;
-    for (const std::string& line : lines) {
-      for (std::string& member : Members(JsonValue(line, "sinks"))) {
-        sinks.push_back(std::move(member));
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      const Json rank_sinks = field(r, "sinks");
+      if (rank_sinks.is_object()) {
+        for (const auto& [name, sink] : rank_sinks.items()) sinks[name] = sink;
       }
-      int64_t p = 0;
-      double w = 0;
-      if (absl::SimpleAtoi(JsonValue(line, "pieces"), &p)) {
-        pieces = std::max(pieces, p);
-      }
-      if (absl::SimpleAtod(JsonValue(line, "wall_ms"), &w)) {
-        wall_ms = std::max(wall_ms, w);
-      }
+      const Json p = field(r, "pieces"), w = field(r, "wall_ms");
+      if (p.is_number()) pieces = std::max(pieces, p.get<int64_t>());
+      if (w.is_number()) wall_ms = std::max(wall_ms, w.get<double>());
     }
-    // By task name, as one process lists them.
-    std::sort(sinks.begin(), sinks.end());
+    Json line = {{"status", "ok"}, {"world_size", n}};
     // --resume: every rank started at the same piece.
-    const std::string resumed = JsonValue(lines[0], "resumed_from");
-    std::printf(
-        "{\"status\":\"ok\",\"world_size\":%d,%s\"pieces\":%lld,"
-        "\"wall_ms\":%.3f,\"sinks\":{%s}}\n",
-        n,
-        resumed.empty()
-            ? ""
-            : absl::StrCat("\"resumed_from\":", resumed, ",").c_str(),
-        static_cast<long long>(pieces), wall_ms,
-        absl::StrJoin(sinks, ",").c_str());
+    const Json resumed = field(0, "resumed_from");
+    if (!resumed.is_null()) line["resumed_from"] = resumed;
+    line["pieces"] = pieces;
+    line["wall_ms"] = JsonRounded(wall_ms, 3);
+    line["sinks"] = Json::object();
+    for (auto& [name, sink] : sinks) line["sinks"][name] = std::move(sink);
+    std::printf("%s\n", JsonLine(line).c_str());
     return 0;
   }
   // An invalid plan or arguments: every rank refused it; say it once.
@@ -294,27 +240,28 @@ int Launch(const LaunchOptions& options) {
       return 2;
     }
   }
-  std::string error;
-  for (size_t r = 0; r < ranks.size() && error.empty(); ++r) {
+  Json error;
+  for (size_t r = 0; r < ranks.size() && error.is_null(); ++r) {
     if (ranks[r].exit_code < 0) {
-      error = JsonString(absl::StrCat("rank ", r, " was killed by signal ",
-                                      ranks[r].signal, " (",
-                                      strsignal(ranks[r].signal), ")"));
+      error =
+          absl::StrCat("rank ", r, " was killed by signal ", ranks[r].signal,
+                       " (", strsignal(ranks[r].signal), ")");
     }
   }
-  for (size_t r = 0; r < ranks.size() && error.empty(); ++r) {
+  for (size_t r = 0; r < ranks.size() && error.is_null(); ++r) {
     if (ranks[r].exit_code != 0) {
-      error = JsonValue(lines[r], "error");
-      if (error.empty()) {
-        error = JsonString(
-            absl::StrCat("rank ", r, " exited with code ", ranks[r].exit_code));
+      error = field(r, "error");
+      if (error.is_null()) {
+        error =
+            absl::StrCat("rank ", r, " exited with code ", ranks[r].exit_code);
       }
     }
   }
-  std::printf(
-      "{\"status\":\"error\",\"world_size\":%d,\"error\":%s,"
-      "\"exit_codes\":[%s]}\n",
-      n, error.c_str(), absl::StrJoin(codes, ",").c_str());
+  std::printf("%s\n", JsonLine({{"status", "error"},
+                                {"world_size", n},
+                                {"error", error},
+                                {"exit_codes", codes}})
+                          .c_str());
   return 1;
 }
 

@@ -34,10 +34,6 @@ int Launch(const LaunchOptions& options);
 // the caller binds it.
 int FreePort(const std::string& addr);
 
-// The object or string value of top-level `key` in one of our JSON lines,
-// verbatim ("" when absent). Exposed for tests.
-std::string JsonValue(const std::string& json, const std::string& key);
-
 }  // namespace actorflow::net
 
 #endif  // ACTORFLOW_NET_LAUNCH_H_

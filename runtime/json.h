@@ -1,19 +1,36 @@
 #ifndef ACTORFLOW_RUNTIME_JSON_H_
 #define ACTORFLOW_RUNTIME_JSON_H_
 
+// The JSON lines the command, `launch` and the examples print, written and
+// read with nlohmann::json (Debian's nlohmann-json3-dev). Include this from
+// .cc files only: the library is a large header.
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
 
 namespace actorflow {
 
-// A JSON string literal, quotes included, with everything JSON requires
-// escaped.
-std::string JsonString(absl::string_view text);
+// Keys come out in the order they were added: a summary reads "status"
+// first, then what the command says about the run.
+using Json = nlohmann::ordered_json;
 
-// A JSON number that reads back as the same double; null for NaN and
-// infinities, which JSON cannot express.
-std::string JsonNumber(double value);
+// A number that reads back as `value`: whole numbers up to 2^53 as integers
+// (a checksum of 640640000, not 640640000.0), null for NaN and infinities,
+// which JSON cannot express.
+Json JsonNumber(double value);
+
+// `value` rounded to `decimals` places (milliseconds to the microsecond):
+// summaries need no more, and shorter lines read better.
+Json JsonRounded(double value, int decimals);
+
+// `value` on one line without a newline. Text that is not UTF-8 (a path
+// with Latin-1 bytes in an error message) gets U+FFFD instead of failing.
+std::string JsonLine(const Json& value);
+
+// The JSON value in `text`; a discarded value (is_discarded()) when `text`
+// is not JSON. Never throws.
+Json ParseJson(absl::string_view text);
 
 }  // namespace actorflow
 

@@ -1,4 +1,5 @@
 // The Chrome trace text, to the letter: viewers are strict about it.
+// Times are microseconds, to the nanosecond, in their shortest form.
 #include "runtime/chrome_trace.h"
 
 #include <catch2/catch.hpp>
@@ -24,15 +25,15 @@ TEST_CASE("a trace becomes Chrome trace events", "[trace]") {
         "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":0,\"tid\":0,"
         "\"args\":{\"sort_index\":0}},\n"
         "{\"name\":\"piece 0\",\"cat\":\"m0/cpu0/s0\",\"pid\":0,\"tid\":0,"
-        "\"ph\":\"X\",\"ts\":1.500,\"dur\":0.500},\n"
+        "\"ph\":\"X\",\"ts\":1.5,\"dur\":0.5},\n"
         "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":1,"
         "\"args\":{\"name\":\"h\\\"2d [m0/gpu0/s1]\"}},\n"
         "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":0,\"tid\":1,"
         "\"args\":{\"sort_index\":1}},\n"
         "{\"name\":\"piece 0\",\"cat\":\"m0/gpu0/s1\",\"pid\":0,\"tid\":1,"
-        "\"ph\":\"b\",\"id\":1,\"ts\":3.000},\n"
+        "\"ph\":\"b\",\"id\":1,\"ts\":3},\n"
         "{\"name\":\"piece 0\",\"cat\":\"m0/gpu0/s1\",\"pid\":0,\"tid\":1,"
-        "\"ph\":\"e\",\"id\":1,\"ts\":10.250}]}\n");
+        "\"ph\":\"e\",\"id\":1,\"ts\":10.25}]}\n");
 }
 
 TEST_CASE("a trace is written to a file, and an unwritable path is named",

@@ -8,12 +8,15 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "memory/cuda_api.h"
 #include "tests/cli_util.h"
 
 namespace {
 namespace cuda = ::actorflow::cuda;
+using ::actorflow::Json;
+using ::actorflow::ParseJson;
 using ::actorflow::testing::CliResult;
 using ::actorflow::testing::Contains;
 using ::actorflow::testing::RunCli;
@@ -91,7 +94,7 @@ TEST_CASE("jobs: compile to a plan, or run, validate and draw directly",
     }
     op { name: "sink" op_type: "checksum" input: "scr" }
   )pb");
-  for (const std::string& command : {"compile", "run", "validate"}) {
+  for (const char* command : {"compile", "run", "validate"}) {
     CliResult r = RunCli(std::string(command) + " '" + bad + "'");
     CHECK(r.exit_code == 2);
     CHECK(r.last_line ==
@@ -397,6 +400,39 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
                "source cpu\nspin cpu\nvariable cpu\n"));
 }
 
+TEST_CASE("launch: its flags and run's are checked before any rank starts",
+          "[cli]") {
+  const std::string plan = Runfile("examples/plans/quickstart.pbtxt");
+  CliResult help = RunCli("launch --help");
+  CHECK(help.exit_code == 0);
+  CHECK(Contains(help.out, "actorflow launch --nproc=N PLAN"));
+  CHECK(Contains(help.out, "--nproc=N"));
+  CHECK(Contains(help.out, "--pieces=N"));  // run's flags, shown too
+  struct Case {
+    std::string args, error;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"launch '" + plan + "'", "launch: missing --nproc=N"},
+           {"launch --nproc=2", "launch: missing PLAN"},
+           {"launch --nproc=0 '" + plan + "'",
+            "--nproc needs a number of processes in 1..1024, got '0'"},
+           {"launch --nproc=2 --rank=1 '" + plan + "'",
+            "launch: --rank is launch's to set (--nproc says how many)"},
+           {"launch --nproc=2 --pieces=many '" + plan + "'",
+            "--pieces needs a whole number >= 0, got 'many'"},
+           {"launch --nproc=2 --bogus '" + plan + "'", "unknown flag --bogus"},
+       }) {
+    INFO(c.args);
+    CliResult r = RunCli(c.args);
+    CHECK(r.exit_code == 2);
+    const Json line = ParseJson(r.last_line);
+    REQUIRE(line.is_object());
+    CHECK(line["status"] == "invalid");
+    REQUIRE(line["errors"].size() == 1);
+    CHECK(Contains(line["errors"][0].get<std::string>(), c.error));
+  }
+}
+
 TEST_CASE("the GPU pipeline equals its CPU twin, or is refused with the reason",
           "[cli][gpu]") {
   CliResult cpu =
@@ -660,19 +696,25 @@ TEST_CASE("--stats: a table on stderr, the figures in the JSON line", "[cli]") {
   CHECK(Contains(r.err, "busy ms"));
   CHECK(Contains(r.err, "blocked in ms"));
   CHECK(Contains(r.err, "blocked out ms"));
+  const Json line = ParseJson(r.last_line);
+  REQUIRE(line.contains("stats"));
+  const Json& stats = line["stats"];
+  CHECK(stats.size() == 5);
   for (const char* task : {"source", "double", "triple", "add", "sink"}) {
     INFO(task);
+    REQUIRE(stats.contains(task));
     // Every task acted once per piece.
-    CHECK(Contains(r.last_line, std::string("\"") + task +
-                                    "\":{\"acts\":1000,\"busy_ms\":"));
+    CHECK(stats[task]["acts"] == 1000);
+    for (const char* figure :
+         {"busy_ms", "blocked_on_inputs_ms", "blocked_on_outputs_ms"}) {
+      INFO(figure);
+      REQUIRE(stats[task][figure].is_number());
+      CHECK(stats[task][figure].get<double>() >= 0);
+    }
     CHECK(Contains(r.err, std::string("\n") + task));
   }
-  CHECK(Contains(r.last_line, "\"blocked_on_inputs_ms\":"));
-  CHECK(Contains(r.last_line, "\"blocked_on_outputs_ms\":"));
   // A source blocks on no input.
-  CHECK(Contains(r.last_line, "\"source\":{\"acts\":1000,\"busy_ms\":"));
-  CHECK(Contains(r.last_line.substr(r.last_line.find("\"source\":")),
-                 "\"blocked_on_inputs_ms\":0.000,"));
+  CHECK(stats["source"]["blocked_on_inputs_ms"] == 0);
   // Without --stats there is no table and no "stats".
   CliResult plain = RunCli("run " + Runfile("examples/plans/quickstart.pbtxt"));
   CHECK_FALSE(Contains(plain.last_line, "\"stats\""));

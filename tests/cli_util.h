@@ -13,6 +13,8 @@
 #include <iterator>
 #include <string>
 
+#include "runtime/json.h"
+
 namespace actorflow::testing {
 
 struct CliResult {
@@ -61,14 +63,13 @@ inline bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-// The value of "key": in a JSON line of flat numbers ("" when absent).
+// The value of top-level `key` in the JSON object `json`, as JSON text
+// (strings keep their quotes); "" when `json` is not a JSON object or has no
+// such key.
 inline std::string Field(const std::string& json, const std::string& key) {
-  const std::string tag = "\"" + key + "\":";
-  size_t at = json.find(tag);
-  if (at == std::string::npos) return "";
-  at += tag.size();
-  size_t end = json.find_first_of(",}", at);
-  return json.substr(at, end - at);
+  const Json parsed = ParseJson(json);
+  if (!parsed.is_object() || !parsed.contains(key)) return "";
+  return JsonLine(parsed[key]);
 }
 
 }  // namespace actorflow::testing

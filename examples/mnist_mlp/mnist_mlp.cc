@@ -23,8 +23,9 @@
 
 namespace {
 
+using actorflow::Json;
+using actorflow::JsonLine;
 using actorflow::JsonNumber;
-using actorflow::JsonString;
 using actorflow::examples::EpochReport;
 using actorflow::examples::MnistOptions;
 
@@ -144,8 +145,8 @@ absl::StatusOr<std::vector<int64_t>> ParseLayers(const std::string& text) {
 }
 
 int Fail(const std::string& message) {
-  std::printf("{\"status\":\"error\",\"error\":%s}\n",
-              JsonString(message).c_str());
+  std::printf("%s\n",
+              JsonLine({{"status", "error"}, {"error", message}}).c_str());
   std::fflush(stdout);
   return 1;
 }
@@ -292,20 +293,17 @@ int main(int argc, char** argv) {
     }
   }
   const EpochReport& last = summary->epochs.back();
-  std::string extra;
+  Json line = {{"status", "ok"},
+               {"epochs", options.epochs},
+               {"test_accuracy", JsonNumber(last.test_accuracy)},
+               {"final_loss", JsonNumber(last.train_loss)},
+               {"samples_per_s", JsonNumber(summary->samples_per_s)}};
   if (!summary->weights_crc32.empty()) {
-    extra =
-        absl::StrCat(",\"weights_crc32\":", JsonString(summary->weights_crc32));
+    line["weights_crc32"] = summary->weights_crc32;
   }
   if (summary->resumed_from_step >= 0) {
-    absl::StrAppend(&extra,
-                    ",\"resumed_from_step\":", summary->resumed_from_step);
+    line["resumed_from_step"] = summary->resumed_from_step;
   }
-  std::printf(
-      "{\"status\":\"ok\",\"epochs\":%d,\"test_accuracy\":%s,"
-      "\"final_loss\":%s,\"samples_per_s\":%s%s}\n",
-      options.epochs, JsonNumber(last.test_accuracy).c_str(),
-      JsonNumber(last.train_loss).c_str(),
-      JsonNumber(summary->samples_per_s).c_str(), extra.c_str());
+  std::printf("%s\n", JsonLine(line).c_str());
   return 0;
 }

@@ -183,15 +183,18 @@ int main(int argc, char** argv) {
   if (status.ok()) status = Main(flags, &totals);
   if (!status.ok()) {
     std::cerr << "image_pipeline: " << status.message() << "\n";
-    std::cout << "{\"status\":\"error\",\"error\":"
-              << JsonString(status.message()) << "}" << std::endl;
+    std::cout << JsonLine({{"status", "error"},
+                           {"error", std::string(status.message())}})
+              << std::endl;
     return 1;
   }
   const double rate = totals.seconds > 0 ? totals.images / totals.seconds : 0.0;
-  std::cout << "{\"status\":\"ok\",\"images\":" << totals.images
-            << ",\"batches\":" << totals.batches
-            << ",\"skipped\":" << totals.skipped
-            << ",\"checksum\":" << examples::JsonChecksum(totals.hash)
-            << ",\"images_per_s\":" << JsonNumber(rate) << "}" << std::endl;
+  std::cout << JsonLine({{"status", "ok"},
+                         {"images", totals.images},
+                         {"batches", totals.batches},
+                         {"skipped", totals.skipped},
+                         {"checksum", examples::JsonChecksum(totals.hash)},
+                         {"images_per_s", JsonNumber(rate)}})
+            << std::endl;
   return 0;
 }
