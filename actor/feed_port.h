@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "actor/regst.h"
-#include "thread/mutex.h"
+#include "base/mutex.h"
 #include "thread/spin_wait.h"
 
 namespace actorflow {

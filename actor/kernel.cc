@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "thread/mutex.h"
+#include "base/mutex.h"
 
 namespace actorflow {
 namespace {

@@ -19,7 +19,7 @@
 #include "bench/bench_util.h"
 #include "kernels/gpu/launch.h"
 #include "memory/cuda_api.h"
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 #include "runtime/runtime.h"
 #include "thread/callback_poller.h"
 #include "thread/cpu_relax.h"

@@ -20,7 +20,7 @@
 #include "compiler/plan_or_job.h"
 #include "nn/mlp.h"
 #include "pipeline/dataset.h"
-#include "runtime/compiled_plan.h"
+#include "plan/compiled_plan.h"
 #include "runtime/session.h"
 
 namespace actorflow {

@@ -45,8 +45,8 @@
 #include "bench/ping_pong.grpc.pb.h"
 #include "net/job.h"
 #include "net/launch.h"
-#include "runtime/plan_builder.h"
-#include "runtime/plan_writer.h"
+#include "plan/plan_builder.h"
+#include "plan/plan_writer.h"
 
 namespace actorflow::bench {
 namespace {

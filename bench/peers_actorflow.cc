@@ -9,8 +9,8 @@
 
 #include "actor/kernel.h"
 #include "bench/peer_workloads.h"
-#include "runtime/kernel_bindings.h"
-#include "runtime/plan_builder.h"
+#include "plan/kernel_bindings.h"
+#include "plan/plan_builder.h"
 #include "runtime/session.h"
 
 namespace actorflow::bench::actorflow_peer {

@@ -27,7 +27,7 @@
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
 #include "pipeline/pipeline.h"
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 
 namespace actorflow::bench {
 namespace {

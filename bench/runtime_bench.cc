@@ -15,7 +15,7 @@
 
 #include "bench/bench_util.h"
 #include "bench/mutex_channel.h"
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 #include "runtime/runtime.h"
 
 namespace actorflow::bench {

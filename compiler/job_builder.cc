@@ -1,6 +1,6 @@
 #include "compiler/job_builder.h"
 
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 
 namespace actorflow {
 

@@ -17,9 +17,9 @@
 #include "compiler/memory_sharing.h"
 #include "compiler/signature.h"
 #include "compiler/signature_rules.h"
-#include "runtime/plan_builder.h"
-#include "runtime/plan_writer.h"
-#include "runtime/register_lifetimes.h"
+#include "plan/plan_builder.h"
+#include "plan/plan_writer.h"
+#include "plan/register_lifetimes.h"
 #include "thread/balanced_splitter.h"
 
 namespace actorflow {

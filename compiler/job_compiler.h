@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "plan/compiled_plan.h"
+#include "plan/kernel_bindings.h"
 #include "proto/job.pb.h"
 #include "proto/plan.pb.h"
-#include "runtime/compiled_plan.h"
-#include "runtime/kernel_bindings.h"
 
 namespace actorflow {
 

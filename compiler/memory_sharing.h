@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <map>
 
+#include "plan/register_lifetimes.h"
 #include "proto/plan.pb.h"
-#include "runtime/register_lifetimes.h"
 
 namespace actorflow {
 

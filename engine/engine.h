@@ -11,12 +11,12 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "base/mutex.h"
 #include "engine/context.h"
 #include "engine/engine_options.h"
 #include "engine/profiler.h"
 #include "engine/stream_set.h"
 #include "engine/var.h"
-#include "thread/mutex.h"
 #include "thread/spin_mutex.h"
 
 // The dependency engine (docs/ARCHITECTURE.md, section 6): an imperative API,

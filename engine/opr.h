@@ -9,11 +9,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/inlined_vector.h"
+#include "base/mutex.h"
 #include "engine/context.h"
 #include "engine/engine.h"
 #include "engine/free_store.h"
 #include "engine/var.h"
-#include "thread/mutex.h"
 
 namespace actorflow::engine {
 

@@ -7,8 +7,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "base/mutex.h"
 #include "engine/context.h"
-#include "thread/mutex.h"
 
 namespace actorflow::engine {
 

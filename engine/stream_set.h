@@ -4,8 +4,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "base/mutex.h"
 #include "engine/context.h"
-#include "thread/mutex.h"
 
 namespace actorflow::engine {
 

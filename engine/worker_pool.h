@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "thread/mutex.h"
+#include "base/mutex.h"
 #include "thread/ring_queue.h"
 #include "thread/spin_mutex.h"
 

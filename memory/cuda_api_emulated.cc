@@ -21,9 +21,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "base/mutex.h"
 #include "memory/cuda_api.h"
 #include "memory/cuda_emulation.h"
-#include "thread/mutex.h"
 
 namespace actorflow::cuda {
 namespace {

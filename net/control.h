@@ -15,8 +15,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "proto/net.grpc.pb.h"
-#include "thread/mutex.h"
 
 namespace actorflow::net {
 

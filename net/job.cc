@@ -12,8 +12,8 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "net/net_kernels.h"
-#include "runtime/compiled_plan.h"
-#include "runtime/plan_validator.h"
+#include "plan/compiled_plan.h"
+#include "plan/plan_validator.h"
 
 namespace actorflow::net {
 namespace {

@@ -21,7 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "runtime/json.h"
+#include "base/json.h"
 
 namespace actorflow::net {
 namespace {

@@ -2,7 +2,7 @@
 #define ACTORFLOW_NET_NET_KERNELS_H_
 
 #include "net/transport.h"
-#include "runtime/kernel_bindings.h"
+#include "plan/kernel_bindings.h"
 
 namespace actorflow::net {
 

@@ -18,9 +18,9 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "actor/kernel.h"
+#include "base/mutex.h"
 #include "net/plan_partition.h"
 #include "proto/net.grpc.pb.h"
-#include "thread/mutex.h"
 
 namespace actorflow::net {
 

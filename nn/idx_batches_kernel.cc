@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/mutex.h"
 #include "nn/dense_math.h"
-#include "thread/mutex.h"
 
 namespace actorflow::nn {
 

@@ -9,7 +9,7 @@
 #include "compiler/job_compiler.h"
 #include "nn/dense_math.h"
 #include "pipeline/dataset.h"
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 #include "runtime/tensor.h"
 #include "thread/balanced_splitter.h"
 

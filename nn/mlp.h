@@ -10,8 +10,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "diagnosis/run_trace.h"
 #include "proto/plan.pb.h"
-#include "runtime/run_trace.h"
 #include "runtime/session.h"
 
 // A perceptron (inputs -> hidden ReLU layers -> classes, softmax

@@ -11,7 +11,7 @@
 #include "compiler/job_compiler.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/sample_ops.h"
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 
 namespace actorflow::pipeline {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "thread/mutex.h"
+#include "base/mutex.h"
 
 // Hands the samples of each piece to whichever worker asks first, so that
 // a worker with cheap samples (a small JPEG) takes more of them than one

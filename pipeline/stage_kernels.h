@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "actor/kernel.h"
+#include "base/mutex.h"
 #include "pipeline/dataset.h"
 #include "pipeline/sample_dealer.h"
 #include "pipeline/sample_list.h"
 #include "pipeline/sample_ops.h"
-#include "thread/mutex.h"
 
 // The kernels a pipeline's plan runs (op_types "pipeline.<operator>"):
 // readers (sources driven by the schedule feed), per-sample stages, and

@@ -25,7 +25,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "runtime/plan_signature.h"
+#include "plan/plan_signature.h"
 
 namespace actorflow {
 

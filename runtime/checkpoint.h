@@ -32,7 +32,7 @@ struct TaskState {
 struct CheckpointData {
   // The first piece after the cut.
   int64_t piece = 0;
-  std::vector<TaskSignature> plan;  // runtime/plan_signature.h
+  std::vector<TaskSignature> plan;  // plan/plan_signature.h
   std::vector<TaskState> tasks;     // tasks whose kernels have state
   KernelState user;                 // what the program saves beside them
   int32_t rank = 0;

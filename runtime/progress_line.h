@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "base/mutex.h"
 #include "runtime/session.h"
-#include "thread/mutex.h"
 
 namespace actorflow {
 

@@ -8,8 +8,8 @@
 
 #include "absl/status/statusor.h"
 #include "actor/kernel.h"
+#include "diagnosis/run_trace.h"
 #include "proto/plan.pb.h"
-#include "runtime/run_trace.h"
 #include "thread/channel.h"
 
 namespace actorflow {

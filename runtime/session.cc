@@ -15,7 +15,7 @@
 #include "actor/kernel_library.h"
 #include "memory/cuda_api.h"
 #include "memory/synced_memory.h"
-#include "runtime/plan_util.h"
+#include "plan/plan_util.h"
 
 #if defined(ABSL_HAVE_ADDRESS_SANITIZER)
 #include <sanitizer/lsan_interface.h>

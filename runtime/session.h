@@ -21,15 +21,15 @@
 #include "actor/actor_stats.h"
 #include "actor/kernel.h"
 #include "actor/run_monitor.h"
+#include "base/mutex.h"
+#include "diagnosis/hang_report.h"
+#include "diagnosis/run_trace.h"
+#include "plan/compiled_plan.h"
+#include "plan/kernel_bindings.h"
 #include "runtime/checkpoint.h"
-#include "runtime/compiled_plan.h"
-#include "runtime/hang_report.h"
-#include "runtime/kernel_bindings.h"
-#include "runtime/run_trace.h"
 #include "runtime/tensor.h"
 #include "thread/blocking_counter.h"
 #include "thread/channel.h"
-#include "thread/mutex.h"
 #include "thread/thread_mgr.h"
 
 namespace actorflow {
@@ -45,7 +45,7 @@ struct SessionOptions {
   // run that takes longer than `timeout`, or in which no task acts for
   // `stall` (a kernel that runs that long counts as no act), is stopped:
   // Wait returns DeadlineExceeded whose message is the hang report (see
-  // runtime/hang_report.h), and the session is failed from then on.
+  // diagnosis/hang_report.h), and the session is failed from then on.
   absl::Duration timeout = absl::ZeroDuration();
   absl::Duration stall = absl::ZeroDuration();
   // Once a run is cancelled (a limit, or the session destroyed), how long a

@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "runtime/plan_signature.h"
-#include "runtime/plan_util.h"
+#include "plan/plan_signature.h"
+#include "plan/plan_util.h"
 #include "runtime/session.h"
 
 namespace actorflow {

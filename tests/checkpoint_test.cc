@@ -17,8 +17,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "nn/mlp.h"
-#include "runtime/plan_builder.h"
-#include "runtime/plan_signature.h"
+#include "plan/plan_builder.h"
+#include "plan/plan_signature.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
 

@@ -1,6 +1,6 @@
 // The Chrome trace text, to the letter: viewers are strict about it.
 // Times are microseconds, to the nanosecond, in their shortest form.
-#include "runtime/chrome_trace.h"
+#include "diagnosis/chrome_trace.h"
 
 #include <catch2/catch.hpp>
 #include <cstdio>

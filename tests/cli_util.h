@@ -13,7 +13,7 @@
 #include <iterator>
 #include <string>
 
-#include "runtime/json.h"
+#include "base/json.h"
 
 namespace actorflow::testing {
 

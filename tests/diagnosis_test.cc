@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "diagnosis/hang_report.h"
 #include "kernels/builtin_kernels.h"
-#include "runtime/hang_report.h"
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 #include "runtime/session.h"
 
 namespace actorflow {
@@ -197,9 +197,10 @@ TEST_CASE("destroying a session cancels a run whose kernel never returns",
   session.reset();  // must return: the stuck thread is left, the rest joined
 }
 
-TEST_CASE("a plan over the register memory limit is refused before any "
-          "allocation",
-          "[diagnosis]") {
+TEST_CASE(
+    "a plan over the register memory limit is refused before any "
+    "allocation",
+    "[diagnosis]") {
   // 32 GiB per register, two registers: this machine could not allocate
   // it, so only a refusal ahead of allocation gives this message.
   TaskDef src{.name = "src", .op_type = "source"};

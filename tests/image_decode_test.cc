@@ -17,7 +17,7 @@
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
 #include "pipeline/sample_ops.h"
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 #include "tests/test_util.h"
 
 namespace actorflow::pipeline {

@@ -22,8 +22,8 @@
 #include "google/protobuf/text_format.h"
 #include "memory/cuda_api.h"
 #include "net/plan_partition.h"
-#include "runtime/compiled_plan.h"
-#include "runtime/plan_builder.h"
+#include "plan/compiled_plan.h"
+#include "plan/plan_builder.h"
 #include "runtime/session.h"
 #include "tests/test_util.h"
 

@@ -6,9 +6,9 @@
 #include <memory>
 #include <thread>
 
-#include "runtime/plan_builder.h"
+#include "base/mutex.h"
+#include "plan/plan_builder.h"
 #include "runtime/session.h"
-#include "thread/mutex.h"
 
 namespace actorflow {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "actor/kernel.h"
 #include "kernels/builtin_kernels.h"
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 #include "runtime/session.h"
 
 namespace actorflow {

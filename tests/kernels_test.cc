@@ -6,7 +6,7 @@
 #include <string>
 
 #include "actor/kernel_harness.h"
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 
 namespace actorflow {
 namespace {

@@ -21,7 +21,7 @@
 #include "compiler/job_builder.h"
 #include "net/launch.h"
 #include "net/plan_partition.h"
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
 

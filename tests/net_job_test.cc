@@ -14,8 +14,8 @@
 #include "absl/strings/match.h"
 #include "net/job.h"
 #include "net/launch.h"
-#include "runtime/plan_builder.h"
-#include "runtime/plan_writer.h"
+#include "plan/plan_builder.h"
+#include "plan/plan_writer.h"
 
 namespace actorflow {
 namespace {

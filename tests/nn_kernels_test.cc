@@ -8,9 +8,9 @@
 
 #include "absl/strings/str_join.h"
 #include "nn/dense_math.h"
-#include "runtime/plan_builder.h"
-#include "runtime/plan_validator.h"
-#include "runtime/plan_writer.h"
+#include "plan/plan_builder.h"
+#include "plan/plan_validator.h"
+#include "plan/plan_writer.h"
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
 

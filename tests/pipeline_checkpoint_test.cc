@@ -23,8 +23,8 @@
 #include "examples/pipeline/image_pipeline_lib.h"
 #include "pipeline/fixtures.h"
 #include "pipeline/pipeline.h"
+#include "plan/plan_builder.h"
 #include "runtime/checkpoint.h"
-#include "runtime/plan_builder.h"
 #include "tests/test_util.h"
 
 namespace actorflow::pipeline {

@@ -7,7 +7,7 @@
 
 #include "pipeline/dataset.h"
 #include "pipeline/pipeline.h"
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 #include "tests/gpu_test_util.h"
 
 namespace actorflow::pipeline {

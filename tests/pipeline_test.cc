@@ -18,9 +18,9 @@
 #include "examples/pipeline/image_pipeline_lib.h"
 #include "pipeline/dataset.h"
 #include "pipeline/fixtures.h"
-#include "runtime/compiled_plan.h"
-#include "runtime/plan_builder.h"
-#include "runtime/plan_validator.h"
+#include "plan/compiled_plan.h"
+#include "plan/plan_builder.h"
+#include "plan/plan_validator.h"
 #include "tests/test_util.h"
 
 namespace actorflow::pipeline {

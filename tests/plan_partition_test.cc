@@ -6,8 +6,8 @@
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "runtime/plan_builder.h"
-#include "runtime/plan_writer.h"
+#include "plan/plan_builder.h"
+#include "plan/plan_writer.h"
 
 namespace actorflow::net {
 namespace {

@@ -1,6 +1,6 @@
 // Every validation error, each on a plan that is valid but for one mistake,
 // checked to the letter: these messages are what users read.
-#include "runtime/plan_validator.h"
+#include "plan/plan_validator.h"
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "memory/cuda_api.h"
-#include "runtime/plan_builder.h"
-#include "runtime/plan_loader.h"
+#include "plan/plan_builder.h"
+#include "plan/plan_loader.h"
 
 namespace actorflow {
 namespace {

@@ -3,7 +3,7 @@
 // working size, both independent of the piece count).
 #include <catch2/catch.hpp>
 
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 #include "runtime/runtime.h"
 #include "tests/allocation_counter.h"
 

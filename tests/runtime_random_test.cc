@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 #include "runtime/runtime.h"
 #include "tests/test_util.h"
 

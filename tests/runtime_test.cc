@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "actor/kernel.h"
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 #include "tests/test_util.h"
 
 namespace actorflow {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kernels/builtin_kernels.h"
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 #include "runtime/runtime.h"
 #include "tests/allocation_counter.h"
 

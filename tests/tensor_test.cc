@@ -16,7 +16,7 @@
 #include "actor/kernel_harness.h"
 #include "actor/regst.h"
 #include "kernels/convert.h"
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 
 namespace actorflow {
 namespace {

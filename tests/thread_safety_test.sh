@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The thread-safety analysis (--config=thread_safety) checks what the
-# annotations in thread/mutex.h and thread/spin_mutex.h say: correctly locked
+# annotations in base/mutex.h and thread/spin_mutex.h say: correctly locked
 # code compiles with -Werror=thread-safety, and code touching guarded state
 # without its lock does not, with clang naming the field and the mutex.
 set -uo pipefail

@@ -9,9 +9,9 @@
 
 #include "absl/strings/str_join.h"
 #include "actor/data_type.h"
-#include "runtime/compiled_plan.h"
-#include "runtime/plan_builder.h"
-#include "runtime/plan_validator.h"
+#include "plan/compiled_plan.h"
+#include "plan/plan_builder.h"
+#include "plan/plan_validator.h"
 #include "runtime/runtime.h"
 #include "tests/typed_plans.h"
 

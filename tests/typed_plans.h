@@ -10,7 +10,7 @@
 
 #include "actor/data_type.h"
 #include "kernels/convert.h"
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 
 namespace actorflow::testing {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "absl/time/time.h"
-#include "thread/mutex.h"
+#include "base/mutex.h"
 
 namespace actorflow {
 

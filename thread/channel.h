@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "base/mutex.h"
 #include "thread/asymmetric_fence.h"
 #include "thread/cpu_relax.h"
 #include "thread/futex.h"
 #include "thread/lane.h"
-#include "thread/mutex.h"
 #include "thread/spin_mutex.h"
 
 namespace actorflow {

@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "base/mutex.h"
 #include "thread/async_stream.h"
-#include "thread/mutex.h"
 
 namespace actorflow {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "thread/mutex.h"
+#include "base/mutex.h"
 
 namespace actorflow {
 

@@ -13,7 +13,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "runtime/plan_loader.h"
+#include "plan/plan_loader.h"
 #include "runtime/session.h"
 
 namespace {

@@ -12,8 +12,8 @@
 #include "nn/dense_math.h"
 #include "pipeline/dataset.h"
 #include "pipeline/pipeline.h"
+#include "plan/plan_builder.h"
 #include "runtime/checkpoint_writer.h"
-#include "runtime/plan_builder.h"
 
 namespace actorflow::examples {
 namespace {

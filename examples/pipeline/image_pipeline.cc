@@ -8,10 +8,10 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "base/json.h"
 #include "cli/flags.h"
+#include "diagnosis/chrome_trace.h"
 #include "examples/pipeline/image_pipeline_lib.h"
-#include "runtime/chrome_trace.h"
-#include "runtime/json.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 
 namespace actorflow::examples {
 namespace {

@@ -15,11 +15,11 @@
 #include "compiler/job_compiler.h"
 #include "compiler/plan_or_job.h"
 #include "google/protobuf/text_format.h"
+#include "plan/compiled_plan.h"
+#include "plan/plan_dot.h"
+#include "plan/plan_loader.h"
+#include "plan/plan_validator.h"
 #include "python/src/py_errors.h"
-#include "runtime/compiled_plan.h"
-#include "runtime/plan_dot.h"
-#include "runtime/plan_loader.h"
-#include "runtime/plan_validator.h"
 #include "runtime/session.h"
 
 namespace actorflow::python {

@@ -10,8 +10,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "runtime/plan_loader.h"
-#include "runtime/plan_util.h"
+#include "plan/plan_loader.h"
+#include "plan/plan_util.h"
 #include "runtime/session.h"
 
 namespace actorflow {
@@ -74,7 +74,6 @@ void FuzzOne(const std::string& input) {
 }  // namespace actorflow
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  actorflow::FuzzOne(
-      std::string(reinterpret_cast<const char*>(data), size));
+  actorflow::FuzzOne(std::string(reinterpret_cast<const char*>(data), size));
   return 0;
 }

@@ -1,7 +1,7 @@
 // Compiles under -Werror=thread-safety: every access to guarded state holds
 // its lock (see thread_safety_test.sh).
 #include "absl/base/thread_annotations.h"
-#include "thread/mutex.h"
+#include "base/mutex.h"
 #include "thread/spin_mutex.h"
 
 namespace actorflow {

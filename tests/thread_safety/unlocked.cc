@@ -1,7 +1,7 @@
 // Must NOT compile under -Werror=thread-safety: ReadWithoutLock touches
 // guarded state without its lock (see thread_safety_test.sh).
 #include "absl/base/thread_annotations.h"
-#include "thread/mutex.h"
+#include "base/mutex.h"
 
 namespace actorflow {
 

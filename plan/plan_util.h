@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_RUNTIME_PLAN_UTIL_H_
-#define ACTORFLOW_RUNTIME_PLAN_UTIL_H_
+#ifndef ACTORFLOW_PLAN_PLAN_UTIL_H_
+#define ACTORFLOW_PLAN_PLAN_UTIL_H_
 
 #include <cstdint>
 #include <string>
@@ -38,4 +38,4 @@ std::string TaskLabel(const TaskProto& task);
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_RUNTIME_PLAN_UTIL_H_
+#endif  // ACTORFLOW_PLAN_PLAN_UTIL_H_

@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_RUNTIME_PLAN_VALIDATOR_H_
-#define ACTORFLOW_RUNTIME_PLAN_VALIDATOR_H_
+#ifndef ACTORFLOW_PLAN_PLAN_VALIDATOR_H_
+#define ACTORFLOW_PLAN_PLAN_VALIDATOR_H_
 
 #include <functional>
 #include <string>
@@ -31,4 +31,4 @@ std::vector<std::string> ValidatePlan(
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_RUNTIME_PLAN_VALIDATOR_H_
+#endif  // ACTORFLOW_PLAN_PLAN_VALIDATOR_H_

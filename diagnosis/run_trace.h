@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_RUNTIME_RUN_TRACE_H_
-#define ACTORFLOW_RUNTIME_RUN_TRACE_H_
+#ifndef ACTORFLOW_DIAGNOSIS_RUN_TRACE_H_
+#define ACTORFLOW_DIAGNOSIS_RUN_TRACE_H_
 
 #include <cstdint>
 #include <string>
@@ -23,4 +23,4 @@ struct RunTrace {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_RUNTIME_RUN_TRACE_H_
+#endif  // ACTORFLOW_DIAGNOSIS_RUN_TRACE_H_

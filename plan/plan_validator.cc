@@ -1,4 +1,4 @@
-#include "runtime/plan_validator.h"
+#include "plan/plan_validator.h"
 
 #include <algorithm>
 #include <functional>
@@ -12,10 +12,10 @@
 #include "absl/strings/str_join.h"
 #include "actor/kernel.h"
 #include "memory/cuda_api.h"
-#include "runtime/compiled_plan.h"
-#include "runtime/kernel_bindings.h"
-#include "runtime/plan_util.h"
-#include "runtime/register_lifetimes.h"
+#include "plan/compiled_plan.h"
+#include "plan/kernel_bindings.h"
+#include "plan/plan_util.h"
+#include "plan/register_lifetimes.h"
 
 namespace actorflow {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_RUNTIME_JSON_H_
-#define ACTORFLOW_RUNTIME_JSON_H_
+#ifndef ACTORFLOW_BASE_JSON_H_
+#define ACTORFLOW_BASE_JSON_H_
 
 // The JSON lines the command, `launch` and the examples print, written and
 // read with nlohmann::json (Debian's nlohmann-json3-dev). Include this from
@@ -34,4 +34,4 @@ Json ParseJson(absl::string_view text);
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_RUNTIME_JSON_H_
+#endif  // ACTORFLOW_BASE_JSON_H_

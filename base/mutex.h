@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_THREAD_MUTEX_H_
-#define ACTORFLOW_THREAD_MUTEX_H_
+#ifndef ACTORFLOW_BASE_MUTEX_H_
+#define ACTORFLOW_BASE_MUTEX_H_
 
 #include <chrono>
 #include <condition_variable>
@@ -87,4 +87,4 @@ class CondVar {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_THREAD_MUTEX_H_
+#endif  // ACTORFLOW_BASE_MUTEX_H_

@@ -1,4 +1,4 @@
-#include "runtime/plan_loader.h"
+#include "plan/plan_loader.h"
 
 #include <cerrno>
 #include <cstring>

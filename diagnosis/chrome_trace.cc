@@ -1,11 +1,11 @@
-#include "runtime/chrome_trace.h"
+#include "diagnosis/chrome_trace.h"
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/json.h"
+#include "base/json.h"
 
 namespace actorflow {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_RUNTIME_PLAN_WRITER_H_
-#define ACTORFLOW_RUNTIME_PLAN_WRITER_H_
+#ifndef ACTORFLOW_PLAN_PLAN_WRITER_H_
+#define ACTORFLOW_PLAN_PLAN_WRITER_H_
 
 #include <cstdint>
 #include <map>
@@ -71,4 +71,4 @@ class PlanWriter {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_RUNTIME_PLAN_WRITER_H_
+#endif  // ACTORFLOW_PLAN_PLAN_WRITER_H_

@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_RUNTIME_HANG_REPORT_H_
-#define ACTORFLOW_RUNTIME_HANG_REPORT_H_
+#ifndef ACTORFLOW_DIAGNOSIS_HANG_REPORT_H_
+#define ACTORFLOW_DIAGNOSIS_HANG_REPORT_H_
 
 #include <cstdint>
 #include <optional>
@@ -35,4 +35,4 @@ std::string HangReport(const Plan& plan, const HangFacts& facts);
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_RUNTIME_HANG_REPORT_H_
+#endif  // ACTORFLOW_DIAGNOSIS_HANG_REPORT_H_

@@ -1,4 +1,4 @@
-#include "runtime/plan_builder.h"
+#include "plan/plan_builder.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -1,4 +1,4 @@
-#include "runtime/hang_report.h"
+#include "diagnosis/hang_report.h"
 
 #include <algorithm>
 #include <functional>
@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "runtime/plan_util.h"
+#include "plan/plan_util.h"
 
 namespace actorflow {
 namespace {

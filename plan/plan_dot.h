@@ -1,9 +1,9 @@
-#ifndef ACTORFLOW_RUNTIME_PLAN_DOT_H_
-#define ACTORFLOW_RUNTIME_PLAN_DOT_H_
+#ifndef ACTORFLOW_PLAN_PLAN_DOT_H_
+#define ACTORFLOW_PLAN_PLAN_DOT_H_
 
 #include <string>
 
-#include "runtime/compiled_plan.h"
+#include "plan/compiled_plan.h"
 
 namespace actorflow {
 
@@ -16,4 +16,4 @@ std::string PlanToDot(const CompiledPlan& compiled);
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_RUNTIME_PLAN_DOT_H_
+#endif  // ACTORFLOW_PLAN_PLAN_DOT_H_

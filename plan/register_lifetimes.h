@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_RUNTIME_REGISTER_LIFETIMES_H_
-#define ACTORFLOW_RUNTIME_REGISTER_LIFETIMES_H_
+#ifndef ACTORFLOW_PLAN_REGISTER_LIFETIMES_H_
+#define ACTORFLOW_PLAN_REGISTER_LIFETIMES_H_
 
 #include <cstdint>
 #include <map>
@@ -77,4 +77,4 @@ class RegisterLifetimes {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_RUNTIME_REGISTER_LIFETIMES_H_
+#endif  // ACTORFLOW_PLAN_REGISTER_LIFETIMES_H_

@@ -1,4 +1,4 @@
-#include "runtime/kernel_bindings.h"
+#include "plan/kernel_bindings.h"
 
 #include <algorithm>
 #include <set>

@@ -1,10 +1,10 @@
-#ifndef ACTORFLOW_RUNTIME_CHROME_TRACE_H_
-#define ACTORFLOW_RUNTIME_CHROME_TRACE_H_
+#ifndef ACTORFLOW_DIAGNOSIS_CHROME_TRACE_H_
+#define ACTORFLOW_DIAGNOSIS_CHROME_TRACE_H_
 
 #include <string>
 
 #include "absl/status/status.h"
-#include "runtime/runtime.h"
+#include "diagnosis/run_trace.h"
 
 namespace actorflow {
 
@@ -21,4 +21,4 @@ absl::Status WriteChromeTrace(const RunTrace& trace, const std::string& path);
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_RUNTIME_CHROME_TRACE_H_
+#endif  // ACTORFLOW_DIAGNOSIS_CHROME_TRACE_H_

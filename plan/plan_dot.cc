@@ -1,11 +1,11 @@
-#include "runtime/plan_dot.h"
+#include "plan/plan_dot.h"
 
 #include <map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "runtime/plan_util.h"
+#include "plan/plan_util.h"
 
 namespace actorflow {
 namespace {

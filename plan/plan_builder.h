@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_RUNTIME_PLAN_BUILDER_H_
-#define ACTORFLOW_RUNTIME_PLAN_BUILDER_H_
+#ifndef ACTORFLOW_PLAN_PLAN_BUILDER_H_
+#define ACTORFLOW_PLAN_PLAN_BUILDER_H_
 
 #include <cstdint>
 #include <map>
@@ -58,4 +58,4 @@ absl::StatusOr<Plan> BuildPlan(const std::vector<TaskDef>& tasks,
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_RUNTIME_PLAN_BUILDER_H_
+#endif  // ACTORFLOW_PLAN_PLAN_BUILDER_H_

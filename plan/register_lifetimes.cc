@@ -1,10 +1,10 @@
-#include "runtime/register_lifetimes.h"
+#include "plan/register_lifetimes.h"
 
 #include <algorithm>
 #include <deque>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/plan_util.h"
+#include "plan/plan_util.h"
 
 namespace actorflow {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/plan_util.h"
+#include "plan/plan_util.h"
 
 #include <algorithm>
 

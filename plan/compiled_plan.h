@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_RUNTIME_COMPILED_PLAN_H_
-#define ACTORFLOW_RUNTIME_COMPILED_PLAN_H_
+#ifndef ACTORFLOW_PLAN_COMPILED_PLAN_H_
+#define ACTORFLOW_PLAN_COMPILED_PLAN_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -11,9 +11,9 @@
 #include "absl/status/statusor.h"
 #include "actor/blob_desc.h"
 #include "actor/kernel.h"
+#include "plan/kernel_bindings.h"
+#include "plan/plan_validator.h"
 #include "proto/plan.pb.h"
-#include "runtime/kernel_bindings.h"
-#include "runtime/plan_validator.h"
 
 namespace actorflow {
 
@@ -70,4 +70,4 @@ std::string DescribeShapes(const CompiledPlan& compiled);
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_RUNTIME_COMPILED_PLAN_H_
+#endif  // ACTORFLOW_PLAN_COMPILED_PLAN_H_

@@ -1,4 +1,4 @@
-#include "runtime/json.h"
+#include "base/json.h"
 
 #include <cmath>
 #include <cstdint>

@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_RUNTIME_KERNEL_BINDINGS_H_
-#define ACTORFLOW_RUNTIME_KERNEL_BINDINGS_H_
+#ifndef ACTORFLOW_PLAN_KERNEL_BINDINGS_H_
+#define ACTORFLOW_PLAN_KERNEL_BINDINGS_H_
 
 #include <functional>
 #include <memory>
@@ -14,8 +14,8 @@
 namespace actorflow {
 
 // Kernels for one session, from the caller's own program: an op_type bound
-// here wins over ACTORFLOW_REGISTER_KERNEL's registry for the plans compiled with
-// these bindings, and nothing global changes. Unbound op_types come from
+// here wins over ACTORFLOW_REGISTER_KERNEL's registry for the plans compiled
+// with these bindings, and nothing global changes. Unbound op_types come from
 // the registry.
 class KernelBindings {
  public:
@@ -74,4 +74,4 @@ class KernelBindings {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_RUNTIME_KERNEL_BINDINGS_H_
+#endif  // ACTORFLOW_PLAN_KERNEL_BINDINGS_H_

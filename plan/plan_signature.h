@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_RUNTIME_PLAN_SIGNATURE_H_
-#define ACTORFLOW_RUNTIME_PLAN_SIGNATURE_H_
+#ifndef ACTORFLOW_PLAN_PLAN_SIGNATURE_H_
+#define ACTORFLOW_PLAN_PLAN_SIGNATURE_H_
 
 #include <string>
 #include <vector>
@@ -31,4 +31,4 @@ std::string DiffSignatures(
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_RUNTIME_PLAN_SIGNATURE_H_
+#endif  // ACTORFLOW_PLAN_PLAN_SIGNATURE_H_

@@ -1,4 +1,4 @@
-#include "runtime/plan_signature.h"
+#include "plan/plan_signature.h"
 
 #include <algorithm>
 #include <map>
@@ -13,7 +13,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "runtime/plan_util.h"
+#include "plan/plan_util.h"
 
 namespace actorflow {
 namespace {
