@@ -319,7 +319,23 @@ absl::Status Session::StartThreads() {
   channel.reserve = std::max<uint32_t>(
       channel.reserve,
       static_cast<uint32_t>(std::min<int64_t>(in_flight, 1 << 20)));
-  auto threads = ThreadMgr<ActorMsg>::Create(streams_, this, channel);
+  // One actor table per thread, made before the threads start.
+  absl::flat_hash_map<StreamKey, ThreadActors*> table_of_stream;
+  for (const StreamKey& stream : streams_) {
+    auto [it, added] = table_of_stream.try_emplace(stream, nullptr);
+    if (!added) continue;
+    thread_actors_.push_back(std::make_unique<ThreadActors>(n, this));
+    it->second = thread_actors_.back().get();
+  }
+  for (const StreamKey& stream : streams_) {
+    table_of_actor_.push_back(table_of_stream[stream]);
+  }
+  auto threads = ThreadMgr<ActorMsg>::Create(
+      streams_,
+      [&table_of_stream](const StreamKey& key) -> MsgHandler<ActorMsg>* {
+        return table_of_stream[key];
+      },
+      channel);
   if (!threads.ok()) return threads.status();
   threads_ = std::move(*threads);
   std::vector<Thread<ActorMsg>*> thread_of_actor;
@@ -397,7 +413,7 @@ Session::~Session() {
     // act: what it can reach stays allocated. The other threads are joined.
     threads_->StopAll();
     Keep(threads_);
-    for (auto& actor : actors_) Keep(actor);
+    for (auto& table : thread_actors_) Keep(table);
     for (auto& desc : descs_) Keep(desc);
     for (auto& [id, block] : shared_blocks_) Keep(block);
     for (auto& port : ports_) Keep(port);
@@ -407,6 +423,7 @@ Session::~Session() {
   }
   threads_.reset();  // stops and joins every thread
   actors_.clear();
+  thread_actors_.clear();
   descs_.clear();
 }
 
@@ -581,9 +598,9 @@ void Session::Handle(const ActorMsg& msg) {
     for (auto& [name, descs] : specs_[msg.dst].inputs) {
       consumed.insert(consumed.end(), descs.begin(), descs.end());
     }
-    actors_[msg.dst] =
-        std::make_unique<Actor>(std::move(specs_[msg.dst]), env_);
-    Actor* actor = actors_[msg.dst].get();
+    Actor* actor = table_of_actor_[msg.dst]->Adopt(
+        msg.dst, std::make_unique<Actor>(std::move(specs_[msg.dst]), env_));
+    actors_[msg.dst] = actor;
     // Read only by peers on this same thread, after every actor is
     // constructed (Create waits for that before any run).
     for (RegstDesc* desc : produced) desc->producer_actor = actor;

@@ -21,6 +21,7 @@
 #include "actor/actor_stats.h"
 #include "actor/kernel.h"
 #include "actor/run_monitor.h"
+#include "actor/thread_actors.h"
 #include "base/mutex.h"
 #include "diagnosis/hang_report.h"
 #include "diagnosis/run_trace.h"
@@ -280,6 +281,9 @@ class Session final : public MsgHandler<ActorMsg>, public CutListener {
   // without running static destructors under that thread (std::_Exit).
   bool left_threads_running() const { return abandoned_; }
 
+  // The commands about the session as a whole (ThreadActors hands them
+  // over on the actor's thread); every other message goes from the thread
+  // straight to the actor.
   void Handle(const ActorMsg& msg) override;       // threads only
   void OnCut(int32_t actor, size_t cut) override;  // threads only
 
@@ -352,8 +356,12 @@ class Session final : public MsgHandler<ActorMsg>, public CutListener {
   std::vector<std::unique_ptr<Port>> ports_;
   bool has_feeds_ = false;
   bool has_fetches_ = false;
-  // Slot a is written once, on actor a's thread, before Create returns.
-  std::vector<std::unique_ptr<Actor>> actors_;
+  // Each thread's actors, owned by the table its messages go through (by
+  // thread index); actors_[a] points into one. Slot a is written once, on
+  // actor a's thread, before Create returns.
+  std::vector<std::unique_ptr<ThreadActors>> thread_actors_;
+  std::vector<ThreadActors*> table_of_actor_;
+  std::vector<Actor*> actors_;
   std::unique_ptr<RunMonitor> monitor_;
   std::unique_ptr<ThreadMgr<ActorMsg>> threads_;
   std::unique_ptr<ActorMsgBus> bus_;

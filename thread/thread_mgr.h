@@ -1,6 +1,7 @@
 #ifndef ACTORFLOW_THREAD_THREAD_MGR_H_
 #define ACTORFLOW_THREAD_THREAD_MGR_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -30,6 +31,17 @@ class ThreadMgr {
   static absl::StatusOr<std::unique_ptr<ThreadMgr>> Create(
       absl::Span<const StreamKey> streams, MsgHandler<Msg>* handler,
       ChannelOptions options = {}) {
+    return Create(
+        streams, [handler](const StreamKey&) { return handler; }, options);
+  }
+
+  // The thread of stream `key` hands its messages to handler_for(key) (each
+  // thread its own handler, such as the actors it owns); every handler must
+  // outlive the manager.
+  static absl::StatusOr<std::unique_ptr<ThreadMgr>> Create(
+      absl::Span<const StreamKey> streams,
+      const std::function<MsgHandler<Msg>*(const StreamKey&)>& handler_for,
+      ChannelOptions options = {}) {
     std::unique_ptr<ThreadMgr> mgr(new ThreadMgr());
     for (const StreamKey& key : streams) {
       if (mgr->index_.contains(key)) continue;
@@ -49,6 +61,7 @@ class ThreadMgr {
                          ": host_async applies to CPU streams only"));
       }
       mgr->index_[key] = static_cast<int>(mgr->threads_.size());
+      MsgHandler<Msg>* handler = handler_for(key);
       if (key.device == DeviceKind::kGpu) {
         auto thread = GpuThread<Msg>::Create(key, handler, options);
         if (!thread.ok()) return thread.status();
