@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -11,6 +12,15 @@
 // Two implementations: cuda_api_cuda.cc (built when a toolkit is found) and
 // cuda_api_stub.cc (CPU-only builds), where every call reports that the build
 // has no CUDA. Nothing here crashes on a machine without a GPU or driver.
+namespace actorflow {
+
+// OK when CUDA device `index` can run work; otherwise why not. Sessions and
+// pipelines take one (tests pass their own); the default is
+// cuda::DeviceAvailable.
+using DeviceProbe = std::function<absl::Status(int index)>;
+
+}  // namespace actorflow
+
 namespace actorflow::cuda {
 
 // An opaque cudaStream_t and cudaEvent_t.

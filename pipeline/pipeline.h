@@ -12,15 +12,25 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "pipeline/stage_kernels.h"
+#include "actor/tensor_view.h"
+#include "diagnosis/run_trace.h"
+#include "memory/cuda_api.h"
+#include "pipeline/skip_log.h"
 #include "proto/plan.pb.h"
-#include "runtime/session.h"
+#include "runtime/checkpoint_info.h"
 #include "runtime/tensor.h"
+
+namespace actorflow {
+class KernelBindings;
+class Session;
+}  // namespace actorflow
 
 // A DALI-style data pipeline that compiles to a Plan and runs on the actor
 // runtime. See docs/pipelines.md for the operators and how a
 // pipeline maps onto actors, threads and registers.
 namespace actorflow::pipeline {
+
+class SampleDealers;
 
 enum class OnError {
   kFail,        // a failing sample stops the pipeline

@@ -11,7 +11,9 @@
 #include "compiler/job_compiler.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/sample_ops.h"
+#include "pipeline/stage_kernels.h"
 #include "plan/plan_builder.h"
+#include "runtime/session.h"
 
 namespace actorflow::pipeline {
 namespace {

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "pipeline/pipeline.h"
+#include "pipeline/stage_kernels.h"
+#include "runtime/session.h"
 
 namespace actorflow::pipeline {
 

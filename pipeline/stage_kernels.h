@@ -14,6 +14,7 @@
 #include "pipeline/sample_dealer.h"
 #include "pipeline/sample_list.h"
 #include "pipeline/sample_ops.h"
+#include "pipeline/skip_log.h"
 
 // The kernels a pipeline's plan runs (op_types "pipeline.<operator>"):
 // readers (sources driven by the schedule feed), per-sample stages, and
@@ -146,43 +147,6 @@ class SampleStageKernel final : public Kernel {
   uint64_t seed_ = 0;
   bool skip_errors_ = false;
   SampleSlots slots_;
-};
-
-// A sample on_error=skip_sample dropped.
-struct SkippedSample {
-  int64_t epoch = 0;
-  int64_t position = 0;
-  std::string name;
-  std::string error;
-};
-
-// Where the batch kernel records what it dropped; the pipeline reads it.
-class SkipLog {
- public:
-  void Add(SkippedSample sample) {
-    MutexLock lock(&mu_);
-    samples_.push_back(std::move(sample));
-  }
-  std::vector<SkippedSample> Snapshot() const {
-    MutexLock lock(&mu_);
-    return samples_;
-  }
-  // A restored pipeline's log (Pipeline::Restore).
-  void Replace(std::vector<SkippedSample> samples) {
-    MutexLock lock(&mu_);
-    samples_ = std::move(samples);
-  }
-  // Samples dropped in `epoch`, counted without copying the log.
-  int64_t CountInEpoch(int64_t epoch) const {
-    MutexLock lock(&mu_);
-    int64_t count = 0;
-    for (const SkippedSample& s : samples_) count += s.epoch == epoch;
-    return count;
-  }
-
- private:
-  mutable Mutex mu_;
-  std::vector<SkippedSample> samples_ ABSL_GUARDED_BY(mu_);
 };
 
 // `pipeline.batch`: assembles each output's samples, in epoch order, into

@@ -11,9 +11,6 @@
 
 namespace actorflow {
 
-// OK when CUDA device `index` can run work; otherwise why not.
-using DeviceProbe = std::function<absl::Status(int index)>;
-
 // Every problem that would keep `plan` from running, one message each,
 // naming the task, the regst_desc id and the field. Empty when the plan is
 // valid. Checks: tasks present and uniquely named and numbered; streams and

@@ -28,6 +28,7 @@
 #include "plan/compiled_plan.h"
 #include "plan/kernel_bindings.h"
 #include "runtime/checkpoint.h"
+#include "runtime/checkpoint_info.h"
 #include "runtime/tensor.h"
 #include "thread/blocking_counter.h"
 #include "thread/channel.h"
@@ -104,28 +105,6 @@ struct RunProgress {
   int64_t pieces_total = -1;  // -1: unknown (a plan with feeds)
   int64_t acts = 0;           // every actor's, in this run
   double elapsed_ms = 0;
-};
-
-// Session::Checkpoint's settings.
-struct CheckpointOptions {
-  // After writing, keep only the newest keep_last checkpoints of the root
-  // (0: all of them).
-  int keep_last = 0;
-  // How long to wait for the plan to come to a cut (see Snapshot).
-  absl::Duration timeout = absl::Seconds(60);
-  // The program's own entries, saved beside the plan's state and given
-  // back by Restore (an epoch's running totals, a data iterator's place).
-  KernelState user;
-};
-
-// A checkpoint taken or restored.
-struct CheckpointInfo {
-  std::string path;     // its directory
-  int64_t piece = 0;    // the first piece after its cut
-  KernelState user;     // Restore: the program's entries
-  int64_t bytes = 0;    // Checkpoint: written, the manifest included
-  double pause_ms = 0;  // Checkpoint: waiting for the cut and taking it
-  double write_ms = 0;  // Checkpoint: writing and syncing
 };
 
 class Session;
