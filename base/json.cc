@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 
 namespace actorflow {
 
@@ -22,6 +23,21 @@ Json JsonRounded(double value, int decimals) {
 std::string JsonLine(const Json& value) {
   return value.dump(-1, ' ', /*ensure_ascii=*/false,
                     Json::error_handler_t::replace);
+}
+
+void PrintJsonLine(const Json& value) {
+  std::printf("%s\n", JsonLine(value).c_str());
+  std::fflush(stdout);
+}
+
+std::string ChromeTraceDocument(const std::vector<Json>& events) {
+  std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+  for (size_t i = 0; i < events.size(); ++i) {
+    out += JsonLine(events[i]);
+    out += i + 1 < events.size() ? ",\n" : "\n";
+  }
+  out += "]}\n";
+  return out;
 }
 
 Json ParseJson(absl::string_view text) {

@@ -5,6 +5,7 @@
 // read with nlohmann::json (Debian's nlohmann-json3-dev). Include this from
 // .cc files only: the library is a large header.
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
@@ -27,6 +28,15 @@ Json JsonRounded(double value, int decimals);
 // `value` on one line without a newline. Text that is not UTF-8 (a path
 // with Latin-1 bytes in an error message) gets U+FFFD instead of failing.
 std::string JsonLine(const Json& value);
+
+// Prints JsonLine(value) and a newline on stdout and flushes it: each line
+// is a message to whoever reads the pipe (launch merges its ranks' lines).
+void PrintJsonLine(const Json& value);
+
+// A Chrome trace (chrome://tracing, Perfetto) holding `events`, times in
+// microseconds shown as nanoseconds; one event per line, so a trace also
+// reads and diffs as text.
+std::string ChromeTraceDocument(const std::vector<Json>& events);
 
 // The JSON value in `text`; a discarded value (is_discarded()) when `text`
 // is not JSON. Never throws.

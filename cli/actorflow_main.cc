@@ -212,11 +212,6 @@ std::string KernelLibraryPath(const std::string& given) {
   return path;
 }
 
-// Prints `line` as the command's one JSON line on stdout.
-void PrintJson(const Json& line) {
-  std::printf("%s\n", JsonLine(line).c_str());
-}
-
 // {"status": status, then `fields` in their order}.
 Json StatusLine(const char* status, const Json& fields) {
   Json line = {{"status", status}};
@@ -228,7 +223,7 @@ int Invalid(const std::vector<std::string>& problems) {
   for (const std::string& problem : problems) {
     std::fprintf(stderr, "error: %s\n", problem.c_str());
   }
-  PrintJson({{"status", "invalid"}, {"errors", problems}});
+  PrintJsonLine({{"status", "invalid"}, {"errors", problems}});
   return kExitInvalid;
 }
 
@@ -261,7 +256,7 @@ int Validate(const std::string& path, bool shapes, int64_t max_register_bytes) {
   const int tasks = (*compiled)->plan.task_size();
   if (shapes) std::fputs(DescribeShapes(**compiled).c_str(), stdout);
   std::fprintf(stderr, "%s: ok (%d tasks)\n", path.c_str(), tasks);
-  PrintJson({{"status", "ok"}, {"tasks", tasks}});
+  PrintJsonLine({{"status", "ok"}, {"tasks", tasks}});
   return kExitOk;
 }
 
@@ -389,17 +384,17 @@ int Compile(const std::vector<std::string>& args) {
     std::fprintf(stderr, "inserted %s\n", line.c_str());
   }
   if (!dot) {
-    PrintJson({{"status", "ok"},
-               {"plan", out_path},
-               {"ops", r.ops},
-               {"tasks", r.tasks},
-               {"copies", r.copies},
-               {"boxing", r.boxing},
-               {"streams", r.streams},
-               {"register_bytes", r.register_bytes},
-               {"shared_blocks", r.shared_blocks},
-               {"shared_registers", r.shared_registers},
-               {"bytes_saved", r.bytes_saved}});
+    PrintJsonLine({{"status", "ok"},
+                   {"plan", out_path},
+                   {"ops", r.ops},
+                   {"tasks", r.tasks},
+                   {"copies", r.copies},
+                   {"boxing", r.boxing},
+                   {"streams", r.streams},
+                   {"register_bytes", r.register_bytes},
+                   {"shared_blocks", r.shared_blocks},
+                   {"shared_registers", r.shared_registers},
+                   {"bytes_saved", r.bytes_saved}});
   }
   return kExitOk;
 }
@@ -413,7 +408,7 @@ int RunFailed(const char* what, const absl::Status& status,
                std::string(status.message()).c_str());
   Json line = StatusLine("error", fields);
   line["error"] = std::string(status.message());
-  PrintJson(line);
+  PrintJsonLine(line);
   return kExitRunFailed;
 }
 
@@ -574,7 +569,7 @@ int RunSession(const std::string& path, Session* session, const RunFlags& flags,
   line["wall_ms"] = JsonRounded(result->wall_ms, 3);
   line["sinks"] = std::move(sinks);
   if (flags.stats) line["stats"] = ReportStats(*result);
-  PrintJson(line);
+  PrintJsonLine(line);
   return kExitOk;
 }
 

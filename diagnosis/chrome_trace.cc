@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/json.h"
@@ -17,14 +18,8 @@ Json Micros(int64_t ns, int64_t origin_ns) {
 }  // namespace
 
 std::string ChromeTraceJson(const RunTrace& trace) {
-  // One event per line, so a trace also reads (and diffs) as text.
-  std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
-  bool first = true;
-  auto add = [&](const Json& event) {
-    if (!first) out += ",\n";
-    first = false;
-    out += JsonLine(event);
-  };
+  std::vector<Json> events;
+  auto add = [&](const Json& event) { events.push_back(event); };
   int64_t async_id = 0;
   for (size_t t = 0; t < trace.tasks.size(); ++t) {
     const RunTrace::Task& task = trace.tasks[t];
@@ -61,8 +56,7 @@ std::string ChromeTraceJson(const RunTrace& trace) {
       add(event);
     }
   }
-  out += "]}\n";
-  return out;
+  return ChromeTraceDocument(events);
 }
 
 absl::Status WriteChromeTrace(const RunTrace& trace, const std::string& path) {

@@ -6,20 +6,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "nlohmann/json.hpp"
+#include "base/json.h"
 
 namespace actorflow::engine {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
 double Micros(int64_t ns) { return static_cast<double>(ns) / 1e3; }
-
-// Names and messages are the user's: bytes that are not UTF-8 become U+FFFD
-// rather than an exception.
-std::string DumpJson(const Json& value) {
-  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
 
 // The row of a GPU worker's device time: slices placed at the host start
 // (the device cannot start earlier), as long as the device took.
@@ -148,14 +140,7 @@ std::string Profiler::ChromeTrace() const {
                         {"ts", Micros(r.started_ns)}});
     }
   }
-  // One event per line, so a trace also reads (and diffs) as text.
-  std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-  for (size_t i = 0; i < events.size(); ++i) {
-    absl::StrAppend(&out, DumpJson(events[i]),
-                    i + 1 < events.size() ? ",\n" : "\n");
-  }
-  absl::StrAppend(&out, "]}\n");
-  return out;
+  return ChromeTraceDocument(events);
 }
 
 std::string Profiler::Table() const {

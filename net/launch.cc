@@ -74,9 +74,7 @@ int Launch(const LaunchOptions& options) {
   if (port == 0) {
     std::fprintf(stderr, "actorflow launch: found no free port on %s\n",
                  options.master_addr.c_str());
-    std::printf(
-        "%s\n",
-        JsonLine({{"status", "error"}, {"error", "no free port"}}).c_str());
+    PrintJsonLine({{"status", "error"}, {"error", "no free port"}});
     return 1;
   }
   struct sigaction action {};
@@ -230,7 +228,7 @@ int Launch(const LaunchOptions& options) {
     line["wall_ms"] = JsonRounded(wall_ms, 3);
     line["sinks"] = Json::object();
     for (auto& [name, sink] : sinks) line["sinks"][name] = std::move(sink);
-    std::printf("%s\n", JsonLine(line).c_str());
+    PrintJsonLine(line);
     return 0;
   }
   // An invalid plan or arguments: every rank refused it; say it once.
@@ -257,11 +255,10 @@ int Launch(const LaunchOptions& options) {
       }
     }
   }
-  std::printf("%s\n", JsonLine({{"status", "error"},
-                                {"world_size", n},
-                                {"error", error},
-                                {"exit_codes", codes}})
-                          .c_str());
+  PrintJsonLine({{"status", "error"},
+                 {"world_size", n},
+                 {"error", error},
+                 {"exit_codes", codes}});
   return 1;
 }
 

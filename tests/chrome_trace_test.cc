@@ -19,7 +19,7 @@ TEST_CASE("a trace becomes Chrome trace events", "[trace]") {
   trace.tasks.push_back(
       {"h\"2d", "m0/gpu0/s1", true, {{0, 1'003'000, 1'010'250}}});
   CHECK(ChromeTraceJson(trace) ==
-        "{\"displayTimeUnit\":\"ns\",\"traceEvents\":["
+        "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
         "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":0,"
         "\"args\":{\"name\":\"src [m0/cpu0/s0]\"}},\n"
         "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":0,\"tid\":0,"
@@ -33,7 +33,7 @@ TEST_CASE("a trace becomes Chrome trace events", "[trace]") {
         "{\"name\":\"piece 0\",\"cat\":\"m0/gpu0/s1\",\"pid\":0,\"tid\":1,"
         "\"ph\":\"b\",\"id\":1,\"ts\":3},\n"
         "{\"name\":\"piece 0\",\"cat\":\"m0/gpu0/s1\",\"pid\":0,\"tid\":1,"
-        "\"ph\":\"e\",\"id\":1,\"ts\":10.25}]}\n");
+        "\"ph\":\"e\",\"id\":1,\"ts\":10.25}\n]}\n");
 }
 
 TEST_CASE("a trace is written to a file, and an unwritable path is named",

@@ -24,8 +24,8 @@
 namespace {
 
 using actorflow::Json;
-using actorflow::JsonLine;
 using actorflow::JsonNumber;
+using actorflow::PrintJsonLine;
 using actorflow::examples::EpochReport;
 using actorflow::examples::MnistOptions;
 
@@ -145,9 +145,7 @@ absl::StatusOr<std::vector<int64_t>> ParseLayers(const std::string& text) {
 }
 
 int Fail(const std::string& message) {
-  std::printf("%s\n",
-              JsonLine({{"status", "error"}, {"error", message}}).c_str());
-  std::fflush(stdout);
+  PrintJsonLine({{"status", "error"}, {"error", message}});
   return 1;
 }
 
@@ -304,6 +302,6 @@ int main(int argc, char** argv) {
   if (summary->resumed_from_step >= 0) {
     line["resumed_from_step"] = summary->resumed_from_step;
   }
-  std::printf("%s\n", JsonLine(line).c_str());
+  PrintJsonLine(line);
   return 0;
 }

@@ -183,18 +183,16 @@ int main(int argc, char** argv) {
   if (status.ok()) status = Main(flags, &totals);
   if (!status.ok()) {
     std::cerr << "image_pipeline: " << status.message() << "\n";
-    std::cout << JsonLine({{"status", "error"},
-                           {"error", std::string(status.message())}})
-              << std::endl;
+    PrintJsonLine(
+        {{"status", "error"}, {"error", std::string(status.message())}});
     return 1;
   }
   const double rate = totals.seconds > 0 ? totals.images / totals.seconds : 0.0;
-  std::cout << JsonLine({{"status", "ok"},
-                         {"images", totals.images},
-                         {"batches", totals.batches},
-                         {"skipped", totals.skipped},
-                         {"checksum", examples::JsonChecksum(totals.hash)},
-                         {"images_per_s", JsonNumber(rate)}})
-            << std::endl;
+  PrintJsonLine({{"status", "ok"},
+                 {"images", totals.images},
+                 {"batches", totals.batches},
+                 {"skipped", totals.skipped},
+                 {"checksum", examples::JsonChecksum(totals.hash)},
+                 {"images_per_s", JsonNumber(rate)}});
   return 0;
 }
