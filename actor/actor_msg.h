@@ -34,6 +34,13 @@ enum class ActorCmd : uint8_t {
   kRestoreState,  // the session gives the kernel its state back (a restore)
 };
 
+// The commands the session handles on the actor's thread (ThreadActors
+// routes them there); every other message goes to the actor itself.
+constexpr bool IsSessionCmd(ActorCmd cmd) {
+  return cmd == ActorCmd::kConstruct || cmd == ActorCmd::kDescribe ||
+         cmd == ActorCmd::kSaveState || cmd == ActorCmd::kRestoreState;
+}
+
 // The only thing actors exchange: small, trivially copyable, no ownership.
 //
 // A ready message carries the piece id so that the consumer need not read

@@ -37,7 +37,7 @@ class ThreadActors final : public MsgHandler<ActorMsg> {
 
   void Handle(const ActorMsg& msg) override {
     if (__builtin_expect(msg.kind == ActorMsgKind::kCmd, 0) &&
-        ForSession(msg.cmd)) {
+        IsSessionCmd(msg.cmd)) {
       session_->Handle(msg);
       return;
     }
@@ -45,11 +45,6 @@ class ThreadActors final : public MsgHandler<ActorMsg> {
   }
 
  private:
-  static bool ForSession(ActorCmd cmd) {
-    return cmd == ActorCmd::kConstruct || cmd == ActorCmd::kDescribe ||
-           cmd == ActorCmd::kSaveState || cmd == ActorCmd::kRestoreState;
-  }
-
   MsgHandler<ActorMsg>* const session_;
   std::vector<Actor*> actors_;  // by session-wide id; null: another thread's
   std::vector<std::unique_ptr<Actor>> owned_;

@@ -13,6 +13,7 @@
 #include "actor/kernel.h"
 #include "plan/kernel_bindings.h"
 #include "plan/plan_validator.h"
+#include "plan/register_limit.h"
 #include "proto/plan.pb.h"
 
 namespace actorflow {
@@ -31,10 +32,8 @@ struct CompiledPlan {
   std::map<int64_t, std::vector<BlobDesc>> blobs;
 };
 
-// The default limit on a plan's register memory: every register of every
-// descriptor, host and device alike, at its blobs' (maximum) size, each
-// counted as at least kRegstOverheadBytes for its bookkeeping.
-inline constexpr int64_t kDefaultMaxRegisterBytes = int64_t{16} << 30;
+// kDefaultMaxRegisterBytes, and each register counted as at least
+// kRegstOverheadBytes for its bookkeeping.
 inline constexpr int64_t kRegstOverheadBytes = 256;
 
 // One buffer of a register holding `blobs`, as the limit counts it.

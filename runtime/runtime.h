@@ -10,23 +10,19 @@
 #include "actor/kernel.h"
 #include "diagnosis/run_trace.h"
 #include "proto/plan.pb.h"
-#include "thread/channel.h"
+#include "runtime/session.h"
 
 namespace actorflow {
 
-struct RunOptions {
+// A session's options (trace, stats, limits, kernels, ...) and how far to
+// run it.
+struct RunOptions : SessionOptions {
   // Pieces each source produces; < 0 takes the plan's total_piece_num.
   int64_t pieces = -1;
-  ChannelOptions channel;
-  // Record when every act ran (RunResult::trace). Costs a clock read or two
-  // per act; off, one predictable branch.
-  bool trace = false;
 };
 
-struct RunResult {
-  int64_t pieces = 0;
-  double wall_ms = 0;  // from starting the sources to the last finish
-  int64_t acts = 0;    // kernel invocations, all actors
+// The run's stats, and what a session offers between runs.
+struct RunResult : RunStats {
   std::map<std::string, SinkSummary> sinks;  // by task name
   RunTrace trace;                            // empty unless RunOptions::trace
 };

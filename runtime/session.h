@@ -6,33 +6,24 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "actor/actor.h"
-#include "actor/actor_msg_bus.h"
 #include "actor/actor_stats.h"
 #include "actor/kernel.h"
-#include "actor/run_monitor.h"
-#include "actor/thread_actors.h"
-#include "base/mutex.h"
-#include "diagnosis/hang_report.h"
 #include "diagnosis/run_trace.h"
-#include "plan/compiled_plan.h"
+#include "memory/cuda_api.h"
 #include "plan/kernel_bindings.h"
+#include "plan/register_limit.h"
+#include "proto/plan.pb.h"
 #include "runtime/checkpoint.h"
 #include "runtime/checkpoint_info.h"
 #include "runtime/tensor.h"
-#include "thread/blocking_counter.h"
-#include "thread/channel.h"
-#include "thread/thread_mgr.h"
+#include "thread/channel_options.h"
 
 namespace actorflow {
 
@@ -107,7 +98,9 @@ struct RunProgress {
   double elapsed_ms = 0;
 };
 
-class Session;
+class Regst;
+class SessionImpl;
+struct CompiledPlan;
 
 // A fetched piece borrowed from the plan: its register stays out of the
 // plan (holding back its producer, as any reader does) until Release or
@@ -125,10 +118,10 @@ class FetchedTensor {
   void Release();
 
  private:
-  friend class Session;
-  FetchedTensor(Session* session, Regst* regst)
+  friend class SessionImpl;
+  FetchedTensor(SessionImpl* session, Regst* regst)
       : session_(session), regst_(regst) {}
-  Session* session_ = nullptr;
+  SessionImpl* session_ = nullptr;
   Regst* regst_ = nullptr;
 };
 
@@ -168,11 +161,11 @@ class FetchedTensor {
 // that passes either limit and return the hang report: what every task
 // waits for and who holds it, which kernels run and for how long, and any
 // cycle of waits.
-class Session final : public MsgHandler<ActorMsg>, public CutListener {
+class Session final {
  public:
   static absl::StatusOr<std::unique_ptr<Session>> Create(
       Plan plan, SessionOptions options = {});
-  ~Session() override;
+  ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -240,15 +233,16 @@ class Session final : public MsgHandler<ActorMsg>, public CutListener {
   absl::Status RestoreFrom(const CheckpointData& data,
                            const std::string& path = "(in memory)");
   // What SessionOptions::restore_from (or the last Restore) restored.
-  const std::optional<CheckpointInfo>& restored() const { return restored_; }
+  const std::optional<CheckpointInfo>& restored() const;
   // The first piece of the next run.
   int64_t next_piece() const;
 
   // Between runs: per `checksum`-like task, what its kernel reports.
   std::map<std::string, SinkSummary> Sinks() const;
   // Between runs, with SessionOptions::trace: the last run's acts.
-  const RunTrace& trace() const { return trace_; }
-  const CompiledPlan& compiled() const { return *compiled_; }
+  const RunTrace& trace() const;
+  // The plan as compiled (plan/compiled_plan.h): tasks, shapes, registers.
+  const CompiledPlan& compiled() const;
   // Any thread: stops the run in progress (or the next one) with `status`,
   // as a kernel's error would; from then on the session is failed. Only the
   // first failure counts.
@@ -258,153 +252,11 @@ class Session final : public MsgHandler<ActorMsg>, public CutListener {
   // Whether a thread stuck in a kernel was left running (see
   // SessionOptions::cancel_grace). A program that then exits should do so
   // without running static destructors under that thread (std::_Exit).
-  bool left_threads_running() const { return abandoned_; }
-
-  // The commands about the session as a whole (ThreadActors hands them
-  // over on the actor's thread); every other message goes from the thread
-  // straight to the actor.
-  void Handle(const ActorMsg& msg) override;       // threads only
-  void OnCut(int32_t actor, size_t cut) override;  // threads only
+  bool left_threads_running() const;
 
  private:
-  struct Port;  // a feed or fetch task and its port
-  Session(std::unique_ptr<CompiledPlan> compiled, SessionOptions options);
-  friend class FetchedTensor;
-
-  // Create's steps, in order (Build runs them):
-  absl::Status Build();
-  // Refuses a plan with feeds and other sources.
-  absl::Status CheckSources() const;
-  // A RegstDesc per produced register, its registers allocated (or placed
-  // in their shared block), and an ActorSpec per task with its outputs;
-  // `devices` gets every GPU a register lives on.
-  absl::Status AllocateRegisters(std::set<int>* devices);
-  // Each task's inputs and its producers' consumer lists, the feed and
-  // fetch ports, and kernel gates' wakers.
-  void ConnectTasks();
-  // A thread per stream, sized for every message that can be in flight;
-  // each register knows its producer's and consumers' threads.
-  absl::Status StartThreads();
-  // The run monitor, the per-actor bookkeeping, and every actor
-  // constructed on its own thread.
-  absl::Status ConstructActors();
-  absl::Status StartLocked(int64_t pieces, std::vector<int64_t> cuts = {})
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Hands a fetched register back to its producer.
-  void Release(Regst* regst);
-  void OnFailure(const absl::Status& status);
-  absl::StatusOr<Port*> FindPort(absl::string_view name, bool feed);
-  absl::Status FeedImpl(absl::string_view name, const Tensor& tensor,
-                        bool block);
-  static absl::Status TensorFits(const Port& port, const Tensor& tensor);
-  absl::Status EnsureRunning();
-  absl::Status SendCmd(int32_t actor, ActorCmd cmd);
-  int64_t TotalActs() const;
-  // Waits for the run to drain, within SessionOptions' limits; past one,
-  // stops the run and returns the hang report.
-  absl::Status WaitWithinLimits(int64_t run_start_ns);
-  absl::Status StopHungRun(const std::string& reason);
-  // Every actor's snapshot (those that answer within a second) and its
-  // running kernel.
-  HangFacts CollectHangFacts(const std::string& reason);
-  // Whether some actor on `actor`'s thread is inside a kernel call.
-  bool ThreadInKernel(int32_t actor) const;
-  // After a failure: wakes every actor so the run winds down, and waits
-  // for it to drain; a kernel still running after cancel_grace has its
-  // thread abandoned. Returns what it abandoned ("" if nothing).
-  std::string CancelRun();
-  // Checkpoints: whether every actor has acted equally often (how often).
-  bool AtRest(int64_t* acts) const;
-  // On actor a's thread: kSaveState or kRestoreState.
-  void HandleState(int32_t a, bool save);
-  // Every actor's state, taken on its thread; Aborted when some actor had
-  // acted past `acts` by then (the caller tries again).
-  absl::StatusOr<CheckpointData> TakeStates(int64_t acts, absl::Time deadline)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
-  const std::vector<TaskSignature>& Signature()
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
-
-  std::unique_ptr<CompiledPlan> compiled_;
-  const SessionOptions options_;
-  std::vector<std::unique_ptr<RegstDesc>> descs_;
-  // SessionOptions::check_memory_sharing: one per mem_block_id.
-  absl::flat_hash_map<int64_t, std::unique_ptr<SharedBlock>> shared_blocks_;
-  std::vector<ActorSpec> specs_;
-  std::vector<StreamKey> streams_;  // per actor
-  std::vector<bool> async_actor_;
-  std::vector<std::unique_ptr<Port>> ports_;
-  bool has_feeds_ = false;
-  bool has_fetches_ = false;
-  // Each thread's actors, owned by the table its messages go through (by
-  // thread index); actors_[a] points into one. Slot a is written once, on
-  // actor a's thread, before Create returns.
-  std::vector<std::unique_ptr<ThreadActors>> thread_actors_;
-  std::vector<ThreadActors*> table_of_actor_;
-  std::vector<Actor*> actors_;
-  std::unique_ptr<RunMonitor> monitor_;
-  std::unique_ptr<ThreadMgr<ActorMsg>> threads_;
-  std::unique_ptr<ActorMsgBus> bus_;
-  BlockingCounter constructing_{0};
-  BlockingCounter resetting_{0};
-  ActorEnv env_;
-  std::vector<int32_t> last_tasks_;  // whose outputs nobody reads
-  // The hang report's snapshots: slot a is written on actor a's thread,
-  // then taken_[a] set (release); the session reads slots whose flag it
-  // sees set.
-  std::vector<std::optional<ActorSnapshot>> snapshots_;
-  std::unique_ptr<std::atomic<bool>[]> snapshot_taken_;
-  BlockingCounter describing_{0};
-  // Checkpoints: slot a is written on actor a's thread, then stating_
-  // counted down; read once the count is zero. state_mu_ keeps one
-  // Snapshot or Restore at a time.
-  struct StateSlot {
-    KernelState state;
-    const KernelState* restore = nullptr;  // kRestoreState: what to give
-    int64_t piece = 0;
-    int64_t acts = 0;
-    int64_t save_ns = 0;  // spent in the kernel's SaveState
-    absl::Status status;
-  };
-  // The longest time one thread spent in SaveState, over `slots`.
-  double LongestPauseMs(const std::vector<StateSlot>& slots) const;
-  std::vector<StateSlot> state_slots_;
-  // The cuts of the run in progress (Start with cuts): written by Start
-  // before the actors' kReset, read by them; per cut, a slot per actor,
-  // written on its thread, then `pending` counted down.
-  struct Cut {
-    int64_t piece = 0;
-    std::vector<StateSlot> slots;
-    BlockingCounter pending{0};
-    bool taken = false;
-  };
-  std::vector<int64_t> run_cuts_;
-  std::vector<std::unique_ptr<Cut>> cuts_;
-  BlockingCounter stating_{0};
-  Mutex state_mu_;
-  // A Snapshot gave up waiting for the actors' answers: the next one waits
-  // for them before it reuses the slots.
-  bool states_pending_ ABSL_GUARDED_BY(state_mu_) = false;
-  std::vector<TaskSignature> signature_ ABSL_GUARDED_BY(state_mu_);
-  // The piece a restore started the session at: written under state_mu_
-  // before the actors are told, read with it or on their threads after.
-  int64_t base_piece_ = 0;
-  std::optional<CheckpointInfo> restored_;
-  // Set when a thread stuck in a kernel was left running: the destructor
-  // then frees nothing that thread could reach.
-  bool abandoned_ = false;
-
-  mutable Mutex mu_;
-  bool running_ ABSL_GUARDED_BY(mu_) = false;
-  bool started_once_ ABSL_GUARDED_BY(mu_) = false;
-  // Also read by the actors at kReset, which StartLocked waits for.
-  int64_t pieces_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t next_piece_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t run_start_ns_ ABSL_GUARDED_BY(mu_) = 0;
-  // Per actor, at the run's start.
-  std::vector<int64_t> acts_before_ ABSL_GUARDED_BY(mu_);
-  // Written by Wait under mu_; trace() hands it out between runs, when no
-  // other thread writes it.
-  RunTrace trace_;
+  explicit Session(std::unique_ptr<SessionImpl> impl);
+  std::unique_ptr<SessionImpl> impl_;
 };
 
 }  // namespace actorflow

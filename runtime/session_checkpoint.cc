@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "plan/plan_signature.h"
 #include "plan/plan_util.h"
-#include "runtime/session.h"
+#include "runtime/session_impl.h"
 
 namespace actorflow {
 
@@ -35,7 +35,7 @@ absl::Status Guarded(Fn&& fn) {
 
 }  // namespace
 
-void Session::HandleState(int32_t a, bool save) {
+void SessionImpl::HandleState(int32_t a, bool save) {
   StateSlot& slot = state_slots_[a];
   Actor& actor = *actors_[a];
   Kernel& kernel = actor.mutable_kernel();
@@ -69,7 +69,7 @@ void Session::HandleState(int32_t a, bool save) {
   stating_.Decrement();
 }
 
-bool Session::AtRest(int64_t* acts) const {
+bool SessionImpl::AtRest(int64_t* acts) const {
   *acts = actors_.empty() ? 0 : actors_[0]->act_count();
   for (const auto& actor : actors_) {
     if (actor->act_count() != *acts) return false;
@@ -77,13 +77,13 @@ bool Session::AtRest(int64_t* acts) const {
   return true;
 }
 
-const std::vector<TaskSignature>& Session::Signature() {
+const std::vector<TaskSignature>& SessionImpl::Signature() {
   if (signature_.empty()) signature_ = SignPlan(compiled_->plan);
   return signature_;
 }
 
-absl::StatusOr<CheckpointData> Session::TakeStates(int64_t acts,
-                                                   absl::Time deadline) {
+absl::StatusOr<CheckpointData> SessionImpl::TakeStates(int64_t acts,
+                                                       absl::Time deadline) {
   const int n = static_cast<int>(actors_.size());
   auto left = [&] {
     return std::max(deadline - absl::Now(), absl::ZeroDuration());
@@ -143,7 +143,7 @@ absl::StatusOr<CheckpointData> Session::TakeStates(int64_t acts,
   return data;
 }
 
-absl::StatusOr<CheckpointData> Session::Snapshot(absl::Duration timeout) {
+absl::StatusOr<CheckpointData> SessionImpl::Snapshot(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   absl::Duration backoff = absl::Microseconds(20);
   while (true) {
@@ -178,7 +178,7 @@ absl::StatusOr<CheckpointData> Session::Snapshot(absl::Duration timeout) {
   }
 }
 
-absl::StatusOr<CheckpointInfo> Session::Checkpoint(
+absl::StatusOr<CheckpointInfo> SessionImpl::Checkpoint(
     const std::string& root, const CheckpointOptions& options) {
   const int64_t start = SteadyNowNs();
   absl::StatusOr<CheckpointData> data = Snapshot(options.timeout);
@@ -198,7 +198,7 @@ absl::StatusOr<CheckpointInfo> Session::Checkpoint(
   return info;
 }
 
-absl::StatusOr<CheckpointInfo> Session::Restore(const std::string& dir) {
+absl::StatusOr<CheckpointInfo> SessionImpl::Restore(const std::string& dir) {
   absl::StatusOr<std::string> path = ResolveCheckpoint(dir);
   if (!path.ok()) return path.status();
   absl::StatusOr<CheckpointData> data = ReadCheckpoint(*path);
@@ -213,8 +213,8 @@ absl::StatusOr<CheckpointInfo> Session::Restore(const std::string& dir) {
   return info;
 }
 
-absl::Status Session::RestoreFrom(const CheckpointData& data,
-                                  const std::string& path) {
+absl::Status SessionImpl::RestoreFrom(const CheckpointData& data,
+                                      const std::string& path) {
   MutexLock lock(&mu_);
   absl::Status failed = monitor_->status();
   if (!failed.ok()) return failed;
@@ -274,11 +274,11 @@ absl::Status Session::RestoreFrom(const CheckpointData& data,
   return absl::OkStatus();
 }
 
-int64_t Session::next_piece() const {
+int64_t SessionImpl::next_piece() const {
   MutexLock lock(&mu_);
   return next_piece_;
 }
-void Session::OnCut(int32_t a, size_t index) {
+void SessionImpl::OnCut(int32_t a, size_t index) {
   Cut& cut = *cuts_[index];
   StateSlot& slot = cut.slots[a];
   Actor& actor = *actors_[a];
@@ -294,7 +294,7 @@ void Session::OnCut(int32_t a, size_t index) {
   cut.pending.Decrement();
 }
 
-double Session::LongestPauseMs(const std::vector<StateSlot>& slots) const {
+double SessionImpl::LongestPauseMs(const std::vector<StateSlot>& slots) const {
   absl::flat_hash_map<std::string, int64_t> per_thread;
   int64_t longest = 0;
   for (size_t a = 0; a < slots.size(); ++a) {
@@ -305,8 +305,8 @@ double Session::LongestPauseMs(const std::vector<StateSlot>& slots) const {
   return static_cast<double>(longest) / 1e6;
 }
 
-absl::StatusOr<CheckpointData> Session::TakeSnapshot(int64_t piece,
-                                                     absl::Duration timeout) {
+absl::StatusOr<CheckpointData> SessionImpl::TakeSnapshot(
+    int64_t piece, absl::Duration timeout) {
   Cut* cut = nullptr;
   for (const auto& candidate : cuts_) {
     if (candidate->piece == piece) cut = candidate.get();

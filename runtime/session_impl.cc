@@ -1,4 +1,4 @@
-#include "runtime/session.h"
+#include "runtime/session_impl.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -24,7 +24,7 @@
 namespace actorflow {
 
 // A feed or fetch task and the port where it meets the caller.
-struct Session::Port {
+struct SessionImpl::Port {
   std::string name;  // the task's
   int32_t actor = 0;
   bool is_feed = false;
@@ -106,7 +106,7 @@ absl::flat_hash_set<int64_t> HostSidesOfCopies(const Plan& plan) {
   return ids;
 }
 
-// Keeps what an abandoned thread may still touch (see ~Session), and tells
+// Keeps what an abandoned thread may still touch (see ~SessionImpl), and tells
 // LeakSanitizer that it is kept on purpose.
 template <typename T>
 void Keep(std::unique_ptr<T>& owner) {
@@ -124,7 +124,7 @@ std::string Seconds(absl::Duration duration) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Session>> Session::Create(
+absl::StatusOr<std::unique_ptr<SessionImpl>> SessionImpl::Create(
     Plan plan, SessionOptions options) {
   for (const std::string& library : options.kernel_libraries) {
     absl::Status loaded = LoadKernelLibrary(library);
@@ -137,8 +137,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(
   absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =
       CompilePlan(std::move(plan), compile);
   if (!compiled.ok()) return compiled.status();
-  std::unique_ptr<Session> session(
-      new Session(std::move(*compiled), std::move(options)));
+  std::unique_ptr<SessionImpl> session(
+      new SessionImpl(std::move(*compiled), std::move(options)));
   absl::Status status = session->Build();
   if (!status.ok()) return status;  // the destructor joins what started
   if (!session->options_.restore_from.empty()) {
@@ -149,10 +149,11 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(
   return session;
 }
 
-Session::Session(std::unique_ptr<CompiledPlan> compiled, SessionOptions options)
+SessionImpl::SessionImpl(std::unique_ptr<CompiledPlan> compiled,
+                         SessionOptions options)
     : compiled_(std::move(compiled)), options_(std::move(options)) {}
 
-absl::Status Session::Build() {
+absl::Status SessionImpl::Build() {
   absl::Status status = CheckSources();
   std::set<int> devices;
   if (status.ok()) status = AllocateRegisters(&devices);
@@ -169,7 +170,7 @@ absl::Status Session::Build() {
   return ConstructActors();
 }
 
-absl::Status Session::CheckSources() const {
+absl::Status SessionImpl::CheckSources() const {
   const Plan& plan = compiled_->plan;
   // A plan with feeds runs as long as the caller feeds it; a plain source
   // would need a piece count nobody gives.
@@ -190,7 +191,7 @@ absl::Status Session::CheckSources() const {
   return absl::OkStatus();
 }
 
-absl::Status Session::AllocateRegisters(std::set<int>* devices) {
+absl::Status SessionImpl::AllocateRegisters(std::set<int>* devices) {
   const Plan& plan = compiled_->plan;
   const int n = plan.task_size();
   absl::flat_hash_set<int64_t> pinned = HostSidesOfCopies(plan);
@@ -255,7 +256,7 @@ absl::Status Session::AllocateRegisters(std::set<int>* devices) {
   return absl::OkStatus();
 }
 
-void Session::ConnectTasks() {
+void SessionImpl::ConnectTasks() {
   const Plan& plan = compiled_->plan;
   const int n = plan.task_size();
   absl::flat_hash_map<int64_t, RegstDesc*> desc_by_id;
@@ -303,7 +304,7 @@ void Session::ConnectTasks() {
   }
 }
 
-absl::Status Session::StartThreads() {
+absl::Status SessionImpl::StartThreads() {
   const int n = static_cast<int>(specs_.size());
   for (const ActorSpec& spec : specs_) streams_.push_back(spec.stream);
   // Every message in flight is a register on its way to a consumer or back,
@@ -357,7 +358,7 @@ absl::Status Session::StartThreads() {
   return absl::OkStatus();
 }
 
-absl::Status Session::ConstructActors() {
+absl::Status SessionImpl::ConstructActors() {
   const int n = static_cast<int>(specs_.size());
   monitor_ = std::make_unique<RunMonitor>(
       0, [this](const absl::Status& status) { OnFailure(status); });
@@ -392,7 +393,7 @@ absl::Status Session::ConstructActors() {
   return monitor_->status();
 }
 
-Session::~Session() {
+SessionImpl::~SessionImpl() {
   bool running;
   {
     MutexLock lock(&mu_);
@@ -427,7 +428,7 @@ Session::~Session() {
   descs_.clear();
 }
 
-std::string Session::CancelRun() {
+std::string SessionImpl::CancelRun() {
   for (const auto& port : ports_) {
     if (!port->is_feed) continue;
     port->feed.Close();
@@ -462,13 +463,13 @@ std::string Session::CancelRun() {
   return "";
 }
 
-int64_t Session::TotalActs() const {
+int64_t SessionImpl::TotalActs() const {
   int64_t acts = 0;
   for (const auto& actor : actors_) acts += actor->act_count();
   return acts;
 }
 
-RunProgress Session::Progress() const {
+RunProgress SessionImpl::Progress() const {
   MutexLock lock(&mu_);
   RunProgress progress;
   progress.running = running_;
@@ -487,7 +488,7 @@ RunProgress Session::Progress() const {
   return progress;
 }
 
-absl::Status Session::WaitWithinLimits(int64_t run_start_ns) {
+absl::Status SessionImpl::WaitWithinLimits(int64_t run_start_ns) {
   const absl::Duration timeout = options_.timeout;
   const absl::Duration stall = options_.stall;
   const absl::Duration zero = absl::ZeroDuration();
@@ -528,7 +529,7 @@ absl::Status Session::WaitWithinLimits(int64_t run_start_ns) {
   }
 }
 
-HangFacts Session::CollectHangFacts(const std::string& reason) {
+HangFacts SessionImpl::CollectHangFacts(const std::string& reason) {
   const int n = static_cast<int>(actors_.size());
   HangFacts facts;
   facts.reason = reason;
@@ -561,7 +562,7 @@ HangFacts Session::CollectHangFacts(const std::string& reason) {
   return facts;
 }
 
-bool Session::ThreadInKernel(int32_t actor) const {
+bool SessionImpl::ThreadInKernel(int32_t actor) const {
   for (size_t a = 0; a < actors_.size(); ++a) {
     if (streams_[a] == streams_[actor] && actors_[a]->kernel_since_ns() != 0) {
       return true;
@@ -570,7 +571,7 @@ bool Session::ThreadInKernel(int32_t actor) const {
   return false;
 }
 
-absl::Status Session::StopHungRun(const std::string& reason) {
+absl::Status SessionImpl::StopHungRun(const std::string& reason) {
   std::string report = HangReport(compiled_->plan, CollectHangFacts(reason));
   monitor_->ReportFailure(absl::DeadlineExceededError(report));
   std::string abandoned = CancelRun();
@@ -579,45 +580,52 @@ absl::Status Session::StopHungRun(const std::string& reason) {
   return absl::DeadlineExceededError(report);
 }
 
-void Session::Handle(const ActorMsg& msg) {
-  if (msg.kind == ActorMsgKind::kCmd && msg.cmd == ActorCmd::kDescribe) {
-    snapshots_[msg.dst] = actors_[msg.dst]->Snapshot();
-    snapshot_taken_[msg.dst].store(true, std::memory_order_release);
-    describing_.Decrement();
-    return;
+// Only IsSessionCmd commands arrive here (ThreadActors routes them).
+void SessionImpl::Handle(const ActorMsg& msg) {
+  switch (msg.cmd) {
+    case ActorCmd::kDescribe:
+      snapshots_[msg.dst] = actors_[msg.dst]->Snapshot();
+      snapshot_taken_[msg.dst].store(true, std::memory_order_release);
+      describing_.Decrement();
+      return;
+    case ActorCmd::kSaveState:
+    case ActorCmd::kRestoreState:
+      HandleState(msg.dst, msg.cmd == ActorCmd::kSaveState);
+      return;
+    case ActorCmd::kConstruct:
+      Construct(msg.dst);
+      return;
+    default:
+      monitor_->ReportFailure(absl::InternalError(absl::StrCat(
+          "runtime: a message for actor ", msg.dst, " reached the session")));
   }
-  if (msg.kind == ActorMsgKind::kCmd &&
-      (msg.cmd == ActorCmd::kSaveState || msg.cmd == ActorCmd::kRestoreState)) {
-    HandleState(msg.dst, msg.cmd == ActorCmd::kSaveState);
-    return;
+}
+
+// Builds actor `a` on its own thread and wires its registers to it.
+void SessionImpl::Construct(int32_t a) {
+  std::vector<RegstDesc*> produced;
+  std::vector<RegstDesc*> consumed;
+  for (auto& [name, desc] : specs_[a].outputs) produced.push_back(desc);
+  for (auto& [name, descs] : specs_[a].inputs) {
+    consumed.insert(consumed.end(), descs.begin(), descs.end());
   }
-  if (msg.kind == ActorMsgKind::kCmd && msg.cmd == ActorCmd::kConstruct) {
-    std::vector<RegstDesc*> produced;
-    std::vector<RegstDesc*> consumed;
-    for (auto& [name, desc] : specs_[msg.dst].outputs) produced.push_back(desc);
-    for (auto& [name, descs] : specs_[msg.dst].inputs) {
-      consumed.insert(consumed.end(), descs.begin(), descs.end());
+  Actor* actor = table_of_actor_[a]->Adopt(
+      a, std::make_unique<Actor>(std::move(specs_[a]), env_));
+  actors_[a] = actor;
+  // Read only by peers on this same thread, after every actor is
+  // constructed (Create waits for that before any run).
+  for (RegstDesc* desc : produced) desc->producer_actor = actor;
+  for (RegstDesc* desc : consumed) {
+    for (RegstConsumer& consumer : desc->consumers) {
+      if (consumer.actor == a) consumer.actor_ptr = actor;
     }
-    Actor* actor = table_of_actor_[msg.dst]->Adopt(
-        msg.dst, std::make_unique<Actor>(std::move(specs_[msg.dst]), env_));
-    actors_[msg.dst] = actor;
-    // Read only by peers on this same thread, after every actor is
-    // constructed (Create waits for that before any run).
-    for (RegstDesc* desc : produced) desc->producer_actor = actor;
-    for (RegstDesc* desc : consumed) {
-      for (RegstConsumer& consumer : desc->consumers) {
-        if (consumer.actor == msg.dst) consumer.actor_ptr = actor;
-      }
-    }
-    constructing_.Decrement();
-    return;
   }
-  actors_[msg.dst]->ProcessMsg(msg);
+  constructing_.Decrement();
 }
 
 // Threads run as long as the session, so a refused send is a runtime bug;
 // it is reported rather than lost.
-absl::Status Session::SendCmd(int32_t actor, ActorCmd cmd) {
+absl::Status SessionImpl::SendCmd(int32_t actor, ActorCmd cmd) {
   absl::Status status = bus_->Send(ActorMsg::Cmd(actor, cmd));
   if (status.ok()) return status;
   status = absl::InternalError(absl::StrCat("runtime: message to actor ", actor,
@@ -626,7 +634,8 @@ absl::Status Session::SendCmd(int32_t actor, ActorCmd cmd) {
   return status;
 }
 
-absl::Status Session::StartLocked(int64_t pieces, std::vector<int64_t> cuts) {
+absl::Status SessionImpl::StartLocked(int64_t pieces,
+                                      std::vector<int64_t> cuts) {
   absl::Status failed = monitor_->status();
   if (!failed.ok()) return failed;
   if (running_) {
@@ -678,17 +687,17 @@ absl::Status Session::StartLocked(int64_t pieces, std::vector<int64_t> cuts) {
   return absl::OkStatus();
 }
 
-absl::Status Session::Start(int64_t pieces) {
+absl::Status SessionImpl::Start(int64_t pieces) {
   MutexLock lock(&mu_);
   return StartLocked(pieces);
 }
 
-absl::Status Session::Start(int64_t pieces, std::vector<int64_t> cuts) {
+absl::Status SessionImpl::Start(int64_t pieces, std::vector<int64_t> cuts) {
   MutexLock lock(&mu_);
   return StartLocked(pieces, std::move(cuts));
 }
 
-absl::StatusOr<RunStats> Session::Wait() {
+absl::StatusOr<RunStats> SessionImpl::Wait() {
   int64_t run_start_ns;
   {
     MutexLock lock(&mu_);
@@ -733,7 +742,7 @@ absl::StatusOr<RunStats> Session::Wait() {
   return stats;
 }
 
-absl::StatusOr<RunStats> Session::Run(int64_t pieces) {
+absl::StatusOr<RunStats> SessionImpl::Run(int64_t pieces) {
   if (has_feeds_ || has_fetches_) {
     std::vector<std::string> names;
     for (const auto& port : ports_) names.push_back(port->name);
@@ -749,15 +758,15 @@ absl::StatusOr<RunStats> Session::Run(int64_t pieces) {
   return Wait();
 }
 
-bool Session::running() const {
+bool SessionImpl::running() const {
   MutexLock lock(&mu_);
   return running_;
 }
 
-absl::Status Session::status() const { return monitor_->status(); }
+absl::Status SessionImpl::status() const { return monitor_->status(); }
 
-absl::StatusOr<Session::Port*> Session::FindPort(absl::string_view name,
-                                                 bool feed) {
+absl::StatusOr<SessionImpl::Port*> SessionImpl::FindPort(absl::string_view name,
+                                                         bool feed) {
   std::vector<std::string> names;
   for (const auto& port : ports_) {
     if (port->is_feed != feed) continue;
@@ -772,7 +781,7 @@ absl::StatusOr<Session::Port*> Session::FindPort(absl::string_view name,
 
 // The same data type and rank as the feed's blob, and its shape (a dynamic
 // blob: no dimension above its maximum).
-absl::Status Session::TensorFits(const Port& port, const Tensor& tensor) {
+absl::Status SessionImpl::TensorFits(const Port& port, const Tensor& tensor) {
   const BlobDesc& blob = *port.blob;
   std::string where =
       absl::StrCat("feed '", port.name, "': blob '", blob.name, "': ");
@@ -801,23 +810,24 @@ absl::Status Session::TensorFits(const Port& port, const Tensor& tensor) {
 }
 
 // A feed plan's first Feed (or CloseFeed) starts its run.
-absl::Status Session::EnsureRunning() {
+absl::Status SessionImpl::EnsureRunning() {
   MutexLock lock(&mu_);
   absl::Status failed = monitor_->status();
   if (!failed.ok()) return failed;
   return running_ ? absl::OkStatus() : StartLocked(-1);
 }
 
-absl::Status Session::Feed(absl::string_view name, const Tensor& tensor) {
+absl::Status SessionImpl::Feed(absl::string_view name, const Tensor& tensor) {
   return FeedImpl(name, tensor, /*block=*/true);
 }
 
-absl::Status Session::TryFeed(absl::string_view name, const Tensor& tensor) {
+absl::Status SessionImpl::TryFeed(absl::string_view name,
+                                  const Tensor& tensor) {
   return FeedImpl(name, tensor, /*block=*/false);
 }
 
-absl::Status Session::FeedImpl(absl::string_view name, const Tensor& tensor,
-                               bool block) {
+absl::Status SessionImpl::FeedImpl(absl::string_view name, const Tensor& tensor,
+                                   bool block) {
   absl::StatusOr<Port*> found = FindPort(name, /*feed=*/true);
   if (!found.ok()) return found.status();
   Port& port = **found;
@@ -852,7 +862,7 @@ absl::Status Session::FeedImpl(absl::string_view name, const Tensor& tensor,
   return SendCmd(port.actor, ActorCmd::kFed);
 }
 
-absl::Status Session::CloseFeed(absl::string_view name) {
+absl::Status SessionImpl::CloseFeed(absl::string_view name) {
   absl::StatusOr<Port*> found = FindPort(name, /*feed=*/true);
   if (!found.ok()) return found.status();
   // Closing before feeding anything is a run of no pieces.
@@ -862,7 +872,7 @@ absl::Status Session::CloseFeed(absl::string_view name) {
   return SendCmd((*found)->actor, ActorCmd::kFed);
 }
 
-absl::Status Session::CloseFeeds() {
+absl::Status SessionImpl::CloseFeeds() {
   for (const auto& port : ports_) {
     if (!port->is_feed) continue;
     absl::Status status = CloseFeed(port->name);
@@ -871,7 +881,8 @@ absl::Status Session::CloseFeeds() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<FetchedTensor> Session::FetchBorrowed(absl::string_view name) {
+absl::StatusOr<FetchedTensor> SessionImpl::FetchBorrowed(
+    absl::string_view name) {
   absl::StatusOr<Port*> found = FindPort(name, /*feed=*/false);
   if (!found.ok()) return found.status();
   {
@@ -899,7 +910,7 @@ absl::StatusOr<FetchedTensor> Session::FetchBorrowed(absl::string_view name) {
   return FetchedTensor(this, *regst);
 }
 
-absl::StatusOr<Tensor> Session::Fetch(absl::string_view name) {
+absl::StatusOr<Tensor> SessionImpl::Fetch(absl::string_view name) {
   absl::StatusOr<FetchedTensor> borrowed = FetchBorrowed(name);
   if (!borrowed.ok()) return borrowed.status();
   ConstTensorView view = borrowed->view();
@@ -911,14 +922,14 @@ absl::StatusOr<Tensor> Session::Fetch(absl::string_view name) {
   return tensor;
 }
 
-void Session::Release(Regst* regst) {
+void SessionImpl::Release(Regst* regst) {
   const RegstDesc& desc = regst->desc();
   // Fails only once the threads have stopped, when nothing waits for it.
   (void)desc.producer_thread->TrySend(
       ActorMsg::Return(desc.producer, desc.producer_out_slot, regst));
 }
 
-void Session::Abort(absl::Status status) {
+void SessionImpl::Abort(absl::Status status) {
   monitor_->ReportFailure(std::move(status));
   // Actors idle on their queues learn of it here; Wait then drains the run.
   for (int32_t a = 0; a < static_cast<int32_t>(actors_.size()); ++a) {
@@ -926,7 +937,7 @@ void Session::Abort(absl::Status status) {
   }
 }
 
-void Session::OnFailure(const absl::Status& status) {
+void SessionImpl::OnFailure(const absl::Status& status) {
   if (options_.on_failure) options_.on_failure(status);
   for (const auto& port : ports_) {
     if (port->is_feed) {
@@ -937,7 +948,7 @@ void Session::OnFailure(const absl::Status& status) {
   }
 }
 
-std::map<std::string, SinkSummary> Session::Sinks() const {
+std::map<std::string, SinkSummary> SessionImpl::Sinks() const {
   std::map<std::string, SinkSummary> sinks;
   for (const auto& actor : actors_) {
     if (auto summary = actor->kernel().sink_summary()) {
@@ -945,35 +956,6 @@ std::map<std::string, SinkSummary> Session::Sinks() const {
     }
   }
   return sinks;
-}
-
-FetchedTensor::FetchedTensor(FetchedTensor&& other) noexcept
-    : session_(other.session_), regst_(other.regst_) {
-  other.regst_ = nullptr;
-}
-
-FetchedTensor& FetchedTensor::operator=(FetchedTensor&& other) noexcept {
-  if (this != &other) {
-    Release();
-    session_ = other.session_;
-    regst_ = other.regst_;
-    other.regst_ = nullptr;
-  }
-  return *this;
-}
-
-int64_t FetchedTensor::piece_id() const {
-  return regst_ == nullptr ? -1 : regst_->piece_id();
-}
-
-ConstTensorView FetchedTensor::view() const {
-  return ConstTensorView(regst_ == nullptr ? nullptr : &regst_->blob(0));
-}
-
-void FetchedTensor::Release() {
-  if (regst_ == nullptr) return;
-  session_->Release(regst_);
-  regst_ = nullptr;
 }
 
 }  // namespace actorflow

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "diagnosis/hang_report.h"
 #include "kernels/builtin_kernels.h"
+#include "plan/compiled_plan.h"
 #include "plan/plan_builder.h"
 #include "runtime/session.h"
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A kernel library built the way a project outside actorflow builds one
 # (examples/plugin/Makefile against the SDK tarball, //:sdk) and loaded
-# with `actorflow run PLAN --load=LIB`; then every way loading can fail.
+# with `actorflow run PLAN --load=LIB`, a program embedding a Session built
+# against the same SDK; then every way loading can fail.
 # Args: the actorflow binary, the SDK tarball, the example's Makefile.
 set -euo pipefail
 
@@ -74,6 +75,21 @@ expect_invalid "registers op_type checksum (cpu), already registered" \
 cp "$lib" "$work/libaffine_copy.so"
 expect_invalid "registers op_type affine (cpu), already registered" \
   run "$plan" --load="$lib" --load="$work/libaffine_copy.so"
+
+# A program that embeds a Session, built against the SDK alone (its include/
+# holds only the public headers, so this also proves that session.h pulls
+# in nothing internal) and linked with lib/libactorflow.so, runs the job
+# compiled to a plan with the library's kernel.
+make -s -C "$example" ACTORFLOW_SDK="$work/sdk" OUT="$work" run_plan
+"$actorflow" compile "$example/affine.pbtxt" -o "$work/affine_plan.pbtxt" \
+  --load="$lib" >/dev/null || fail "compile with --load"
+out=$("$work/run_plan" "$work/affine_plan.pbtxt" 10 "$lib") ||
+  fail "run_plan exited $?: $out"
+[[ "$out" == "checksum 10 pieces, checksum 800" ]] || fail "run_plan: $out"
+status=0
+out=$("$work/run_plan" "$work/affine_plan.pbtxt" 10 2>&1) || status=$?
+((status == 1)) && [[ "$out" == *"task 'affine' (task_id 2)"*"unknown op_type 'affine'"* ]] ||
+  fail "run_plan without the library exited $status: $out"
 
 # A library with no kernel, one that is missing, one that is not a library.
 echo 'int no_kernels_here() { return 0; }' >"$work/none.cc"

@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "base/mutex.h"
 #include "thread/asymmetric_fence.h"
+#include "thread/channel_options.h"
 #include "thread/cpu_relax.h"
 #include "thread/futex.h"
 #include "thread/lane.h"
@@ -35,18 +36,6 @@ class ChannelParker {
   // thread's local queue): the receiver then returns to its loop.
   virtual bool Park() = 0;
   virtual void Unpark() = 0;
-};
-
-struct ChannelOptions {
-  // How long an empty receiver waits before it parks. Waking a parked thread
-  // costs tens of microseconds on a VM; a waiting one takes a message in well
-  // under one. 0 parks at once.
-  int64_t spin_ns = 50'000;
-  // Items each sender's lane (and a Thread's receive batch and local queue)
-  // has room for from the start, up to 4096 per lane. A channel that never
-  // has more than this queued from one sender allocates nothing after each
-  // sender's first Send. The first lane is made at once with all of it.
-  uint32_t reserve = 0;
 };
 
 namespace internal {

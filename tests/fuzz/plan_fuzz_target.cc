@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "plan/compiled_plan.h"
 #include "plan/plan_loader.h"
 #include "plan/plan_util.h"
 #include "runtime/session.h"

@@ -1,0 +1,15 @@
+#ifndef ACTORFLOW_PLAN_REGISTER_LIMIT_H_
+#define ACTORFLOW_PLAN_REGISTER_LIMIT_H_
+
+#include <cstdint>
+
+namespace actorflow {
+
+// The default limit on a plan's register memory (SessionOptions and
+// CompileOptions::max_register_bytes): every register of every descriptor,
+// host and device alike, at its blobs' (maximum) size.
+inline constexpr int64_t kDefaultMaxRegisterBytes = int64_t{16} << 30;
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_PLAN_REGISTER_LIMIT_H_

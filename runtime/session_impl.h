@@ -1,0 +1,286 @@
+#ifndef ACTORFLOW_RUNTIME_SESSION_IMPL_H_
+#define ACTORFLOW_RUNTIME_SESSION_IMPL_H_
+
+// The machinery behind Session (runtime/session.h), which forwards every
+// call here: the compiled plan, its registers, threads and actors, the run
+// monitor and the checkpoint slots. Internal: nothing outside runtime/
+// includes it.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "actor/actor.h"
+#include "actor/actor_msg_bus.h"
+#include "actor/actor_stats.h"
+#include "actor/kernel.h"
+#include "actor/run_monitor.h"
+#include "actor/thread_actors.h"
+#include "base/mutex.h"
+#include "diagnosis/hang_report.h"
+#include "diagnosis/run_trace.h"
+#include "plan/compiled_plan.h"
+#include "plan/kernel_bindings.h"
+#include "runtime/checkpoint.h"
+#include "runtime/checkpoint_info.h"
+#include "runtime/session.h"
+#include "runtime/tensor.h"
+#include "thread/blocking_counter.h"
+#include "thread/channel.h"
+#include "thread/thread_mgr.h"
+
+namespace actorflow {
+
+class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
+ public:
+  static absl::StatusOr<std::unique_ptr<SessionImpl>> Create(
+      Plan plan, SessionOptions options);
+  ~SessionImpl() override;
+  SessionImpl(const SessionImpl&) = delete;
+  SessionImpl& operator=(const SessionImpl&) = delete;
+
+  // Start(pieces) then Wait(). Plans with feeds or fetches are refused
+  // (nobody would feed or fetch while Run waits).
+  absl::StatusOr<RunStats> Run(int64_t pieces);
+  // Begins a run: every plain source makes `pieces` pieces (< 0: the plan's
+  // total_piece_num). Refused while a run is in progress.
+  absl::Status Start(int64_t pieces = -1);
+  // The same, taking a snapshot at each of `cuts` (ascending pieces strictly
+  // inside the run) as the run goes by, with no pause: every task whose
+  // kernel has state saves it on its own thread just before it acts on
+  // the cut's piece, while the others go on. TakeSnapshot collects each.
+  absl::Status Start(int64_t pieces, std::vector<int64_t> cuts);
+  // The snapshot at `cut` of the run in progress (or just ended), once
+  // every task with state has passed it: at most `timeout`, then
+  // DeadlineExceeded. Each one once; from the thread that calls Start.
+  absl::StatusOr<CheckpointData> TakeSnapshot(
+      int64_t cut, absl::Duration timeout = absl::Seconds(60));
+  // Waits for the run in progress to drain and returns what it did.
+  absl::StatusOr<RunStats> Wait();
+  bool running() const;
+  // Any thread, any time: how far the current (or last) run has got.
+  RunProgress Progress() const;
+
+  // Copies `tensor` into a free register of feed task `name` and sends it
+  // on as the feed's next piece. The tensor must have the blob's data type
+  // and rank, and its shape (a dynamic blob: no dimension above it).
+  absl::Status Feed(absl::string_view name, const Tensor& tensor);
+  // Feed without blocking: Unavailable (and nothing fed) while every
+  // register of the feed is in use.
+  absl::Status TryFeed(absl::string_view name, const Tensor& tensor);
+  // No more pieces from feed `name` in this run.
+  absl::Status CloseFeed(absl::string_view name);
+  absl::Status CloseFeeds();
+  // The next piece of fetch task `name`, in piece order, copied out (its
+  // register goes back to the plan at once). OutOfRange when the run has
+  // ended and every piece was fetched.
+  absl::StatusOr<Tensor> Fetch(absl::string_view name);
+  // The same, borrowed: no copy, the register held until released.
+  absl::StatusOr<FetchedTensor> FetchBorrowed(absl::string_view name);
+
+  // --- checkpoints (docs/checkpoints.md; runtime/checkpoint.h) ---
+  // The plan's state at a cut, in memory: every task after the same piece,
+  // with the piece counters and the plan's signature. Between runs that is
+  // at once; during a run, once every task has acted on every piece started
+  // so far (a plan with feeds: what was fed has gone through; plain
+  // sources: the run's end). Waits at most `timeout` for that, then
+  // DeadlineExceeded, the run undisturbed. Any thread; the state is taken on
+  // each task's thread between two pieces.
+  absl::StatusOr<CheckpointData> Snapshot(
+      absl::Duration timeout = absl::Seconds(60));
+  // Snapshot, written as a new checkpoint under `root` (see
+  // runtime/checkpoint.h: atomic, checksummed, pruned to keep_last).
+  absl::StatusOr<CheckpointInfo> Checkpoint(
+      const std::string& root, const CheckpointOptions& options = {});
+  // Before the first run: every task's state from the checkpoint in `dir`
+  // (a checkpoint, or the newest under a root), and the piece counters, so
+  // that the next run makes the pieces the checkpointed session would have
+  // made next. Refuses a checkpoint of another plan, naming what differs;
+  // missing, truncated or corrupt files name the file. A restore that fails
+  // part way fails the session.
+  absl::StatusOr<CheckpointInfo> Restore(const std::string& dir);
+  // The same from a checkpoint in memory; `path` names it in errors.
+  absl::Status RestoreFrom(const CheckpointData& data,
+                           const std::string& path = "(in memory)");
+  // What SessionOptions::restore_from (or the last Restore) restored.
+  const std::optional<CheckpointInfo>& restored() const { return restored_; }
+  // The first piece of the next run.
+  int64_t next_piece() const;
+
+  // Between runs: per `checksum`-like task, what its kernel reports.
+  std::map<std::string, SinkSummary> Sinks() const;
+  // Between runs, with SessionOptions::trace: the last run's acts.
+  const RunTrace& trace() const { return trace_; }
+  const CompiledPlan& compiled() const { return *compiled_; }
+  // Any thread: stops the run in progress (or the next one) with `status`,
+  // as a kernel's error would; from then on the session is failed. Only the
+  // first failure counts.
+  void Abort(absl::Status status);
+  // The failure that stopped the session; OK while it is usable.
+  absl::Status status() const;
+  // Whether a thread stuck in a kernel was left running (see
+  // SessionOptions::cancel_grace). A program that then exits should do so
+  // without running static destructors under that thread (std::_Exit).
+  bool left_threads_running() const { return abandoned_; }
+
+  // The commands about the session as a whole (ThreadActors hands them
+  // over on the actor's thread); every other message goes from the thread
+  // straight to the actor.
+  void Handle(const ActorMsg& msg) override;       // threads only
+  void OnCut(int32_t actor, size_t cut) override;  // threads only
+
+ private:
+  struct Port;  // a feed or fetch task and its port
+  SessionImpl(std::unique_ptr<CompiledPlan> compiled, SessionOptions options);
+  friend class FetchedTensor;
+
+  // Create's steps, in order (Build runs them):
+  absl::Status Build();
+  // Refuses a plan with feeds and other sources.
+  absl::Status CheckSources() const;
+  // A RegstDesc per produced register, its registers allocated (or placed
+  // in their shared block), and an ActorSpec per task with its outputs;
+  // `devices` gets every GPU a register lives on.
+  absl::Status AllocateRegisters(std::set<int>* devices);
+  // Each task's inputs and its producers' consumer lists, the feed and
+  // fetch ports, and kernel gates' wakers.
+  void ConnectTasks();
+  // A thread per stream, sized for every message that can be in flight;
+  // each register knows its producer's and consumers' threads.
+  absl::Status StartThreads();
+  // The run monitor, the per-actor bookkeeping, and every actor
+  // constructed on its own thread.
+  absl::Status ConstructActors();
+  absl::Status StartLocked(int64_t pieces, std::vector<int64_t> cuts = {})
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands a fetched register back to its producer.
+  void Release(Regst* regst);
+  void OnFailure(const absl::Status& status);
+  absl::StatusOr<Port*> FindPort(absl::string_view name, bool feed);
+  absl::Status FeedImpl(absl::string_view name, const Tensor& tensor,
+                        bool block);
+  static absl::Status TensorFits(const Port& port, const Tensor& tensor);
+  absl::Status EnsureRunning();
+  absl::Status SendCmd(int32_t actor, ActorCmd cmd);
+  int64_t TotalActs() const;
+  // Waits for the run to drain, within SessionOptions' limits; past one,
+  // stops the run and returns the hang report.
+  absl::Status WaitWithinLimits(int64_t run_start_ns);
+  absl::Status StopHungRun(const std::string& reason);
+  // Every actor's snapshot (those that answer within a second) and its
+  // running kernel.
+  HangFacts CollectHangFacts(const std::string& reason);
+  // Whether some actor on `actor`'s thread is inside a kernel call.
+  bool ThreadInKernel(int32_t actor) const;
+  // After a failure: wakes every actor so the run winds down, and waits
+  // for it to drain; a kernel still running after cancel_grace has its
+  // thread abandoned. Returns what it abandoned ("" if nothing).
+  std::string CancelRun();
+  // Checkpoints: whether every actor has acted equally often (how often).
+  bool AtRest(int64_t* acts) const;
+  // On actor a's thread: kSaveState or kRestoreState.
+  void HandleState(int32_t a, bool save);
+  void Construct(int32_t a);
+  // Every actor's state, taken on its thread; Aborted when some actor had
+  // acted past `acts` by then (the caller tries again).
+  absl::StatusOr<CheckpointData> TakeStates(int64_t acts, absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
+  const std::vector<TaskSignature>& Signature()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
+
+  std::unique_ptr<CompiledPlan> compiled_;
+  const SessionOptions options_;
+  std::vector<std::unique_ptr<RegstDesc>> descs_;
+  // SessionOptions::check_memory_sharing: one per mem_block_id.
+  absl::flat_hash_map<int64_t, std::unique_ptr<SharedBlock>> shared_blocks_;
+  std::vector<ActorSpec> specs_;
+  std::vector<StreamKey> streams_;  // per actor
+  std::vector<bool> async_actor_;
+  std::vector<std::unique_ptr<Port>> ports_;
+  bool has_feeds_ = false;
+  bool has_fetches_ = false;
+  // Each thread's actors, owned by the table its messages go through (by
+  // thread index); actors_[a] points into one. Slot a is written once, on
+  // actor a's thread, before Create returns.
+  std::vector<std::unique_ptr<ThreadActors>> thread_actors_;
+  std::vector<ThreadActors*> table_of_actor_;
+  std::vector<Actor*> actors_;
+  std::unique_ptr<RunMonitor> monitor_;
+  std::unique_ptr<ThreadMgr<ActorMsg>> threads_;
+  std::unique_ptr<ActorMsgBus> bus_;
+  BlockingCounter constructing_{0};
+  BlockingCounter resetting_{0};
+  ActorEnv env_;
+  std::vector<int32_t> last_tasks_;  // whose outputs nobody reads
+  // The hang report's snapshots: slot a is written on actor a's thread,
+  // then taken_[a] set (release); the session reads slots whose flag it
+  // sees set.
+  std::vector<std::optional<ActorSnapshot>> snapshots_;
+  std::unique_ptr<std::atomic<bool>[]> snapshot_taken_;
+  BlockingCounter describing_{0};
+  // Checkpoints: slot a is written on actor a's thread, then stating_
+  // counted down; read once the count is zero. state_mu_ keeps one
+  // Snapshot or Restore at a time.
+  struct StateSlot {
+    KernelState state;
+    const KernelState* restore = nullptr;  // kRestoreState: what to give
+    int64_t piece = 0;
+    int64_t acts = 0;
+    int64_t save_ns = 0;  // spent in the kernel's SaveState
+    absl::Status status;
+  };
+  // The longest time one thread spent in SaveState, over `slots`.
+  double LongestPauseMs(const std::vector<StateSlot>& slots) const;
+  std::vector<StateSlot> state_slots_;
+  // The cuts of the run in progress (Start with cuts): written by Start
+  // before the actors' kReset, read by them; per cut, a slot per actor,
+  // written on its thread, then `pending` counted down.
+  struct Cut {
+    int64_t piece = 0;
+    std::vector<StateSlot> slots;
+    BlockingCounter pending{0};
+    bool taken = false;
+  };
+  std::vector<int64_t> run_cuts_;
+  std::vector<std::unique_ptr<Cut>> cuts_;
+  BlockingCounter stating_{0};
+  Mutex state_mu_;
+  // A Snapshot gave up waiting for the actors' answers: the next one waits
+  // for them before it reuses the slots.
+  bool states_pending_ ABSL_GUARDED_BY(state_mu_) = false;
+  std::vector<TaskSignature> signature_ ABSL_GUARDED_BY(state_mu_);
+  // The piece a restore started the session at: written under state_mu_
+  // before the actors are told, read with it or on their threads after.
+  int64_t base_piece_ = 0;
+  std::optional<CheckpointInfo> restored_;
+  // Set when a thread stuck in a kernel was left running: the destructor
+  // then frees nothing that thread could reach.
+  bool abandoned_ = false;
+
+  mutable Mutex mu_;
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_once_ ABSL_GUARDED_BY(mu_) = false;
+  // Also read by the actors at kReset, which StartLocked waits for.
+  int64_t pieces_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t next_piece_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t run_start_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  // Per actor, at the run's start.
+  std::vector<int64_t> acts_before_ ABSL_GUARDED_BY(mu_);
+  // Written by Wait under mu_; trace() hands it out between runs, when no
+  // other thread writes it.
+  RunTrace trace_;
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_RUNTIME_SESSION_IMPL_H_

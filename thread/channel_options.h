@@ -1,0 +1,24 @@
+#ifndef ACTORFLOW_THREAD_CHANNEL_OPTIONS_H_
+#define ACTORFLOW_THREAD_CHANNEL_OPTIONS_H_
+
+#include <cstdint>
+
+namespace actorflow {
+
+// How a Channel (thread/channel.h) waits and what it reserves: part of
+// SessionOptions, so it stands apart from the channel's machinery.
+struct ChannelOptions {
+  // How long an empty receiver waits before it parks. Waking a parked thread
+  // costs tens of microseconds on a VM; a waiting one takes a message in well
+  // under one. 0 parks at once.
+  int64_t spin_ns = 50'000;
+  // Items each sender's lane (and a Thread's receive batch and local queue)
+  // has room for from the start, up to 4096 per lane. A channel that never
+  // has more than this queued from one sender allocates nothing after each
+  // sender's first Send. The first lane is made at once with all of it.
+  uint32_t reserve = 0;
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_THREAD_CHANNEL_OPTIONS_H_
