@@ -3,12 +3,23 @@
 # (examples/plugin/Makefile against the SDK tarball, //:sdk) and loaded
 # with `actorflow run PLAN --load=LIB`, a program embedding a Session built
 # against the same SDK; then every way loading can fail.
-# Args: the actorflow binary, the SDK tarball, the example's Makefile.
+# Args: the actorflow binary, the SDK tarball, the example's Makefile, and
+# the sanitizer the SDK was built with (none, tsan, asan, asan-clang).
 set -euo pipefail
 
 actorflow=$(realpath "$1")
 sdk_tar=$(realpath "$2")
 example=$(dirname "$(realpath "$3")")
+# A program linking an instrumented libactorflow.so is instrumented the same
+# way, by the same compiler, so that the sanitizer's runtime comes first
+# (the tsan build hides __SANITIZE_THREAD__ from the headers, see .bazelrc).
+case "${4:-none}" in
+  none) embed_flags=() ;;
+  tsan) embed_flags=(CXXFLAGS="-O1 -fsanitize=thread -U__SANITIZE_THREAD__") ;;
+  asan) embed_flags=(CXXFLAGS="-O1 -fsanitize=address") ;;
+  asan-clang) embed_flags=(CXX=clang++ CXXFLAGS="-O1 -fsanitize=address") ;;
+  *) echo "plugin_test: unknown sanitizer '$4'" >&2 && exit 2 ;;
+esac
 plan=$example/affine.pbtxt
 work=${TEST_TMPDIR:-$(mktemp -d)}
 
@@ -80,7 +91,8 @@ expect_invalid "registers op_type affine (cpu), already registered" \
 # holds only the public headers, so this also proves that session.h pulls
 # in nothing internal) and linked with lib/libactorflow.so, runs the job
 # compiled to a plan with the library's kernel.
-make -s -C "$example" ACTORFLOW_SDK="$work/sdk" OUT="$work" run_plan
+make -s -C "$example" ACTORFLOW_SDK="$work/sdk" OUT="$work" \
+  ${embed_flags[@]+"${embed_flags[@]}"} run_plan
 "$actorflow" compile "$example/affine.pbtxt" -o "$work/affine_plan.pbtxt" \
   --load="$lib" >/dev/null || fail "compile with --load"
 out=$("$work/run_plan" "$work/affine_plan.pbtxt" 10 "$lib") ||
