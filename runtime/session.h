@@ -17,6 +17,7 @@
 #include "actor/kernel.h"
 #include "diagnosis/run_trace.h"
 #include "memory/cuda_api.h"
+#include "plan/compiled_plan.h"
 #include "plan/kernel_bindings.h"
 #include "plan/register_limit.h"
 #include "proto/plan.pb.h"
@@ -100,7 +101,6 @@ struct RunProgress {
 
 class Regst;
 class SessionImpl;
-struct CompiledPlan;
 
 // A fetched piece borrowed from the plan: its register stays out of the
 // plan (holding back its producer, as any reader does) until Release or
@@ -241,7 +241,7 @@ class Session final {
   std::map<std::string, SinkSummary> Sinks() const;
   // Between runs, with SessionOptions::trace: the last run's acts.
   const RunTrace& trace() const;
-  // The plan as compiled (plan/compiled_plan.h): tasks, shapes, registers.
+  // The plan as compiled: tasks, shapes, registers.
   const CompiledPlan& compiled() const;
   // Any thread: stops the run in progress (or the next one) with `status`,
   // as a kernel's error would; from then on the session is failed. Only the
