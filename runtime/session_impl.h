@@ -49,88 +49,37 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   SessionImpl(const SessionImpl&) = delete;
   SessionImpl& operator=(const SessionImpl&) = delete;
 
-  // Start(pieces) then Wait(). Plans with feeds or fetches are refused
-  // (nobody would feed or fetch while Run waits).
+  // Session's API, one for one: documented in runtime/session.h, whose
+  // defaults apply (Session always passes every argument).
   absl::StatusOr<RunStats> Run(int64_t pieces);
-  // Begins a run: every plain source makes `pieces` pieces (< 0: the plan's
-  // total_piece_num). Refused while a run is in progress.
-  absl::Status Start(int64_t pieces = -1);
-  // The same, taking a snapshot at each of `cuts` (ascending pieces strictly
-  // inside the run) as the run goes by, with no pause: every task whose
-  // kernel has state saves it on its own thread just before it acts on
-  // the cut's piece, while the others go on. TakeSnapshot collects each.
+  absl::Status Start(int64_t pieces);
   absl::Status Start(int64_t pieces, std::vector<int64_t> cuts);
-  // The snapshot at `cut` of the run in progress (or just ended), once
-  // every task with state has passed it: at most `timeout`, then
-  // DeadlineExceeded. Each one once; from the thread that calls Start.
-  absl::StatusOr<CheckpointData> TakeSnapshot(
-      int64_t cut, absl::Duration timeout = absl::Seconds(60));
-  // Waits for the run in progress to drain and returns what it did.
+  absl::StatusOr<CheckpointData> TakeSnapshot(int64_t cut,
+                                              absl::Duration timeout);
   absl::StatusOr<RunStats> Wait();
   bool running() const;
-  // Any thread, any time: how far the current (or last) run has got.
   RunProgress Progress() const;
 
-  // Copies `tensor` into a free register of feed task `name` and sends it
-  // on as the feed's next piece. The tensor must have the blob's data type
-  // and rank, and its shape (a dynamic blob: no dimension above it).
   absl::Status Feed(absl::string_view name, const Tensor& tensor);
-  // Feed without blocking: Unavailable (and nothing fed) while every
-  // register of the feed is in use.
   absl::Status TryFeed(absl::string_view name, const Tensor& tensor);
-  // No more pieces from feed `name` in this run.
   absl::Status CloseFeed(absl::string_view name);
   absl::Status CloseFeeds();
-  // The next piece of fetch task `name`, in piece order, copied out (its
-  // register goes back to the plan at once). OutOfRange when the run has
-  // ended and every piece was fetched.
   absl::StatusOr<Tensor> Fetch(absl::string_view name);
-  // The same, borrowed: no copy, the register held until released.
   absl::StatusOr<FetchedTensor> FetchBorrowed(absl::string_view name);
 
-  // --- checkpoints (docs/checkpoints.md; runtime/checkpoint.h) ---
-  // The plan's state at a cut, in memory: every task after the same piece,
-  // with the piece counters and the plan's signature. Between runs that is
-  // at once; during a run, once every task has acted on every piece started
-  // so far (a plan with feeds: what was fed has gone through; plain
-  // sources: the run's end). Waits at most `timeout` for that, then
-  // DeadlineExceeded, the run undisturbed. Any thread; the state is taken on
-  // each task's thread between two pieces.
-  absl::StatusOr<CheckpointData> Snapshot(
-      absl::Duration timeout = absl::Seconds(60));
-  // Snapshot, written as a new checkpoint under `root` (see
-  // runtime/checkpoint.h: atomic, checksummed, pruned to keep_last).
-  absl::StatusOr<CheckpointInfo> Checkpoint(
-      const std::string& root, const CheckpointOptions& options = {});
-  // Before the first run: every task's state from the checkpoint in `dir`
-  // (a checkpoint, or the newest under a root), and the piece counters, so
-  // that the next run makes the pieces the checkpointed session would have
-  // made next. Refuses a checkpoint of another plan, naming what differs;
-  // missing, truncated or corrupt files name the file. A restore that fails
-  // part way fails the session.
+  absl::StatusOr<CheckpointData> Snapshot(absl::Duration timeout);
+  absl::StatusOr<CheckpointInfo> Checkpoint(const std::string& root,
+                                            const CheckpointOptions& options);
   absl::StatusOr<CheckpointInfo> Restore(const std::string& dir);
-  // The same from a checkpoint in memory; `path` names it in errors.
-  absl::Status RestoreFrom(const CheckpointData& data,
-                           const std::string& path = "(in memory)");
-  // What SessionOptions::restore_from (or the last Restore) restored.
+  absl::Status RestoreFrom(const CheckpointData& data, const std::string& path);
   const std::optional<CheckpointInfo>& restored() const { return restored_; }
-  // The first piece of the next run.
   int64_t next_piece() const;
 
-  // Between runs: per `checksum`-like task, what its kernel reports.
   std::map<std::string, SinkSummary> Sinks() const;
-  // Between runs, with SessionOptions::trace: the last run's acts.
   const RunTrace& trace() const { return trace_; }
   const CompiledPlan& compiled() const { return *compiled_; }
-  // Any thread: stops the run in progress (or the next one) with `status`,
-  // as a kernel's error would; from then on the session is failed. Only the
-  // first failure counts.
   void Abort(absl::Status status);
-  // The failure that stopped the session; OK while it is usable.
   absl::Status status() const;
-  // Whether a thread stuck in a kernel was left running (see
-  // SessionOptions::cancel_grace). A program that then exits should do so
-  // without running static destructors under that thread (std::_Exit).
   bool left_threads_running() const { return abandoned_; }
 
   // The commands about the session as a whole (ThreadActors hands them
