@@ -89,14 +89,21 @@ struct ActorEnv {
 // produced has come back. Then it is finished and tells the RunMonitor,
 // once. Piece ids keep counting from run to run.
 //
-// Boundary actors move registers between the plan and the caller instead
-// of calling a kernel: a feed publishes what the caller submitted to its
-// FeedPort and hands it every register that comes back free; a fetch hands
-// every register it receives to its FetchPort, and the caller's release
-// returns it to the producer.
+// What an act is depends on the actor's mode, which is its type (MakeActor
+// picks it from the spec; this class holds what they share: the slots,
+// the life cycle, delivery and returns):
+//   KernelActor   calls its kernel on this thread (kernel_actor.h);
+//   StreamActor   queues its kernel on an asynchronous stream and sends
+//                 what it made once the stream has run it (stream_actor.h);
+//   SourceActor<KernelActor or StreamActor>
+//                 has no inputs: makes the run's pieces, counted from kStart
+//                 (source_actor.h);
+//   FeedActor, FetchActor
+//                 move registers between the plan and the caller instead of
+//                 calling a kernel (boundary_actors.h).
 class Actor {
  public:
-  Actor(ActorSpec spec, ActorEnv env);
+  virtual ~Actor() = default;
   Actor(const Actor&) = delete;
   Actor& operator=(const Actor&) = delete;
 
@@ -128,7 +135,7 @@ class Actor {
   // Waits until this actor's asynchronous stream has run everything queued
   // so far (nothing to wait for on a CPU stream), so that the kernel's
   // state is complete.
-  absl::Status DrainStream();
+  virtual absl::Status DrainStream() { return absl::OkStatus(); }
   // A restored plan's next run starts at `piece`: sources make it first,
   // and an initial register is published as it.
   void StartAt(int64_t piece) {
@@ -160,7 +167,11 @@ class Actor {
   // actor's (CPU stream) or its poller's (asynchronous stream).
   const std::vector<ActSpan>& trace() const { return trace_; }
 
- private:
+ protected:
+  // Built on its own thread (kConstruct), in state kFinished until the
+  // first kReset. Takes the spec's kernel.
+  Actor(ActorSpec& spec, ActorEnv env);
+
   enum class State { kActing, kZombie, kFinished };
 
   // A register delivered to an input slot, with the piece it holds (as its
@@ -179,82 +190,32 @@ class Actor {
     RingQueue<Regst*> free;
   };
 
-  // The gate (if any) is asked last: only when all else would let it act.
-  bool CanAct() const {
-    return blockers_ == 0 && !env_.monitor->aborting() &&
-           (!is_source_ || (started_ && next_piece_ < piece_end_)) &&
-           (gate_ == nullptr || gate_->Open());
-  }
-  // Whether MaybeEnd has anything to decide: false on the hot path of an
-  // actor that is acting and has seen no end of any kind yet.
-  bool MayEnd() const {
-    return blockers_ >= kStoppedActing || ended_in_ > 0 ||
-           env_.monitor->aborting() || boundary_ ||
-           (is_source_ && started_ && next_piece_ >= piece_end_);
-  }
-  void Progress() {
-    busy_ = true;
-    if (__builtin_expect(env_.timed, 0)) StopWaiting();
-    if (__builtin_expect(boundary_, 0)) {
-      ProgressBoundary();
-    } else {
-      while (CanAct()) Act();
-    }
-    if (__builtin_expect(MayEnd(), 0)) MaybeEnd();
-    if (__builtin_expect(env_.timed, 0)) StartWaiting();
-    busy_ = false;
-  }
-  // ActorEnv::timed: the time since the last Progress goes to the column of
-  // what blocked the actor then; then what blocks it now is noted.
-  enum class Blocked : uint8_t { kNone, kInput, kOutput };
-  __attribute__((noinline)) void StopWaiting();
-  __attribute__((noinline)) void StartWaiting();
+  // --- What a mode defines ----------------------------------------------
+  // Acts while it can. Called once per message (and per direct call), not
+  // while this actor is busy.
+  virtual void Drive() = 0;
+  // kReset, after the shared state is reset; kStart, after `started_` is
+  // set.
+  virtual void OnReset() {}
+  virtual void OnStart() {}
+  // On entering the zombie state: sends EORD on every output once nothing
+  // sent before it can be overtaken.
+  virtual void EndOutputs() { SendEords(); }
+  // kAsyncFailed.
+  virtual void OnAsyncFailed() {}
+  // Waits on the caller rather than on its inputs and outputs (neither
+  // column of TaskStats).
+  virtual bool WaitsOnCaller() const { return false; }
+
+  // --- For the modes ------------------------------------------------------
+  // Nothing blocks an act, and the run is not aborting. The gate (if any)
+  // is asked apart, last: only when all else would let it act.
+  bool Unblocked() const { return blockers_ == 0 && !env_.monitor->aborting(); }
+  bool GateOpen() const { return gate_ == nullptr || gate_->Open(); }
   void CountAct() {
     act_count_.store(act_count_.load(std::memory_order_relaxed) + 1,
                      std::memory_order_relaxed);
   }
-  // kReset: ready for another run.
-  void Reset();
-  // --- boundary actors (actor_boundary.cc) ---
-  void ProgressBoundary();
-  void AcceptReady(int16_t in_slot, Regst* regst, int64_t piece_id);
-  void Act();
-  // Fills and publishes the initial registers (see RegstDescProto's
-  // initial_register): once per run, on kStart.
-  void ActInitial();
-  // A kernel that throws fails its task like one that returns an error.
-  absl::Status CallKernel(KernelContext* ctx) {
-    try {
-      return kernel_->Forward(ctx);
-    } catch (const std::exception& e) {
-      return KernelThrew(e.what());
-    } catch (...) {
-      return KernelThrew(nullptr);
-    }
-  }
-  // CallKernel, marked as under way for kernel_since_ns().
-  absl::Status CallKernelMarked() {
-    kernel_since_ns_.store(1, std::memory_order_release);
-    absl::Status status = CallKernel(&ctx_);
-    kernel_since_ns_.store(0, std::memory_order_relaxed);
-    return status;
-  }
-  // CallKernel, timed: its span (ActorEnv::trace) and busy time.
-  __attribute__((noinline)) absl::Status CallKernelTimed(int64_t piece) {
-    int64_t begin = SteadyNowNs();
-    kernel_since_ns_.store(begin, std::memory_order_release);
-    absl::Status status = CallKernel(&ctx_);
-    int64_t end = SteadyNowNs();
-    kernel_since_ns_.store(0, std::memory_order_relaxed);
-    stats_.busy_ns += end - begin;
-    if (env_.trace) trace_.push_back({piece, begin, end});
-    return status;
-  }
-  // `what` is null for a non-std exception.
-  __attribute__((noinline, cold)) static absl::Status KernelThrew(
-      const char* what);
-  void MaybeEnd();
-  void EnterZombie();
   void Publish(Regst* regst);
   void ReturnToProducer(Regst* regst);
   void PushFree(OutSlot& slot, Regst* regst) {
@@ -263,6 +224,12 @@ class Actor {
     slot.free.Push(regst);
     ++free_regsts_;
   }
+  void Send(Thread<ActorMsg>* thread, const ActorMsg& msg) {
+    if (__builtin_expect(!thread->TrySend(msg), 0)) ReportLostMessage(msg);
+  }
+  void SendEords();
+  void Fail(const absl::Status& status, int64_t piece_id);
+
   // Output slots whose register has dynamic blobs: their shapes go back to
   // the maximum before each act.
   bool resets_shapes_ = false;
@@ -270,59 +237,6 @@ class Actor {
   // (RegstDesc::checked_block): outputs are claimed before each act, inputs
   // counted read after it.
   bool checks_blocks_ = false;
-  __attribute__((noinline, cold)) absl::Status ClaimBlocks(
-      RegstBlobs** outputs);
-  __attribute__((noinline, cold)) absl::Status ReadBlocks(RegstBlobs** inputs);
-  __attribute__((noinline, cold)) static void ReleaseBlock(Regst* regst);
-  void Send(Thread<ActorMsg>* thread, const ActorMsg& msg) {
-    if (__builtin_expect(!thread->TrySend(msg), 0)) ReportLostMessage(msg);
-  }
-  __attribute__((noinline, cold)) void ReportLostMessage(const ActorMsg& msg);
-  void Fail(const absl::Status& status, int64_t piece_id);
-  void StopActing() {
-    if (blockers_ < kStoppedActing) blockers_ += kStoppedActing;
-  }
-  __attribute__((noinline, cold)) void FailOutOfStep(size_t input,
-                                                     int64_t piece);
-
-  // --- asynchronous streams (actor_async.cc) ---------------------------
-  // On such a stream an act queues the kernel on the stream and a callback
-  // on the poller; the callback, once the kernel has run, sends what the
-  // act made and returns what it read. So no consumer sees a register
-  // before the work that filled it is done. EORD goes the same way, after
-  // every earlier callback.
-  struct AsyncAct {
-    KernelContext ctx;      // this act's registers and piece
-    absl::Status status;    // the kernel's, written on the stream worker
-    int64_t launch_ns = 0;  // traced runs only
-  };
-  void InitAsync(AsyncThread<ActorMsg>* thread);
-  // Act's tail on an asynchronous stream: state is updated already.
-  void LaunchAsync(RegstBlobs** inputs, RegstBlobs** outputs, int64_t piece);
-  // On the poller.
-  void FinishAsync(AsyncAct* act);
-  // On this actor's thread, after a kAsyncFailed command.
-  void HandleAsyncFailures();
-  // A return as a message, from any thread (never a direct call).
-  void SendReturn(Regst* regst);
-  void SendEords();
-
-  AsyncThread<ActorMsg>* async_ = nullptr;
-  // DrainStream: the poller's callback sets the status, then counts down.
-  // Members, not locals: the poller may still be inside Decrement when the
-  // waiting thread returns.
-  BlockingCounter drained_{0};
-  absl::Status drain_status_;
-  // A ring: an act in flight holds at least one register, so there are
-  // never more in flight than registers, and slots are reused in order.
-  std::vector<std::unique_ptr<AsyncAct>> async_acts_;
-  size_t async_next_ = 0;
-  Mutex async_failed_mu_;
-  std::vector<AsyncAct*> async_failed_ ABSL_GUARDED_BY(async_failed_mu_);
-
-  FeedPort* const feed_port_;
-  FetchPort* const fetch_port_;
-  const bool boundary_;  // a feed or a fetch
 
   const int32_t id_;
   const TaskProto* const task_;
@@ -332,12 +246,11 @@ class Actor {
 
   std::vector<InSlot> in_;
   std::vector<OutSlot> out_;
-  const bool is_source_;
   int num_in_ = 0;
   int num_out_ = 0;
   // Input slots with nothing ready, plus output slots with no free register,
   // plus kStoppedActing once the actor failed or left kActing: it can act
-  // only at zero, so CanAct is one comparison for a non-source.
+  // only at zero, so Unblocked is one comparison and a flag.
   static constexpr int kStoppedActing = 1 << 24;
   int blockers_ = 0;
   int64_t free_regsts_ = 0;
@@ -345,11 +258,12 @@ class Actor {
   size_t ended_in_ = 0;
 
   State state_ = State::kActing;
-  bool started_ = false;  // sources: kStart received
-  bool failed_ = false;
+  bool started_ = false;  // kStart received
   bool busy_ = false;
+  // Set by a source or feed when it will make no more pieces this run.
+  bool supply_ended_ = false;
   // Some consumer is on another thread: deliver outputs before returning
-  // inputs (see Act).
+  // inputs (see KernelActor::Act).
   bool publishes_first_ = false;
   // 1 when this actor's registers are initial: what it makes from input
   // piece p is piece p + 1.
@@ -358,14 +272,7 @@ class Actor {
   // The piece of the next run's initial register: the last one published
   // (the run's sources count on from there too).
   int64_t initial_piece_ = 0;
-  int64_t next_piece_ = 0;  // sources
-  // Actors whose kernel has state: the run's cuts not yet reached
-  // (next_cut_ is INT64_MAX when there are none, so the check on every act
-  // is one comparison).
-  const bool stateful_;
-  size_t cut_index_ = 0;
-  int64_t next_cut_ = INT64_MAX;
-  __attribute__((noinline, cold)) void ReachCut(int64_t piece);
+  int64_t next_piece_ = 0;             // sources and feeds
   int64_t piece_end_ = 0;              // plain sources: this run ends before it
   std::atomic<int64_t> act_count_{0};  // written on this actor's thread only
   std::atomic<int64_t> kernel_since_ns_{0};
@@ -374,10 +281,112 @@ class Actor {
   // ActorEnv::timed. busy_ns of an asynchronous stream's acts is written
   // by its poller, the other columns on this actor's thread.
   TaskStats stats_;
+
+ private:
+  void Progress() {
+    busy_ = true;
+    if (__builtin_expect(env_.timed, 0)) StopWaiting();
+    Drive();
+    if (__builtin_expect(MayEnd(), 0)) MaybeEnd();
+    if (__builtin_expect(env_.timed, 0)) StartWaiting();
+    busy_ = false;
+  }
+  // Whether MaybeEnd has anything to decide: false on the hot path of an
+  // actor that is acting and has seen no end of any kind yet.
+  bool MayEnd() const {
+    return blockers_ >= kStoppedActing || ended_in_ > 0 ||
+           env_.monitor->aborting() || supply_ended_;
+  }
+  void MaybeEnd();
+  void EnterZombie();
+  void StopActing() {
+    if (blockers_ < kStoppedActing) blockers_ += kStoppedActing;
+  }
+  // kReset: ready for another run.
+  void Reset();
+  void AcceptReady(int16_t in_slot, Regst* regst, int64_t piece_id) {
+    if (state_ != State::kActing) {
+      ReturnToProducer(regst);  // no more acts: hand it back unread
+      return;
+    }
+    InSlot& slot = in_[in_slot];
+    if (slot.ready.empty()) --blockers_;
+    slot.ready.Push(ReadyRegst{regst, piece_id});
+  }
+  // ActorEnv::timed: the time since the last Progress goes to the column of
+  // what blocked the actor then; then what blocks it now is noted.
+  enum class Blocked : uint8_t { kNone, kInput, kOutput };
+  __attribute__((noinline)) void StopWaiting();
+  __attribute__((noinline)) void StartWaiting();
+  __attribute__((noinline, cold)) static void ReleaseBlock(Regst* regst);
+  __attribute__((noinline, cold)) void ReportLostMessage(const ActorMsg& msg);
+
+  bool failed_ = false;
   Blocked blocked_ = Blocked::kNone;
   int64_t blocked_since_ns_ = 0;
-  int64_t last_async_end_ns_ = 0;  // the poller's
 };
+
+// Publish and ReturnToProducer are defined here, inline, because every
+// mode's act ends in them: the path each message takes.
+namespace actor_internal {
+// How deep direct calls may nest on this thread: each delivery or return
+// can make the peer act and deliver in turn. Past this, messages go through
+// the queue, which bounds the stack.
+constexpr int kMaxDirectCallDepth = 64;
+inline thread_local int direct_call_depth = 0;
+}  // namespace actor_internal
+
+inline void Actor::Publish(Regst* regst) {
+  const RegstDesc& desc = regst->desc();
+  if (desc.consumers.empty()) {
+    PushFree(out_[desc.producer_out_slot], regst);  // nobody reads it
+    return;
+  }
+  regst->set_reading_cnt(static_cast<int32_t>(desc.consumers.size()));
+  // Other threads first: a direct delivery below may run a long chain of
+  // acts on this thread, and they should not wait for it to end.
+  bool local = false;
+  for (const RegstConsumer& consumer : desc.consumers) {
+    if (consumer.thread->InThisThread()) {
+      local = true;
+    } else {
+      Send(consumer.thread, ActorMsg::Ready(consumer.actor, consumer.in_slot,
+                                            regst, regst->piece_id()));
+    }
+  }
+  if (!local) return;
+  for (const RegstConsumer& consumer : desc.consumers) {
+    if (!consumer.thread->InThisThread()) continue;
+    // A direct delivery must not overtake a message queued earlier for the
+    // same input slot, hence the empty local queue: once anything is
+    // queued, everything is until the thread has drained it.
+    if (actor_internal::direct_call_depth <
+            actor_internal::kMaxDirectCallDepth &&
+        consumer.thread->local_queue_empty()) {
+      ++actor_internal::direct_call_depth;
+      consumer.actor_ptr->OnRegstReady(consumer.in_slot, regst);
+      --actor_internal::direct_call_depth;
+    } else {
+      Send(consumer.thread, ActorMsg::Ready(consumer.actor, consumer.in_slot,
+                                            regst, regst->piece_id()));
+    }
+  }
+}
+
+// Returns may arrive in any order (they only count readers down), so no
+// queue check here.
+inline void Actor::ReturnToProducer(Regst* regst) {
+  const RegstDesc& desc = regst->desc();
+  if (desc.producer_thread->InThisThread() &&
+      actor_internal::direct_call_depth < actor_internal::kMaxDirectCallDepth) {
+    ++actor_internal::direct_call_depth;
+    desc.producer_actor->OnRegstReturned(desc.producer_out_slot, regst);
+    --actor_internal::direct_call_depth;
+    return;
+  }
+  Send(desc.producer_thread,
+       ActorMsg::Return(desc.producer, desc.producer_out_slot, regst));
+}
 
 }  // namespace actorflow
 

@@ -151,6 +151,8 @@ class KernelContext {
 
  private:
   friend class Actor;
+  friend class KernelActor;
+  friend class StreamActor;
   friend class KernelHarness;
   struct Group {
     std::string name;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "actor/kernel_library.h"
+#include "actor/make_actor.h"
 #include "memory/cuda_api.h"
 #include "memory/synced_memory.h"
 #include "plan/plan_util.h"
@@ -609,8 +610,8 @@ void SessionImpl::Construct(int32_t a) {
   for (auto& [name, descs] : specs_[a].inputs) {
     consumed.insert(consumed.end(), descs.begin(), descs.end());
   }
-  Actor* actor = table_of_actor_[a]->Adopt(
-      a, std::make_unique<Actor>(std::move(specs_[a]), env_));
+  Actor* actor =
+      table_of_actor_[a]->Adopt(a, MakeActor(std::move(specs_[a]), env_));
   actors_[a] = actor;
   // Read only by peers on this same thread, after every actor is
   // constructed (Create waits for that before any run).

@@ -1,16 +1,15 @@
-// Actor on an asynchronous stream: the kernel runs on the stream, and what
-// an act sends waits for it in a stream callback (see Actor::AsyncAct).
+#include "actor/stream_actor.h"
+
 #include <algorithm>
+#include <utility>
 
 #include "absl/container/inlined_vector.h"
-#include "absl/strings/str_cat.h"
-#include "actor/actor.h"
 
 namespace actorflow {
 
-void Actor::InitAsync(AsyncThread<ActorMsg>* thread) {
-  async_ = thread;
-  ctx_.cuda_stream_ = thread->stream()->native_handle();
+StreamActor::StreamActor(ActorSpec& spec, ActorEnv env)
+    : KernelActor(spec, env), async_(spec.async_thread) {
+  ctx_.cuda_stream_ = async_->stream()->native_handle();
   int64_t registers = total_regsts_;
   for (const InSlot& slot : in_) registers += slot.desc->register_num;
   async_acts_.reserve(registers);
@@ -21,23 +20,23 @@ void Actor::InitAsync(AsyncThread<ActorMsg>* thread) {
   }
 }
 
-void Actor::LaunchAsync(RegstBlobs** inputs, RegstBlobs** outputs,
-                        int64_t piece) {
+bool StreamActor::Act(int64_t piece) {
+  if (!TakeRegisters(piece)) return false;
   AsyncAct* act = async_acts_[async_next_++ % async_acts_.size()].get();
-  std::copy(inputs, inputs + num_in_, act->ctx.inputs_.begin());
-  std::copy(outputs, outputs + num_out_, act->ctx.outputs_.begin());
+  std::copy(ctx_.inputs_.begin(), ctx_.inputs_.end(), act->ctx.inputs_.begin());
+  std::copy(ctx_.outputs_.begin(), ctx_.outputs_.end(),
+            act->ctx.outputs_.begin());
   act->ctx.piece_id_ = piece;
   if (env_.trace | env_.timed) act->launch_ns = SteadyNowNs();
 
   // The act counts as done here; only its sends wait for the stream.
-  next_piece_ += is_source_;
   CountAct();
   for (int i = 0; i < num_in_; ++i) {
     in_[i].ready.Pop();
     if (in_[i].ready.empty()) ++blockers_;
   }
   for (int o = 0; o < num_out_; ++o) {
-    Regst* regst = AsRegst(outputs[o]);
+    Regst* regst = AsRegst(act->ctx.outputs_[o]);
     const RegstDesc& desc = regst->desc();
     if (desc.consumers.empty()) {
       // Nobody reads it. The stream runs in order, so the next act that
@@ -60,9 +59,10 @@ void Actor::LaunchAsync(RegstBlobs** inputs, RegstBlobs** outputs,
         FinishAsync(act);
       });
   if (!added.ok()) env_.monitor->ReportFailure(added);
+  return true;
 }
 
-void Actor::FinishAsync(AsyncAct* act) {
+void StreamActor::FinishAsync(AsyncAct* act) {
   if (env_.trace | env_.timed) {
     const int64_t end = SteadyNowNs();
     // The stream runs acts in order: this one began when it was queued or
@@ -94,13 +94,19 @@ void Actor::FinishAsync(AsyncAct* act) {
   for (Regst* regst : inputs) SendReturn(regst);
 }
 
-void Actor::SendReturn(Regst* regst) {
+void StreamActor::SendReturn(Regst* regst) {
   const RegstDesc& desc = regst->desc();
   Send(desc.producer_thread,
        ActorMsg::Return(desc.producer, desc.producer_out_slot, regst));
 }
 
-void Actor::HandleAsyncFailures() {
+void StreamActor::EndOutputs() {
+  absl::Status added = async_->poller()->AddCallback(
+      async_->stream(), [this](absl::Status) { SendEords(); });
+  if (!added.ok()) env_.monitor->ReportFailure(added);
+}
+
+void StreamActor::OnAsyncFailed() {
   std::vector<AsyncAct*> failed;
   {
     MutexLock lock(&async_failed_mu_);
@@ -116,8 +122,7 @@ void Actor::HandleAsyncFailures() {
   }
 }
 
-absl::Status Actor::DrainStream() {
-  if (async_ == nullptr) return absl::OkStatus();
+absl::Status StreamActor::DrainStream() {
   // The poller runs callbacks in stream order: this one runs once every
   // act queued before it is done.
   drained_.Reset(1);
@@ -129,15 +134,6 @@ absl::Status Actor::DrainStream() {
   if (!added.ok()) return added;
   drained_.Wait();
   return drain_status_;
-}
-
-KernelStateContext Actor::StateContext(int64_t piece) const {
-  KernelStateContext ctx;
-  ctx.task = task_;
-  ctx.stream = ctx_.stream_;
-  ctx.cuda_stream = ctx_.cuda_stream_;
-  ctx.piece = piece;
-  return ctx;
 }
 
 }  // namespace actorflow

@@ -1,0 +1,225 @@
+#include "actor/kernel_actor.h"
+
+#include <algorithm>
+#include <exception>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace actorflow {
+
+KernelActor::KernelActor(ActorSpec& spec, ActorEnv env)
+    : Actor(spec, env), stateful_(kernel_ != nullptr && kernel_->has_state()) {}
+
+void KernelActor::OnReset() {
+  cut_index_ = 0;
+  next_cut_ = stateful_ && env_.cuts != nullptr && !env_.cuts->empty()
+                  ? (*env_.cuts)[0]
+                  : INT64_MAX;
+  // Reserved so that recording never reallocates mid-run: every actor acts
+  // at most once per piece.
+  if (env_.trace) trace_.reserve(*env_.pieces);
+}
+
+namespace {
+char* RegstBase(const Regst& regst) {
+  return regst.num_blobs() == 0
+             ? nullptr
+             : regst.blob(0).data - regst.desc().layout.offsets[0];
+}
+absl::Status SharingBroken(const std::string& what) {
+  return absl::InternalError(absl::StrCat(
+      what, " (memory sharing that the plan's shape does not allow)"));
+}
+}  // namespace
+
+absl::Status KernelActor::ClaimBlocks(RegstBlobs** outputs) {
+  for (int o = 0; o < num_out_; ++o) {
+    const RegstDesc& desc = AsRegst(outputs[o])->desc();
+    if (desc.checked_block == nullptr) continue;
+    // Claimed ones stay claimed until PushFree releases them.
+    std::string broken = desc.checked_block->Claim(
+        desc.id, static_cast<int>(desc.consumers.size()));
+    if (!broken.empty()) return SharingBroken(broken);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KernelActor::ReadBlocks(RegstBlobs** inputs) {
+  for (int i = 0; i < num_in_; ++i) {
+    const RegstDesc& desc = AsRegst(inputs[i])->desc();
+    if (desc.checked_block == nullptr) continue;
+    std::string broken =
+        desc.checked_block->ReaderDone(desc.id, RegstBase(*AsRegst(inputs[i])),
+                                       static_cast<size_t>(desc.layout.bytes));
+    if (!broken.empty()) return SharingBroken(broken);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KernelActor::KernelThrew(const char* what) {
+  if (what == nullptr) {
+    return absl::InternalError("kernel threw a non-std exception");
+  }
+  return absl::InternalError(absl::StrCat("kernel threw: ", what));
+}
+
+absl::Status KernelActor::CallKernelTimed(int64_t piece) {
+  int64_t begin = SteadyNowNs();
+  kernel_since_ns_.store(begin, std::memory_order_release);
+  absl::Status status = CallKernel(&ctx_);
+  int64_t end = SteadyNowNs();
+  kernel_since_ns_.store(0, std::memory_order_relaxed);
+  stats_.busy_ns += end - begin;
+  if (env_.trace) trace_.push_back({piece, begin, end});
+  return status;
+}
+
+// The hot path: loops run over raw arrays with counts fixed at construction.
+bool KernelActor::TakeRegisters(int64_t piece) {
+  InSlot* const in = in_.data();
+  OutSlot* const out = out_.data();
+  RegstBlobs** const inputs = ctx_.inputs_.data();
+  RegstBlobs** const outputs = ctx_.outputs_.data();
+  for (int i = 0; i < num_in_; ++i) {
+    inputs[i] = in[i].ready.front().regst;
+    if (__builtin_expect(in[i].ready.front().piece_id != piece, 0)) {
+      FailOutOfStep(i, piece);
+      return false;
+    }
+  }
+  // A snapshot of the kernel's state before it acts on the cut's piece.
+  if (__builtin_expect(piece >= next_cut_, 0)) ReachCut(piece);
+  for (int o = 0; o < num_out_; ++o) {
+    Regst* regst = out[o].free.Pop();
+    if (out[o].free.empty()) ++blockers_;
+    regst->set_piece_id(piece + lag_);
+    if (__builtin_expect(resets_shapes_, 0)) regst->ResetShapes();
+    outputs[o] = regst;
+  }
+  free_regsts_ -= num_out_;
+  if (__builtin_expect(checks_blocks_, 0)) {
+    absl::Status claimed = ClaimBlocks(outputs);
+    if (!claimed.ok()) {
+      for (int o = 0; o < num_out_; ++o) PushFree(out[o], AsRegst(outputs[o]));
+      Fail(claimed, piece);
+      return false;
+    }
+  }
+  ctx_.piece_id_ = piece;
+  initial_piece_ = piece + lag_;
+  return true;
+}
+
+bool KernelActor::Act(int64_t piece) {
+  if (!TakeRegisters(piece)) return false;
+  InSlot* const in = in_.data();
+  OutSlot* const out = out_.data();
+  RegstBlobs** const inputs = ctx_.inputs_.data();
+  RegstBlobs** const outputs = ctx_.outputs_.data();
+  absl::Status status = __builtin_expect(env_.trace | env_.timed, 0)
+                            ? CallKernelTimed(piece)
+                            : CallKernelMarked();
+  // Its reads are over: registers sharing memory may be reused from here.
+  if (__builtin_expect(status.ok() && checks_blocks_, 0)) {
+    status = ReadBlocks(inputs);
+  }
+  if (__builtin_expect(!status.ok(), 0)) {
+    for (int o = 0; o < num_out_; ++o) PushFree(out[o], AsRegst(outputs[o]));
+    Fail(status, piece);
+    return false;  // MaybeEnd returns the inputs on the way to the zombie state
+  }
+
+  // Every state change comes before the first delivery: a delivery may run
+  // other actors, and they may hand registers back to this one (busy, so
+  // it only records them), which must find this act complete. Whatever
+  // goes to another thread goes first, so that thread can work while this
+  // one runs its own peers through direct calls: consumed registers back to
+  // their producers, or, for an actor that feeds another thread, the
+  // produced ones. (A source counts its piece once this returns: nothing
+  // a delivery runs reads it.)
+  CountAct();
+  for (int i = 0; i < num_in_; ++i) {
+    in[i].ready.Pop();
+    if (in[i].ready.empty()) ++blockers_;
+  }
+  if (publishes_first_) {
+    for (int o = 0; o < num_out_; ++o) Publish(AsRegst(outputs[o]));
+    for (int i = 0; i < num_in_; ++i) ReturnToProducer(AsRegst(inputs[i]));
+  } else {
+    for (int i = 0; i < num_in_; ++i) ReturnToProducer(AsRegst(inputs[i]));
+    for (int o = 0; o < num_out_; ++o) Publish(AsRegst(outputs[o]));
+  }
+  return true;
+}
+
+void KernelActor::ReachCut(int64_t piece) {
+  // Pieces come in order and every cut lies inside the run, so this act's
+  // piece is the next cut's.
+  while (next_cut_ <= piece) {
+    if (next_cut_ == piece) env_.cut_listener->OnCut(id_, cut_index_);
+    ++cut_index_;
+    next_cut_ =
+        cut_index_ < env_.cuts->size() ? (*env_.cuts)[cut_index_] : INT64_MAX;
+  }
+}
+
+void KernelActor::ActInitial() {
+  initial_pending_ = false;
+  // A run that ended before it started (no pieces) needs no weights.
+  if (state_ != State::kActing || blockers_ >= kStoppedActing) return;
+  RegstBlobs** const outputs = ctx_.outputs_.data();
+  for (int o = 0; o < num_out_; ++o) {
+    if (out_[o].free.empty()) {
+      // Every register is free at kStart (kReset found them so).
+      Fail(absl::InternalError(
+               absl::StrCat("regst_desc ", out_[o].desc->id,
+                            ": no free register for the initial one")),
+           initial_piece_);
+      return;
+    }
+  }
+  for (int o = 0; o < num_out_; ++o) {
+    Regst* regst = out_[o].free.Pop();
+    if (out_[o].free.empty()) ++blockers_;
+    regst->set_piece_id(initial_piece_);
+    if (resets_shapes_) regst->ResetShapes();
+    outputs[o] = regst;
+  }
+  free_regsts_ -= num_out_;
+  std::fill(ctx_.inputs_.begin(), ctx_.inputs_.end(), nullptr);
+  ctx_.piece_id_ = initial_piece_;
+  absl::Status status;
+  try {
+    status = kernel_->InitialOutput(&ctx_);
+  } catch (const std::exception& e) {
+    status = KernelThrew(e.what());
+  } catch (...) {
+    status = KernelThrew(nullptr);
+  }
+  if (!status.ok()) {
+    for (int o = 0; o < num_out_; ++o) PushFree(out_[o], AsRegst(outputs[o]));
+    Fail(absl::Status(status.code(),
+                      absl::StrCat("initial register: ", status.message())),
+         initial_piece_);
+    return;
+  }
+  // Consumers on this thread may hand it straight back: they must find
+  // this act complete and not re-enter it.
+  const bool was_busy = busy_;
+  busy_ = true;
+  for (int o = 0; o < num_out_; ++o) Publish(AsRegst(outputs[o]));
+  busy_ = was_busy;
+}
+
+// Producers emit pieces in order and the channels keep it, so inputs cannot
+// drift apart unless the runtime itself is broken.
+void KernelActor::FailOutOfStep(size_t input, int64_t piece) {
+  Fail(absl::InternalError(absl::StrCat(
+           "inputs out of step: regst_desc ", in_[0].desc->id, " holds piece ",
+           piece, " but regst_desc ", in_[input].desc->id, " holds piece ",
+           in_[input].ready.front().piece_id)),
+       piece);
+}
+
+}  // namespace actorflow

@@ -1,0 +1,83 @@
+#ifndef ACTORFLOW_ACTOR_KERNEL_ACTOR_H_
+#define ACTORFLOW_ACTOR_KERNEL_ACTOR_H_
+
+#include <cstdint>
+#include <exception>
+
+#include "absl/status/status.h"
+#include "actor/actor.h"
+
+namespace actorflow {
+
+// An actor that acts by calling its kernel on this thread, on the piece its
+// inputs bring (SourceActor<KernelActor> counts its pieces instead). Also
+// the base of StreamActor, which shares how an act takes its registers and
+// differs only in where the kernel runs.
+class KernelActor : public Actor {
+ public:
+  // Takes the spec's kernel.
+  KernelActor(ActorSpec& spec, ActorEnv env);
+
+ protected:
+  void Drive() override {
+    while (Unblocked() && GateOpen()) {
+      Act(in_[0].ready.front().piece_id);
+    }
+  }
+  void OnReset() override;
+  void OnStart() override {
+    if (initial_pending_) ActInitial();
+  }
+
+  // One act on `piece`: false if it failed (the actor has stopped acting).
+  bool Act(int64_t piece);
+  // Act's first half, shared with StreamActor: takes the inputs' front
+  // registers and a free register per output into ctx_, and passes the
+  // run's cuts. False if it failed.
+  bool TakeRegisters(int64_t piece);
+
+  // A kernel that throws fails its task like one that returns an error.
+  absl::Status CallKernel(KernelContext* ctx) {
+    try {
+      return kernel_->Forward(ctx);
+    } catch (const std::exception& e) {
+      return KernelThrew(e.what());
+    } catch (...) {
+      return KernelThrew(nullptr);
+    }
+  }
+
+ private:
+  // CallKernel, marked as under way for kernel_since_ns().
+  absl::Status CallKernelMarked() {
+    kernel_since_ns_.store(1, std::memory_order_release);
+    absl::Status status = CallKernel(&ctx_);
+    kernel_since_ns_.store(0, std::memory_order_relaxed);
+    return status;
+  }
+  // CallKernel, timed: its span (ActorEnv::trace) and busy time.
+  __attribute__((noinline)) absl::Status CallKernelTimed(int64_t piece);
+  // `what` is null for a non-std exception.
+  __attribute__((noinline, cold)) static absl::Status KernelThrew(
+      const char* what);
+  // Fills and publishes the initial registers (see RegstDescProto's
+  // initial_register): once per run, on kStart.
+  void ActInitial();
+  __attribute__((noinline, cold)) absl::Status ClaimBlocks(
+      RegstBlobs** outputs);
+  __attribute__((noinline, cold)) absl::Status ReadBlocks(RegstBlobs** inputs);
+  __attribute__((noinline, cold)) void FailOutOfStep(size_t input,
+                                                     int64_t piece);
+  __attribute__((noinline, cold)) void ReachCut(int64_t piece);
+
+  // Actors whose kernel has state: the run's cuts not yet reached
+  // (next_cut_ is INT64_MAX when there are none, so the check on every act
+  // is one comparison).
+  const bool stateful_;
+  size_t cut_index_ = 0;
+  int64_t next_cut_ = INT64_MAX;
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTOR_KERNEL_ACTOR_H_
