@@ -62,9 +62,7 @@ int64_t SteadyNs() {
 // CallbackOnComplete
 
 CallbackOnComplete::CallbackOnComplete(Engine* engine, OprBlock* block)
-    : engine_(engine), block_(block) {
-  block_->refs.fetch_add(2, std::memory_order_relaxed);
-}
+    : engine_(engine), block_(block) {}
 
 CallbackOnComplete::CallbackOnComplete(const CallbackOnComplete& other)
     : engine_(other.engine_), block_(other.block_) {
@@ -200,6 +198,7 @@ void Engine::DeleteOperator(OprHandle op) { op->Unref(); }
 
 void Engine::Push(OprHandle op, Context exec_ctx, int priority,
                   bool profiling) {
+  op->Ref();  // the block's; the user keeps theirs
   PushBlock(op, exec_ctx, priority, nullptr, profiling);
 }
 
@@ -211,7 +210,6 @@ void Engine::PushAsync(AsyncFn fn, Context exec_ctx,
   Opr* opr =
       new Opr(std::move(fn), const_vars, mutable_vars, prop, std::move(name));
   PushBlock(opr, exec_ctx, priority, nullptr, profiling);
-  opr->Unref();
 }
 
 void Engine::PushSync(SyncFn fn, Context exec_ctx,
@@ -257,7 +255,6 @@ void Engine::DeleteVariable(SyncFn delete_fn, Context exec_ctx, VarHandle var) {
       {}, {var}, FnProperty::kDeleteVar, "DeleteVariable");
   opr->internal = true;
   PushBlock(opr, exec_ctx, 0, nullptr);
-  opr->Unref();
 }
 
 absl::Status Engine::CheckPush(const Opr& opr, const Context& ctx) {
@@ -280,13 +277,11 @@ absl::Status Engine::CheckPush(const Opr& opr, const Context& ctx) {
     return absl::FailedPreconditionError(absl::StrCat(
         "engine is shutting down: operation '", OprName(opr), "' was not run"));
   }
-  for (const auto* vars : {&opr.const_vars, &opr.mutable_vars}) {
-    for (VarHandle var : *vars) {
-      if (var->deleting_.load(std::memory_order_acquire)) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("operation '", OprName(opr),
-                         "' uses a variable already passed to DeleteVariable"));
-      }
+  for (VarHandle var : opr.vars()) {
+    if (var->deleting_.load(std::memory_order_acquire)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("operation '", OprName(opr),
+                       "' uses a variable already passed to DeleteVariable"));
     }
   }
   return absl::OkStatus();
@@ -304,9 +299,7 @@ void Engine::PushBlock(Opr* opr, Context ctx, int priority, BlockWaiter* waiter,
     ctx = Context::CPU();
     refused = absl::OkStatus();
   }
-  opr->Ref();
-  auto* block = new OprBlock(this, opr, ctx, priority,
-                             next_seq_.fetch_add(1, std::memory_order_relaxed));
+  auto* block = new OprBlock(this, opr, ctx, priority);
   block->waiter = waiter;
   // Off, this is the profiler's one branch per push.
   if ((profiling || profiling_.load(std::memory_order_relaxed)) &&
@@ -315,13 +308,16 @@ void Engine::PushBlock(Opr* opr, Context ctx, int priority, BlockWaiter* waiter,
     block->profile->queued_ns = ProfileNow();
     // A variable that queues it overwrites its entry when it grants it
     // (Complete); the others granted it at the push.
-    block->profile->granted_ns.assign(block->waits.size(),
+    block->profile->granted_ns.assign(opr->vars().size(),
                                       block->profile->queued_ns);
-    block->profile->granted_after.assign(block->waits.size(), -1);
+    block->profile->granted_after.assign(opr->vars().size(), -1);
   }
   if (!refused.ok()) {
-    block->completed.store(true, std::memory_order_relaxed);
-    Complete(block, std::move(refused));
+    {
+      SpinMutexLock lock(&submit_mu_);
+      block->seq = next_seq_++;
+    }
+    CompleteUnrun(block, std::move(refused));
     return;
   }
   // NaiveEngine's push returns once its operation is done, unless it is
@@ -344,13 +340,12 @@ void Engine::Submit(OprBlock* block) {
   int granted = 0;
   {
     SpinMutexLock lock(&submit_mu_);
+    block->seq = next_seq_++;
     block->submitted = true;
-    size_t i = 0;
-    for (VarHandle var : opr.const_vars) {
-      granted += var->AppendRead(&block->waits[i++]);
-    }
-    for (VarHandle var : opr.mutable_vars) {
-      granted += var->AppendWrite(&block->waits[i++]);
+    absl::Span<const VarHandle> vars = opr.vars();
+    for (size_t i = 0; i < vars.size(); ++i) {
+      granted += opr.writes(i) ? vars[i]->AppendWrite(block)
+                               : vars[i]->AppendRead(block);
     }
   }
 
@@ -365,9 +360,9 @@ void Engine::Submit(OprBlock* block) {
 
 void Engine::OnReady(OprBlock* block) {
   if (block->profile) block->profile->ready_ns = ProfileNow();
-  if (block->opr->prop == FnProperty::kAsync || dispatcher_->runs_on_caller() ||
+  if (block->prop == FnProperty::kAsync || dispatcher_->runs_on_caller() ||
       (vars_with_error_.load(std::memory_order_acquire) > 0 &&
-       !block->opr->internal)) {
+       !block->internal)) {
     RunInline(block);
   } else {
     dispatcher_->Dispatch(block);
@@ -398,8 +393,7 @@ void Engine::RunOneInline(OprBlock* block) {
   if (!opr.internal) {
     absl::Status inherited = InheritedError(*block);
     if (!inherited.ok()) {
-      block->completed.store(true, std::memory_order_relaxed);
-      Complete(block, std::move(inherited));
+      CompleteUnrun(block, std::move(inherited));
       return;
     }
   }
@@ -414,7 +408,10 @@ void Engine::RunOneInline(OprBlock* block) {
 }
 
 void Engine::Execute(OprBlock* block, StreamSet* streams) {
+  // Both take references counted in advance (OprBlock::kRunRefs): `keep`
+  // holds the block until this function returns, `call` is the function's.
   CallbackOnComplete keep(this, block);
+  CallbackOnComplete call(this, block);
   absl::StatusOr<RunContext> rctx = streams->For(block->ctx);
   if (!rctx.ok()) {
     keep.CompleteIfPending(absl::Status(
@@ -442,7 +439,7 @@ void Engine::Execute(OprBlock* block, StreamSet* streams) {
     if (rctx->stream != nullptr) StartDeviceTiming(profile, *rctx);
   }
   try {
-    block->opr->fn(*rctx, keep);
+    block->opr->fn(*rctx, std::move(call));
   } catch (const std::exception& e) {
     keep.CompleteIfPending(absl::InternalError(absl::StrCat(
         "operation '", OprName(*block->opr), "' threw: ", e.what())));
@@ -460,18 +457,16 @@ absl::Status Engine::InheritedError(const OprBlock& block) {
   if (vars_with_error_.load(std::memory_order_acquire) == 0) {
     return absl::OkStatus();
   }
-  for (const auto* vars : {&block.opr->const_vars, &block.opr->mutable_vars}) {
-    for (VarHandle var : *vars) {
-      absl::Status error = var->error();
-      if (!error.ok()) return error;
-    }
+  for (VarHandle var : block.opr->vars()) {
+    absl::Status error = var->error();
+    if (!error.ok()) return error;
   }
   return absl::OkStatus();
 }
 
 void Engine::RecordError(const Opr& opr, const absl::Status& status,
                          bool mark_vars) {
-  for (VarHandle var : opr.mutable_vars) {
+  for (VarHandle var : opr.mutable_vars()) {
     if (mark_vars && var->SetError(status)) {
       vars_with_error_.fetch_add(1, std::memory_order_acq_rel);
     }
@@ -486,12 +481,12 @@ void Engine::Complete(OprBlock* block, absl::Status status) {
   if (block->profile) RecordProfile(block, status);
   if (block->submitted) {
     GrantList granted;
-    for (VarHandle var : opr.const_vars) {
+    for (VarHandle var : opr.const_vars()) {
       const size_t from = granted.size();
       var->CompleteRead(&granted);
       NoteGrants(block, var, granted, from);
     }
-    for (VarHandle var : opr.mutable_vars) {
+    for (VarHandle var : opr.mutable_vars()) {
       const size_t from = granted.size();
       var->CompleteWrite(&granted, opr.counts_version);
       NoteGrants(block, var, granted, from);
@@ -513,22 +508,26 @@ void Engine::Complete(OprBlock* block, absl::Status status) {
   FinishOne();
 }
 
+void Engine::CompleteUnrun(OprBlock* block, absl::Status status) {
+  // Nobody else holds the block yet: no copy of its callback exists.
+  block->refs.fetch_sub(OprBlock::kRunRefs, std::memory_order_relaxed);
+  block->completed.store(true, std::memory_order_relaxed);
+  Complete(block, std::move(status));
+}
+
 void Engine::NoteGrants(const OprBlock* by, const Var* var,
                         const GrantList& granted, size_t from) {
   for (size_t k = from; k < granted.size(); ++k) {
     BlockProfile* profile = granted[k]->profile.get();
     if (profile == nullptr) continue;
     const Opr& next = *granted[k]->opr;
-    size_t i = 0;
-    for (const auto* vars : {&next.const_vars, &next.mutable_vars}) {
-      for (VarHandle v : *vars) {
-        if (v == var) {
-          // Written before the wait count falls, so whoever makes the block
-          // ready (and later its record) sees it.
-          profile->granted_ns[i] = ProfileNow();
-          profile->granted_after[i] = static_cast<int64_t>(by->seq);
-        }
-        ++i;
+    absl::Span<const VarHandle> vars = next.vars();
+    for (size_t i = 0; i < vars.size(); ++i) {
+      if (vars[i] == var) {
+        // Written before the wait count falls, so whoever makes the block
+        // ready (and later its record) sees it.
+        profile->granted_ns[i] = ProfileNow();
+        profile->granted_after[i] = static_cast<int64_t>(by->seq);
       }
     }
   }
@@ -582,20 +581,16 @@ void Engine::RecordProfile(OprBlock* block, const absl::Status& status) {
   record.started_ns = p.started_ns;
   record.finished_ns = ProfileNow();
   record.device_ns = device_ns;
-  size_t i = 0;
-  for (const auto* vars : {&opr.const_vars, &opr.mutable_vars}) {
-    const bool write = vars == &opr.mutable_vars;
-    for (VarHandle var : *vars) {
-      OprRecord::Dependency dep;
-      dep.var = var->id();
-      dep.var_name = var->name();
-      dep.write = write;
-      dep.granted_ns = p.granted_ns[i];
-      dep.after = p.granted_after[i];
-      dep.wait_ns = p.granted_ns[i] - p.queued_ns;
-      record.deps.push_back(std::move(dep));
-      ++i;
-    }
+  absl::Span<const VarHandle> vars = opr.vars();
+  for (size_t i = 0; i < vars.size(); ++i) {
+    OprRecord::Dependency dep;
+    dep.var = vars[i]->id();
+    dep.var_name = vars[i]->name();
+    dep.write = opr.writes(i);
+    dep.granted_ns = p.granted_ns[i];
+    dep.after = p.granted_after[i];
+    dep.wait_ns = p.granted_ns[i] - p.queued_ns;
+    record.deps.push_back(std::move(dep));
   }
   record.status = status;
   profiler_.Add(std::move(record));
@@ -613,7 +608,7 @@ absl::Status Engine::DumpProfile(const std::string& path) const {
 }
 
 void Engine::FreeDeletedVars(const Opr& opr) {
-  for (VarHandle var : opr.mutable_vars) {
+  for (VarHandle var : opr.mutable_vars()) {
     // Later pushes on it were refused, so its queue is empty.
     if (!var->TakeError().ok()) {
       vars_with_error_.fetch_sub(1, std::memory_order_acq_rel);
@@ -630,14 +625,21 @@ void Engine::ReleaseBlock(OprBlock* block) {
 }
 
 void Engine::FinishOne() {
+  if (!WorkerPool::DeferFinish(this)) FinishMany(1);
+}
+
+void Engine::FinishDeferred(int64_t count) { FinishMany(count); }
+
+void Engine::FinishMany(int64_t count) {
   int64_t n = pending_.load(std::memory_order_relaxed);
-  while (n > 1) {
-    if (pending_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) {
+  while (n > count) {
+    if (pending_.compare_exchange_weak(n, n - count,
+                                       std::memory_order_acq_rel)) {
       return;
     }
   }
   MutexLock lock(&all_mu_);
-  pending_.fetch_sub(1, std::memory_order_acq_rel);
+  pending_.fetch_sub(count, std::memory_order_acq_rel);
   all_done_.SignalAll();
 }
 
@@ -657,14 +659,14 @@ absl::Status Engine::WaitForVar(VarHandle var) {
       return std::find(vars.begin(), vars.end(), var) != vars.end();
     };
     // Writing `var`, the caller is one of the writes it would wait for.
-    if (uses(running->mutable_vars)) {
+    if (uses(running->mutable_vars())) {
       return absl::FailedPreconditionError(absl::StrCat(
           "WaitForVar called inside operation '", OprName(*running),
           "', which writes that variable: it would wait for itself"));
     }
     // Reading `var`, every write pushed before the caller is done; a write
     // pushed since waits for the caller, so it cannot be waited for here.
-    if (uses(running->const_vars)) return absl::OkStatus();
+    if (uses(running->const_vars())) return absl::OkStatus();
   }
   // A read: it runs once every write pushed before it is done, and does
   // not wait for earlier reads.
@@ -674,7 +676,6 @@ absl::Status Engine::WaitForVar(VarHandle var) {
   opr->counts_version = false;
   BlockWaiter waiter;
   PushBlock(opr, Context::CPU(), 0, &waiter);
-  opr->Unref();
   waiter.Wait();
   absl::Status error = var->TakeError();
   if (!error.ok()) vars_with_error_.fetch_sub(1, std::memory_order_acq_rel);

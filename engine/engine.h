@@ -54,6 +54,8 @@ class CallbackOnComplete {
 
  private:
   friend class Engine;
+  // Takes over two of the block's references, counted when it was made
+  // (OprBlock::kRunRefs): Engine::Execute's copies.
   CallbackOnComplete(Engine* engine, OprBlock* block);
   // Completes unless already completed; true if this call completed it.
   bool CompleteIfPending(absl::Status status) const;
@@ -141,7 +143,11 @@ class Engine {
   // run; the destructor waits for them.
   void NotifyShutdown();
 
-  // Operations pushed and not yet completed.
+  // Operations pushed and not yet completed. A worker adds up its own
+  // completions and counts them when it runs out of work, so while workers
+  // are busy this may still include some that completed; it reads zero
+  // once everything pushed is done and the workers are idle (as after
+  // WaitForAll).
   int64_t pending() const { return pending_.load(std::memory_order_acquire); }
 
   // --- The profiler (docs/engine.md, "Profiling"). Off, it costs one
@@ -167,6 +173,9 @@ class Engine {
   // Runs a ready operation on the calling thread, on `streams`' stream for
   // its device: the workers' entry.
   void Execute(OprBlock* block, StreamSet* streams);
+  // Applies `count` completions a worker counted without telling the engine
+  // (WorkerPool::DeferFinish): the workers' other entry.
+  void FinishDeferred(int64_t count);
 
  private:
   friend class CallbackOnComplete;
@@ -176,7 +185,8 @@ class Engine {
   void StartDeviceTiming(BlockProfile* profile, const RunContext& rctx);
   int64_t FinishDeviceTiming(BlockProfile* profile);  // ns, or -1
 
-  // Push's body. `waiter`, if given, is notified when the block completes.
+  // Push's body; takes over one reference to `opr` from the caller.
+  // `waiter`, if given, is notified when the block completes.
   void PushBlock(Opr* opr, Context ctx, int priority, BlockWaiter* waiter,
                  bool profiling = false);
   // Nanoseconds since the engine was created (profiles' clock).
@@ -202,15 +212,21 @@ class Engine {
   void RunOneInline(OprBlock* block);
   // Exactly once per block, whether it ran, failed or was skipped.
   void Complete(OprBlock* block, absl::Status status);
+  // Completes a block that will never run (refused, or skipped for an
+  // inherited error): drops the references counted for running it.
+  void CompleteUnrun(OprBlock* block, absl::Status status);
   // The error of the first failed variable `block` depends on, or OK.
   absl::Status InheritedError(const OprBlock& block);
   // Remembers `status` for WaitForAll and, with `mark_vars`, on the
   // variables `opr` writes, so their later users are skipped.
   void RecordError(const Opr& opr, const absl::Status& status, bool mark_vars);
   void FreeDeletedVars(const Opr& opr);
-  // pending_ - 1; the step to zero is taken under all_mu_ so that a waiter
-  // that sees zero can destroy the engine safely.
+  // One completion: pending_ - 1 (deferred on a worker, see
+  // WorkerPool::DeferFinish).
   void FinishOne();
+  // pending_ - count; the step to zero is taken under all_mu_ so that a
+  // waiter that sees zero can destroy the engine safely.
+  void FinishMany(int64_t count);
   static void ReleaseBlock(OprBlock* block);
 
   const EngineType type_;
@@ -227,7 +243,7 @@ class Engine {
   //
   // Written by pushers.
   alignas(64) SpinMutex submit_mu_;
-  std::atomic<uint64_t> next_seq_{0};
+  uint64_t next_seq_ ABSL_GUARDED_BY(submit_mu_) = 0;
   // Written by every completion (and push).
   alignas(64) std::atomic<int64_t> pending_{0};
   // Read by every push or completion, rarely written.

@@ -12,34 +12,60 @@ namespace actorflow::engine {
 // Recycled memory for one engine object type, so that a push allocates
 // nothing in steady state. Engine objects are made on the pushing thread and
 // freed on a worker; through malloc every such free takes the pusher's arena
-// lock. Here a free pushes the block on a shared lock-free stack, and an
-// allocating thread takes the whole stack at once into its own cache. Taking
-// everything (never popping one) is what keeps the stack free of ABA.
+// lock. Here a thread collects what it frees in a list of its own and hands
+// it on in batches to a shared lock-free stack, and an allocating thread
+// takes the whole stack at once into its own cache. Taking everything (never
+// popping one) is what keeps the stack free of ABA; batching is what keeps
+// the stack's cache line from moving between cores on every free.
 // Memory goes back to the system only when the process ends.
 //
 // Use: give the class `static void* operator new(size_t)` and
-// `static void operator delete(void*)` that call Allocate/Free.
+// `static void operator delete(void*, size_t)` that call Allocate/Free.
 template <typename T>
 class FreeStore {
  public:
   static void* Allocate(size_t size) {
-    if (size != sizeof(T) || kBypass) return ::operator new(size);
+    if (size != sizeof(T) || kBypass) {
+      return ::operator new(size, std::align_val_t(alignof(T)));
+    }
     Cache& cache = ThreadCache();
     if (cache.head == nullptr) {
-      cache.head = Shared().exchange(nullptr, std::memory_order_acquire);
-      if (cache.head == nullptr) return ::operator new(sizeof(Node));
+      // What this thread freed is still in its cache: use that first.
+      cache.head = cache.freed;
+      cache.freed = cache.freed_tail = nullptr;
+      cache.freed_count = 0;
+      if (cache.head == nullptr) {
+        cache.head = SharedStack().exchange(nullptr, std::memory_order_acquire);
+      }
+      if (cache.head == nullptr) cache.head = NewSlab();
     }
     Node* node = cache.head;
     cache.head = node->next;
+    // The next object is most likely in another core's cache (a worker
+    // freed it): start moving it here now, while this one is in use.
+    if (cache.head != nullptr) {
+      for (size_t offset = 0; offset < sizeof(Node); offset += 64) {
+        PrefetchForWrite(reinterpret_cast<char*>(cache.head) + offset);
+      }
+    }
     return node;
   }
 
   static void Free(void* ptr, size_t size) {
     if (size != sizeof(T) || kBypass) {
-      ::operator delete(ptr);
+      ::operator delete(ptr, std::align_val_t(alignof(T)));
       return;
     }
-    Push(static_cast<Node*>(ptr), static_cast<Node*>(ptr));
+    Cache& cache = ThreadCache();
+    Node* node = static_cast<Node*>(ptr);
+    node->next = cache.freed;
+    if (cache.freed == nullptr) cache.freed_tail = node;
+    cache.freed = node;
+    if (++cache.freed_count == kBatch) {
+      Push(cache.freed, cache.freed_tail);
+      cache.freed = cache.freed_tail = nullptr;
+      cache.freed_count = 0;
+    }
   }
 
  private:
@@ -50,16 +76,49 @@ class FreeStore {
 #else
   static constexpr bool kBypass = false;
 #endif
+  // Frees a thread keeps before handing them on: few enough that memory
+  // parked in idle threads stays small.
+  static constexpr int kBatch = 32;
+
+  // Asks for the line in a state that can be written (x86's PREFETCHW,
+  // which a plain write prefetch is not without -mprfchw): a line another
+  // core wrote last then arrives without a second round trip to take it.
+  static void PrefetchForWrite(const char* address) {
+#if defined(__x86_64__)
+    asm volatile("prefetchw %0" : : "m"(*address));
+#else
+    __builtin_prefetch(address, 1);
+#endif
+  }
 
   union Node {
     Node* next;
     alignas(T) unsigned char storage[sizeof(T)];
   };
 
-  // What the thread took but has not used yet; handed back when it exits.
+  // Objects come from the heap this many at a time, in one allocation: an
+  // aligned allocation per object would leave a small fragment of the
+  // heap behind each, scattering the process's other small objects.
+  static constexpr size_t kSlabNodes = 64;
+
+  // A new slab's nodes, chained through next.
+  static Node* NewSlab() {
+    auto* slab = static_cast<Node*>(::operator new(
+        kSlabNodes * sizeof(Node), std::align_val_t(alignof(Node))));
+    for (size_t i = 0; i + 1 < kSlabNodes; ++i) slab[i].next = &slab[i + 1];
+    slab[kSlabNodes - 1].next = nullptr;
+    return slab;
+  }
+
+  // What the thread took or freed but has not used or handed on yet; handed
+  // back when it exits.
   struct Cache {
-    Node* head = nullptr;
+    Node* head = nullptr;   // to allocate from
+    Node* freed = nullptr;  // freed here, not yet handed on
+    Node* freed_tail = nullptr;
+    int freed_count = 0;
     ~Cache() {
+      if (freed != nullptr) Push(freed, freed_tail);
       if (head == nullptr) return;
       Node* last = head;
       while (last->next != nullptr) last = last->next;
@@ -67,9 +126,14 @@ class FreeStore {
     }
   };
 
-  static std::atomic<Node*>& Shared() {
-    static std::atomic<Node*> shared{nullptr};
-    return shared;
+  // On a cache line of its own: each type's stack is written by other
+  // threads than the other types'.
+  struct alignas(64) Stack {
+    std::atomic<Node*> top{nullptr};
+  };
+  static std::atomic<Node*>& SharedStack() {
+    static Stack stack;
+    return stack.top;
   }
   static Cache& ThreadCache() {
     static thread_local Cache cache;
@@ -77,7 +141,7 @@ class FreeStore {
   }
   // Links first..last (chained through next) onto the shared stack.
   static void Push(Node* first, Node* last) {
-    std::atomic<Node*>& shared = Shared();
+    std::atomic<Node*>& shared = SharedStack();
     Node* head = shared.load(std::memory_order_relaxed);
     do {
       last->next = head;

@@ -1,27 +1,28 @@
 #include "engine/opr.h"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace actorflow::engine {
 
 namespace {
 
-// An operation lists a handful of variables: insertion sort, in place and
+// Sorts vars[0, n) and drops repeats; returns how many are left. An
+// operation lists a handful of variables: insertion sort, in place and
 // without std::sort's set-up, is the fast way to order so few.
-template <typename Vec>
-void SortUnique(Vec* vars) {
-  auto begin = vars->begin();
-  if (vars->size() > 16) {
-    std::sort(begin, vars->end());
+size_t SortUnique(VarHandle* vars, size_t n) {
+  if (n > 16) {
+    std::sort(vars, vars + n);
   } else {
-    for (auto it = begin; it != vars->end(); ++it) {
-      auto var = *it;
-      auto hole = it;
-      for (; hole != begin && var < *(hole - 1); --hole) *hole = *(hole - 1);
-      *hole = var;
+    for (size_t i = 1; i < n; ++i) {
+      VarHandle var = vars[i];
+      size_t hole = i;
+      for (; hole > 0 && var < vars[hole - 1]; --hole)
+        vars[hole] = vars[hole - 1];
+      vars[hole] = var;
     }
   }
-  vars->erase(std::unique(begin, vars->end()), vars->end());
+  return static_cast<size_t>(std::unique(vars, vars + n) - vars);
 }
 
 }  // namespace
@@ -30,15 +31,28 @@ Opr::Opr(AsyncFn fn_in, const std::vector<VarHandle>& const_in,
          const std::vector<VarHandle>& mutable_in, FnProperty prop_in,
          std::string name_in)
     : fn(std::move(fn_in)), prop(prop_in), name(std::move(name_in)) {
-  mutable_vars.assign(mutable_in.begin(), mutable_in.end());
-  SortUnique(&mutable_vars);
+  // Built in place: the written ones at the back, sorted, then the read
+  // ones that are not also written in front of them.
+  const size_t num_in = const_in.size() + mutable_in.size();
+  vars_.resize(num_in);
+  VarHandle* all = vars_.data();
+  VarHandle* written = all + const_in.size();
+  std::copy(mutable_in.begin(), mutable_in.end(), written);
+  const size_t num_written = SortUnique(written, mutable_in.size());
+  size_t num_read = 0;
   for (VarHandle var : const_in) {
-    if (!std::binary_search(mutable_vars.begin(), mutable_vars.end(), var)) {
-      const_vars.push_back(var);
+    if (!std::binary_search(written, written + num_written, var)) {
+      all[num_read++] = var;
     }
   }
-  SortUnique(&const_vars);
+  num_read = SortUnique(all, num_read);
+  // Close the gap between the two parts.
+  std::copy(written, written + num_written, all + num_read);
+  vars_.resize(num_read + num_written);
+  num_const_ = static_cast<uint32_t>(num_read);
 }
+
+static_assert(sizeof(Opr) == 128, "Opr is meant to fill two cache lines");
 
 void BlockWaiter::Notify() {
   MutexLock lock(&mu);
@@ -52,17 +66,16 @@ void BlockWaiter::Wait() {
 }
 
 OprBlock::OprBlock(Engine* engine_in, Opr* opr_in, Context ctx_in,
-                   int priority_in, uint64_t seq_in)
-    : engine(engine_in),
+                   int priority_in)
+    : wait(static_cast<int>(opr_in->vars().size()) + 1),
       opr(opr_in),
       ctx(ctx_in),
-      priority(priority_in),
-      seq(seq_in),
-      wait(static_cast<int>(opr_in->const_vars.size() +
-                            opr_in->mutable_vars.size()) +
-           1),
-      waits(opr_in->const_vars.size() + opr_in->mutable_vars.size()) {
-  for (VarWait& w : waits) w.block = this;
-}
+      prop(opr_in->prop),
+      internal(opr_in->internal),
+      engine(engine_in),
+      priority(priority_in) {}
+
+static_assert(offsetof(OprBlock, next_inline) + sizeof(OprBlock*) <= 64,
+              "OprBlock's hot fields leave its first cache line");
 
 }  // namespace actorflow::engine

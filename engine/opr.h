@@ -9,6 +9,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/types/span.h"
 #include "base/mutex.h"
 #include "engine/context.h"
 #include "engine/engine.h"
@@ -18,8 +19,10 @@
 namespace actorflow::engine {
 
 // A pushable function with its variables, deduplicated: a variable listed
-// twice, or both read and written, appears once, in mutable_vars.
-class Opr {
+// twice, or both read and written, appears once, among the written ones.
+// Two cache lines: the first holds what running it reads (the function, its
+// property, where its variables start), the second its variables and name.
+class alignas(64) Opr {
  public:
   Opr(AsyncFn fn, const std::vector<VarHandle>& const_vars,
       const std::vector<VarHandle>& mutable_vars, FnProperty prop,
@@ -27,9 +30,24 @@ class Opr {
 
   const AsyncFn fn;
   const FnProperty prop;
-  const std::string name;
-  absl::InlinedVector<VarHandle, 4> const_vars;
-  absl::InlinedVector<VarHandle, 4> mutable_vars;
+  // Internal operations (WaitForVar, DeleteVariable) are not refused while
+  // shutting down, and always run.
+  bool internal = false;
+  // False for WaitForVar's operation: it writes its variable only to wait
+  // for every earlier reader too, and is not a write the user made.
+  bool counts_version = true;
+
+  // Every variable, the read ones first, each once; sorted within each part.
+  absl::Span<const VarHandle> vars() const { return vars_; }
+  absl::Span<const VarHandle> const_vars() const {
+    return absl::MakeConstSpan(vars_.data(), num_const_);
+  }
+  absl::Span<const VarHandle> mutable_vars() const {
+    return absl::MakeConstSpan(vars_.data() + num_const_,
+                               vars_.size() - num_const_);
+  }
+  // Whether vars()[i] is written.
+  bool writes(size_t i) const { return i >= num_const_; }
 
   static void* operator new(size_t size) {
     return FreeStore<Opr>::Allocate(size);
@@ -38,21 +56,25 @@ class Opr {
     FreeStore<Opr>::Free(ptr, size);
   }
 
-  // The user's handle plus one per block in flight; the last release frees.
+  // The user's handle, if any, plus one per block in flight; the last
+  // release frees. A new Opr holds one reference, its creator's.
   void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void Unref() {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+    // The only holder need not write the count (a one-shot push's block):
+    // nobody without a reference can take one.
+    if (refs_.load(std::memory_order_acquire) == 1 ||
+        refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      delete this;
+    }
   }
-
-  // Internal operations (WaitForVar, DeleteVariable) are not refused while
-  // shutting down, and always run.
-  bool internal = false;
-  // False for WaitForVar's operation: it writes its variable only to wait
-  // for every earlier reader too, and is not a write the user made.
-  bool counts_version = true;
 
  private:
   std::atomic<int> refs_{1};
+  uint32_t num_const_ = 0;
+  absl::InlinedVector<VarHandle, 5> vars_;
+
+ public:
+  const std::string name;
 };
 
 // Signalled when one block completes (NaiveEngine's push, WaitForVar).
@@ -85,10 +107,13 @@ struct BlockProfile {
   void* device_end = nullptr;
 };
 
-// One push of an Opr: its dependency count and its places in the variables'
-// queues.
-struct OprBlock {
-  OprBlock(Engine* engine, Opr* opr, Context ctx, int priority, uint64_t seq);
+// One push of an Opr and its dependency count; the variables' queues hold
+// it until they grant it. Its first cache line holds everything that a
+// completion granting it and the worker running it touch: a block crosses
+// cores several times in its life, and each extra line is one more
+// transfer each time.
+struct alignas(64) OprBlock {
+  OprBlock(Engine* engine, Opr* opr, Context ctx, int priority);
   static void* operator new(size_t size) {
     return FreeStore<OprBlock>::Allocate(size);
   }
@@ -96,26 +121,33 @@ struct OprBlock {
     FreeStore<OprBlock>::Free(ptr, size);
   }
 
-  Engine* const engine;
-  Opr* const opr;
-  const Context ctx;
-  const int priority;
-  const uint64_t seq;  // push order, breaks priority ties FIFO
   // Variables not yet granted, plus one that Submit holds until every
   // variable has been asked: whoever takes it to zero makes it ready.
   std::atomic<int> wait;
-  // const_vars' entries first, then mutable_vars'.
-  absl::InlinedVector<VarWait, 6> waits;
   // 2 * (live CallbackOnComplete copies) + (1 until completion). Freed at
   // zero, so a late copy never sees freed memory; a copy's destructor that
-  // leaves exactly 1 knows the callback was dropped uncalled.
-  std::atomic<int> refs{1};
+  // leaves exactly 1 knows the callback was dropped uncalled. Starts with
+  // Engine::Execute's two copies counted (kRunRefs): a block runs through
+  // Execute at most once, and one completed without running drops them.
+  static constexpr int kRunRefs = 4;
+  std::atomic<int> refs{1 + kRunRefs};
+  Opr* const opr;
+  const Context ctx;
+  std::unique_ptr<BlockProfile> profile;  // profiled pushes only
+  // The Opr's, copied so that making the block ready and dispatching it
+  // read only this line.
+  const FnProperty prop;
+  const bool internal;
   std::atomic<bool> completed{false};
-  BlockWaiter* waiter = nullptr;
   // In its variables' queues; a push refused up front never is.
   bool submitted = false;
-  OprBlock* next_inline = nullptr;        // Engine::RunInline's queue
-  std::unique_ptr<BlockProfile> profile;  // profiled pushes only
+  BlockWaiter* waiter = nullptr;
+  OprBlock* next_inline = nullptr;  // Engine::RunInline's queue
+  // Past the first line: what only profiles, priority pools and inline
+  // runs read.
+  Engine* const engine;
+  uint64_t seq = 0;  // push order (set by Submit); breaks priority ties FIFO
+  const int priority;
 };
 
 }  // namespace actorflow::engine

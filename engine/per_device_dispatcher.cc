@@ -83,7 +83,7 @@ class PerDeviceDispatcher : public Dispatcher {
 
   void Dispatch(OprBlock* block) override {
     const Context& ctx = block->ctx;
-    FnProperty prop = block->opr->prop;
+    FnProperty prop = block->prop;
     WorkerPool* pool;
     if (ctx.is_gpu()) {
       bool copy =

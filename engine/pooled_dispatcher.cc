@@ -22,7 +22,7 @@ class PooledDispatcher : public Dispatcher {
         io_(engine, 1, WorkerPool::Order::kFifo, "io") {}
 
   void Dispatch(OprBlock* block) override {
-    (IsCopy(block->opr->prop) ? io_ : shared_).Push(block);
+    (IsCopy(block->prop) ? io_ : shared_).Push(block);
   }
 
  private:

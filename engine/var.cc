@@ -1,32 +1,89 @@
 #include "engine/var.h"
 
+#include <cstddef>
+
+#include "engine/opr.h"
+
 namespace actorflow::engine {
 
-bool Var::AppendRead(VarWait* wait) {
+namespace {
+
+OprBlock* BlockOf(uintptr_t entry) {
+  return reinterpret_cast<OprBlock*>(entry & ~uintptr_t{1});
+}
+bool IsWrite(uintptr_t entry) { return (entry & 1) != 0; }
+
+}  // namespace
+
+static_assert(alignof(OprBlock) >= 2, "queue entries keep a flag in bit 0");
+Var::~Var() {
+  static_assert(offsetof(Var, ring_) + sizeof(Ring) <= 64,
+                "a variable's queue must stay on its first cache line");
+  if (capacity_ != kInlineEntries) delete[] ring_.heap;
+  delete[] spare_;
+}
+
+bool Var::AppendRead(OprBlock* block) {
   SpinMutexLock lock(&mu_);
-  if (!write_running_ && head_ == nullptr) {
+  if (!write_running_ && size_ == 0) {
     ++running_reads_;
     return true;
   }
-  Enqueue(wait, /*write=*/false);
+  Enqueue(block, /*write=*/false);
   return false;
 }
 
-bool Var::AppendWrite(VarWait* wait) {
+bool Var::AppendWrite(OprBlock* block) {
   SpinMutexLock lock(&mu_);
-  if (!write_running_ && running_reads_ == 0 && head_ == nullptr) {
+  if (!write_running_ && running_reads_ == 0 && size_ == 0) {
     write_running_ = true;
     return true;
   }
-  Enqueue(wait, /*write=*/true);
+  Enqueue(block, /*write=*/true);
   return false;
 }
 
-void Var::Enqueue(VarWait* wait, bool write) {
-  wait->write = write;
-  wait->next = nullptr;
-  (tail_ ? tail_->next : head_) = wait;
-  tail_ = wait;
+void Var::Enqueue(OprBlock* block, bool write) {
+  if (size_ == capacity_) Grow();
+  entries()[(head_ + size_) & (capacity_ - 1)] =
+      reinterpret_cast<Entry>(block) | (write ? 1 : 0);
+  ++size_;
+}
+
+void Var::Grow() {
+  uint32_t capacity = capacity_ * 2;
+  Entry* grown;
+  if (capacity_ == kInlineEntries && spare_ != nullptr) {
+    // Leaving the inline slots for the ring kept from an earlier burst.
+    grown = spare_;
+    capacity = spare_capacity_;
+    spare_ = nullptr;
+  } else {
+    grown = new Entry[capacity];
+  }
+  Entry* old = entries();
+  for (uint32_t i = 0; i < size_; ++i) {
+    grown[i] = old[(head_ + i) & (capacity_ - 1)];
+  }
+  if (capacity_ != kInlineEntries) delete[] ring_.heap;
+  ring_.heap = grown;
+  capacity_ = capacity;
+  head_ = 0;
+}
+
+void Var::PopFront() {
+  head_ = (head_ + 1) & (capacity_ - 1);
+  if (--size_ != 0) return;
+  head_ = 0;
+  // Empty: back to the inline slots, so that a burst that once queued many
+  // does not keep the variable off its own cache line; the heap ring is
+  // kept for the next burst (the only one kept, and the largest so far).
+  if (capacity_ != kInlineEntries) {
+    delete[] spare_;
+    spare_ = ring_.heap;
+    spare_capacity_ = capacity_;
+    capacity_ = kInlineEntries;
+  }
 }
 
 void Var::CompleteRead(GrantList* granted) {
@@ -43,20 +100,23 @@ void Var::CompleteWrite(GrantList* granted, bool counts_version) {
 }
 
 void Var::GrantFromHead(GrantList* granted) {
-  if (write_running_) return;
-  if (head_ != nullptr && head_->write) {
+  if (write_running_ || size_ == 0) return;
+  Entry head = entries()[head_];
+  if (IsWrite(head)) {
     if (running_reads_ != 0) return;
     write_running_ = true;
-    granted->push_back(head_->block);
-    head_ = head_->next;
-  } else {
-    while (head_ != nullptr && !head_->write) {
-      ++running_reads_;
-      granted->push_back(head_->block);
-      head_ = head_->next;
-    }
+    granted->push_back(BlockOf(head));
+    PopFront();
+    return;
   }
-  if (head_ == nullptr) tail_ = nullptr;
+  while (true) {
+    ++running_reads_;
+    granted->push_back(BlockOf(head));
+    PopFront();
+    if (size_ == 0) return;
+    head = entries()[head_];
+    if (IsWrite(head)) return;
+  }
 }
 
 bool Var::SetError(const absl::Status& status) {

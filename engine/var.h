@@ -8,18 +8,12 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
+#include "engine/free_store.h"
 #include "thread/spin_mutex.h"
 
 namespace actorflow::engine {
 
 struct OprBlock;
-
-// One operation's place in one variable's queue. Lives inside its OprBlock.
-struct VarWait {
-  OprBlock* block = nullptr;
-  bool write = false;
-  VarWait* next = nullptr;
-};
 
 // Operations that a completion made runnable on a variable (all the reads
 // now allowed, or one write).
@@ -31,7 +25,16 @@ using GrantList = absl::InlinedVector<OprBlock*, 8>;
 //  - the queue holds, in push order, the operations not yet allowed to run;
 //  - its head is a read only while a write runs (a completion grants every
 //    read at the head at once), so reads pushed back to back run together.
-class Var {
+//
+// The queue is a ring of (block, read or write) entries inside the
+// variable's first cache line while it holds a few, on the heap beyond:
+// a completion finds whom to grant on the line it already holds for the
+// lock, not in the waiting blocks (one cache miss each, one after another).
+// A heap ring that empties is kept for the next burst, so that a steady
+// stream of pushes allocates nothing.
+// Nothing else shares that line: neighbouring variables are often in use
+// on different cores at once.
+class alignas(64) Var {
  public:
   // Writes completed so far (failed and skipped ones included).
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
@@ -43,11 +46,20 @@ class Var {
  private:
   friend class Engine;
   Var(uint64_t id, std::string name) : id_(id), name_(std::move(name)) {}
+  ~Var();
+  Var(const Var&) = delete;
+  Var& operator=(const Var&) = delete;
+  static void* operator new(size_t size) {
+    return FreeStore<Var>::Allocate(size);
+  }
+  static void operator delete(void* ptr, size_t size) {
+    FreeStore<Var>::Free(ptr, size);
+  }
 
-  // True if the operation may run on this variable now; otherwise it is
-  // queued and granted later by a completion.
-  bool AppendRead(VarWait* wait);
-  bool AppendWrite(VarWait* wait);
+  // True if `block` may run on this variable now; otherwise it is queued
+  // and granted later by a completion.
+  bool AppendRead(OprBlock* block);
+  bool AppendWrite(OprBlock* block);
   // Appends to `granted` the operations this completion lets run.
   void CompleteRead(GrantList* granted);
   void CompleteWrite(GrantList* granted, bool counts_version);
@@ -58,20 +70,43 @@ class Var {
   absl::Status TakeError();
   absl::Status error();
 
-  void Enqueue(VarWait* wait, bool write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A queue entry: the block's address with its lowest bit set for a
+  // write (blocks are cache-line aligned).
+  using Entry = uintptr_t;
+  static constexpr uint32_t kInlineEntries = 4;
+
+  Entry* entries() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return capacity_ == kInlineEntries ? ring_.inline_entries : ring_.heap;
+  }
+  void Enqueue(OprBlock* block, bool write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PopFront() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Grow() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void GrantFromHead(GrantList* granted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // The first cache line: everything a push or a completion touches.
   SpinMutex mu_;
-  int running_reads_ ABSL_GUARDED_BY(mu_) = 0;
   bool write_running_ ABSL_GUARDED_BY(mu_) = false;
-  VarWait* head_ ABSL_GUARDED_BY(mu_) = nullptr;
-  VarWait* tail_ ABSL_GUARDED_BY(mu_) = nullptr;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);
-  std::atomic<uint64_t> version_{0};
-  const uint64_t id_;
-  const std::string name_;
   // Set when DeleteVariable is pushed; later pushes on it are refused.
   std::atomic<bool> deleting_{false};
+  int running_reads_ ABSL_GUARDED_BY(mu_) = 0;
+  // The ring: `size_` entries from `head_`, in `capacity_` slots (a power
+  // of two; kInlineEntries means the inline ones).
+  uint32_t head_ ABSL_GUARDED_BY(mu_) = 0;
+  uint32_t size_ ABSL_GUARDED_BY(mu_) = 0;
+  uint32_t capacity_ ABSL_GUARDED_BY(mu_) = kInlineEntries;
+  std::atomic<uint64_t> version_{0};
+  union Ring {
+    Entry inline_entries[kInlineEntries];
+    Entry* heap;
+  } ring_ ABSL_GUARDED_BY(mu_){};
+  // Past the first line: the largest heap ring used so far, while the
+  // inline slots are in use (null, or `spare_capacity_` entries); errors;
+  // what profiles read.
+  Entry* spare_ ABSL_GUARDED_BY(mu_) = nullptr;
+  uint32_t spare_capacity_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  const uint64_t id_;
+  const std::string name_;
 };
 
 using VarHandle = Var*;

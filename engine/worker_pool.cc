@@ -31,6 +31,7 @@ struct WorkerSlot {
   const std::string* name = nullptr;
   OprBlock* next = nullptr;
   int streak = 0;
+  int64_t deferred_finishes = 0;  // DeferFinish, not yet applied
 };
 thread_local WorkerSlot t_worker;
 
@@ -62,6 +63,21 @@ WorkerPool::WorkerPool(Engine* engine, int num_threads, Order order,
 
 const std::string* WorkerPool::CurrentWorkerName() { return t_worker.name; }
 
+bool WorkerPool::DeferFinish(const Engine* engine) {
+  WorkerSlot& slot = t_worker;
+  if (slot.pool == nullptr || slot.pool->engine_ != engine) return false;
+  ++slot.deferred_finishes;
+  return true;
+}
+
+void WorkerPool::FlushFinishes() {
+  WorkerSlot& slot = t_worker;
+  if (slot.deferred_finishes == 0) return;
+  const int64_t count = slot.deferred_finishes;
+  slot.deferred_finishes = 0;
+  engine_->FinishDeferred(count);
+}
+
 WorkerPool::~WorkerPool() {
   {
     MutexLock lock(&park_mu_);
@@ -79,11 +95,6 @@ void WorkerPool::Push(OprBlock* block) {
     slot.next = block;
     return;
   }
-  // Counted before it is queued, so the count never goes below the blocks
-  // there (a poller may see the count first and look again), and
-  // sequentially consistent with a parking worker's count and last look:
-  // one of the two sees the other.
-  queued_.fetch_add(1, std::memory_order_seq_cst);
   if (order_ == Order::kFifo) {
     // From outside the pool, the workers' queues in turn (a counter per
     // pushing thread: pushers share nothing).
@@ -94,11 +105,15 @@ void WorkerPool::Push(OprBlock* block) {
         *queues_[own ? static_cast<size_t>(slot.index) : t_turn++ % n];
     SpinMutexLock lock(&queue.mu);
     queue.fifo.Push(block);
+    // Sequentially consistent with a parking worker's count and last look
+    // (see sleepers_).
+    queue.size.fetch_add(1, std::memory_order_seq_cst);
   } else {
     Queue& queue = *queues_[0];
     SpinMutexLock lock(&queue.mu);
     queue.heap.push_back(block);
     std::push_heap(queue.heap.begin(), queue.heap.end(), RunsLater);
+    queue.size.fetch_add(1, std::memory_order_seq_cst);
   }
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     MutexLock lock(&park_mu_);
@@ -117,14 +132,24 @@ OprBlock* WorkerPool::PopLocked(Queue& queue) {
     block = queue.heap.back();
     queue.heap.pop_back();
   }
-  queued_.fetch_sub(1, std::memory_order_relaxed);
+  // Only written under the lock: no read-modify-write needed.
+  queue.size.store(queue.size.load(std::memory_order_relaxed) - 1,
+                   std::memory_order_relaxed);
   return block;
+}
+
+bool WorkerPool::AnyQueued(std::memory_order order) const {
+  for (const std::unique_ptr<Queue>& queue : queues_) {
+    if (queue->size.load(order) > 0) return true;
+  }
+  return false;
 }
 
 OprBlock* WorkerPool::TryTake(int index) {
   const int n = static_cast<int>(queues_.size());
   for (int k = 0; k < n; ++k) {
     Queue& queue = *queues_[(index + k) % n];
+    if (queue.size.load(std::memory_order_acquire) == 0) continue;
     SpinMutexLock lock(&queue.mu);
     if (OprBlock* block = PopLocked(queue)) return block;
   }
@@ -134,11 +159,11 @@ OprBlock* WorkerPool::TryTake(int index) {
 OprBlock* WorkerPool::Take(int index) {
   const int own = order_ == Order::kFifo ? index : 0;
   while (true) {
-    if (queued_.load(std::memory_order_acquire) > 0) {
-      if (OprBlock* block = TryTake(own)) return block;
-    }
+    if (OprBlock* block = TryTake(own)) return block;
+    // Out of work: what this worker completed must count before it waits.
+    FlushFinishes();
     for (int i = 1; i <= kSpinRounds; ++i) {
-      if (queued_.load(std::memory_order_acquire) > 0) break;
+      if (AnyQueued()) break;
       // With more busy threads than cores, the pusher we wait for may need
       // this core.
       if (i % 64 == 0) {
@@ -147,22 +172,18 @@ OprBlock* WorkerPool::Take(int index) {
         CpuRelax();
       }
     }
-    if (queued_.load(std::memory_order_acquire) > 0) {
-      if (OprBlock* block = TryTake(own)) return block;
-      continue;  // another worker took it: poll again
-    }
+    if (AnyQueued()) continue;  // take it, or poll again if a thief did
     MutexLock lock(&park_mu_);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    while (queued_.load(std::memory_order_seq_cst) == 0 && !stopping_) {
+    while (!AnyQueued(std::memory_order_seq_cst) && !stopping_) {
       wake_.Wait(&park_mu_);
     }
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
-    if (queued_.load(std::memory_order_relaxed) == 0) return nullptr;  // stop
+    if (!AnyQueued()) return nullptr;  // stopping
   }
 }
 
 bool WorkerPool::RunOneQueued(StreamSet* streams) {
-  if (queued_.load(std::memory_order_acquire) == 0) return false;
   // Oldest first from every queue, as a thief would; what the block's
   // completion makes ready is pushed as from outside the pool (no bypass:
   // the waiter may return at any completion).

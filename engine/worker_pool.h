@@ -55,32 +55,46 @@ class WorkerPool {
   // The calling thread's worker name, or null off the engine's workers.
   static const std::string* CurrentWorkerName();
 
+  // On a worker of `engine`, counts one completion in the worker and returns
+  // true; the worker applies its count (Engine::FinishDeferred) before it
+  // looks for work in vain, so pending_ reaches zero no later than the
+  // workers run out of work. A completion on this line then moves no cache
+  // line shared with the pushing thread. False elsewhere: apply it now.
+  static bool DeferFinish(const Engine* engine);
+
  private:
   struct alignas(64) Queue {
     SpinMutex mu;
+    // Blocks queued here: written under mu, read unlocked by idle workers
+    // and thieves, so that an empty queue is passed over without taking
+    // its lock (a lock is a write: it would pull the line from its owner).
+    std::atomic<int64_t> size{0};
     RingQueue<OprBlock*> fifo ABSL_GUARDED_BY(mu);
     std::vector<OprBlock*> heap ABSL_GUARDED_BY(mu);  // kPriority: queue 0
   };
 
   void WorkerLoop(int index);
+  // Applies the calling worker's deferred completions.
+  void FlushFinishes();
   // Takes the next block for worker `index`, or null once stopping and
   // every queue is empty.
   OprBlock* Take(int index);
   // One block from any queue, `index`'s first; null if all are empty.
   OprBlock* TryTake(int index);
   OprBlock* PopLocked(Queue& queue) ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue.mu);
+  // True if any queue holds a block.
+  bool AnyQueued(std::memory_order order = std::memory_order_acquire) const;
 
   Engine* const engine_;
   const Order order_;
   std::vector<std::unique_ptr<Queue>> queues_;  // one per worker (kFifo)
-  // Blocks in all queues; read unlocked by polling workers. Written by
-  // every queued push and take: on a line of its own (with sleepers_, which
-  // every push reads next), away from the fields above that they only read.
-  alignas(64) std::atomic<int64_t> queued_{0};
   // Parking: a worker counts itself in `sleepers_` under park_mu_ before it
-  // looks at `queued_` a last time; a push that sees a sleeper signals
-  // under park_mu_, so the wake cannot fall between the look and the wait.
-  std::atomic<int> sleepers_{0};
+  // looks at the queues a last time; a push counts its block in its queue's
+  // size before it reads `sleepers_` (both sequentially consistent, so one
+  // of the two sees the other), and signals under park_mu_ if it sees a
+  // sleeper, so the wake cannot fall between the look and the wait. Read
+  // by every push, written only when a worker parks: a line of its own.
+  alignas(64) std::atomic<int> sleepers_{0};
   alignas(64) Mutex park_mu_;
   CondVar wake_;
   bool stopping_ ABSL_GUARDED_BY(park_mu_) = false;

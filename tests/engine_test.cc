@@ -109,6 +109,47 @@ TEST_CASE("reads of one variable run together; a write waits for them") {
   CHECK(seen_by_writer.load() == 2);
 }
 
+TEST_CASE("a long queue on one variable keeps push order, burst after burst") {
+  // Held behind a write, hundreds of operations queue on one variable: past
+  // the few entries a variable keeps inline, then (second burst) in the
+  // ring kept from the first.
+  std::unique_ptr<Engine> engine =
+      Engine::Create(EngineType::kThreadedPerDevice, EngineOptions());
+  VarHandle a = engine->NewVariable();
+  for (int burst = 0; burst < 2; ++burst) {
+    INFO("burst " << burst);
+    testing::HeldOp gate;
+    engine->PushAsync(gate.Fn(), Context::CPU(), {}, {a});
+    constexpr int kOps = 300;
+    std::vector<int> writes;  // written only by writes, which run alone
+    std::vector<int> seen(kOps, -1);
+    int expected_writes = 0;
+    std::vector<int> expected_seen(kOps, -1);
+    for (int k = 0; k < kOps; ++k) {
+      if (k % 4 == 3) {  // a read: sees every write pushed before it
+        expected_seen[k] = expected_writes;
+        engine->PushSync(
+            [&seen, &writes, k](RunContext) {
+              seen[k] = static_cast<int>(writes.size());
+            },
+            Context::CPU(), {a}, {});
+      } else {
+        ++expected_writes;
+        engine->PushSync([&writes, k](RunContext) { writes.push_back(k); },
+                         Context::CPU(), {}, {a});
+      }
+    }
+    gate.Release();
+    REQUIRE(engine->WaitForAll().ok());
+    std::vector<int> expected_writes_order;
+    for (int k = 0; k < kOps; ++k) {
+      if (k % 4 != 3) expected_writes_order.push_back(k);
+    }
+    CHECK(writes == expected_writes_order);
+    CHECK(seen == expected_seen);
+  }
+}
+
 TEST_CASE("WaitForVar waits only for its variable") {
   ForEachEngine(kThreaded, [&](Engine* engine) {
     VarHandle a = engine->NewVariable();
