@@ -130,6 +130,7 @@ Engine::Engine(EngineType type, const EngineOptions& options)
       dispatcher_ = MakePerDeviceDispatcher(this, options);
       break;
   }
+  runs_on_caller_ = dispatcher_->runs_on_caller();
 }
 
 std::unique_ptr<Engine> Engine::Create(EngineType type,
@@ -324,8 +325,7 @@ void Engine::PushBlock(Opr* opr, Context ctx, int priority, BlockWaiter* waiter,
   // pushed from inside a running operation, which may hold what it needs.
   // (Its waiter is made only then: a mutex and a condition variable per
   // push cost the threaded engines measurably.)
-  if (dispatcher_->runs_on_caller() && waiter == nullptr &&
-      t_inline.depth == 0) {
+  if (runs_on_caller_ && waiter == nullptr && t_inline.depth == 0) {
     BlockWaiter naive_waiter;
     block->waiter = &naive_waiter;
     Submit(block);
@@ -360,7 +360,7 @@ void Engine::Submit(OprBlock* block) {
 
 void Engine::OnReady(OprBlock* block) {
   if (block->profile) block->profile->ready_ns = ProfileNow();
-  if (block->prop == FnProperty::kAsync || dispatcher_->runs_on_caller() ||
+  if (block->prop == FnProperty::kAsync || runs_on_caller_ ||
       (vars_with_error_.load(std::memory_order_acquire) > 0 &&
        !block->internal)) {
     RunInline(block);
@@ -397,8 +397,8 @@ void Engine::RunOneInline(OprBlock* block) {
       return;
     }
   }
-  bool worker_op = opr.prop != FnProperty::kAsync &&
-                   !dispatcher_->runs_on_caller() && !opr.internal;
+  bool worker_op =
+      opr.prop != FnProperty::kAsync && !runs_on_caller_ && !opr.internal;
   if (worker_op) {
     // Ran inline only to check errors; it has none, so it goes to a worker.
     dispatcher_->Dispatch(block);

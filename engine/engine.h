@@ -231,7 +231,8 @@ class Engine {
 
   const EngineType type_;
   std::unique_ptr<Dispatcher> dispatcher_;
-  StreamSet inline_streams_;  // kAsync and NaiveEngine operations on a GPU
+  bool runs_on_caller_ = false;  // dispatcher_->runs_on_caller(), read per push
+  StreamSet inline_streams_;     // kAsync and NaiveEngine operations on a GPU
   // Serializes Submit: every push enters all its variables' queues as one
   // step, so two pushers can never order two operations differently on two
   // variables (which would deadlock both).

@@ -34,10 +34,10 @@ Opr::Opr(AsyncFn fn_in, const std::vector<VarHandle>& const_in,
   // Built in place: the written ones at the back, sorted, then the read
   // ones that are not also written in front of them.
   const size_t num_in = const_in.size() + mutable_in.size();
-  vars_.resize(num_in);
-  VarHandle* all = vars_.data();
+  VarHandle* all = inline_vars_;
+  if (num_in > kInlineVars) all = heap_vars_ = new VarHandle[num_in];
   VarHandle* written = all + const_in.size();
-  std::copy(mutable_in.begin(), mutable_in.end(), written);
+  for (size_t i = 0; i < mutable_in.size(); ++i) written[i] = mutable_in[i];
   const size_t num_written = SortUnique(written, mutable_in.size());
   size_t num_read = 0;
   for (VarHandle var : const_in) {
@@ -46,13 +46,13 @@ Opr::Opr(AsyncFn fn_in, const std::vector<VarHandle>& const_in,
     }
   }
   num_read = SortUnique(all, num_read);
-  // Close the gap between the two parts.
-  std::copy(written, written + num_written, all + num_read);
-  vars_.resize(num_read + num_written);
+  // Close the gap between the two parts (moving down: no overlap issue).
+  for (size_t i = 0; i < num_written; ++i) all[num_read + i] = written[i];
   num_const_ = static_cast<uint32_t>(num_read);
+  num_vars_ = static_cast<uint32_t>(num_read + num_written);
 }
 
-static_assert(sizeof(Opr) == 128, "Opr is meant to fill two cache lines");
+static_assert(sizeof(Opr) == 192, "Opr is meant to fill three cache lines");
 
 void BlockWaiter::Notify() {
   MutexLock lock(&mu);

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
 #include "base/mutex.h"
 #include "engine/context.h"
@@ -20,13 +19,18 @@ namespace actorflow::engine {
 
 // A pushable function with its variables, deduplicated: a variable listed
 // twice, or both read and written, appears once, among the written ones.
-// Two cache lines: the first holds what running it reads (the function, its
-// property, where its variables start), the second its variables and name.
+// Three cache lines: the first holds what running it reads (the function,
+// its property, the count of its variables), the second up to eight
+// variables (more go on the heap), the third its name, which only errors
+// and profiles read.
 class alignas(64) Opr {
  public:
   Opr(AsyncFn fn, const std::vector<VarHandle>& const_vars,
       const std::vector<VarHandle>& mutable_vars, FnProperty prop,
       std::string name);
+  ~Opr() { delete[] heap_vars_; }
+  Opr(const Opr&) = delete;
+  Opr& operator=(const Opr&) = delete;
 
   const AsyncFn fn;
   const FnProperty prop;
@@ -38,13 +42,12 @@ class alignas(64) Opr {
   bool counts_version = true;
 
   // Every variable, the read ones first, each once; sorted within each part.
-  absl::Span<const VarHandle> vars() const { return vars_; }
+  absl::Span<const VarHandle> vars() const { return {data(), num_vars_}; }
   absl::Span<const VarHandle> const_vars() const {
-    return absl::MakeConstSpan(vars_.data(), num_const_);
+    return {data(), num_const_};
   }
   absl::Span<const VarHandle> mutable_vars() const {
-    return absl::MakeConstSpan(vars_.data() + num_const_,
-                               vars_.size() - num_const_);
+    return {data() + num_const_, num_vars_ - num_const_};
   }
   // Whether vars()[i] is written.
   bool writes(size_t i) const { return i >= num_const_; }
@@ -69,12 +72,19 @@ class alignas(64) Opr {
   }
 
  private:
+  static constexpr uint32_t kInlineVars = 8;
+  const VarHandle* data() const {
+    return heap_vars_ != nullptr ? heap_vars_ : inline_vars_;
+  }
+
   std::atomic<int> refs_{1};
   uint32_t num_const_ = 0;
-  absl::InlinedVector<VarHandle, 5> vars_;
+  uint32_t num_vars_ = 0;
+  VarHandle* heap_vars_ = nullptr;  // more than kInlineVars
+  alignas(64) VarHandle inline_vars_[kInlineVars];
 
  public:
-  const std::string name;
+  alignas(64) const std::string name;
 };
 
 // Signalled when one block completes (NaiveEngine's push, WaitForVar).

@@ -23,33 +23,6 @@ Var::~Var() {
   delete[] spare_;
 }
 
-bool Var::AppendRead(OprBlock* block) {
-  SpinMutexLock lock(&mu_);
-  if (!write_running_ && size_ == 0) {
-    ++running_reads_;
-    return true;
-  }
-  Enqueue(block, /*write=*/false);
-  return false;
-}
-
-bool Var::AppendWrite(OprBlock* block) {
-  SpinMutexLock lock(&mu_);
-  if (!write_running_ && running_reads_ == 0 && size_ == 0) {
-    write_running_ = true;
-    return true;
-  }
-  Enqueue(block, /*write=*/true);
-  return false;
-}
-
-void Var::Enqueue(OprBlock* block, bool write) {
-  if (size_ == capacity_) Grow();
-  entries()[(head_ + size_) & (capacity_ - 1)] =
-      reinterpret_cast<Entry>(block) | (write ? 1 : 0);
-  ++size_;
-}
-
 void Var::Grow() {
   uint32_t capacity = capacity_ * 2;
   Entry* grown;

@@ -57,9 +57,26 @@ class alignas(64) Var {
   }
 
   // True if `block` may run on this variable now; otherwise it is queued
-  // and granted later by a completion.
-  bool AppendRead(OprBlock* block);
-  bool AppendWrite(OprBlock* block);
+  // and granted later by a completion. Inline: every push calls them once
+  // per variable.
+  bool AppendRead(OprBlock* block) {
+    SpinMutexLock lock(&mu_);
+    if (!write_running_ && size_ == 0) {
+      ++running_reads_;
+      return true;
+    }
+    Enqueue(block, /*write=*/false);
+    return false;
+  }
+  bool AppendWrite(OprBlock* block) {
+    SpinMutexLock lock(&mu_);
+    if (!write_running_ && running_reads_ == 0 && size_ == 0) {
+      write_running_ = true;
+      return true;
+    }
+    Enqueue(block, /*write=*/true);
+    return false;
+  }
   // Appends to `granted` the operations this completion lets run.
   void CompleteRead(GrantList* granted);
   void CompleteWrite(GrantList* granted, bool counts_version);
@@ -78,7 +95,12 @@ class alignas(64) Var {
   Entry* entries() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return capacity_ == kInlineEntries ? ring_.inline_entries : ring_.heap;
   }
-  void Enqueue(OprBlock* block, bool write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Enqueue(OprBlock* block, bool write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (size_ == capacity_) Grow();
+    entries()[(head_ + size_) & (capacity_ - 1)] =
+        reinterpret_cast<Entry>(block) | (write ? 1 : 0);
+    ++size_;
+  }
   void PopFront() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Grow() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void GrantFromHead(GrantList* granted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -84,6 +84,34 @@ TEST_CASE("a variable both read and written counts once, as written") {
   CHECK(a->version() == 1);  // one write, not two
 }
 
+TEST_CASE("an operation with more variables than an operator keeps inline") {
+  // Twelve variables (an operator holds eight inline), listed with repeats
+  // and overlaps: each written one counts one write, each read one none,
+  // and a write held on one of them holds the whole operation.
+  std::unique_ptr<Engine> engine =
+      Engine::Create(EngineType::kThreadedPerDevice, EngineOptions());
+  std::vector<VarHandle> vars;
+  for (int i = 0; i < 12; ++i) vars.push_back(engine->NewVariable());
+  HeldOp held;
+  engine->PushAsync(held.Fn(), Context::CPU(), {}, {vars[5]});
+  std::vector<VarHandle> reads(vars.begin(), vars.begin() + 10);
+  reads.push_back(vars[0]);
+  std::vector<VarHandle> writes = {vars[11], vars[8], vars[9], vars[10],
+                                   vars[11]};
+  std::atomic<bool> ran{false};
+  engine->PushSync([&](RunContext) { ran = true; }, Context::CPU(), reads,
+                   writes);
+  Drain(engine.get());
+  CHECK_FALSE(ran.load());  // it reads vars[5], written by the held op
+  held.Release();
+  REQUIRE(engine->WaitForAll().ok());
+  CHECK(ran.load());
+  for (int i = 0; i < 12; ++i) {
+    INFO("variable " << i);
+    CHECK(vars[i]->version() == (i >= 8 || i == 5 ? 1u : 0u));
+  }
+}
+
 TEST_CASE("reads of one variable run together; a write waits for them") {
   EngineOptions options;
   options.cpu_worker_nthreads = 2;
