@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,10 +14,15 @@
 #include "engine/opr.h"
 #include "engine/worker_pool.h"
 #include "memory/cuda_api.h"
+#include "thread/cpu_relax.h"
 
 namespace actorflow::engine {
 
 namespace {
+
+// Polls of WaitForAll once nothing is queued, before it sleeps: some tens
+// of microseconds.
+constexpr int kWaitSpinRounds = 4096;
 
 // Blocks made ready on this thread while it is already running one inline
 // (Engine::RunInline): run by the outermost call, in order.
@@ -74,8 +81,7 @@ CallbackOnComplete::CallbackOnComplete(CallbackOnComplete&& other) noexcept
   other.block_ = nullptr;
 }
 
-CallbackOnComplete::~CallbackOnComplete() {
-  if (block_ == nullptr) return;
+void CallbackOnComplete::Release() {
   // Only the count may be read here: once it is decremented, another
   // copy's owner may free the block.
   int left = block_->refs.fetch_sub(2, std::memory_order_acq_rel) - 2;
@@ -306,6 +312,7 @@ void Engine::PushBlock(Opr* opr, Context ctx, int priority, BlockWaiter* waiter,
   if ((profiling || profiling_.load(std::memory_order_relaxed)) &&
       !opr->internal) {
     block->profile = std::make_unique<BlockProfile>();
+    profiled_in_flight_.fetch_add(1, std::memory_order_relaxed);
     block->profile->queued_ns = ProfileNow();
     // A variable that queues it overwrites its entry when it grants it
     // (Complete); the others granted it at the push.
@@ -412,12 +419,17 @@ void Engine::Execute(OprBlock* block, StreamSet* streams) {
   // holds the block until this function returns, `call` is the function's.
   CallbackOnComplete keep(this, block);
   CallbackOnComplete call(this, block);
-  absl::StatusOr<RunContext> rctx = streams->For(block->ctx);
-  if (!rctx.ok()) {
-    keep.CompleteIfPending(absl::Status(
-        rctx.status().code(), absl::StrCat("operation '", OprName(*block->opr),
-                                           "': ", rctx.status().message())));
-    return;
+  RunContext rctx{block->ctx, nullptr};
+  if (block->ctx.is_gpu()) {
+    absl::StatusOr<RunContext> on_stream = streams->For(block->ctx);
+    if (!on_stream.ok()) {
+      keep.CompleteIfPending(
+          absl::Status(on_stream.status().code(),
+                       absl::StrCat("operation '", OprName(*block->opr),
+                                    "': ", on_stream.status().message())));
+      return;
+    }
+    rctx = *on_stream;
   }
   // Restored on every way out, so operations run inline (NaiveEngine, kAsync)
   // nest correctly.
@@ -436,10 +448,10 @@ void Engine::Execute(OprBlock* block, StreamSet* streams) {
   if (BlockProfile* profile = block->profile.get()) {
     profile->started_ns = ProfileNow();
     profile->worker = WorkerPool::CurrentWorkerName();
-    if (rctx->stream != nullptr) StartDeviceTiming(profile, *rctx);
+    if (rctx.stream != nullptr) StartDeviceTiming(profile, rctx);
   }
   try {
-    block->opr->fn(*rctx, std::move(call));
+    block->opr->fn(rctx, std::move(call));
   } catch (const std::exception& e) {
     keep.CompleteIfPending(absl::InternalError(absl::StrCat(
         "operation '", OprName(*block->opr), "' threw: ", e.what())));
@@ -478,18 +490,27 @@ void Engine::RecordError(const Opr& opr, const absl::Status& status,
 void Engine::Complete(OprBlock* block, absl::Status status) {
   const Opr& opr = *block->opr;
   if (!status.ok()) RecordError(opr, status, /*mark_vars=*/!opr.internal);
-  if (block->profile) RecordProfile(block, status);
+  if (block->profile) {
+    RecordProfile(block, status);
+    profiled_in_flight_.fetch_sub(1, std::memory_order_relaxed);
+  }
   if (block->submitted) {
     GrantList granted;
+    // A profiled block granted here was counted in profiled_in_flight_
+    // before it entered the variable's queue, under the lock just taken.
     for (VarHandle var : opr.const_vars()) {
       const size_t from = granted.size();
       var->CompleteRead(&granted);
-      NoteGrants(block, var, granted, from);
+      if (profiled_in_flight_.load(std::memory_order_relaxed) > 0) {
+        NoteGrants(block, var, granted, from);
+      }
     }
     for (VarHandle var : opr.mutable_vars()) {
       const size_t from = granted.size();
       var->CompleteWrite(&granted, opr.counts_version);
-      NoteGrants(block, var, granted, from);
+      if (profiled_in_flight_.load(std::memory_order_relaxed) > 0) {
+        NoteGrants(block, var, granted, from);
+      }
     }
     if (opr.internal && opr.prop == FnProperty::kDeleteVar) {
       FreeDeletedVars(opr);
@@ -687,10 +708,22 @@ absl::Status Engine::WaitForAll() {
   // TBB's does: its core is otherwise idle, and a worker the kernel placed
   // on a busy core then costs half of the throughput, not all of it. Not
   // inside an operation: that would nest operations on one stack.
+  //
+  // Out of queued work, it polls a while before it sleeps: the last
+  // operations are usually finishing on the workers, and a thread woken
+  // from a condition variable starts some tens of microseconds late (on a
+  // virtual machine more), which the caller would wait on top of the work.
   if (t_running_opr == nullptr && t_inline.depth == 0) {
     StreamSet streams;  // CPU operations create no streams
-    while (pending_.load(std::memory_order_acquire) != 0 &&
-           dispatcher_->RunOneQueued(&streams)) {
+    for (int idle = 0; idle < kWaitSpinRounds; ++idle) {
+      if (pending_.load(std::memory_order_acquire) == 0) break;
+      if (dispatcher_->RunOneQueued(&streams)) {
+        idle = 0;
+      } else if (idle % 64 == 63) {
+        sched_yield();  // a worker may need this core to finish
+      } else {
+        CpuRelax();
+      }
     }
   }
   MutexLock lock(&all_mu_);

@@ -48,7 +48,11 @@ class CallbackOnComplete {
   CallbackOnComplete(CallbackOnComplete&& other) noexcept;
   CallbackOnComplete& operator=(const CallbackOnComplete&) = delete;
   CallbackOnComplete& operator=(CallbackOnComplete&&) = delete;
-  ~CallbackOnComplete();
+  // Inline: a moved-from copy (std::function moves its argument twice on
+  // the way in) releases nothing.
+  ~CallbackOnComplete() {
+    if (block_ != nullptr) Release();
+  }
 
   void operator()(absl::Status status = absl::OkStatus()) const;
 
@@ -59,6 +63,8 @@ class CallbackOnComplete {
   CallbackOnComplete(Engine* engine, OprBlock* block);
   // Completes unless already completed; true if this call completed it.
   bool CompleteIfPending(absl::Status status) const;
+  // The destructor's work for a live copy.
+  void Release();
 
   Engine* engine_;
   OprBlock* block_;  // null once moved from
@@ -253,6 +259,9 @@ class Engine {
   // error check.
   std::atomic<int64_t> vars_with_error_{0};
   std::atomic<bool> profiling_{false};
+  // Profiled blocks pushed and not completed: while zero, a completion
+  // skips noting whom it granted (NoteGrants).
+  std::atomic<int64_t> profiled_in_flight_{0};
   const int64_t created_ns_;
   alignas(64) std::atomic<uint64_t> next_var_id_{1};
   Profiler profiler_;

@@ -27,9 +27,9 @@ size_t SortUnique(VarHandle* vars, size_t n) {
 
 }  // namespace
 
-Opr::Opr(AsyncFn fn_in, const std::vector<VarHandle>& const_in,
+Opr::Opr(AsyncFn&& fn_in, const std::vector<VarHandle>& const_in,
          const std::vector<VarHandle>& mutable_in, FnProperty prop_in,
-         std::string name_in)
+         std::string&& name_in)
     : fn(std::move(fn_in)), prop(prop_in), name(std::move(name_in)) {
   // Built in place: the written ones at the back, sorted, then the read
   // ones that are not also written in front of them.

@@ -25,9 +25,10 @@ namespace actorflow::engine {
 // and profiles read.
 class alignas(64) Opr {
  public:
-  Opr(AsyncFn fn, const std::vector<VarHandle>& const_vars,
+  // Takes `fn` and `name` by reference: a push moves them in once.
+  Opr(AsyncFn&& fn, const std::vector<VarHandle>& const_vars,
       const std::vector<VarHandle>& mutable_vars, FnProperty prop,
-      std::string name);
+      std::string&& name);
   ~Opr() { delete[] heap_vars_; }
   Opr(const Opr&) = delete;
   Opr& operator=(const Opr&) = delete;
