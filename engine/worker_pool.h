@@ -58,8 +58,8 @@ class WorkerPool {
   // On a worker of `engine`, counts one completion in the worker and returns
   // true; the worker applies its count (Engine::FinishDeferred) before it
   // looks for work in vain, so pending_ reaches zero no later than the
-  // workers run out of work. A completion on this line then moves no cache
-  // line shared with the pushing thread. False elsewhere: apply it now.
+  // workers run out of work. A completion on a worker then writes no cache
+  // line that the pushing thread reads. False elsewhere: apply it now.
   static bool DeferFinish(const Engine* engine);
 
  private:
