@@ -103,15 +103,26 @@ TEST_CASE("a diamond's records: four operations, each wait on its variable") {
     auto work = [&](RunContext) {
       for (int i = 0; i < 20000; ++i) x.fetch_add(1, std::memory_order_relaxed);
     };
-    engine->PushSync(work, Context::CPU(), {}, {a}, FnProperty::kNormal, 0,
-                     "src");
+    // src waits until the other three are pushed, so that they queue behind
+    // it however slowly the pushing thread runs (NaiveEngine runs it inside
+    // its push: nothing to wait for there).
+    std::atomic<bool> pushed{type == EngineType::kNaive};
+    bool src_waited = true;
+    engine->PushSync(
+        [&](RunContext rctx) {
+          src_waited = testing::WaitUntil([&] { return pushed.load(); });
+          work(rctx);
+        },
+        Context::CPU(), {}, {a}, FnProperty::kNormal, 0, "src");
     engine->PushSync(work, Context::CPU(), {a}, {b}, FnProperty::kNormal, 0,
                      "left");
     engine->PushSync(work, Context::CPU(), {a}, {c}, FnProperty::kNormal, 0,
                      "right");
     engine->PushSync(work, Context::CPU(), {b, c}, {d}, FnProperty::kNormal, 0,
                      "join");
+    pushed = true;
     REQUIRE(engine->WaitForAll().ok());
+    REQUIRE(src_waited);
     const auto records = engine->ProfileRecords();
     REQUIRE(records.size() == 4);  // WaitForAll adds none
     auto r = ByName(records);
@@ -123,7 +134,7 @@ TEST_CASE("a diamond's records: four operations, each wait on its variable") {
     CHECK(Dep(r["left"], a).var_name == "a");
     CHECK(Dep(r["join"], c).var_name.empty());
     if (type != EngineType::kNaive) {
-      // Pushed before src ran: held back by a until src completed.
+      // Pushed while src waited: held back by a until src completed.
       CheckGrantedBy(r["left"], a, r["src"]);
       CheckGrantedBy(r["right"], a, r["src"]);
     }
