@@ -54,18 +54,10 @@ Actor::Actor(ActorSpec& spec, ActorEnv env)
   state_ = State::kFinished;  // until the first kReset
 }
 
-namespace {
-char* RegstBase(const Regst& regst) {
-  return regst.num_blobs() == 0
-             ? nullptr
-             : regst.blob(0).data - regst.desc().layout.offsets[0];
-}
-}  // namespace
-
 void Actor::ReleaseBlock(Regst* regst) {
   const RegstDesc& desc = regst->desc();
   if (desc.checked_block == nullptr) return;
-  desc.checked_block->ReleaseIfHeld(desc.id, RegstBase(*regst),
+  desc.checked_block->ReleaseIfHeld(desc.id, regst->base(),
                                     static_cast<size_t>(desc.layout.bytes));
 }
 

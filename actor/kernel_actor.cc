@@ -22,11 +22,6 @@ void KernelActor::OnReset() {
 }
 
 namespace {
-char* RegstBase(const Regst& regst) {
-  return regst.num_blobs() == 0
-             ? nullptr
-             : regst.blob(0).data - regst.desc().layout.offsets[0];
-}
 absl::Status SharingBroken(const std::string& what) {
   return absl::InternalError(absl::StrCat(
       what, " (memory sharing that the plan's shape does not allow)"));
@@ -50,7 +45,7 @@ absl::Status KernelActor::ReadBlocks(RegstBlobs** inputs) {
     const RegstDesc& desc = AsRegst(inputs[i])->desc();
     if (desc.checked_block == nullptr) continue;
     std::string broken =
-        desc.checked_block->ReaderDone(desc.id, RegstBase(*AsRegst(inputs[i])),
+        desc.checked_block->ReaderDone(desc.id, AsRegst(inputs[i])->base(),
                                        static_cast<size_t>(desc.layout.bytes));
     if (!broken.empty()) return SharingBroken(broken);
   }

@@ -39,6 +39,9 @@ class Regst : public RegstBlobs {
         char* base);
 
   const RegstDesc& desc() const { return *desc_; }
+  // The start of its memory (the constructor's `base`), found from its
+  // first blob; null when it has no blobs.
+  char* base() const;
   void set_piece_id(int64_t piece_id) { piece_id_ = piece_id; }
   // Dynamic blobs back to their maximum shape: before each act that
   // produces this register.
@@ -97,6 +100,10 @@ class RegstDesc {
   // (SessionOptions::check_memory_sharing); null otherwise.
   SharedBlock* checked_block = nullptr;
 };
+
+inline char* Regst::base() const {
+  return num_blobs() == 0 ? nullptr : blob(0).data - desc().layout.offsets[0];
+}
 
 inline Regst::Regst(const RegstDesc* desc, std::shared_ptr<SyncedMemory> memory,
                     char* base)
