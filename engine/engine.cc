@@ -496,21 +496,15 @@ void Engine::Complete(OprBlock* block, absl::Status status) {
   }
   if (block->submitted) {
     GrantList granted;
-    // A profiled block granted here was counted in profiled_in_flight_
-    // before it entered the variable's queue, under the lock just taken.
     for (VarHandle var : opr.const_vars()) {
       const size_t from = granted.size();
       var->CompleteRead(&granted);
-      if (profiled_in_flight_.load(std::memory_order_relaxed) > 0) {
-        NoteGrants(block, var, granted, from);
-      }
+      NoteGrants(block, var, granted, from);
     }
     for (VarHandle var : opr.mutable_vars()) {
       const size_t from = granted.size();
       var->CompleteWrite(&granted, opr.counts_version);
-      if (profiled_in_flight_.load(std::memory_order_relaxed) > 0) {
-        NoteGrants(block, var, granted, from);
-      }
+      NoteGrants(block, var, granted, from);
     }
     if (opr.internal && opr.prop == FnProperty::kDeleteVar) {
       FreeDeletedVars(opr);
@@ -538,6 +532,10 @@ void Engine::CompleteUnrun(OprBlock* block, absl::Status status) {
 
 void Engine::NoteGrants(const OprBlock* by, const Var* var,
                         const GrantList& granted, size_t from) {
+  // A profiled block granted here was counted in profiled_in_flight_
+  // before it entered the variable's queue, under the variable's lock that
+  // the caller just released: while none is in flight, nothing to note.
+  if (profiled_in_flight_.load(std::memory_order_relaxed) == 0) return;
   for (size_t k = from; k < granted.size(); ++k) {
     BlockProfile* profile = granted[k]->profile.get();
     if (profile == nullptr) continue;
@@ -648,8 +646,6 @@ void Engine::ReleaseBlock(OprBlock* block) {
 void Engine::FinishOne() {
   if (!WorkerPool::DeferFinish(this)) FinishMany(1);
 }
-
-void Engine::FinishDeferred(int64_t count) { FinishMany(count); }
 
 void Engine::FinishMany(int64_t count) {
   int64_t n = pending_.load(std::memory_order_relaxed);

@@ -179,9 +179,11 @@ class Engine {
   // Runs a ready operation on the calling thread, on `streams`' stream for
   // its device: the workers' entry.
   void Execute(OprBlock* block, StreamSet* streams);
-  // Applies `count` completions a worker counted without telling the engine
-  // (WorkerPool::DeferFinish): the workers' other entry.
-  void FinishDeferred(int64_t count);
+  // pending_ - count: the workers' other entry, for the completions a
+  // worker counted itself (WorkerPool::DeferFinish). The step to zero is
+  // taken under all_mu_ so that a waiter that sees zero can destroy the
+  // engine safely.
+  void FinishMany(int64_t count);
 
  private:
   friend class CallbackOnComplete;
@@ -230,9 +232,6 @@ class Engine {
   // One completion: pending_ - 1 (deferred on a worker, see
   // WorkerPool::DeferFinish).
   void FinishOne();
-  // pending_ - count; the step to zero is taken under all_mu_ so that a
-  // waiter that sees zero can destroy the engine safely.
-  void FinishMany(int64_t count);
   static void ReleaseBlock(OprBlock* block);
 
   const EngineType type_;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
 #include "base/mutex.h"
 #include "engine/context.h"

@@ -75,7 +75,7 @@ void WorkerPool::FlushFinishes() {
   if (slot.deferred_finishes == 0) return;
   const int64_t count = slot.deferred_finishes;
   slot.deferred_finishes = 0;
-  engine_->FinishDeferred(count);
+  engine_->FinishMany(count);
 }
 
 WorkerPool::~WorkerPool() {

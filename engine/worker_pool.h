@@ -56,7 +56,7 @@ class WorkerPool {
   static const std::string* CurrentWorkerName();
 
   // On a worker of `engine`, counts one completion in the worker and returns
-  // true; the worker applies its count (Engine::FinishDeferred) before it
+  // true; the worker applies its count (Engine::FinishMany) before it
   // looks for work in vain, so pending_ reaches zero no later than the
   // workers run out of work. A completion on a worker then writes no cache
   // line that the pushing thread reads. False elsewhere: apply it now.
