@@ -117,7 +117,11 @@ void WorkerPool::Push(OprBlock* block) {
   }
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     MutexLock lock(&park_mu_);
-    wake_.Signal();
+    if (sleepers_.load(std::memory_order_relaxed) > 0) {
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
+      ++signals_;
+      wake_.Signal();
+    }
   }
 }
 
@@ -175,11 +179,18 @@ OprBlock* WorkerPool::Take(int index) {
     if (AnyQueued()) continue;  // take it, or poll again if a thief did
     MutexLock lock(&park_mu_);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    while (!AnyQueued(std::memory_order_seq_cst) && !stopping_) {
+    while (signals_ == 0 && !AnyQueued(std::memory_order_seq_cst) &&
+           !stopping_) {
       wake_.Wait(&park_mu_);
     }
-    sleepers_.fetch_sub(1, std::memory_order_relaxed);
-    if (!AnyQueued()) return nullptr;  // stopping
+    // Leaving: as a signalled worker if a signal is pending (whichever
+    // worker it was meant for, the counts stay right), else as a sleeper.
+    if (signals_ > 0) {
+      --signals_;
+    } else {
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    if (stopping_ && !AnyQueued()) return nullptr;
   }
 }
 

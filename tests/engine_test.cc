@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -540,6 +541,45 @@ TEST_CASE("many threads pushing at once: each variable's order holds") {
       expected_total += (kOpsEach + 2) / 3;
     }
     CHECK(total == expected_total);
+  }
+}
+
+TEST_CASE("a burst after an idle spell wakes every parked worker") {
+  // Four operations that each wait until all four run finish only if the
+  // pushes wake a worker for each, whether the workers had parked (between
+  // rounds, while this thread waits) or were still polling. A push that
+  // wakes a parked worker takes it off the sleepers, so the next push must
+  // wake another. Bounded: a lost wake fails a round instead of hanging.
+  constexpr int kWorkers = 4;
+  for (EngineType type : kThreaded) {
+    INFO(EngineTypeName(type));
+    EngineOptions options;
+    options.cpu_worker_nthreads = kWorkers;
+    options.pool_nthreads = kWorkers;
+    std::unique_ptr<Engine> engine = Engine::Create(type, options);
+    for (int round = 0; round < 20; ++round) {
+      INFO("round " << round);
+      std::atomic<int> running{0};
+      std::atomic<int> met{0};
+      std::vector<VarHandle> vars;
+      for (int i = 0; i < kWorkers; ++i) vars.push_back(engine->NewVariable());
+      for (VarHandle var : vars) {
+        engine->PushSync(
+            [&](RunContext) {
+              ++running;
+              if (WaitUntil([&] { return running.load() == kWorkers; },
+                            std::chrono::seconds(10))) {
+                ++met;
+              }
+            },
+            Context::CPU(), {}, {var});
+      }
+      for (VarHandle var : vars) REQUIRE(engine->WaitForVar(var).ok());
+      REQUIRE(met.load() == kWorkers);
+      for (VarHandle var : vars) {
+        engine->DeleteVariable(nullptr, Context::CPU(), var);
+      }
+    }
   }
 }
 
