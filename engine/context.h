@@ -1,6 +1,7 @@
 #ifndef ACTORFLOW_ENGINE_CONTEXT_H_
 #define ACTORFLOW_ENGINE_CONTEXT_H_
 
+#include <cstdint>
 #include <string>
 
 namespace actorflow::engine {
@@ -40,7 +41,8 @@ struct RunContext {
 };
 
 // How an operation is scheduled (MXNet's FnProperty).
-enum class FnProperty {
+// One byte: an Opr keeps it on its first cache line beside the function.
+enum class FnProperty : uint8_t {
   kNormal,          // the device's FIFO workers
   kCopyFromGPU,     // a GPU copy worker of the source device
   kCopyToGPU,       // a GPU copy worker of the destination device

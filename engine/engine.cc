@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/dispatcher.h"
@@ -25,11 +27,12 @@ namespace {
 constexpr int kWaitSpinRounds = 4096;
 
 // Blocks made ready on this thread while it is already running one inline
-// (Engine::RunInline): run by the outermost call, in order.
+// (Engine::RunInline), with their engines: run by the outermost call, in
+// order, from `next`. Cleared (capacity kept) when that call returns.
 struct InlineQueue {
   int depth = 0;
-  OprBlock* head = nullptr;
-  OprBlock* tail = nullptr;
+  std::vector<std::pair<Engine*, OprBlock*>> blocks;
+  size_t next = 0;
 };
 thread_local InlineQueue t_inline;
 // The operation whose function runs on this thread (innermost), if any.
@@ -54,7 +57,7 @@ void MarkDeviceEnd(BlockProfile* profile, void* stream) {
 }
 
 std::string OprName(const Opr& opr) {
-  return opr.name.empty() ? std::string("(unnamed)") : opr.name;
+  return opr.name().empty() ? std::string("(unnamed)") : opr.name();
 }
 
 int64_t SteadyNs() {
@@ -306,7 +309,7 @@ void Engine::PushBlock(Opr* opr, Context ctx, int priority, BlockWaiter* waiter,
     ctx = Context::CPU();
     refused = absl::OkStatus();
   }
-  auto* block = new OprBlock(this, opr, ctx, priority);
+  auto* block = new OprBlock(opr, ctx, priority);
   block->waiter = waiter;
   // Off, this is the profiler's one branch per push.
   if ((profiling || profiling_.load(std::memory_order_relaxed)) &&
@@ -379,19 +382,17 @@ void Engine::OnReady(OprBlock* block) {
 void Engine::RunInline(OprBlock* block) {
   InlineQueue& queue = t_inline;
   if (queue.depth > 0) {
-    block->next_inline = nullptr;
-    (queue.tail ? queue.tail->next_inline : queue.head) = block;
-    queue.tail = block;
+    queue.blocks.emplace_back(this, block);
     return;
   }
   ++queue.depth;
-  block->engine->RunOneInline(block);
-  while (queue.head != nullptr) {
-    OprBlock* next = queue.head;
-    queue.head = next->next_inline;
-    if (queue.head == nullptr) queue.tail = nullptr;
-    next->engine->RunOneInline(next);
+  RunOneInline(block);
+  while (queue.next < queue.blocks.size()) {
+    auto [engine, next] = queue.blocks[queue.next++];
+    engine->RunOneInline(next);
   }
+  queue.blocks.clear();
+  queue.next = 0;
   --queue.depth;
 }
 

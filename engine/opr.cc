@@ -30,7 +30,8 @@ size_t SortUnique(VarHandle* vars, size_t n) {
 Opr::Opr(AsyncFn&& fn_in, const std::vector<VarHandle>& const_in,
          const std::vector<VarHandle>& mutable_in, FnProperty prop_in,
          std::string&& name_in)
-    : fn(std::move(fn_in)), prop(prop_in), name(std::move(name_in)) {
+    : fn(std::move(fn_in)), prop(prop_in) {
+  if (!name_in.empty()) name_ = new Name{std::move(name_in)};
   // Built in place: the written ones at the back, sorted, then the read
   // ones that are not also written in front of them.
   const size_t num_in = const_in.size() + mutable_in.size();
@@ -52,7 +53,17 @@ Opr::Opr(AsyncFn&& fn_in, const std::vector<VarHandle>& const_in,
   num_vars_ = static_cast<uint32_t>(num_read + num_written);
 }
 
-static_assert(sizeof(Opr) == 192, "Opr is meant to fill three cache lines");
+Opr::~Opr() {
+  delete[] heap_vars_;
+  delete name_;
+}
+
+const std::string& Opr::name() const {
+  static const std::string* const kUnnamed = new std::string();
+  return name_ != nullptr ? name_->text : *kUnnamed;
+}
+
+static_assert(sizeof(Opr) == 128, "Opr is meant to fill two cache lines");
 
 void BlockWaiter::Notify() {
   MutexLock lock(&mu);
@@ -65,17 +76,14 @@ void BlockWaiter::Wait() {
   while (!done) cv.Wait(&mu);
 }
 
-OprBlock::OprBlock(Engine* engine_in, Opr* opr_in, Context ctx_in,
-                   int priority_in)
+OprBlock::OprBlock(Opr* opr_in, Context ctx_in, int priority_in)
     : wait(static_cast<int>(opr_in->vars().size()) + 1),
       opr(opr_in),
       ctx(ctx_in),
       prop(opr_in->prop),
       internal(opr_in->internal),
-      engine(engine_in),
       priority(priority_in) {}
 
-static_assert(offsetof(OprBlock, next_inline) + sizeof(OprBlock*) <= 64,
-              "OprBlock's hot fields leave its first cache line");
+static_assert(sizeof(OprBlock) == 64, "OprBlock is meant to fill one line");
 
 }  // namespace actorflow::engine

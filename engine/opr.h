@@ -20,17 +20,18 @@ namespace actorflow::engine {
 
 // A pushable function with its variables, deduplicated: a variable listed
 // twice, or both read and written, appears once, among the written ones.
-// Three cache lines: the first holds what running it reads (the function,
+// Two cache lines: the first holds what running it reads (the function,
 // its property, the count of its variables), the second up to eight
-// variables (more go on the heap), the third its name, which only errors
-// and profiles read.
+// variables (more go on the heap). A name, which only errors and profiles
+// read, is kept apart, so that an unnamed push writes and reads no line for
+// it.
 class alignas(64) Opr {
  public:
   // Takes `fn` and `name` by reference: a push moves them in once.
   Opr(AsyncFn&& fn, const std::vector<VarHandle>& const_vars,
       const std::vector<VarHandle>& mutable_vars, FnProperty prop,
       std::string&& name);
-  ~Opr() { delete[] heap_vars_; }
+  ~Opr();
   Opr(const Opr&) = delete;
   Opr& operator=(const Opr&) = delete;
 
@@ -43,13 +44,16 @@ class alignas(64) Opr {
   // for every earlier reader too, and is not a write the user made.
   bool counts_version = true;
 
+  // The name it was pushed with; empty if none.
+  const std::string& name() const;
+
   // Every variable, the read ones first, each once; sorted within each part.
   absl::Span<const VarHandle> vars() const { return {data(), num_vars_}; }
   absl::Span<const VarHandle> const_vars() const {
     return {data(), num_const_};
   }
   absl::Span<const VarHandle> mutable_vars() const {
-    return {data() + num_const_, num_vars_ - num_const_};
+    return {data() + num_const_, size_t{num_vars_} - num_const_};
   }
   // Whether vars()[i] is written.
   bool writes(size_t i) const { return i >= num_const_; }
@@ -75,6 +79,18 @@ class alignas(64) Opr {
 
  private:
   static constexpr uint32_t kInlineVars = 8;
+  // A name, in recycled memory like the Opr (a named push allocates
+  // nothing either).
+  struct Name {
+    std::string text;
+    static void* operator new(size_t size) {
+      return FreeStore<Name>::Allocate(size);
+    }
+    static void operator delete(void* ptr, size_t size) {
+      FreeStore<Name>::Free(ptr, size);
+    }
+  };
+
   const VarHandle* data() const {
     return heap_vars_ != nullptr ? heap_vars_ : inline_vars_;
   }
@@ -83,10 +99,8 @@ class alignas(64) Opr {
   uint32_t num_const_ = 0;
   uint32_t num_vars_ = 0;
   VarHandle* heap_vars_ = nullptr;  // more than kInlineVars
+  Name* name_ = nullptr;            // null: unnamed
   alignas(64) VarHandle inline_vars_[kInlineVars];
-
- public:
-  alignas(64) const std::string name;
 };
 
 // Signalled when one block completes (NaiveEngine's push, WaitForVar).
@@ -120,12 +134,11 @@ struct BlockProfile {
 };
 
 // One push of an Opr and its dependency count; the variables' queues hold
-// it until they grant it. Its first cache line holds everything that a
-// completion granting it and the worker running it touch: a block crosses
-// cores several times in its life, and each extra line is one more
-// transfer each time.
+// it until they grant it. One cache line, which a completion granting it
+// and the worker running it touch: a block crosses cores several times in
+// its life, and each extra line is one more transfer each time.
 struct alignas(64) OprBlock {
-  OprBlock(Engine* engine, Opr* opr, Context ctx, int priority);
+  OprBlock(Opr* opr, Context ctx, int priority);
   static void* operator new(size_t size) {
     return FreeStore<OprBlock>::Allocate(size);
   }
@@ -154,10 +167,6 @@ struct alignas(64) OprBlock {
   // In its variables' queues; a push refused up front never is.
   bool submitted = false;
   BlockWaiter* waiter = nullptr;
-  OprBlock* next_inline = nullptr;  // Engine::RunInline's queue
-  // Past the first line: what only profiles, priority pools and inline
-  // runs read.
-  Engine* const engine;
   uint64_t seq = 0;  // push order (set by Submit); breaks priority ties FIFO
   const int priority;
 };
