@@ -47,7 +47,8 @@ class WorkerPool {
   void Push(OprBlock* block);
   // Runs one queued block on the calling thread, which is not one of the
   // pool's workers (a thread blocked in Engine::WaitForAll lends itself, as
-  // TBB's waiting thread does); false if none was queued. Its profile names
+  // TBB's waiting thread does), and then what its completion makes ready
+  // first, as a worker would; false if none was queued. Their profiles name
   // the worker "<name> waiter".
   bool RunOneQueued(StreamSet* streams);
   int size() const { return static_cast<int>(workers_.size()); }
