@@ -91,28 +91,41 @@ void CallbackOnComplete::Release() {
   if (left == 0) {
     Engine::ReleaseBlock(block_);
   } else if (left == 1) {
-    // No copy is left and completion is still pending: nobody else can
-    // reach the block, and nobody will call the callback.
-    block_->completed.store(true, std::memory_order_relaxed);
-    engine_->Complete(
-        block_, absl::InternalError(absl::StrCat(
-                    "operation '", OprName(*block_->opr),
-                    "' dropped its completion callback without calling it")));
+    CompleteDropped();
   }
 }
 
+void CallbackOnComplete::CompleteDropped() {
+  // No copy is left and completion is still pending: nobody else can reach
+  // the block, and nobody will call the callback.
+  block_->completed.store(true, std::memory_order_relaxed);
+  engine_->Complete(
+      block_, absl::InternalError(absl::StrCat(
+                  "operation '", OprName(*block_->opr),
+                  "' dropped its completion callback without calling it")));
+}
+
 void CallbackOnComplete::operator()(absl::Status status) const {
-  if (!status.ok() && block_ != nullptr) {
-    status = absl::Status(status.code(),
-                          absl::StrCat("operation '", OprName(*block_->opr),
-                                       "' failed: ", status.message()));
+  if (block_ == nullptr ||
+      block_->completed.exchange(true, std::memory_order_acq_rel)) {
+    ReportRepeatedCall();
+    return;
   }
-  if (block_ == nullptr || !CompleteIfPending(std::move(status))) {
-    std::fprintf(stderr,
-                 "actorflow engine: completion callback of operation '%s' "
-                 "called more than once; ignored\n",
-                 block_ ? OprName(*block_->opr).c_str() : "(moved from)");
-  }
+  if (!status.ok()) status = Annotated(std::move(status));
+  engine_->Complete(block_, std::move(status));
+}
+
+absl::Status CallbackOnComplete::Annotated(absl::Status status) const {
+  return absl::Status(status.code(),
+                      absl::StrCat("operation '", OprName(*block_->opr),
+                                   "' failed: ", status.message()));
+}
+
+void CallbackOnComplete::ReportRepeatedCall() const {
+  std::fprintf(stderr,
+               "actorflow engine: completion callback of operation '%s' "
+               "called more than once; ignored\n",
+               block_ ? OprName(*block_->opr).c_str() : "(moved from)");
 }
 
 bool CallbackOnComplete::CompleteIfPending(absl::Status status) const {

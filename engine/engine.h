@@ -65,6 +65,13 @@ class CallbackOnComplete {
   bool CompleteIfPending(absl::Status status) const;
   // The destructor's work for a live copy.
   void Release();
+  // The rare endings, out of line so that the usual ones stay small: the
+  // last copy dropped uncalled; a failure's status named after the
+  // operation; a second call.
+  __attribute__((noinline, cold)) void CompleteDropped();
+  __attribute__((noinline, cold)) absl::Status Annotated(
+      absl::Status status) const;
+  __attribute__((noinline, cold)) void ReportRepeatedCall() const;
 
   Engine* engine_;
   OprBlock* block_;  // null once moved from

@@ -25,21 +25,11 @@ class PoolTable {
         order_(order),
         name_(std::move(name)) {}
 
+  // Inline: every dispatch asks; making the pool is out of line, so that
+  // this is a load and a test.
   WorkerPool* For(int device) {
     WorkerPool* pool = slots_[device].load(std::memory_order_acquire);
-    if (pool != nullptr) return pool;
-    MutexLock lock(&mu_);
-    pool = slots_[device].load(std::memory_order_relaxed);
-    if (pool == nullptr) {
-      owned_[device] = std::make_unique<WorkerPool>(engine_, num_threads_,
-                                                    order_, name_(device));
-      pool = owned_[device].get();
-      slots_[device].store(pool, std::memory_order_release);
-      if (device >= num_slots_.load(std::memory_order_relaxed)) {
-        num_slots_.store(device + 1, std::memory_order_release);
-      }
-    }
-    return pool;
+    return pool != nullptr ? pool : Create(device);
   }
 
   // One queued block of any device's pool run on the caller.
@@ -53,6 +43,22 @@ class PoolTable {
   }
 
  private:
+  // The device's pool, made on its first operation.
+  __attribute__((noinline)) WorkerPool* Create(int device) {
+    MutexLock lock(&mu_);
+    WorkerPool* pool = slots_[device].load(std::memory_order_relaxed);
+    if (pool == nullptr) {
+      owned_[device] = std::make_unique<WorkerPool>(engine_, num_threads_,
+                                                    order_, name_(device));
+      pool = owned_[device].get();
+      slots_[device].store(pool, std::memory_order_release);
+      if (device >= num_slots_.load(std::memory_order_relaxed)) {
+        num_slots_.store(device + 1, std::memory_order_release);
+      }
+    }
+    return pool;
+  }
+
   Engine* const engine_;
   const int num_threads_;
   const WorkerPool::Order order_;

@@ -92,18 +92,23 @@ WorkerPool::~WorkerPool() {
 
 void WorkerPool::Push(OprBlock* block) {
   WorkerSlot& slot = t_worker;
-  const bool own = slot.pool == this;
   if (order_ == Order::kFifo && slot.bypass == this && slot.next == nullptr &&
       slot.streak < kMaxBypassStreak) {
     slot.next = block;
     return;
   }
+  Enqueue(block);
+}
+
+void WorkerPool::Enqueue(OprBlock* block) {
+  WorkerSlot& slot = t_worker;
   if (order_ == Order::kFifo) {
     // From outside the pool, the workers' queues in turn (a counter per
     // pushing thread: pushers share nothing).
     thread_local uint32_t t_turn = static_cast<uint32_t>(
         std::hash<std::thread::id>()(std::this_thread::get_id()));
     const size_t n = queues_.size();
+    const bool own = slot.pool == this;
     Queue& queue =
         *queues_[own ? static_cast<size_t>(slot.index) : t_turn++ % n];
     SpinMutexLock lock(&queue.mu);
