@@ -544,12 +544,8 @@ void Engine::CompleteUnrun(OprBlock* block, absl::Status status) {
   Complete(block, std::move(status));
 }
 
-void Engine::NoteGrants(const OprBlock* by, const Var* var,
-                        const GrantList& granted, size_t from) {
-  // A profiled block granted here was counted in profiled_in_flight_
-  // before it entered the variable's queue, under the variable's lock that
-  // the caller just released: while none is in flight, nothing to note.
-  if (profiled_in_flight_.load(std::memory_order_relaxed) == 0) return;
+void Engine::NoteProfiledGrants(const OprBlock* by, const Var* var,
+                                const GrantList& granted, size_t from) {
   for (size_t k = from; k < granted.size(); ++k) {
     BlockProfile* profile = granted[k]->profile.get();
     if (profile == nullptr) continue;

@@ -209,9 +209,18 @@ class Engine {
   // A profiled block's record, once it completed.
   void RecordProfile(OprBlock* block, const absl::Status& status);
   // Notes, in the profiled ones among granted[from..], that `var` was
-  // granted to them by `by`'s completion.
+  // granted to them by `by`'s completion. A profiled block granted here was
+  // counted in profiled_in_flight_ before it entered the variable's queue,
+  // under the variable's lock that the caller just released: while none is
+  // in flight, nothing to note.
   void NoteGrants(const OprBlock* by, const Var* var, const GrantList& granted,
-                  size_t from);
+                  size_t from) {
+    if (profiled_in_flight_.load(std::memory_order_relaxed) != 0) {
+      NoteProfiledGrants(by, var, granted, from);
+    }
+  }
+  void NoteProfiledGrants(const OprBlock* by, const Var* var,
+                          const GrantList& granted, size_t from);
   // Why a push cannot be accepted (shutdown, bad context, deleted
   // variable), or OK.
   absl::Status CheckPush(const Opr& opr, const Context& ctx);

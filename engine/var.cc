@@ -59,19 +59,6 @@ void Var::PopFront() {
   }
 }
 
-void Var::CompleteRead(GrantList* granted) {
-  SpinMutexLock lock(&mu_);
-  --running_reads_;
-  GrantFromHead(granted);
-}
-
-void Var::CompleteWrite(GrantList* granted, bool counts_version) {
-  SpinMutexLock lock(&mu_);
-  write_running_ = false;
-  if (counts_version) version_.fetch_add(1, std::memory_order_release);
-  GrantFromHead(granted);
-}
-
 void Var::GrantFromHead(GrantList* granted) {
   if (write_running_ || size_ == 0) return;
   Entry head = entries()[head_];

@@ -77,9 +77,23 @@ class alignas(64) Var {
     Enqueue(block, /*write=*/true);
     return false;
   }
-  // Appends to `granted` the operations this completion lets run.
-  void CompleteRead(GrantList* granted);
-  void CompleteWrite(GrantList* granted, bool counts_version);
+  // Appends to `granted` the operations this completion lets run. Inline,
+  // like the appends: every completion calls them once per variable.
+  void CompleteRead(GrantList* granted) {
+    SpinMutexLock lock(&mu_);
+    --running_reads_;
+    if (size_ != 0) GrantFromHead(granted);
+  }
+  void CompleteWrite(GrantList* granted, bool counts_version) {
+    SpinMutexLock lock(&mu_);
+    write_running_ = false;
+    // Written only here, under mu_: no read-modify-write needed.
+    if (counts_version) {
+      version_.store(version_.load(std::memory_order_relaxed) + 1,
+                     std::memory_order_release);
+    }
+    if (size_ != 0) GrantFromHead(granted);
+  }
 
   // Sets the error (keeping an earlier one). True if it was clear.
   bool SetError(const absl::Status& status);
