@@ -281,6 +281,20 @@ void Engine::DeleteVariable(SyncFn delete_fn, Context exec_ctx, VarHandle var) {
 }
 
 absl::Status Engine::CheckPush(const Opr& opr, const Context& ctx) {
+  // The usual push (a CPU context, live variables, not shutting down)
+  // passes these tests; why one fails is found and worded out of line.
+  bool suspect =
+      ctx.dev_id < 0 || ctx.dev_id >= kMaxEngineDevices || ctx.is_gpu();
+  if (!opr.internal) {
+    suspect |= shutting_down_.load(std::memory_order_acquire);
+    for (VarHandle var : opr.vars()) {
+      suspect |= var->deleting_.load(std::memory_order_acquire);
+    }
+  }
+  return suspect ? WhyRefused(opr, ctx) : absl::OkStatus();
+}
+
+absl::Status Engine::WhyRefused(const Opr& opr, const Context& ctx) {
   if (ctx.dev_id < 0 || ctx.dev_id >= kMaxEngineDevices) {
     return absl::InvalidArgumentError(
         absl::StrCat("operation '", OprName(opr), "' asks for ", ctx.ToString(),

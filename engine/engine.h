@@ -224,6 +224,9 @@ class Engine {
   // Why a push cannot be accepted (shutdown, bad context, deleted
   // variable), or OK.
   absl::Status CheckPush(const Opr& opr, const Context& ctx);
+  // CheckPush's answer where its quick tests found something to look at.
+  __attribute__((noinline)) absl::Status WhyRefused(const Opr& opr,
+                                                    const Context& ctx);
   // Puts `block` in the queues of its variables; it becomes ready once all
   // of them granted it.
   void Submit(OprBlock* block);

@@ -7,22 +7,21 @@ namespace actorflow::engine {
 
 namespace {
 
-// Sorts vars[0, n) and drops repeats; returns how many are left. An
-// operation lists a handful of variables: insertion sort, in place and
-// without std::sort's set-up, is the fast way to order so few.
+// Sorts vars[0, n) and drops repeats; returns how many are left.
 size_t SortUnique(VarHandle* vars, size_t n) {
-  if (n > 16) {
-    std::sort(vars, vars + n);
-  } else {
-    for (size_t i = 1; i < n; ++i) {
-      VarHandle var = vars[i];
-      size_t hole = i;
-      for (; hole > 0 && var < vars[hole - 1]; --hole)
-        vars[hole] = vars[hole - 1];
-      vars[hole] = var;
-    }
-  }
+  std::sort(vars, vars + n);
   return static_cast<size_t>(std::unique(vars, vars + n) - vars);
+}
+
+// Adds `var` to the sorted, repeat-free vars[0, n) unless it is there
+// already; returns the new count.
+size_t InsertUnique(VarHandle* vars, size_t n, VarHandle var) {
+  size_t hole = n;
+  while (hole > 0 && var < vars[hole - 1]) --hole;
+  if (hole > 0 && vars[hole - 1] == var) return n;
+  for (size_t i = n; i > hole; --i) vars[i] = vars[i - 1];
+  vars[hole] = var;
+  return n + 1;
 }
 
 }  // namespace
@@ -38,15 +37,30 @@ Opr::Opr(AsyncFn&& fn_in, const std::vector<VarHandle>& const_in,
   VarHandle* all = inline_vars_;
   if (num_in > kInlineVars) all = heap_vars_ = new VarHandle[num_in];
   VarHandle* written = all + const_in.size();
-  for (size_t i = 0; i < mutable_in.size(); ++i) written[i] = mutable_in[i];
-  const size_t num_written = SortUnique(written, mutable_in.size());
+  size_t num_written = 0;
   size_t num_read = 0;
-  for (VarHandle var : const_in) {
-    if (!std::binary_search(written, written + num_written, var)) {
-      all[num_read++] = var;
+  if (num_in <= kInlineVars) {
+    // A handful (every push but rare wide ones): kept in order while
+    // copied, which costs less than sorting and deduplicating afterwards.
+    for (VarHandle var : mutable_in) {
+      num_written = InsertUnique(written, num_written, var);
     }
+    for (VarHandle var : const_in) {
+      if (std::find(written, written + num_written, var) ==
+          written + num_written) {
+        num_read = InsertUnique(all, num_read, var);
+      }
+    }
+  } else {
+    for (size_t i = 0; i < mutable_in.size(); ++i) written[i] = mutable_in[i];
+    num_written = SortUnique(written, mutable_in.size());
+    for (VarHandle var : const_in) {
+      if (!std::binary_search(written, written + num_written, var)) {
+        all[num_read++] = var;
+      }
+    }
+    num_read = SortUnique(all, num_read);
   }
-  num_read = SortUnique(all, num_read);
   // Close the gap between the two parts (moving down: no overlap issue).
   for (size_t i = 0; i < num_written; ++i) all[num_read + i] = written[i];
   num_const_ = static_cast<uint32_t>(num_read);
