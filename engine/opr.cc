@@ -13,13 +13,23 @@ size_t SortUnique(VarHandle* vars, size_t n) {
   return static_cast<size_t>(std::unique(vars, vars + n) - vars);
 }
 
+// Whether vars[0, n) holds `var`.
+inline bool Holds(const VarHandle* vars, size_t n, VarHandle var) {
+  for (size_t i = 0; i < n; ++i) {
+    if (vars[i] == var) return true;
+  }
+  return false;
+}
+
 // Adds `var` to the sorted, repeat-free vars[0, n) unless it is there
-// already; returns the new count.
-size_t InsertUnique(VarHandle* vars, size_t n, VarHandle var) {
+// already; returns the new count. Inline and one shifting loop: a call, or
+// the memmove a separate shift becomes, costs more than the few entries.
+__attribute__((always_inline)) inline size_t InsertUnique(VarHandle* vars,
+                                                          size_t n,
+                                                          VarHandle var) {
+  if (Holds(vars, n, var)) return n;
   size_t hole = n;
-  while (hole > 0 && var < vars[hole - 1]) --hole;
-  if (hole > 0 && vars[hole - 1] == var) return n;
-  for (size_t i = n; i > hole; --i) vars[i] = vars[i - 1];
+  for (; hole > 0 && var < vars[hole - 1]; --hole) vars[hole] = vars[hole - 1];
   vars[hole] = var;
   return n + 1;
 }
@@ -46,8 +56,7 @@ Opr::Opr(AsyncFn&& fn_in, const std::vector<VarHandle>& const_in,
       num_written = InsertUnique(written, num_written, var);
     }
     for (VarHandle var : const_in) {
-      if (std::find(written, written + num_written, var) ==
-          written + num_written) {
+      if (!Holds(written, num_written, var)) {
         num_read = InsertUnique(all, num_read, var);
       }
     }
