@@ -85,6 +85,13 @@ CallbackOnComplete::CallbackOnComplete(CallbackOnComplete&& other) noexcept
 }
 
 void CallbackOnComplete::Release() {
+  // The last holder of a completed block (usually Execute's own copy, once
+  // the function returned) frees it without writing the count: nobody
+  // without a copy can make one.
+  if (block_->refs.load(std::memory_order_acquire) == 2) {
+    Engine::ReleaseBlock(block_);
+    return;
+  }
   // Only the count may be read here: once it is decremented, another
   // copy's owner may free the block.
   int left = block_->refs.fetch_sub(2, std::memory_order_acq_rel) - 2;
