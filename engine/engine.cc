@@ -85,21 +85,18 @@ CallbackOnComplete::CallbackOnComplete(CallbackOnComplete&& other) noexcept
 }
 
 void CallbackOnComplete::Release() {
-  // The last holder of a completed block (usually Execute's own copy, once
-  // the function returned) frees it without writing the count: nobody
-  // without a copy can make one.
-  if (block_->refs.load(std::memory_order_acquire) == 2) {
-    Engine::ReleaseBlock(block_);
+  // The last copy (usually Execute's own, once the function returned) need
+  // not write the count: nobody without a copy can make one. Otherwise only
+  // the count may be read: once it is decremented, another copy's owner
+  // may free the block.
+  if (block_->refs.load(std::memory_order_acquire) != 2 &&
+      block_->refs.fetch_sub(2, std::memory_order_acq_rel) != 2) {
     return;
   }
-  // Only the count may be read here: once it is decremented, another
-  // copy's owner may free the block.
-  int left = block_->refs.fetch_sub(2, std::memory_order_acq_rel) - 2;
-  if (left == 0) {
-    Engine::ReleaseBlock(block_);
-  } else if (left == 1) {
-    CompleteDropped();
-  }
+  // The last copy: whoever completed the block did so through a copy
+  // released before this one, so `completed` is seen if it was set.
+  if (!block_->completed.load(std::memory_order_acquire)) CompleteDropped();
+  Engine::ReleaseBlock(block_);
 }
 
 void CallbackOnComplete::CompleteDropped() {
@@ -550,19 +547,18 @@ void Engine::Complete(OprBlock* block, absl::Status status) {
       }
     }
   }
-  BlockWaiter* waiter = block->waiter;
-  if (block->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    ReleaseBlock(block);
-  }
-  if (waiter != nullptr) waiter->Notify();
+  // The block stays: the caller holds a copy of its callback (or, for
+  // CompleteUnrun and a dropped callback, frees it after this returns).
+  if (block->waiter != nullptr) block->waiter->Notify();
   FinishOne();
 }
 
 void Engine::CompleteUnrun(OprBlock* block, absl::Status status) {
   // Nobody else holds the block yet: no copy of its callback exists.
-  block->refs.fetch_sub(OprBlock::kRunRefs, std::memory_order_relaxed);
+  block->refs.store(0, std::memory_order_relaxed);
   block->completed.store(true, std::memory_order_relaxed);
   Complete(block, std::move(status));
+  ReleaseBlock(block);
 }
 
 void Engine::NoteProfiledGrants(const OprBlock* by, const Var* var,

@@ -149,13 +149,15 @@ struct alignas(64) OprBlock {
   // Variables not yet granted, plus one that Submit holds until every
   // variable has been asked: whoever takes it to zero makes it ready.
   std::atomic<int> wait;
-  // 2 * (live CallbackOnComplete copies) + (1 until completion). Freed at
-  // zero, so a late copy never sees freed memory; a copy's destructor that
-  // leaves exactly 1 knows the callback was dropped uncalled. Starts with
-  // Engine::Execute's two copies counted (kRunRefs): a block runs through
-  // Execute at most once, and one completed without running drops them.
+  // 2 * (live CallbackOnComplete copies). The last copy's release frees
+  // the block, so a late copy never sees freed memory; finding `completed`
+  // unset then, it knows the callback was dropped uncalled, and completes
+  // it first. A completion does not touch the count: it runs through a
+  // live copy. Starts with Engine::Execute's two copies counted (kRunRefs):
+  // a block runs through Execute at most once, and one completed without
+  // running (CompleteUnrun) drops them and is freed there.
   static constexpr int kRunRefs = 4;
-  std::atomic<int> refs{1 + kRunRefs};
+  std::atomic<int> refs{kRunRefs};
   Opr* const opr;
   const Context ctx;
   std::unique_ptr<BlockProfile> profile;  // profiled pushes only
