@@ -109,14 +109,20 @@ void CallbackOnComplete::CompleteDropped() {
                   "' dropped its completion callback without calling it")));
 }
 
-void CallbackOnComplete::operator()(absl::Status status) const {
-  if (block_ == nullptr ||
-      block_->completed.exchange(true, std::memory_order_acq_rel)) {
-    ReportRepeatedCall();
-    return;
+// Inline (only this file calls it): every completion goes through it.
+inline bool CallbackOnComplete::CompleteIfPending(absl::Status status) const {
+  if (block_->completed.exchange(true, std::memory_order_acq_rel)) {
+    return false;
   }
-  if (!status.ok()) status = Annotated(std::move(status));
   engine_->Complete(block_, std::move(status));
+  return true;
+}
+
+void CallbackOnComplete::operator()(absl::Status status) const {
+  if (!status.ok() && block_ != nullptr) status = Annotated(std::move(status));
+  if (block_ == nullptr || !CompleteIfPending(std::move(status))) {
+    ReportRepeatedCall();
+  }
 }
 
 absl::Status CallbackOnComplete::Annotated(absl::Status status) const {
@@ -130,14 +136,6 @@ void CallbackOnComplete::ReportRepeatedCall() const {
                "actorflow engine: completion callback of operation '%s' "
                "called more than once; ignored\n",
                block_ ? OprName(*block_->opr).c_str() : "(moved from)");
-}
-
-bool CallbackOnComplete::CompleteIfPending(absl::Status status) const {
-  if (block_->completed.exchange(true, std::memory_order_acq_rel)) {
-    return false;
-  }
-  engine_->Complete(block_, std::move(status));
-  return true;
 }
 
 // ---------------------------------------------------------------------------

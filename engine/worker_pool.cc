@@ -215,13 +215,7 @@ bool WorkerPool::RunOneQueued(StreamSet* streams) {
   const std::string* name = slot.name;
   slot.name = &waiter_name_;
   slot.bypass = this;
-  slot.streak = 0;
-  engine_->Execute(block, streams);
-  while (OprBlock* next = slot.next) {
-    slot.next = nullptr;
-    ++slot.streak;
-    engine_->Execute(next, streams);
-  }
+  RunChain(block, streams);
   slot.bypass = nullptr;
   slot.name = name;
   return true;
@@ -234,14 +228,17 @@ void WorkerPool::WorkerLoop(int index) {
   slot.bypass = this;
   slot.index = index;
   slot.name = &names_[index];
-  while (OprBlock* block = Take(index)) {
-    slot.streak = 0;
-    engine_->Execute(block, &streams);
-    while (OprBlock* next = slot.next) {
-      slot.next = nullptr;
-      ++slot.streak;
-      engine_->Execute(next, &streams);
-    }
+  while (OprBlock* block = Take(index)) RunChain(block, &streams);
+}
+
+void WorkerPool::RunChain(OprBlock* block, StreamSet* streams) {
+  WorkerSlot& slot = t_worker;
+  slot.streak = 0;
+  engine_->Execute(block, streams);
+  while (OprBlock* next = slot.next) {
+    slot.next = nullptr;
+    ++slot.streak;
+    engine_->Execute(next, streams);
   }
 }
 

@@ -78,6 +78,10 @@ class WorkerPool {
   // the pushing thread's `next` stays a few instructions.
   __attribute__((noinline)) void Enqueue(OprBlock* block);
   void WorkerLoop(int index);
+  // Runs `block`, then what each completion kept for this thread (Push's
+  // bypass), up to kMaxBypassStreak in a row: a worker's and a lending
+  // waiter's way of running.
+  void RunChain(OprBlock* block, StreamSet* streams);
   // Applies the calling worker's deferred completions.
   void FlushFinishes();
   // Takes the next block for worker `index`, or null once stopping and
@@ -97,7 +101,8 @@ class WorkerPool {
   // size before it reads `sleepers_` (both sequentially consistent, so one
   // of the two sees the other), and signals under park_mu_ if it sees a
   // sleeper, so the wake cannot fall between the look and the wait. Read
-  // by every push, written only when a worker parks: a line of its own.
+  // by every push, written only when a worker parks or is woken: a line of
+  // its own.
   //
   // A push that signals takes the sleeper off `sleepers_` and counts it in
   // `signals_`, so the pushes after it make no system call while the woken
