@@ -79,6 +79,10 @@ void Actor::Reset() {
       slot.desc->checked_block->ReleaseIfHeld(slot.desc->id, nullptr, 0);
     }
   }
+  // The initial register is the run's first piece: no act before kStart
+  // has published it, though inputs from actors started earlier (on other
+  // threads) may arrive first.
+  blockers_ += initial_pending_ ? 1 : 0;
   piece_end_ = next_piece_ + *env_.pieces;
   stats_ = TaskStats{};
   blocked_ = Blocked::kNone;

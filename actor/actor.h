@@ -249,8 +249,9 @@ class Actor {
   int num_in_ = 0;
   int num_out_ = 0;
   // Input slots with nothing ready, plus output slots with no free register,
-  // plus kStoppedActing once the actor failed or left kActing: it can act
-  // only at zero, so Unblocked is one comparison and a flag.
+  // plus one while an initial register waits for kStart (ActInitial), plus
+  // kStoppedActing once the actor failed or left kActing: it can act only
+  // at zero, so Unblocked is one comparison and a flag.
   static constexpr int kStoppedActing = 1 << 24;
   int blockers_ = 0;
   int64_t free_regsts_ = 0;

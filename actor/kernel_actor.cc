@@ -161,6 +161,7 @@ void KernelActor::ReachCut(int64_t piece) {
 
 void KernelActor::ActInitial() {
   initial_pending_ = false;
+  --blockers_;  // Reset's: acts may follow this one
   // A run that ended before it started (no pieces) needs no weights.
   if (state_ != State::kActing || blockers_ >= kStoppedActing) return;
   RegstBlobs** const outputs = ctx_.outputs_.data();

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nn/dense_math.h"
 #include "plan/plan_builder.h"
@@ -145,6 +146,70 @@ TEST_CASE("a failure inside the cycle stops the run", "[cycle]") {
   INFO(status.ToString());
   CHECK(testing::Contains(std::string(status.message()),
                           "task 'step' (task_id 3) failed at piece 3"));
+}
+
+// Variables outside the cycle that read its steps: each on a thread of its
+// own, listed last, so the step often reaches one before the runtime's
+// kStart does. Each must publish its initial register first and then act
+// on every step: all of them hold the same weights, piece for piece.
+TEST_CASE("an input that arrives before kStart waits for the initial one",
+          "[cycle]") {
+  constexpr int kFollowers = 6;
+  constexpr int kPieces = 2;
+  constexpr int kRuns = 60;  // w doubles each piece: 2^120 fits a float
+  PlanWriter w;
+  TaskProto* x = w.AddTask("x", "source", CpuStream(0));
+  const int64_t xs =
+      w.AddOutput(x, "out", 2, false, {BlobProto("x", DT_FLOAT32, {kWidth})});
+  TaskProto* step = w.AddTask("step", "add", CpuStream(0));
+  std::vector<TaskProto*> vars;
+  std::vector<int64_t> weights;
+  for (int k = 0; k <= kFollowers; ++k) {
+    TaskProto* var = w.AddTask(absl::StrCat("w", k), "variable",
+                               CpuStream(k == 0 ? 0 : k + 1));
+    (*var->mutable_kernel()->mutable_attr())["init"] = StringAttr("zeros");
+    weights.push_back(w.AddOutput(var, "out", 1, false,
+                                  {BlobProto("w", DT_FLOAT32, {kWidth})}));
+    w.Desc(weights.back()).set_initial_register(true);
+    vars.push_back(var);
+  }
+  w.Consume(step, "in", weights[0]);
+  w.Consume(step, "in", xs);
+  const int64_t delta = w.AddOutput(step, "out", 1, false);
+  for (int k = 0; k <= kFollowers; ++k) {
+    w.Consume(vars[k], "delta", delta);
+    TaskProto* sink = w.AddTask(absl::StrCat("sink", k), "checksum",
+                                CpuStream(k == 0 ? 1 : k + 1));
+    w.Consume(sink, "in", weights[k]);
+  }
+  auto session = Session::Create(w.plan());
+  INFO(session.status().ToString());
+  REQUIRE(session.ok());
+  for (int run = 0; run < kRuns; ++run) {
+    auto stats = (*session)->Run(kPieces);
+    INFO("run " << run << ": " << stats.status().ToString());
+    REQUIRE(stats.ok());
+  }
+  // Each run publishes w, then w(p + 1) = w(p) + (w(p) + p) per piece p
+  // (the source's value), in float32 as the kernels add; the sinks sum
+  // kWidth equal elements per piece.
+  float weight = 0;
+  double expected = 0;
+  for (int64_t piece = 0, run = 0; run < kRuns; ++run) {
+    expected += kWidth * static_cast<double>(weight);
+    for (int p = 0; p < kPieces; ++p, ++piece) {
+      const float delta = weight + static_cast<float>(piece);
+      weight = weight + delta;
+      expected += kWidth * static_cast<double>(weight);
+    }
+  }
+  const auto sinks = (*session)->Sinks();
+  for (int k = 0; k <= kFollowers; ++k) {
+    INFO("sink" << k);
+    const SinkSummary& sink = sinks.at(absl::StrCat("sink", k));
+    CHECK(sink.pieces == kRuns * (kPieces + 1));
+    CHECK(sink.checksum == expected);
+  }
 }
 
 TEST_CASE("validation: cycles need an initial register", "[cycle]") {
