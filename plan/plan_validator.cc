@@ -13,6 +13,7 @@
 #include "actor/kernel.h"
 #include "memory/cuda_api.h"
 #include "plan/compiled_plan.h"
+#include "plan/cycles.h"
 #include "plan/kernel_bindings.h"
 #include "plan/plan_util.h"
 #include "plan/register_lifetimes.h"
@@ -550,13 +551,11 @@ class Validator {
   }
 
   // Kahn's algorithm; whatever it cannot order lies on a cycle or behind
-  // one. Every such task has a predecessor that is also unordered, so
-  // walking predecessors from one must come back to a task already seen:
-  // that loop is a cycle, reported in edge direction.
+  // one (plan/cycles.h names the cycles, in edge direction).
   void CheckCycles() {
     int n = plan_.task_size();
     std::vector<int> in_degree(n, 0);
-    std::map<int, std::vector<int>> preds;
+    std::vector<std::vector<int>> preds(n);
     for (const auto& [from, tos] : edges_) {
       for (int to : tos) {
         ++in_degree[to];
@@ -579,33 +578,10 @@ class Validator {
         if (--in_degree[to] == 0) ready.push(to);
       }
     }
-    std::set<int> on_reported_cycle;
-    for (int start = 0; start < n; ++start) {
-      if (ordered[start]) continue;
-      std::vector<int> walk;
-      std::map<int, size_t> position;
-      int t = start;
-      while (!position.count(t)) {
-        position[t] = walk.size();
-        walk.push_back(t);
-        for (int pred : preds[t]) {
-          if (!ordered[pred]) {
-            t = pred;
-            break;
-          }
-        }
-      }
-      std::vector<int> cycle(walk.begin() + position[t], walk.end());
-      std::reverse(cycle.begin(), cycle.end());
-      // Start at the task that comes first in the plan: one cycle, one text.
-      std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()),
-                  cycle.end());
-      if (on_reported_cycle.count(cycle.front())) continue;
+    for (const std::vector<int>& cycle : CyclesAmongUnordered(preds, ordered)) {
       std::vector<std::string> names;
-      for (int c : cycle) {
-        on_reported_cycle.insert(c);
+      for (int c : cycle)
         names.push_back(absl::StrCat("'", task(c).name(), "'"));
-      }
       names.push_back(names.front());
       Problem(absl::StrCat("plan: cycle: ", absl::StrJoin(names, " -> "),
                            " (each waits on the one before it; a cycle needs "
