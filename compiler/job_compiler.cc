@@ -17,6 +17,7 @@
 #include "compiler/memory_sharing.h"
 #include "compiler/signature.h"
 #include "compiler/signature_rules.h"
+#include "plan/cycles.h"
 #include "plan/plan_builder.h"
 #include "plan/plan_writer.h"
 #include "plan/register_lifetimes.h"
@@ -101,6 +102,24 @@ std::vector<BlobDescProto> StatedBlobs(const OpConf& conf) {
         std::vector<int64_t>(conf.shape().begin(), conf.shape().end())));
   }
   return blobs;
+}
+
+// The one naming rule for inserted tasks, in every pass: named after what
+// they serve, and a name already taken gets "#2", "#3", ... (the same
+// producer gathered at two places, a third read of one output).
+std::string UniqueName(const std::string& name, std::set<std::string>* taken) {
+  std::string unique = name;
+  for (int k = 2; !taken->insert(unique).second; ++k) {
+    unique = absl::StrCat(name, "#", k);
+  }
+  return unique;
+}
+
+// A task reads a register once (the plan format): a reader of one register
+// under several inputs (add(x, x, x)) reads it through an `identity` copy
+// each time after the first, named so.
+std::string AgainName(const std::string& producer, const std::string& reader) {
+  return absl::StrCat(producer, ":again@", reader);
 }
 
 enum class TaskKind { kOp, kCopy, kBoxing };
@@ -294,15 +313,17 @@ class Compiler {
   }
 
   // Topological order; edges out of `initial` operators close cycles and
-  // are left out. A cycle without one is refused, in edge direction.
+  // are left out. A cycle without one is refused, naming its ops in edge
+  // direction (not those that only wait behind it).
   void OrderOps() {
     const int n = static_cast<int>(ops_.size());
-    std::vector<std::vector<int>> consumers(n);
+    std::vector<std::vector<int>> consumers(n), producers(n);
     std::vector<int> waiting(n, 0);
     for (int c = 0; c < n; ++c) {
       for (const Input& in : ops_[c].inputs) {
         if (ops_[in.producer].conf->initial()) continue;
         consumers[in.producer].push_back(c);
+        producers[c].push_back(in.producer);
         ++waiting[c];
       }
     }
@@ -310,24 +331,31 @@ class Compiler {
     for (int i = 0; i < n; ++i) {
       if (waiting[i] == 0) ready.push(i);
     }
+    std::vector<bool> ordered(n, false);
     while (!ready.empty()) {
       const int op = ready.front();
       ready.pop();
       order_.push_back(op);
+      ordered[op] = true;
       for (int c : consumers[op]) {
         if (--waiting[c] == 0) ready.push(c);
       }
     }
-    if (static_cast<int>(order_.size()) == n) return;
-    std::vector<std::string> names;
-    for (int i = 0; i < n; ++i) {
-      if (waiting[i] > 0)
-        names.push_back(absl::StrCat("'", ops_[i].name(), "'"));
+    for (const std::vector<int>& cycle :
+         CyclesAmongUnordered(producers, ordered)) {
+      std::vector<std::string> names;
+      for (int op : cycle) {
+        names.push_back(absl::StrCat("'", ops_[op].name(), "'"));
+      }
+      Problem(absl::StrCat(
+          "job: ",
+          cycle.size() == 1
+              ? absl::StrCat("op ", names[0], " reads its own output")
+              : absl::StrCat("ops ", absl::StrJoin(names, ", "),
+                             " wait on each other in a cycle"),
+          "; a cycle needs an op with `initial: true` on it (its outputs are "
+          "there before it acts)"));
     }
-    Problem(absl::StrCat("job: ops ", absl::StrJoin(names, ", "),
-                         " wait on each other in a cycle; a cycle needs an op "
-                         "with `initial: true` on it (its outputs are there "
-                         "before it acts)"));
   }
 
   // Every operator's outputs as one task on one CPU thread would make them:
@@ -336,6 +364,8 @@ class Compiler {
     PlanWriter writer;
     std::vector<TaskProto*> tasks;
     std::map<std::pair<int, std::string>, int64_t> ids;
+    std::set<std::string> names;
+    for (const Op& op : ops_) names.insert(op.name());
     for (Op& op : ops_) {
       TaskProto* task =
           writer.AddTask(op.name(), op.conf->op_type(), CpuStream(0));
@@ -354,10 +384,10 @@ class Compiler {
       for (const Input& in : ops_[c].inputs) {
         int64_t id = ids[{in.producer, in.output}];
         if (!read.insert(id).second) {
-          // Read twice (add(x, x)): the second time through a copy, as in
-          // the physical plan.
+          // Read again: through a copy, as in the physical plan.
           TaskProto* copy = writer.AddTask(
-              absl::StrCat(ops_[in.producer].name(), ":again@", ops_[c].name()),
+              UniqueName(AgainName(ops_[in.producer].name(), ops_[c].name()),
+                         &names),
               "identity", CpuStream(0));
           writer.Consume(copy, "in", id);
           id = writer.AddOutput(copy, "out", 1, false);
@@ -496,6 +526,15 @@ class Compiler {
     }
     std::optional<OpSignatures> rule;
     if (op->parallel() > 1) rule = InferSignatures(conf, given);
+    // A rule that wants a stated input laid out otherwise does not apply:
+    // its outputs would describe what the devices do not make.
+    for (size_t i = 0; rule && i < op->inputs.size(); ++i) {
+      auto want = rule->inputs.find(op->inputs[i].key);
+      if (stated(i) && want != rule->inputs.end() &&
+          want->second != natural[i]) {
+        rule.reset();
+      }
+    }
     if (rule) op->inferred_outputs = rule->outputs;
     for (size_t i = 0; i < op->inputs.size(); ++i) {
       Input& in = op->inputs[i];
@@ -539,13 +578,8 @@ class Compiler {
     stream.set_machine_id(device.machine);
     stream.set_device_type(device.type);
     stream.set_device_index(device.index);
-    // Inserted tasks' names are made from what they serve; two alike (the
-    // same producer gathered at two places, then sliced) get "#2", "#3".
-    std::string unique = name;
-    for (int k = 2; !names_.insert(unique).second; ++k) {
-      unique = absl::StrCat(name, "#", k);
-    }
-    TaskProto* task = writer_.AddTask(unique, op_type, stream);
+    TaskProto* task =
+        writer_.AddTask(UniqueName(name, &names_), op_type, stream);
     info_.push_back({device, stage, kind});
     return task;
   }
@@ -641,6 +675,8 @@ class Compiler {
     const int n = op->parallel();
     const int stage = op->conf->stage();
     // Same layout on both sides: device j reads part j, copied if needed.
+    // Partial sums need not stay on the producer's devices: moved, the
+    // parts still add up to the whole.
     if (from == to && producer.parallel() == n) {
       for (int j = 0; j < n; ++j) {
         Consume(
@@ -653,7 +689,8 @@ class Compiler {
       Problem(absl::StrCat(why, ": reads partial_sum, but its producer's ",
                            from.ToString(), " over ", producer.parallel(),
                            " devices cannot become partial sums over ", n,
-                           " (only an op on the same devices reads them)"));
+                           " (only partial sums over as many devices are read "
+                           "as partial sums, part j by device j)"));
       return;
     }
     if (from.kind == Signature::kBroadcast &&
@@ -791,16 +828,16 @@ class Compiler {
         static_cast<int>(writer_.Desc(regst).producer_task_id() - 1));
   }
 
-  // A task reads a register once (the plan format); an operator reading
-  // the same output twice (add(x, x)) reads a copy the second time.
+  // `task` reads `regst` under `key`; through a copy when it reads it
+  // already (AgainName).
   void Consume(TaskProto* task, const std::string& key, int64_t regst) {
     for (const auto& [name, list] : task->consumed_regst_desc_id()) {
       for (int64_t id : list.regst_desc_id()) {
         if (id != regst) continue;
         const TaskInfo info = info_[task->task_id() - 1];
-        TaskProto* copy = AddTask(
-            absl::StrCat(TaskOf(regst)->name(), ":again@", task->name()),
-            "identity", info.device, info.stage, TaskKind::kBoxing);
+        TaskProto* copy =
+            AddTask(AgainName(TaskOf(regst)->name(), task->name()), "identity",
+                    info.device, info.stage, TaskKind::kBoxing);
         writer_.Consume(copy, "in", regst);
         Inserted(copy, absl::StrCat("task '", task->name(), "'"),
                  &report_.boxing);

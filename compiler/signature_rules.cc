@@ -112,6 +112,25 @@ std::optional<OpSignatures> NotOnPartialSums(const OpConf&,
   return s;
 }
 
+// Kernels that pick or join entries by their position along one axis
+// (head: dimension 0; slice, concat: attr `axis`) give each device's part a
+// different meaning than the whole's when the input is split along that
+// axis: the parts' first rows are not the whole's. Such an input is read
+// whole, and every device makes the whole output. Along any other axis (or
+// on partial sums) the generic default is right.
+std::optional<OpSignatures> Positional(const OpConf& conf, const Given& given) {
+  int64_t axis = 0;
+  if (conf.op_type() != "head") {
+    auto it = conf.attr().find("axis");
+    if (it == conf.attr().end()) return std::nullopt;
+    axis = it->second.i();
+  }
+  if (Of(given, "in") != Signature::Split(static_cast<int>(axis))) {
+    return std::nullopt;
+  }
+  return OpSignatures{{{"in", kWhole}}, {{"out", kWhole}}};
+}
+
 const std::map<std::string, Rule>& Rules() {
   static const auto* rules = new std::map<std::string, Rule>{
       {"matmul", MatMul},
@@ -123,6 +142,9 @@ const std::map<std::string, Rule>& Rules() {
       {"variable", Whole},
       {"relu", NotOnPartialSums},
       {"relu_grad", NotOnPartialSums},
+      {"head", Positional},
+      {"slice", Positional},
+      {"concat", Positional},
   };
   return *rules;
 }

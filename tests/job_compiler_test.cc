@@ -1,7 +1,7 @@
 // The job compiler: the tasks each insertion rule makes, boxing between
 // every pair of signatures and device counts run against the job evaluated
-// in sequence, random jobs the same way, register_num and budgets, and its
-// errors word for word.
+// in sequence, register_num and budgets, and its errors word for word
+// (random jobs: job_random_test.cc, in the same test).
 #include "compiler/job_compiler.h"
 
 #include <algorithm>
@@ -25,88 +25,16 @@
 #include "plan/compiled_plan.h"
 #include "plan/plan_builder.h"
 #include "runtime/session.h"
+#include "tests/job_test_kernels.h"
 #include "tests/test_util.h"
 
 namespace actorflow {
 namespace {
 
-// Test kernels, bound per session.
-// test_ramp: element i of piece p is 100 * p + i + `offset` (float64), so a
-// part taken from the wrong place changes every weighted sum below.
-class RampKernel : public Kernel {
- public:
-  absl::Status Init(const KernelInitContext& ctx) override {
-    absl::StatusOr<double> offset = ctx.FloatAttrOr("offset", 0);
-    if (!offset.ok()) return offset.status();
-    offset_ = *offset;
-    return ctx.ExpectOutput(true);
-  }
-  absl::Status Forward(KernelContext* ctx) override {
-    auto data = ctx->output(0).blob(0).mutable_data<double>();
-    if (!data.ok()) return data.status();
-    for (size_t i = 0; i < data->size(); ++i) {
-      (*data)[i] = 100.0 * ctx->piece_id() + static_cast<double>(i) + offset_;
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  double offset_ = 0;
-};
-
-// test_weighted: a sink whose checksum is sum over pieces of
-// sum_i (i + 1) * x_i: position-sensitive, unlike `checksum`.
-class WeightedSinkKernel : public Kernel {
- public:
-  absl::Status Init(const KernelInitContext& ctx) override {
-    return ctx.ExpectInputs(1, 1);
-  }
-  absl::Status Forward(KernelContext* ctx) override {
-    auto data = ctx->input(0).blob(0).data<double>();
-    if (!data.ok()) return data.status();
-    for (size_t i = 0; i < data->size(); ++i) {
-      summary_.checksum += static_cast<double>(i + 1) * (*data)[i];
-    }
-    ++summary_.pieces;
-    return absl::OkStatus();
-  }
-  std::optional<SinkSummary> sink_summary() const override { return summary_; }
-
- private:
-  SinkSummary summary_;
-};
-
-// test_partial: partial sums of its input: the whole on the first task of
-// the operator ("x" or "x/0"), zeros on the others.
-class PartialKernel : public Kernel {
- public:
-  absl::Status Init(const KernelInitContext& ctx) override {
-    first_ = !absl::StrContains(ctx.task().name(), "/") ||
-             absl::EndsWith(ctx.task().name(), "/0");
-    return ctx.InferOutputsLikeInput();
-  }
-  absl::Status Forward(KernelContext* ctx) override {
-    auto in = ctx->input(0).blob(0).data<double>();
-    auto out = ctx->output(0).blob(0).mutable_data<double>();
-    if (!in.ok()) return in.status();
-    if (!out.ok()) return out.status();
-    for (size_t i = 0; i < out->size(); ++i) (*out)[i] = first_ ? (*in)[i] : 0;
-    return absl::OkStatus();
-  }
-
- private:
-  bool first_ = true;
-};
-
-KernelBindings TestKernels() {
-  KernelBindings bindings;
-  bindings.Bind("test_ramp", [] { return std::make_unique<RampKernel>(); });
-  bindings.Bind("test_weighted",
-                [] { return std::make_unique<WeightedSinkKernel>(); });
-  bindings.Bind("test_partial",
-                [] { return std::make_unique<PartialKernel>(); });
-  return bindings;
-}
+using testing::CompileError;
+using testing::MustCompile;
+using testing::RunPlan;
+using testing::TestKernels;
 
 BlobDescProto F64(std::vector<int64_t> shape) {
   return BlobProto("data", DT_FLOAT64, std::move(shape));
@@ -116,40 +44,6 @@ BlobDescProto F64(std::vector<int64_t> shape) {
 // fail at run time), but not in the clang build (--config=asan...).
 bool HasGpuKernels() {
   return KernelRegistry::Get().Has("h2d", DeviceKind::kGpu);
-}
-
-CompiledJob MustCompile(const Job& job,
-                        const KernelBindings* bindings = nullptr) {
-  JobCompileOptions options;
-  options.bindings = bindings;
-  options.probe = [](int) { return absl::OkStatus(); };
-  absl::StatusOr<CompiledJob> compiled = CompileJob(job, options);
-  INFO(compiled.status().message());
-  REQUIRE(compiled.ok());
-  return *std::move(compiled);
-}
-
-std::string CompileError(const Job& job,
-                         const KernelBindings* bindings = nullptr) {
-  JobCompileOptions options;
-  options.bindings = bindings;
-  absl::StatusOr<CompiledJob> compiled = CompileJob(job, options);
-  REQUIRE_FALSE(compiled.ok());
-  return std::string(compiled.status().message());
-}
-
-std::map<std::string, SinkSummary> RunPlan(Plan plan,
-                                           const KernelBindings& kernels) {
-  SessionOptions options;
-  options.kernels = kernels;
-  absl::StatusOr<std::unique_ptr<Session>> session =
-      Session::Create(std::move(plan), std::move(options));
-  INFO(session.status().message());
-  REQUIRE(session.ok());
-  absl::StatusOr<RunStats> run = (*session)->Run(-1);
-  INFO(run.status().message());
-  REQUIRE(run.ok());
-  return (*session)->Sinks();
 }
 
 const TaskProto& Task(const Plan& plan, const std::string& name) {
@@ -427,6 +321,140 @@ TEST_CASE("a job over two GPUs runs: copies in, split over devices, back") {
   CHECK(RunPlan(compiled.plan, {}).at("sink").checksum == 24 * 4 * 15.0);
 }
 
+TEST_CASE("an op reads one output any number of times, through copies") {
+  // The job of docs/jobs.md's example: 0 + 0 + 0 and 1 + 1 + 1 over 4
+  // elements.
+  Job job;
+  REQUIRE(google::protobuf::TextFormat::ParseFromString(R"(
+    total_piece_num: 2
+    op { name: "x" op_type: "source" shape: [4] }
+    op { name: "sum3" op_type: "add" input: ["x", "x", "x"] }
+    op { name: "sink" op_type: "checksum" input: "sum3" }
+  )",
+                                                        &job));
+  CompiledJob compiled = MustCompile(job);
+  CHECK(Names(compiled.plan) == std::set<std::string>{"x", "sum3", "sink",
+                                                      "x:again@sum3",
+                                                      "x:again@sum3#2"});
+  auto sinks = RunPlan(compiled.plan, {});
+  CHECK(sinks.at("sink").pieces == 2);
+  CHECK(sinks.at("sink").checksum == 12);
+
+  // Five reads, on two devices: four copies per device.
+  job.mutable_op(1)->add_input("x");
+  job.mutable_op(1)->add_input("x");
+  job.mutable_op(1)->mutable_placement()->add_device_id(0);
+  job.mutable_op(1)->mutable_placement()->add_device_id(1);
+  compiled = MustCompile(job);
+  int copies = 0;
+  for (const TaskProto& task : compiled.plan.task()) {
+    copies += absl::StrContains(task.name(), ":again@");
+  }
+  CHECK(copies == 8);
+  CHECK(Names(compiled.plan).count("x:slice(0)1of2@cpu1:again@sum3/1#4") == 1);
+  sinks = RunPlan(compiled.plan, {});
+  CHECK(sinks.at("sink").checksum == 20);
+}
+
+TEST_CASE("partial sums are read as partial sums by as many devices") {
+  KernelBindings kernels = TestKernels();
+  double expected = 0;
+  for (int p = 0; p < 2; ++p) {
+    for (int i = 0; i < 15; ++i) expected += (i + 1) * (100.0 * p + i);
+  }
+  auto job_to = [](std::vector<int32_t> devices) {
+    JobBuilder job(2);
+    job.Op("ramp", "test_ramp").Blob(F64({5, 3}));
+    job.Op("made", "test_partial")
+        .Input("ramp")
+        .InputBroadcast()
+        .Place(CPU, {0, 1})
+        .OutputSignature("out", PartialSumSignature());
+    job.Op("read", "scale")
+        .Attr("factor", 2.0)
+        .Input("made")
+        .InputPartialSum()
+        .Place(CPU, devices);
+    job.Op("sink", "test_weighted").Input("read");
+    return job;
+  };
+  // Other devices, as many: device j takes part j, nothing is added in
+  // between; the sink adds the two parts.
+  JobBuilder moved = job_to({2, 3});
+  const CompiledJob compiled = MustCompile(moved.job(), &kernels);
+  const Plan& plan = compiled.plan;
+  CHECK(
+      Task(plan, "read/0").consumed_regst_desc_id().at("in").regst_desc_id(0) ==
+      Out(plan, "made/0").regst_desc_id());
+  CHECK(
+      Task(plan, "read/1").consumed_regst_desc_id().at("in").regst_desc_id(0) ==
+      Out(plan, "made/1").regst_desc_id());
+  CHECK(std::count(compiled.report.signatures.begin(),
+                   compiled.report.signatures.end(),
+                   "op 'read' on 2 devices: in=partial_sum -> "
+                   "out=partial_sum") == 1);
+  CHECK(RunPlan(plan, kernels).at("sink").checksum == 2 * expected);
+  // Another count: refused, naming the input.
+  JobBuilder three = job_to({1, 2, 3});
+  CHECK(CompileError(three.job(), &kernels) ==
+        "op 'read' input 0 ('made'): reads partial_sum, but its producer's "
+        "partial_sum over 2 devices cannot become partial sums over 3 (only "
+        "partial sums over as many devices are read as partial sums, part j "
+        "by device j)");
+}
+
+TEST_CASE("head, slice and concat read a split along their axis whole") {
+  KernelBindings kernels = TestKernels();
+  // ramp [6, 2] split by rows over two devices; each op on the same two.
+  auto job_with = [](const std::string& op_type, bool state_split) {
+    JobBuilder job(3);
+    job.Op("ramp", "test_ramp").Blob(F64({6, 2}));
+    job.Op("rows", "identity").Input("ramp").InputSplit(0).Place(CPU, {0, 1});
+    auto op = job.Op("op", op_type).Place(CPU, {0, 1});
+    op.Input("rows");
+    if (state_split) op.InputSplit(0);
+    if (op_type == "concat") {
+      op.Input("rows").Attr("axis", 0);
+      if (state_split) op.InputSplit(0);
+    }
+    if (op_type == "head") op.Attr("mod", 2);
+    if (op_type == "slice")
+      op.Attr("axis", 0).Attr("parts", 2).Attr("index", 1);
+    job.Op("sink", "test_weighted").Input("op");
+    return job;
+  };
+  // The whole, as one device makes it.
+  auto one_device = [&](const std::string& op_type) {
+    JobBuilder job = job_with(op_type, false);
+    for (OpConf& op : *job.job().mutable_op()) op.clear_placement();
+    return RunPlan(MustCompile(job.job(), &kernels).plan, kernels)
+        .at("sink")
+        .checksum;
+  };
+  for (const std::string op_type : {"head", "slice", "concat"}) {
+    INFO(op_type);
+    JobBuilder inferred = job_with(op_type, false);
+    const CompiledJob compiled = MustCompile(inferred.job(), &kernels);
+    const std::string in =
+        op_type == "concat" ? "in=broadcast in=broadcast" : "in=broadcast";
+    CHECK(std::count(compiled.report.signatures.begin(),
+                     compiled.report.signatures.end(),
+                     "op 'op' on 2 devices: " + in + " -> out=broadcast") == 1);
+    const double whole = one_device(op_type);
+    CHECK(RunPlan(compiled.plan, kernels).at("sink").checksum == whole);
+    // Stated, the split wins and the rule is dropped: each device works on
+    // its part, and the parts are joined as made (another result).
+    JobBuilder stated = job_with(op_type, true);
+    const CompiledJob parts = MustCompile(stated.job(), &kernels);
+    const std::string split_in =
+        op_type == "concat" ? "in=split(0) in=split(0)" : "in=split(0)";
+    CHECK(std::count(
+              parts.report.signatures.begin(), parts.report.signatures.end(),
+              "op 'op' on 2 devices: " + split_in + " -> out=split(0)") == 1);
+    CHECK(RunPlan(parts.plan, kernels).at("sink").checksum != whole);
+  }
+}
+
 // Every signature a producer can have, over 1-3 devices, read with every
 // signature a consumer can ask for, over 1-4 devices, then gathered: the
 // weighted sum must be the ramp's.
@@ -479,176 +507,6 @@ TEST_CASE("boxing between every pair of signatures and device counts") {
     }
   }
   CHECK(cases == 108);
-}
-
-// Random jobs: ramps and constant sources, then scale, add and identity
-// operators on random CPU devices with random signatures, each reaching a
-// weighted sink on one device. Every sink must equal the job evaluated in
-// sequence.
-TEST_CASE("random jobs equal their sequential evaluation") {
-  const uint64_t seed = testing::TestSeed("random jobs");
-  std::mt19937_64 rng(seed);
-  KernelBindings kernels = TestKernels();
-  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
-  for (int trial = 0; trial < 25; ++trial) {
-    const int64_t rows = 1 + pick(7), cols = 1 + pick(4);
-    const int pieces = 1 + pick(4);
-    JobBuilder job(pieces);
-    // The logical value of each op, per piece (row-major [rows, cols]).
-    std::vector<std::vector<std::vector<double>>> value;
-    std::vector<std::string> names;
-    auto placement = [&] {
-      std::vector<int32_t> devices;
-      for (int d = 0; d < 4; ++d) {
-        if (pick(2)) devices.push_back(d);
-      }
-      if (devices.empty()) devices.push_back(pick(4));
-      return devices;
-    };
-    auto add_value = [&](const std::string& name, auto element) {
-      std::vector<std::vector<double>> per_piece(pieces);
-      for (int p = 0; p < pieces; ++p) {
-        for (int64_t i = 0; i < rows * cols; ++i)
-          per_piece[p].push_back(element(p, i));
-      }
-      value.push_back(per_piece);
-      names.push_back(name);
-    };
-    const int sources = 1 + pick(2);
-    for (int s = 0; s < sources; ++s) {
-      const std::string name = absl::StrCat("src", s);
-      if (pick(2)) {
-        const double offset = pick(50);
-        job.Op(name, "test_ramp")
-            .Blob(F64({rows, cols}))
-            .Attr("offset", offset);
-        add_value(name,
-                  [&](int p, int64_t i) { return 100.0 * p + i + offset; });
-      } else {
-        // A constant source may run data parallel: its parts are alike.
-        const double start = pick(9);
-        job.Op(name, "source")
-            .Blob(F64({rows, cols}))
-            .Attr("value", start)
-            .Place(CPU, placement())
-            .OutputSignature("out",
-                             pick(2) ? SplitSignature(0) : SplitSignature(1));
-        add_value(name, [&](int p, int64_t) { return start + p; });
-      }
-    }
-    const int middle = 2 + pick(7);
-    for (int m = 0; m < middle; ++m) {
-      const std::string name = absl::StrCat("op", m);
-      const int kind = pick(3);
-      const int a = pick(static_cast<int>(names.size()));
-      const int b = pick(static_cast<int>(names.size()));
-      const std::string op_type = kind == 0   ? "scale"
-                                  : kind == 1 ? "add"
-                                              : "identity";
-      auto op = job.Op(name, op_type).Input(names[a]).Place(CPU, placement());
-      if (kind == 1) op.Input(names[b]);
-      const double factor = pick(2) ? 2.0 : -3.0;
-      if (kind == 0) op.Attr("factor", factor);
-      const int sig = pick(4);  // 3: inferred
-      for (int i = 0; i < (kind == 1 ? 2 : 1); ++i) {
-        // The builder's signature applies to the last input added; with
-        // two inputs both get the same one.
-        if (sig == 3) break;
-        ParallelSignature s =
-            sig == 2 ? BroadcastSignature() : SplitSignature(sig);
-        while (op.conf()->input_signature_size() < op.conf()->input_size()) {
-          op.conf()->add_input_signature();
-        }
-        *op.conf()->mutable_input_signature(i) = s;
-      }
-      const auto& va = value[a];
-      const auto& vb = value[b];
-      add_value(name, [&](int p, int64_t i) {
-        return kind == 0   ? va[p][i] * factor
-               : kind == 1 ? va[p][i] + vb[p][i]
-                           : va[p][i];
-      });
-    }
-    // Sinks on the last few ops (and any op nobody reads: every op must
-    // lead somewhere for its output to exist, so all get one).
-    std::map<std::string, double> expected;
-    for (size_t v = 0; v < names.size(); ++v) {
-      const std::string sink = "sink." + names[v];
-      job.Op(sink, "test_weighted").Input(names[v]).Place(CPU, {pick(4)});
-      double sum = 0;
-      for (int p = 0; p < pieces; ++p) {
-        for (size_t i = 0; i < value[v][p].size(); ++i) {
-          sum += static_cast<double>(i + 1) * value[v][p][i];
-        }
-      }
-      expected[sink] = sum;
-    }
-    INFO("trial " << trial << " (seed " << seed << ")");
-    const Plan plan = MustCompile(job.job(), &kernels).plan;
-    const auto sinks = RunPlan(plan, kernels);
-    for (const auto& [sink, sum] : expected) {
-      INFO(sink);
-      CHECK(sinks.at(sink).checksum == sum);
-      CHECK(sinks.at(sink).pieces == pieces);
-    }
-  }
-}
-
-// The same jobs over 1-3 machines: every rank's share must be a valid plan
-// (processes run them in cli tests).
-TEST_CASE("random jobs over machines partition into valid ranks") {
-  const uint64_t seed = testing::TestSeed("random machine jobs");
-  std::mt19937_64 rng(seed);
-  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
-  for (int trial = 0; trial < 20; ++trial) {
-    const int machines = 1 + pick(3);
-    JobBuilder job(3);
-    std::vector<std::string> names;
-    job.Op("src", "source").Shape({6, 2}).Place(CPU, {0}, {pick(machines)});
-    names.push_back("src");
-    for (int m = 0; m < 6; ++m) {
-      const std::string name = absl::StrCat("op", m);
-      std::vector<int32_t> where;
-      for (int k = 0; k < machines; ++k) {
-        if (pick(2)) where.push_back(k);
-      }
-      if (where.empty()) where.push_back(0);
-      job.Op(name, "scale")
-          .Attr("factor", 2.0)
-          .Input(names[pick(static_cast<int>(names.size()))])
-          .Place(pick(3) == 0 && HasGpuKernels() ? GPU : CPU, {0, 1}, where);
-      names.push_back(name);
-    }
-    for (const std::string& name : names) {
-      job.Op("sink." + name, "checksum")
-          .Input(name)
-          .Place(CPU, {0}, {pick(machines)});
-    }
-    INFO("trial " << trial << " (seed " << seed << ")");
-    const Plan plan = MustCompile(job.job()).plan;
-    for (int rank = 0; rank < machines; ++rank) {
-      absl::StatusOr<net::LocalPlan> local =
-          net::PartitionPlan(plan, rank, machines);
-      INFO(local.status().message());
-      REQUIRE(local.ok());
-      // A machine the job leaves empty has nothing to check: its process
-      // only joins the job and ends with it.
-      if (local->plan.task_size() == 0) continue;
-      // The net tasks' kernels come with a running job's transport; here
-      // only their registers are checked.
-      KernelBindings net;
-      auto nothing = [](KernelContext*) { return absl::OkStatus(); };
-      net.BindFunction("net_send", nothing);
-      net.BindFunction("net_recv", nothing);
-      CompileOptions options;
-      options.bindings = &net;
-      options.probe = [](int) { return absl::OkStatus(); };
-      absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =
-          CompilePlan(local->plan, options);
-      INFO(compiled.status().message());
-      CHECK(compiled.ok());
-    }
-  }
 }
 
 TEST_CASE("a data source over devices reads its rows of each batch, once") {
@@ -1087,6 +945,30 @@ TEST_CASE("errors name the operator and the input, word for word") {
           "op with `initial: true` on it (its outputs are there before it "
           "acts)");
   }
+  SECTION("the cycle's ops, not those behind it, one error per cycle") {
+    JobBuilder job(1);
+    job.Op("src", "source").Shape({4});
+    job.Op("after", "identity").Input("pong");
+    job.Op("ping", "add").Input("src").Input("pong");
+    job.Op("pong", "identity").Input("ping");
+    job.Op("self", "add").Input("src").Input("self");
+    job.Op("last", "add").Input("after").Input("self");
+    CHECK(CompileError(job.job()) ==
+          "job: ops 'ping', 'pong' wait on each other in a cycle; a cycle "
+          "needs an op with `initial: true` on it (its outputs are there "
+          "before it acts)\n"
+          "job: op 'self' reads its own output; a cycle needs an op with "
+          "`initial: true` on it (its outputs are there before it acts)");
+    // In edge direction, from the first op of the job on it.
+    JobBuilder ring(1);
+    ring.Op("c", "identity").Input("b");
+    ring.Op("a", "identity").Input("c");
+    ring.Op("b", "identity").Input("a");
+    CHECK(CompileError(ring.job()) ==
+          "job: ops 'c', 'a', 'b' wait on each other in a cycle; a cycle "
+          "needs an op with `initial: true` on it (its outputs are there "
+          "before it acts)");
+  }
   SECTION("a split along an axis the blob lacks") {
     JobBuilder job(1);
     job.Op("src", "source").Shape({4});
@@ -1105,7 +987,8 @@ TEST_CASE("errors name the operator and the input, word for word") {
     CHECK(CompileError(job.job()) ==
           "op 'sink' input 0 ('src'): reads partial_sum, but its producer's "
           "broadcast over 1 devices cannot become partial sums over 2 (only "
-          "an op on the same devices reads them)");
+          "partial sums over as many devices are read as partial sums, part "
+          "j by device j)");
   }
   SECTION("signatures for some inputs, placements listed twice, stages") {
     JobBuilder job(1);
