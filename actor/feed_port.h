@@ -49,9 +49,13 @@ class FeedPort {
   // Wakes every blocked caller with `status`; later calls return it.
   void Fail(absl::Status status);
 
-  // How long a blocked caller spins before it parks (ChannelOptions'
-  // spin_ns of its session; 0 parks at once).
-  void set_spin_ns(int64_t spin_ns) { spin_ns_ = spin_ns; }
+  // How a blocked caller waits: it spins up to `spin_ns` while a CPU is
+  // free for it among `usable_cpus` (spin_wait.h), then parks (its
+  // session's ChannelOptions; spin_ns 0 parks at once).
+  void set_wait(int64_t spin_ns, int usable_cpus) {
+    spin_ns_ = spin_ns;
+    usable_cpus_ = usable_cpus;
+  }
 
  private:
   // Whether Acquire would return at once; written under mu_, read by a
@@ -65,6 +69,7 @@ class FeedPort {
   CondVar changed_;
   std::atomic<bool> news_{false};
   int64_t spin_ns_ = kDefaultSpinNs;
+  int usable_cpus_ = 1;
   std::vector<Regst*> free_ ABSL_GUARDED_BY(mu_);
   std::deque<Regst*> filled_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;

@@ -6,7 +6,8 @@ namespace actorflow {
 
 absl::StatusOr<Regst*> FetchPort::Next() {
   // A piece usually comes within microseconds: spin before parking.
-  SpinUntil([this] { return news_.load(std::memory_order_acquire); }, spin_ns_);
+  SpinWhileCpuFree([this] { return news_.load(std::memory_order_acquire); },
+                   spin_ns_, usable_cpus_);
   MutexLock lock(&mu_);
   while (ready_.empty() && !ended_ && failure_.ok()) changed_.Wait(&mu_);
   if (!failure_.ok()) return failure_;

@@ -40,9 +40,13 @@ class FetchPort {
   // Registers nobody took (a run ended with pieces left unfetched).
   std::vector<Regst*> TakeAll();
 
-  // How long a blocked caller spins before it parks (ChannelOptions'
-  // spin_ns of its session; 0 parks at once).
-  void set_spin_ns(int64_t spin_ns) { spin_ns_ = spin_ns; }
+  // How a blocked caller waits: it spins up to `spin_ns` while a CPU is
+  // free for it among `usable_cpus` (spin_wait.h), then parks (its
+  // session's ChannelOptions; spin_ns 0 parks at once).
+  void set_wait(int64_t spin_ns, int usable_cpus) {
+    spin_ns_ = spin_ns;
+    usable_cpus_ = usable_cpus;
+  }
 
  private:
   // Whether Next has something to return; written under mu_, read by a
@@ -59,6 +63,7 @@ class FetchPort {
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> news_{false};
   int64_t spin_ns_ = kDefaultSpinNs;
+  int usable_cpus_ = 1;
 };
 
 }  // namespace actorflow

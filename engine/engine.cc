@@ -17,14 +17,16 @@
 #include "engine/worker_pool.h"
 #include "memory/cuda_api.h"
 #include "thread/cpu_relax.h"
+#include "thread/spin_wait.h"
+#include "thread/usable_cpus.h"
 
 namespace actorflow::engine {
 
 namespace {
 
-// Polls of WaitForAll once nothing is queued, before it sleeps: some tens
-// of microseconds.
-constexpr int kWaitSpinRounds = 4096;
+// How long WaitForAll polls once nothing is queued, before it sleeps, when
+// a CPU is free for it.
+constexpr int64_t kWaitSpinNs = 100'000;
 
 // Blocks made ready on this thread while it is already running one inline
 // (Engine::RunInline), with their engines: run by the outermost call, in
@@ -734,17 +736,29 @@ absl::Status Engine::WaitForAll() {
   // operations are usually finishing on the workers, and a thread woken
   // from a condition variable starts some tens of microseconds late (on a
   // virtual machine more), which the caller would wait on top of the work.
+  //
+  // It polls only while a CPU is free for it (thread/spin_wait.h): on a
+  // machine with more threads than CPUs the workers it waits for need the
+  // CPU more.
   if (t_running_opr == nullptr && t_inline.depth == 0) {
     StreamSet streams;  // CPU operations create no streams
-    for (int idle = 0; idle < kWaitSpinRounds; ++idle) {
-      if (pending_.load(std::memory_order_acquire) == 0) break;
+    const int usable = ProcessUsableCpus().count;
+    auto done = [this] {
+      return pending_.load(std::memory_order_acquire) == 0;
+    };
+    int64_t idle_since = 0;  // 0: it ran an operation since its last look
+    while (!done()) {
       if (dispatcher_->RunOneQueued(&streams)) {
-        idle = 0;
-      } else if (idle % 64 == 63) {
-        sched_yield();  // a worker may need this core to finish
-      } else {
-        CpuRelax();
+        idle_since = 0;
+        continue;
       }
+      const int64_t now = cpu_gate::internal::NowNs();
+      if (idle_since == 0) idle_since = now;
+      if (now - idle_since > kWaitSpinNs || !cpu_gate::MaySpin(usable)) {
+        break;
+      }
+      // A short look before the queues again.
+      SpinWhileCpuFree(done, 2'000, usable);
     }
   }
   MutexLock lock(&all_mu_);

@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "thread/usable_cpus.h"
 
 namespace actorflow::engine {
 
@@ -54,9 +55,7 @@ const char* EngineTypeName(EngineType type) {
   return "unknown";
 }
 
-int EngineOptions::DefaultPoolThreads() {
-  return std::max(1u, std::thread::hardware_concurrency());
-}
+int EngineOptions::DefaultPoolThreads() { return ProcessUsableCpus().count; }
 
 absl::StatusOr<EngineOptions> EngineOptions::FromEnv() {
   EngineOptions options;

@@ -1,7 +1,5 @@
 #include "engine/worker_pool.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <functional>
 
@@ -9,15 +7,17 @@
 #include "engine/engine.h"
 #include "engine/opr.h"
 #include "engine/stream_set.h"
-#include "thread/cpu_relax.h"
+#include "thread/spin_wait.h"
+#include "thread/usable_cpus.h"
 
 namespace actorflow::engine {
 
 namespace {
 
-// Some microseconds of polling before parking: long enough to catch the next
-// push of a busy client, short enough not to take a core from it for long.
-constexpr int kSpinRounds = 1000;
+// Some microseconds of polling before parking, while a CPU is free for it
+// (thread/spin_wait.h): long enough to catch the next push of a busy
+// client, short enough not to take a core from it for long.
+constexpr int64_t kSpinNs = 30'000;
 
 // A worker runs the first operation its own completion makes ready next,
 // without a trip through a queue (TBB calls this task bypass): the common
@@ -48,7 +48,7 @@ bool RunsLater(const OprBlock* a, const OprBlock* b) {
 
 WorkerPool::WorkerPool(Engine* engine, int num_threads, Order order,
                        std::string name)
-    : engine_(engine), order_(order) {
+    : engine_(engine), order_(order), usable_cpus_(ProcessUsableCpus().count) {
   num_threads = std::max(num_threads, 1);
   const int num_queues = order == Order::kFifo ? num_threads : 1;
   for (int i = 0; i < num_queues; ++i) {
@@ -174,23 +174,19 @@ OprBlock* WorkerPool::Take(int index) {
     if (OprBlock* block = TryTake(own)) return block;
     // Out of work: what this worker completed must count before it waits.
     FlushFinishes();
-    for (int i = 1; i <= kSpinRounds; ++i) {
-      if (AnyQueued()) break;
-      // With more busy threads than cores, the pusher we wait for may need
-      // this core.
-      if (i % 64 == 0) {
-        sched_yield();
-      } else {
-        CpuRelax();
-      }
+    // Take it, or poll again if a thief did.
+    if (SpinWhileCpuFree([this] { return AnyQueued(); }, kSpinNs,
+                         usable_cpus_)) {
+      continue;
     }
-    if (AnyQueued()) continue;  // take it, or poll again if a thief did
     MutexLock lock(&park_mu_);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    cpu_gate::BeforePark();
     while (signals_ == 0 && !AnyQueued(std::memory_order_seq_cst) &&
            !stopping_) {
       wake_.Wait(&park_mu_);
     }
+    cpu_gate::AfterWake();
     // Leaving: as a signalled worker if a signal is pending (whichever
     // worker it was meant for, the counts stay right), else as a sleeper.
     if (signals_ > 0) {
@@ -222,6 +218,11 @@ bool WorkerPool::RunOneQueued(StreamSet* streams) {
 }
 
 void WorkerPool::WorkerLoop(int index) {
+  // Counted as awake while it runs or spins (thread/spin_wait.h).
+  struct Counted {
+    Counted() { cpu_gate::Join(); }
+    ~Counted() { cpu_gate::Leave(); }
+  } counted;
   StreamSet streams;
   WorkerSlot& slot = t_worker;
   slot.pool = this;

@@ -4,11 +4,9 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
-#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -20,10 +18,14 @@
 #include "thread/futex.h"
 #include "thread/lane.h"
 #include "thread/spin_mutex.h"
+#include "thread/spin_wait.h"
+#include "thread/usable_cpus.h"
 
 namespace actorflow {
 
 enum class ChannelStatus { kOk, kClosed };
+
+static_assert(ChannelOptions{}.spin_ns == kDefaultSpinNs);
 
 // Parks a channel's receiver somewhere other than on the channel's futex
 // (in gRPC's completion queue, say, so that the thread the network wakes is
@@ -78,6 +80,8 @@ class Channel {
  public:
   explicit Channel(ChannelOptions options = {})
       : options_(options),
+        usable_cpus_(options.usable_cpus > 0 ? options.usable_cpus
+                                             : ProcessUsableCpus().count),
         id_(internal::next_channel_id.fetch_add(1, std::memory_order_relaxed)),
         lane_capacity_(std::min<uint64_t>(RoundUp(options.reserve), 4096)) {
     if (options.reserve > 0) {
@@ -206,6 +210,7 @@ class Channel {
       } else {
         FutexWakeAll(&state_);
       }
+      cpu_gate::NoteWoke();
     }
     return delivered ? ChannelStatus::kOk : ChannelStatus::kClosed;
   }
@@ -302,41 +307,22 @@ class Channel {
     return false;
   }
 
-  // Spins, then yields, then parks. The pure spin lasts a few times as long
-  // as recent waits did (a reply that usually takes 1 us is worth waiting
-  // for without a system call); a sched_yield only helps when the sender is
-  // queued behind this thread, which a wait far longer than usual suggests.
+  // Spins while a CPU is free for this thread (spin_wait.h), then parks.
   bool WaitUntilNotEmpty() {
-    if (options_.spin_ns > 0) {
-      const int64_t pure_spins =
-          std::clamp<int64_t>(4 * typical_spins_, 256, 8192);
-      int64_t spins = 0;
-      for (; spins < pure_spins; ++spins) {
-        if (Ready()) {
-          typical_spins_ = (3 * typical_spins_ + spins) / 4;
-          return false;
-        }
-        CpuRelax();
-      }
-      typical_spins_ = (3 * typical_spins_ + pure_spins) / 4;
-      auto deadline = std::chrono::steady_clock::now() +
-                      std::chrono::nanoseconds(options_.spin_ns);
-      while (std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::yield();
-        for (int i = 0; i < 64; ++i) {
-          if (Ready()) return false;
-          CpuRelax();
-        }
-      }
+    if (SpinWhileCpuFree([this] { return Ready(); }, options_.spin_ns,
+                         usable_cpus_)) {
+      return false;
     }
+    cpu_gate::BeforePark();
+    bool ran_work = false;
     while (true) {
       state_.fetch_or(kParkedBit, std::memory_order_seq_cst);
       HeavyFence();
       if (Ready()) break;
       if (ChannelParker* parker = parker_.load(std::memory_order_acquire)) {
         if (parker->Park()) {
-          state_.fetch_and(~kParkedBit, std::memory_order_relaxed);
-          return true;
+          ran_work = true;
+          break;
         }
       } else {
         FutexWait(&state_, kParkedBit);
@@ -344,10 +330,12 @@ class Channel {
       if (Ready()) break;
     }
     state_.fetch_and(~kParkedBit, std::memory_order_relaxed);
-    return false;
+    cpu_gate::AfterWake();
+    return ran_work;
   }
 
   const ChannelOptions options_;
+  const int usable_cpus_;
   const uint64_t id_;
   const uint64_t lane_capacity_;
 
@@ -360,7 +348,6 @@ class Channel {
 
   // Receiver-private.
   alignas(64) int next_lane_ = 0;
-  int64_t typical_spins_ = 0;
 
   Mutex lanes_mu_;
   bool sealed_all_ ABSL_GUARDED_BY(lanes_mu_) = false;

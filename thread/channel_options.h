@@ -8,10 +8,15 @@ namespace actorflow {
 // How a Channel (thread/channel.h) waits and what it reserves: part of
 // SessionOptions, so it stands apart from the channel's machinery.
 struct ChannelOptions {
-  // How long an empty receiver waits before it parks. Waking a parked thread
-  // costs tens of microseconds on a VM; a waiting one takes a message in well
-  // under one. 0 parks at once.
-  int64_t spin_ns = 50'000;
+  // How long an empty receiver spins, at most, before it parks, while a CPU
+  // is free for it (spin_wait.h). Waking a parked thread costs tens of
+  // microseconds on a VM, and at times milliseconds; a spinning one takes a
+  // message in well under one. 0 parks at once.
+  int64_t spin_ns = 1'000'000;  // kDefaultSpinNs
+  // The CPUs the process may keep busy (usable_cpus.h): a receiver spins
+  // only while no more threads than that are awake (spin_wait.h). 0: the
+  // process's figure.
+  int usable_cpus = 0;
   // Items each sender's lane (and a Thread's receive batch and local queue)
   // has room for from the start, up to 4096 per lane. A channel that never
   // has more than this queued from one sender allocates nothing after each

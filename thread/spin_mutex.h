@@ -1,35 +1,34 @@
 #ifndef ACTORFLOW_THREAD_SPIN_MUTEX_H_
 #define ACTORFLOW_THREAD_SPIN_MUTEX_H_
 
-#include <sched.h>
+#include <time.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 
 #include "absl/base/thread_annotations.h"
 #include "thread/cpu_relax.h"
+#include "thread/spin_wait.h"
+#include "thread/usable_cpus.h"
 
 namespace actorflow {
 
 // A lock for critical sections of a few dozen instructions (the engine's
 // variable queues), where std::mutex under contention parks in the kernel
 // and a futex round trip costs more than the section a hundred times over.
-// Waiters spin on a plain load, and give up the core now and then so that a
-// preempted holder on an oversubscribed machine can finish. Satisfies
-// Lockable; SpinMutexLock holds it for a scope where the thread-safety
-// analysis can see it.
+// Waiters spin on a plain load while a CPU is free for them (spin_wait.h).
+// Past that the holder is off its CPU (preempted, on a machine with more
+// threads than CPUs) and needs one to finish: waiters then sleep, from 10
+// us doubling to 1 ms, instead of taking CPU time from it; so unlocking
+// stays one plain store, with no waiter to wake. Satisfies Lockable;
+// SpinMutexLock holds it for a scope where the thread-safety analysis can
+// see it.
 class ABSL_LOCKABLE SpinMutex {
  public:
   void lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
-    while (locked_.exchange(true, std::memory_order_acquire)) {
-      int spins = 0;
-      while (locked_.load(std::memory_order_relaxed)) {
-        if (++spins % 64 == 0) {
-          sched_yield();
-        } else {
-          CpuRelax();
-        }
-      }
-    }
+    if (!locked_.exchange(true, std::memory_order_acquire)) return;
+    LockSlow();
   }
   bool try_lock() ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
     return !locked_.exchange(true, std::memory_order_acquire);
@@ -39,6 +38,24 @@ class ABSL_LOCKABLE SpinMutex {
   }
 
  private:
+  static constexpr int64_t kSpinNs = 20'000;
+
+  __attribute__((noinline)) void LockSlow() {
+    int64_t sleep_ns = 10'000;
+    while (true) {
+      SpinWhileCpuFree(
+          [this] { return !locked_.load(std::memory_order_relaxed); }, kSpinNs,
+          ProcessUsableCpus().count);
+      if (!locked_.exchange(true, std::memory_order_acquire)) return;
+      if (!locked_.load(std::memory_order_relaxed)) continue;
+      cpu_gate::BeforePark();
+      timespec pause{0, static_cast<long>(sleep_ns)};
+      nanosleep(&pause, nullptr);
+      cpu_gate::AfterWake();
+      sleep_ns = std::min<int64_t>(2 * sleep_ns, 1'000'000);
+    }
+  }
+
   std::atomic<bool> locked_{false};
 };
 

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "thread/channel.h"
 #include "thread/ring_queue.h"
+#include "thread/spin_wait.h"
 #include "thread/stream_key.h"
 
 namespace actorflow {
@@ -128,6 +129,11 @@ class Thread {
   }
 
   void Loop() {
+    // Counted as awake while it runs or spins (spin_wait.h).
+    struct Counted {
+      Counted() { cpu_gate::Join(); }
+      ~Counted() { cpu_gate::Leave(); }
+    } counted;
     internal::current_thread = this;
     internal::current_parker_slot = channel_.parker_slot();
     // Linux limits thread names to 15 characters.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "thread/usable_cpus.h"
+
 namespace actorflow {
 
 ThreadPool::ThreadPool(int num_threads) {
@@ -45,7 +47,7 @@ void ThreadPool::WorkerLoop() {
 
 ThreadPool* DefaultThreadPool() {
   // Destroyed (and joined) at exit like any static.
-  static ThreadPool pool(static_cast<int>(std::thread::hardware_concurrency()));
+  static ThreadPool pool(ProcessUsableCpus().count);
   return &pool;
 }
 
