@@ -52,7 +52,7 @@ constexpr char kUsage[] =
     R"(actorflow: run a dataflow Plan as actors on polling threads.
 
 usage:
-  actorflow run PLAN [--pieces=N] [--trace=FILE] [--stats]
+  actorflow run PLAN [--pieces=N] [--trace=FILE] [--stats] [--cpus=N]
                      [--check_memory_sharing]
                      [--timeout=SECONDS] [--stall=SECONDS]
                      [--progress | --no-progress]
@@ -70,7 +70,15 @@ usage:
                     producer's register_num, or speed the producer up) and
                     blocked on free outputs (raise this task's
                     register_num, or speed its consumers up); the JSON line
-                    gets them under "stats", keyed by task name
+                    gets them under "stats", keyed by task name; and what
+                    the run found of its CPUs: the usable count (affinity
+                    mask, cgroup quota, ACTORFLOW_CPUS) and how its streams
+                    share threads (under "stats" as "runtime")
+    --cpus=N        the CPUs the run may keep busy (default: the affinity
+                    mask, fewer under a cgroup CPU quota, or the
+                    ACTORFLOW_CPUS environment variable): a waiting thread
+                    spins only while no more threads than that are awake,
+                    and CPU streams beyond it share threads
     --check_memory_sharing
                     check the registers that share memory (mem_block_id)
                     as the plan runs: a register written while another of
@@ -418,6 +426,7 @@ struct RunFlags {
   std::string trace_path;
   bool stats = false;
   bool check_memory_sharing = false;
+  int cpus = 0;  // --cpus; 0: the process's usable CPUs
   double timeout_s = 0;
   double stall_s = 0;
   enum class Progress { kAuto, kOn, kOff } progress = Progress::kAuto;
@@ -491,6 +500,25 @@ std::string Millis(int64_t ns) {
 
 Json JsonMillis(int64_t ns) {
   return JsonRounded(static_cast<double>(ns) / 1e6, 3);
+}
+
+// The --stats lines about the session's CPUs and threads, and their JSON
+// object (the stats' "runtime" entry).
+Json ReportRuntime(const ThreadPlacement& placement) {
+  const UsableCpus& cpus = placement.cpus;
+  std::fprintf(stderr, "usable CPUs: %s\n", cpus.ToString().c_str());
+  std::fprintf(stderr, "threads: %d for %d streams (%d CPU streams on %d)\n",
+               placement.threads, placement.streams, placement.cpu_streams,
+               placement.cpu_threads);
+  return {{"usable_cpus", cpus.count},
+          {"cpus_from", cpus.source},
+          {"affinity_cpus", cpus.affinity},
+          {"online_cpus", cpus.online},
+          {"cgroup_quota_cpus", JsonRounded(cpus.quota, 3)},
+          {"streams", placement.streams},
+          {"threads", placement.threads},
+          {"cpu_streams", placement.cpu_streams},
+          {"cpu_threads", placement.cpu_threads}};
 }
 
 // The --stats table on stderr and its JSON object.
@@ -568,7 +596,12 @@ int RunSession(const std::string& path, Session* session, const RunFlags& flags,
   line["pieces"] = result->pieces;
   line["wall_ms"] = JsonRounded(result->wall_ms, 3);
   line["sinks"] = std::move(sinks);
-  if (flags.stats) line["stats"] = ReportStats(*result);
+  if (flags.stats) {
+    line["stats"] = ReportStats(*result);
+    if (session != nullptr) {
+      line["stats"]["runtime"] = ReportRuntime(session->threads());
+    }
+  }
   PrintJsonLine(line);
   return kExitOk;
 }
@@ -706,6 +739,7 @@ int Run(const std::string& path, const RunFlags& flags) {
   options.trace = !trace_path.empty();
   options.stats = flags.stats;
   options.check_memory_sharing = flags.check_memory_sharing;
+  options.usable_cpus = flags.cpus;
   options.max_register_bytes = flags.max_register_bytes;
   options.timeout = absl::Seconds(flags.timeout_s);
   options.stall = absl::Seconds(flags.stall_s);
@@ -891,6 +925,16 @@ void DeclareCommandFlags(const std::string& command, RunFlags* run,
                "blocked on outputs), and \"stats\" in the JSON line");
     flags.Bool("check_memory_sharing", &run->check_memory_sharing,
                "check the registers that share memory as the plan runs");
+    flags.Custom("cpus", "N",
+                 "CPUs the run may keep busy (default: the affinity mask, "
+                 "fewer under a cgroup quota, or ACTORFLOW_CPUS)",
+                 [run](const std::string& v) -> std::string {
+                   if (!absl::SimpleAtoi(v, &run->cpus) || run->cpus < 1) {
+                     return absl::StrCat(
+                         "--cpus needs a whole number >= 1, got '", v, "'");
+                   }
+                   return "";
+                 });
     for (const char* name : {"timeout", "stall"}) {
       double* seconds = name[0] == 't' ? &run->timeout_s : &run->stall_s;
       flags.Custom(name, "S",

@@ -75,6 +75,7 @@ std::map<std::string, SinkSummary> Session::Sinks() const {
 }
 const RunTrace& Session::trace() const { return impl_->trace(); }
 const CompiledPlan& Session::compiled() const { return impl_->compiled(); }
+const ThreadPlacement& Session::threads() const { return impl_->threads(); }
 void Session::Abort(absl::Status status) { impl_->Abort(std::move(status)); }
 absl::Status Session::status() const { return impl_->status(); }
 bool Session::left_threads_running() const {

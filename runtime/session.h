@@ -25,11 +25,26 @@
 #include "runtime/checkpoint_info.h"
 #include "runtime/tensor.h"
 #include "thread/channel_options.h"
+#include "thread/usable_cpus.h"
 
 namespace actorflow {
 
 struct SessionOptions {
+  // How long a waiting thread may spin (see ChannelOptions); its
+  // usable_cpus is set from `usable_cpus` below.
   ChannelOptions channel;
+  // The CPUs the session may keep busy at once (thread/usable_cpus.h): 0
+  // takes the process's figure (the affinity mask, fewer under a cgroup CPU
+  // quota, or the ACTORFLOW_CPUS environment variable). A waiting thread
+  // spins only while no more threads than this are awake, and parks at
+  // once otherwise; see `share_cpu_threads`.
+  int usable_cpus = 0;
+  // When the plan's plain CPU streams outnumber the usable CPUs, they share
+  // that many threads (stream k, in order of first appearance, runs on
+  // thread k mod usable_cpus): every task still acts in piece order, and
+  // tasks of one stream never at once, but tasks of streams that share a
+  // thread no longer run at the same time. False: a thread per stream.
+  bool share_cpu_threads = true;
   // Record when every act of each run ran (Session::trace()).
   bool trace = false;
   // Time every act and every wait, for RunStats::tasks. Costs a few clock
@@ -86,6 +101,15 @@ struct RunStats {
   double wall_ms = 0;       // from starting the sources to the last finish
   // With SessionOptions::stats: per task name, where its time went.
   std::map<std::string, TaskStats> tasks;
+};
+
+// Where a session runs its streams (Session::threads()).
+struct ThreadPlacement {
+  UsableCpus cpus;      // what the session may use, and where that came from
+  int streams = 0;      // distinct streams of the plan
+  int threads = 0;      // threads running them
+  int cpu_streams = 0;  // plain CPU streams (not GPU, not host-async)
+  int cpu_threads = 0;  // the threads those share
 };
 
 // A run in progress as seen from outside it (Session::Progress).
@@ -243,6 +267,8 @@ class Session final {
   const RunTrace& trace() const;
   // The plan as compiled: tasks, shapes, registers.
   const CompiledPlan& compiled() const;
+  // The CPUs the session found it may use, and its streams' threads.
+  const ThreadPlacement& threads() const;
   // Any thread: stops the run in progress (or the next one) with `status`,
   // as a kernel's error would; from then on the session is failed. Only the
   // first failure counts.

@@ -298,7 +298,7 @@ double SessionImpl::LongestPauseMs(const std::vector<StateSlot>& slots) const {
   absl::flat_hash_map<std::string, int64_t> per_thread;
   int64_t longest = 0;
   for (size_t a = 0; a < slots.size(); ++a) {
-    int64_t& ns = per_thread[streams_[a].ToString()];
+    int64_t& ns = per_thread[thread_keys_[a].ToString()];
     ns += slots[a].save_ns;
     longest = std::max(longest, ns);
   }

@@ -138,8 +138,10 @@ absl::StatusOr<std::unique_ptr<SessionImpl>> SessionImpl::Create(
   absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =
       CompilePlan(std::move(plan), compile);
   if (!compiled.ok()) return compiled.status();
+  absl::StatusOr<UsableCpus> cpus = ResolveUsableCpus(options.usable_cpus);
+  if (!cpus.ok()) return cpus.status();
   std::unique_ptr<SessionImpl> session(
-      new SessionImpl(std::move(*compiled), std::move(options)));
+      new SessionImpl(std::move(*compiled), std::move(options), *cpus));
   absl::Status status = session->Build();
   if (!status.ok()) return status;  // the destructor joins what started
   if (!session->options_.restore_from.empty()) {
@@ -151,8 +153,10 @@ absl::StatusOr<std::unique_ptr<SessionImpl>> SessionImpl::Create(
 }
 
 SessionImpl::SessionImpl(std::unique_ptr<CompiledPlan> compiled,
-                         SessionOptions options)
-    : compiled_(std::move(compiled)), options_(std::move(options)) {}
+                         SessionOptions options, UsableCpus cpus)
+    : compiled_(std::move(compiled)), options_(std::move(options)) {
+  placement_.cpus = std::move(cpus);
+}
 
 absl::Status SessionImpl::Build() {
   absl::Status status = CheckSources();
@@ -277,8 +281,8 @@ void SessionImpl::ConnectTasks() {
     }
     if (IsFeed(task) || IsFetch(task)) {
       auto port = std::make_unique<Port>();
-      port->feed.set_spin_ns(options_.channel.spin_ns);
-      port->fetch.set_spin_ns(options_.channel.spin_ns);
+      port->feed.set_wait(options_.channel.spin_ns, placement_.cpus.count);
+      port->fetch.set_wait(options_.channel.spin_ns, placement_.cpus.count);
       port->name = task.name();
       port->actor = t;
       port->is_feed = IsFeed(task);
@@ -305,9 +309,50 @@ void SessionImpl::ConnectTasks() {
   }
 }
 
+std::vector<StreamKey> SessionImpl::ThreadKeys() const {
+  // Plain CPU streams in order of first appearance; beyond the usable CPUs,
+  // stream k runs on the thread of stream k mod usable (a thread is named
+  // after the first stream it runs).
+  const int usable = placement_.cpus.count;
+  std::vector<StreamKey> cpu_streams;
+  absl::flat_hash_map<StreamKey, int> order;
+  for (const StreamKey& stream : streams_) {
+    if (stream.device != DeviceKind::kCpu || stream.host_async) continue;
+    if (order.try_emplace(stream, static_cast<int>(cpu_streams.size()))
+            .second) {
+      cpu_streams.push_back(stream);
+    }
+  }
+  const bool share = options_.share_cpu_threads &&
+                     static_cast<int>(cpu_streams.size()) > usable;
+  std::vector<StreamKey> keys;
+  for (const StreamKey& stream : streams_) {
+    auto it = order.find(stream);
+    keys.push_back(share && it != order.end() ? cpu_streams[it->second % usable]
+                                              : stream);
+  }
+  return keys;
+}
+
 absl::Status SessionImpl::StartThreads() {
   const int n = static_cast<int>(specs_.size());
   for (const ActorSpec& spec : specs_) streams_.push_back(spec.stream);
+  thread_keys_ = ThreadKeys();
+  {
+    absl::flat_hash_set<StreamKey> streams, threads, cpu_streams, cpu_threads;
+    for (int a = 0; a < n; ++a) {
+      streams.insert(streams_[a]);
+      threads.insert(thread_keys_[a]);
+      if (streams_[a].device == DeviceKind::kCpu && !streams_[a].host_async) {
+        cpu_streams.insert(streams_[a]);
+        cpu_threads.insert(thread_keys_[a]);
+      }
+    }
+    placement_.streams = static_cast<int>(streams.size());
+    placement_.threads = static_cast<int>(threads.size());
+    placement_.cpu_streams = static_cast<int>(cpu_streams.size());
+    placement_.cpu_threads = static_cast<int>(cpu_threads.size());
+  }
   // Every message in flight is a register on its way to a consumer or back,
   // an end-of-data per input, or a command (at most a few per actor at once:
   // a reset or a start, a feed's wake-up, an asynchronous failure). Queues
@@ -318,22 +363,23 @@ absl::Status SessionImpl::StartThreads() {
                  static_cast<int64_t>(desc->consumers.size() + 1);
   }
   ChannelOptions channel = options_.channel;
+  channel.usable_cpus = placement_.cpus.count;
   channel.reserve = std::max<uint32_t>(
       channel.reserve,
       static_cast<uint32_t>(std::min<int64_t>(in_flight, 1 << 20)));
   // One actor table per thread, made before the threads start.
   absl::flat_hash_map<StreamKey, ThreadActors*> table_of_stream;
-  for (const StreamKey& stream : streams_) {
-    auto [it, added] = table_of_stream.try_emplace(stream, nullptr);
+  for (const StreamKey& key : thread_keys_) {
+    auto [it, added] = table_of_stream.try_emplace(key, nullptr);
     if (!added) continue;
     thread_actors_.push_back(std::make_unique<ThreadActors>(n, this));
     it->second = thread_actors_.back().get();
   }
-  for (const StreamKey& stream : streams_) {
-    table_of_actor_.push_back(table_of_stream[stream]);
+  for (const StreamKey& key : thread_keys_) {
+    table_of_actor_.push_back(table_of_stream[key]);
   }
   auto threads = ThreadMgr<ActorMsg>::Create(
-      streams_,
+      thread_keys_,
       [&table_of_stream](const StreamKey& key) -> MsgHandler<ActorMsg>* {
         return table_of_stream[key];
       },
@@ -341,8 +387,9 @@ absl::Status SessionImpl::StartThreads() {
   if (!threads.ok()) return threads.status();
   threads_ = std::move(*threads);
   std::vector<Thread<ActorMsg>*> thread_of_actor;
-  for (ActorSpec& spec : specs_) {
-    thread_of_actor.push_back(*threads_->Find(spec.stream));
+  for (int a = 0; a < n; ++a) {
+    ActorSpec& spec = specs_[a];
+    thread_of_actor.push_back(*threads_->Find(thread_keys_[a]));
     spec.async_thread =
         dynamic_cast<AsyncThread<ActorMsg>*>(thread_of_actor.back());
     async_actor_.push_back(spec.async_thread != nullptr);
@@ -449,7 +496,7 @@ std::string SessionImpl::CancelRun() {
     for (size_t a = 0; a < actors_.size(); ++a) {
       int64_t since = actors_[a]->kernel_since_ns();
       if (since == 0 || (since > 1 && now - since < grace_ns)) continue;
-      int index = *threads_->IndexOf(streams_[a]);
+      int index = *threads_->IndexOf(thread_keys_[a]);
       if (threads_->thread(index)->abandoned()) continue;
       threads_->Abandon(index);
       abandoned_ = true;
@@ -565,7 +612,8 @@ HangFacts SessionImpl::CollectHangFacts(const std::string& reason) {
 
 bool SessionImpl::ThreadInKernel(int32_t actor) const {
   for (size_t a = 0; a < actors_.size(); ++a) {
-    if (streams_[a] == streams_[actor] && actors_[a]->kernel_since_ns() != 0) {
+    if (thread_keys_[a] == thread_keys_[actor] &&
+        actors_[a]->kernel_since_ns() != 0) {
       return true;
     }
   }

@@ -78,6 +78,7 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   std::map<std::string, SinkSummary> Sinks() const;
   const RunTrace& trace() const { return trace_; }
   const CompiledPlan& compiled() const { return *compiled_; }
+  const ThreadPlacement& threads() const { return placement_; }
   void Abort(absl::Status status);
   absl::Status status() const;
   bool left_threads_running() const { return abandoned_; }
@@ -90,7 +91,8 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
 
  private:
   struct Port;  // a feed or fetch task and its port
-  SessionImpl(std::unique_ptr<CompiledPlan> compiled, SessionOptions options);
+  SessionImpl(std::unique_ptr<CompiledPlan> compiled, SessionOptions options,
+              UsableCpus cpus);
   friend class FetchedTensor;
 
   // Create's steps, in order (Build runs them):
@@ -104,9 +106,12 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   // Each task's inputs and its producers' consumer lists, the feed and
   // fetch ports, and kernel gates' wakers.
   void ConnectTasks();
-  // A thread per stream, sized for every message that can be in flight;
-  // each register knows its producer's and consumers' threads.
+  // A thread per stream (plain CPU streams beyond the usable CPUs share
+  // them), sized for every message that can be in flight; each register
+  // knows its producer's and consumers' threads.
   absl::Status StartThreads();
+  // Per actor, the key of the thread that runs its stream.
+  std::vector<StreamKey> ThreadKeys() const;
   // The run monitor, the per-actor bookkeeping, and every actor
   // constructed on its own thread.
   absl::Status ConstructActors();
@@ -153,7 +158,9 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   // SessionOptions::check_memory_sharing: one per mem_block_id.
   absl::flat_hash_map<int64_t, std::unique_ptr<SharedBlock>> shared_blocks_;
   std::vector<ActorSpec> specs_;
-  std::vector<StreamKey> streams_;  // per actor
+  std::vector<StreamKey> streams_;      // per actor
+  std::vector<StreamKey> thread_keys_;  // per actor: its thread's key
+  ThreadPlacement placement_;
   std::vector<bool> async_actor_;
   std::vector<std::unique_ptr<Port>> ports_;
   bool has_feeds_ = false;

@@ -699,7 +699,7 @@ TEST_CASE("--stats: a table on stderr, the figures in the JSON line", "[cli]") {
   const Json line = ParseJson(r.last_line);
   REQUIRE(line.contains("stats"));
   const Json& stats = line["stats"];
-  CHECK(stats.size() == 5);
+  CHECK(stats.size() == 6);  // the tasks, and "runtime"
   for (const char* task : {"source", "double", "triple", "add", "sink"}) {
     INFO(task);
     REQUIRE(stats.contains(task));
@@ -715,10 +715,56 @@ TEST_CASE("--stats: a table on stderr, the figures in the JSON line", "[cli]") {
   }
   // A source blocks on no input.
   CHECK(stats["source"]["blocked_on_inputs_ms"] == 0);
+  // What the run found of its CPUs, and its threads: the quick start's
+  // three CPU streams on no more threads than usable CPUs.
+  const Json& runtime = stats["runtime"];
+  const int usable = runtime["usable_cpus"].get<int>();
+  CHECK(usable >= 1);
+  CHECK(usable <= runtime["affinity_cpus"].get<int>());
+  CHECK(runtime["online_cpus"].get<int>() >=
+        runtime["affinity_cpus"].get<int>());
+  CHECK(runtime["cgroup_quota_cpus"].is_number());
+  CHECK(runtime["streams"] == 3);
+  CHECK(runtime["cpu_streams"] == 3);
+  CHECK(runtime["cpu_threads"] == std::min(3, usable));
+  CHECK(Contains(r.err, "usable CPUs: " + std::to_string(usable) + " ("));
   // Without --stats there is no table and no "stats".
   CliResult plain = RunCli("run " + Runfile("examples/plans/quickstart.pbtxt"));
   CHECK_FALSE(Contains(plain.last_line, "\"stats\""));
   CHECK_FALSE(Contains(plain.err, "busy ms"));
+}
+
+TEST_CASE("--cpus and ACTORFLOW_CPUS set the usable CPUs", "[cli]") {
+  const std::string plan = Runfile("examples/plans/quickstart.pbtxt");
+  auto runtime_of = [](const CliResult& r) {
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const Json line = ParseJson(r.last_line);
+    // The same sums whatever the threads.
+    CHECK(line["sinks"]["sink"]["checksum"] == 640640000);
+    return line["stats"]["runtime"];
+  };
+  Json one =
+      runtime_of(RunCli("run --stats " + plan, ".", "ACTORFLOW_CPUS=1 "));
+  CHECK(one["usable_cpus"] == 1);
+  CHECK(one["cpus_from"] == "ACTORFLOW_CPUS");
+  CHECK(one["cpu_threads"] == 1);
+  CHECK(one["threads"] == 1);
+  // The flag wins over the variable; a thread per stream once they fit.
+  Json three = runtime_of(
+      RunCli("run --stats --cpus=3 " + plan, ".", "ACTORFLOW_CPUS=1 "));
+  CHECK(three["usable_cpus"] == 3);
+  CHECK(three["cpus_from"] == "SessionOptions");
+  CHECK(three["cpu_threads"] == 3);
+  // Bad values: exit 2, named.
+  CliResult bad = RunCli("run " + plan, ".", "ACTORFLOW_CPUS=lots ");
+  CHECK(bad.exit_code == 2);
+  CHECK(Contains(bad.err,
+                 "ACTORFLOW_CPUS='lots': give a whole number of "
+                 "CPUs >= 1"));
+  CliResult flag = RunCli("run --cpus=0 " + plan);
+  CHECK(flag.exit_code == 2);
+  CHECK(Contains(flag.err, "--cpus needs a whole number >= 1, got '0'"));
 }
 
 TEST_CASE("--stall: a kernel that does not return gets a hang report",

@@ -177,7 +177,11 @@ double Triangle(int64_t n) { return static_cast<double>(n) * (n - 1) / 2; }
 absl::StatusOr<RunResult> RunWithGate(const Plan& plan, int holders,
                                       int64_t source_acts) {
   absl::StatusOr<RunResult> result;
-  std::thread run([&] { result = RunPlan(plan); });
+  // A hold kernel blocks its thread, which the plan's contract forbids
+  // (docs/plans.md): its stream must have that thread to itself.
+  RunOptions options;
+  options.share_cpu_threads = false;
+  std::thread run([&] { result = RunPlan(plan, options); });
   bool reached = testing::WaitUntil([&] {
     return probe.holders_waiting.load() == holders &&
            probe.source_acts.load() >= source_acts;
