@@ -70,42 +70,6 @@ absl::Status KernelActor::CallKernelTimed(int64_t piece) {
   return status;
 }
 
-// The hot path: loops run over raw arrays with counts fixed at construction.
-bool KernelActor::TakeRegisters(int64_t piece) {
-  InSlot* const in = in_.data();
-  OutSlot* const out = out_.data();
-  RegstBlobs** const inputs = ctx_.inputs_.data();
-  RegstBlobs** const outputs = ctx_.outputs_.data();
-  for (int i = 0; i < num_in_; ++i) {
-    inputs[i] = in[i].ready.front().regst;
-    if (__builtin_expect(in[i].ready.front().piece_id != piece, 0)) {
-      FailOutOfStep(i, piece);
-      return false;
-    }
-  }
-  // A snapshot of the kernel's state before it acts on the cut's piece.
-  if (__builtin_expect(piece >= next_cut_, 0)) ReachCut(piece);
-  for (int o = 0; o < num_out_; ++o) {
-    Regst* regst = out[o].free.Pop();
-    if (out[o].free.empty()) ++blockers_;
-    regst->set_piece_id(piece + lag_);
-    if (__builtin_expect(resets_shapes_, 0)) regst->ResetShapes();
-    outputs[o] = regst;
-  }
-  free_regsts_ -= num_out_;
-  if (__builtin_expect(checks_blocks_, 0)) {
-    absl::Status claimed = ClaimBlocks(outputs);
-    if (!claimed.ok()) {
-      for (int o = 0; o < num_out_; ++o) PushFree(out[o], AsRegst(outputs[o]));
-      Fail(claimed, piece);
-      return false;
-    }
-  }
-  ctx_.piece_id_ = piece;
-  initial_piece_ = piece + lag_;
-  return true;
-}
-
 bool KernelActor::Act(int64_t piece) {
   if (!TakeRegisters(piece)) return false;
   InSlot* const in = in_.data();
