@@ -515,6 +515,7 @@ Json ReportRuntime(const ThreadPlacement& placement) {
           {"affinity_cpus", cpus.affinity},
           {"online_cpus", cpus.online},
           {"cgroup_quota_cpus", JsonRounded(cpus.quota, 3)},
+          {"busy_elsewhere", cpus.busy_elsewhere},
           {"streams", placement.streams},
           {"threads", placement.threads},
           {"cpu_streams", placement.cpu_streams},

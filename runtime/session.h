@@ -40,8 +40,9 @@ struct SessionOptions {
   // once otherwise; see `share_cpu_threads`.
   int usable_cpus = 0;
   // When the plan's plain CPU streams outnumber the usable CPUs, they share
-  // that many threads (stream k, in order of first appearance, runs on
-  // thread k mod usable_cpus): every task still acts in piece order, and
+  // UsableCpus::SharedThreads() threads (the usable CPUs less those busy
+  // elsewhere), consecutive streams in order of first appearance together,
+  // balanced by task count: every task still acts in piece order, and
   // tasks of one stream never at once, but tasks of streams that share a
   // thread no longer run at the same time. False: a thread per stream.
   bool share_cpu_threads = true;
@@ -110,6 +111,9 @@ struct ThreadPlacement {
   int threads = 0;      // threads running them
   int cpu_streams = 0;  // plain CPU streams (not GPU, not host-async)
   int cpu_threads = 0;  // the threads those share
+  // Every stream's thread, named after the first stream it runs:
+  // {"m0/cpu0/s2": "m0/cpu0/s1"} when stream 2 shares stream 1's thread.
+  std::map<std::string, std::string> thread_of_stream;
 };
 
 // A run in progress as seen from outside it (Session::Progress).

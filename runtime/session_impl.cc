@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 #include <set>
 #include <utility>
 
@@ -310,26 +311,67 @@ void SessionImpl::ConnectTasks() {
 }
 
 std::vector<StreamKey> SessionImpl::ThreadKeys() const {
-  // Plain CPU streams in order of first appearance; beyond the usable CPUs,
-  // stream k runs on the thread of stream k mod usable (a thread is named
-  // after the first stream it runs).
-  const int usable = placement_.cpus.count;
+  // Plain CPU streams in order of first appearance, with their task counts.
   std::vector<StreamKey> cpu_streams;
+  std::vector<int64_t> tasks;
   absl::flat_hash_map<StreamKey, int> order;
   for (const StreamKey& stream : streams_) {
     if (stream.device != DeviceKind::kCpu || stream.host_async) continue;
-    if (order.try_emplace(stream, static_cast<int>(cpu_streams.size()))
-            .second) {
+    auto [it, added] =
+        order.try_emplace(stream, static_cast<int>(cpu_streams.size()));
+    if (added) {
       cpu_streams.push_back(stream);
+      tasks.push_back(0);
+    }
+    ++tasks[it->second];
+  }
+  const int n = static_cast<int>(cpu_streams.size());
+  if (!options_.share_cpu_threads || n <= placement_.cpus.count) {
+    return streams_;
+  }
+  // Beyond the usable CPUs: consecutive streams together (plans number a
+  // line's stages in order, so a line crosses threads no more often than
+  // one cut into as many streams as threads), in blocks whose largest task
+  // count is the least possible: the smallest bound that a greedy fill
+  // meets with at most SharedThreads() blocks. A thread is named after the
+  // first stream of its block.
+  const int threads = placement_.cpus.SharedThreads();
+  auto blocks_within = [&](int64_t bound, std::vector<int>* block_of) {
+    int blocks = 0;
+    int64_t filled = bound;  // starts a block at the first stream
+    for (int k = 0; k < n; ++k) {
+      if (filled + tasks[k] > bound) {
+        ++blocks;
+        filled = 0;
+      }
+      filled += tasks[k];
+      if (block_of != nullptr) block_of->push_back(blocks - 1);
+    }
+    return blocks;
+  };
+  int64_t low = *std::max_element(tasks.begin(), tasks.end());
+  int64_t high = std::accumulate(tasks.begin(), tasks.end(), int64_t{0});
+  while (low < high) {
+    const int64_t mid = low + (high - low) / 2;
+    if (blocks_within(mid, nullptr) <= threads) {
+      high = mid;
+    } else {
+      low = mid + 1;
     }
   }
-  const bool share = options_.share_cpu_threads &&
-                     static_cast<int>(cpu_streams.size()) > usable;
+  std::vector<int> block_of;
+  blocks_within(low, &block_of);
+  std::vector<StreamKey> first_of_block;
+  for (int k = 0; k < n; ++k) {
+    if (block_of[k] == static_cast<int>(first_of_block.size())) {
+      first_of_block.push_back(cpu_streams[k]);
+    }
+  }
   std::vector<StreamKey> keys;
   for (const StreamKey& stream : streams_) {
     auto it = order.find(stream);
-    keys.push_back(share && it != order.end() ? cpu_streams[it->second % usable]
-                                              : stream);
+    keys.push_back(it == order.end() ? stream
+                                     : first_of_block[block_of[it->second]]);
   }
   return keys;
 }
@@ -343,6 +385,8 @@ absl::Status SessionImpl::StartThreads() {
     for (int a = 0; a < n; ++a) {
       streams.insert(streams_[a]);
       threads.insert(thread_keys_[a]);
+      placement_.thread_of_stream[streams_[a].ToString()] =
+          thread_keys_[a].ToString();
       if (streams_[a].device == DeviceKind::kCpu && !streams_[a].host_async) {
         cpu_streams.insert(streams_[a]);
         cpu_threads.insert(thread_keys_[a]);
@@ -424,12 +468,12 @@ absl::Status SessionImpl::ConstructActors() {
   snapshots_.resize(n);
   snapshot_taken_ = std::make_unique<std::atomic<bool>[]>(n);
   state_slots_.resize(n);
+  std::vector<bool> read(n, false);
+  for (const auto& desc : descs_) {
+    if (!desc->consumers.empty()) read[desc->producer] = true;
+  }
   for (int t = 0; t < n; ++t) {
-    bool read = false;
-    for (const auto& desc : descs_) {
-      if (desc->producer == t && !desc->consumers.empty()) read = true;
-    }
-    if (!read) last_tasks_.push_back(t);
+    if (!read[t]) last_tasks_.push_back(t);
   }
 
   constructing_.Reset(n);

@@ -83,6 +83,7 @@ TEST_CASE("stats: a slow stage shows as busy, and its neighbours as blocked",
   // slower machine only makes each figure larger.
   SessionOptions options;
   options.stats = true;
+  options.share_cpu_threads = false;  // a thread per stream, even on 1 CPU
   auto session = MustCreate(SlowMiddle(2000), options);
   auto run = session->Run(20);
   REQUIRE(run.ok());
@@ -151,6 +152,7 @@ TEST_CASE("timeout: a kernel running past the deadline is named, and left",
   SessionOptions options;
   options.timeout = absl::Milliseconds(300);
   options.cancel_grace = absl::Milliseconds(200);
+  options.share_cpu_threads = false;  // a thread per stream, even on 1 CPU
   auto session = MustCreate(SlowMiddle(1500 * 1000), options);
   auto run = session->Run(3);
   REQUIRE(absl::IsDeadlineExceeded(run.status()));

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -444,6 +445,100 @@ TEST_CASE("destroying a session mid-run cancels and joins", "[session]") {
     REQUIRE(session->Feed("in", Ints({2})).ok());
     session.reset();
   }
+}
+
+// src (s0) -> scale (s1) -> scale (s2) -> scale (s3) -> identity (s4, host
+// asynchronous) -> sink (s5): five plain CPU streams and one other.
+Plan SixStreams() {
+  std::vector<TaskDef> tasks = {{.name = "src", .op_type = "source"}};
+  for (int i = 1; i <= 3; ++i) {
+    TaskDef scale{.name = "scale" + std::to_string(i),
+                  .op_type = "scale",
+                  .inputs = {tasks.back().name}};
+    scale.stream_index = i;
+    scale.attrs["factor"] = FloatAttr(i + 1);
+    tasks.push_back(scale);
+  }
+  TaskDef async{.name = "async", .op_type = "identity", .inputs = {"scale3"}};
+  async.stream_index = 4;
+  async.host_async = true;
+  TaskDef sink{.name = "sink", .op_type = "checksum", .inputs = {"async"}};
+  sink.stream_index = 5;
+  sink.has_output = false;
+  tasks.push_back(async);
+  tasks.push_back(sink);
+  return MustBuild(tasks, 500);
+}
+
+TEST_CASE("CPU streams beyond the usable CPUs share that many threads",
+          "[session]") {
+  struct Case {
+    int usable;
+    bool share;
+    int threads;      // every stream's
+    int cpu_threads;  // the plain CPU streams'
+  };
+  double checksum = -1;
+  for (const Case& c :
+       {Case{2, true, 3, 2}, Case{1, true, 2, 1}, Case{5, true, 6, 5},
+        Case{8, true, 6, 5}, Case{2, false, 6, 5}}) {
+    INFO("usable " << c.usable << (c.share ? "" : ", not shared"));
+    SessionOptions options;
+    options.usable_cpus = c.usable;
+    options.share_cpu_threads = c.share;
+    options.trace = true;
+    auto session = MustCreate(SixStreams(), std::move(options));
+    const ThreadPlacement& placement = session->threads();
+    CHECK(placement.cpus.count == c.usable);
+    CHECK(placement.cpus.source == "SessionOptions");
+    CHECK(placement.streams == 6);
+    CHECK(placement.cpu_streams == 5);
+    CHECK(placement.threads == c.threads);
+    CHECK(placement.cpu_threads == c.cpu_threads);
+    REQUIRE(session->Run(-1).ok());
+    // The same pieces, whatever the threads; the trace names each task's
+    // own stream.
+    const SinkSummary sink = session->Sinks().at("sink");
+    CHECK(sink.pieces == 500);
+    CHECK(sink.in_order);
+    if (checksum < 0) checksum = sink.checksum;
+    CHECK(sink.checksum == checksum);
+    for (const auto& task : session->trace().tasks) {
+      if (task.name == "scale3") CHECK(task.stream == "m0/cpu0/s3");
+    }
+  }
+  // Piece p is p everywhere at the source, times 2 * 3 * 4 after the scales.
+  CHECK(checksum == 24.0 * 4 * (500.0 * 499 / 2));
+}
+
+TEST_CASE("shared threads take consecutive streams, balanced by tasks",
+          "[session]") {
+  // A line of 8 stages on 3 streams (3, 3 and 2 tasks) on 2 threads: the
+  // least loaded split keeps stream 0 alone (3 against 5 tasks; 6 against
+  // 2 the other way).
+  std::vector<TaskDef> tasks;
+  for (int i = 0; i < 8; ++i) {
+    TaskDef stage{.name = "t" + std::to_string(i),
+                  .op_type = i == 0   ? "source"
+                             : i == 7 ? "checksum"
+                                      : "scale"};
+    if (i > 0) stage.inputs = {tasks.back().name};
+    if (stage.op_type == "scale") stage.attrs["factor"] = FloatAttr(1);
+    stage.stream_index = i * 3 / 8;
+    tasks.push_back(stage);
+  }
+  tasks.back().has_output = false;
+  SessionOptions options;
+  options.usable_cpus = 2;
+  auto session = MustCreate(MustBuild(tasks, 100), std::move(options));
+  const ThreadPlacement& placement = session->threads();
+  CHECK(placement.cpu_threads == 2);
+  CHECK(placement.thread_of_stream ==
+        std::map<std::string, std::string>{{"m0/cpu0/s0", "m0/cpu0/s0"},
+                                           {"m0/cpu0/s1", "m0/cpu0/s1"},
+                                           {"m0/cpu0/s2", "m0/cpu0/s1"}});
+  REQUIRE(session->Run(-1).ok());
+  CHECK(session->Sinks().at("t7").pieces == 100);
 }
 
 TEST_CASE("no allocation per run in steady state", "[session][alloc]") {

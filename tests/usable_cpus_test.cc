@@ -139,11 +139,51 @@ TEST_CASE("cgroup v2: cpu.max of the group and its ancestors") {
   CHECK(cpus.quota_file == "/sys/fs/cgroup/user.slice/job/cpu.max");
 }
 
+TEST_CASE("threads busy elsewhere: the fewest runnable, less the caller") {
+  const fs::path root = testing::TestTempDir("usable_busy");
+  Write(root / "proc/stat",
+        "cpu  1 2 3 4\nintr 5\nprocs_running 3\nprocs_blocked 0\n");
+  CHECK(BusyElsewhere(root.string()) == 2);
+  Write(root / "proc/stat", "procs_running 1\n");
+  CHECK(BusyElsewhere(root.string()) == 0);
+  // Nothing to read: nothing known to be busy.
+  CHECK(BusyElsewhere(testing::TestTempDir("usable_busy_none")) == 0);
+  // A thread of this process that spins all the while is counted.
+  std::atomic<bool> stop{false};
+  std::atomic<bool> started{false};
+  std::thread burner([&] {
+    started = true;
+    while (!stop.load()) {
+    }
+  });
+  while (!started.load()) std::this_thread::yield();
+  CHECK(BusyElsewhere() >= 1);
+  stop = true;
+  burner.join();
+}
+
+TEST_CASE("shared threads: the count less the CPUs busy elsewhere, >= 1") {
+  UsableCpus cpus;
+  cpus.count = 4;
+  CHECK(cpus.SharedThreads() == 4);
+  cpus.busy_elsewhere = 1;
+  CHECK(cpus.SharedThreads() == 3);
+  cpus.count = 2;
+  CHECK(cpus.SharedThreads() == 1);
+  cpus.busy_elsewhere = 5;
+  CHECK(cpus.SharedThreads() == 1);
+}
+
 TEST_CASE("ACTORFLOW_CPUS and SessionOptions override the count") {
   REQUIRE(unsetenv(kUsableCpusEnv) == 0);
   absl::StatusOr<UsableCpus> cpus = ResolveUsableCpus();
   REQUIRE(cpus.ok());
-  CHECK(cpus->count == DetectUsableCpus().count);
+  // Without an override: what the mask and quota allow, whatever the load
+  // (other tests may be running); the CPUs busy elsewhere only narrow the
+  // threads that streams beyond the count share.
+  const int detected = DetectUsableCpus().count;
+  CHECK(cpus->count == detected);
+  CHECK(cpus->SharedThreads() == std::max(1, detected - cpus->busy_elsewhere));
   REQUIRE(setenv(kUsableCpusEnv, "7", 1) == 0);
   cpus = ResolveUsableCpus();
   REQUIRE(cpus.ok());

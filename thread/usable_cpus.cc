@@ -1,6 +1,7 @@
 #include "thread/usable_cpus.h"
 
 #include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -123,7 +124,35 @@ double QuotaIn(const std::string& dir, bool v2) {
   return quota / period;
 }
 
+int ProcsRunning(const std::string& root) {
+  for (absl::string_view line :
+       absl::StrSplit(ReadFile(root + "/proc/stat"), '\n')) {
+    int running = 0;
+    if (absl::ConsumePrefix(&line, "procs_running ") &&
+        absl::SimpleAtoi(line, &running)) {
+      return running;
+    }
+  }
+  return -1;
+}
+
 }  // namespace
+
+int BusyElsewhere(const std::string& root) {
+  // The fewest over a few looks: a thread that ran for only part of the
+  // time (a wake-up, a short job) is not counted.
+  int fewest = -1;
+  for (int look = 0; look < 8; ++look) {
+    if (look > 0) {
+      timespec pause{0, 125'000};
+      nanosleep(&pause, nullptr);
+    }
+    const int running = ProcsRunning(root);
+    if (running < 0) return 0;
+    if (fewest < 0 || running < fewest) fewest = running;
+  }
+  return std::max(0, fewest - 1);  // the caller runs too
+}
 
 std::string UsableCpus::ToString() const {
   std::string text =
@@ -132,6 +161,9 @@ std::string UsableCpus::ToString() const {
     absl::StrAppend(&text, "cgroup quota ", quota, " from ", quota_file);
   } else {
     absl::StrAppend(&text, "no cgroup quota");
+  }
+  if (busy_elsewhere > 0) {
+    absl::StrAppend(&text, ", ", busy_elsewhere, " busy elsewhere");
   }
   absl::StrAppend(&text, "; from ", source, ")");
   return text;
@@ -174,7 +206,8 @@ UsableCpus DetectUsableCpus(const std::string& root) {
   return cpus;
 }
 
-absl::StatusOr<UsableCpus> ResolveUsableCpus(int override_count) {
+absl::StatusOr<UsableCpus> ResolveUsableCpus(int override_count,
+                                             bool look_for_busy) {
   UsableCpus cpus = DetectUsableCpus();
   if (override_count > 0) {
     cpus.count = override_count;
@@ -182,7 +215,11 @@ absl::StatusOr<UsableCpus> ResolveUsableCpus(int override_count) {
     return cpus;
   }
   const char* env = std::getenv(kUsableCpusEnv);
-  if (env == nullptr || *env == '\0') return cpus;
+  if (env == nullptr || *env == '\0') {
+    if (!look_for_busy) return cpus;
+    cpus.busy_elsewhere = BusyElsewhere();
+    return cpus;
+  }
   int count = 0;
   if (!absl::SimpleAtoi(env, &count) || count < 1) {
     return absl::InvalidArgumentError(
@@ -197,7 +234,8 @@ absl::StatusOr<UsableCpus> ResolveUsableCpus(int override_count) {
 
 const UsableCpus& ProcessUsableCpus() {
   static const UsableCpus* cpus = [] {
-    absl::StatusOr<UsableCpus> resolved = ResolveUsableCpus();
+    absl::StatusOr<UsableCpus> resolved =
+        ResolveUsableCpus(0, /*look_for_busy=*/false);
     if (resolved.ok()) return new UsableCpus(*resolved);
     std::fprintf(stderr, "actorflow: %s; ignored\n",
                  std::string(resolved.status().message()).c_str());

@@ -8,15 +8,17 @@
 namespace actorflow {
 
 // How many CPUs this process may keep busy at once, and where that figure
-// comes from. The runtime sizes its threads and its spinning by `count`:
-// a thread that waits spins only while the threads awake number no more
-// than it (cpu_gate.h), and a plan's CPU streams share that many threads
-// at most.
+// comes from. The runtime sizes its spinning by `count`: a thread that
+// waits spins only while the threads awake number no more than it
+// (spin_wait.h). A plan with more CPU streams than `count` runs them on
+// `SharedThreads()` threads.
 struct UsableCpus {
   // What the runtime plans with: an override when given, else the CPUs of
-  // the affinity mask, fewer under a cgroup CPU quota (rounded down, at
-  // least 1: a quota of 1.5 CPUs keeps one thread busy without being
-  // throttled). Always >= 1.
+  // the affinity mask, fewer under a cgroup CPU quota (rounded down: a
+  // quota of 1.5 CPUs keeps one thread busy without being throttled).
+  // Always >= 1. It depends on the machine's settings only, never on its
+  // load, so a plan with no more CPU streams than this gets a thread per
+  // stream on any run.
   int count = 1;
   int online = 0;    // CPUs the system has online
   int affinity = 0;  // CPUs in the process's affinity mask
@@ -25,8 +27,23 @@ struct UsableCpus {
   // or v2 (cpu.max); 0 when none is set.
   double quota = 0;
   std::string quota_file;  // where the smallest quota was read
-  // "affinity", "cgroup quota", "ACTORFLOW_CPUS" or "SessionOptions"
+  // Threads of other processes (or other threads of this one) that kept
+  // running the whole time it looked (the fewest runnable threads the
+  // kernel counted over about a millisecond, less the caller): a
+  // process burning a core, a trainer beside a pipeline. ResolveUsableCpus
+  // only; 0 when the count was given.
+  int busy_elsewhere = 0;
+  // What set `count`: "affinity", "cgroup quota", "ACTORFLOW_CPUS" or
+  // "SessionOptions".
   std::string source;
+
+  // The threads that CPU streams beyond `count` share: `count` less the
+  // CPUs busy elsewhere, at least 1. A thread whose CPU another process
+  // keeps busy holds up every stream on it for a time slice; fewer threads
+  // than CPUs leave the busy one to its owner.
+  int SharedThreads() const {
+    return busy_elsewhere < count ? count - busy_elsewhere : 1;
+  }
 
   // "2 (affinity 2 of 2 online, no cgroup quota)"
   std::string ToString() const;
@@ -43,12 +60,21 @@ UsableCpus DetectUsableCpus(const std::string& root = "");
 inline constexpr char kUsableCpusEnv[] = "ACTORFLOW_CPUS";
 
 // DetectUsableCpus, then `override_count` when > 0 (SessionOptions'), else
-// ACTORFLOW_CPUS when set. A malformed ACTORFLOW_CPUS is an error naming it.
-absl::StatusOr<UsableCpus> ResolveUsableCpus(int override_count = 0);
+// ACTORFLOW_CPUS when set, else (with `look_for_busy`) it also counts the
+// CPUs busy elsewhere now: it looks for about a millisecond, as a session
+// does when it is made. A malformed ACTORFLOW_CPUS is an error naming it.
+absl::StatusOr<UsableCpus> ResolveUsableCpus(int override_count = 0,
+                                             bool look_for_busy = true);
 
-// The process's figure (detected once, ACTORFLOW_CPUS applied; a malformed
-// value is reported on stderr once and ignored): what the engine's default
-// worker count, the default thread pool and waits outside any session use.
+// The threads that kept running over about a millisecond besides the
+// caller, by the kernel's count of runnable threads (/proc/stat's
+// procs_running under `root`); 0 when it cannot tell.
+int BusyElsewhere(const std::string& root = "");
+
+// The process's figure (detected once, ACTORFLOW_CPUS applied, without
+// looking for busy CPUs; a malformed value is reported on stderr once and
+// ignored): what the engine's default worker count, the default thread
+// pool and waits outside any session use.
 const UsableCpus& ProcessUsableCpus();
 
 }  // namespace actorflow
