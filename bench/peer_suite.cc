@@ -2,11 +2,14 @@
 // and CAF on the same workloads, the same work and the same thread count,
 // in one run; prints one table and rewrites its block of
 // docs/performance.md between its markers. See kHelp.
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +25,7 @@
 #include "bench/bench_util.h"
 #include "bench/busy_work.h"
 #include "bench/engine_workload.h"
+#include "bench/peer_field.h"
 #include "bench/peer_workloads.h"
 #include "engine/engine.h"
 
@@ -45,6 +49,12 @@ Workloads (each peer in alternation, medians of --samples):
   wavefront 64x64 cells (1 us each), cell (i,j) after (i-1,j), (i,j-1):
             actorflow's dependency engine vs TBB's flow graph
   engine    the engine's random workload (empty ops) vs TBB's flow graph
+  field     the pipeline (1 us, cap 2) and fan rows with 2, 3, 4 and 8
+            threads: on the idle machine, beside a process burning one
+            core, and under a cgroup CPU quota of one CPU (as root, where
+            cgroup v1's cpu controller is writable); each condition in a
+            child process; oneTBB with its arena as shipped and forced to
+            the row's thread count
 
 Figures: wall ns and process CPU ns per unit of work (CPU counts every
 thread, spinning included), the peer's wall time over actorflow's, and
@@ -56,8 +66,9 @@ struct Options {
   int64_t samples = 5;
   std::string readme;
   bool write_readme = true;
-  std::string child;  // internal: run one overload peer and report
-  std::string only;   // comma-separated workloads; empty: all
+  std::string child;  // internal: run one overload peer, or "field", and report
+  std::string cgroup;  // internal: the child's cgroup (field, quota)
+  std::string only;    // comma-separated workloads; empty: all
   bool Runs(const std::string& workload) const {
     return only.empty() ||
            ("," + only + ",").find("," + workload + ",") != std::string::npos;
@@ -247,6 +258,22 @@ OverloadSpec OverloadFor(const Options& o, const BusyWork& work) {
 }
 
 int RunChild(const Options& o, const BusyWork& work) {
+  if (o.child == "field") {
+    // Into the quota's group before any thread starts: threads inherit it.
+    if (!o.cgroup.empty()) {
+      std::ofstream procs(o.cgroup + "/cgroup.procs");
+      procs << getpid() << std::flush;
+      if (!procs) {
+        std::fprintf(stderr, "peer_suite: cannot join %s\n", o.cgroup.c_str());
+        return 1;
+      }
+    }
+    // Under the quota, samples of ten quota periods (see MakeQuotaGroup).
+    RunFieldRows(
+        work, o.quick, static_cast<int>(o.samples),
+        o.cgroup.empty() ? absl::ZeroDuration() : absl::Milliseconds(100));
+    return 0;
+  }
   OverloadSpec spec = OverloadFor(o, work);
   Cost cost;
   if (o.child == "actorflow") {
@@ -327,6 +354,164 @@ void Overloads(Suite* suite) {
     row.extra = "peak RSS " + Fmt("%.1f", Median(rss[p])) + " MB, " +
                 Fmt("%.0f", 1e9 / c.wall_ns) + " items/s";
     suite->rows.push_back(row);
+  }
+}
+
+// Runs peer_suite again as a child with `args`; its stdout, or "" (and a
+// message) when it failed.
+std::string RunSelf(const std::vector<std::string>& args) {
+  int fds[2];
+  if (pipe(fds) != 0) return "";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    std::vector<char*> argv = {const_cast<char*>("peer_suite")};
+    for (const std::string& arg : args)
+      argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, n);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "peer_suite: child %s failed\n", args[0].c_str());
+    return "";
+  }
+  return out;
+}
+
+// A process that keeps one core busy until killed.
+pid_t StartBurner() {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    volatile uint64_t spin = 0;
+    while (true) spin = spin + 1;
+  }
+  return pid;
+}
+
+// A cgroup v1 group limited to one CPU (10 ms per 10 ms period), or "" with
+// the reason in *why. The short period keeps the field rows' samples (each
+// 100 ms at least) many periods long; the quota is what a container limited
+// to one CPU has (Kubernetes sets 100 ms per 100 ms).
+std::string MakeQuotaGroup(std::string* why) {
+  const std::string dir =
+      "/sys/fs/cgroup/cpu/actorflow_peer_suite_" + std::to_string(getpid());
+  if (mkdir(dir.c_str(), 0755) != 0) {
+    *why = "cannot make " + dir + ": " + std::strerror(errno) +
+           " (needs root and cgroup v1's cpu controller)";
+    return "";
+  }
+  std::ofstream(dir + "/cpu.cfs_period_us") << "10000";
+  std::ofstream quota(dir + "/cpu.cfs_quota_us");
+  quota << "10000" << std::flush;
+  if (!quota) {
+    rmdir(dir.c_str());
+    *why = "cannot set the quota of " + dir;
+    return "";
+  }
+  return dir;
+}
+
+void Field(Suite* suite) {
+  const Options& o = suite->options;
+  const std::vector<std::string> base = {
+      "--child=field", o.quick ? "--quick" : "--no_readme",
+      "--samples=" + std::to_string(o.samples),
+      "--iters_per_ns=" + Fmt("%.9f", suite->work.iters_per_ns())};
+  struct Condition {
+    std::string name;
+    std::string label;
+  };
+  for (const Condition& c :
+       {Condition{"idle", "idle machine"},
+        Condition{"burner", "beside a process burning one core"},
+        Condition{"quota", "cgroup quota of 1 CPU"}}) {
+    std::vector<std::string> args = base;
+    pid_t burner = 0;
+    std::string group;
+    if (c.name == "burner") burner = StartBurner();
+    if (c.name == "quota") {
+      std::string why;
+      group = MakeQuotaGroup(&why);
+      if (group.empty()) {
+        suite->verdicts.push_back("not measured: rows under a CPU quota: " +
+                                  why);
+        continue;
+      }
+      args.push_back("--cgroup=" + group);
+    }
+    const std::string out = RunSelf(args);
+    if (burner > 0) {
+      kill(burner, SIGKILL);
+      waitpid(burner, nullptr, 0);
+    }
+    if (!group.empty()) rmdir(group.c_str());
+    const std::vector<FieldRow> rows = ParseFieldRows(out);
+    if (rows.empty()) {
+      suite->verdicts.push_back("not measured: the field rows, " + c.label +
+                                ": the child process failed");
+      continue;
+    }
+    // Per workload: actorflow's 2-thread wall time, the baseline.
+    std::map<std::string, double> ours_at_2;
+    for (const FieldRow& r : rows) {
+      if (r.peer == "actorflow" && r.threads == kFieldThreads.front()) {
+        ours_at_2[r.workload] = r.cost.wall_ns;
+      }
+    }
+    for (size_t i = 0; i < rows.size();) {
+      // One group: the rows of a workload and thread count, ours first.
+      size_t end = i;
+      while (end < rows.size() && rows[end].workload == rows[i].workload &&
+             rows[end].threads == rows[i].threads) {
+        ++end;
+      }
+      const FieldRow& ours = rows[i];
+      double best_wall = 0, best_cpu = 0;
+      for (size_t k = i + 1; k < end; ++k) {
+        if (best_wall == 0 || rows[k].cost.wall_ns < best_wall) {
+          best_wall = rows[k].cost.wall_ns;
+        }
+        if (best_cpu == 0 || rows[k].cost.cpu_ns < best_cpu) {
+          best_cpu = rows[k].cost.cpu_ns;
+        }
+      }
+      const std::string name = c.label + ", " + std::to_string(ours.threads) +
+                               " threads: " + ours.workload;
+      for (size_t k = i; k < end; ++k) {
+        Row row{name, rows[k].peer, rows[k].cost,
+                rows[k].cost.wall_ns / ours.cost.wall_ns};
+        suite->rows.push_back(row);
+      }
+      const int t = ours.threads;
+      const double own = ours_at_2[ours.workload];
+      if (c.name == "idle" && t != kFieldThreads.front() && own > 0) {
+        const double limit = t <= 4 ? 1.3 : 1.6;
+        Verdict(suite, ours.cost.wall_ns <= limit * own,
+                name + ": actorflow " + Fmt("%.0f", ours.cost.wall_ns) +
+                    " ns <= " + Fmt("%.1f", limit) + "x its 2-thread " +
+                    Fmt("%.0f", own));
+      }
+      const double slack = c.name == "idle" ? 1.0 : 1.1;
+      Verdict(suite, ours.cost.wall_ns <= slack * best_wall,
+              name + ": actorflow wall " + Fmt("%.0f", ours.cost.wall_ns) +
+                  " ns <= " + Fmt("%.1f", slack) + "x the best peer's " +
+                  Fmt("%.0f", best_wall));
+      Verdict(suite, ours.cost.cpu_ns <= 1.2 * best_cpu,
+              name + ": actorflow CPU " + Fmt("%.0f", ours.cost.cpu_ns) +
+                  " ns <= 1.2x the best peer's " + Fmt("%.0f", best_cpu));
+      i = end;
+    }
   }
 }
 
@@ -472,8 +657,9 @@ int Main(int argc, char** argv) {
   flags.Bool("no_readme", &no_readme, "print only");
   flags.String("only", &o.only, "W[,W]",
                "run only these workloads (pipeline, pingpong, fan, overload, "
-               "wavefront, engine); never rewrites the file");
+               "wavefront, engine, field); never rewrites the file");
   flags.String("child", &o.child, "W", "").Hidden();
+  flags.String("cgroup", &o.cgroup, "DIR", "").Hidden();
   flags.Double("iters_per_ns", &iters_per_ns, "", 0).Hidden();
   flags.ParseOrExit(argc, argv);
   if (no_readme || !o.only.empty()) o.write_readme = false;
@@ -501,6 +687,7 @@ int Main(int argc, char** argv) {
   if (o.Runs("fan")) Fans(&suite);
   if (o.Runs("overload")) Overloads(&suite);
   if (o.Runs("wavefront") || o.Runs("engine")) EngineGraphs(&suite);
+  if (o.Runs("field")) Field(&suite);
   std::string table = Table(suite);
   std::printf("\n%s\n", table.c_str());
   for (const std::string& v : suite.verdicts) std::printf("%s\n", v.c_str());

@@ -16,7 +16,7 @@ namespace actorflow::bench {
 // per item; at most `cap` items between the first stage and the last.
 // Cost per stage execution (items * stages units).
 struct PipelineSpec {
-  int threads = 2;
+  int threads = 2;  // oneTBB: 0 takes its default arena
   // actorflow only: how many threads its stages are spread over (0: all
   // `threads`); the others schedule stages themselves.
   int placement_threads = 0;
@@ -36,7 +36,7 @@ struct PingPongSpec {
 // join that needs every branch's result for an item; at most `cap` items
 // in flight. Cost per branch execution (items * branches units).
 struct FanSpec {
-  int threads = 2;
+  int threads = 2;  // oneTBB: 0 takes its default arena
   int branches = 8;
   int cap = 2;
   int64_t work_iters = 0;

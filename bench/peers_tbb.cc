@@ -1,6 +1,7 @@
 // The peer suite's workloads in oneTBB: parallel_pipeline and the flow
 // graph, each inside a task_arena of the suite's thread count (the calling
-// thread takes one of its slots, as a thread of the others would).
+// thread takes one of its slots, as a thread of the others would), or of
+// oneTBB's own choosing for a thread count of 0.
 #include <oneapi/tbb/flow_graph.h>
 #include <oneapi/tbb/parallel_pipeline.h>
 #include <oneapi/tbb/task_arena.h>
@@ -31,12 +32,18 @@ auto Counter(int64_t items, int64_t iters, int64_t* next) {
   };
 }
 
+// An arena's slots: `threads`, or (0) as many as oneTBB finds the machine
+// has, as it is shipped.
+int Slots(int threads) {
+  return threads > 0 ? threads : tbb::task_arena::automatic;
+}
+
 // Runs `build_and_measure` (which returns the Cost it measured) inside an
 // initialized arena of `threads` slots: a flow graph must be built and
 // waited on inside the arena it runs in.
 template <typename F>
 Cost InArena(int threads, F&& build_and_measure) {
-  tbb::task_arena arena(threads);
+  tbb::task_arena arena(Slots(threads));
   arena.initialize();
   Cost cost;
   arena.execute([&] { cost = build_and_measure(); });
@@ -53,7 +60,7 @@ auto Pass(int64_t iters) {
 }  // namespace
 
 Cost Pipeline(const PipelineSpec& spec) {
-  tbb::task_arena arena(spec.threads);
+  tbb::task_arena arena(Slots(spec.threads));
   arena.initialize();
   int64_t next = 0;
   const int64_t iters = spec.work_iters;

@@ -7,14 +7,21 @@ scales pixels to [0, 1] as float32 CHW, and batches on its own threads;
 GenericIterator hands each batch to the training loop as torch tensors
 without a copy. Prints per epoch the loss, the test accuracy and the
 images/s the loop consumed, then one JSON line.
+
+--loader=dataloader feeds the same loop from torch.utils.data.DataLoader
+instead (a Dataset over the same files, --threads worker processes, the
+same scaling), the way a PyTorch user writes it; --no_train only reads the
+batches, to time the input pipeline alone.
 """
 
 import argparse
+import gzip
 import json
 import os
 import sys
 import time
 
+import numpy as np
 import torch
 
 from actorflow import fn
@@ -42,6 +49,64 @@ def mnist_pipeline(split, batch_size, threads, seed, shuffle_window, limit):
     return pipe
 
 
+def read_idx(path):
+    """An IDX file (gzip or not) as a numpy array."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    dims = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big")
+             for i in range(dims)]
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(
+        shape)
+
+
+class IdxDataset(torch.utils.data.Dataset):
+    """Fashion-MNIST as a PyTorch user reads it: one sample at a time,
+    pixels scaled to [0, 1] as float32 CHW."""
+
+    def __init__(self, split, limit):
+        self.images = read_idx(os.path.join(DATA,
+                                            f"{split}-images-idx3-ubyte.gz"))
+        self.labels = read_idx(os.path.join(DATA,
+                                            f"{split}-labels-idx1-ubyte.gz"))
+        if limit:
+            self.images, self.labels = self.images[:limit], self.labels[:limit]
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, i):
+        image = torch.from_numpy(self.images[i].astype(np.float32) / 255.0)
+        return image.unsqueeze(0), int(self.labels[i])
+
+
+class LoaderBatches:
+    """A DataLoader's batches in GenericIterator's form."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def __iter__(self):
+        for images, labels in self.loader:
+            yield [{"images": images, "labels": labels}]
+
+    def reset(self):
+        pass
+
+
+def batches(split, batch, args, shuffle_window, limit):
+    if args.loader == "dataloader":
+        return LoaderBatches(torch.utils.data.DataLoader(
+            IdxDataset(split, limit), batch_size=batch,
+            shuffle=shuffle_window > 0, num_workers=args.threads,
+            persistent_workers=args.threads > 0))
+    return GenericIterator(
+        mnist_pipeline(split, batch, args.threads, args.seed,
+                       shuffle_window=shuffle_window, limit=limit),
+        ["images", "labels"])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=int, default=1)
@@ -53,6 +118,14 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit", type=int, default=0,
                         help="train on the first N samples (0: all 60000)")
+    parser.add_argument("--loader", choices=["actorflow", "dataloader"],
+                        default="actorflow",
+                        help="what feeds the loop: the actorflow pipeline, "
+                        "or torch.utils.data.DataLoader with --threads "
+                        "workers")
+    parser.add_argument("--no_train", action="store_true",
+                        help="only read the batches (the input pipeline "
+                        "alone)")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -61,14 +134,9 @@ def main():
                                 torch.nn.ReLU(),
                                 torch.nn.Linear(args.hidden, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
-    train = GenericIterator(
-        mnist_pipeline("train", args.batch, args.threads, args.seed,
-                       shuffle_window=4096, limit=args.limit),
-        ["images", "labels"])
-    test = GenericIterator(
-        mnist_pipeline("t10k", 1000, args.threads, args.seed,
-                       shuffle_window=0, limit=0),
-        ["images", "labels"])
+    train = batches("train", args.batch, args, shuffle_window=4096,
+                    limit=args.limit)
+    test = batches("t10k", 1000, args, shuffle_window=0, limit=0)
 
     result = {}
     for epoch in range(args.epochs):
@@ -76,11 +144,13 @@ def main():
         seen, loss_sum, start = 0, 0.0, time.perf_counter()
         for step in train:
             images, labels = step[0]["images"], step[0]["labels"].long()
+            seen += labels.shape[0]
+            if args.no_train:
+                continue
             loss = torch.nn.functional.cross_entropy(model(images), labels)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            seen += labels.shape[0]
             loss_sum += loss.item() * labels.shape[0]
         seconds = time.perf_counter() - start
         train.reset()
@@ -92,7 +162,8 @@ def main():
                 correct += (model(step[0]["images"]).argmax(1) == labels).sum().item()
                 total += labels.shape[0]
         test.reset()
-        result = {"epoch": epoch, "loss": loss_sum / max(seen, 1),
+        result = {"epoch": epoch, "loader": args.loader,
+                  "loss": loss_sum / max(seen, 1),
                   "accuracy": correct / max(total, 1),
                   "images_per_s": seen / seconds}
         print(f"epoch {epoch}: loss {result['loss']:.4f}, test accuracy "
