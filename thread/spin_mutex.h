@@ -17,11 +17,13 @@ namespace actorflow {
 // A lock for critical sections of a few dozen instructions (the engine's
 // variable queues), where std::mutex under contention parks in the kernel
 // and a futex round trip costs more than the section a hundred times over.
-// Waiters spin on a plain load while a CPU is free for them (spin_wait.h).
-// Past that the holder is off its CPU (preempted, on a machine with more
-// threads than CPUs) and needs one to finish: waiters then sleep, from 10
-// us doubling to 1 ms, instead of taking CPU time from it; so unlocking
-// stays one plain store, with no waiter to wake. Satisfies Lockable;
+// Waiters spin on a plain load for a few microseconds whatever else runs
+// (critical sections here are tens of nanoseconds: a holder on its CPU
+// releases the lock well within that), then on while a CPU is free for
+// them (spin_wait.h). Past that the holder is off its CPU (preempted, on a
+// machine with more threads than CPUs) and needs one to finish: waiters then
+// sleep, from 10 us doubling to 1 ms, instead of taking CPU time from it; so
+// unlocking stays one plain store, with no waiter to wake. Satisfies Lockable;
 // SpinMutexLock holds it for a scope where the thread-safety analysis can
 // see it.
 class ABSL_LOCKABLE SpinMutex {
@@ -39,8 +41,16 @@ class ABSL_LOCKABLE SpinMutex {
 
  private:
   static constexpr int64_t kSpinNs = 20'000;
+  static constexpr int kFirstSpins = 128;  // some 4 us of pauses
 
   __attribute__((noinline)) void LockSlow() {
+    for (int i = 0; i < kFirstSpins; ++i) {
+      CpuRelax();
+      if (!locked_.load(std::memory_order_relaxed) &&
+          !locked_.exchange(true, std::memory_order_acquire)) {
+        return;
+      }
+    }
     int64_t sleep_ns = 10'000;
     while (true) {
       SpinWhileCpuFree(

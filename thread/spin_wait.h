@@ -42,6 +42,9 @@ namespace cpu_gate {
 
 namespace internal {
 inline std::atomic<int> awake{0};
+// Counted threads among `awake` that spin waiting (past their first round
+// of looks): they would give their CPU up to a thread with work.
+inline std::atomic<int> spinning{0};
 struct ThreadState {
   bool counted = false;
   int64_t quiet_until_ns = 0;  // parks at once before this
@@ -113,15 +116,17 @@ inline void NoteWoke() { internal::state.woke_another = true; }
 // Threads awake now (observability and tests).
 inline int Awake() { return internal::awake.load(std::memory_order_relaxed); }
 
-// Whether the calling thread may spin now (SpinWhileCpuFree's test, for a
-// wait that polls in its own way): a CPU is free for it among `usable`, and
-// it is not backing off after being descheduled.
+// Whether the calling thread may poll now, for a wait that polls in its own
+// way: the threads with work (awake, less those spinning for work, which
+// give their CPU up as it starts) leave a CPU free for it among `usable`,
+// and it is not backing off after being descheduled.
 inline bool MaySpin(int usable) {
   const internal::ThreadState& me = internal::state;
   if (me.quiet_until_ns != 0 && internal::NowNs() < me.quiet_until_ns) {
     return false;
   }
-  return internal::awake.load(std::memory_order_relaxed) +
+  return internal::awake.load(std::memory_order_relaxed) -
+             internal::spinning.load(std::memory_order_relaxed) +
              (me.counted ? 0 : 1) <=
          usable;
 }
@@ -142,16 +147,25 @@ bool SpinWhileCpuFree(Ready&& ready, int64_t spin_ns, int usable) {
     sched_yield();
     if (ready()) return true;
   }
-  int64_t last = gate::NowNs();
-  if (last < me.quiet_until_ns) return false;
-  if (last < me.short_spins_until_ns) {
-    spin_ns = std::min(spin_ns, gate::kShortSpinNs);
+  // The clock is read only after a first round of looks: most waits end
+  // within it, and a reading costs as much as an act (tens of ns on a VM).
+  if (me.quiet_until_ns != 0 || me.short_spins_until_ns != 0) {
+    const int64_t now = gate::NowNs();
+    if (now < me.quiet_until_ns) return false;
+    me.quiet_until_ns = 0;
+    if (now < me.short_spins_until_ns) {
+      spin_ns = std::min(spin_ns, gate::kShortSpinNs);
+    } else {
+      me.short_spins_until_ns = 0;
+    }
   }
   // A waiter the gate does not count takes a CPU while it spins.
   if (!me.counted) gate::awake.fetch_add(1, std::memory_order_relaxed);
   bool held = false;
   bool descheduled = false;
-  const int64_t deadline = last + spin_ns;
+  int64_t last = 0;  // the last clock reading; 0 before the first
+  int64_t deadline = 0;
+  bool marked_spinning = false;  // counted in gate::spinning
   while (gate::awake.load(std::memory_order_relaxed) <= usable) {
     for (int i = 0; i < 64; ++i) {
       if (ready()) {
@@ -162,15 +176,25 @@ bool SpinWhileCpuFree(Ready&& ready, int64_t spin_ns, int usable) {
     }
     if (held) break;
     const int64_t now = gate::NowNs();
-    if (now - last > gate::kDescheduledNs &&
-        gate::SwitchedOutSinceLastLook(&me)) {
+    if (last == 0) {
+      deadline = now + spin_ns;
+      if (me.counted) {
+        gate::spinning.fetch_add(1, std::memory_order_relaxed);
+        marked_spinning = true;
+      }
+    } else if (now - last > gate::kDescheduledNs &&
+               gate::SwitchedOutSinceLastLook(&me)) {
       descheduled = true;
       break;
     }
     if (now >= deadline) break;
     last = now;
   }
-  if (!me.counted) gate::awake.fetch_sub(1, std::memory_order_relaxed);
+  if (!me.counted) {
+    gate::awake.fetch_sub(1, std::memory_order_relaxed);
+  } else if (marked_spinning) {
+    gate::spinning.fetch_sub(1, std::memory_order_relaxed);
+  }
   if (descheduled) {
     me.backoff_ns = me.backoff_ns == 0
                         ? gate::kFirstBackoffNs
