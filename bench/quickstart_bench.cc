@@ -114,10 +114,11 @@ int Main(int argc, char** argv) {
   std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
   const double share = static_cast<double>(ProcessCpuNs() - cpu) /
                        static_cast<double>(NowNs() - wall);
-  std::printf("%s: an idle session used %.3f %% of a core over %lld ms "
-              "(target < 1 %%)\n",
-              share < 0.01 ? "holds" : "MISSED", 100 * share,
-              static_cast<long long>(idle_ms));
+  std::printf(
+      "%s: an idle session used %.3f %% of a core over %lld ms "
+      "(target < 1 %%)\n",
+      share < 0.01 ? "holds" : "MISSED", 100 * share,
+      static_cast<long long>(idle_ms));
   return 0;
 }
 

@@ -165,10 +165,11 @@ int Main(int argc, char** argv) {
   }
   const Figures& a = all.front();
   const Figures& b = all.back();
-  std::printf("%d / %d tasks: start-up %.2fx, memory %.2fx, act %.2fx, job "
-              "%.2fx\n",
-              sizes.back(), sizes.front(), b.startup_us / a.startup_us,
-              b.bytes / a.bytes, b.act_ns / a.act_ns, b.job_us / a.job_us);
+  std::printf(
+      "%d / %d tasks: start-up %.2fx, memory %.2fx, act %.2fx, job "
+      "%.2fx\n",
+      sizes.back(), sizes.front(), b.startup_us / a.startup_us,
+      b.bytes / a.bytes, b.act_ns / a.act_ns, b.job_us / a.job_us);
   return 0;
 }
 
