@@ -251,11 +251,20 @@ TEST_CASE("a waiter spins only while a CPU is free for it") {
   CHECK_FALSE(SpinWhileCpuFree([] { return false; }, 5'000'000'000, 0));
   CHECK(Clock::now() - start < std::chrono::seconds(1));
   CHECK_FALSE(cpu_gate::MaySpin(0));
-  // A CPU free: it sees what another thread does while it spins.
+  // A CPU free: it sees what another thread does while it spins (the
+  // setter waits until the waiter counts itself as spinning). A waiter the
+  // kernel switches out for another thread (other tests run beside this
+  // one) stops early and backs off, by design: it then spins again.
   std::atomic<bool> flag{false};
-  std::thread setter([&] { flag.store(true); });
-  const bool seen =
-      SpinWhileCpuFree([&] { return flag.load(); }, 5'000'000'000, 1 << 20);
+  std::thread setter([&] {
+    while (cpu_gate::Awake() == before) std::this_thread::yield();
+    flag.store(true);
+  });
+  bool seen = false;
+  while (!seen) {
+    seen =
+        SpinWhileCpuFree([&] { return flag.load(); }, 5'000'000'000, 1 << 20);
+  }
   setter.join();
   CHECK(seen);
   CHECK(cpu_gate::Awake() == before);  // an uncounted waiter leaves no trace
@@ -274,10 +283,16 @@ TEST_CASE("a waiter spins only while a CPU is free for it") {
   });
   while (stage.load() != 1) std::this_thread::yield();
   CHECK(cpu_gate::Awake() == before + 1);
-  // With usable = before + 1 CPUs, this uncounted waiter would make one too
-  // many.
-  CHECK_FALSE(cpu_gate::MaySpin(before + 1));
-  CHECK(cpu_gate::MaySpin(before + 2));
+  // With usable = before + 1 CPUs, an uncounted waiter would make one too
+  // many. (Asked from a fresh thread: this one may be backing off after
+  // being switched out above.)
+  bool may_spin[2] = {true, false};
+  std::thread([&] {
+    may_spin[0] = cpu_gate::MaySpin(before + 1);
+    may_spin[1] = cpu_gate::MaySpin(before + 2);
+  }).join();
+  CHECK_FALSE(may_spin[0]);
+  CHECK(may_spin[1]);
   stage.store(2);
   while (stage.load() != 3) std::this_thread::yield();
   CHECK(cpu_gate::Awake() == before);
