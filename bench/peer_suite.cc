@@ -290,46 +290,56 @@ int RunChild(const Options& o, const BusyWork& work) {
   return 0;
 }
 
-ChildResult SpawnChild(const Options& o, const char* peer,
-                       double iters_per_ns) {
+// Runs peer_suite again as a child with `args`; its stdout, or "" (and a
+// message) when it failed. `max_rss_mb`, when given, gets the child's peak
+// resident memory.
+std::string RunSelf(const std::vector<std::string>& args,
+                    double* max_rss_mb = nullptr) {
   int fds[2];
-  if (pipe(fds) != 0) std::exit(1);
-  std::string child = std::string("--child=") + peer;
-  std::string quick = o.quick ? "--quick" : "--no_readme";
-  std::string threads = "--threads=" + std::to_string(o.threads);
-  std::string calibration = "--iters_per_ns=" + Fmt("%.9f", iters_per_ns);
-  pid_t pid = fork();
+  if (pipe(fds) != 0) return "";
+  const pid_t pid = fork();
   if (pid == 0) {
     dup2(fds[1], 1);
     close(fds[0]);
     close(fds[1]);
-    char* argv[] = {const_cast<char*>("peer_suite"),
-                    child.data(),
-                    quick.data(),
-                    threads.data(),
-                    calibration.data(),
-                    nullptr};
-    execv("/proc/self/exe", argv);
+    std::vector<char*> argv = {const_cast<char*>("peer_suite")};
+    for (const std::string& arg : args)
+      argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", argv.data());
     _exit(127);
   }
   close(fds[1]);
   std::string out;
-  char buf[256];
+  char buf[4096];
   ssize_t n;
   while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, n);
   close(fds[0]);
   int status = 0;
   rusage usage{};
   wait4(pid, &status, 0, &usage);
+  if (max_rss_mb != nullptr) *max_rss_mb = usage.ru_maxrss / 1024.0;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "peer_suite: child %s failed\n", args[0].c_str());
+    return "";
+  }
+  return out;
+}
+
+ChildResult SpawnChild(const Options& o, const char* peer,
+                       double iters_per_ns) {
   ChildResult result;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-      std::sscanf(out.c_str(), "%lf %lf", &result.cost.wall_ns,
+  const std::string out = RunSelf(
+      {std::string("--child=") + peer, o.quick ? "--quick" : "--no_readme",
+       "--threads=" + std::to_string(o.threads),
+       "--iters_per_ns=" + Fmt("%.9f", iters_per_ns)},
+      &result.max_rss_mb);
+  if (std::sscanf(out.c_str(), "%lf %lf", &result.cost.wall_ns,
                   &result.cost.cpu_ns) != 2) {
     std::fprintf(stderr, "peer_suite: overload child %s failed: %s\n", peer,
                  out.c_str());
     std::exit(1);
   }
-  result.max_rss_mb = usage.ru_maxrss / 1024.0;
   return result;
 }
 
@@ -355,38 +365,6 @@ void Overloads(Suite* suite) {
                 Fmt("%.0f", 1e9 / c.wall_ns) + " items/s";
     suite->rows.push_back(row);
   }
-}
-
-// Runs peer_suite again as a child with `args`; its stdout, or "" (and a
-// message) when it failed.
-std::string RunSelf(const std::vector<std::string>& args) {
-  int fds[2];
-  if (pipe(fds) != 0) return "";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    std::vector<char*> argv = {const_cast<char*>("peer_suite")};
-    for (const std::string& arg : args)
-      argv.push_back(const_cast<char*>(arg.c_str()));
-    argv.push_back(nullptr);
-    execv("/proc/self/exe", argv.data());
-    _exit(127);
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, n);
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "peer_suite: child %s failed\n", args[0].c_str());
-    return "";
-  }
-  return out;
 }
 
 // A process that keeps one core busy until killed.
