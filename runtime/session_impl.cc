@@ -139,7 +139,10 @@ absl::StatusOr<std::unique_ptr<SessionImpl>> SessionImpl::Create(
   absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =
       CompilePlan(std::move(plan), compile);
   if (!compiled.ok()) return compiled.status();
-  absl::StatusOr<UsableCpus> cpus = ResolveUsableCpus(options.usable_cpus);
+  // CPUs busy elsewhere are looked for (a millisecond) only when the
+  // plan's streams must share threads (ThreadKeys).
+  absl::StatusOr<UsableCpus> cpus =
+      ResolveUsableCpus(options.usable_cpus, /*look_for_busy=*/false);
   if (!cpus.ok()) return cpus.status();
   std::unique_ptr<SessionImpl> session(
       new SessionImpl(std::move(*compiled), std::move(options), *cpus));
@@ -310,7 +313,7 @@ void SessionImpl::ConnectTasks() {
   }
 }
 
-std::vector<StreamKey> SessionImpl::ThreadKeys() const {
+std::vector<StreamKey> SessionImpl::ThreadKeys() {
   // Plain CPU streams in order of first appearance, with their task counts.
   std::vector<StreamKey> cpu_streams;
   std::vector<int64_t> tasks;
@@ -335,6 +338,7 @@ std::vector<StreamKey> SessionImpl::ThreadKeys() const {
   // count is the least possible: the smallest bound that a greedy fill
   // meets with at most SharedThreads() blocks. A thread is named after the
   // first stream of its block.
+  LookForBusy(&placement_.cpus);
   const int threads = placement_.cpus.SharedThreads();
   auto blocks_within = [&](int64_t bound, std::vector<int>* block_of) {
     int blocks = 0;

@@ -110,8 +110,9 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   // them), sized for every message that can be in flight; each register
   // knows its producer's and consumers' threads.
   absl::Status StartThreads();
-  // Per actor, the key of the thread that runs its stream.
-  std::vector<StreamKey> ThreadKeys() const;
+  // Per actor, the key of the thread that runs its stream. When plain CPU
+  // streams must share threads, it first looks for CPUs busy elsewhere.
+  std::vector<StreamKey> ThreadKeys();
   // The run monitor, the per-actor bookkeeping, and every actor
   // constructed on its own thread.
   absl::Status ConstructActors();

@@ -216,8 +216,7 @@ absl::StatusOr<UsableCpus> ResolveUsableCpus(int override_count,
   }
   const char* env = std::getenv(kUsableCpusEnv);
   if (env == nullptr || *env == '\0') {
-    if (!look_for_busy) return cpus;
-    cpus.busy_elsewhere = BusyElsewhere();
+    if (look_for_busy) LookForBusy(&cpus);
     return cpus;
   }
   int count = 0;
@@ -230,6 +229,13 @@ absl::StatusOr<UsableCpus> ResolveUsableCpus(int override_count,
   cpus.count = count;
   cpus.source = kUsableCpusEnv;
   return cpus;
+}
+
+void LookForBusy(UsableCpus* cpus) {
+  if (cpus->source == "SessionOptions" || cpus->source == kUsableCpusEnv) {
+    return;  // a count given is taken as it is
+  }
+  cpus->busy_elsewhere = BusyElsewhere();
 }
 
 const UsableCpus& ProcessUsableCpus() {

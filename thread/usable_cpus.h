@@ -30,8 +30,8 @@ struct UsableCpus {
   // Threads of other processes (or other threads of this one) that kept
   // running the whole time it looked (the fewest runnable threads the
   // kernel counted over about a millisecond, less the caller): a
-  // process burning a core, a trainer beside a pipeline. ResolveUsableCpus
-  // only; 0 when the count was given.
+  // process burning a core, a trainer beside a pipeline. 0 when nobody
+  // looked (LookForBusy) or the count was given.
   int busy_elsewhere = 0;
   // What set `count`: "affinity", "cgroup quota", "ACTORFLOW_CPUS" or
   // "SessionOptions".
@@ -70,6 +70,12 @@ absl::StatusOr<UsableCpus> ResolveUsableCpus(int override_count = 0,
 // caller, by the kernel's count of runnable threads (/proc/stat's
 // procs_running under `root`); 0 when it cannot tell.
 int BusyElsewhere(const std::string& root = "");
+
+// Sets `cpus->busy_elsewhere` from BusyElsewhere() (about a millisecond),
+// unless the count was given (SessionOptions, ACTORFLOW_CPUS): what
+// ResolveUsableCpus does with `look_for_busy`, for a caller that knows only
+// later whether it needs the figure.
+void LookForBusy(UsableCpus* cpus);
 
 // The process's figure (detected once, ACTORFLOW_CPUS applied, without
 // looking for busy CPUs; a malformed value is reported on stderr once and
