@@ -29,6 +29,14 @@ inline double Median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+// The value at fraction `q` (0..1) of the sorted values, nearest rank
+// below; 0 for none.
+inline double Percentile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  if (values.empty()) return 0;
+  return values[static_cast<size_t>(q * (values.size() - 1))];
+}
+
 // Runs `sample` (which returns one measurement) `warmup` times unrecorded,
 // then `samples` times; returns the median.
 inline double MedianOf(int samples, int warmup,

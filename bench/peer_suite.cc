@@ -189,12 +189,6 @@ void Pipelines(Suite* suite) {
   }
 }
 
-double Percentile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  if (v.empty()) return 0;
-  return v[static_cast<size_t>(q * (v.size() - 1))];
-}
-
 void PingPongs(Suite* suite) {
   const Options& o = suite->options;
   PingPongSpec spec{o.quick ? 5'000 : 20'000};

@@ -1,7 +1,6 @@
 // The quick-start plan as a new user meets it, beside the same plan with
 // every task on one stream, measured in the same run; and what an idle
 // session costs. See kHelp.
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/busy_work.h"
 #include "compiler/plan_or_job.h"
 #include "runtime/session.h"
 
@@ -32,19 +32,6 @@ core. Target: under 1 %.
 
 Run it from the workspace (tools/bazel run //bench:quickstart_bench) or
 give --plan.)";
-
-double Percentile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[static_cast<size_t>(q * (v.size() - 1))];
-}
-
-int64_t ProcessCpuNs() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return (int64_t{usage.ru_utime.tv_sec} + usage.ru_stime.tv_sec) *
-             1'000'000'000 +
-         (int64_t{usage.ru_utime.tv_usec} + usage.ru_stime.tv_usec) * 1'000;
-}
 
 // One run of `plan` on a session of its own, its wall time in ms.
 double RunOnce(const Plan& plan) {
