@@ -53,6 +53,7 @@ constexpr char kUsage[] =
 
 usage:
   actorflow run PLAN [--pieces=N] [--trace=FILE] [--stats] [--cpus=N]
+                     [--sharing=auto|consecutive|any_thread]
                      [--check_memory_sharing]
                      [--timeout=SECONDS] [--stall=SECONDS]
                      [--progress | --no-progress]
@@ -79,6 +80,13 @@ usage:
                     ACTORFLOW_CPUS environment variable): a waiting thread
                     spins only while no more threads than that are awake,
                     and CPU streams beyond it share threads
+    --sharing=MODE  how CPU streams beyond the usable CPUs share threads:
+                    consecutive (each thread a fixed block of streams),
+                    any_thread (any thread runs any waiting stream, one
+                    thread at a time: balanced, but every message between
+                    streams crosses a queue), or auto (default: consecutive
+                    unless the blocks' task counts come out over 1.2x
+                    their mean)
     --check_memory_sharing
                     check the registers that share memory (mem_block_id)
                     as the plan runs: a register written while another of
@@ -427,6 +435,7 @@ struct RunFlags {
   bool stats = false;
   bool check_memory_sharing = false;
   int cpus = 0;  // --cpus; 0: the process's usable CPUs
+  StreamSharing sharing = StreamSharing::kAuto;
   double timeout_s = 0;
   double stall_s = 0;
   enum class Progress { kAuto, kOn, kOff } progress = Progress::kAuto;
@@ -507,9 +516,11 @@ Json JsonMillis(int64_t ns) {
 Json ReportRuntime(const ThreadPlacement& placement) {
   const UsableCpus& cpus = placement.cpus;
   std::fprintf(stderr, "usable CPUs: %s\n", cpus.ToString().c_str());
-  std::fprintf(stderr, "threads: %d for %d streams (%d CPU streams on %d)\n",
+  std::fprintf(stderr,
+               "threads: %d for %d streams (%d CPU streams on %d, sharing: "
+               "%s)\n",
                placement.threads, placement.streams, placement.cpu_streams,
-               placement.cpu_threads);
+               placement.cpu_threads, placement.sharing.c_str());
   return {{"usable_cpus", cpus.count},
           {"cpus_from", cpus.source},
           {"affinity_cpus", cpus.affinity},
@@ -519,7 +530,8 @@ Json ReportRuntime(const ThreadPlacement& placement) {
           {"streams", placement.streams},
           {"threads", placement.threads},
           {"cpu_streams", placement.cpu_streams},
-          {"cpu_threads", placement.cpu_threads}};
+          {"cpu_threads", placement.cpu_threads},
+          {"sharing", placement.sharing}};
 }
 
 // The --stats table on stderr and its JSON object.
@@ -741,6 +753,7 @@ int Run(const std::string& path, const RunFlags& flags) {
   options.stats = flags.stats;
   options.check_memory_sharing = flags.check_memory_sharing;
   options.usable_cpus = flags.cpus;
+  options.stream_sharing = flags.sharing;
   options.max_register_bytes = flags.max_register_bytes;
   options.timeout = absl::Seconds(flags.timeout_s);
   options.stall = absl::Seconds(flags.stall_s);
@@ -933,6 +946,24 @@ void DeclareCommandFlags(const std::string& command, RunFlags* run,
                    if (!absl::SimpleAtoi(v, &run->cpus) || run->cpus < 1) {
                      return absl::StrCat(
                          "--cpus needs a whole number >= 1, got '", v, "'");
+                   }
+                   return "";
+                 });
+    flags.Custom("sharing", "MODE",
+                 "how CPU streams beyond the usable CPUs share threads: "
+                 "auto, consecutive or any_thread",
+                 [run](const std::string& v) -> std::string {
+                   if (v == "auto") {
+                     run->sharing = StreamSharing::kAuto;
+                   } else if (v == "consecutive") {
+                     run->sharing = StreamSharing::kConsecutive;
+                   } else if (v == "any_thread") {
+                     run->sharing = StreamSharing::kAnyThread;
+                   } else {
+                     return absl::StrCat(
+                         "--sharing is auto, consecutive or any_thread, "
+                         "got '",
+                         v, "'");
                    }
                    return "";
                  });

@@ -29,6 +29,18 @@
 
 namespace actorflow {
 
+// Where plain CPU streams run when they outnumber their threads
+// (SessionOptions::share_cpu_threads).
+enum class StreamSharing {
+  kAuto,
+  // Each thread runs a fixed block of consecutive streams.
+  kConsecutive,
+  // A stream with messages waits in a queue until one of the threads is
+  // free; one thread at a time runs it, so its tasks still act one at a
+  // time and in order. Messages between streams then always cross a queue.
+  kAnyThread,
+};
+
 struct SessionOptions {
   // How long a waiting thread may spin (see ChannelOptions); its
   // usable_cpus is set from `usable_cpus` below.
@@ -46,6 +58,11 @@ struct SessionOptions {
   // tasks of one stream never at once, but tasks of streams that share a
   // thread no longer run at the same time. False: a thread per stream.
   bool share_cpu_threads = true;
+  // How streams that share threads are placed: kAuto takes consecutive
+  // blocks unless the blocks come out uneven (the largest task count on a
+  // thread over 1.2x the mean: three equal streams on two threads), and
+  // then lets any of the threads run any of those streams.
+  StreamSharing stream_sharing = StreamSharing::kAuto;
   // Record when every act of each run ran (Session::trace()).
   bool trace = false;
   // Time every act and every wait, for RunStats::tasks. Costs a few clock
@@ -111,8 +128,12 @@ struct ThreadPlacement {
   int threads = 0;      // threads running them
   int cpu_streams = 0;  // plain CPU streams (not GPU, not host-async)
   int cpu_threads = 0;  // the threads those share
+  // How the plain CPU streams share cpu_threads: "none" (a thread each),
+  // "consecutive" or "any_thread" (StreamSharing).
+  std::string sharing = "none";
   // Every stream's thread, named after the first stream it runs:
-  // {"m0/cpu0/s2": "m0/cpu0/s1"} when stream 2 shares stream 1's thread.
+  // {"m0/cpu0/s2": "m0/cpu0/s1"} when stream 2 shares stream 1's thread;
+  // "any" for a stream that any of the cpu_threads runs.
   std::map<std::string, std::string> thread_of_stream;
 };
 

@@ -161,6 +161,7 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   std::vector<ActorSpec> specs_;
   std::vector<StreamKey> streams_;      // per actor
   std::vector<StreamKey> thread_keys_;  // per actor: its thread's key
+  StreamPoolSpec stream_pool_;          // the streams any thread may run
   ThreadPlacement placement_;
   std::vector<bool> async_actor_;
   std::vector<std::unique_ptr<Port>> ports_;

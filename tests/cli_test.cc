@@ -760,6 +760,22 @@ TEST_CASE("--cpus and ACTORFLOW_CPUS set the usable CPUs", "[cli]") {
   CHECK(three["usable_cpus"] == 3);
   CHECK(three["cpus_from"] == "SessionOptions");
   CHECK(three["cpu_threads"] == 3);
+  CHECK(three["sharing"] == "none");
+  // Three streams on two threads: blocks of 3 and 2 tasks, even enough for
+  // consecutive blocks; any_thread on request, with the same sums.
+  Json blocks = runtime_of(RunCli("run --stats --cpus=2 " + plan));
+  CHECK(blocks["sharing"] == "consecutive");
+  CHECK(blocks["cpu_threads"] == 2);
+  Json pooled =
+      runtime_of(RunCli("run --stats --cpus=2 --sharing=any_thread " + plan));
+  CHECK(pooled["sharing"] == "any_thread");
+  CHECK(pooled["cpu_threads"] == 2);
+  CHECK(pooled["threads"] == 2);
+  CliResult sharing = RunCli("run --sharing=sometimes " + plan);
+  CHECK(sharing.exit_code == 2);
+  CHECK(Contains(sharing.err,
+                 "--sharing is auto, consecutive or any_thread, got "
+                 "'sometimes'"));
   // Bad values: exit 2, named.
   CliResult bad = RunCli("run " + plan, ".", "ACTORFLOW_CPUS=lots ");
   CHECK(bad.exit_code == 2);

@@ -530,15 +530,102 @@ TEST_CASE("shared threads take consecutive streams, balanced by tasks",
   tasks.back().has_output = false;
   SessionOptions options;
   options.usable_cpus = 2;
+  options.stream_sharing = StreamSharing::kConsecutive;
   auto session = MustCreate(MustBuild(tasks, 100), std::move(options));
   const ThreadPlacement& placement = session->threads();
   CHECK(placement.cpu_threads == 2);
+  CHECK(placement.sharing == "consecutive");
   CHECK(placement.thread_of_stream ==
         std::map<std::string, std::string>{{"m0/cpu0/s0", "m0/cpu0/s0"},
                                            {"m0/cpu0/s1", "m0/cpu0/s1"},
                                            {"m0/cpu0/s2", "m0/cpu0/s1"}});
   REQUIRE(session->Run(-1).ok());
   CHECK(session->Sinks().at("t7").pieces == 100);
+}
+
+// A line of `stages` stages, stage i on stream i * streams / stages.
+std::vector<TaskDef> LineOnStreams(int stages, int streams) {
+  std::vector<TaskDef> tasks;
+  for (int i = 0; i < stages; ++i) {
+    TaskDef stage{.name = "t" + std::to_string(i),
+                  .op_type = i == 0            ? "source"
+                             : i == stages - 1 ? "checksum"
+                                               : "scale"};
+    if (i > 0) stage.inputs = {tasks.back().name};
+    if (stage.op_type == "scale") stage.attrs["factor"] = FloatAttr(2);
+    stage.stream_index = i * streams / stages;
+    stage.register_num = 1 + i % 3;
+    tasks.push_back(stage);
+  }
+  tasks.back().has_output = false;
+  return tasks;
+}
+
+TEST_CASE("uneven blocks of streams run on threads that take any stream",
+          "[session]") {
+  struct Case {
+    int stages, streams, usable;
+    StreamSharing sharing;
+    std::string expected;  // ThreadPlacement::sharing
+  };
+  double checksum = -1;
+  for (const Case& c : {
+           // 3, 3 and 2 tasks: blocks of 3 and 5 against a mean of 4.
+           Case{8, 3, 2, StreamSharing::kAuto, "any_thread"},
+           // 2 tasks a stream: even blocks.
+           Case{8, 4, 2, StreamSharing::kAuto, "consecutive"},
+           Case{8, 4, 2, StreamSharing::kAnyThread, "any_thread"},
+           Case{8, 8, 3, StreamSharing::kAnyThread, "any_thread"},
+           Case{8, 3, 2, StreamSharing::kConsecutive, "consecutive"},
+           // One thread: nothing to balance.
+           Case{8, 3, 1, StreamSharing::kAnyThread, "consecutive"},
+           Case{8, 2, 2, StreamSharing::kAnyThread, "none"},
+       }) {
+    INFO(c.stages << " stages on " << c.streams << " streams, " << c.usable
+                  << " CPUs, expecting " << c.expected);
+    SessionOptions options;
+    options.usable_cpus = c.usable;
+    options.stream_sharing = c.sharing;
+    options.trace = true;
+    auto session = MustCreate(MustBuild(LineOnStreams(c.stages, c.streams), 0),
+                              std::move(options));
+    const ThreadPlacement& placement = session->threads();
+    CHECK(placement.sharing == c.expected);
+    if (c.expected == "any_thread") {
+      CHECK(placement.cpu_threads == c.usable);
+      CHECK(placement.threads == c.usable);
+      for (const auto& [stream, thread] : placement.thread_of_stream) {
+        CHECK(thread == "any");
+      }
+    }
+    // Several runs on one session: the pool's strands park between runs.
+    for (int run = 0; run < 3; ++run) REQUIRE(session->Run(300).ok());
+    const SinkSummary sink = session->Sinks().at("t7");
+    CHECK(sink.pieces == 900);
+    CHECK(sink.in_order);
+    if (checksum < 0) checksum = sink.checksum;
+    CHECK(sink.checksum == checksum);
+    // Each task still acts in piece order, and a stream's acts never
+    // overlap.
+    std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> spans;
+    for (const auto& task : session->trace().tasks) {
+      REQUIRE(task.spans.size() == 300);
+      for (size_t i = 0; i < task.spans.size(); ++i) {
+        const ActSpan& act = task.spans[i];
+        if (i > 0) CHECK(act.piece == task.spans[i - 1].piece + 1);
+        spans[task.stream].push_back({act.begin_ns, act.end_ns});
+      }
+    }
+    for (auto& [stream, acts] : spans) {
+      std::sort(acts.begin(), acts.end());
+      for (size_t i = 1; i < acts.size(); ++i) {
+        CHECK(acts[i].first >= acts[i - 1].second);
+      }
+    }
+  }
+  // Piece p (0 to 899 over the three runs) is 4 elements of p at the
+  // source (TaskDef::elem_cnt), times 2^6 after the scales.
+  CHECK(checksum == 4 * 64.0 * (900.0 * 899 / 2));
 }
 
 TEST_CASE("no allocation per run in steady state", "[session][alloc]") {

@@ -41,28 +41,40 @@ class ChannelParker {
 };
 
 namespace internal {
-// Identity of the calling OS thread as a sender, and its cache of the lane
-// it owns in each channel it has sent to. Channel ids are never reused, so a
-// stale entry (its channel gone) can never match.
+// A sender's identity, and its cache of the lane it owns in each channel it
+// has sent to. Channel ids are never reused, so a stale entry (its channel
+// gone) can never match.
 inline std::atomic<uint64_t> next_channel_id{1};
 inline std::atomic<uint64_t> next_sender_id{1};
-inline thread_local uint64_t sender_id = 0;
 struct LaneCacheEntry {
   uint64_t channel_id = 0;
   void* lane = nullptr;
 };
 inline constexpr int kLaneCacheSize = 64;
-inline thread_local LaneCacheEntry lane_cache[kLaneCacheSize];
+struct SenderIdentity {
+  uint64_t id = 0;  // 0 until the first send
+  LaneCacheEntry lane_cache[kLaneCacheSize];
+};
+// Each OS thread sends as itself, except while it runs a strand
+// (strand_pool.h): a strand moves between threads, and its messages must
+// keep their order, so they go through the strand's own lanes.
+inline thread_local SenderIdentity thread_sender;
+inline thread_local SenderIdentity* strand_sender = nullptr;
+inline SenderIdentity* CurrentSender() {
+  SenderIdentity* strand = strand_sender;
+  return strand != nullptr ? strand : &thread_sender;
+}
 }  // namespace internal
 
 // An unbounded many-senders, one-receiver queue.
 //
-// Every sending thread gets its own Lane (a single-producer single-consumer
-// ring) the first time it sends, so a Send writes one slot and reads one
-// mostly-unchanging word: no locked instruction and no cache line that other
-// senders write. The receiver polls the lanes; items keep the order of each
-// sender's Send calls. Past 63 senders, the remaining ones share the last
-// lane under a lock. Lanes live as long as the channel.
+// Every sending thread (or strand, see internal::SenderIdentity) gets its
+// own Lane (a single-producer single-consumer ring) the first time it sends, so
+// a Send writes one slot and reads one mostly-unchanging word: no locked
+// instruction and no cache line that other senders write. The receiver polls
+// the lanes; items keep the order of each sender's Send calls. Past 63 senders,
+// the remaining ones share the last lane under a lock. Lanes live as long as
+// the channel.
 //
 // Parking and closing meet senders in one word, `state_`: a sender publishes
 // its item, fences, and reads the word; the receiver sets `parked` (or sees
@@ -130,11 +142,55 @@ class Channel {
     bool closed = false;
     return TakeAll(items, &closed);
   }
+  // The same; *closed is set once the channel is closed and drained: then
+  // nothing will ever arrive.
+  size_t TryReceiveMany(std::vector<T>* items, bool* closed) {
+    return TakeAll(items, closed);
+  }
+
+  // Makes the receiver a strand (strand_pool.h): it never blocks here, it
+  // parks with ParkUnlessReady and returns, and the Send (or Close) that
+  // finds it parked calls `parker->Unpark()` exactly once. A strand parks
+  // whenever it runs out of messages, far too often for HeavyFence, so a
+  // sender marks its lane in `pending_lanes_` (a locked instruction) and
+  // the receiver looks only at the lanes marked. Call before any Send.
+  void MakeStrandReceiver(ChannelParker* parker) {
+    strand_receiver_ = true;
+    parker_.store(parker, std::memory_order_release);
+  }
+
+  // Strand receivers: parks unless an item, or the close, is waiting. True
+  // when parked: the receiver stops receiving, and is unparked by the next
+  // Send or Close. False when it must go on receiving.
+  bool ParkUnlessReady() {
+    const uint32_t before =
+        state_.fetch_or(kParkedBit, std::memory_order_seq_cst);
+    // From the fetch_or on, a Send may unpark the strand and another thread
+    // run it: look only at words read atomically.
+    if ((before & kClosedBit) == 0 &&
+        pending_lanes_.load(std::memory_order_seq_cst) == 0) {
+      return true;
+    }
+    // Take the bit back, unless a sender (or Close) already did: that one
+    // unparks, and the receiver must leave the channel to it.
+    return (state_.fetch_and(~kParkedBit, std::memory_order_seq_cst) &
+            kParkedBit) == 0;
+  }
 
   // Later sends report kClosed; the receiver still gets everything sent
   // before, then kClosed. Wakes a parked receiver. Idempotent.
   void Close() {
-    state_.fetch_or(kClosedBit, std::memory_order_seq_cst);
+    const uint32_t before =
+        state_.fetch_or(kClosedBit, std::memory_order_seq_cst);
+    if (strand_receiver_) {
+      // Only a parked strand is unparked, and only once (ParkUnlessReady).
+      if ((before & kParkedBit) &&
+          (state_.fetch_and(~kParkedBit, std::memory_order_seq_cst) &
+           kParkedBit)) {
+        parker_.load(std::memory_order_acquire)->Unpark();
+      }
+      return;
+    }
     FutexWakeAll(&state_);
     if (ChannelParker* parker = parker_.load(std::memory_order_acquire)) {
       parker->Unpark();
@@ -168,11 +224,15 @@ class Channel {
 
   struct SenderLane {
     SenderLane(uint64_t capacity, bool sealed, std::atomic<uint64_t>* slots,
-               uint64_t owner, bool shared)
-        : lane(capacity, sealed, slots), owner(owner), shared(shared) {}
+               uint64_t owner, bool shared, int index)
+        : lane(capacity, sealed, slots),
+          owner(owner),
+          shared(shared),
+          bit(uint64_t{1} << index) {}
     Lane<T> lane;
-    uint64_t owner;     // guarded by lanes_mu_
-    const bool shared;  // the last lane: senders take `mu` around a Send
+    uint64_t owner;      // guarded by lanes_mu_
+    const bool shared;   // the last lane: senders take `mu` around a Send
+    const uint64_t bit;  // in pending_lanes_
     SpinMutex mu;
   };
 
@@ -189,10 +249,17 @@ class Channel {
     bool delivered = true;
     auto publish = [&] {
       uint64_t position = sender->lane.Publish(std::move(item));
-      // Pairs with the heavy fence in WaitUntilNotEmpty (parking) and in
-      // SealAll (closing); see the class comment.
-      LightFence();
-      state = state_.load(std::memory_order_relaxed);
+      if (strand_receiver_) {
+        // The mark and the load are seq_cst, as are ParkUnlessReady's own
+        // store and load: one of the two sides sees the other.
+        pending_lanes_.fetch_or(sender->bit, std::memory_order_seq_cst);
+        state = state_.load(std::memory_order_seq_cst);
+      } else {
+        // Pairs with the heavy fence in WaitUntilNotEmpty (parking) and in
+        // SealAll (closing); see the class comment.
+        LightFence();
+        state = state_.load(std::memory_order_relaxed);
+      }
       if (state & kClosedBit) delivered = sender->lane.Settle(position);
     };
     if (sender->shared) {
@@ -210,27 +277,30 @@ class Channel {
       } else {
         FutexWakeAll(&state_);
       }
-      cpu_gate::NoteWoke();
+      // A strand's pool says itself whether it woke a thread.
+      if (!strand_receiver_) cpu_gate::NoteWoke();
     }
     return delivered ? ChannelStatus::kOk : ChannelStatus::kClosed;
   }
 
   SenderLane* MyLane() {
+    internal::SenderIdentity* sender = internal::CurrentSender();
     internal::LaneCacheEntry& entry =
-        internal::lane_cache[id_ % internal::kLaneCacheSize];
+        sender->lane_cache[id_ % internal::kLaneCacheSize];
     if (entry.channel_id == id_) return static_cast<SenderLane*>(entry.lane);
-    SenderLane* lane = RegisterSender();
+    SenderLane* lane = RegisterSender(sender);
     entry = {id_, lane};
     return lane;
   }
 
-  // Finds or makes the calling thread's lane.
-  __attribute__((noinline)) SenderLane* RegisterSender() {
-    if (internal::sender_id == 0) {
-      internal::sender_id =
+  // Finds or makes the sender's lane.
+  __attribute__((noinline)) SenderLane* RegisterSender(
+      internal::SenderIdentity* sender) {
+    if (sender->id == 0) {
+      sender->id =
           internal::next_sender_id.fetch_add(1, std::memory_order_relaxed);
     }
-    const uint64_t me = internal::sender_id;
+    const uint64_t me = sender->id;
     MutexLock lock(&lanes_mu_);
     int n = num_lanes_.load(std::memory_order_relaxed);
     for (int i = 0; i < n; ++i) {
@@ -248,7 +318,7 @@ class Channel {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(lanes_mu_) {
     int n = num_lanes_.load(std::memory_order_relaxed);
     lanes_[n] = std::make_unique<SenderLane>(capacity, sealed_all_, &slots_,
-                                             owner, n == kMaxLanes - 1);
+                                             owner, n == kMaxLanes - 1, n);
     num_lanes_.store(n + 1, std::memory_order_release);
     return lanes_[n].get();
   }
@@ -256,6 +326,7 @@ class Channel {
   // Hands up to `max` items to `sink`, visiting the lanes round-robin.
   template <typename Sink>
   uint64_t TakeFromLanes(uint64_t max, Sink&& sink) {
+    if (strand_receiver_) return TakeFromMarkedLanes(max, sink);
     const int n = num_lanes_.load(std::memory_order_acquire);
     uint64_t taken = 0;
     for (int k = 0; k < n && taken < max; ++k) {
@@ -263,6 +334,30 @@ class Channel {
       taken += lanes_[i]->lane.Take(std::min(max - taken, kMaxPerLane), sink);
     }
     if (n > 0) next_lane_ = next_lane_ + 1 < n ? next_lane_ + 1 : 0;
+    return taken;
+  }
+
+  // A strand receiver's: only the lanes its senders marked since the last
+  // look (after the exchange, a lane's later items mark it again). A lane
+  // cut short by `max` stays marked.
+  template <typename Sink>
+  uint64_t TakeFromMarkedLanes(uint64_t max, Sink&& sink) {
+    uint64_t marked = pending_lanes_.exchange(0, std::memory_order_seq_cst);
+    // A sender's mark follows its lane's publication (SealAll marks all).
+    const int n = num_lanes_.load(std::memory_order_acquire);
+    if (n < 64) marked &= (uint64_t{1} << n) - 1;
+    uint64_t taken = 0;
+    while (marked != 0) {
+      const int i = std::countr_zero(marked);
+      marked &= marked - 1;
+      Lane<T>& lane = lanes_[i]->lane;
+      const uint64_t room = std::min(max - taken, kMaxPerLane);
+      const uint64_t got = room == 0 ? 0 : lane.Take(room, sink);
+      taken += got;
+      if (got == room && lane.MayHaveItem()) {
+        pending_lanes_.fetch_or(uint64_t{1} << i, std::memory_order_relaxed);
+      }
+    }
     return taken;
   }
 
@@ -285,8 +380,12 @@ class Channel {
   }
 
   // Receiver, once it has seen the channel closed. Lanes made later are born
-  // sealed.
+  // sealed. A strand's lanes are all looked at again.
   void SealAll() {
+    if (strand_receiver_) {
+      pending_lanes_.store(~uint64_t{0} >> (64 - kMaxLanes),
+                           std::memory_order_seq_cst);
+    }
     {
       MutexLock lock(&lanes_mu_);
       if (!sealed_all_) {
@@ -336,12 +435,16 @@ class Channel {
 
   const ChannelOptions options_;
   const int usable_cpus_;
+  // Set before any Send (MakeStrandReceiver), then only read.
+  bool strand_receiver_ = false;
   const uint64_t id_;
   const uint64_t lane_capacity_;
 
   // Read by every Send; written when the receiver parks or wakes and on
   // Close.
   alignas(64) std::atomic<uint32_t> state_{0};
+  // Strand receivers: a bit per lane that may hold items (SenderLane::bit).
+  alignas(64) std::atomic<uint64_t> pending_lanes_{0};
   alignas(64) std::atomic<uint64_t> wakes_{0};
   std::atomic<ChannelParker*> parker_{nullptr};
   std::atomic<uint64_t> slots_{0};

@@ -17,6 +17,11 @@ void FutexWait(std::atomic<uint32_t>* word, uint32_t expected) {
           expected, nullptr, nullptr, 0);
 }
 
+void FutexWakeOne(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, 1,
+          nullptr, nullptr, 0);
+}
+
 void FutexWakeAll(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE,
           INT_MAX, nullptr, nullptr, 0);

@@ -10,6 +10,9 @@ namespace actorflow {
 // callers re-check their condition in a loop.
 void FutexWait(std::atomic<uint32_t>* word, uint32_t expected);
 
+// Wakes one thread parked on `word`, if any.
+void FutexWakeOne(std::atomic<uint32_t>* word);
+
 // Wakes every thread parked on `word`.
 void FutexWakeAll(std::atomic<uint32_t>* word);
 

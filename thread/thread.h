@@ -48,10 +48,10 @@ class Thread {
  public:
   // `handler` must outlive the thread's loop.
   Thread(StreamKey key, MsgHandler<Msg>* handler, ChannelOptions options = {})
-      : key_(key),
-        handler_(handler),
-        channel_(options),
-        local_(std::max<size_t>(64, options.reserve)) {
+      : channel_(options),
+        local_(std::max<size_t>(64, options.reserve)),
+        key_(key),
+        handler_(handler) {
     batch_.reserve(options.reserve);
   }
 
@@ -60,7 +60,7 @@ class Thread {
   Thread& operator=(const Thread&) = delete;
 
   // Launches the loop. Call once.
-  void Start() {
+  virtual void Start() {
     os_thread_ = std::thread([this] { Loop(); });
   }
 
@@ -83,7 +83,7 @@ class Thread {
 
   // RequestStop, then wait for the loop to exit. From the loop itself it only
   // requests; the owner joins later.
-  void Stop() {
+  virtual void Stop() {
     RequestStop();
     if (!InThisThread() && os_thread_.joinable()) os_thread_.join();
   }
@@ -92,7 +92,7 @@ class Thread {
   // never ends): the loop is detached instead of joined, and handles no
   // message after that call. The owner must then never destroy this
   // object, nor anything the stuck call may still touch.
-  void Abandon() {
+  virtual void Abandon() {
     abandoned_.store(true, std::memory_order_relaxed);
     RequestStop();
     if (os_thread_.joinable()) os_thread_.detach();
@@ -121,6 +121,22 @@ class Thread {
   virtual void OnLoopStart() {}
   virtual void OnLoopEnd() {}
 
+  // Hands one message from the local queue or the channel to the handler.
+  void HandleLocal(const Msg& msg) {
+    ++local_msg_count_;
+    handler_->Handle(msg);
+  }
+  void HandleReceived(const Msg& msg) {
+    ++channel_msg_count_;
+    handler_->Handle(msg);
+  }
+
+  Channel<Msg> channel_;
+  // Private to whichever thread runs the loop.
+  RingQueue<Msg> local_;
+  std::vector<Msg> batch_;
+  std::atomic<bool> abandoned_{false};
+
  private:
   // Out of line so that Send stays small enough to inline.
   __attribute__((noinline, cold)) absl::Status StoppedError() const {
@@ -142,17 +158,14 @@ class Thread {
     while (true) {
       while (!local_.empty()) {
         if (__builtin_expect(abandoned(), 0)) return;
-        Msg msg = local_.Pop();
-        ++local_msg_count_;
-        handler_->Handle(msg);
+        HandleLocal(local_.Pop());
       }
       batch_.clear();
       // The local queue is empty here, so blocking is safe.
       if (channel_.ReceiveMany(&batch_) == ChannelStatus::kClosed) break;
       for (const Msg& msg : batch_) {
         if (__builtin_expect(abandoned(), 0)) return;
-        ++channel_msg_count_;
-        handler_->Handle(msg);
+        HandleReceived(msg);
       }
     }
     OnLoopEnd();
@@ -161,13 +174,8 @@ class Thread {
 
   const StreamKey key_;
   MsgHandler<Msg>* const handler_;
-  Channel<Msg> channel_;
-  // Loop-thread private.
-  RingQueue<Msg> local_;
-  std::vector<Msg> batch_;
   uint64_t local_msg_count_ = 0;
   uint64_t channel_msg_count_ = 0;
-  std::atomic<bool> abandoned_{false};
   std::thread os_thread_;
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -15,9 +16,18 @@
 #include "absl/types/span.h"
 #include "thread/async_thread.h"
 #include "thread/gpu_thread.h"
+#include "thread/strand_pool.h"
 #include "thread/thread.h"
 
 namespace actorflow {
+
+// Plain CPU streams that any of `workers` threads may run, instead of a
+// thread each (strand_pool.h).
+struct StreamPoolSpec {
+  int workers = 0;  // 0: no pool
+  std::vector<StreamKey> streams;
+  int usable_cpus = 0;  // for the workers' waits (spin_wait.h)
+};
 
 // Owns one started Thread per distinct stream. Threads get dense indices in
 // order of first appearance, so later routing is an array lookup. The
@@ -38,11 +48,20 @@ class ThreadMgr {
   // The thread of stream `key` hands its messages to handler_for(key) (each
   // thread its own handler, such as the actors it owns); every handler must
   // outlive the manager.
+  //
+  // The streams of `pool` (plain CPU streams among `streams`) run on its
+  // workers rather than on a thread each.
   static absl::StatusOr<std::unique_ptr<ThreadMgr>> Create(
       absl::Span<const StreamKey> streams,
       const std::function<MsgHandler<Msg>*(const StreamKey&)>& handler_for,
-      ChannelOptions options = {}) {
+      ChannelOptions options = {}, const StreamPoolSpec& pool = {}) {
     std::unique_ptr<ThreadMgr> mgr(new ThreadMgr());
+    absl::flat_hash_set<StreamKey> pooled(pool.streams.begin(),
+                                          pool.streams.end());
+    if (pool.workers > 0) {
+      mgr->pool_ = std::make_unique<StrandPool<Msg>>(
+          pool.workers, pool.usable_cpus, options.spin_ns, "cpu-pool");
+    }
     for (const StreamKey& key : streams) {
       if (mgr->index_.contains(key)) continue;
       if (key.machine_id != 0) {
@@ -69,6 +88,8 @@ class ThreadMgr {
       } else if (key.host_async) {
         mgr->threads_.push_back(
             std::make_unique<AsyncThread<Msg>>(key, handler, options));
+      } else if (mgr->pool_ != nullptr && pooled.contains(key)) {
+        mgr->threads_.push_back(mgr->pool_->NewStrand(key, handler, options));
       } else {
         mgr->threads_.push_back(
             std::make_unique<CpuThread<Msg>>(key, handler, options));
@@ -77,15 +98,22 @@ class ThreadMgr {
     // Start only once every stream is known to be valid, so a failed Create
     // leaves no thread behind.
     for (auto& thread : mgr->threads_) thread->Start();
+    if (mgr->pool_ != nullptr) mgr->pool_->Start();
     return mgr;
   }
 
   ~ThreadMgr() {
     StopAll();
-    // An abandoned loop still runs on this object: it is never freed.
+    // An abandoned loop still runs on this object: it is never freed. Nor
+    // is the pool whose worker may be running it.
+    bool abandoned = false;
     for (auto& thread : threads_) {
-      if (thread->abandoned()) (void)thread.release();
+      if (thread->abandoned()) {
+        (void)thread.release();
+        abandoned = true;
+      }
     }
+    if (abandoned && pool_ != nullptr) (void)pool_.release();
   }
   ThreadMgr(const ThreadMgr&) = delete;
   ThreadMgr& operator=(const ThreadMgr&) = delete;
@@ -110,6 +138,8 @@ class ThreadMgr {
   // Precondition: 0 <= index < size().
   Thread<Msg>* thread(int index) const { return threads_[index].get(); }
   int size() const { return static_cast<int>(threads_.size()); }
+  // The pool's workers (0: no pool).
+  int pool_workers() const { return pool_ == nullptr ? 0 : pool_->workers(); }
 
   // Detaches thread `index` instead of joining it (see Thread::Abandon).
   void Abandon(int index) { threads_[index]->Abandon(); }
@@ -119,12 +149,15 @@ class ThreadMgr {
   void StopAll() {
     for (auto& thread : threads_) thread->RequestStop();
     for (auto& thread : threads_) thread->Stop();
+    if (pool_ != nullptr) pool_->Join();
     for (auto& thread : threads_) thread->JoinHelpers();
   }
 
  private:
   ThreadMgr() = default;
 
+  // Declared first: destroyed after the strands it runs.
+  std::unique_ptr<StrandPool<Msg>> pool_;
   std::vector<std::unique_ptr<Thread<Msg>>> threads_;
   absl::flat_hash_map<StreamKey, int> index_;
 };
