@@ -33,8 +33,9 @@ namespace actorflow {
 //
 // A strand that runs out of messages parks its channel and leaves the
 // worker; the Send (or Close) that finds it parked queues it again, exactly
-// once (Channel::ParkUnlessReady). A turn handles at most kTurnMessages, so
-// a strand that always has work does not keep the others waiting.
+// once (Channel::ParkUnlessReady). A turn is bounded (kTurnMessages, and
+// kFairShare while other strands wait), so a strand that always has work
+// does not keep the others waiting.
 template <typename Msg>
 class StrandPool;
 
@@ -65,7 +66,11 @@ class Strand final : public Thread<Msg> {
 
  private:
   friend class StrandPool<Msg>;
+  // A turn ends after kTurnMessages, or after kFairShare once other strands
+  // wait for a worker: a strand that never runs dry (a source whose
+  // registers keep coming back) must not hold a worker from them.
   static constexpr int kTurnMessages = 256;
+  static constexpr int kFairShare = 32;
 
   class Parker final : public ChannelParker {
    public:
@@ -90,6 +95,8 @@ class Strand final : public Thread<Msg> {
   TurnEnd Turn() {
     int handled = 0;
     while (handled < kTurnMessages) {
+      // Strands wait for a worker: give way once this one had its share.
+      if (handled >= kFairShare && pool_->strands_waiting()) break;
       while (!this->local_.empty()) {
         if (this->abandoned()) return TurnEnd::kDone;
         this->HandleLocal(this->local_.Pop());
@@ -228,6 +235,10 @@ class StrandPool {
   }
 
   int workers() const { return workers_; }
+  // Whether strands wait in the ready queue now.
+  bool strands_waiting() const {
+    return queued_.load(std::memory_order_relaxed) > 0;
+  }
 
  private:
   void Work(int index) {
