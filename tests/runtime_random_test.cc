@@ -159,18 +159,29 @@ TEST_CASE("random plans match a sequential evaluation bit for bit",
                  << " tasks, " << random.pieces << " pieces");
     auto plan = BuildPlan(random.tasks, random.pieces);
     REQUIRE(plan.ok());
-    auto result = RunPlan(*plan);
-    INFO(result.status().ToString());
-    REQUIRE(result.ok());
     std::map<std::string, SinkSummary> expected = Evaluate(random);
-    REQUIRE(result->sinks.size() == expected.size());
-    for (const auto& [name, want] : expected) {
-      INFO("sink " << name);
-      const SinkSummary& got = result->sinks.at(name);
-      CHECK(got.pieces == random.pieces);
-      CHECK(got.in_order);
-      INFO("got " << got.checksum << " want " << want.checksum);
-      CHECK(SameDouble(got.checksum, want.checksum));
+    // As the machine places its streams; then on two CPUs with threads
+    // that run any stream, where the plain CPU streams outnumber them
+    // (StreamSharing::kAnyThread).
+    for (bool pooled : {false, true}) {
+      INFO((pooled ? "any thread runs any stream" : "default placement"));
+      RunOptions options;
+      if (pooled) {
+        options.usable_cpus = 2;
+        options.stream_sharing = StreamSharing::kAnyThread;
+      }
+      auto result = RunPlan(*plan, options);
+      INFO(result.status().ToString());
+      REQUIRE(result.ok());
+      REQUIRE(result->sinks.size() == expected.size());
+      for (const auto& [name, want] : expected) {
+        INFO("sink " << name);
+        const SinkSummary& got = result->sinks.at(name);
+        CHECK(got.pieces == random.pieces);
+        CHECK(got.in_order);
+        INFO("got " << got.checksum << " want " << want.checksum);
+        CHECK(SameDouble(got.checksum, want.checksum));
+      }
     }
   }
   std::printf(
