@@ -4,6 +4,11 @@
 // register stops the producer on the other machine within the register
 // bound, credits granted in batches included. A job that fails while
 // starting tears its server and completion queue down in the right order.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <cstring>
@@ -231,12 +236,41 @@ TEST_CASE("after a failure, Job::Barrier returns it instead of waiting",
   }
 }
 
+// A port on 127.0.0.1 that refuses connections for as long as this lives:
+// bound, never listening, so no other process (another test's server, which
+// would answer UNIMPLEMENTED) can take it meanwhile.
+class RefusingPort {
+ public:
+  RefusingPort() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(sa);
+    if (fd_ >= 0 && bind(fd_, reinterpret_cast<sockaddr*>(&sa), len) == 0 &&
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
+      port_ = ntohs(sa.sin_port);
+    }
+  }
+  ~RefusingPort() {
+    if (fd_ >= 0) close(fd_);
+  }
+  RefusingPort(const RefusingPort&) = delete;
+  RefusingPort& operator=(const RefusingPort&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 TEST_CASE("a rank that cannot reach its master fails and tears down cleanly",
           "[net]") {
   // Each try starts a server and its completion queue, then fails: gRPC's
   // own requests on the queue must drain before the server goes (a crash
   // in teardown showed up here about once in ten tries under load).
-  const int port = net::FreePort("127.0.0.1");
+  const RefusingPort refusing;
+  const int port = refusing.port();
   REQUIRE(port != 0);
   Shared shared;
   for (int i = 0; i < 25; ++i) {
