@@ -51,9 +51,9 @@ struct SessionOptions {
   // spins only while no more threads than this are awake, and parks at
   // once otherwise; see `share_cpu_threads`.
   int usable_cpus = 0;
-  // When the plan's plain CPU streams outnumber the usable CPUs, they share
-  // UsableCpus::SharedThreads() threads (the usable CPUs less those busy
-  // elsewhere), consecutive streams in order of first appearance together,
+  // When the plan's plain CPU streams outnumber UsableCpus::SharedThreads()
+  // (the usable CPUs less those busy elsewhere as the session is made),
+  // they share that many threads, consecutive streams in order of first appearance together,
   // balanced by task count: every task still acts in piece order, and
   // tasks of one stream never at once, but tasks of streams that share a
   // thread no longer run at the same time. False: a thread per stream.

@@ -139,8 +139,8 @@ absl::StatusOr<std::unique_ptr<SessionImpl>> SessionImpl::Create(
   absl::StatusOr<std::unique_ptr<CompiledPlan>> compiled =
       CompilePlan(std::move(plan), compile);
   if (!compiled.ok()) return compiled.status();
-  // CPUs busy elsewhere are looked for (a millisecond) only when the
-  // plan's streams must share threads (ThreadKeys).
+  // CPUs busy elsewhere are looked for only when the plan has CPU streams
+  // that could share threads (ThreadKeys).
   absl::StatusOr<UsableCpus> cpus =
       ResolveUsableCpus(options.usable_cpus, /*look_for_busy=*/false);
   if (!cpus.ok()) return cpus.status();
@@ -329,17 +329,22 @@ std::vector<StreamKey> SessionImpl::ThreadKeys() {
     ++tasks[it->second];
   }
   const int n = static_cast<int>(cpu_streams.size());
-  if (!options_.share_cpu_threads || n <= placement_.cpus.count) {
-    return streams_;
-  }
-  // Beyond the usable CPUs: consecutive streams together (plans number a
-  // line's stages in order, so a line crosses threads no more often than
-  // one cut into as many streams as threads), in blocks whose largest task
-  // count is the least possible: the smallest bound that a greedy fill
-  // meets with at most SharedThreads() blocks. A thread is named after the
-  // first stream of its block.
+  if (!options_.share_cpu_threads || n <= 1) return streams_;
+  // Streams that outnumber the CPUs free now share threads: the usable
+  // CPUs, less those that other threads kept busy while it looked (a
+  // process burning a core, a trainer beside the pipeline). A thread per
+  // stream on a CPU that another process holds stalls every stream behind
+  // it for a time slice at each hand-off; on fewer threads the streams
+  // lose their overlap but never wait for a CPU.
   LookForBusy(&placement_.cpus);
   const int threads = placement_.cpus.SharedThreads();
+  if (n <= threads) return streams_;
+  // Consecutive streams together (plans number a line's stages in order,
+  // so a line crosses threads no more often than one cut into as many
+  // streams as threads), in blocks whose largest task count is the least
+  // possible: the smallest bound that a greedy fill meets with at most
+  // `threads` blocks. A thread is named after the first stream of its
+  // block.
   auto blocks_within = [&](int64_t bound, std::vector<int>* block_of) {
     int blocks = 0;
     int64_t filled = bound;  // starts a block at the first stream

@@ -106,12 +106,12 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   // Each task's inputs and its producers' consumer lists, the feed and
   // fetch ports, and kernel gates' wakers.
   void ConnectTasks();
-  // A thread per stream (plain CPU streams beyond the usable CPUs share
-  // them), sized for every message that can be in flight; each register
+  // A thread per stream (plain CPU streams beyond the CPUs free for them
+  // share them), sized for every message that can be in flight; each register
   // knows its producer's and consumers' threads.
   absl::Status StartThreads();
-  // Per actor, the key of the thread that runs its stream. When plain CPU
-  // streams must share threads, it first looks for CPUs busy elsewhere.
+  // Per actor, the key of the thread that runs its stream. With more than
+  // one plain CPU stream, it first looks for CPUs busy elsewhere.
   std::vector<StreamKey> ThreadKeys();
   // The run monitor, the per-actor bookkeeping, and every actor
   // constructed on its own thread.

@@ -628,6 +628,46 @@ TEST_CASE("uneven blocks of streams run on threads that take any stream",
   CHECK(checksum == 4 * 64.0 * (900.0 * 899 / 2));
 }
 
+TEST_CASE("streams beside threads that keep every CPU busy share one thread",
+          "[session]") {
+  // As many spinning threads as the process may use: every CPU is busy
+  // elsewhere when the session looks, so the line's two streams run on one
+  // thread rather than one each on a CPU that another thread holds.
+  const int usable = ProcessUsableCpus().count;
+  if (ProcessUsableCpus().source == kUsableCpusEnv || usable > 16) {
+    WARN("not checked: the count is given, or too many CPUs to keep busy");
+    return;
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<int> started{0};
+  std::vector<std::thread> burners;
+  for (int i = 0; i < usable; ++i) {
+    burners.emplace_back([&] {
+      started.fetch_add(1);
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  }
+  while (started.load() < usable) std::this_thread::yield();
+  auto session = MustCreate(MustBuild(LineOnStreams(8, 2), 0));
+  stop = true;
+  for (std::thread& burner : burners) burner.join();
+  const ThreadPlacement& placement = session->threads();
+  CHECK(placement.cpus.busy_elsewhere >= usable);
+  CHECK(placement.cpu_streams == 2);
+  CHECK(placement.cpu_threads == 1);
+  CHECK(placement.sharing == "consecutive");
+  REQUIRE(session->Run(200).ok());
+  const SinkSummary sink = session->Sinks().at("t7");
+  CHECK(sink.pieces == 200);
+  CHECK(sink.in_order);
+  CHECK(sink.checksum == 4 * 64.0 * (200.0 * 199 / 2));
+  // One CPU stream never looks: nothing to share.
+  auto single = MustCreate(MustBuild(LineOnStreams(8, 1), 0));
+  CHECK(single->threads().cpus.busy_elsewhere == 0);
+  CHECK(single->threads().cpu_threads == 1);
+}
+
 TEST_CASE("no allocation per run in steady state", "[session][alloc]") {
   auto session = MustCreate(Chain(0));
   for (int warm = 0; warm < 10; ++warm) REQUIRE(session->Run(200).ok());

@@ -10,15 +10,16 @@ namespace actorflow {
 // How many CPUs this process may keep busy at once, and where that figure
 // comes from. The runtime sizes its spinning by `count`: a thread that
 // waits spins only while the threads awake number no more than it
-// (spin_wait.h). A plan with more CPU streams than `count` runs them on
-// `SharedThreads()` threads.
+// (spin_wait.h). A plan with more CPU streams than `SharedThreads()` runs
+// them on that many threads.
 struct UsableCpus {
   // What the runtime plans with: an override when given, else the CPUs of
   // the affinity mask, fewer under a cgroup CPU quota (rounded down: a
   // quota of 1.5 CPUs keeps one thread busy without being throttled).
   // Always >= 1. It depends on the machine's settings only, never on its
-  // load, so a plan with no more CPU streams than this gets a thread per
-  // stream on any run.
+  // load: waits size their spinning by it (the load they see as it
+  // changes); how many threads a plan's streams get also depends on
+  // `busy_elsewhere`, the load as the session is made.
   int count = 1;
   int online = 0;    // CPUs the system has online
   int affinity = 0;  // CPUs in the process's affinity mask
