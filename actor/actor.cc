@@ -23,8 +23,10 @@ Actor::Actor(ActorSpec& spec, ActorEnv env)
   for (auto& [name, descs] : spec.inputs) {
     KernelContext::Group group{name, static_cast<int>(in_.size()), 0};
     for (RegstDesc* desc : descs) {
-      in_.emplace_back();
-      in_.back().desc = desc;
+      // At most register_num of a producer's registers are ready at once:
+      // a ring of that many (a few bytes, not the default's kilobyte) keeps
+      // a large plan's working set small.
+      in_.push_back(InSlot{desc, RingQueue<ReadyRegst>(desc->register_num)});
     }
     group.end = static_cast<int>(in_.size());
     ctx_.input_groups_.push_back(group);
@@ -36,8 +38,7 @@ Actor::Actor(ActorSpec& spec, ActorEnv env)
     }
     int slot = static_cast<int>(out_.size());
     ctx_.output_groups_.push_back({name, slot, slot + 1});
-    out_.emplace_back();
-    out_.back().desc = desc;
+    out_.push_back(OutSlot{desc, RingQueue<Regst*>(desc->register_num)});
     for (auto& regst : desc->regsts) out_.back().free.Push(regst.get());
     total_regsts_ += desc->register_num;
     resets_shapes_ |= desc->has_dynamic_blob;
