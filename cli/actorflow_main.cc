@@ -243,10 +243,11 @@ int Invalid(const std::vector<std::string>& problems) {
   return kExitInvalid;
 }
 
+// The problem once on stderr (and in the JSON line), then where help is.
 int UsageError(const std::string& message) {
-  std::fprintf(stderr, "actorflow: %s\n(actorflow help for usage)\n",
-               message.c_str());
-  return Invalid({message});
+  const int status = Invalid({message});
+  std::fputs("(actorflow help for usage)\n", stderr);
+  return status;
 }
 
 // An InvalidArgument from compiling holds one problem per line.

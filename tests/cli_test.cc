@@ -430,7 +430,17 @@ TEST_CASE("launch: its flags and run's are checked before any rank starts",
     CHECK(line["status"] == "invalid");
     REQUIRE(line["errors"].size() == 1);
     CHECK(Contains(line["errors"][0].get<std::string>(), c.error));
+    // Said once on stderr, with where the usage is.
+    const size_t first = r.err.find(c.error);
+    REQUIRE(first != std::string::npos);
+    CHECK(r.err.find(c.error, first + 1) == std::string::npos);
   }
+  CliResult usage = RunCli("run --bogus '" + plan + "'");
+  CHECK(usage.exit_code == 2);
+  CHECK(Contains(usage.err,
+                 "error: unknown flag --bogus (flags: --pieces, --trace"));
+  CHECK(Contains(usage.err, "(actorflow help for usage)"));
+  CHECK(usage.err.find("unknown flag") == usage.err.rfind("unknown flag"));
 }
 
 TEST_CASE("the GPU pipeline equals its CPU twin, or is refused with the reason",
