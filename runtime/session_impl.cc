@@ -358,8 +358,9 @@ std::vector<StreamKey> SessionImpl::ThreadKeys() {
     }
     return blocks;
   };
+  const int64_t total = std::accumulate(tasks.begin(), tasks.end(), int64_t{0});
   int64_t low = *std::max_element(tasks.begin(), tasks.end());
-  int64_t high = std::accumulate(tasks.begin(), tasks.end(), int64_t{0});
+  int64_t high = total;
   while (low < high) {
     const int64_t mid = low + (high - low) / 2;
     if (blocks_within(mid, nullptr) <= threads) {
@@ -374,7 +375,6 @@ std::vector<StreamKey> SessionImpl::ThreadKeys() {
   // through a queue then, and a parked stream must be picked up) outweigh
   // the balance: the quick start's 3 tasks against 2, on zero-work tasks,
   // took 1.9x as long on the pool.
-  const int64_t total = std::accumulate(tasks.begin(), tasks.end(), int64_t{0});
   const bool uneven = low * threads * 5 > total * 6;
   if (threads > 1 &&
       (options_.stream_sharing == StreamSharing::kAnyThread ||
