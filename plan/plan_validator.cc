@@ -149,13 +149,14 @@ class Validator {
 
   void CollectProduced(int t) {
     for (const auto& [name, desc] : SortedOutputs(task(t))) {
-      std::string where =
-          absl::StrCat(Label(t), ": produced_regst_desc['", name,
-                       "'] (regst_desc ", desc->regst_desc_id(), ")");
+      auto where = [&] {
+        return absl::StrCat(Label(t), ": produced_regst_desc['", name,
+                            "'] (regst_desc ", desc->regst_desc_id(), ")");
+      };
       auto [it, fresh] =
           producers_.emplace(desc->regst_desc_id(), Producer{t, name, desc});
       if (!fresh) {
-        Problem(absl::StrCat(where,
+        Problem(absl::StrCat(where(),
                              ": regst_desc_id: duplicate, also "
                              "produced by ",
                              Label(it->second.task), " as '", it->second.name,
@@ -163,27 +164,27 @@ class Validator {
         continue;
       }
       if (desc->producer_task_id() != task(t).task_id()) {
-        Problem(absl::StrCat(where, ".producer_task_id: is ",
+        Problem(absl::StrCat(where(), ".producer_task_id: is ",
                              desc->producer_task_id(), ", but ", Label(t),
                              " produces it"));
       }
       if (desc->register_num() < 1) {
-        Problem(absl::StrCat(where, ".register_num: must be >= 1, got ",
+        Problem(absl::StrCat(where(), ".register_num: must be >= 1, got ",
                              desc->register_num()));
       }
       if (desc->elem_cnt() < 0) {
-        Problem(absl::StrCat(where, ".elem_cnt: must be >= 0, got ",
+        Problem(absl::StrCat(where(), ".elem_cnt: must be >= 0, got ",
                              desc->elem_cnt()));
       }
       absl::StatusOr<std::vector<BlobDesc>> blobs = BlobDescsFromProto(*desc);
       if (!blobs.ok()) {
-        Problem(absl::StrCat(where, ".", blobs.status().message()));
+        Problem(absl::StrCat(where(), ".", blobs.status().message()));
         unknown_blobs_.insert(desc->regst_desc_id());
       } else if (!blobs->empty()) {
         int64_t total = 0;
         for (const BlobDesc& blob : *blobs) total += blob.elem_cnt();
         if (desc->elem_cnt() > 0 && desc->elem_cnt() != total) {
-          Problem(absl::StrCat(where, ".elem_cnt: is ", desc->elem_cnt(),
+          Problem(absl::StrCat(where(), ".elem_cnt: is ", desc->elem_cnt(),
                                ", but its blobs hold ", total,
                                " elements (state one or the other)"));
         }
@@ -196,13 +197,13 @@ class Validator {
       if (mem.device_type() == GPU) {
         std::string problem = GpuProblem(mem.device_index());
         if (!problem.empty()) {
-          Problem(absl::StrCat(where, ".mem_case.device_type GPU (device ",
+          Problem(absl::StrCat(where(), ".mem_case.device_type GPU (device ",
                                mem.device_index(), "): ", problem));
         }
       } else if (mem.pinned()) {
         absl::Status pinnable = probe_(0);
         if (!pinnable.ok()) {
-          Problem(absl::StrCat(where,
+          Problem(absl::StrCat(where(),
                                ".mem_case.pinned: pinned host memory needs a "
                                "usable CUDA device: ",
                                pinnable.message()));
@@ -214,19 +215,20 @@ class Validator {
   void CheckConsumed(int t) {
     std::set<int64_t> seen;
     for (const auto& [name, ids] : SortedInputs(task(t))) {
-      std::string where =
-          absl::StrCat(Label(t), ": consumed_regst_desc_id['", name, "']");
-      if (ids.empty()) Problem(absl::StrCat(where, ": empty id list"));
+      auto where = [&] {
+        return absl::StrCat(Label(t), ": consumed_regst_desc_id['", name, "']");
+      };
+      if (ids.empty()) Problem(absl::StrCat(where(), ": empty id list"));
       for (int64_t id : ids) {
         if (!seen.insert(id).second) {
-          Problem(absl::StrCat(where, ": regst_desc ", id,
+          Problem(absl::StrCat(where(), ": regst_desc ", id,
                                " is consumed twice by this task"));
           unresolved_.insert(t);
           continue;
         }
         auto it = producers_.find(id);
         if (it == producers_.end()) {
-          Problem(absl::StrCat(where, ": regst_desc ", id,
+          Problem(absl::StrCat(where(), ": regst_desc ", id,
                                " is produced by no task"));
           unresolved_.insert(t);
           continue;
@@ -245,13 +247,16 @@ class Validator {
 
   void CheckConsumerLists() {
     for (const auto& [id, producer] : producers_) {
-      std::string where = absl::StrCat(
-          Label(producer.task), ": produced_regst_desc['", producer.name,
-          "'] (regst_desc ", id, ").consumer_task_id");
+      auto where = [&] {
+        return absl::StrCat(Label(producer.task), ": produced_regst_desc['",
+                            producer.name, "'] (regst_desc ", id,
+                            ").consumer_task_id");
+      };
       std::set<int64_t> listed;
       for (int64_t consumer : producer.desc->consumer_task_id()) {
         if (!listed.insert(consumer).second) {
-          Problem(absl::StrCat(where, ": lists task_id ", consumer, " twice"));
+          Problem(
+              absl::StrCat(where(), ": lists task_id ", consumer, " twice"));
         }
       }
       const std::set<int64_t>& actual = consumers_of_[id];
@@ -259,7 +264,7 @@ class Validator {
         if (actual.count(consumer)) continue;
         auto task_it = index_of_task_id_.find(consumer);
         Problem(
-            absl::StrCat(where, ": lists task_id ", consumer,
+            absl::StrCat(where(), ": lists task_id ", consumer,
                          task_it == index_of_task_id_.end()
                              ? ", which is no task of the plan"
                              : absl::StrCat(", but ", Label(task_it->second),
@@ -267,7 +272,8 @@ class Validator {
       }
       for (int64_t consumer : actual) {
         if (listed.count(consumer)) continue;
-        Problem(absl::StrCat(where, ": ", Label(index_of_task_id_.at(consumer)),
+        Problem(absl::StrCat(where(), ": ",
+                             Label(index_of_task_id_.at(consumer)),
                              " consumes it but is not listed"));
       }
     }
@@ -291,10 +297,11 @@ class Validator {
       return a.device_type() == b.device_type() &&
              (a.device_type() == CPU || a.device_index() == b.device_index());
     };
-    std::string runs_on =
-        gpu ? absl::StrCat("GPU stream of device ", stream.device_index())
-            : std::string("CPU stream");
-    std::string hint =
+    auto runs_on = [&] {
+      return gpu ? absl::StrCat("GPU stream of device ", stream.device_index())
+                 : std::string("CPU stream");
+    };
+    const char* hint =
         gpu ? "(h2d and d2h tasks move data between host and device)"
             : "(a d2h task on a GPU stream brings data to the host)";
     if (!unresolved_.count(t)) {
@@ -306,7 +313,7 @@ class Validator {
           Problem(absl::StrCat(
               Label(t), ": consumed_regst_desc_id['", name, "']: regst_desc ",
               id, " is in ", MemoryName(have), ", but this task runs on a ",
-              runs_on, " and reads ", MemoryName(want), " ", hint));
+              runs_on(), " and reads ", MemoryName(want), " ", hint));
         }
       }
     }
@@ -316,7 +323,7 @@ class Validator {
       Problem(absl::StrCat(Label(t), ": produced_regst_desc['", name,
                            "'] (regst_desc ", desc->regst_desc_id(),
                            ").mem_case: is ", MemoryName(desc->mem_case()),
-                           ", but this task runs on a ", runs_on,
+                           ", but this task runs on a ", runs_on(),
                            " and writes ", MemoryName(want), " ", hint));
     }
   }
@@ -466,15 +473,16 @@ class Validator {
       const int64_t id = outputs[o].second->regst_desc_id();
       if (unknown_blobs_.count(id)) continue;  // a bad blob entry
       const std::vector<BlobDesc>* inferred = ctx.inferred(o);
-      std::string where =
-          absl::StrCat(Label(t), ": produced_regst_desc['", outputs[o].first,
-                       "'] (regst_desc ", id, ")");
+      auto where = [&] {
+        return absl::StrCat(Label(t), ": produced_regst_desc['",
+                            outputs[o].first, "'] (regst_desc ", id, ")");
+      };
       if (inferred != nullptr && output_ios[o].declared) {
         std::string mismatch = legacy_.count(id)
                                    ? LegacyMismatch(*inferred, id)
                                    : Mismatch(output_ios[o].blobs, *inferred);
         if (!mismatch.empty()) {
-          Problem(absl::StrCat(where, ": ", mismatch));
+          Problem(absl::StrCat(where(), ": ", mismatch));
           unknown_blobs_.insert(id);
           continue;
         }
@@ -600,13 +608,15 @@ class Validator {
         blocks;
     for (int t = 0; t < plan_.task_size(); ++t) {
       for (const auto& [name, desc] : SortedOutputs(task(t))) {
-        const std::string where = absl::StrCat(
-            Label(t), ": produced_regst_desc['", name, "'] (regst_desc ",
-            desc->regst_desc_id(), ").mem_block_id ", desc->mem_block_id());
+        auto where = [&] {
+          return absl::StrCat(Label(t), ": produced_regst_desc['", name,
+                              "'] (regst_desc ", desc->regst_desc_id(),
+                              ").mem_block_id ", desc->mem_block_id());
+        };
         if (desc->mem_block_id() < 0) {
-          Problem(absl::StrCat(where, ": must be >= 0"));
+          Problem(absl::StrCat(where(), ": must be >= 0"));
         } else if (desc->mem_block_id() > 0 && desc->register_num() != 1) {
-          Problem(absl::StrCat(where, ": register_num is ",
+          Problem(absl::StrCat(where(), ": register_num is ",
                                desc->register_num(),
                                "; only registers of one buffer share memory"));
         } else if (desc->mem_block_id() > 0) {
