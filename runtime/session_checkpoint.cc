@@ -106,15 +106,24 @@ absl::StatusOr<CheckpointData> SessionImpl::TakeStates(int64_t acts,
   }
   if (!stating_.WaitFor(left())) {
     states_pending_ = true;
-    std::vector<std::string> busy;
+    // A task answers on its thread, so one inside its kernel holds up
+    // every task that shares the thread.
+    std::vector<std::string> in_kernel, behind;
     for (int a = 0; a < n; ++a) {
-      if (ThreadInKernel(a)) busy.push_back(TaskLabel(actors_[a]->task()));
+      if (actors_[a]->kernel_since_ns() != 0) {
+        in_kernel.push_back(TaskLabel(actors_[a]->task()));
+      } else if (ThreadInKernel(a)) {
+        behind.push_back(TaskLabel(actors_[a]->task()));
+      }
     }
-    return absl::DeadlineExceededError(absl::StrCat(
-        "Snapshot: the tasks did not answer in time",
-        busy.empty() ? ""
-                     : absl::StrCat(" (inside their kernels: ",
-                                    absl::StrJoin(busy, ", "), ")")));
+    std::string why;
+    if (!in_kernel.empty()) {
+      why = absl::StrCat(" (inside a kernel: ", absl::StrJoin(in_kernel, ", "),
+                         behind.empty() ? "" : "; sharing their threads: ",
+                         absl::StrJoin(behind, ", "), ")");
+    }
+    return absl::DeadlineExceededError(
+        absl::StrCat("Snapshot: the tasks did not answer in time", why));
   }
   absl::Status failed = monitor_->status();
   if (!failed.ok()) return failed;
