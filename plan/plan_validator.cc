@@ -149,9 +149,11 @@ class Validator {
 
   void CollectProduced(int t) {
     for (const auto& [name, desc] : SortedOutputs(task(t))) {
-      auto where = [&] {
-        return absl::StrCat(Label(t), ": produced_regst_desc['", name,
-                            "'] (regst_desc ", desc->regst_desc_id(), ")");
+      // Structured bindings are captured through init-captures (clang
+      // before 16 refuses them otherwise).
+      auto where = [this, t, &out = name, out_desc = desc] {
+        return absl::StrCat(Label(t), ": produced_regst_desc['", out,
+                            "'] (regst_desc ", out_desc->regst_desc_id(), ")");
       };
       auto [it, fresh] =
           producers_.emplace(desc->regst_desc_id(), Producer{t, name, desc});
@@ -215,8 +217,9 @@ class Validator {
   void CheckConsumed(int t) {
     std::set<int64_t> seen;
     for (const auto& [name, ids] : SortedInputs(task(t))) {
-      auto where = [&] {
-        return absl::StrCat(Label(t), ": consumed_regst_desc_id['", name, "']");
+      auto where = [this, t, &input = name] {
+        return absl::StrCat(Label(t), ": consumed_regst_desc_id['", input,
+                            "']");
       };
       if (ids.empty()) Problem(absl::StrCat(where(), ": empty id list"));
       for (int64_t id : ids) {
@@ -247,9 +250,9 @@ class Validator {
 
   void CheckConsumerLists() {
     for (const auto& [id, producer] : producers_) {
-      auto where = [&] {
-        return absl::StrCat(Label(producer.task), ": produced_regst_desc['",
-                            producer.name, "'] (regst_desc ", id,
+      auto where = [this, desc_id = id, &from = producer] {
+        return absl::StrCat(Label(from.task), ": produced_regst_desc['",
+                            from.name, "'] (regst_desc ", desc_id,
                             ").consumer_task_id");
       };
       std::set<int64_t> listed;
@@ -608,10 +611,10 @@ class Validator {
         blocks;
     for (int t = 0; t < plan_.task_size(); ++t) {
       for (const auto& [name, desc] : SortedOutputs(task(t))) {
-        auto where = [&] {
-          return absl::StrCat(Label(t), ": produced_regst_desc['", name,
-                              "'] (regst_desc ", desc->regst_desc_id(),
-                              ").mem_block_id ", desc->mem_block_id());
+        auto where = [this, t, &out = name, out_desc = desc] {
+          return absl::StrCat(Label(t), ": produced_regst_desc['", out,
+                              "'] (regst_desc ", out_desc->regst_desc_id(),
+                              ").mem_block_id ", out_desc->mem_block_id());
         };
         if (desc->mem_block_id() < 0) {
           Problem(absl::StrCat(where(), ": must be >= 0"));
