@@ -53,10 +53,11 @@ struct SessionOptions {
   int usable_cpus = 0;
   // When the plan's plain CPU streams outnumber UsableCpus::SharedThreads()
   // (the usable CPUs less those busy elsewhere as the session is made),
-  // they share that many threads, consecutive streams in order of first appearance together,
-  // balanced by task count: every task still acts in piece order, and
-  // tasks of one stream never at once, but tasks of streams that share a
-  // thread no longer run at the same time. False: a thread per stream.
+  // they share that many threads, consecutive streams in order of first
+  // appearance together, balanced by task count: every task still acts in
+  // piece order, and tasks of one stream never at once, but tasks of
+  // streams that share a thread no longer run at the same time. False: a
+  // thread per stream.
   bool share_cpu_threads = true;
   // How streams that share threads are placed: kAuto takes consecutive
   // blocks unless the blocks come out uneven (the largest task count on a

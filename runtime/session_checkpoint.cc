@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -108,11 +109,12 @@ absl::StatusOr<CheckpointData> SessionImpl::TakeStates(int64_t acts,
     states_pending_ = true;
     // A task answers on its thread, so one inside its kernel holds up
     // every task that shares the thread.
+    const absl::flat_hash_set<StreamKey> in_kernels = ThreadsInKernels();
     std::vector<std::string> in_kernel, behind;
     for (int a = 0; a < n; ++a) {
       if (actors_[a]->kernel_since_ns() != 0) {
         in_kernel.push_back(TaskLabel(actors_[a]->task()));
-      } else if (ThreadInKernel(a)) {
+      } else if (in_kernels.contains(thread_keys_[a])) {
         behind.push_back(TaskLabel(actors_[a]->task()));
       }
     }

@@ -669,10 +669,11 @@ HangFacts SessionImpl::CollectHangFacts(const std::string& reason) {
   // within a second on a loaded machine).
   for (int tries = 0; tries < 20; ++tries) {
     if (describing_.WaitFor(absl::Milliseconds(50))) break;
+    const absl::flat_hash_set<StreamKey> in_kernels = ThreadsInKernels();
     bool all_in = true;
     for (int a = 0; a < n && all_in; ++a) {
       all_in = snapshot_taken_[a].load(std::memory_order_acquire) ||
-               ThreadInKernel(a);
+               in_kernels.contains(thread_keys_[a]);
     }
     if (all_in) break;
   }
@@ -690,14 +691,12 @@ HangFacts SessionImpl::CollectHangFacts(const std::string& reason) {
   return facts;
 }
 
-bool SessionImpl::ThreadInKernel(int32_t actor) const {
+absl::flat_hash_set<StreamKey> SessionImpl::ThreadsInKernels() const {
+  absl::flat_hash_set<StreamKey> threads;
   for (size_t a = 0; a < actors_.size(); ++a) {
-    if (thread_keys_[a] == thread_keys_[actor] &&
-        actors_[a]->kernel_since_ns() != 0) {
-      return true;
-    }
+    if (actors_[a]->kernel_since_ns() != 0) threads.insert(thread_keys_[a]);
   }
-  return false;
+  return threads;
 }
 
 absl::Status SessionImpl::StopHungRun(const std::string& reason) {

@@ -16,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -135,8 +136,9 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   // Every actor's snapshot (those that answer within a second) and its
   // running kernel.
   HangFacts CollectHangFacts(const std::string& reason);
-  // Whether some actor on `actor`'s thread is inside a kernel call.
-  bool ThreadInKernel(int32_t actor) const;
+  // The threads (thread_keys_) with some actor inside a kernel call now:
+  // one pass over the actors, for callers that ask of every actor.
+  absl::flat_hash_set<StreamKey> ThreadsInKernels() const;
   // After a failure: wakes every actor so the run winds down, and waits
   // for it to drain; a kernel still running after cancel_grace has its
   // thread abandoned. Returns what it abandoned ("" if nothing).
