@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -377,8 +378,24 @@ const KernelRegistry::Entry* KernelRegistry::Find(const std::string& op_type,
 }
 
 bool KernelRegistry::Register(const std::string& op_type, KernelFactory factory,
-                              DeviceKind device) {
+                              DeviceKind device, const char* abi_stamp) {
   MutexLock lock(&RegistryMutex());
+  // A library loaded behind LoadKernelLibrary's back (a bare dlopen) may
+  // have been built against other headers: its kernels' layout is not
+  // this runtime's, so none of them is kept.
+  if (abi_stamp == nullptr ||
+      std::strcmp(abi_stamp, ACTORFLOW_KERNEL_ABI_STAMP) != 0) {
+    if (!quiet_refusals_) {
+      std::fprintf(stderr,
+                   "actorflow: %s kernel op_type '%s' was built against "
+                   "another kernel ABI ('%s'; this runtime: '%s'); not "
+                   "registered\n",
+                   DeviceKindName(device), op_type.c_str(),
+                   abi_stamp == nullptr ? "none" : abi_stamp,
+                   ACTORFLOW_KERNEL_ABI_STAMP);
+    }
+    return false;
+  }
   if (Find(op_type, device) != nullptr) {
     refused_.push_back(EntryName(op_type, device));
     if (!quiet_refusals_) {

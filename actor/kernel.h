@@ -17,6 +17,7 @@
 #include "actor/data_type.h"
 #include "actor/kernel_state.h"
 #include "actor/regst_view.h"
+#include "actorflow/version.h"
 #include "proto/plan.pb.h"
 #include "thread/stream_key.h"
 
@@ -180,13 +181,10 @@ struct SinkSummary {
   bool in_order = true;
 };
 
-// A task's computation. One instance per task, used only on the task's
-// thread. Register with ACTORFLOW_REGISTER_KERNEL from any library linked in
-// (mark that cc_library `alwayslink = True` so the registration is kept). A
-// kernel that waits for something outside the plan (a peer across the network)
-// gives its actor a gate instead of blocking its thread: the actor acts only
-// while the gate is open too. Whatever opens it calls the waker it was given,
-// from any thread, for the actor to look again.
+// What a kernel that waits for something outside the plan (a peer across
+// the network) gives its actor instead of blocking its thread: the actor
+// acts only while the gate is open too. Whatever opens it calls the waker
+// it was given, from any thread, for the actor to look again.
 class KernelGate {
  public:
   virtual ~KernelGate() = default;
@@ -196,6 +194,10 @@ class KernelGate {
   virtual void SetWaker(std::function<void()> wake) = 0;
 };
 
+// A task's computation. One instance per task, used only on the task's
+// thread. Register with ACTORFLOW_REGISTER_KERNEL from any library linked in
+// (mark that cc_library `alwayslink = True` so the registration is kept), or
+// build it as a kernel library loaded at run time (kernel_library.h).
 class Kernel {
  public:
   virtual ~Kernel() = default;
@@ -253,10 +255,15 @@ class KernelRegistry {
   static KernelRegistry& Get();
 
   // False (and the first registration stays) if op_type is taken for
-  // `device`. Any thread; a kernel library's static initializers call it
-  // while LoadKernelLibrary (actor/kernel_library.h) loads the library.
+  // `device`, or if `abi_stamp` is not this runtime's: the default
+  // argument is filled in where the call is compiled, so a call from a
+  // library built against other headers (include/actorflow/version.h)
+  // carries their stamp and is refused, with a message on stderr. Any
+  // thread; a kernel library's static initializers call it while
+  // LoadKernelLibrary (actor/kernel_library.h) loads the library.
   bool Register(const std::string& op_type, KernelFactory factory,
-                DeviceKind device = DeviceKind::kCpu);
+                DeviceKind device = DeviceKind::kCpu,
+                const char* abi_stamp = ACTORFLOW_KERNEL_ABI_STAMP);
   absl::StatusOr<std::unique_ptr<Kernel>> Create(
       const std::string& op_type, DeviceKind device = DeviceKind::kCpu) const;
   bool Has(const std::string& op_type,
@@ -303,26 +310,20 @@ class KernelRegistry {
           []() -> std::unique_ptr<::actorflow::Kernel> {                       \
             return std::make_unique<KernelClass>();                            \
           },                                                                   \
-          device)
+          device, ACTORFLOW_KERNEL_ABI_STAMP)
 
 // ACTORFLOW_REGISTER_KERNEL("my_op", MyKernel);  at namespace scope in a .cc
-// file: the CPU kernel of my_op. ACTORFLOW_REGISTER_GPU_KERNEL: the one for
-// GPU streams. ACTORFLOW_REGISTER_KERNEL_FOR names the DeviceKind.
+// file: the CPU kernel of my_op. Each use also stamps the library with the
+// kernel ABI version of the headers it is compiled against, which the
+// loader checks before it loads the library (actorflow/version.h).
+// ACTORFLOW_REGISTER_GPU_KERNEL: the one for GPU streams.
+// ACTORFLOW_REGISTER_KERNEL_FOR names the DeviceKind.
 #define ACTORFLOW_REGISTER_KERNEL(op_type, KernelClass) \
   ACTORFLOW_REGISTER_KERNEL_FOR(op_type, KernelClass,   \
                                 ::actorflow::DeviceKind::kCpu)
 #define ACTORFLOW_REGISTER_GPU_KERNEL(op_type, KernelClass) \
   ACTORFLOW_REGISTER_KERNEL_FOR(op_type, KernelClass,       \
                                 ::actorflow::DeviceKind::kGpu)
-
-// The names from before the prefix, for code written against them.
-// Deprecated; defining ACTORFLOW_NO_UNPREFIXED_MACROS drops them.
-#ifndef ACTORFLOW_NO_UNPREFIXED_MACROS
-#define REGISTER_KERNEL(op_type, KernelClass) \
-  ACTORFLOW_REGISTER_KERNEL(op_type, KernelClass)
-#define REGISTER_GPU_KERNEL(op_type, KernelClass) \
-  ACTORFLOW_REGISTER_GPU_KERNEL(op_type, KernelClass)
-#endif
 
 }  // namespace actorflow
 

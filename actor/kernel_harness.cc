@@ -2,9 +2,20 @@
 
 #include <utility>
 
+#include "actor/regst.h"
 #include "memory/synced_memory.h"
 
 namespace actorflow {
+
+struct KernelHarness::State {
+  TaskProto task;
+  std::vector<std::unique_ptr<RegstDesc>> descs;
+  std::vector<Regst*> inputs;
+  Regst* output = nullptr;
+  std::unique_ptr<Kernel> kernel;
+  KernelContext ctx;
+};
+
 namespace {
 
 absl::StatusOr<std::unique_ptr<RegstDesc>> HostDesc(
@@ -36,19 +47,23 @@ const float* FirstFloats(const Regst* regst) {
 
 }  // namespace
 
+KernelHarness::KernelHarness() : state_(std::make_unique<State>()) {}
+KernelHarness::~KernelHarness() = default;
+
 absl::StatusOr<std::unique_ptr<KernelHarness>> KernelHarness::Create(
     const TaskProto& task, std::vector<std::vector<BlobDesc>> inputs,
     bool has_output, std::vector<BlobDesc> output_blobs) {
   std::unique_ptr<KernelHarness> harness(new KernelHarness());
-  harness->task_ = task;
+  State& state = *harness->state_;
+  state.task = task;
   std::vector<KernelIo> input_ios, output_ios;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const int64_t id = static_cast<int64_t>(i) + 1;
     input_ios.push_back({"in", id, inputs[i], true});
     auto desc = HostDesc(id, std::move(inputs[i]));
     if (!desc.ok()) return desc.status();
-    harness->inputs_.push_back((*desc)->regsts[0].get());
-    harness->descs_.push_back(std::move(*desc));
+    state.inputs.push_back((*desc)->regsts[0].get());
+    state.descs.push_back(std::move(*desc));
   }
   const int64_t out_id = static_cast<int64_t>(inputs.size()) + 1;
   if (has_output) {
@@ -56,25 +71,25 @@ absl::StatusOr<std::unique_ptr<KernelHarness>> KernelHarness::Create(
   }
   auto kernel = KernelRegistry::Get().Create(task.kernel().op_type());
   if (!kernel.ok()) return kernel.status();
-  KernelInitContext init(harness->task_, input_ios, output_ios);
+  KernelInitContext init(state.task, input_ios, output_ios);
   absl::Status status = (*kernel)->Init(init);
   if (!status.ok()) return status;
-  harness->kernel_ = std::move(*kernel);
+  state.kernel = std::move(*kernel);
   if (has_output) {
     const std::vector<BlobDesc>* inferred = init.inferred(0);
     auto desc = HostDesc(out_id, inferred ? *inferred : output_blobs);
     if (!desc.ok()) return desc.status();
-    harness->output_ = (*desc)->regsts[0].get();
-    harness->descs_.push_back(std::move(*desc));
+    state.output = (*desc)->regsts[0].get();
+    state.descs.push_back(std::move(*desc));
   }
 
-  KernelContext& ctx = harness->ctx_;
-  ctx.task_ = &harness->task_;
-  ctx.inputs_.assign(harness->inputs_.begin(), harness->inputs_.end());
-  const int num_inputs = static_cast<int>(harness->inputs_.size());
+  KernelContext& ctx = state.ctx;
+  ctx.task_ = &state.task;
+  ctx.inputs_.assign(state.inputs.begin(), state.inputs.end());
+  const int num_inputs = static_cast<int>(state.inputs.size());
   if (num_inputs > 0) ctx.input_groups_.push_back({"in", 0, num_inputs});
   if (has_output) {
-    ctx.outputs_.push_back(harness->output_);
+    ctx.outputs_.push_back(state.output);
     ctx.output_groups_.push_back({"out", 0, 1});
   }
   return harness;
@@ -88,22 +103,32 @@ absl::StatusOr<std::unique_ptr<KernelHarness>> KernelHarness::Create(
       has_output, {LegacyBlob(elem_cnt)});
 }
 
+RegstView KernelHarness::input(int i) const {
+  return RegstView(state_->inputs[i]);
+}
+
+ConstRegstView KernelHarness::output() const {
+  return ConstRegstView(state_->output);
+}
+
+const Kernel& KernelHarness::kernel() const { return *state_->kernel; }
+
 float* KernelHarness::input_floats(int i) const {
-  return const_cast<float*>(FirstFloats(inputs_[i]));
+  return const_cast<float*>(FirstFloats(state_->inputs[i]));
 }
 
 const float* KernelHarness::output_floats() const {
-  return FirstFloats(output_);
+  return FirstFloats(state_->output);
 }
 
 absl::Status KernelHarness::Run(int64_t piece_id) {
-  for (Regst* in : inputs_) in->set_piece_id(piece_id);
-  if (output_ != nullptr) {
-    output_->set_piece_id(piece_id);
-    output_->ResetShapes();
+  for (Regst* in : state_->inputs) in->set_piece_id(piece_id);
+  if (state_->output != nullptr) {
+    state_->output->set_piece_id(piece_id);
+    state_->output->ResetShapes();
   }
-  ctx_.piece_id_ = piece_id;
-  return kernel_->Forward(&ctx_);
+  state_->ctx.piece_id_ = piece_id;
+  return state_->kernel->Forward(&state_->ctx);
 }
 
 }  // namespace actorflow

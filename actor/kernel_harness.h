@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "actor/blob_desc.h"
 #include "actor/kernel.h"
-#include "actor/regst.h"
+#include "actor/regst_view.h"
 #include "proto/plan.pb.h"
 
 namespace actorflow {
@@ -18,6 +18,8 @@ namespace actorflow {
 // consumed under "in" with the blobs given; its output, if `has_output`, is
 // produced under "out" with the blobs the kernel's Init infers, or else the
 // `output_blobs` given (as a plan states a source's). All in host memory.
+// Part of the SDK (in libactorflow.so): a kernel library's own tests use it
+// as the project's do. Not thread-safe; use one harness from one thread.
 class KernelHarness {
  public:
   // Creates the kernel named by task.kernel().op_type and runs its Init.
@@ -28,27 +30,27 @@ class KernelHarness {
   static absl::StatusOr<std::unique_ptr<KernelHarness>> Create(
       const TaskProto& task, int num_inputs, bool has_output, int64_t elem_cnt);
 
+  ~KernelHarness();
+
   // Input i's register, to fill before Run (writable here).
-  RegstView input(int i) const { return RegstView(inputs_[i]); }
+  RegstView input(int i) const;
   // The output register after Run; an empty view without output.
-  ConstRegstView output() const { return ConstRegstView(output_); }
+  ConstRegstView output() const;
   // The first blob's floats (float32 blobs; null otherwise).
   float* input_floats(int i) const;
   const float* output_floats() const;
   // Calls Forward for `piece_id` (the inputs carry that piece id); the
   // output's dynamic blobs start at their maximum shape, as in a plan.
   absl::Status Run(int64_t piece_id);
-  const Kernel& kernel() const { return *kernel_; }
+  const Kernel& kernel() const;
 
  private:
-  KernelHarness() = default;
+  // The registers and the kernel's context: runtime layout, kept out of
+  // this header (the SDK's).
+  struct State;
+  KernelHarness();
 
-  TaskProto task_;
-  std::vector<std::unique_ptr<RegstDesc>> descs_;
-  std::vector<Regst*> inputs_;
-  Regst* output_ = nullptr;
-  std::unique_ptr<Kernel> kernel_;
-  KernelContext ctx_;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace actorflow

@@ -1,12 +1,21 @@
 #include "actor/kernel_library.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "actor/kernel.h"
+#include "actorflow/version.h"
 #include "base/mutex.h"
 
 namespace actorflow {
@@ -47,11 +56,85 @@ void ShareOwnSymbols() {
   }
 }
 
+// The kernel ABI versions stamped into the library file at `file`
+// (ACTORFLOW_KERNEL_ABI_STAMP: the prefix, decimal digits, ';'), each once;
+// an error if it cannot be read or is no ELF file (dlopen then says why).
+// Text after the prefix that is not digits and ';' (the macro's own
+// definition in debug information) is no stamp.
+absl::StatusOr<std::set<int64_t>> StampedAbiVersions(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return absl::NotFoundError("cannot be read");
+  const std::string bytes((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  if (bytes.compare(0, 4,
+                    "\x7f"
+                    "ELF") != 0) {
+    return absl::InvalidArgumentError("not a shared library");
+  }
+  const std::string prefix = ACTORFLOW_KERNEL_ABI_STAMP_PREFIX;
+  std::set<int64_t> versions;
+  for (size_t at = bytes.find(prefix); at != std::string::npos;
+       at = bytes.find(prefix, at + 1)) {
+    size_t end = at + prefix.size();
+    while (end < bytes.size() && absl::ascii_isdigit(bytes[end])) ++end;
+    int64_t version = 0;
+    if (end < bytes.size() && bytes[end] == ';' &&
+        absl::SimpleAtoi(absl::string_view(bytes).substr(
+                             at + prefix.size(), end - at - prefix.size()),
+                         &version)) {
+      versions.insert(version);
+    }
+  }
+  return versions;
+}
+
+// OK if the library at `file` was built against this runtime's kernel ABI.
+// `path` is the name it was asked for by, for the message.
+absl::Status CheckKernelAbi(const std::string& path, const std::string& file) {
+  absl::StatusOr<std::set<int64_t>> versions = StampedAbiVersions(file);
+  if (!versions.ok()) return absl::OkStatus();
+  const std::string ours =
+      absl::StrCat("this runtime has kernel ABI ", ACTORFLOW_ABI_VERSION,
+                   " (actorflow ", ACTORFLOW_VERSION_STRING, ")");
+  if (versions->empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel library '", path,
+        "' carries no actorflow kernel ABI stamp (it was not built against "
+        "actorflow's kernel headers, or registers no kernel with "
+        "ACTORFLOW_REGISTER_KERNEL); ",
+        ours, "; nothing of the library was loaded"));
+  }
+  if (versions->size() == 1 && *versions->begin() == ACTORFLOW_ABI_VERSION) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "kernel library '", path, "' was built against actorflow kernel ABI ",
+      absl::StrJoin(*versions, " and "), "; ", ours,
+      ": rebuild it against this version's SDK; nothing of the library was "
+      "loaded"));
+}
+
+// The file dlopen found for `handle` (a bare name is searched for).
+std::string LoadedFile(void* handle) {
+  struct link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr ||
+      map->l_name == nullptr) {
+    return "";
+  }
+  return map->l_name;
+}
+
 }  // namespace
 
 absl::Status LoadKernelLibrary(const std::string& path) {
   if (path.empty()) {
     return absl::InvalidArgumentError("kernel library: empty path");
+  }
+  // A path names the file: its stamp is checked before anything of it
+  // runs (a library of another layout could crash in its initializers).
+  const bool named_file = path.find('/') != std::string::npos;
+  if (named_file) {
+    if (absl::Status abi = CheckKernelAbi(path, path); !abi.ok()) return abi;
   }
   MutexLock lock(&LoaderMutex());
   ShareOwnSymbols();
@@ -76,13 +159,16 @@ absl::Status LoadKernelLibrary(const std::string& path) {
   const std::vector<std::string> refused = registry.RefusedSince(mark);
   std::vector<std::string> registered = registry.RegisteredSince(mark);
   absl::Status problem;
-  if (!refused.empty()) {
+  // A bare name is found only by dlopen: its file is checked now (Register
+  // has already refused the kernels of another ABI).
+  if (!named_file) problem = CheckKernelAbi(path, LoadedFile(handle));
+  if (problem.ok() && !refused.empty()) {
     problem = absl::AlreadyExistsError(absl::StrCat(
         "kernel library '", path, "' registers op_type ",
         absl::StrJoin(refused, ", "),
         ", already registered (built in or by a library loaded earlier); "
         "nothing of the library was loaded"));
-  } else if (registered.empty()) {
+  } else if (problem.ok() && registered.empty()) {
     problem = absl::InvalidArgumentError(absl::StrCat(
         "kernel library '", path,
         "' registers no kernel (is each kernel registered with "

@@ -9,7 +9,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "actor/kernel.h"
+#include "actorflow/version.h"
 #include "kernels/builtin_kernels.h"
 #include "plan/plan_builder.h"
 #include "runtime/session.h"
@@ -18,6 +20,13 @@ namespace actorflow {
 namespace {
 
 constexpr char kLibrary[] = "examples/plugin/libaffine_kernels.so";
+// The same library built against headers whose ACTORFLOW_ABI_VERSION is 9999.
+constexpr char kOtherAbiLibrary[] = "tests/libaffine_kernels_other_abi.so";
+
+class Passthrough final : public Kernel {
+ public:
+  absl::Status Forward(KernelContext*) override { return absl::OkStatus(); }
+};
 
 // source -> affine (2x + 1) -> checksum: piece p holds 4 elements of p.
 Plan AffinePlan() {
@@ -66,15 +75,40 @@ TEST_CASE("SessionOptions::kernel_libraries runs the library's op_type") {
   CHECK(loaded[0].kernels == std::vector<std::string>{"affine (cpu)"});
 }
 
-// The macro's name from before the ACTORFLOW_ prefix still registers.
-class Passthrough final : public Kernel {
- public:
-  absl::Status Forward(KernelContext*) override { return absl::OkStatus(); }
-};
-REGISTER_KERNEL("kernel_library_test.unprefixed", Passthrough);
+TEST_CASE("a library built against another kernel ABI is refused") {
+  const std::vector<std::string> before = KernelRegistry::Get().op_types();
+  SessionOptions options;
+  options.kernel_libraries = {kOtherAbiLibrary};
+  auto session = Session::Create(AffinePlan(), std::move(options));
+  REQUIRE_FALSE(session.ok());
+  CHECK(session.status().code() == absl::StatusCode::kInvalidArgument);
+  const std::string message(session.status().message());
+  CHECK_THAT(message, Catch::Contains(absl::StrCat(
+                          "kernel library '", kOtherAbiLibrary,
+                          "' was built against actorflow kernel ABI 9999")));
+  CHECK_THAT(message,
+             Catch::Contains(absl::StrCat("this runtime has kernel ABI ",
+                                          ACTORFLOW_ABI_VERSION)));
+  // Refused before it was loaded: nothing of it registered or listed.
+  CHECK(KernelRegistry::Get().op_types() == before);
+  for (const LoadedKernelLibrary& loaded : LoadedKernelLibraries()) {
+    CHECK(loaded.path != kOtherAbiLibrary);
+  }
+}
 
-TEST_CASE("REGISTER_KERNEL, the unprefixed name, still registers") {
-  CHECK(KernelRegistry::Get().Has("kernel_library_test.unprefixed"));
+TEST_CASE("a registration stamped with another kernel ABI is not kept") {
+  KernelRegistry& registry = KernelRegistry::Get();
+  auto factory = [] { return std::make_unique<Passthrough>(); };
+  CHECK_FALSE(registry.Register("kernel_library_test.other_abi", factory,
+                                DeviceKind::kCpu,
+                                ACTORFLOW_KERNEL_ABI_STAMP_PREFIX "9999;"));
+  CHECK_FALSE(registry.Register("kernel_library_test.no_abi", factory,
+                                DeviceKind::kCpu, nullptr));
+  CHECK_FALSE(registry.Has("kernel_library_test.other_abi"));
+  CHECK_FALSE(registry.Has("kernel_library_test.no_abi"));
+  // This build's own stamp, the default, is.
+  CHECK(registry.Register("kernel_library_test.this_abi", factory));
+  CHECK(registry.Has("kernel_library_test.this_abi"));
 }
 
 }  // namespace

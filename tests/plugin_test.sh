@@ -103,10 +103,50 @@ out=$("$work/run_plan" "$work/affine_plan.pbtxt" 10 2>&1) || status=$?
 ((status == 1)) && [[ "$out" == *"task 'affine' (task_id 2)"*"unknown op_type 'affine'"* ]] ||
   fail "run_plan without the library exited $status: $out"
 
-# A library with no kernel, one that is missing, one that is not a library.
+# The kernel's unit test, KernelHarness from the SDK, built the same way.
+out=$(make -s -C "$example" ACTORFLOW_SDK="$work/sdk" OUT="$work" \
+  ${embed_flags[@]+"${embed_flags[@]}"} test) || fail "make test: $out"
+[[ "$out" == *"affine_kernel_test: ok"* ]] || fail "make test: $out"
+
+# The library built against the SDK with another kernel ABI version (as
+# against another release's headers): refused by every loader, naming both
+# versions, before any of its code runs; found by name through dlopen's
+# search path (a bare name), it is refused too.
+abi=$(sed -n 's/^#define ACTORFLOW_ABI_VERSION \([0-9]*\)$/\1/p' \
+  "$work/sdk/include/actorflow/version.h")
+[[ -n "$abi" ]] || fail "the SDK's actorflow/version.h states no ABI version"
+cp -r "$work/sdk" "$work/sdk_next"
+sed -i "s/^#define ACTORFLOW_ABI_VERSION $abi\$/#define ACTORFLOW_ABI_VERSION $((abi + 1))/" \
+  "$work/sdk_next/include/actorflow/version.h"
+mkdir -p "$work/next"
+make -s -C "$example" ACTORFLOW_SDK="$work/sdk_next" OUT="$work/next"
+mismatch="was built against actorflow kernel ABI $((abi + 1)); this runtime has kernel ABI $abi"
+expect_invalid "$mismatch" run "$plan" --load="$work/next/libaffine_kernels.so"
+status=0
+out=$("$work/run_plan" "$work/affine_plan.pbtxt" 10 \
+  "$work/next/libaffine_kernels.so" 2>&1) || status=$?
+((status == 1)) && [[ "$out" == *"$mismatch"* ]] ||
+  fail "run_plan with the other ABI's library exited $status: $out"
+status=0
+out=$(LD_LIBRARY_PATH="$work/next" "$work/run_plan" "$work/affine_plan.pbtxt" \
+  10 libaffine_kernels.so 2>&1) || status=$?
+((status == 1)) && [[ "$out" == *"'libaffine_kernels.so' $mismatch"* ]] ||
+  fail "run_plan with the other ABI's library by bare name exited $status: $out"
+
+# A library not built against the kernel headers (no stamp); one that has
+# the stamp but registers no kernel; one that is missing; one that is not a
+# library.
 echo 'int no_kernels_here() { return 0; }' >"$work/none.cc"
 g++ -fPIC -shared "$work/none.cc" -o "$work/libnone.so"
-expect_invalid "registers no kernel" run "$plan" --load="$work/libnone.so"
+expect_invalid "carries no actorflow kernel ABI stamp" \
+  run "$plan" --load="$work/libnone.so"
+cat >"$work/stamp_only.cc" <<'CC'
+#include "actor/kernel.h"
+const char* stamp_without_kernels() { return ACTORFLOW_KERNEL_ABI_STAMP; }
+CC
+g++ -std=c++20 -fPIC -shared -I"$work/sdk/include" "$work/stamp_only.cc" \
+  -o "$work/libstamp_only.so"
+expect_invalid "registers no kernel" run "$plan" --load="$work/libstamp_only.so"
 expect_invalid "cannot be loaded" run "$plan" --load="$work/missing.so"
 expect_invalid "cannot be loaded" run "$plan" --load="$plan"
 expect_invalid "--load needs a kernel library" run "$plan" --load=

@@ -432,6 +432,15 @@ class KernelLibraryTest(unittest.TestCase):
         # 8 elements of 2p + 1 over pieces 0..9.
         self.assertEqual(result["sinks"]["checksum"]["checksum"], 800)
 
+    def test_a_library_built_against_another_abi_is_refused(self):
+        library = os.path.abspath("tests/libaffine_kernels_other_abi.so")
+        with self.assertRaisesRegex(
+            ValueError,
+            "was built against actorflow kernel ABI 9999; this runtime has "
+            "kernel ABI [0-9]+",
+        ):
+            actorflow.load_kernels(library)
+
     def test_a_library_that_cannot_load_is_a_value_error(self):
         with self.assertRaisesRegex(
             ValueError, "kernel library 'no/such/libx.so' cannot be loaded"
