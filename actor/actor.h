@@ -45,9 +45,6 @@ struct ActorSpec {
   FetchPort* fetch_port = nullptr;
 };
 
-// What the actors of a session share. A session runs its plan many times;
-// each run starts with kReset to every actor (written by the session before
-// it sends them, read by each actor when it handles its kReset).
 // Where an actor whose kernel has state hands it over at the cuts of a run
 // (Session::Start's snapshots): called on the actor's thread, between its
 // acts on pieces cut - 1 and cut, with the cut's index in the run's list.
@@ -57,6 +54,9 @@ class CutListener {
   virtual void OnCut(int32_t actor, size_t cut) = 0;
 };
 
+// What the actors of a session share. A session runs its plan many times;
+// each run starts with kReset to every actor (written by the session before
+// it sends them, read by each actor when it handles its kReset).
 struct ActorEnv {
   RunMonitor* monitor = nullptr;
   // Pieces each plain source makes in the run being reset.

@@ -49,6 +49,7 @@ constexpr char kHelp[] =
 int main(int argc, char** argv) {
   using namespace actorflow;
   using namespace actorflow::bench;
+  using namespace actorflow::engine;
   Config config;
   ParseFlags("engine_bench", argc, argv,
              {{"ops", &config.ops, "operations per sample"},

@@ -63,13 +63,13 @@ inline std::vector<DepOp> WavefrontDepOps(int n) {
 // Seconds for `engine` to run every op (each spinning `work_iters`), from
 // the first push to WaitForAll; the process CPU time of that span goes to
 // `cpu_ns` if given. Making and deleting the variables is not timed.
-inline double RunDepOpsOnEngine(Engine* engine, const std::vector<DepOp>& ops,
-                                int num_vars, int64_t work_iters,
-                                int64_t* cpu_ns = nullptr) {
-  std::vector<VarHandle> vars;
+inline double RunDepOpsOnEngine(engine::Engine* engine,
+                                const std::vector<DepOp>& ops, int num_vars,
+                                int64_t work_iters, int64_t* cpu_ns = nullptr) {
+  std::vector<engine::VarHandle> vars;
   for (int i = 0; i < num_vars; ++i) vars.push_back(engine->NewVariable());
-  std::vector<VarHandle> reads;
-  std::vector<VarHandle> writes(1);
+  std::vector<engine::VarHandle> reads;
+  std::vector<engine::VarHandle> writes(1);
   int64_t cpu_start = ProcessCpuNs();
   int64_t start = NowNs();
   for (const DepOp& op : ops) {
@@ -77,11 +77,11 @@ inline double RunDepOpsOnEngine(Engine* engine, const std::vector<DepOp>& ops,
     for (int r : op.reads) reads.push_back(vars[r]);
     writes[0] = vars[op.write];
     engine->PushAsync(
-        [work_iters](RunContext, CallbackOnComplete done) {
+        [work_iters](engine::RunContext, engine::CallbackOnComplete done) {
           BusyWork::Spin(work_iters);
           done();
         },
-        Context::CPU(), reads, writes);
+        engine::Context::CPU(), reads, writes);
   }
   if (!engine->WaitForAll().ok()) {
     std::fprintf(stderr, "bench: an engine operation failed\n");
@@ -89,8 +89,8 @@ inline double RunDepOpsOnEngine(Engine* engine, const std::vector<DepOp>& ops,
   }
   double seconds = (NowNs() - start) * 1e-9;
   if (cpu_ns != nullptr) *cpu_ns = ProcessCpuNs() - cpu_start;
-  for (VarHandle var : vars) {
-    engine->DeleteVariable(nullptr, Context::CPU(), var);
+  for (engine::VarHandle var : vars) {
+    engine->DeleteVariable(nullptr, engine::Context::CPU(), var);
   }
   engine->WaitForAll().IgnoreError();
   return seconds;

@@ -489,11 +489,11 @@ void Field(Suite* suite) {
 
 void EngineGraphs(Suite* suite) {
   const Options& o = suite->options;
-  EngineOptions engine_options;
+  engine::EngineOptions engine_options;
   engine_options.cpu_worker_nthreads = o.threads;
   engine_options.cpu_priority_nthreads = 1;  // idle here: parked
-  std::unique_ptr<Engine> engine =
-      Engine::Create(EngineType::kThreadedPerDevice, engine_options);
+  std::unique_ptr<engine::Engine> engine = engine::Engine::Create(
+      engine::EngineType::kThreadedPerDevice, engine_options);
   tbb::task_arena arena(o.threads);
   arena.initialize();
   struct Graph {

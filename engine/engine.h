@@ -295,30 +295,4 @@ class Engine {
 
 }  // namespace actorflow::engine
 
-// The engine's public names in the project's namespace (actorflow::Engine,
-// actorflow::Context, ...), as code written before the engine had a
-// namespace of its own uses them. Deprecated: new code says
-// actorflow::engine::. Define ACTORFLOW_NO_ENGINE_ALIASES to leave them out.
-#ifndef ACTORFLOW_NO_ENGINE_ALIASES
-namespace actorflow {
-using engine::AsyncFn;
-using engine::CallbackOnComplete;
-using engine::Context;
-using engine::Engine;
-using engine::EngineOptions;
-using engine::EngineType;
-using engine::EngineTypeName;
-using engine::FnProperty;
-using engine::FnPropertyName;
-using engine::kMaxEngineDevices;
-using engine::OprHandle;
-using engine::OprRecord;
-using engine::ParseEngineType;
-using engine::RunContext;
-using engine::SyncFn;
-using engine::Var;
-using engine::VarHandle;
-}  // namespace actorflow
-#endif  // ACTORFLOW_NO_ENGINE_ALIASES
-
 #endif  // ACTORFLOW_ENGINE_ENGINE_H_

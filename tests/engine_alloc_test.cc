@@ -12,7 +12,7 @@
 #include "tests/allocation_counter.h"
 #include "tests/test_util.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 namespace {
 
 // Allocations made while pushing and running `rounds` rounds of 1000
@@ -89,4 +89,4 @@ TEST_CASE("a push allocates nothing in steady state") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::engine

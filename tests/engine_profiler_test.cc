@@ -26,7 +26,7 @@
 #include "tests/held_op.h"
 #include "tests/test_util.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 namespace {
 
 using testing::HeldOp;
@@ -469,4 +469,4 @@ TEST_CASE("GPU operations carry their device time") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::engine

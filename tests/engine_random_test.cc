@@ -13,7 +13,7 @@
 #include "engine/engine.h"
 #include "tests/test_util.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 namespace {
 
 uint64_t Mix(uint64_t x) {
@@ -203,4 +203,4 @@ TEST_CASE("concurrent pushers: exclusive writes, no deadlock, exact counts") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::engine

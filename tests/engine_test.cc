@@ -18,7 +18,7 @@
 #include "tests/held_op.h"
 #include "tests/test_util.h"
 
-namespace actorflow {
+namespace actorflow::engine {
 namespace {
 
 using testing::HeldOp;
@@ -708,4 +708,4 @@ TEST_CASE("Engine::Get is one process-wide engine") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::engine

@@ -15,8 +15,8 @@ namespace actorflow::testing {
 // chooses: until then it holds its variables.
 class HeldOp {
  public:
-  AsyncFn Fn() {
-    return [this](RunContext, CallbackOnComplete done) {
+  engine::AsyncFn Fn() {
+    return [this](engine::RunContext, engine::CallbackOnComplete done) {
       std::lock_guard<std::mutex> lock(mu_);
       callback_.emplace(std::move(done));
       started_.store(true);
@@ -33,7 +33,7 @@ class HeldOp {
 
  private:
   std::mutex mu_;
-  std::optional<CallbackOnComplete> callback_;
+  std::optional<engine::CallbackOnComplete> callback_;
   std::atomic<bool> started_{false};
 };
 

@@ -67,7 +67,8 @@ class ThreadMgr {
       if (key.machine_id != 0) {
         return absl::UnimplementedError(absl::StrCat(
             "stream ", key.ToString(),
-            ": machine_id must be 0 (multi-machine runs are not supported)"));
+            ": machine_id must be 0 (a multi-machine plan runs one "
+            "partition per rank: net/plan_partition.h)"));
       }
       if (key.device_index < 0 || key.stream_index < 0) {
         return absl::InvalidArgumentError(
