@@ -54,11 +54,11 @@ constexpr char kUsage[] =
 usage:
   actorflow run PLAN [--pieces=N] [--trace=FILE] [--stats] [--cpus=N]
                      [--sharing=auto|consecutive|any_thread]
-                     [--check_memory_sharing]
+                     [--check-memory-sharing]
                      [--timeout=SECONDS] [--stall=SECONDS]
                      [--progress | --no-progress]
-                     [--checkpoint_dir=DIR [--checkpoint_every=PIECES]
-                      [--resume] [--keep_last=N]]
+                     [--checkpoint-dir=DIR [--checkpoint-every=PIECES]
+                      [--resume] [--keep-last=N]]
                                     run PLAN; the last line on stdout is a
                                     JSON summary with one entry per checksum
                                     task (pieces, checksum, in_order).
@@ -87,7 +87,7 @@ usage:
                     streams crosses a queue), or auto (default: consecutive
                     unless the blocks' task counts come out over 1.2x
                     their mean)
-    --check_memory_sharing
+    --check-memory-sharing
                     check the registers that share memory (mem_block_id)
                     as the plan runs: a register written while another of
                     its block holds data fails the run, naming both, and a
@@ -106,22 +106,22 @@ usage:
     --progress      show a progress line on stderr (pieces done, rate);
                     by default it shows on a terminal once a run has
                     taken a second. --no-progress: never
-    --checkpoint_dir=DIR
+    --checkpoint-dir=DIR
                     write checkpoints under DIR (DIR/ckpt-<piece>): every
                     task's state at a cut between pieces, written
                     atomically and checksummed; one at the end of the
-                    run, and one every --checkpoint_every pieces
-    --checkpoint_every=PIECES
+                    run, and one every --checkpoint-every pieces
+    --checkpoint-every=PIECES
                     a checkpoint after every PIECES pieces, taken as the
                     run goes by (each task saves its state as it passes
                     the piece; nothing stops) and written while the next
                     pieces run; results are unchanged
-    --resume        start from the newest checkpoint in --checkpoint_dir
+    --resume        start from the newest checkpoint in --checkpoint-dir
                     (none yet: from piece 0, saying so), and run the
                     pieces left of --pieces (or the plan's); the JSON
                     line says "resumed_from": the piece it started at.
                     The sinks then report the whole run's figures
-    --keep_last=N   keep only the newest N checkpoints (default: all)
+    --keep-last=N   keep only the newest N checkpoints (default: all)
     Multi-machine plans (tasks on stream.machine_id 0..N-1) run as N
     processes, one per machine id, registers moving between them over
     gRPC. Each process is `actorflow run PLAN` with its place in the job
@@ -140,7 +140,7 @@ usage:
     Each rank prints its own JSON line, with "rank" and "world_size"; a
     failure on any rank ends every rank (exit 1), naming the rank and its
     task and piece. --trace=FILE writes FILE.rankR. With
-    --checkpoint_dir each rank writes DIR/rank-R/ckpt-<piece>, every rank
+    --checkpoint-dir each rank writes DIR/rank-R/ckpt-<piece>, every rank
     the same cut; --resume starts every rank from the newest checkpoint
     that every rank completed.
   actorflow launch --nproc=N PLAN [--master-port=PORT] [run flags]
@@ -938,7 +938,7 @@ void DeclareCommandFlags(const std::string& command, RunFlags* run,
     flags.Bool("stats", &run->stats,
                "a table per task on stderr (acts, busy, blocked on inputs, "
                "blocked on outputs), and \"stats\" in the JSON line");
-    flags.Bool("check_memory_sharing", &run->check_memory_sharing,
+    flags.Bool("check-memory-sharing", &run->check_memory_sharing,
                "check the registers that share memory as the plan runs");
     flags.Custom("cpus", "N",
                  "CPUs the run may keep busy (default: the affinity mask, "
@@ -968,16 +968,23 @@ void DeclareCommandFlags(const std::string& command, RunFlags* run,
                    }
                    return "";
                  });
-    for (const char* name : {"timeout", "stall"}) {
-      double* seconds = name[0] == 't' ? &run->timeout_s : &run->stall_s;
-      flags.Custom(name, "S",
-                   name[0] == 't'
-                       ? "fail a run that takes longer than S seconds"
-                       : "fail a run in which no task acts for S seconds",
-                   [name, seconds](const std::string& v) -> std::string {
-                     if (!absl::SimpleAtod(v, seconds) || !(*seconds > 0) ||
-                         *seconds > 1e9) {
-                       return absl::StrCat("--", name,
+    // Both take seconds; each writes its own field.
+    struct Seconds {
+      const char* name;
+      const char* help;
+      double* value;
+    };
+    for (const Seconds& flag : {
+             Seconds{"timeout", "fail a run that takes longer than S seconds",
+                     &run->timeout_s},
+             Seconds{"stall", "fail a run in which no task acts for S seconds",
+                     &run->stall_s},
+         }) {
+      flags.Custom(flag.name, "S", flag.help,
+                   [flag](const std::string& v) -> std::string {
+                     if (!absl::SimpleAtod(v, flag.value) ||
+                         !(*flag.value > 0) || *flag.value > 1e9) {
+                       return absl::StrCat("--", flag.name,
                                            " needs a number of seconds > 0, "
                                            "got '",
                                            v, "'");
@@ -1009,35 +1016,36 @@ void DeclareCommandFlags(const std::string& command, RunFlags* run,
              "show a progress line on stderr (default: on a terminal, once a "
              "run has taken a second)");
   flags.Bool("no-progress", &run->progress_off, "never show it");
-  flags.Custom("checkpoint_dir", "DIR", "write checkpoints under DIR",
+  flags.Custom("checkpoint-dir", "DIR", "write checkpoints under DIR",
                [run](const std::string& v) -> std::string {
-                 if (v.empty()) return "--checkpoint_dir needs a directory";
+                 if (v.empty()) return "--checkpoint-dir needs a directory";
                  run->checkpoint_dir = ResolvePath(v);
                  return "";
                });
-  for (const char* name : {"checkpoint_every", "keep_last"}) {
-    const bool keep = name[0] == 'k';
-    flags.Custom(
-        name, "N",
-        keep ? "keep only the newest N checkpoints (default: all)"
-             : "a checkpoint after every N pieces, taken as the run goes by",
-        [name, keep, run](const std::string& v) -> std::string {
-          int64_t n = 0;
-          if (!absl::SimpleAtoi(v, &n) || n < 1 ||
-              n > (keep ? 1000000 : INT64_MAX / 2)) {
-            return absl::StrCat("--", name, " needs a whole number >= 1, got '",
-                                v, "'");
-          }
-          if (keep) {
-            run->keep_last = static_cast<int>(n);
-          } else {
-            run->checkpoint_every = n;
-          }
-          return "";
-        });
-  }
+  flags.Custom("checkpoint-every", "N",
+               "a checkpoint after every N pieces, taken as the run goes by",
+               [run](const std::string& v) -> std::string {
+                 if (!absl::SimpleAtoi(v, &run->checkpoint_every) ||
+                     run->checkpoint_every < 1 ||
+                     run->checkpoint_every > INT64_MAX / 2) {
+                   return absl::StrCat(
+                       "--checkpoint-every needs a whole number >= 1, got '", v,
+                       "'");
+                 }
+                 return "";
+               });
+  flags.Custom("keep-last", "N",
+               "keep only the newest N checkpoints (default: all)",
+               [run](const std::string& v) -> std::string {
+                 if (!absl::SimpleAtoi(v, &run->keep_last) ||
+                     run->keep_last < 1 || run->keep_last > 1000000) {
+                   return absl::StrCat(
+                       "--keep-last needs a whole number >= 1, got '", v, "'");
+                 }
+                 return "";
+               });
   flags.Bool("resume", &run->resume,
-             "start from the newest checkpoint in --checkpoint_dir");
+             "start from the newest checkpoint in --checkpoint-dir");
   // A multi-machine job's place of this process (the environment's
   // RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT unless given).
   struct JobFlag {
@@ -1144,7 +1152,7 @@ int Main(int argc, char** argv) {
       ++it;
       continue;
     }
-    if (*it == "--load" || it->size() == 7) {
+    if (*it == "--load" || *it == "--load=") {
       return UsageError("--load needs a kernel library: --load=PATH.so");
     }
     const std::string library = KernelLibraryPath(it->substr(7));
@@ -1187,9 +1195,9 @@ int Main(int argc, char** argv) {
   if (!run.checkpoints() &&
       (run.resume || run.checkpoint_every > 0 || run.keep_last > 0)) {
     return UsageError(absl::StrCat(run.resume          ? "--resume"
-                                   : run.keep_last > 0 ? "--keep_last"
-                                                       : "--checkpoint_every",
-                                   " needs --checkpoint_dir=DIR"));
+                                   : run.keep_last > 0 ? "--keep-last"
+                                                       : "--checkpoint-every",
+                                   " needs --checkpoint-dir=DIR"));
   }
   run.job.checkpoint_dir = run.checkpoint_dir;
   run.job.resume = run.resume;

@@ -1,5 +1,6 @@
 #include "cli/flags.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -242,6 +243,22 @@ absl::Status FlagSet::Parse(int argc, const char* const* argv) {
       has_value = true;
     }
     Flag* flag = Find(name);
+    if (flag == nullptr) {
+      // The other spelling ('_' for '-' or the reverse) of a declared flag:
+      // taken, with a line saying how it is spelled now.
+      std::string respelled = name;
+      const bool dashed = name.find('-') != std::string::npos;
+      std::replace(respelled.begin(), respelled.end(), dashed ? '-' : '_',
+                   dashed ? '_' : '-');
+      flag = Find(respelled);
+      if (flag != nullptr) {
+        std::fprintf(stderr,
+                     "warning: --%s is spelled --%s; the old spelling will "
+                     "go\n",
+                     name.c_str(), flag->name.c_str());
+        name = flag->name;
+      }
+    }
     if (flag == nullptr) {
       std::vector<std::string> known;
       for (const Flag& f : flags_) {

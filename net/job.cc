@@ -192,7 +192,7 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
   if (config_.resume) {
     if (config_.checkpoint_dir.empty()) {
       return absl::InvalidArgumentError(
-          "resume: give the checkpoint directory (--checkpoint_dir)");
+          "resume: give the checkpoint directory (--checkpoint-dir)");
     }
     absl::StatusOr<std::vector<std::pair<int64_t, std::string>>> mine =
         ListCheckpoints(checkpoint_root());

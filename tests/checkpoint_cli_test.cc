@@ -1,5 +1,5 @@
 // Checkpoints as a user meets them on the command line: `actorflow run`
-// and `actorflow launch` with --checkpoint_dir/--checkpoint_every/--resume,
+// and `actorflow launch` with --checkpoint-dir/--checkpoint-every/--resume,
 // and the MNIST example's. Runs killed with SIGKILL at random moments
 // (seeded, printed) and resumed end with the results of runs never killed;
 // a crash between any two steps of writing leaves a usable checkpoint; bad
@@ -276,8 +276,8 @@ TEST_CASE("actorflow run: killed at random moments, resumed, same sinks",
   int kills = 0;
   const std::string resumed = RunUntilDone(
       "actorflow",
-      absl::StrCat(args, " --no-progress --checkpoint_dir=", dir,
-                   " --checkpoint_every=200 --keep_last=2 --resume"),
+      absl::StrCat(args, " --no-progress --checkpoint-dir=", dir,
+                   " --checkpoint-every=200 --keep-last=2 --resume"),
       dir, &random, Crashes{.to = 0.5}, &kills);
   std::printf("actorflow run: %d runs killed\n", kills);
   CHECK(kills > 0);
@@ -290,7 +290,7 @@ TEST_CASE("actorflow run: killed at random moments, resumed, same sinks",
   CHECK(!Field(resumed, "resumed_from").empty());
   // Resuming a finished run runs nothing and reports the same.
   auto again = RunCli(
-      absl::StrCat(args, " --checkpoint_dir=", dir, " --resume --no-progress"),
+      absl::StrCat(args, " --checkpoint-dir=", dir, " --resume --no-progress"),
       Plans());
   CHECK(Field(again.last_line, "resumed_from") == "2500");
   CHECK(Field(again.last_line, "checksum") == Field(resumed, "checksum"));
@@ -300,7 +300,7 @@ TEST_CASE("a crash between any two steps of writing leaves a usable one",
           "[checkpoint]") {
   const std::string dir = testing::TestTempDir("cli_crash_steps");
   const std::string flags =
-      " --no-progress --checkpoint_every=300 --keep_last=2 --checkpoint_dir=";
+      " --no-progress --checkpoint-every=300 --keep-last=2 --checkpoint-dir=";
   auto whole = RunCli(kRunQuickstart + " --no-progress", Plans());
   REQUIRE(whole.exit_code == 0);
   for (int s = 0; s < kNumCheckpointSteps; ++s) {
@@ -332,29 +332,40 @@ TEST_CASE("bad checkpoints and flags get clear errors", "[checkpoint]") {
   const std::string dir = testing::TestTempDir("cli_bad");
   auto usage = RunCli(kRunQuickstart + " --resume", Plans());
   CHECK(usage.exit_code == 2);
-  CHECK(Contains(usage.err, "--resume needs --checkpoint_dir=DIR"));
+  CHECK(Contains(usage.err, "--resume needs --checkpoint-dir=DIR"));
   auto zero = RunCli(
-      kRunQuickstart + " --checkpoint_dir=" + dir + " --checkpoint_every=0",
+      kRunQuickstart + " --checkpoint-dir=" + dir + " --checkpoint-every=0",
       Plans());
   CHECK(zero.exit_code == 2);
   CHECK(Contains(zero.err,
-                 "--checkpoint_every needs a whole number >= 1, "
+                 "--checkpoint-every needs a whole number >= 1, "
                  "got '0'"));
+  // The spellings from before flags took dashes still work, with a
+  // warning naming the new one.
+  auto old_spelling =
+      RunCli(kRunQuickstart + " --no-progress --checkpoint_dir=" + dir +
+                 "/old --keep_last=1",
+             Plans());
+  CHECK(old_spelling.exit_code == 0);
+  CHECK(Contains(old_spelling.err,
+                 "--checkpoint_dir is spelled --checkpoint-dir"));
+  CHECK(Contains(old_spelling.err, "--keep_last is spelled --keep-last"));
+  CHECK(std::filesystem::exists(dir + "/old"));
   // A checkpoint of the typed plan, resumed into the quickstart.
   REQUIRE(
-      RunCli("run examples/plans/typed.pbtxt --no-progress --checkpoint_dir=" +
+      RunCli("run examples/plans/typed.pbtxt --no-progress --checkpoint-dir=" +
                  dir,
              Plans())
           .exit_code == 0);
   auto foreign =
-      RunCli(kRunQuickstart + " --no-progress --resume --checkpoint_dir=" + dir,
+      RunCli(kRunQuickstart + " --no-progress --resume --checkpoint-dir=" + dir,
              Plans());
   CHECK(foreign.exit_code == 1);
   CHECK(Contains(foreign.last_line, "is of another plan: task '"));
   // A corrupt one names its file.
   std::filesystem::remove_all(dir);
   REQUIRE(RunCli(kRunQuickstart +
-                     " --no-progress --pieces=10 --checkpoint_dir=" + dir,
+                     " --no-progress --pieces=10 --checkpoint-dir=" + dir,
                  Plans())
               .exit_code == 0);
   const std::string file = CheckpointPath(dir, 10) + "/state.bin";
@@ -364,7 +375,7 @@ TEST_CASE("bad checkpoints and flags get clear errors", "[checkpoint]") {
     f.put('\x7f');
   }
   auto corrupt =
-      RunCli(kRunQuickstart + " --no-progress --resume --checkpoint_dir=" + dir,
+      RunCli(kRunQuickstart + " --no-progress --resume --checkpoint-dir=" + dir,
              Plans());
   CHECK(corrupt.exit_code == 1);
   CHECK(Contains(corrupt.last_line, file));
@@ -372,7 +383,7 @@ TEST_CASE("bad checkpoints and flags get clear errors", "[checkpoint]") {
   // With nothing to resume from, it starts at piece 0 and says so.
   std::filesystem::remove_all(dir);
   auto fresh =
-      RunCli(kRunQuickstart + " --no-progress --resume --checkpoint_dir=" + dir,
+      RunCli(kRunQuickstart + " --no-progress --resume --checkpoint-dir=" + dir,
              Plans());
   CHECK(fresh.exit_code == 0);
   CHECK(Field(fresh.last_line, "resumed_from") == "0");
@@ -392,8 +403,8 @@ TEST_CASE("three ranks: a rank killed at random, the job resumed, same sinks",
   int kills = 0;
   const std::string resumed = RunUntilDone(
       "actorflow",
-      absl::StrCat(args, " --no-progress --peer-timeout=5 --checkpoint_dir=",
-                   dir, " --checkpoint_every=500 --keep_last=2 --resume"),
+      absl::StrCat(args, " --no-progress --peer-timeout=5 --checkpoint-dir=",
+                   dir, " --checkpoint-every=500 --keep-last=2 --resume"),
       dir, &random,
       Crashes{.to = 0.5,
               .at_most = 3,
@@ -429,7 +440,7 @@ TEST_CASE("mnist_mlp: killed at random moments, resumed, the same weights",
   REQUIRE(!Field(whole.last_line, "weights_crc32").empty());
   // Writing checkpoints changes nothing.
   auto written = RunCli(
-      flags + " --checkpoint_every=30 --checkpoint_dir=" + dir + "/plain",
+      flags + " --checkpoint-every=30 --checkpoint-dir=" + dir + "/plain",
       Plans(), "", mnist);
   CHECK(Field(written.last_line, "final_loss") ==
         Field(whole.last_line, "final_loss"));
@@ -439,7 +450,7 @@ TEST_CASE("mnist_mlp: killed at random moments, resumed, the same weights",
   const std::string resumed = RunUntilDone(
       mnist,
       flags +
-          " --checkpoint_every=20 --keep_last=3 --resume --checkpoint_dir=" +
+          " --checkpoint-every=20 --keep-last=3 --resume --checkpoint-dir=" +
           dir + "/killed",
       dir + "/killed", &random, Crashes{.to = 0.5}, &kills);
   std::printf("mnist_mlp: %d runs killed\n", kills);
@@ -449,7 +460,7 @@ TEST_CASE("mnist_mlp: killed at random moments, resumed, the same weights",
     CHECK(Field(resumed, key) == Field(whole.last_line, key));
   }
   CHECK(!Field(resumed, "resumed_from_step").empty());
-  auto fresh = RunCli(flags + " --resume --checkpoint_dir=" + dir + "/empty",
+  auto fresh = RunCli(flags + " --resume --checkpoint-dir=" + dir + "/empty",
                       Plans(), "", mnist);
   CHECK(Contains(fresh.out, "no checkpoint in " + dir + "/empty yet"));
   CHECK(Field(fresh.last_line, "weights_crc32") ==

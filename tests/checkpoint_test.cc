@@ -27,13 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-#define REQUIRE_OK(expr)                 \
-  do {                                   \
-    const absl::Status status_ = (expr); \
-    INFO(status_.ToString());            \
-    REQUIRE(status_.ok());               \
-  } while (0)
-
 std::string Message(const absl::Status& status) {
   return std::string(status.message());
 }

@@ -1,6 +1,9 @@
 #include "cli/flags.h"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -50,6 +53,40 @@ TEST_CASE("flags: both spellings, every type, defaults kept") {
   CHECK(w.threads == 1);  // untouched default
   CHECK(w.checksum);      // a bare boolean is true
   CHECK_FALSE(again.help_requested());
+}
+
+TEST_CASE("flags: the other spelling of a name is taken, with a warning") {
+  FlagSet flags("prog", "");
+  Values v;
+  Declare(&flags, &v);
+  int64_t keep = 0;
+  flags.Int("keep-last", &keep, "checkpoints kept");
+  // The warning goes to stderr: read it back from a temporary file.
+  std::fflush(stderr);
+  const int saved = dup(fileno(stderr));
+  std::FILE* captured = std::tmpfile();
+  REQUIRE(captured != nullptr);
+  dup2(fileno(captured), fileno(stderr));
+  const absl::Status parsed = ParseArgs(
+      &flags, {"--dir=/d", "--keep_last=3", "--on-error=skip_sample"});
+  std::fflush(stderr);
+  dup2(saved, fileno(stderr));
+  close(saved);
+  std::string warnings(4096, '\0');
+  std::rewind(captured);
+  warnings.resize(std::fread(warnings.data(), 1, warnings.size(), captured));
+  std::fclose(captured);
+  REQUIRE(parsed.ok());
+  CHECK(keep == 3);
+  CHECK(v.mode == "skip_sample");
+  CHECK(flags.given("keep-last"));
+  CHECK_THAT(warnings, Catch::Contains("--keep_last is spelled --keep-last"));
+  CHECK_THAT(warnings, Catch::Contains("--on-error is spelled --on_error"));
+  // A name that is neither spelling of a flag is still unknown.
+  FlagSet other("prog", "");
+  Values w;
+  Declare(&other, &w);
+  CHECK_FALSE(ParseArgs(&other, {"--dir=/d", "--keep-first=3"}).ok());
 }
 
 TEST_CASE("flags: each problem names the flag and what it wants") {

@@ -30,13 +30,6 @@
 namespace actorflow::pipeline {
 namespace {
 
-#define REQUIRE_OK(expr)                 \
-  do {                                   \
-    const absl::Status status_ = (expr); \
-    INFO(status_.ToString());            \
-    REQUIRE(status_.ok());               \
-  } while (0)
-
 constexpr int kEpochs = 2;
 constexpr int kDepth = 2;
 

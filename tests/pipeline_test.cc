@@ -28,13 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-#define REQUIRE_OK(expr)                 \
-  do {                                   \
-    const absl::Status status_ = (expr); \
-    INFO(status_.message());             \
-    REQUIRE(status_.ok());               \
-  } while (0)
-
 // A directory of `count` images of `size` px (and `corrupt` broken files),
 // written once per test binary and name.
 std::string ImageDir(const std::string& name, int count, int size,

@@ -1,6 +1,7 @@
 #ifndef ACTORFLOW_TESTS_TEST_UTIL_H_
 #define ACTORFLOW_TESTS_TEST_UTIL_H_
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -10,6 +11,16 @@
 #include <random>
 #include <string>
 #include <thread>
+
+#include "absl/status/status.h"
+
+// Requires an absl::Status to be OK, showing it when it is not.
+#define REQUIRE_OK(expr)                 \
+  do {                                   \
+    const absl::Status status_ = (expr); \
+    INFO(status_.ToString());            \
+    REQUIRE(status_.ok());               \
+  } while (0)
 
 namespace actorflow::testing {
 

@@ -107,20 +107,20 @@ void Declare(actorflow::FlagSet* set, Flags* f) {
             "run the streams on GPU streams of device 0 (CUDA builds and the "
             "emulated device; results agree with the CPU within float "
             "rounding)");
-  set->String("checkpoint_dir", &f->checkpoint_dir, "DIR",
+  set->String("checkpoint-dir", &f->checkpoint_dir, "DIR",
               "write checkpoints under DIR: every weight, optimizer velocity "
               "and step count, the data's place and the epoch's running "
               "totals, at a cut between steps; atomically, checksummed, while "
               "training goes on. One at the end, and one every "
-              "--checkpoint_every");
-  set->Int("checkpoint_every", &f->checkpoint_every,
+              "--checkpoint-every");
+  set->Int("checkpoint-every", &f->checkpoint_every,
            "a checkpoint after every N training steps; 0: only at the end", 0);
   set->Bool("resume", &f->resume,
-            "start from the newest checkpoint in --checkpoint_dir (none yet: "
+            "start from the newest checkpoint in --checkpoint-dir (none yet: "
             "from the beginning, saying so); with the same flags, a run "
             "killed at any moment and resumed ends with the same loss, "
             "accuracy and weights, bit for bit, as one never stopped");
-  set->Int("keep_last", &f->keep_last,
+  set->Int("keep-last", &f->keep_last,
            "keep only the newest N checkpoints; 0: all", 0);
   set->String("write_plan", &f->write_plan, "FILE",
               "write the training plan (text format) and continue");
@@ -183,13 +183,13 @@ int main(int argc, char** argv) {
   if (options.checkpoint_dir.empty() &&
       (resume || f.checkpoint_every > 0 || f.keep_last > 0)) {
     return Fail(absl::StrCat(resume            ? "--resume"
-                             : f.keep_last > 0 ? "--keep_last"
-                                               : "--checkpoint_every",
-                             " needs --checkpoint_dir=DIR"));
+                             : f.keep_last > 0 ? "--keep-last"
+                                               : "--checkpoint-every",
+                             " needs --checkpoint-dir=DIR"));
   }
   if (!options.checkpoint_dir.empty() && reference) {
     return Fail(
-        "--checkpoint_dir: checkpoints are of the plan, not of "
+        "--checkpoint-dir: checkpoints are of the plan, not of "
         "--reference");
   }
   options.epochs = static_cast<int>(f.epochs);

@@ -404,7 +404,7 @@ absl::StatusOr<TrainSummary> TrainWithPlan(const MnistOptions& options,
   }
   if (o.checkpoint_dir.empty() && (o.resume || o.checkpoint_every > 0)) {
     return absl::InvalidArgumentError(
-        "--resume and --checkpoint_every need --checkpoint_dir");
+        "--resume and --checkpoint-every need --checkpoint-dir");
   }
   if (!o.pipelines) return TrainReadingInPlan(o, on_epoch);
   auto trainer = nn::MlpTrainer::Create(o.model, o.trace);
