@@ -1,4 +1,4 @@
-#include "actor/blob_desc.h"
+#include "actorflow/blob_desc.h"
 
 #include <set>
 

@@ -1,4 +1,4 @@
-#include "actor/data_type.h"
+#include "actorflow/data_type.h"
 
 #include "absl/strings/str_cat.h"
 

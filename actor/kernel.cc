@@ -1,4 +1,4 @@
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
 
 #include <algorithm>
 #include <cstdio>

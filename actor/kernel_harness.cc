@@ -1,4 +1,4 @@
-#include "actor/kernel_harness.h"
+#include "actorflow/kernel_harness.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "actor/kernel_library.h"
+#include "actorflow/kernel_library.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
 #include "actorflow/version.h"
 #include "base/mutex.h"
 

@@ -1,4 +1,4 @@
-#include "actor/kernel_state.h"
+#include "actorflow/kernel_state.h"
 
 #include <utility>
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
 #include "thread/balanced_splitter.h"
 
 namespace actorflow {

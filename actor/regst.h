@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "actor/blob_desc.h"
-#include "actor/regst_view.h"
 #include "actor/shared_block.h"
-#include "actor/tensor_view.h"
+#include "actorflow/blob_desc.h"
+#include "actorflow/regst_view.h"
+#include "actorflow/tensor_view.h"
 #include "memory/synced_memory.h"
 
 namespace actorflow {

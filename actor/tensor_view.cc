@@ -1,4 +1,4 @@
-#include "actor/tensor_view.h"
+#include "actorflow/tensor_view.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -16,9 +16,9 @@
 #include <cstring>
 #include <vector>
 
+#include "actorflow/cuda_api.h"
 #include "bench/bench_util.h"
 #include "kernels/gpu/launch.h"
-#include "memory/cuda_api.h"
 #include "plan/plan_builder.h"
 #include "runtime/runtime.h"
 #include "thread/callback_poller.h"

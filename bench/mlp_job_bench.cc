@@ -14,14 +14,14 @@
 #include <memory>
 #include <string>
 
-#include "actor/blob_desc.h"
+#include "actorflow/blob_desc.h"
+#include "actorflow/compiled_plan.h"
+#include "actorflow/session.h"
 #include "bench/bench_util.h"
 #include "compiler/job_compiler.h"
 #include "compiler/plan_or_job.h"
 #include "nn/mlp.h"
 #include "pipeline/dataset.h"
-#include "plan/compiled_plan.h"
-#include "runtime/session.h"
 
 namespace actorflow {
 namespace {

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
+#include "actorflow/kernel_bindings.h"
+#include "actorflow/session.h"
 #include "bench/peer_workloads.h"
-#include "plan/kernel_bindings.h"
 #include "plan/plan_builder.h"
-#include "runtime/session.h"
 
 namespace actorflow::bench::actorflow_peer {
 namespace {

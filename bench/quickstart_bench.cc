@@ -9,10 +9,10 @@
 #include <thread>
 #include <vector>
 
+#include "actorflow/session.h"
 #include "bench/bench_util.h"
 #include "bench/busy_work.h"
 #include "compiler/plan_or_job.h"
-#include "runtime/session.h"
 
 namespace actorflow::bench {
 namespace {

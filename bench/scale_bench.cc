@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "actorflow/session.h"
 #include "bench/bench_util.h"
 #include "compiler/job_builder.h"
 #include "compiler/job_compiler.h"
 #include "plan/plan_builder.h"
-#include "runtime/session.h"
 
 namespace actorflow::bench {
 namespace {

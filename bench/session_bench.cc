@@ -20,11 +20,11 @@
 #include <thread>
 #include <vector>
 
+#include "actorflow/session.h"
 #include "bench/bench_util.h"
 #include "bench/mutex_channel.h"
 #include "plan/plan_builder.h"
 #include "runtime/runtime.h"
-#include "runtime/session.h"
 
 namespace actorflow::bench {
 namespace {

@@ -22,8 +22,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "actor/kernel.h"
-#include "actor/kernel_library.h"
+#include "actorflow/checkpoint.h"
+#include "actorflow/compiled_plan.h"
+#include "actorflow/kernel.h"
+#include "actorflow/kernel_library.h"
+#include "actorflow/plan_loader.h"
+#include "actorflow/session.h"
 #include "base/json.h"
 #include "cli/flags.h"
 #include "compiler/job_compiler.h"
@@ -32,14 +36,10 @@
 #include "google/protobuf/text_format.h"
 #include "net/job.h"
 #include "net/launch.h"
-#include "plan/compiled_plan.h"
 #include "plan/plan_dot.h"
-#include "plan/plan_loader.h"
 #include "plan/plan_util.h"
-#include "runtime/checkpoint.h"
 #include "runtime/checkpoint_writer.h"
 #include "runtime/progress_line.h"
-#include "runtime/session.h"
 
 namespace actorflow {
 namespace {
@@ -63,7 +63,7 @@ usage:
                                     JSON summary with one entry per checksum
                                     task (pieces, checksum, in_order).
                                     Plans with feed or fetch tasks need a
-                                    program to feed them (runtime/session.h)
+                                    program to feed them (actorflow/session.h)
     --trace=FILE    write when every act ran, as a Chrome trace
                     (chrome://tracing or ui.perfetto.dev): a row per task
     --stats         print a table per task on stderr: acts, busy time (in
@@ -747,7 +747,7 @@ int Run(const std::string& path, const RunFlags& flags) {
     return Invalid({absl::StrCat(
         absl::StrJoin(boundary, ", "),
         ": feed and fetch tasks connect a plan to a program; run this plan "
-        "through a Session (runtime/session.h), not the command")});
+        "through a Session (actorflow/session.h), not the command")});
   }
   SessionOptions options;
   options.trace = !trace_path.empty();

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "actor/blob_desc.h"
+#include "actorflow/blob_desc.h"
 #include "compiler/memory_sharing.h"
 #include "compiler/signature.h"
 #include "compiler/signature_rules.h"

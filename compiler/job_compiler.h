@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "plan/compiled_plan.h"
-#include "plan/kernel_bindings.h"
+#include "actorflow/compiled_plan.h"
+#include "actorflow/kernel_bindings.h"
 #include "proto/job.pb.h"
 #include "proto/plan.pb.h"
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "plan/plan_loader.h"
+#include "actorflow/plan_loader.h"
 
 namespace actorflow {
 

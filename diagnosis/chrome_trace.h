@@ -4,7 +4,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "diagnosis/run_trace.h"
+#include "actorflow/run_trace.h"
 
 namespace actorflow {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "actor/actor_stats.h"
+#include "actorflow/actor_stats.h"
 #include "proto/plan.pb.h"
 
 namespace actorflow {

@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "actorflow/cuda_api.h"
+#include "actorflow/usable_cpus.h"
 #include "engine/dispatcher.h"
 #include "engine/opr.h"
 #include "engine/worker_pool.h"
-#include "memory/cuda_api.h"
 #include "thread/cpu_relax.h"
 #include "thread/spin_wait.h"
-#include "thread/usable_cpus.h"
 
 namespace actorflow::engine {
 

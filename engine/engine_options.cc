@@ -7,7 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "thread/usable_cpus.h"
+#include "actorflow/usable_cpus.h"
 
 namespace actorflow::engine {
 

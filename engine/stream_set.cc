@@ -1,6 +1,6 @@
 #include "engine/stream_set.h"
 
-#include "memory/cuda_api.h"
+#include "actorflow/cuda_api.h"
 
 namespace actorflow::engine {
 

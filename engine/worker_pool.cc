@@ -4,11 +4,11 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "actorflow/usable_cpus.h"
 #include "engine/engine.h"
 #include "engine/opr.h"
 #include "engine/stream_set.h"
 #include "thread/spin_wait.h"
-#include "thread/usable_cpus.h"
 
 namespace actorflow::engine {
 

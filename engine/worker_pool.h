@@ -95,7 +95,7 @@ class WorkerPool {
 
   Engine* const engine_;
   const Order order_;
-  const int usable_cpus_;  // the process's (thread/usable_cpus.h)
+  const int usable_cpus_;  // the process's (actorflow/usable_cpus.h)
   std::vector<std::unique_ptr<Queue>> queues_;  // one per worker (kFifo)
   // Parking: a worker counts itself in `sleepers_` under park_mu_ before it
   // looks at the queues a last time; a push counts its block in its queue's

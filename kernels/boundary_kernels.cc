@@ -1,11 +1,11 @@
 // `feed` and `fetch`: where a plan meets the program that runs it (see
-// runtime/session.h). Their actors move registers between the plan and the
+// actorflow/session.h). Their actors move registers between the plan and the
 // caller instead of calling Forward; these classes check the signature.
 //   feed   no input; output "out" of exactly one blob, stated in the plan
 //          (the caller's tensors must fit it)
 //   fetch  one input "in" of exactly one blob; no output
 #include "absl/strings/str_cat.h"
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
 
 namespace actorflow {
 namespace {

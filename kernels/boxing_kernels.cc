@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
 #include "thread/balanced_splitter.h"
 
 namespace actorflow {

@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
 
 // The built-in kernels' CPU classes. Their Init checks attributes and
 // signature and states the outputs' blobs; the GPU versions (kernels/gpu)

@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "memory/cuda_api.h"
+#include "actorflow/cuda_api.h"
 
 namespace actorflow {
 

@@ -2,7 +2,7 @@
 #include <cuda_runtime_api.h>
 
 #include "absl/strings/str_cat.h"
-#include "memory/cuda_api.h"
+#include "actorflow/cuda_api.h"
 
 namespace actorflow::cuda {
 namespace {

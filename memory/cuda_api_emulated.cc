@@ -21,8 +21,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "actorflow/cuda_api.h"
 #include "base/mutex.h"
-#include "memory/cuda_api.h"
 #include "memory/cuda_emulation.h"
 
 namespace actorflow::cuda {

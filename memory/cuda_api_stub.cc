@@ -1,5 +1,5 @@
 // CPU-only builds: every device call reports that CUDA is not compiled in.
-#include "memory/cuda_api.h"
+#include "actorflow/cuda_api.h"
 
 namespace actorflow::cuda {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "memory/cuda_api.h"
+#include "actorflow/cuda_api.h"
 
 // The emulated CUDA device (--config=emulated_gpu; cuda_api_emulated.cc):
 // how emulated kernels (kernels/gpu/launch_emulated.cc) join a stream.

@@ -5,8 +5,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "actorflow/cuda_api.h"
 #include "memory/allocator.h"
-#include "memory/cuda_api.h"
 
 namespace actorflow {
 

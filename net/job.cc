@@ -9,11 +9,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "actorflow/compiled_plan.h"
+#include "actorflow/plan_validator.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "net/net_kernels.h"
-#include "plan/compiled_plan.h"
-#include "plan/plan_validator.h"
 
 namespace actorflow::net {
 namespace {

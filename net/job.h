@@ -11,13 +11,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "actorflow/checkpoint.h"
+#include "actorflow/session.h"
 #include "base/mutex.h"
 #include "net/control.h"
 #include "net/plan_partition.h"
 #include "net/transport.h"
 #include "proto/plan.pb.h"
-#include "runtime/checkpoint.h"
-#include "runtime/session.h"
 
 namespace actorflow::net {
 

@@ -1,8 +1,8 @@
 #ifndef ACTORFLOW_NET_NET_KERNELS_H_
 #define ACTORFLOW_NET_NET_KERNELS_H_
 
+#include "actorflow/kernel_bindings.h"
 #include "net/transport.h"
-#include "plan/kernel_bindings.h"
 
 namespace actorflow::net {
 

@@ -17,7 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
 #include "base/mutex.h"
 #include "net/plan_partition.h"
 #include "proto/net.grpc.pb.h"

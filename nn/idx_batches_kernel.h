@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
 #include "pipeline/batch_schedule.h"
 #include "pipeline/dataset.h"
 

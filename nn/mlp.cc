@@ -5,12 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "actorflow/tensor.h"
 #include "compiler/job_builder.h"
 #include "compiler/job_compiler.h"
 #include "nn/dense_math.h"
 #include "pipeline/dataset.h"
 #include "plan/plan_builder.h"
-#include "runtime/tensor.h"
 #include "thread/balanced_splitter.h"
 
 namespace actorflow::nn {

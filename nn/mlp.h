@@ -10,9 +10,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "diagnosis/run_trace.h"
+#include "actorflow/run_trace.h"
+#include "actorflow/session.h"
 #include "proto/plan.pb.h"
-#include "runtime/session.h"
 
 // A perceptron (inputs -> hidden ReLU layers -> classes, softmax
 // cross-entropy, SGD with momentum) as a plan, and the sequential loop that

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
 
 // Kernels of dense networks on float32 row-major blobs: the forward and
 // backward passes of a fully connected layer, ReLU, softmax cross-entropy,

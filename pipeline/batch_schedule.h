@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "actor/kernel.h"
 #include "actor/parallel_part.h"
+#include "actorflow/kernel.h"
 
 namespace actorflow::pipeline {
 

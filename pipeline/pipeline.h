@@ -12,13 +12,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "actor/tensor_view.h"
-#include "diagnosis/run_trace.h"
-#include "memory/cuda_api.h"
+#include "actorflow/checkpoint_info.h"
+#include "actorflow/cuda_api.h"
+#include "actorflow/run_trace.h"
+#include "actorflow/tensor.h"
+#include "actorflow/tensor_view.h"
 #include "pipeline/skip_log.h"
 #include "proto/plan.pb.h"
-#include "runtime/checkpoint_info.h"
-#include "runtime/tensor.h"
 
 namespace actorflow {
 class KernelBindings;

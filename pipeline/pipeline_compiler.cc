@@ -7,13 +7,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "actorflow/session.h"
 #include "compiler/job_builder.h"
 #include "compiler/job_compiler.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/sample_ops.h"
 #include "pipeline/stage_kernels.h"
 #include "plan/plan_builder.h"
-#include "runtime/session.h"
 
 namespace actorflow::pipeline {
 namespace {

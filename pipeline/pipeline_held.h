@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "actorflow/session.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/stage_kernels.h"
-#include "runtime/session.h"
 
 namespace actorflow::pipeline {
 

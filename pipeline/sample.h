@@ -9,8 +9,8 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
-#include "actor/blob_desc.h"
-#include "actor/data_type.h"
+#include "actorflow/blob_desc.h"
+#include "actorflow/data_type.h"
 
 namespace actorflow::pipeline {
 

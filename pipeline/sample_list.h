@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
 #include "pipeline/dataset.h"
 #include "pipeline/sample.h"
 

@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
 #include "pipeline/sample.h"
 
 // The per-sample operators a pipeline stage applies, with what they read

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
 #include "base/mutex.h"
 #include "pipeline/dataset.h"
 #include "pipeline/sample_dealer.h"

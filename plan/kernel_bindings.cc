@@ -1,4 +1,4 @@
-#include "plan/kernel_bindings.h"
+#include "actorflow/kernel_bindings.h"
 
 #include <algorithm>
 #include <set>

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "plan/compiled_plan.h"
+#include "actorflow/compiled_plan.h"
 
 namespace actorflow {
 

@@ -1,4 +1,4 @@
-#include "plan/plan_loader.h"
+#include "actorflow/plan_loader.h"
 
 #include <cerrno>
 #include <cstring>

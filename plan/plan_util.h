@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "actorflow/stream_key.h"
 #include "proto/plan.pb.h"
-#include "thread/stream_key.h"
 
 namespace actorflow {
 

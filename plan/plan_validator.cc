@@ -1,4 +1,4 @@
-#include "plan/plan_validator.h"
+#include "actorflow/plan_validator.h"
 
 #include <algorithm>
 #include <functional>
@@ -10,11 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "actor/kernel.h"
-#include "memory/cuda_api.h"
-#include "plan/compiled_plan.h"
+#include "actorflow/compiled_plan.h"
+#include "actorflow/cuda_api.h"
+#include "actorflow/kernel.h"
+#include "actorflow/kernel_bindings.h"
 #include "plan/cycles.h"
-#include "plan/kernel_bindings.h"
 #include "plan/plan_util.h"
 #include "plan/register_lifetimes.h"
 

@@ -1,4 +1,4 @@
-#include "runtime/checkpoint.h"
+#include "actorflow/checkpoint.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "runtime/checkpoint.h"
+#include "actorflow/checkpoint.h"
 
 namespace actorflow {
 

@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "actorflow/session.h"
 #include "base/mutex.h"
-#include "runtime/session.h"
 
 namespace actorflow {
 

@@ -3,7 +3,7 @@
 #include <memory>
 #include <utility>
 
-#include "runtime/session.h"
+#include "actorflow/session.h"
 
 namespace actorflow {
 

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "actor/kernel.h"
-#include "diagnosis/run_trace.h"
+#include "actorflow/kernel.h"
+#include "actorflow/run_trace.h"
+#include "actorflow/session.h"
 #include "proto/plan.pb.h"
-#include "runtime/session.h"
 
 namespace actorflow {
 
@@ -27,7 +27,7 @@ struct RunResult : RunStats {
   RunTrace trace;                            // empty unless RunOptions::trace
 };
 
-// Runs `plan` once, to completion: a Session (runtime/session.h) created,
+// Runs `plan` once, to completion: a Session (actorflow/session.h) created,
 // run for options.pieces and destroyed. Every thread is joined before it
 // returns, on every path. To run a plan more than once, or to feed and
 // fetch, use a Session.

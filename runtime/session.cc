@@ -1,9 +1,9 @@
-#include "runtime/session.h"
+#include "actorflow/session.h"
 
 #include <utility>
 
 #include "actor/regst.h"
-#include "plan/compiled_plan.h"
+#include "actorflow/compiled_plan.h"
 #include "runtime/session_impl.h"
 
 namespace actorflow {

@@ -1,4 +1,4 @@
-// Session's checkpoints (runtime/session.h, docs/checkpoints.md): the plan
+// Session's checkpoints (actorflow/session.h, docs/checkpoints.md): the plan
 // at rest (Snapshot), cuts taken as a run goes by (OnCut, TakeSnapshot),
 // and restores. States are saved and restored on each task's own thread.
 #include <algorithm>

@@ -13,9 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "actor/kernel_library.h"
 #include "actor/make_actor.h"
-#include "memory/cuda_api.h"
+#include "actorflow/cuda_api.h"
+#include "actorflow/kernel_library.h"
 #include "memory/synced_memory.h"
 #include "plan/plan_util.h"
 

@@ -1,7 +1,7 @@
 #ifndef ACTORFLOW_RUNTIME_SESSION_IMPL_H_
 #define ACTORFLOW_RUNTIME_SESSION_IMPL_H_
 
-// The machinery behind Session (runtime/session.h), which forwards every
+// The machinery behind Session (actorflow/session.h), which forwards every
 // call here: the compiled plan, its registers, threads and actors, the run
 // monitor and the checkpoint slots. Internal: nothing outside runtime/
 // includes it.
@@ -23,19 +23,19 @@
 #include "absl/time/time.h"
 #include "actor/actor.h"
 #include "actor/actor_msg_bus.h"
-#include "actor/actor_stats.h"
-#include "actor/kernel.h"
 #include "actor/run_monitor.h"
 #include "actor/thread_actors.h"
+#include "actorflow/actor_stats.h"
+#include "actorflow/checkpoint.h"
+#include "actorflow/checkpoint_info.h"
+#include "actorflow/compiled_plan.h"
+#include "actorflow/kernel.h"
+#include "actorflow/kernel_bindings.h"
+#include "actorflow/run_trace.h"
+#include "actorflow/session.h"
+#include "actorflow/tensor.h"
 #include "base/mutex.h"
 #include "diagnosis/hang_report.h"
-#include "diagnosis/run_trace.h"
-#include "plan/compiled_plan.h"
-#include "plan/kernel_bindings.h"
-#include "runtime/checkpoint.h"
-#include "runtime/checkpoint_info.h"
-#include "runtime/session.h"
-#include "runtime/tensor.h"
 #include "thread/blocking_counter.h"
 #include "thread/channel.h"
 #include "thread/thread_mgr.h"
@@ -50,7 +50,7 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   SessionImpl(const SessionImpl&) = delete;
   SessionImpl& operator=(const SessionImpl&) = delete;
 
-  // Session's API, one for one: documented in runtime/session.h, whose
+  // Session's API, one for one: documented in actorflow/session.h, whose
   // defaults apply (Session always passes every argument).
   absl::StatusOr<RunStats> Run(int64_t pieces);
   absl::Status Start(int64_t pieces);

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/checkpoint.h"
+#include "actorflow/checkpoint.h"
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
 

@@ -3,7 +3,7 @@
 // pieces after a restore are bit for bit those of a session never stopped,
 // whatever the cut, for the training plan, bound kernels and feeds; a busy
 // session's checkpoint waits for the cut, within its bound.
-#include "runtime/checkpoint.h"
+#include "actorflow/checkpoint.h"
 
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -16,10 +16,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "actorflow/session.h"
 #include "nn/mlp.h"
 #include "plan/plan_builder.h"
 #include "plan/plan_signature.h"
-#include "runtime/session.h"
 #include "tests/test_util.h"
 
 namespace actorflow {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "memory/cuda_api.h"
+#include "actorflow/cuda_api.h"
 #include "tests/cli_util.h"
 
 namespace {
@@ -300,7 +300,7 @@ TEST_CASE("a plan with feeds is for a program, not the command", "[cli]") {
   CHECK(r.last_line ==
         "{\"status\":\"invalid\",\"errors\":[\"task 'in' (task_id 1): "
         "feed and fetch tasks connect a plan to a program; run this plan "
-        "through a Session (runtime/session.h), not the command\"]}");
+        "through a Session (actorflow/session.h), not the command\"]}");
 }
 
 TEST_CASE("a failing kernel exits 1 naming task and piece", "[cli]") {

@@ -3,7 +3,7 @@
 // installed, so this path is tested on every machine.
 #include <catch2/catch.hpp>
 
-#include "memory/cuda_api.h"
+#include "actorflow/cuda_api.h"
 
 namespace actorflow {
 namespace {

@@ -7,11 +7,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "actorflow/plan_validator.h"
+#include "actorflow/session.h"
 #include "nn/dense_math.h"
 #include "plan/plan_builder.h"
-#include "plan/plan_validator.h"
 #include "plan/plan_writer.h"
-#include "runtime/session.h"
 #include "tests/cli_util.h"
 
 namespace actorflow {

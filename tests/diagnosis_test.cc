@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "actorflow/compiled_plan.h"
+#include "actorflow/session.h"
 #include "diagnosis/hang_report.h"
 #include "kernels/builtin_kernels.h"
-#include "plan/compiled_plan.h"
 #include "plan/plan_builder.h"
-#include "runtime/session.h"
 
 namespace actorflow {
 namespace {

@@ -19,10 +19,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "actorflow/cuda_api.h"
 #include "engine/engine.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
-#include "memory/cuda_api.h"
 #include "tests/held_op.h"
 #include "tests/test_util.h"
 

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "memory/cuda_api.h"
+#include "actorflow/cuda_api.h"
 #include "tests/held_op.h"
 #include "tests/test_util.h"
 

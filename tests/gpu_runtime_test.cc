@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "actor/kernel.h"
+#include "actorflow/cuda_api.h"
+#include "actorflow/kernel.h"
+#include "actorflow/plan_loader.h"
 #include "kernels/gpu/launch.h"
-#include "memory/cuda_api.h"
 #include "plan/plan_builder.h"
-#include "plan/plan_loader.h"
 #include "runtime/runtime.h"
 #include "tests/gpu_test_util.h"
 #include "thread/callback_poller.h"

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <string>
 
-#include "memory/cuda_api.h"
+#include "actorflow/cuda_api.h"
 
 namespace actorflow::testing {
 

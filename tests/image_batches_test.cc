@@ -10,13 +10,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "actorflow/session.h"
 #include "compiler/job_builder.h"
 #include "compiler/job_compiler.h"
 #include "compiler/plan_or_job.h"
 #include "pipeline/fixtures.h"
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
-#include "runtime/session.h"
 #include "tests/test_util.h"
 
 namespace actorflow {

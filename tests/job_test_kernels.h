@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "actor/data_type.h"
-#include "actor/kernel.h"
+#include "actorflow/data_type.h"
+#include "actorflow/kernel.h"
+#include "actorflow/kernel_bindings.h"
+#include "actorflow/session.h"
 #include "compiler/job_compiler.h"
-#include "plan/kernel_bindings.h"
 #include "plan/plan_builder.h"
-#include "runtime/session.h"
 
 namespace actorflow {
 namespace testing {

@@ -6,9 +6,9 @@
 #include <memory>
 #include <thread>
 
+#include "actorflow/session.h"
 #include "base/mutex.h"
 #include "plan/plan_builder.h"
-#include "runtime/session.h"
 
 namespace actorflow {
 namespace {

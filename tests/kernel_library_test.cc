@@ -2,7 +2,7 @@
 // and LoadKernelLibrary, with the example library (examples/plugin) built
 // by its Makefile against the SDK. tests/plugin_test.sh covers the command
 // line and each way a library is refused.
-#include "actor/kernel_library.h"
+#include "actorflow/kernel_library.h"
 
 #include <catch2/catch.hpp>
 #include <string>
@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
+#include "actorflow/session.h"
 #include "actorflow/version.h"
 #include "kernels/builtin_kernels.h"
 #include "plan/plan_builder.h"
-#include "runtime/session.h"
 
 namespace actorflow {
 namespace {

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "actor/kernel_harness.h"
+#include "actorflow/kernel_harness.h"
 #include "plan/plan_builder.h"
 
 namespace actorflow {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "memory/cuda_api.h"
+#include "actorflow/cuda_api.h"
 #include "tests/cli_util.h"
 
 namespace actorflow::testing {

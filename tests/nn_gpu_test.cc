@@ -9,11 +9,11 @@
 #include <random>
 #include <vector>
 
+#include "actorflow/checkpoint.h"
+#include "actorflow/cuda_api.h"
 #include "examples/mnist_mlp/mnist_training.h"
-#include "memory/cuda_api.h"
 #include "nn/dense_math.h"
 #include "nn/gpu/dense_launch.h"
-#include "runtime/checkpoint.h"
 #include "tests/gpu_test_util.h"
 #include "tests/test_util.h"
 

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "actorflow/plan_validator.h"
 #include "nn/dense_math.h"
 #include "plan/plan_builder.h"
-#include "plan/plan_validator.h"
 #include "plan/plan_writer.h"
 #include "tests/cli_util.h"
 #include "tests/test_util.h"

@@ -20,11 +20,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "actorflow/checkpoint.h"
 #include "examples/pipeline/image_pipeline_lib.h"
 #include "pipeline/fixtures.h"
 #include "pipeline/pipeline.h"
 #include "plan/plan_builder.h"
-#include "runtime/checkpoint.h"
 #include "tests/test_util.h"
 
 namespace actorflow::pipeline {

@@ -15,12 +15,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "actorflow/compiled_plan.h"
+#include "actorflow/plan_validator.h"
 #include "examples/pipeline/image_pipeline_lib.h"
 #include "pipeline/dataset.h"
 #include "pipeline/fixtures.h"
-#include "plan/compiled_plan.h"
 #include "plan/plan_builder.h"
-#include "plan/plan_validator.h"
 #include "tests/test_util.h"
 
 namespace actorflow::pipeline {

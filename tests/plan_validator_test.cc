@@ -1,6 +1,6 @@
 // Every validation error, each on a plan that is valid but for one mistake,
 // checked to the letter: these messages are what users read.
-#include "plan/plan_validator.h"
+#include "actorflow/plan_validator.h"
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "memory/cuda_api.h"
+#include "actorflow/cuda_api.h"
+#include "actorflow/plan_loader.h"
 #include "plan/plan_builder.h"
-#include "plan/plan_loader.h"
 
 namespace actorflow {
 namespace {

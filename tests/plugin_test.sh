@@ -68,7 +68,7 @@ expect_invalid "unknown op_type 'affine'" run "$plan"
 # A library that registers a built-in op_type: refused, naming it, and its
 # other kernel is not kept either.
 cat >"$work/duplicate.cc" <<'CC'
-#include "actor/kernel.h"
+#include <actorflow/kernel.h>
 class Nothing final : public actorflow::Kernel {
  public:
   absl::Status Forward(actorflow::KernelContext*) override {
@@ -141,7 +141,7 @@ g++ -fPIC -shared "$work/none.cc" -o "$work/libnone.so"
 expect_invalid "carries no actorflow kernel ABI stamp" \
   run "$plan" --load="$work/libnone.so"
 cat >"$work/stamp_only.cc" <<'CC'
-#include "actor/kernel.h"
+#include <actorflow/kernel.h>
 const char* stamp_without_kernels() { return ACTORFLOW_KERNEL_ABI_STAMP; }
 CC
 g++ -std=c++20 -fPIC -shared -I"$work/sdk/include" "$work/stamp_only.cc" \

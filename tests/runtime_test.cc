@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
 #include "plan/plan_builder.h"
 #include "tests/test_util.h"
 

@@ -1,7 +1,7 @@
 // Session: a plan compiled once and run many times; feeding and fetching;
 // failures at the caller's next call; destruction mid-run; kernels bound
 // per session; no allocation per run.
-#include "runtime/session.h"
+#include "actorflow/session.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>

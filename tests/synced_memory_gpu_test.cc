@@ -5,8 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "actorflow/cuda_api.h"
 #include "memory/allocator.h"
-#include "memory/cuda_api.h"
 #include "memory/synced_memory.h"
 #include "tests/gpu_test_util.h"
 

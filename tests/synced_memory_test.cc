@@ -10,8 +10,8 @@
 #include <set>
 #include <vector>
 
+#include "actorflow/cuda_api.h"
 #include "memory/allocator.h"
-#include "memory/cuda_api.h"
 
 namespace actorflow {
 namespace {

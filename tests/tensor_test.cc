@@ -1,7 +1,7 @@
 // Data types, blob descriptions, register layout, typed views and their
 // errors (word for word), host tensors, element conversion, and the typed
 // built-in kernels (cast, head, checksum, identity) one piece at a time.
-#include "runtime/tensor.h"
+#include "actorflow/tensor.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "actor/blob_desc.h"
-#include "actor/data_type.h"
-#include "actor/kernel_harness.h"
 #include "actor/regst.h"
+#include "actorflow/blob_desc.h"
+#include "actorflow/data_type.h"
+#include "actorflow/kernel_harness.h"
 #include "kernels/convert.h"
 #include "plan/plan_builder.h"
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "memory/cuda_api.h"
+#include "actorflow/cuda_api.h"
 #include "thread/blocking_counter.h"
 
 namespace actorflow {

@@ -9,7 +9,7 @@ if [[ -z "$clang" ]]; then
   echo "FAIL: clang++ not found (tools/bazel installs clang)"
   exit 1
 fi
-flags=(-std=c++20 -fsyntax-only -Wthread-safety -Werror=thread-safety -I.)
+flags=(-std=c++20 -fsyntax-only -Wthread-safety -Werror=thread-safety -I. -Iinclude)
 dir=tests/thread_safety
 status=0
 

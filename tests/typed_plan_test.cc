@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
-#include "actor/data_type.h"
-#include "plan/compiled_plan.h"
+#include "actorflow/compiled_plan.h"
+#include "actorflow/data_type.h"
+#include "actorflow/plan_validator.h"
 #include "plan/plan_builder.h"
-#include "plan/plan_validator.h"
 #include "runtime/runtime.h"
 #include "tests/typed_plans.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "actor/data_type.h"
+#include "actorflow/data_type.h"
 #include "kernels/convert.h"
 #include "plan/plan_builder.h"
 

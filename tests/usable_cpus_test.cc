@@ -1,8 +1,8 @@
-// The CPUs a process may use (thread/usable_cpus.h), read from cgroup v1
+// The CPUs a process may use (actorflow/usable_cpus.h), read from cgroup v1
 // and v2 layouts written under a directory of the test's own, from a real
 // cgroup v1 group where this machine lets the test make one, and with
 // ACTORFLOW_CPUS; and who may spin (thread/spin_wait.h).
-#include "thread/usable_cpus.h"
+#include "actorflow/usable_cpus.h"
 
 #include <fcntl.h>
 #include <sched.h>

@@ -11,15 +11,15 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "actorflow/channel_options.h"
+#include "actorflow/usable_cpus.h"
 #include "base/mutex.h"
 #include "thread/asymmetric_fence.h"
-#include "thread/channel_options.h"
 #include "thread/cpu_relax.h"
 #include "thread/futex.h"
 #include "thread/lane.h"
 #include "thread/spin_mutex.h"
 #include "thread/spin_wait.h"
-#include "thread/usable_cpus.h"
 
 namespace actorflow {
 

@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "memory/cuda_api.h"
+#include "actorflow/cuda_api.h"
 #include "thread/async_stream.h"
 #include "thread/spin_mutex.h"
 

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
-#include "memory/cuda_api.h"
+#include "actorflow/cuda_api.h"
 #include "thread/async_thread.h"
 #include "thread/cuda_stream.h"
 

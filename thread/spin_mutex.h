@@ -8,9 +8,9 @@
 #include <cstdint>
 
 #include "absl/base/thread_annotations.h"
+#include "actorflow/usable_cpus.h"
 #include "thread/cpu_relax.h"
 #include "thread/spin_wait.h"
-#include "thread/usable_cpus.h"
 
 namespace actorflow {
 

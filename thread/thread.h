@@ -13,10 +13,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "actorflow/stream_key.h"
 #include "thread/channel.h"
 #include "thread/ring_queue.h"
 #include "thread/spin_wait.h"
-#include "thread/stream_key.h"
 
 namespace actorflow {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "thread/usable_cpus.h"
+#include "actorflow/usable_cpus.h"
 
 namespace actorflow {
 

@@ -1,4 +1,4 @@
-#include "thread/usable_cpus.h"
+#include "actorflow/usable_cpus.h"
 
 #include <sched.h>
 #include <time.h>

@@ -13,8 +13,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "plan/plan_loader.h"
-#include "runtime/session.h"
+#include "actorflow/plan_loader.h"
+#include "actorflow/session.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // A user kernel: out = in * in, element-wise. It lives in its own library
 // and registers itself; nothing in actorflow needs to change.
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
 
 namespace example {
 

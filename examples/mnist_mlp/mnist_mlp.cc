@@ -12,14 +12,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "actorflow/checkpoint.h"
+#include "actorflow/cuda_api.h"
 #include "base/json.h"
 #include "cli/flags.h"
 #include "diagnosis/chrome_trace.h"
 #include "examples/mnist_mlp/mnist_training.h"
-#include "memory/cuda_api.h"
 #include "nn/cpu_isa.h"
 #include "nn/dense_math.h"
-#include "runtime/checkpoint.h"
 
 namespace {
 

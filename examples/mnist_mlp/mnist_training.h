@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "diagnosis/run_trace.h"
+#include "actorflow/checkpoint.h"
+#include "actorflow/run_trace.h"
 #include "nn/mlp.h"
-#include "runtime/checkpoint.h"
 
 // Training the MLP on Fashion-MNIST, two ways over the same pieces: as a
 // plan fed by two data pipelines (IDX reader, shuffle, batch, normalize),

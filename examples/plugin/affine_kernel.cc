@@ -7,7 +7,7 @@
 // The library links nothing of actorflow: the process that loads it (the
 // actorflow command, a program linked with libactorflow.so, the Python
 // package) provides the symbols it refers to.
-#include "actor/kernel.h"
+#include <actorflow/kernel.h>
 
 namespace example {
 

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "actor/kernel_harness.h"
+#include <actorflow/kernel_harness.h>
 
 namespace {
 

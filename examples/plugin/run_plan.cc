@@ -9,8 +9,8 @@
 #include <memory>
 #include <string>
 
-#include "plan/plan_loader.h"
-#include "runtime/session.h"
+#include <actorflow/plan_loader.h>
+#include <actorflow/session.h>
 
 int main(int argc, char** argv) {
   if (argc < 3) {

@@ -11,10 +11,10 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "actorflow/cuda_api.h"
 #include "kernels/builtin_kernels.h"
 #include "kernels/convert.h"
 #include "kernels/gpu/launch.h"
-#include "memory/cuda_api.h"
 
 namespace actorflow {
 namespace {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "actorflow/cuda_api.h"
 #include "kernels/gpu/launch.h"
-#include "memory/cuda_api.h"
 #include "nn/dense_math.h"
 #include "nn/gpu/dense_launch.h"
 #include "nn/nn_kernels.h"

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "actor/kernel_library.h"
+#include "actorflow/kernel_library.h"
 #include "python/src/py_arrays.h"
 #include "python/src/py_errors.h"
 #include "python/src/py_pipeline.h"

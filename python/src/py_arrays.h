@@ -9,9 +9,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "actor/data_type.h"
-#include "actor/tensor_view.h"
-#include "runtime/tensor.h"
+#include "actorflow/data_type.h"
+#include "actorflow/tensor.h"
+#include "actorflow/tensor_view.h"
 
 // Arrays between numpy and actorflow: the data type table, copies both
 // ways, views of memory actorflow owns, and DLPack capsules.

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "absl/status/status.h"
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
 
 namespace actorflow::python {
 

@@ -12,15 +12,15 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "actorflow/compiled_plan.h"
+#include "actorflow/plan_loader.h"
+#include "actorflow/plan_validator.h"
+#include "actorflow/session.h"
 #include "compiler/job_compiler.h"
 #include "compiler/plan_or_job.h"
 #include "google/protobuf/text_format.h"
-#include "plan/compiled_plan.h"
 #include "plan/plan_dot.h"
-#include "plan/plan_loader.h"
-#include "plan/plan_validator.h"
 #include "python/src/py_errors.h"
-#include "runtime/session.h"
 
 namespace actorflow::python {
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "actor/kernel.h"
+#include "actorflow/kernel.h"
 #include "proto/plan.pb.h"
 
 namespace actorflow::python {

@@ -11,11 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "actorflow/session.h"
 #include "python/src/py_arrays.h"
 #include "python/src/py_errors.h"
 #include "python/src/py_kernel.h"
 #include "python/src/py_plan.h"
-#include "runtime/session.h"
 
 namespace actorflow::python {
 
@@ -161,7 +161,7 @@ class PySession {
     return ValueOrThrow(std::move(fetched));
   }
   py::dict Sinks() { return SinksDict(Usable()->Sinks()); }
-  // Checkpoints (runtime/session.h); `user`: name -> array, saved beside.
+  // Checkpoints (actorflow/session.h); `user`: name -> array, saved beside.
   py::dict Checkpoint(const std::string& dir, int keep_last,
                       const py::object& timeout, const py::dict& user) {
     Session* s = Usable();

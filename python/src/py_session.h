@@ -3,7 +3,7 @@
 
 #include <pybind11/pybind11.h>
 
-#include "runtime/session.h"
+#include "actorflow/session.h"
 
 namespace actorflow::python {
 

@@ -10,10 +10,10 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "plan/compiled_plan.h"
-#include "plan/plan_loader.h"
+#include "actorflow/compiled_plan.h"
+#include "actorflow/plan_loader.h"
+#include "actorflow/session.h"
 #include "plan/plan_util.h"
-#include "runtime/session.h"
 
 namespace actorflow {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_ACTOR_ACTOR_STATS_H_
-#define ACTORFLOW_ACTOR_ACTOR_STATS_H_
+#ifndef ACTORFLOW_ACTOR_STATS_H_
+#define ACTORFLOW_ACTOR_STATS_H_
 
 #include <cstdint>
 #include <string>
@@ -52,4 +52,4 @@ struct ActorSnapshot {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTOR_ACTOR_STATS_H_
+#endif  // ACTORFLOW_ACTOR_STATS_H_

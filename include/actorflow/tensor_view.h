@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_ACTOR_TENSOR_VIEW_H_
-#define ACTORFLOW_ACTOR_TENSOR_VIEW_H_
+#ifndef ACTORFLOW_TENSOR_VIEW_H_
+#define ACTORFLOW_TENSOR_VIEW_H_
 
 #include <cstdint>
 #include <string>
@@ -8,8 +8,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "actor/blob_desc.h"
-#include "actor/data_type.h"
+#include "actorflow/blob_desc.h"
+#include "actorflow/data_type.h"
 
 namespace actorflow {
 
@@ -97,4 +97,4 @@ class TensorView : public ConstTensorView {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTOR_TENSOR_VIEW_H_
+#endif  // ACTORFLOW_TENSOR_VIEW_H_

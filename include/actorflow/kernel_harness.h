@@ -1,14 +1,14 @@
-#ifndef ACTORFLOW_ACTOR_KERNEL_HARNESS_H_
-#define ACTORFLOW_ACTOR_KERNEL_HARNESS_H_
+#ifndef ACTORFLOW_KERNEL_HARNESS_H_
+#define ACTORFLOW_KERNEL_HARNESS_H_
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "actor/blob_desc.h"
-#include "actor/kernel.h"
-#include "actor/regst_view.h"
+#include "actorflow/blob_desc.h"
+#include "actorflow/kernel.h"
+#include "actorflow/regst_view.h"
 #include "proto/plan.pb.h"
 
 namespace actorflow {
@@ -55,4 +55,4 @@ class KernelHarness {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTOR_KERNEL_HARNESS_H_
+#endif  // ACTORFLOW_KERNEL_HARNESS_H_

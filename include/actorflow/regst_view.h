@@ -1,11 +1,11 @@
-#ifndef ACTORFLOW_ACTOR_REGST_VIEW_H_
-#define ACTORFLOW_ACTOR_REGST_VIEW_H_
+#ifndef ACTORFLOW_REGST_VIEW_H_
+#define ACTORFLOW_REGST_VIEW_H_
 
 #include <cstdint>
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "actor/tensor_view.h"
+#include "actorflow/tensor_view.h"
 
 namespace actorflow {
 
@@ -88,4 +88,4 @@ class RegstView : public ConstRegstView {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTOR_REGST_VIEW_H_
+#endif  // ACTORFLOW_REGST_VIEW_H_

@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_ACTOR_BLOB_DESC_H_
-#define ACTORFLOW_ACTOR_BLOB_DESC_H_
+#ifndef ACTORFLOW_BLOB_DESC_H_
+#define ACTORFLOW_BLOB_DESC_H_
 
 #include <cstdint>
 #include <string>
@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "actor/data_type.h"
+#include "actorflow/data_type.h"
 #include "proto/plan.pb.h"
 
 namespace actorflow {
@@ -57,4 +57,4 @@ RegstLayout LayOut(absl::Span<const BlobDesc> blobs);
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTOR_BLOB_DESC_H_
+#endif  // ACTORFLOW_BLOB_DESC_H_

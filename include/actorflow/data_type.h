@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_ACTOR_DATA_TYPE_H_
-#define ACTORFLOW_ACTOR_DATA_TYPE_H_
+#ifndef ACTORFLOW_DATA_TYPE_H_
+#define ACTORFLOW_DATA_TYPE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -70,4 +70,4 @@ decltype(auto) VisitDataType(DataType type, Fn&& fn) {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTOR_DATA_TYPE_H_
+#endif  // ACTORFLOW_DATA_TYPE_H_

@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_RUNTIME_CHECKPOINT_H_
-#define ACTORFLOW_RUNTIME_CHECKPOINT_H_
+#ifndef ACTORFLOW_CHECKPOINT_H_
+#define ACTORFLOW_CHECKPOINT_H_
 
 #include <cstdint>
 #include <string>
@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "actor/kernel_state.h"
+#include "actorflow/kernel_state.h"
 #include "proto/checkpoint.pb.h"
 
 // Checkpoints on disk (docs/checkpoints.md). A checkpoint is one directory,
@@ -112,4 +112,4 @@ extern const int kNumCheckpointSteps;
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_RUNTIME_CHECKPOINT_H_
+#endif  // ACTORFLOW_CHECKPOINT_H_

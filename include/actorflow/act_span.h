@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_ACTOR_ACT_SPAN_H_
-#define ACTORFLOW_ACTOR_ACT_SPAN_H_
+#ifndef ACTORFLOW_ACT_SPAN_H_
+#define ACTORFLOW_ACT_SPAN_H_
 
 #include <chrono>
 #include <cstdint>
@@ -24,4 +24,4 @@ inline int64_t SteadyNowNs() {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTOR_ACT_SPAN_H_
+#endif  // ACTORFLOW_ACT_SPAN_H_

@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_PLAN_KERNEL_BINDINGS_H_
-#define ACTORFLOW_PLAN_KERNEL_BINDINGS_H_
+#ifndef ACTORFLOW_KERNEL_BINDINGS_H_
+#define ACTORFLOW_KERNEL_BINDINGS_H_
 
 #include <functional>
 #include <memory>
@@ -8,8 +8,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "actor/kernel.h"
-#include "thread/stream_key.h"
+#include "actorflow/kernel.h"
+#include "actorflow/stream_key.h"
 
 namespace actorflow {
 
@@ -74,4 +74,4 @@ class KernelBindings {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_PLAN_KERNEL_BINDINGS_H_
+#endif  // ACTORFLOW_KERNEL_BINDINGS_H_

@@ -1,12 +1,12 @@
-#ifndef ACTORFLOW_PLAN_PLAN_VALIDATOR_H_
-#define ACTORFLOW_PLAN_PLAN_VALIDATOR_H_
+#ifndef ACTORFLOW_PLAN_VALIDATOR_H_
+#define ACTORFLOW_PLAN_VALIDATOR_H_
 
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "memory/cuda_api.h"
+#include "actorflow/cuda_api.h"
 #include "proto/plan.pb.h"
 
 namespace actorflow {
@@ -28,4 +28,4 @@ std::vector<std::string> ValidatePlan(
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_PLAN_PLAN_VALIDATOR_H_
+#endif  // ACTORFLOW_PLAN_VALIDATOR_H_

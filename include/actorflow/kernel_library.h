@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_ACTOR_KERNEL_LIBRARY_H_
-#define ACTORFLOW_ACTOR_KERNEL_LIBRARY_H_
+#ifndef ACTORFLOW_KERNEL_LIBRARY_H_
+#define ACTORFLOW_KERNEL_LIBRARY_H_
 
 #include <string>
 #include <vector>
@@ -36,4 +36,4 @@ std::vector<LoadedKernelLibrary> LoadedKernelLibraries();
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTOR_KERNEL_LIBRARY_H_
+#endif  // ACTORFLOW_KERNEL_LIBRARY_H_

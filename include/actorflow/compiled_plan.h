@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_PLAN_COMPILED_PLAN_H_
-#define ACTORFLOW_PLAN_COMPILED_PLAN_H_
+#ifndef ACTORFLOW_COMPILED_PLAN_H_
+#define ACTORFLOW_COMPILED_PLAN_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "actor/blob_desc.h"
-#include "actor/kernel.h"
-#include "plan/kernel_bindings.h"
-#include "plan/plan_validator.h"
-#include "plan/register_limit.h"
+#include "actorflow/blob_desc.h"
+#include "actorflow/kernel.h"
+#include "actorflow/kernel_bindings.h"
+#include "actorflow/plan_validator.h"
+#include "actorflow/register_limit.h"
 #include "proto/plan.pb.h"
 
 namespace actorflow {
@@ -69,4 +69,4 @@ std::string DescribeShapes(const CompiledPlan& compiled);
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_PLAN_COMPILED_PLAN_H_
+#endif  // ACTORFLOW_COMPILED_PLAN_H_

@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_ACTOR_KERNEL_H_
-#define ACTORFLOW_ACTOR_KERNEL_H_
+#ifndef ACTORFLOW_KERNEL_H_
+#define ACTORFLOW_KERNEL_H_
 
 #include <atomic>
 #include <cstdint>
@@ -13,13 +13,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "actor/blob_desc.h"
-#include "actor/data_type.h"
-#include "actor/kernel_state.h"
-#include "actor/regst_view.h"
+#include "actorflow/blob_desc.h"
+#include "actorflow/data_type.h"
+#include "actorflow/kernel_state.h"
+#include "actorflow/regst_view.h"
+#include "actorflow/stream_key.h"
 #include "actorflow/version.h"
 #include "proto/plan.pb.h"
-#include "thread/stream_key.h"
 
 namespace actorflow {
 
@@ -223,7 +223,7 @@ class Kernel {
     return std::nullopt;
   }
 
-  // State that outlives a piece (actor/kernel_state.h): weights, optimizer
+  // State that outlives a piece (actorflow/kernel_state.h): weights, optimizer
   // moments, counters, a sink's running totals. A kernel with some says so
   // and saves all of it that later pieces depend on; RestoreState gives it
   // back to a kernel fresh from Init, before its first piece, so that the
@@ -260,7 +260,7 @@ class KernelRegistry {
   // library built against other headers (include/actorflow/version.h)
   // carries their stamp and is refused, with a message on stderr. Any
   // thread; a kernel library's static initializers call it while
-  // LoadKernelLibrary (actor/kernel_library.h) loads the library.
+  // LoadKernelLibrary (actorflow/kernel_library.h) loads the library.
   bool Register(const std::string& op_type, KernelFactory factory,
                 DeviceKind device = DeviceKind::kCpu,
                 const char* abi_stamp = ACTORFLOW_KERNEL_ABI_STAMP);
@@ -327,4 +327,4 @@ class KernelRegistry {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTOR_KERNEL_H_
+#endif  // ACTORFLOW_KERNEL_H_

@@ -1,11 +1,11 @@
-#ifndef ACTORFLOW_RUNTIME_CHECKPOINT_INFO_H_
-#define ACTORFLOW_RUNTIME_CHECKPOINT_INFO_H_
+#ifndef ACTORFLOW_CHECKPOINT_INFO_H_
+#define ACTORFLOW_CHECKPOINT_INFO_H_
 
 #include <cstdint>
 #include <string>
 
 #include "absl/time/time.h"
-#include "actor/kernel_state.h"
+#include "actorflow/kernel_state.h"
 
 namespace actorflow {
 
@@ -33,4 +33,4 @@ struct CheckpointInfo {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_RUNTIME_CHECKPOINT_INFO_H_
+#endif  // ACTORFLOW_CHECKPOINT_INFO_H_

@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_THREAD_STREAM_KEY_H_
-#define ACTORFLOW_THREAD_STREAM_KEY_H_
+#ifndef ACTORFLOW_STREAM_KEY_H_
+#define ACTORFLOW_STREAM_KEY_H_
 
 #include <cstdint>
 #include <string>
@@ -43,4 +43,4 @@ struct StreamKey {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_THREAD_STREAM_KEY_H_
+#endif  // ACTORFLOW_STREAM_KEY_H_

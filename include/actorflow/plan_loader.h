@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_PLAN_PLAN_LOADER_H_
-#define ACTORFLOW_PLAN_PLAN_LOADER_H_
+#ifndef ACTORFLOW_PLAN_LOADER_H_
+#define ACTORFLOW_PLAN_LOADER_H_
 
 #include <string>
 
@@ -30,4 +30,4 @@ absl::StatusOr<Plan> ParseTextPlan(const std::string& text,
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_PLAN_PLAN_LOADER_H_
+#endif  // ACTORFLOW_PLAN_LOADER_H_

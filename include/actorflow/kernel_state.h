@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_ACTOR_KERNEL_STATE_H_
-#define ACTORFLOW_ACTOR_KERNEL_STATE_H_
+#ifndef ACTORFLOW_KERNEL_STATE_H_
+#define ACTORFLOW_KERNEL_STATE_H_
 
 #include <cstdint>
 #include <cstring>
@@ -11,10 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "actor/blob_desc.h"
-#include "actor/data_type.h"
+#include "actorflow/blob_desc.h"
+#include "actorflow/data_type.h"
+#include "actorflow/stream_key.h"
 #include "proto/plan.pb.h"
-#include "thread/stream_key.h"
 
 // What a kernel keeps from one piece to the next (weights, optimizer
 // moments, counters) as named host arrays: what a checkpoint saves and a
@@ -101,4 +101,4 @@ struct KernelStateContext {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTOR_KERNEL_STATE_H_
+#endif  // ACTORFLOW_KERNEL_STATE_H_

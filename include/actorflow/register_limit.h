@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_PLAN_REGISTER_LIMIT_H_
-#define ACTORFLOW_PLAN_REGISTER_LIMIT_H_
+#ifndef ACTORFLOW_REGISTER_LIMIT_H_
+#define ACTORFLOW_REGISTER_LIMIT_H_
 
 #include <cstdint>
 
@@ -12,4 +12,4 @@ inline constexpr int64_t kDefaultMaxRegisterBytes = int64_t{16} << 30;
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_PLAN_REGISTER_LIMIT_H_
+#endif  // ACTORFLOW_REGISTER_LIMIT_H_

@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_RUNTIME_TENSOR_H_
-#define ACTORFLOW_RUNTIME_TENSOR_H_
+#ifndef ACTORFLOW_TENSOR_H_
+#define ACTORFLOW_TENSOR_H_
 
 #include <cstdint>
 #include <cstring>
@@ -10,8 +10,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
-#include "actor/blob_desc.h"
-#include "actor/data_type.h"
+#include "actorflow/blob_desc.h"
+#include "actorflow/data_type.h"
 
 namespace actorflow {
 
@@ -79,4 +79,4 @@ class Tensor {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_RUNTIME_TENSOR_H_
+#endif  // ACTORFLOW_TENSOR_H_

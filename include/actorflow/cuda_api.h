@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_MEMORY_CUDA_API_H_
-#define ACTORFLOW_MEMORY_CUDA_API_H_
+#ifndef ACTORFLOW_CUDA_API_H_
+#define ACTORFLOW_CUDA_API_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -89,4 +89,4 @@ absl::Status LastLaunchError(const char* what);
 
 }  // namespace actorflow::cuda
 
-#endif  // ACTORFLOW_MEMORY_CUDA_API_H_
+#endif  // ACTORFLOW_CUDA_API_H_

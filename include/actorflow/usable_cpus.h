@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_THREAD_USABLE_CPUS_H_
-#define ACTORFLOW_THREAD_USABLE_CPUS_H_
+#ifndef ACTORFLOW_USABLE_CPUS_H_
+#define ACTORFLOW_USABLE_CPUS_H_
 
 #include <string>
 
@@ -86,4 +86,4 @@ const UsableCpus& ProcessUsableCpus();
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_THREAD_USABLE_CPUS_H_
+#endif  // ACTORFLOW_USABLE_CPUS_H_

@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_THREAD_CHANNEL_OPTIONS_H_
-#define ACTORFLOW_THREAD_CHANNEL_OPTIONS_H_
+#ifndef ACTORFLOW_CHANNEL_OPTIONS_H_
+#define ACTORFLOW_CHANNEL_OPTIONS_H_
 
 #include <cstdint>
 
@@ -26,4 +26,4 @@ struct ChannelOptions {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_THREAD_CHANNEL_OPTIONS_H_
+#endif  // ACTORFLOW_CHANNEL_OPTIONS_H_

@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_RUNTIME_SESSION_H_
-#define ACTORFLOW_RUNTIME_SESSION_H_
+#ifndef ACTORFLOW_SESSION_H_
+#define ACTORFLOW_SESSION_H_
 
 #include <cstdint>
 #include <functional>
@@ -13,19 +13,19 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "actor/actor_stats.h"
-#include "actor/kernel.h"
-#include "diagnosis/run_trace.h"
-#include "memory/cuda_api.h"
-#include "plan/compiled_plan.h"
-#include "plan/kernel_bindings.h"
-#include "plan/register_limit.h"
+#include "actorflow/actor_stats.h"
+#include "actorflow/channel_options.h"
+#include "actorflow/checkpoint.h"
+#include "actorflow/checkpoint_info.h"
+#include "actorflow/compiled_plan.h"
+#include "actorflow/cuda_api.h"
+#include "actorflow/kernel.h"
+#include "actorflow/kernel_bindings.h"
+#include "actorflow/register_limit.h"
+#include "actorflow/run_trace.h"
+#include "actorflow/tensor.h"
+#include "actorflow/usable_cpus.h"
 #include "proto/plan.pb.h"
-#include "runtime/checkpoint.h"
-#include "runtime/checkpoint_info.h"
-#include "runtime/tensor.h"
-#include "thread/channel_options.h"
-#include "thread/usable_cpus.h"
 
 namespace actorflow {
 
@@ -45,7 +45,7 @@ struct SessionOptions {
   // How long a waiting thread may spin (see ChannelOptions); its
   // usable_cpus is set from `usable_cpus` below.
   ChannelOptions channel;
-  // The CPUs the session may keep busy at once (thread/usable_cpus.h): 0
+  // The CPUs the session may keep busy at once (actorflow/usable_cpus.h): 0
   // takes the process's figure (the affinity mask, fewer under a cgroup CPU
   // quota, or the ACTORFLOW_CPUS environment variable). A waiting thread
   // spins only while no more threads than this are awake, and parks at
@@ -83,7 +83,7 @@ struct SessionOptions {
   absl::Duration cancel_grace = absl::Seconds(2);
   // Kernels for this session only (see KernelBindings).
   KernelBindings kernels;
-  // Kernel libraries built outside actorflow (actor/kernel_library.h,
+  // Kernel libraries built outside actorflow (actorflow/kernel_library.h,
   // examples/plugin), loaded by Create before it compiles the plan. Their
   // kernels join the process-wide registry and stay: later sessions see
   // them too, and loading one twice is a no-op. One that fails to load
@@ -258,7 +258,7 @@ class Session final {
   // The same, borrowed: no copy, the register held until released.
   absl::StatusOr<FetchedTensor> FetchBorrowed(absl::string_view name);
 
-  // --- checkpoints (docs/checkpoints.md; runtime/checkpoint.h) ---
+  // --- checkpoints (docs/checkpoints.md; actorflow/checkpoint.h) ---
   // The plan's state at a cut, in memory: every task after the same piece,
   // with the piece counters and the plan's signature. Between runs that is
   // at once; during a run, once every task has acted on every piece started
@@ -269,7 +269,7 @@ class Session final {
   absl::StatusOr<CheckpointData> Snapshot(
       absl::Duration timeout = absl::Seconds(60));
   // Snapshot, written as a new checkpoint under `root` (see
-  // runtime/checkpoint.h: atomic, checksummed, pruned to keep_last).
+  // actorflow/checkpoint.h: atomic, checksummed, pruned to keep_last).
   absl::StatusOr<CheckpointInfo> Checkpoint(
       const std::string& root, const CheckpointOptions& options = {});
   // Before the first run: every task's state from the checkpoint in `dir`
@@ -313,4 +313,4 @@ class Session final {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_RUNTIME_SESSION_H_
+#endif  // ACTORFLOW_SESSION_H_

@@ -1,11 +1,11 @@
-#ifndef ACTORFLOW_DIAGNOSIS_RUN_TRACE_H_
-#define ACTORFLOW_DIAGNOSIS_RUN_TRACE_H_
+#ifndef ACTORFLOW_RUN_TRACE_H_
+#define ACTORFLOW_RUN_TRACE_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "actor/act_span.h"
+#include "actorflow/act_span.h"
 
 namespace actorflow {
 
@@ -23,4 +23,4 @@ struct RunTrace {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_DIAGNOSIS_RUN_TRACE_H_
+#endif  // ACTORFLOW_RUN_TRACE_H_
