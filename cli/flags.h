@@ -79,6 +79,8 @@ class FlagSet {
   const std::vector<std::string>& given_args() const { return given_args_; }
   // The generated usage text.
   std::string Help() const;
+  // Its first line, as given to the constructor.
+  const std::string& usage() const { return usage_; }
   // Parse, for a program's main: --help prints Help() and exits 0; an error
   // prints "<program>: <error> (see --help)" and exits 2.
   void ParseOrExit(int argc, const char* const* argv);

@@ -351,7 +351,17 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   CHECK(help.exit_code == 0);
   CHECK(Contains(help.out, "actorflow run PLAN [--pieces=N]"));
   CHECK(RunCli("help").exit_code == 0);
-  CHECK(RunCli("run --help").exit_code == 0);
+  CliResult run_help = RunCli("run --help");
+  CHECK(run_help.exit_code == 0);
+  // The long help is every command's own --help, generated from the same
+  // declarations: one flag's text, one place.
+  CHECK(Contains(help.out, run_help.out));
+  CHECK(Contains(run_help.out, "--checkpoint-dir=DIR"));
+  CHECK(RunCli("help validate").out == RunCli("validate --help").out);
+  CliResult no_such = RunCli("help deploy");
+  CHECK(no_such.exit_code == 2);
+  CHECK(Contains(no_such.err, "help: unknown command 'deploy'"));
+  CHECK(Contains(RunCli("kernels extra").err, "unexpected argument 'extra'"));
 
   CliResult none = RunCli("");
   CHECK(none.exit_code == 2);

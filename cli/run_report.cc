@@ -1,0 +1,65 @@
+#include "cli/run_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_format.h"
+
+namespace actorflow::cli {
+namespace {
+
+std::string Millis(int64_t ns) {
+  return absl::StrFormat("%.3f", static_cast<double>(ns) / 1e6);
+}
+
+Json JsonMillis(int64_t ns) {
+  return JsonRounded(static_cast<double>(ns) / 1e6, 3);
+}
+
+}  // namespace
+
+Json ReportStats(const RunStats& run) {
+  size_t width = 4;
+  for (const auto& [name, task] : run.tasks) {
+    width = std::max(width, name.size());
+  }
+  std::fprintf(stderr, "%-*s %10s %12s %16s %17s\n", static_cast<int>(width),
+               "task", "acts", "busy ms", "blocked in ms", "blocked out ms");
+  Json json = Json::object();
+  for (const auto& [name, task] : run.tasks) {
+    std::fprintf(
+        stderr, "%-*s %10lld %12s %16s %17s\n", static_cast<int>(width),
+        name.c_str(), static_cast<long long>(task.acts),
+        Millis(task.busy_ns).c_str(), Millis(task.input_wait_ns).c_str(),
+        Millis(task.output_wait_ns).c_str());
+    json[name] = {{"acts", task.acts},
+                  {"busy_ms", JsonMillis(task.busy_ns)},
+                  {"blocked_on_inputs_ms", JsonMillis(task.input_wait_ns)},
+                  {"blocked_on_outputs_ms", JsonMillis(task.output_wait_ns)}};
+  }
+  return json;
+}
+
+Json ReportRuntime(const ThreadPlacement& placement) {
+  const UsableCpus& cpus = placement.cpus;
+  std::fprintf(stderr, "usable CPUs: %s\n", cpus.ToString().c_str());
+  std::fprintf(stderr,
+               "threads: %d for %d streams (%d CPU streams on %d, sharing: "
+               "%s)\n",
+               placement.threads, placement.streams, placement.cpu_streams,
+               placement.cpu_threads, placement.sharing.c_str());
+  return {{"usable_cpus", cpus.count},
+          {"cpus_from", cpus.source},
+          {"affinity_cpus", cpus.affinity},
+          {"online_cpus", cpus.online},
+          {"cgroup_quota_cpus", JsonRounded(cpus.quota, 3)},
+          {"busy_elsewhere", cpus.busy_elsewhere},
+          {"streams", placement.streams},
+          {"threads", placement.threads},
+          {"cpu_streams", placement.cpu_streams},
+          {"cpu_threads", placement.cpu_threads},
+          {"sharing", placement.sharing}};
+}
+
+}  // namespace actorflow::cli

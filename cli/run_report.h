@@ -1,0 +1,18 @@
+#ifndef ACTORFLOW_CLI_RUN_REPORT_H_
+#define ACTORFLOW_CLI_RUN_REPORT_H_
+
+#include "actorflow/session.h"
+#include "base/json.h"
+
+namespace actorflow::cli {
+
+// run --stats: a table per task on stderr (acts, busy, blocked on inputs and
+// on outputs), returned as the JSON line's "stats" object keyed by task.
+Json ReportStats(const RunStats& run);
+// run --stats: what the session found of its CPUs and how its streams share
+// threads, on stderr, returned as the "runtime" entry of "stats".
+Json ReportRuntime(const ThreadPlacement& placement);
+
+}  // namespace actorflow::cli
+
+#endif  // ACTORFLOW_CLI_RUN_REPORT_H_
