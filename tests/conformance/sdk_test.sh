@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# A kernel library built the way a project outside actorflow builds one
-# (examples/plugin/Makefile against the SDK tarball, //:sdk) and loaded
-# with `actorflow run PLAN --load=LIB`, a program embedding a Session built
-# against the same SDK; then every way loading can fail.
+# The SDK's conformance test: a project outside actorflow (examples/plugin,
+# copied out of the source tree) builds with the system compiler and its
+# Makefile against the SDK tarball alone (//:sdk: include/actorflow/ and
+# lib/libactorflow.so) a kernel library, loaded with `actorflow run PLAN
+# --load=LIB`, a program embedding a Session, and the kernel's unit test;
+# then every way loading can fail, a library built against another kernel
+# ABI among them.
 # Args: the actorflow binary, the SDK tarball, the example's Makefile, and
 # the sanitizer the SDK was built with (none, tsan, asan, asan-clang).
 set -euo pipefail
 
 actorflow=$(realpath "$1")
 sdk_tar=$(realpath "$2")
-example=$(dirname "$(realpath "$3")")
+source_example=$(dirname "$(realpath "$3")")
 # A program linking an instrumented libactorflow.so is instrumented the same
 # way, by the same compiler, so that the sanitizer's runtime comes first
 # (the tsan build hides __SANITIZE_THREAD__ from the headers, see .bazelrc).
@@ -18,10 +21,14 @@ case "${4:-none}" in
   tsan) embed_flags=(CXXFLAGS="-O1 -fsanitize=thread -U__SANITIZE_THREAD__") ;;
   asan) embed_flags=(CXXFLAGS="-O1 -fsanitize=address") ;;
   asan-clang) embed_flags=(CXX=clang++ CXXFLAGS="-O1 -fsanitize=address") ;;
-  *) echo "plugin_test: unknown sanitizer '$4'" >&2 && exit 2 ;;
+  *) echo "sdk_test: unknown sanitizer '$4'" >&2 && exit 2 ;;
 esac
-plan=$example/affine.pbtxt
 work=${TEST_TMPDIR:-$(mktemp -d)}
+# The example as its own project: plain files, no link back into the tree.
+example=$work/project
+mkdir -p "$example"
+cp -L "$source_example"/{Makefile,affine.pbtxt,affine_kernel.cc,affine_kernel_test.cc,run_plan.cc} "$example/"
+plan=$example/affine.pbtxt
 
 fail() {
   echo "FAIL: $*" >&2
@@ -151,4 +158,4 @@ expect_invalid "cannot be loaded" run "$plan" --load="$work/missing.so"
 expect_invalid "cannot be loaded" run "$plan" --load="$plan"
 expect_invalid "--load needs a kernel library" run "$plan" --load=
 
-echo "plugin_test: all checks passed"
+echo "sdk_test: all checks passed"
