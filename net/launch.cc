@@ -67,82 +67,74 @@ int FreePort(const std::string& addr) {
   return port;
 }
 
-int Launch(const LaunchOptions& options) {
-  const int n = options.nproc;
-  int port = options.master_port;
-  if (port == 0) port = FreePort(options.master_addr);
-  if (port == 0) {
-    std::fprintf(stderr, "actorflow launch: found no free port on %s\n",
-                 options.master_addr.c_str());
-    PrintJsonLine({{"status", "error"}, {"error", "no free port"}});
-    return 1;
+namespace {
+
+// Starts rank r of `n` as `actorflow run` with its place in the job in
+// the environment, its stdout read into rank->out by a thread of its own.
+// False (with the reason on stderr) when it could not be started.
+bool SpawnRank(const LaunchOptions& options, int port, int r, pid_t launcher,
+               Rank* rank) {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    std::perror("actorflow launch: pipe");
+    return false;
   }
-  struct sigaction action {};
-  action.sa_handler = OnSignal;
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-  const pid_t launcher = getpid();
-  std::vector<Rank> ranks(n);
-  for (int r = 0; r < n; ++r) {
-    int fds[2];
-    if (pipe(fds) != 0) {
-      std::perror("actorflow launch: pipe");
-      return 1;
-    }
-    std::vector<std::string> args = {"actorflow", "run"};
-    args.insert(args.end(), options.run_args.begin(), options.run_args.end());
-    std::vector<char*> argv;
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    const std::string env[] = {
-        absl::StrCat("RANK=", r), absl::StrCat("WORLD_SIZE=", n),
-        absl::StrCat("MASTER_ADDR=", options.master_addr),
-        absl::StrCat("MASTER_PORT=", port)};
-    pid_t pid = fork();
-    if (pid == 0) {
-      // Dies with the launcher, however the launcher ends.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != launcher) _exit(127);
-      dup2(fds[1], STDOUT_FILENO);
-      close(fds[0]);
-      close(fds[1]);
-      for (const std::string& kv : env) putenv(const_cast<char*>(kv.c_str()));
-      unsetenv("OMPI_COMM_WORLD_RANK");
-      unsetenv("OMPI_COMM_WORLD_SIZE");
-      execv("/proc/self/exe", argv.data());
-      std::fprintf(stderr, "actorflow launch: exec: %s\n",
-                   std::strerror(errno));
-      _exit(127);
-    }
+  std::vector<std::string> args = {"actorflow", "run"};
+  args.insert(args.end(), options.run_args.begin(), options.run_args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  const std::string env[] = {absl::StrCat("RANK=", r),
+                             absl::StrCat("WORLD_SIZE=", options.nproc),
+                             absl::StrCat("MASTER_ADDR=", options.master_addr),
+                             absl::StrCat("MASTER_PORT=", port)};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // Dies with the launcher, however the launcher ends.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != launcher) _exit(127);
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[0]);
     close(fds[1]);
-    if (pid < 0) {
-      std::perror("actorflow launch: fork");
-      close(fds[0]);
-      for (int k = 0; k < r; ++k) kill(ranks[k].pid, SIGKILL);
-      for (int k = 0; k < r; ++k) waitpid(ranks[k].pid, nullptr, 0);
-      return 1;
-    }
-    ranks[r].pid = pid;
-    ranks[r].out_fd = fds[0];
-    Rank* rank = &ranks[r];
-    rank->reader = std::thread([rank] {
-      char buf[4096];
-      ssize_t got;
-      while ((got = read(rank->out_fd, buf, sizeof(buf))) > 0 ||
-             (got < 0 && errno == EINTR)) {
-        if (got > 0) rank->out.append(buf, got);
-      }
-      close(rank->out_fd);
-    });
+    for (const std::string& kv : env) putenv(const_cast<char*>(kv.c_str()));
+    unsetenv("OMPI_COMM_WORLD_RANK");
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    execv("/proc/self/exe", argv.data());
+    std::fprintf(stderr, "actorflow launch: exec: %s\n", std::strerror(errno));
+    _exit(127);
   }
-  // Wait for every rank. Once one has failed, the rest get the peer
-  // timeout and a margin to fail too, then are killed.
-  int running = n;
+  close(fds[1]);
+  if (pid < 0) {
+    std::perror("actorflow launch: fork");
+    close(fds[0]);
+    return false;
+  }
+  rank->pid = pid;
+  rank->out_fd = fds[0];
+  rank->reader = std::thread([rank] {
+    char buf[4096];
+    ssize_t got;
+    while ((got = read(rank->out_fd, buf, sizeof(buf))) > 0 ||
+           (got < 0 && errno == EINTR)) {
+      if (got > 0) rank->out.append(buf, got);
+    }
+    close(rank->out_fd);
+  });
+  return true;
+}
+
+// Waits for every rank to exit, recording how. SIGINT and SIGTERM are
+// passed on to the ranks; once one rank has failed (or a signal came), the
+// rest get the peer timeout and a margin (10 s after a signal) to follow,
+// then are killed. Joins the readers.
+void Supervise(const LaunchOptions& options, std::vector<Rank>& ranks) {
+  int running = static_cast<int>(ranks.size());
+  const absl::Duration grace = options.peer_timeout + absl::Seconds(10);
   absl::Time kill_at = absl::InfiniteFuture();
   bool forwarded = false;
   while (running > 0) {
     int status = 0;
-    pid_t pid = waitpid(-1, &status, WNOHANG);
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid > 0) {
       for (Rank& rank : ranks) {
         if (rank.pid != pid) continue;
@@ -154,7 +146,7 @@ int Launch(const LaunchOptions& options) {
           rank.signal = WTERMSIG(status);
         }
         if (rank.exit_code != 0 && kill_at == absl::InfiniteFuture()) {
-          kill_at = absl::Now() + options.peer_timeout + absl::Seconds(10);
+          kill_at = absl::Now() + grace;
         }
       }
       continue;
@@ -168,50 +160,46 @@ int Launch(const LaunchOptions& options) {
     }
     if (absl::Now() >= kill_at) {
       for (Rank& rank : ranks) {
-        if (!rank.exited) {
-          std::fprintf(
-              stderr,
-              "actorflow launch: rank %d still running %s after "
-              "another failed; killing it\n",
-              static_cast<int>(&rank - ranks.data()),
-              absl::FormatDuration(options.peer_timeout + absl::Seconds(10))
-                  .c_str());
-          kill(rank.pid, SIGKILL);
-        }
+        if (rank.exited) continue;
+        std::fprintf(stderr,
+                     "actorflow launch: rank %d still running %s after "
+                     "another failed; killing it\n",
+                     static_cast<int>(&rank - ranks.data()),
+                     absl::FormatDuration(grace).c_str());
+        kill(rank.pid, SIGKILL);
       }
       kill_at = absl::InfiniteFuture();
     }
     usleep(10000);  // polls children; not synchronization with them
   }
   for (Rank& rank : ranks) rank.reader.join();
+}
 
+// The job's JSON line from the ranks' last lines and exit statuses; returns
+// the exit code: every rank's sinks together (0); an invalid plan or
+// arguments, said once (2); else the error: a rank killed by a signal,
+// else the lowest failed rank's (1).
+int Report(const std::vector<Rank>& ranks) {
+  const int n = static_cast<int>(ranks.size());
   std::vector<std::string> lines;
   std::vector<Json> parsed;  // discarded where a rank printed no JSON
-  for (Rank& rank : ranks) {
+  for (const Rank& rank : ranks) {
     lines.push_back(LastLine(rank.out));
     parsed.push_back(ParseJson(lines.back()));
   }
   // The value of `key` in rank r's line; null when it has none.
-  auto field = [&](size_t r, const char* key) -> Json {
+  auto field = [&](int r, const char* key) -> Json {
     const Json& line = parsed[r];
     if (!line.is_object() || !line.contains(key)) return nullptr;
     return line[key];
   };
   bool all_ok = true;
   for (const Rank& rank : ranks) all_ok &= rank.exit_code == 0;
-  Json codes = Json::array();
-  for (const Rank& rank : ranks) {
-    if (rank.exit_code >= 0) {
-      codes.push_back(rank.exit_code);
-    } else {
-      codes.push_back(absl::StrCat("signal ", rank.signal));
-    }
-  }
   if (all_ok) {
     std::map<std::string, Json> sinks;  // by task name, as one process lists
     int64_t pieces = 0;
     double wall_ms = 0;
-    for (size_t r = 0; r < ranks.size(); ++r) {
+    for (int r = 0; r < n; ++r) {
       const Json rank_sinks = field(r, "sinks");
       if (rank_sinks.is_object()) {
         for (const auto& [name, sink] : rank_sinks.items()) sinks[name] = sink;
@@ -232,21 +220,21 @@ int Launch(const LaunchOptions& options) {
     return 0;
   }
   // An invalid plan or arguments: every rank refused it; say it once.
-  for (size_t r = 0; r < ranks.size(); ++r) {
+  for (int r = 0; r < n; ++r) {
     if (ranks[r].exit_code == 2) {
       std::printf("%s\n", lines[r].c_str());
       return 2;
     }
   }
   Json error;
-  for (size_t r = 0; r < ranks.size() && error.is_null(); ++r) {
+  for (int r = 0; r < n && error.is_null(); ++r) {
     if (ranks[r].exit_code < 0) {
       error =
           absl::StrCat("rank ", r, " was killed by signal ", ranks[r].signal,
                        " (", strsignal(ranks[r].signal), ")");
     }
   }
-  for (size_t r = 0; r < ranks.size() && error.is_null(); ++r) {
+  for (int r = 0; r < n && error.is_null(); ++r) {
     if (ranks[r].exit_code != 0) {
       error = field(r, "error");
       if (error.is_null()) {
@@ -255,11 +243,51 @@ int Launch(const LaunchOptions& options) {
       }
     }
   }
+  Json codes = Json::array();
+  for (const Rank& rank : ranks) {
+    if (rank.exit_code >= 0) {
+      codes.push_back(rank.exit_code);
+    } else {
+      codes.push_back(absl::StrCat("signal ", rank.signal));
+    }
+  }
   PrintJsonLine({{"status", "error"},
                  {"world_size", n},
                  {"error", error},
                  {"exit_codes", codes}});
   return 1;
+}
+
+}  // namespace
+
+int Launch(const LaunchOptions& options) {
+  int port = options.master_port;
+  if (port == 0) port = FreePort(options.master_addr);
+  if (port == 0) {
+    std::fprintf(stderr, "actorflow launch: found no free port on %s\n",
+                 options.master_addr.c_str());
+    PrintJsonLine({{"status", "error"}, {"error", "no free port"}});
+    return 1;
+  }
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  const pid_t launcher = getpid();
+  std::vector<Rank> ranks(options.nproc);
+  for (int r = 0; r < options.nproc; ++r) {
+    if (!SpawnRank(options, port, r, launcher, &ranks[r])) {
+      // None of the started ranks outlives the launcher's failure.
+      for (int k = 0; k < r; ++k) kill(ranks[k].pid, SIGKILL);
+      for (int k = 0; k < r; ++k) {
+        waitpid(ranks[k].pid, nullptr, 0);
+        ranks[k].reader.join();
+      }
+      return 1;
+    }
+  }
+  Supervise(options, ranks);
+  return Report(ranks);
 }
 
 }  // namespace actorflow::net
