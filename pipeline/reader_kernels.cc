@@ -1,0 +1,220 @@
+// The readers: a sample source over files (pipeline.file_reader) or IDX
+// arrays (pipeline.idx_reader), sharded and shuffled per epoch.
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "pipeline/stage_kernel_util.h"
+#include "pipeline/stage_kernels.h"
+
+namespace actorflow::pipeline {
+
+absl::Status ReaderKernel::Init(const KernelInitContext& ctx) {
+  auto outputs = ctx.StringListAttr("outputs");
+  auto batch = PositiveAttr(ctx, "batch_size", 0, 1);
+  auto shard = PositiveAttr(ctx, "shard_id", 0, 0);
+  auto shards = PositiveAttr(ctx, "num_shards", 1, 1);
+  auto window = PositiveAttr(ctx, "shuffle_window", 0, 0);
+  auto limit = PositiveAttr(ctx, "limit", 0, 0);
+  auto seed = ctx.IntAttrOr("seed", 0);
+  auto skip = ctx.BoolAttrOr("skip_errors", false);
+  absl::Status ok = FirstError(
+      {outputs.status(), batch.status(), shard.status(), shards.status(),
+       window.status(), limit.status(), seed.status(), skip.status()});
+  if (ok.ok()) ok = ctx.ExpectInputs(1, 1);
+  if (ok.ok()) ok = ctx.ExpectOutput(/*required=*/true);
+  if (!ok.ok()) return ok;
+  if (outputs->empty() || outputs->size() > 2) {
+    return absl::InvalidArgumentError(
+        "attr 'outputs': one name (the data) or two (data, label)");
+  }
+  if (*shard >= *shards) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attr 'shard_id': ", *shard, " is not below num_shards ", *shards));
+  }
+  outputs_ = *outputs;
+  batch_size_ = *batch;
+  window_ = *window;
+  seed_ = static_cast<uint64_t>(*seed);
+  skip_errors_ = *skip;
+  auto size = Open(ctx);
+  if (!size.ok()) return size.status();
+  ShardRange(*size, *shard, *shards, &begin_, &end_);
+  if (*limit > 0) end_ = std::min(end_, begin_ + *limit);
+  return ctx.SetOutputBlobs("out", SampleListBlobs(outputs_, batch_size_));
+}
+
+absl::Status ReaderKernel::Forward(KernelContext* ctx) {
+  auto chunk = ReadChunk(ctx->input(0));
+  if (!chunk.ok()) return chunk.status();
+  if (chunk->epoch != order_epoch_) {
+    order_ = EpochOrder(epoch_size(), window_, seed_, chunk->epoch);
+    order_epoch_ = chunk->epoch;
+  }
+  RegstView out = ctx->output(0);
+  const int64_t first = chunk->chunk * batch_size_;
+  const int64_t last = std::min(epoch_size(), first + batch_size_);
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    SampleListWriter writer(out.blob(outputs_[k]), &slots_);
+    for (int64_t position = first; position < last; ++position) {
+      SampleHeader like{};
+      like.position = position;
+      like.epoch = chunk->epoch;
+      like.index = begin_ + order_[position];
+      SampleSlots::Slot* slot = writer.Next();
+      bool lazy = false;
+      absl::Status filled = Fill(like.index, static_cast<int>(k), slot, &lazy);
+      bool dropped = false;
+      if (!filled.ok()) {
+        like.name = reinterpret_cast<int64_t>(slot->name.data());
+        like.name_len = static_cast<int64_t>(slot->name.size());
+        filled = SampleError(ctx->task().name(), like, filled);
+        if (!skip_errors_) return filled;
+        FillDropped(filled, slot);
+        dropped = true;
+      }
+      absl::Status committed = writer.Commit(like, dropped, lazy);
+      if (!committed.ok()) return committed;
+    }
+    absl::Status finished = writer.Finish();
+    if (!finished.ok()) return finished;
+  }
+  if (counter_ != nullptr) counter_->fetch_add(1, std::memory_order_relaxed);
+  return WriteChunk(out, *chunk);
+}
+
+absl::StatusOr<int64_t> FileReaderKernel::Open(const KernelInitContext& ctx) {
+  auto dir = ctx.StringAttrOr("dir", "");
+  auto files = ctx.StringListAttr("files");
+  auto labels = ctx.IntListAttr("labels");
+  auto list = ctx.StringAttrOr("file_list", "");
+  absl::Status ok = FirstError(
+      {dir.status(), files.status(), labels.status(), list.status()});
+  if (!ok.ok()) return ok;
+  const int given = !dir->empty() + !files->empty() + !list->empty();
+  if (given != 1) {
+    return absl::InvalidArgumentError(
+        "attrs: give exactly one of 'dir', 'files' and 'file_list'");
+  }
+  if (!dir->empty()) {
+    auto listed = ListImageDirectory(*dir);
+    if (!listed.ok()) {
+      return absl::Status(
+          listed.status().code(),
+          absl::StrCat("attr 'dir': ", listed.status().message()));
+    }
+    files_ = std::move(*listed);
+    if (files_.empty()) {
+      return absl::NotFoundError(absl::StrCat(
+          "attr 'dir': no .jpg, .jpeg or .png files under '", *dir, "'"));
+    }
+  } else if (!list->empty()) {
+    auto listed = ReadFileList(*list);
+    if (!listed.ok()) {
+      return absl::Status(
+          listed.status().code(),
+          absl::StrCat("attr 'file_list': ", listed.status().message()));
+    }
+    files_ = std::move(*listed);
+  } else {
+    if (!labels->empty() && labels->size() != files->size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attr 'labels': ", labels->size(), " labels for ",
+                       files->size(), " files"));
+    }
+    for (size_t i = 0; i < files->size(); ++i) {
+      files_.push_back(
+          FileEntry{(*files)[i],
+                    labels->empty() ? 0 : static_cast<int32_t>((*labels)[i])});
+    }
+  }
+  return static_cast<int64_t>(files_.size());
+}
+
+absl::Status FileReaderKernel::Fill(int64_t index, int k,
+                                    SampleSlots::Slot* slot, bool* lazy) {
+  const FileEntry& file = files_[index];
+  slot->name = file.path;
+  if (k == 1) {
+    slot->sample.Reshape(DT_INT32, {});
+    *slot->sample.as<int32_t>() = file.label;
+    return absl::OkStatus();
+  }
+  // Read by whichever worker takes the sample (see SampleHeader).
+  slot->sample.Reshape(DT_UINT8, {0});
+  *lazy = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> IdxReaderKernel::Open(const KernelInitContext& ctx) {
+  auto images = ctx.StringAttr("images");
+  auto labels = ctx.StringAttrOr("labels", "");
+  absl::Status ok = FirstError({images.status(), labels.status()});
+  if (!ok.ok()) return ok;
+  if (outputs().size() == 2 && labels->empty()) {
+    return absl::InvalidArgumentError(
+        "attr 'labels': required for a second output");
+  }
+  images_path_ = *images;
+  labels_path_ = *labels;
+  auto head = ReadIdxHeader(images_path_);
+  if (!head.ok()) return head.status();
+  if (head->size() != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attr 'images': '", images_path_, "' holds ",
+                     ShapeString(*head), ", not [count, rows, cols]"));
+  }
+  if (!labels_path_.empty()) {
+    auto label_head = ReadIdxHeader(labels_path_);
+    if (!label_head.ok()) return label_head.status();
+    if (label_head->size() != 1 || (*label_head)[0] != (*head)[0]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attr 'labels': '", labels_path_, "' holds ",
+                       ShapeString(*label_head),
+                       ", not one label per image of ", ShapeString(*head)));
+    }
+  }
+  return (*head)[0];
+}
+
+absl::Status IdxReaderKernel::Load() {
+  auto images = ReadIdx(images_path_);
+  if (!images.ok()) return images.status();
+  images_ = std::move(*images);
+  if (!labels_path_.empty()) {
+    auto labels = ReadIdx(labels_path_);
+    if (!labels.ok()) return labels.status();
+    labels_ = std::move(*labels);
+  }
+  loaded_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status IdxReaderKernel::Fill(int64_t index, int k,
+                                   SampleSlots::Slot* slot, bool*) {
+  if (!loaded_) {
+    absl::Status ok = Load();
+    if (!ok.ok()) return ok;
+  }
+  slot->name =
+      absl::StrCat(k == 0 ? images_path_ : labels_path_, "[", index, "]");
+  if (k == 1) {
+    slot->sample.Reshape(DT_INT32, {});
+    *slot->sample.as<int32_t>() = labels_.data[index];
+    return absl::OkStatus();
+  }
+  const int64_t rows = images_.dims[1];
+  const int64_t cols = images_.dims[2];
+  const int64_t shape[] = {rows, cols, 1};
+  slot->sample.Reshape(DT_UINT8, shape);
+  std::memcpy(slot->sample.storage.data(),
+              images_.data.data() + index * rows * cols, rows * cols);
+  return absl::OkStatus();
+}
+
+ACTORFLOW_REGISTER_KERNEL("pipeline.file_reader", FileReaderKernel);
+ACTORFLOW_REGISTER_KERNEL("pipeline.idx_reader", IdxReaderKernel);
+
+}  // namespace actorflow::pipeline

@@ -1,0 +1,277 @@
+// The per-sample stages (one op, or a chain of them fused into one actor).
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "pipeline/stage_kernel_util.h"
+#include "pipeline/stage_kernels.h"
+
+namespace actorflow::pipeline {
+
+namespace {
+
+AttrValue* FindOwnAttr(TaskProto* task, const std::string& name) {
+  auto& attrs = *task->mutable_kernel()->mutable_attr();
+  auto it = attrs.find(name);
+  return it == attrs.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+// decode, [resize,] crop -> decode_random_crop; decode, resize ->
+// decode_resize: one step that decodes only what the later ones keep. The
+// fused step keeps the decoder's name (its errors are mostly the file's)
+// and the crop's index, which seeds its window exactly as the crop's.
+template <typename Planned>
+std::vector<Planned> FuseDecoders(std::vector<Planned> planned) {
+  std::vector<Planned> fused;
+  for (size_t j = 0; j < planned.size(); ++j) {
+    if (planned[j].op != "decode" || j + 1 == planned.size()) {
+      fused.push_back(std::move(planned[j]));
+      continue;
+    }
+    Planned& decode = planned[j];
+    Planned* resize = planned[j + 1].op == "resize" ? &planned[j + 1] : nullptr;
+    const size_t crop_at = j + (resize ? 2 : 1);
+    Planned* crop = crop_at < planned.size() && planned[crop_at].op == "crop"
+                        ? &planned[crop_at]
+                        : nullptr;
+    if (resize == nullptr && crop == nullptr) {
+      fused.push_back(std::move(planned[j]));
+      continue;
+    }
+    Planned step = std::move(decode);
+    auto& attrs = *step.own.mutable_kernel()->mutable_attr();
+    if (crop != nullptr) {
+      step.op = "decode_random_crop";
+      step.op_index = crop->op_index;
+      for (const char* name : {"size", "random"}) {
+        if (AttrValue* v = FindOwnAttr(&crop->own, name)) attrs[name] = *v;
+      }
+      // The crop's own default (centred), not decode_random_crop's.
+      if (!attrs.count("random")) attrs["random"].set_b(false);
+      if (resize != nullptr) {
+        if (AttrValue* v = FindOwnAttr(&resize->own, "size")) {
+          attrs["resize_size"] = *v;
+        }
+        if (AttrValue* v = FindOwnAttr(&resize->own, "shorter")) {
+          attrs["resize_shorter"] = *v;
+        }
+      }
+    } else {
+      step.op = "decode_resize";
+      for (const char* name : {"size", "shorter"}) {
+        if (AttrValue* v = FindOwnAttr(&resize->own, name)) attrs[name] = *v;
+      }
+    }
+    fused.push_back(std::move(step));
+    j = crop != nullptr ? crop_at : j + 1;
+  }
+  return fused;
+}
+
+absl::Status SampleStageKernel::InitSteps(const KernelInitContext& ctx) {
+  steps_.clear();
+  const std::string& op_type = ctx.task().kernel().op_type();
+  if (op_type != "pipeline.chain") {
+    // One operator, its attributes unprefixed.
+    auto op = MakeSampleOp(op_type.substr(std::strlen("pipeline.")));
+    if (!op.ok()) return op.status();
+    auto op_index = ctx.IntAttrOr("op_index", 0);
+    auto op_name = ctx.StringAttrOr("op_name", ctx.task().name());
+    absl::Status ok = FirstError({op_index.status(), op_name.status()});
+    if (ok.ok()) ok = (*op)->Init(ctx);
+    if (!ok.ok()) return ok;
+    steps_.push_back(Step{std::move(*op), *op_name, *op_index});
+    return absl::OkStatus();
+  }
+  auto ops = ctx.StringListAttr("ops");
+  auto names = ctx.StringListAttr("op_names");
+  auto indices = ctx.IntListAttr("op_indices");
+  absl::Status ok =
+      FirstError({ops.status(), names.status(), indices.status()});
+  if (!ok.ok()) return ok;
+  if (ops->empty() || names->size() != ops->size() ||
+      indices->size() != ops->size()) {
+    return absl::InvalidArgumentError(
+        "attrs 'ops', 'op_names' and 'op_indices': one entry per operator, "
+        "at least one");
+  }
+  struct Planned {
+    std::string op;
+    TaskProto own;  // the operator's own attributes, unprefixed
+    int64_t op_index;
+  };
+  std::vector<Planned> planned;
+  for (size_t j = 0; j < ops->size(); ++j) {
+    // Operator j's attributes are those named "<j>.<attr>".
+    Planned p{(*ops)[j], TaskProto(), (*indices)[j]};
+    p.own.set_name((*names)[j]);
+    const std::string prefix = absl::StrCat(j, ".");
+    for (const auto& [key, value] : ctx.task().kernel().attr()) {
+      if (absl::StartsWith(key, prefix)) {
+        (*p.own.mutable_kernel()->mutable_attr())[key.substr(prefix.size())] =
+            value;
+      }
+    }
+    planned.push_back(std::move(p));
+  }
+  auto fuse = ctx.BoolAttrOr("fuse_decode", false);
+  if (!fuse.ok()) return fuse.status();
+  if (*fuse) planned = FuseDecoders(std::move(planned));
+  for (Planned& p : planned) {
+    auto op = MakeSampleOp(p.op);
+    if (!op.ok()) return op.status();
+    KernelInitContext own_ctx(p.own, {}, {});
+    ok = (*op)->Init(own_ctx);
+    if (!ok.ok()) {
+      return absl::Status(ok.code(), absl::StrCat("operator '", p.own.name(),
+                                                  "': ", ok.message()));
+    }
+    steps_.push_back(Step{std::move(*op), p.own.name(), p.op_index});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SampleStageKernel::Init(const KernelInitContext& ctx) {
+  auto input = ctx.StringAttr("input");
+  auto output = ctx.StringAttr("output");
+  auto worker = PositiveAttr(ctx, "worker", 0, 0);
+  auto workers = PositiveAttr(ctx, "workers", 1, 1);
+  auto seed = ctx.IntAttrOr("seed", 0);
+  auto batch = PositiveAttr(ctx, "batch_size", 0, 1);
+  auto skip = ctx.BoolAttrOr("skip_errors", false);
+  auto deal = ctx.StringAttrOr("deal", "static");
+  absl::Status ok = FirstError(
+      {input.status(), output.status(), worker.status(), workers.status(),
+       seed.status(), batch.status(), skip.status(), deal.status()});
+  if (ok.ok() && *deal != "static" && *deal != "dynamic" && *deal != "all") {
+    ok = absl::InvalidArgumentError(
+        absl::StrCat("attr 'deal': \"static\", \"dynamic\" or \"all\", got \"",
+                     *deal, "\""));
+  }
+  if (ok.ok()) ok = ctx.ExpectInputs(1, 1);
+  if (ok.ok()) ok = ctx.ExpectOutput(/*required=*/true);
+  if (ok.ok()) ok = InitSteps(ctx);
+  if (!ok.ok()) return ok;
+  const KernelIo& in = ctx.inputs()[0];
+  const bool has_input =
+      std::any_of(in.blobs.begin(), in.blobs.end(),
+                  [&](const BlobDesc& blob) { return blob.name == *input; });
+  if (!has_input) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attr 'input': regst_desc ", in.regst_desc_id,
+                     " has no sample list '", *input, "'"));
+  }
+  input_ = *input;
+  output_ = *output;
+  worker_ = *worker;
+  workers_ = *workers;
+  seed_ = static_cast<uint64_t>(*seed);
+  skip_errors_ = *skip;
+  take_all_ = *deal == "all";
+  dealer_ = *deal == "dynamic" && dealers_ != nullptr
+                ? dealers_->For(steps_[0].op_index)
+                : nullptr;
+  return ctx.SetOutputBlobs("out", SampleListBlobs({output_}, *batch));
+}
+
+absl::Status SampleStageKernel::Apply(const SampleHeader& h, Sample* out) {
+  // A file not yet read counts as the first step's to read: its failure is
+  // a read failure, which skip_sample may drop.
+  failed_step_ = 0;
+  read_failed_ = false;
+  auto input = Materialize(h, &file_);
+  if (!input.ok()) {
+    read_failed_ = true;
+    return SampleError(steps_[0].name, h, input.status());
+  }
+  SampleRef current = *input;
+  const size_t n = steps_.size();
+  for (size_t j = 0; j < n; ++j) {
+    Step& step = steps_[j];
+    // Between operators the sample lives in this worker's two scratch
+    // buffers, in turn (hot in cache, reused); the last writes the slot.
+    Sample* target = j + 1 == n ? out : &scratch_[j % 2];
+    SampleRng rng(seed_, static_cast<uint64_t>(step.op_index),
+                  static_cast<uint64_t>(h.epoch),
+                  static_cast<uint64_t>(h.position));
+    absl::Status ok = step.op->Apply(current, &rng, target);
+    if (!ok.ok()) {
+      failed_step_ = j;
+      return SampleError(step.name, h, ok);
+    }
+    current = target->ref();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SampleStageKernel::Forward(KernelContext* ctx) {
+  ConstRegstView in = ctx->input(0);
+  auto list = SampleListView::Of(in.blob(input_));
+  auto chunk = ReadChunk(in);
+  if (!list.ok()) return list.status();
+  if (!chunk.ok()) return chunk.status();
+  RegstView out = ctx->output(0);
+  SampleListWriter writer(out.blob(output_), &slots_);
+  // The samples this worker takes: claimed (dynamic), all, or its share.
+  int64_t i = -1;
+  auto next = [&]() -> bool {
+    if (dealer_ != nullptr) {
+      i = dealer_->Claim(ctx->piece_id());
+      return i < list->size();
+    }
+    while (++i < list->size()) {
+      if (take_all_ || list->header(i).position % workers_ == worker_) {
+        return true;
+      }
+    }
+    return false;
+  };
+  while (next()) {
+    const SampleHeader& h = list->header(i);
+    SampleSlots::Slot* slot = writer.Next();
+    const absl::string_view name = NameOf(h);
+    slot->name.assign(name.data(), name.size());
+    bool dropped = h.dropped != 0;
+    absl::Status ok;
+    if (dropped) {
+      slot->sample.Reshape(DT_UINT8, {h.bytes});
+      std::memcpy(slot->sample.storage.data(),
+                  reinterpret_cast<const void*>(h.data), h.bytes);
+    } else {
+      ok = Apply(h, &slot->sample);
+    }
+    if (!ok.ok()) {
+      if (!skip_errors_ ||
+          !(read_failed_ || steps_[failed_step_].op->skippable())) {
+        return ok;
+      }
+      FillDropped(ok, slot);
+      dropped = true;
+    }
+    ok = writer.Commit(h, dropped);
+    if (!ok.ok()) return ok;
+  }
+  absl::Status ok = writer.Finish();
+  if (!ok.ok()) return ok;
+  return WriteChunk(out, *chunk);
+}
+
+namespace {
+const bool kStagesRegistered = [] {
+  for (const std::string& name : SampleOpNames()) {
+    KernelRegistry::Get().Register("pipeline." + name, [] {
+      return std::unique_ptr<Kernel>(new SampleStageKernel(nullptr));
+    });
+  }
+  KernelRegistry::Get().Register("pipeline.chain", [] {
+    return std::unique_ptr<Kernel>(new SampleStageKernel(nullptr));
+  });
+  return true;
+}();
+}  // namespace
+
+}  // namespace actorflow::pipeline
