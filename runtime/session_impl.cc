@@ -66,8 +66,8 @@ absl::Status AllocateShared(const RegstDescProto& proto, MemBlock* block,
   return absl::OkStatus();
 }
 
-absl::Status AllocateRegsts(const RegstDescProto& proto, bool pin,
-                            RegstDesc* desc) {
+absl::Status AllocateDescriptorRegisters(const RegstDescProto& proto, bool pin,
+                                         RegstDesc* desc) {
   const MemoryCase& mem = proto.mem_case();
   const bool on_device = mem.device_type() == GPU;
   SyncedMemoryOptions options;
@@ -249,8 +249,8 @@ absl::Status SessionImpl::AllocateRegisters(std::set<int>* devices) {
           desc->checked_block = block.get();
         }
       } else {
-        status = AllocateRegsts(*proto, pinned.contains(proto->regst_desc_id()),
-                                desc.get());
+        status = AllocateDescriptorRegisters(
+            *proto, pinned.contains(proto->regst_desc_id()), desc.get());
       }
       if (!status.ok()) {
         return absl::Status(status.code(),
