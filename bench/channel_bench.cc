@@ -212,12 +212,12 @@ int Main(int argc, char** argv) {
       "channel_bench", argc, argv,
       {{"samples", &config.samples,
         "samples per measurement; the median is shown"},
-       {"round_trips", &config.round_trips, "round trips per actorflow sample"},
-       {"baseline_round_trips", &config.baseline_round_trips,
+       {"round-trips", &config.round_trips, "round trips per actorflow sample"},
+       {"baseline-round-trips", &config.baseline_round_trips,
         "round trips per mutex/condvar sample"},
        {"senders", &config.senders, "senders in the many-to-one test"},
-       {"per_sender", &config.per_sender, "messages per sender"},
-       {"idle_ms", &config.idle_ms,
+       {"per-sender", &config.per_sender, "messages per sender"},
+       {"idle-ms", &config.idle_ms,
         "how long to watch a parked receiver, in ms"}},
       kHelp);
   std::printf(

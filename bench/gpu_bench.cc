@@ -5,7 +5,7 @@
 //    downstream actor waits for), against cudaStreamSynchronize after the
 //    same launch. Medians over many round trips.
 // 2. Pipeline throughput: a plan of GPU tasks on their own streams (source,
-//    three `spin` kernels of --kernel_us each, a device checksum), run with
+//    three `spin` kernels of --kernel-us each, a device checksum), run with
 //    register_num 1, 2 and 4, against the same kernels launched in a loop
 //    with one cudaStreamSynchronize per kernel. Target: pipelined >= 2x the
 //    synchronous loop for kernels of about 10 us.
@@ -139,9 +139,9 @@ int Main(int argc, char** argv) {
   ParseFlags(
       "gpu_bench", argc, argv,
       {{"samples", &samples, "timed samples per figure (median shown)"},
-       {"round_trips", &round_trips, "launches per latency sample"},
+       {"round-trips", &round_trips, "launches per latency sample"},
        {"pieces", &pieces, "pieces per pipeline sample"},
-       {"kernel_us", &kernel_us, "length of each pipeline kernel, in us"}},
+       {"kernel-us", &kernel_us, "length of each pipeline kernel, in us"}},
       kHelp);
   absl::Status device = cuda::DeviceAvailable(0);
   if (!device.ok()) {

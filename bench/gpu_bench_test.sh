@@ -3,7 +3,7 @@
 # figure (it checks its own pipeline for lost or reordered pieces). Without
 # a usable device the benchmark prints SKIPPED, and so does this test.
 set -euo pipefail
-out=$("$1" --samples=1 --round_trips=20 --pieces=50 --kernel_us=1)
+out=$("$1" --samples=1 --round-trips=20 --pieces=50 --kernel-us=1)
 echo "$out"
 if grep -q '^SKIPPED: ' <<<"$out"; then exit 0; fi
 for figure in "event + poller callback" "cudaStreamSynchronize" \

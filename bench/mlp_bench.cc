@@ -5,7 +5,7 @@
 // same serial work in both), the second is the steady state the target is
 // about. Prints medians, ratios and each stream's busy share in a traced
 // run of the plan.
-//   tools/bazel run //bench:mlp_bench -- [--samples=3] [--train_limit=0]
+//   tools/bazel run //bench:mlp_bench -- [--samples=3] [--train-limit=0]
 #include <cstdio>
 
 #include "bench/bench_util.h"
@@ -29,11 +29,11 @@ int main(int argc, char** argv) {
   actorflow::bench::ParseFlags(
       "mlp_bench", argc, argv,
       {{"samples", &samples, "pairs of runs"},
-       {"train_limit", &train_limit,
+       {"train-limit", &train_limit,
         "train on the first N samples; 0: all 60000", 0},
        {"streams", &towers, "the plan's CPU streams"},
        {"batch", &batch, "samples per step"},
-       {"spin_ns", &spin_ns, "how long an idle stream polls, in ns", 0}},
+       {"spin-ns", &spin_ns, "how long an idle stream polls, in ns", 0}},
       kHelp);
   MnistOptions options;
   options.epochs = 2;

@@ -277,7 +277,7 @@ pid_t StartChild(const Config& config, const std::vector<int>& ports) {
       absl::StrJoin(ports, ","),
       absl::StrCat("--samples=", config.samples),
       absl::StrCat("--mib=", config.mib),
-      absl::StrCat("--round_trips=", config.round_trips)};
+      absl::StrCat("--round-trips=", config.round_trips)};
   pid_t pid = fork();
   if (pid < 0) Die("fork failed");
   if (pid == 0) {
@@ -392,7 +392,7 @@ int main(int argc, char** argv) {
       "net_bench", argc, argv,
       {{"samples", &config.samples, "samples per figure"},
        {"mib", &config.mib, "MiB per throughput sample"},
-       {"round_trips", &config.round_trips, "round trips per latency sample"}},
+       {"round-trips", &config.round_trips, "round trips per latency sample"}},
       kHelp);
   return child ? Child(config, ports) : Parent(config);
 }

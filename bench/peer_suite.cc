@@ -324,9 +324,9 @@ ChildResult SpawnChild(const Options& o, const char* peer,
                        double iters_per_ns) {
   ChildResult result;
   const std::string out = RunSelf(
-      {std::string("--child=") + peer, o.quick ? "--quick" : "--no_readme",
+      {std::string("--child=") + peer, o.quick ? "--quick" : "--no-readme",
        "--threads=" + std::to_string(o.threads),
-       "--iters_per_ns=" + Fmt("%.9f", iters_per_ns)},
+       "--iters-per-ns=" + Fmt("%.9f", iters_per_ns)},
       &result.max_rss_mb);
   if (std::sscanf(out.c_str(), "%lf %lf", &result.cost.wall_ns,
                   &result.cost.cpu_ns) != 2) {
@@ -397,9 +397,9 @@ std::string MakeQuotaGroup(std::string* why) {
 void Field(Suite* suite) {
   const Options& o = suite->options;
   const std::vector<std::string> base = {
-      "--child=field", o.quick ? "--quick" : "--no_readme",
+      "--child=field", o.quick ? "--quick" : "--no-readme",
       "--samples=" + std::to_string(o.samples),
-      "--iters_per_ns=" + Fmt("%.9f", suite->work.iters_per_ns())};
+      "--iters-per-ns=" + Fmt("%.9f", suite->work.iters_per_ns())};
   struct Condition {
     std::string name;
     std::string label;
@@ -626,13 +626,13 @@ int Main(int argc, char** argv) {
   flags.String("readme", &o.readme, "PATH",
                "the Markdown file whose marked block to rewrite (default: "
                "docs/performance.md of the workspace under `bazel run`)");
-  flags.Bool("no_readme", &no_readme, "print only");
+  flags.Bool("no-readme", &no_readme, "print only");
   flags.String("only", &o.only, "W[,W]",
                "run only these workloads (pipeline, pingpong, fan, overload, "
                "wavefront, engine, field); never rewrites the file");
   flags.String("child", &o.child, "W", "").Hidden();
   flags.String("cgroup", &o.cgroup, "DIR", "").Hidden();
-  flags.Double("iters_per_ns", &iters_per_ns, "", 0).Hidden();
+  flags.Double("iters-per-ns", &iters_per_ns, "", 0).Hidden();
   flags.ParseOrExit(argc, argv);
   if (no_readme || !o.only.empty()) o.write_readme = false;
   const bool samples_set = flags.given("samples");

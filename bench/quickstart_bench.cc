@@ -26,7 +26,7 @@ quick start's median at most 1.5x the one-stream median, its 90th
 percentile at most 2x its own median.
 
 Then an idle session: the quick start's session made and started, fed
-nothing more after its run, left alone for --idle_ms; the CPU time its
+nothing more after its run, left alone for --idle-ms; the CPU time its
 process used in that time, after the spin window (1 ms), as a share of one
 core. Target: under 1 %.
 
@@ -55,7 +55,7 @@ int Main(int argc, char** argv) {
   std::string path = "examples/plans/quickstart.pbtxt";
   FlagSet flags("quickstart_bench [flags]", kHelp);
   flags.Int("runs", &runs, "runs of each plan", 3);
-  flags.Int("idle_ms", &idle_ms, "how long the idle session is watched", 100);
+  flags.Int("idle-ms", &idle_ms, "how long the idle session is watched", 100);
   flags.String("plan", &path, "FILE", "the quick-start plan");
   flags.ParseOrExit(argc, argv);
   if (const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");

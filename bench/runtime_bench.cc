@@ -178,7 +178,7 @@ int Main(int argc, char** argv) {
   ParseFlags("runtime_bench", argc, argv,
              {{"samples", &config.samples, "runs per figure"},
               {"pieces", &config.pieces, "pieces per pipeline run"},
-              {"ping_pong_pieces", &config.ping_pong_pieces,
+              {"ping-pong-pieces", &config.ping_pong_pieces,
                "pieces per ping-pong run"}},
              kHelp);
   std::printf(

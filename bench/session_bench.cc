@@ -12,7 +12,7 @@
 // and the per-pair ratio. Run:
 //
 //   tools/bazel run //bench:session_bench
-//   tools/bazel run //bench:session_bench -- --samples=21 --round_trips=5000
+//   tools/bazel run //bench:session_bench -- --samples=21 --round-trips=5000
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -152,7 +152,7 @@ int Main(int argc, char** argv) {
   ParseFlags("session_bench", argc, argv,
              {{"samples", &config.samples, "measurements per figure"},
               {"startups", &config.startups, "runs per start-up measurement"},
-              {"round_trips", &config.round_trips,
+              {"round-trips", &config.round_trips,
                "round trips per feed/fetch measurement"}},
              "Start-up of RunPlan against Run(1) of a Session, and a "
              "Feed-to-Fetch round trip against a mutex/condvar worker, in one "

@@ -432,7 +432,7 @@ TEST_CASE("mnist_mlp: killed at random moments, resumed, the same weights",
   std::mt19937_64 random(seed);
   const std::string dir = testing::TestTempDir("cli_mnist");
   const std::string flags =
-      "--epochs=2 --train_limit=12800 --test_limit=2000 --seed=5";
+      "--epochs=2 --train-limit=12800 --test-limit=2000 --seed=5";
   const std::string mnist = "examples/mnist_mlp/mnist_mlp";
   auto whole = RunCli(flags, Plans(), "", mnist);
   INFO(whole.out);

@@ -44,7 +44,7 @@ TEST_CASE(
         "--threads=3 --prefetch=4"}) {
     CliResult r = RunCli("--dir='" + Images() +
                              "' --crop=48 --batch=8 --seed=7 --epochs=2 "
-                             "--on_error=skip_sample " +
+                             "--on-error=skip_sample " +
                              tuning,
                          ".", "", kPipeline);
     INFO(tuning << "\n" << r.out);
@@ -60,7 +60,7 @@ TEST_CASE(
   }
   CliResult other = RunCli("--dir='" + Images() +
                                "' --crop=48 --batch=8 --seed=8 --epochs=2 "
-                               "--on_error=skip_sample",
+                               "--on-error=skip_sample",
                            ".", "", kPipeline);
   CHECK(Field(other.last_line, "checksum") != checksum);
 }
@@ -69,8 +69,8 @@ TEST_CASE("image_pipeline: its plan validates, its trace is written") {
   const std::string tmp = std::getenv("TEST_TMPDIR");
   CliResult r =
       RunCli("--dir='" + Images() +
-                 "' --crop=48 --on_error=skip_sample --threads=2 "
-                 "--write_plan='" +
+                 "' --crop=48 --on-error=skip_sample --threads=2 "
+                 "--write-plan='" +
                  tmp + "/plan.pbtxt' --trace='" + tmp + "/trace.json'",
              ".", "", kPipeline);
   INFO(r.out);
@@ -87,14 +87,14 @@ TEST_CASE("image_pipeline: its plan validates, its trace is written") {
 TEST_CASE("image_pipeline: --help helps, bad flags are errors") {
   CliResult help = RunCli("--help", ".", "", kPipeline);
   CHECK(help.exit_code == 0);
-  CHECK(Contains(help.out, "--on_error"));
+  CHECK(Contains(help.out, "--on-error"));
   CHECK(Contains(help.out, "--prefetch"));
   CliResult unknown = RunCli("--dir=/tmp --colour=red", ".", "", kPipeline);
   CHECK(unknown.exit_code == 1);
   CHECK(Contains(unknown.last_line, "unknown flag --colour"));
-  CliResult mode = RunCli("--dir=/tmp --on_error=ignore", ".", "", kPipeline);
+  CliResult mode = RunCli("--dir=/tmp --on-error=ignore", ".", "", kPipeline);
   CHECK(mode.exit_code == 1);
-  CHECK(Contains(mode.last_line, "--on_error"));
+  CHECK(Contains(mode.last_line, "--on-error"));
   CliResult missing = RunCli("", ".", "", kPipeline);
   CHECK(missing.exit_code == 1);
   CHECK(Contains(missing.last_line, "--dir is required"));

@@ -30,7 +30,7 @@ TEST_CASE("mnist_mlp: two epochs reach 85% test accuracy") {
 
 TEST_CASE("mnist_mlp: the reference loop prints the same numbers") {
   const std::string args =
-      "--epochs=1 --train_limit=1280 --test_limit=500 --seed=5";
+      "--epochs=1 --train-limit=1280 --test-limit=500 --seed=5";
   CliResult plan = RunCli(args, ".", "", kMlp);
   CliResult reference = RunCli(args + " --reference", ".", "", kMlp);
   INFO(plan.out << reference.out);
@@ -45,8 +45,8 @@ TEST_CASE("mnist_mlp: the reference loop prints the same numbers") {
 TEST_CASE("mnist_mlp: its plan validates, its trace is written") {
   const std::string tmp = std::getenv("TEST_TMPDIR");
   CliResult r = RunCli(
-      "--epochs=1 --train_limit=640 --test_limit=100 "
-      "--write_plan='" +
+      "--epochs=1 --train-limit=640 --test-limit=100 "
+      "--write-plan='" +
           tmp + "/mlp.pbtxt' --trace='" + tmp + "/mlp.json'",
       ".", "", kMlp);
   INFO(r.out);
@@ -61,7 +61,7 @@ TEST_CASE("mnist_mlp: its plan validates, its trace is written") {
 }
 
 TEST_CASE("mnist_mlp: --gpu trains on GPU streams or says why not") {
-  CliResult r = RunCli("--gpu --epochs=1 --train_limit=640 --test_limit=200",
+  CliResult r = RunCli("--gpu --epochs=1 --train-limit=640 --test-limit=200",
                        ".", "", kMlp);
   INFO(r.out);
   if (cuda::DeviceAvailable(0).ok()) {
@@ -86,7 +86,7 @@ TEST_CASE("mnist_mlp: bad flags and data are JSON errors") {
   CliResult zero = RunCli("--epochs=0", ".", "", kMlp);
   CHECK(zero.exit_code == 1);
   CHECK(Contains(zero.last_line, "--epochs: wants an integer of at least 1"));
-  CliResult data = RunCli("--data_dir=/nonexistent", ".", "", kMlp);
+  CliResult data = RunCli("--data-dir=/nonexistent", ".", "", kMlp);
   CHECK(data.exit_code == 1);
   CHECK(data.last_line.rfind("{\"status\":\"error\",\"error\":", 0) == 0);
   CHECK(Contains(data.last_line, "/nonexistent/train-images-idx3-ubyte.gz"));

@@ -26,7 +26,7 @@ Target: images/s from Python within 5 % of the C++ pipeline: the median,
 over samples, of the ratio of the two run back to back (>= 0.95), so the
 lead over DataLoader holds from Python. Rewrites the block between
 <!-- python_peer:begin --> and <!-- python_peer:end --> in docs/performance.md
-(--readme=PATH, --no_readme; never in --quick mode).
+(--readme=PATH, --no-readme; never in --quick mode).
 """
 import argparse
 import datetime
@@ -125,7 +125,7 @@ def round_trip_python(args):
 
 def round_trip_cpp(args):
     out = run([args.round_trip, f"--plan={args.feed_fetch_plan}",
-               f"--round_trips={args.round_trips}", "--samples=1"])
+               f"--round-trips={args.round_trips}", "--samples=1"])
     return last_json(out)["median_us"]
 
 
@@ -153,18 +153,18 @@ def main():
     parser.add_argument("--epochs", type=int, default=3,
                         help="per actorflow run; the figure is the median of "
                              "all but the first")
-    parser.add_argument("--round_trips", type=int, default=5000)
+    parser.add_argument("--round-trips", "--round_trips", type=int, default=5000)
     parser.add_argument("--pieces", type=int, default=5000)
     parser.add_argument("--readme", help="the Markdown file whose block to rewrite "
                         "(default: the workspace's docs/performance.md under "
                         "`tools/bazel run`)")
-    parser.add_argument("--no_readme", action="store_true")
-    parser.add_argument("--image_pipeline", required=True)
-    parser.add_argument("--make_images", required=True)
-    parser.add_argument("--dataloader_peer", required=True)
-    parser.add_argument("--round_trip", required=True)
-    parser.add_argument("--feed_fetch_plan", required=True)
-    parser.add_argument("--chain_plan", required=True)
+    parser.add_argument("--no-readme", "--no_readme", action="store_true")
+    parser.add_argument("--image-pipeline", "--image_pipeline", required=True)
+    parser.add_argument("--make-images", "--make_images", required=True)
+    parser.add_argument("--dataloader-peer", "--dataloader_peer", required=True)
+    parser.add_argument("--round-trip", "--round_trip", required=True)
+    parser.add_argument("--feed-fetch-plan", "--feed_fetch_plan", required=True)
+    parser.add_argument("--chain-plan", "--chain_plan", required=True)
     args = parser.parse_args()
     if args.quick:
         args.samples, args.images, args.epochs = 1, 64, 2

@@ -2,7 +2,7 @@
 // one piece through a plan (examples/python/feed_fetch.pbtxt), repeated;
 // prints one JSON line with the median microseconds per round trip.
 //
-//   round_trip --plan=PLAN --feed=in --fetch=out --round_trips=2000
+//   round_trip --plan=PLAN --feed=in --fetch=out --round-trips=2000
 //              --samples=5
 #include <algorithm>
 #include <chrono>
@@ -40,9 +40,9 @@ int main(int argc, char** argv) {
       feed = v;
     } else if (const char* v = value("--fetch=")) {
       fetch = v;
-    } else if (const char* v = value("--round_trips=")) {
+    } else if (const char* v = value("--round-trips=")) {
       if (!absl::SimpleAtoi(v, &round_trips) || round_trips < 1) {
-        return Fail("--round_trips: a positive count");
+        return Fail("--round-trips: a positive count");
       }
     } else if (const char* v = value("--samples=")) {
       if (!absl::SimpleAtoi(v, &samples) || samples < 1) {
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     } else {
       return Fail(absl::StrCat(
           "unknown flag ", arg,
-          "; flags: --plan --feed --fetch --round_trips --samples"));
+          "; flags: --plan --feed --fetch --round-trips --samples"));
     }
   }
   if (plan_path.empty()) return Fail("--plan=PLAN is required");

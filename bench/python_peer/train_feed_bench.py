@@ -6,7 +6,7 @@ pipeline, beside the same script fed by torch.utils.data.DataLoader.
 Runs examples/python/train_fashion_mnist.py four ways, in alternation, each
 in a process of its own on the same cores: training fed by actorflow,
 training fed by DataLoader (2 worker processes), and each input pipeline
-alone (--no_train). Prints the median images/s of each over --rounds rounds
+alone (--no-train). Prints the median images/s of each over --rounds rounds
 and the ratio of the two training figures. Target: the actorflow-fed loop
 is the faster.
 """
@@ -37,7 +37,7 @@ def images_per_s(args, loader, train):
            f"--epochs={args.epochs}", f"--threads={args.threads}",
            f"--limit={args.limit}"]
     if not train:
-        cmd.append("--no_train")
+        cmd.append("--no-train")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     # One BLAS thread per training process: the pipeline's threads take the

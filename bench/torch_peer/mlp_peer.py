@@ -7,7 +7,7 @@ the whole set held normalized in one tensor, batches gathered by index (no
 DataLoader), OpenBLAS (Debian's libopenblas0-pthread) for the products.
 
   /usr/bin/python3 mlp_peer.py [--threads=1] [--hidden=256] [--batch=64]
-      [--epochs=2] [--data_dir=/usr/share/datasets/fashion-mnist]
+      [--epochs=2] [--data-dir=/usr/share/datasets/fashion-mnist]
 
 --threads sets torch.set_num_threads; OPENBLAS_NUM_THREADS (the caller's
 environment) sets the products' own threads. Prints one JSON line per
@@ -47,8 +47,8 @@ def main():
     parser.add_argument("--hidden", default="256")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--train_limit", type=int, default=0)
-    parser.add_argument("--data_dir", default=os.environ.get(
+    parser.add_argument("--train-limit", "--train_limit", type=int, default=0)
+    parser.add_argument("--data-dir", "--data_dir", default=os.environ.get(
         "ACTORFLOW_FASHION_MNIST", "/usr/share/datasets/fashion-mnist"))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

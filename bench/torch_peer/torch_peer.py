@@ -3,7 +3,7 @@ cores in the same run: training the Fashion-MNIST MLP beside PyTorch, and
 the image pipeline beside torch.utils.data.DataLoader.
 
   tools/bazel run //bench/torch_peer -- [--samples=3] [--quick]
-      [--only=mlp,images] [--dir=DIR] [--images=1000] [--no_readme]
+      [--only=mlp,images] [--dir=DIR] [--images=1000] [--no-readme]
 
 Jobs, each run --samples times with the peers in turn (medians):
   mlp small   examples/mnist_mlp, 784-256-10, batch 64, two epochs: training
@@ -25,9 +25,9 @@ least 1.5x the DataLoader with torchvision.io and 2x with PIL.
 
 PyTorch runs on Debian's /usr/bin/python3 with OpenBLAS picking its own
 kernels for the CPU (OPENBLAS_CORETYPE unset: AVX-512 ones where the CPU
-has them; --openblas_coretype=keep leaves the caller's setting).
+has them; --openblas-coretype=keep leaves the caller's setting).
 Rewrites the block between <!-- torch_peer:begin --> and
-<!-- torch_peer:end --> in docs/performance.md (--readme=PATH, --no_readme).
+<!-- torch_peer:end --> in docs/performance.md (--readme=PATH, --no-readme).
 """
 import argparse
 import datetime
@@ -74,7 +74,7 @@ def actorflow_mlp(args, hidden, batch):
     cmd = [args.mnist_mlp, "--epochs=2", f"--hidden={hidden}",
            f"--batch={batch}", "--streams=2"]
     if args.train_limit:
-        cmd.append(f"--train_limit={args.train_limit}")
+        cmd.append(f"--train-limit={args.train_limit}")
     # "epoch 2: ..., 226400 samples/s (train ...": the steady state.
     out = run(cmd)
     rates = re.findall(r"^epoch 2: .*?([0-9.]+) samples/s", out, re.M)
@@ -87,7 +87,7 @@ def torch_mlp(args, hidden, batch, threads, openblas_threads):
     cmd = [PYTHON, os.path.join(HERE, "mlp_peer.py"), f"--threads={threads}",
            f"--hidden={hidden}", f"--batch={batch}", "--epochs=2"]
     if args.train_limit:
-        cmd.append(f"--train_limit={args.train_limit}")
+        cmd.append(f"--train-limit={args.train_limit}")
     lines = json_lines(run(cmd, peer_env(args, openblas_threads)))
     return lines[-1]["samples_per_s"]
 
@@ -175,14 +175,14 @@ def main():
     parser.add_argument("--only", default="mlp,images")
     parser.add_argument("--dir", help="a directory of JPEGs under <class>/")
     parser.add_argument("--images", type=int, default=1000)
-    parser.add_argument("--train_limit", type=int, default=0)
-    parser.add_argument("--openblas_coretype", choices=["auto", "keep"],
-                        default="auto")
+    parser.add_argument("--train-limit", "--train_limit", type=int, default=0)
+    parser.add_argument("--openblas-coretype", "--openblas_coretype",
+                        choices=["auto", "keep"], default="auto")
     parser.add_argument("--readme")
-    parser.add_argument("--no_readme", action="store_true")
-    parser.add_argument("--mnist_mlp", required=True)
-    parser.add_argument("--image_pipeline", required=True)
-    parser.add_argument("--make_images", required=True)
+    parser.add_argument("--no-readme", "--no_readme", action="store_true")
+    parser.add_argument("--mnist-mlp", "--mnist_mlp", required=True)
+    parser.add_argument("--image-pipeline", "--image_pipeline", required=True)
+    parser.add_argument("--make-images", "--make_images", required=True)
     args = parser.parse_args()
     if args.quick:
         args.samples, args.train_limit, args.images = 1, 6400, 64

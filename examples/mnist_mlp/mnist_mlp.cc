@@ -85,9 +85,9 @@ void Declare(actorflow::FlagSet* set, Flags* f) {
            1);
   set->Int("towers", &f->towers, "--streams under its old name", 1).NoDefault();
   set->Int("seed", &f->seed, "initial weights and shuffling", 0);
-  set->Int("train_limit", &f->train_limit,
+  set->Int("train-limit", &f->train_limit,
            "train on the first N samples only; 0: all 60000", 0);
-  set->Int("test_limit", &f->test_limit,
+  set->Int("test-limit", &f->test_limit,
            "evaluate on the first N samples only; 0: all 10000", 0);
   set->Choice("data", &f->data, {"plan", "pipelines"},
               "plan: the plan reads the IDX files itself; pipelines: two data "
@@ -97,7 +97,7 @@ void Declare(actorflow::FlagSet* set, Flags* f) {
            "data pipeline worker threads, with --data=pipelines", 1);
   set->Int("prefetch", &f->prefetch, "batches the data pipelines prepare ahead",
            1);
-  set->String("data_dir", &f->data_dir, "DIR",
+  set->String("data-dir", &f->data_dir, "DIR",
               "the Fashion-MNIST IDX files; default: the "
               "dataset-fashion-mnist package's, or $ACTORFLOW_FASHION_MNIST");
   set->Bool("reference", &f->reference,
@@ -122,7 +122,7 @@ void Declare(actorflow::FlagSet* set, Flags* f) {
             "accuracy and weights, bit for bit, as one never stopped");
   set->Int("keep-last", &f->keep_last,
            "keep only the newest N checkpoints; 0: all", 0);
-  set->String("write_plan", &f->write_plan, "FILE",
+  set->String("write-plan", &f->write_plan, "FILE",
               "write the training plan (text format) and continue");
   set->String("trace", &f->trace, "FILE",
               "write a Chrome trace of every act; prints each stream's busy "
@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
     out << plan->DebugString();
     if (!out) {
       return Fail(
-          absl::StrCat("--write_plan: cannot write '", f.write_plan, "'"));
+          absl::StrCat("--write-plan: cannot write '", f.write_plan, "'"));
     }
   }
 

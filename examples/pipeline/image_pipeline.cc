@@ -57,24 +57,24 @@ void Declare(FlagSet* set, Flags* f) {
   set->Int("seed", &f->seed, "seed of the shuffle, crops and flips", 0);
   set->Int("batch", &f->batch, "samples per batch", 1);
   set->Int("epochs", &f->epochs, "passes over the directory", 1);
-  set->Choice("on_error", &f->on_error, {"fail", "skip_sample"},
+  set->Choice("on-error", &f->on_error, {"fail", "skip_sample"},
               "fail: a bad file stops the run; skip_sample: drop it, count "
               "it, name it");
   set->Int("resize", &f->resize, "shorter side before cropping; 0: none", 0);
   set->Int("crop", &f->crop, "crop size", 1);
-  set->Int("shuffle_window", &f->shuffle_window,
+  set->Int("shuffle-window", &f->shuffle_window,
            "shuffle through a window of N files; 0: none", 0);
-  set->Bool("fuse_decode", &f->fuse_decode,
+  set->Bool("fuse-decode", &f->fuse_decode,
             "true: decode, resize and crop run as one step that decodes a "
             "JPEG at a reduced DCT scale and only the region the crop keeps; "
             "false: each operator as written (PipelineOptions::fuse_decode)");
-  set->Int("max_pixels", &f->max_pixels,
+  set->Int("max-pixels", &f->max_pixels,
            "refuse images whose header claims more pixels; 0: no limit", 0);
   set->Bool("checksum", &f->checksum,
             "true: hash every batch (the JSON's checksum); false: take the "
             "batches and touch nothing (checksum 0), as a consumer that only "
             "hands them on would");
-  set->String("write_plan", &f->write_plan, "FILE",
+  set->String("write-plan", &f->write_plan, "FILE",
               "write the compiled plan (text format; `actorflow validate FILE "
               "--shapes` checks it)");
   set->String("trace", &f->trace, "FILE",
@@ -113,7 +113,7 @@ absl::Status Main(const Flags& f, Totals* totals) {
     out.close();
     if (!out) {
       return absl::UnavailableError(
-          absl::StrCat("--write_plan: cannot write ", f.write_plan));
+          absl::StrCat("--write-plan: cannot write ", f.write_plan));
     }
   }
   size_t reported = 0;

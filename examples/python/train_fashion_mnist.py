@@ -10,7 +10,7 @@ images/s the loop consumed, then one JSON line.
 
 --loader=dataloader feeds the same loop from torch.utils.data.DataLoader
 instead (a Dataset over the same files, --threads worker processes, the
-same scaling), the way a PyTorch user writes it; --no_train only reads the
+same scaling), the way a PyTorch user writes it; --no-train only reads the
 batches, to time the input pipeline alone.
 """
 
@@ -123,7 +123,7 @@ def main():
                         help="what feeds the loop: the actorflow pipeline, "
                         "or torch.utils.data.DataLoader with --threads "
                         "workers")
-    parser.add_argument("--no_train", action="store_true",
+    parser.add_argument("--no-train", "--no_train", action="store_true",
                         help="only read the batches (the input pipeline "
                         "alone)")
     args = parser.parse_args()
