@@ -27,6 +27,10 @@ void Command::TakesOperand(const std::string& meta, const std::string& help) {
   flags_.Positional(&operands_, meta, help);
 }
 
+void Command::TakesPlanOperand() {
+  TakesOperand("PLAN", "a Plan or a Job, text (.pbtxt) or binary (.pb)");
+}
+
 int Command::Main(const std::vector<std::string>& args,
                   const std::vector<std::string>& libraries) {
   absl::Status parsed = flags_.Parse(Respell(args));

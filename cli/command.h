@@ -50,6 +50,8 @@ class Command {
   // The operands (non-flag arguments) go to operands_, at most one: `meta`
   // names it in --help.
   void TakesOperand(const std::string& meta, const std::string& help);
+  // The operand is PLAN: a Plan or a Job, text or binary.
+  void TakesPlanOperand();
 
   std::vector<std::string> operands_;
 

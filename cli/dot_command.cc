@@ -22,7 +22,7 @@ class DotCommand : public Command {
                 "shapes, an initial register dashed. Render it with "
                 "`... | dot -Tsvg`. The graph needs the inferred shapes, so an "
                 "invalid plan gets its problems (exit 2) and no graph.") {
-    TakesOperand("PLAN", "a Plan or a Job, text (.pbtxt) or binary (.pb)");
+    TakesPlanOperand();
   }
 
   int Run(const std::vector<std::string>&) override {

@@ -38,7 +38,7 @@ class LaunchCommand : public Command {
           }
           return "";
         });
-    TakesOperand("PLAN", "a Plan or a Job, text (.pbtxt) or binary (.pb)");
+    TakesPlanOperand();
     DeclareRunFlags(&run_, &flags());
   }
 

@@ -369,7 +369,7 @@ class RunCommand : public Command {
     } else {
       environment_problem_ = std::string(job.status().message());
     }
-    TakesOperand("PLAN", "a Plan or a Job, text (.pbtxt) or binary (.pb)");
+    TakesPlanOperand();
     DeclareRunFlags(&run_, &flags());
   }
 

@@ -20,7 +20,7 @@ class ValidateCommand : public Command {
                 "Prints every problem in PLAN, each naming its task, regst "
                 "id or field (exit 0: none), as the run would find them "
                 "before it starts.") {
-    TakesOperand("PLAN", "a Plan or a Job, text (.pbtxt) or binary (.pb)");
+    TakesPlanOperand();
     flags().Bool("shapes", &shapes_,
                  "also print every register's blobs, inferred or stated");
     DeclareRegisterLimit(&max_register_bytes_, &flags());
