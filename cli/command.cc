@@ -15,8 +15,9 @@ namespace {
 
 // Under every command's --help.
 constexpr char kCommandEpilog[] =
-    "`actorflow help` lists every command. Exit codes: 0 ok, 1 the run "
-    "failed, 2 invalid plan or arguments.";
+    "Every command also takes --load=LIB.so (repeatable): a kernel library "
+    "loaded before the plan is read. `actorflow help` lists every command. "
+    "Exit codes: 0 ok, 1 the run failed, 2 invalid plan or arguments.";
 
 }  // namespace
 
