@@ -21,7 +21,7 @@ def record_line(path, data):
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True, help="the .whl to write")
-    parser.add_argument("--package-dir", "--package_dir", required=True,
+    parser.add_argument("--package-dir", required=True,
                         help="the actorflow/ directory of Python files")
     parser.add_argument("--extension", required=True,
                         help="the built _actorflow.so")

@@ -46,7 +46,8 @@ sanitizers.preload_if_asked()
 import numpy  # noqa: E402
 
 import actorflow  # noqa: E402
-from peer_report import cpu_model, rewrite_readme  # noqa: E402
+from peer_report import (cpu_model, rewrite_readme,  # noqa: E402
+                         warn_old_spellings)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "actorflow from Python (GenericIterator)"
@@ -166,6 +167,7 @@ def main():
     parser.add_argument("--feed-fetch-plan", "--feed_fetch_plan", required=True)
     parser.add_argument("--chain-plan", "--chain_plan", required=True)
     args = parser.parse_args()
+    warn_old_spellings(sys.argv[1:])
     if args.quick:
         args.samples, args.images, args.epochs = 1, 64, 2
         args.no_readme = True

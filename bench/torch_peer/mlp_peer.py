@@ -47,8 +47,8 @@ def main():
     parser.add_argument("--hidden", default="256")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--train-limit", "--train_limit", type=int, default=0)
-    parser.add_argument("--data-dir", "--data_dir", default=os.environ.get(
+    parser.add_argument("--train-limit", type=int, default=0)
+    parser.add_argument("--data-dir", default=os.environ.get(
         "ACTORFLOW_FASHION_MNIST", "/usr/share/datasets/fashion-mnist"))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

@@ -1,7 +1,19 @@
 """What the peer benchmarks (torch_peer, python_peer) share: the CPU's name
-for their headers, and rewriting their generated block of docs/performance.md."""
+for their headers, rewriting their generated block of docs/performance.md,
+and the word on a flag spelled the old way."""
 
 import sys
+
+
+def warn_old_spellings(argv):
+    """Flags are spelled with dashes; the parser also takes the old spelling
+    with underscores (declared as a second option string). Says so for each
+    one given that way, naming the right spelling."""
+    for arg in argv:
+        name = arg.split("=", 1)[0]
+        if name.startswith("--") and "_" in name:
+            print(f"warning: {name} is spelled {name.replace('_', '-')}; "
+                  "the old spelling will go", file=sys.stderr)
 
 
 def cpu_model():

@@ -40,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 
-from peer_report import cpu_model, rewrite_readme
+from peer_report import cpu_model, rewrite_readme, warn_old_spellings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"
@@ -184,6 +184,7 @@ def main():
     parser.add_argument("--image-pipeline", "--image_pipeline", required=True)
     parser.add_argument("--make-images", "--make_images", required=True)
     args = parser.parse_args()
+    warn_old_spellings(sys.argv[1:])
     if args.quick:
         args.samples, args.train_limit, args.images = 1, 6400, 64
         args.no_readme = True

@@ -127,6 +127,9 @@ def main():
                         help="only read the batches (the input pipeline "
                         "alone)")
     args = parser.parse_args()
+    if "--no_train" in sys.argv[1:]:
+        print("warning: --no_train is spelled --no-train; the old spelling "
+              "will go", file=sys.stderr)
 
     torch.manual_seed(args.seed)
     model = torch.nn.Sequential(torch.nn.Flatten(),
