@@ -6,10 +6,10 @@ mid-run."""
 import gc
 import gzip
 import os
-import time
 import unittest
 
 import sanitizers
+from thread_count import threads_after_join, threads_now
 
 sanitizers.preload_if_asked()
 
@@ -26,22 +26,6 @@ FASHION = os.environ.get("ACTORFLOW_FASHION_MNIST",
 MEAN = [123.675, 116.28, 103.53]
 STD = [58.395, 57.12, 57.375]
 
-
-def threads_now():
-    return len(os.listdir("/proc/self/task"))
-
-
-def threads_after_join(expected):
-    """The process's thread count once joined threads are gone from /proc.
-    A joined thread has finished running, but the kernel may list it a
-    moment longer while it reaps the task; a thread left running stays, and
-    the count then differs after the deadline."""
-    deadline = time.monotonic() + 2.0
-    count = threads_now()
-    while count != expected and time.monotonic() < deadline:
-        time.sleep(0.001)  # the kernel's reaping, not ours to signal
-        count = threads_now()
-    return count
 
 
 def make_images(root, count, seed):

@@ -12,6 +12,7 @@ import time
 import unittest
 
 import sanitizers
+from thread_count import threads_after_join, threads_now
 
 sanitizers.preload_if_asked()
 
@@ -24,22 +25,6 @@ QUICKSTART = "examples/plans/quickstart.pbtxt"
 FEED_FETCH = "examples/python/feed_fetch.pbtxt"
 AFFINE = "examples/plugin/affine.pbtxt"
 
-
-def threads_now():
-    return len(os.listdir("/proc/self/task"))
-
-
-def threads_after_join(expected):
-    """The process's thread count once joined threads are gone from /proc.
-    A joined thread has finished running, but the kernel may list it a
-    moment longer while it reaps the task; a thread left running stays, and
-    the count then differs after the deadline."""
-    deadline = time.monotonic() + 2.0
-    count = threads_now()
-    while count != expected and time.monotonic() < deadline:
-        time.sleep(0.001)  # the kernel's reaping, not ours to signal
-        count = threads_now()
-    return count
 
 
 def passthrough_plan(dtype_name, shape):
