@@ -16,12 +16,12 @@ Actor::Actor(ActorSpec& spec, ActorEnv env)
       lag_(!spec.outputs.empty() && spec.outputs[0].second->initial_register
                ? 1
                : 0) {
-  ctx_.stream_ = spec.stream;
-  ctx_.task_ = task_;
-  ctx_.cancelled_ =
-      env_.monitor != nullptr ? env_.monitor->aborting_flag() : nullptr;
+  ctx_.set_stream(spec.stream);
+  ctx_.set_task(task_);
+  ctx_.set_cancelled(env_.monitor != nullptr ? env_.monitor->aborting_flag()
+                                             : nullptr);
   for (auto& [name, descs] : spec.inputs) {
-    KernelContext::Group group{name, static_cast<int>(in_.size()), 0};
+    KernelContext::Rep::Group group{name, static_cast<int>(in_.size()), 0};
     for (RegstDesc* desc : descs) {
       // At most register_num of a producer's registers are ready at once:
       // a ring of that many (a few bytes, not the default's kilobyte) keeps
@@ -29,7 +29,7 @@ Actor::Actor(ActorSpec& spec, ActorEnv env)
       in_.push_back(InSlot{desc, RingQueue<ReadyRegst>(desc->register_num)});
     }
     group.end = static_cast<int>(in_.size());
-    ctx_.input_groups_.push_back(group);
+    ctx_.mutable_rep().input_groups.push_back(group);
   }
   for (auto& [name, desc] : spec.outputs) {
     for (const RegstConsumer& consumer : desc->consumers) {
@@ -37,7 +37,7 @@ Actor::Actor(ActorSpec& spec, ActorEnv env)
       if (!consumer.thread->InThisThread()) publishes_first_ = true;
     }
     int slot = static_cast<int>(out_.size());
-    ctx_.output_groups_.push_back({name, slot, slot + 1});
+    ctx_.mutable_rep().output_groups.push_back({name, slot, slot + 1});
     out_.push_back(OutSlot{desc, RingQueue<Regst*>(desc->register_num)});
     for (auto& regst : desc->regsts) out_.back().free.Push(regst.get());
     total_regsts_ += desc->register_num;
@@ -50,8 +50,7 @@ Actor::Actor(ActorSpec& spec, ActorEnv env)
   num_in_ = static_cast<int>(in_.size());
   num_out_ = static_cast<int>(out_.size());
   blockers_ = num_in_;  // every output starts free
-  ctx_.inputs_.resize(in_.size());
-  ctx_.outputs_.resize(out_.size());
+  ctx_.ResizeRegisters(num_in_, num_out_);
   state_ = State::kFinished;  // until the first kReset
 }
 
@@ -217,14 +216,14 @@ ActorSnapshot Actor::Snapshot() const {
   snapshot.acts = act_count();
   snapshot.next_piece = next_piece_;
   snapshot.piece_end = piece_end_;
-  for (const KernelContext::Group& group : ctx_.input_groups_) {
+  for (const KernelContext::Rep::Group& group : ctx_.rep().input_groups) {
     for (int i = group.begin; i < group.end; ++i) {
       snapshot.inputs.push_back({in_[i].desc->id, group.name,
                                  static_cast<int64_t>(in_[i].ready.size()),
                                  in_[i].ended});
     }
   }
-  for (const KernelContext::Group& group : ctx_.output_groups_) {
+  for (const KernelContext::Rep::Group& group : ctx_.rep().output_groups) {
     const OutSlot& slot = out_[group.begin];
     snapshot.outputs.push_back({slot.desc->id, group.name,
                                 static_cast<int64_t>(slot.free.size()),
@@ -235,9 +234,9 @@ ActorSnapshot Actor::Snapshot() const {
 
 KernelStateContext Actor::StateContext(int64_t piece) const {
   KernelStateContext ctx;
-  ctx.task = task_;
-  ctx.stream = ctx_.stream_;
-  ctx.cuda_stream = ctx_.cuda_stream_;
+  ctx.task_name = task_->name();
+  ctx.stream = ctx_.stream();
+  ctx.cuda_stream = ctx_.cuda_stream();
   ctx.piece = piece;
   return ctx;
 }

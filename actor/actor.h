@@ -10,6 +10,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "actor/act_context.h"
 #include "actor/actor_msg.h"
 #include "actor/feed_port.h"
 #include "actor/fetch_port.h"
@@ -277,7 +278,7 @@ class Actor {
   int64_t piece_end_ = 0;              // plain sources: this run ends before it
   std::atomic<int64_t> act_count_{0};  // written on this actor's thread only
   std::atomic<int64_t> kernel_since_ns_{0};
-  KernelContext ctx_;
+  ActContext ctx_;
   std::vector<ActSpan> trace_;
   // ActorEnv::timed. busy_ns of an asynchronous stream's acts is written
   // by its poller, the other columns on this actor's thread.

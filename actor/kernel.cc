@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "actor/act_context.h"
 #include "base/mutex.h"
 
 namespace actorflow {
@@ -44,25 +45,45 @@ absl::Status WrongType(absl::string_view name, const AttrValue& value,
 
 }  // namespace
 
-KernelInitContext::KernelInitContext(const TaskProto& task,
-                                     std::vector<KernelIo> inputs,
-                                     std::vector<KernelIo> outputs)
-    : task_(task),
-      inputs_(std::move(inputs)),
-      outputs_(std::move(outputs)),
-      inferred_(
-          std::make_unique<std::vector<std::optional<std::vector<BlobDesc>>>>(
-              outputs_.size())) {}
+KernelInitContext::KernelInitContext(std::unique_ptr<Rep> rep)
+    : rep_(std::move(rep)) {}
+
+KernelInitContext::~KernelInitContext() = default;
+
+const std::string& KernelInitContext::task_name() const {
+  return rep_->task.name();
+}
+
+const std::string& KernelInitContext::op_type() const {
+  return rep_->task.kernel().op_type();
+}
+
+std::vector<std::string> KernelInitContext::attr_names() const {
+  std::vector<std::string> names;
+  for (const auto& entry : rep_->task.kernel().attr()) {
+    names.push_back(entry.first);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+const std::vector<KernelIo>& KernelInitContext::inputs() const {
+  return rep_->inputs;
+}
+
+const std::vector<KernelIo>& KernelInitContext::outputs() const {
+  return rep_->outputs;
+}
 
 const KernelIo* KernelInitContext::input(absl::string_view name, int i) const {
-  for (const KernelIo& io : inputs_) {
+  for (const KernelIo& io : rep_->inputs) {
     if (io.name == name && i-- == 0) return &io;
   }
   return nullptr;
 }
 
 const KernelIo* KernelInitContext::output(absl::string_view name) const {
-  for (const KernelIo& io : outputs_) {
+  for (const KernelIo& io : rep_->outputs) {
     if (io.name == name) return &io;
   }
   return nullptr;
@@ -70,41 +91,65 @@ const KernelIo* KernelInitContext::output(absl::string_view name) const {
 
 absl::Status KernelInitContext::SetOutputBlobs(
     absl::string_view name, std::vector<BlobDesc> blobs) const {
-  for (size_t o = 0; o < outputs_.size(); ++o) {
-    if (outputs_[o].name == name) {
-      (*inferred_)[o] = std::move(blobs);
+  for (size_t o = 0; o < rep_->outputs.size(); ++o) {
+    if (rep_->outputs[o].name == name) {
+      rep_->inferred[o] = std::move(blobs);
       return absl::OkStatus();
     }
   }
   return absl::InvalidArgumentError(
       absl::StrCat("produced_regst_desc['", name, "']: missing; ",
-                   task_.kernel().op_type(), " produces it"));
+                   rep_->task.kernel().op_type(), " produces it"));
 }
 
 const std::vector<BlobDesc>* KernelInitContext::inferred(int i) const {
-  const auto& entry = (*inferred_)[i];
+  const auto& entry = rep_->inferred[i];
   return entry.has_value() ? &*entry : nullptr;
 }
 
-const AttrValue* KernelInitContext::FindAttr(absl::string_view name) const {
-  auto it = task_.kernel().attr().find(std::string(name));
-  return it == task_.kernel().attr().end() ? nullptr : &it->second;
+namespace {
+
+const AttrValue* FindAttr(const TaskProto& task, absl::string_view name) {
+  auto it = task.kernel().attr().find(std::string(name));
+  return it == task.kernel().attr().end() ? nullptr : &it->second;
 }
 
-absl::StatusOr<const AttrValue*> KernelInitContext::TypedAttr(
-    absl::string_view name, int value_case, bool required) const {
-  auto wanted = static_cast<AttrValue::ValueCase>(value_case);
-  const AttrValue* value = FindAttr(name);
+// The attribute if it has type `wanted`; null if absent and not required;
+// an error naming the attribute else.
+absl::StatusOr<const AttrValue*> TypedAttr(const TaskProto& task,
+                                           absl::string_view name,
+                                           AttrValue::ValueCase wanted,
+                                           bool required) {
+  const AttrValue* value = FindAttr(task, name);
   if (value == nullptr) {
     if (!required) return nullptr;
-    return AttrError(name, absl::StrCat("missing; ", task_.kernel().op_type(),
+    return AttrError(name, absl::StrCat("missing; ", task.kernel().op_type(),
                                         " needs ", AttrTypeName(wanted)));
   }
   if (value->value_case() != wanted) return WrongType(name, *value, wanted);
   return value;
 }
 
-namespace {
+// The list attribute, after checking that only the field `kind` ("i", "f"
+// or "s") has elements; null if absent.
+absl::StatusOr<const AttrList*> ListAttr(const TaskProto& task,
+                                         absl::string_view name,
+                                         const char* kind) {
+  absl::StatusOr<const AttrValue*> value =
+      TypedAttr(task, name, AttrValue::kList, false);
+  if (!value.ok()) return value.status();
+  if (*value == nullptr) return nullptr;
+  const AttrList& list = (*value)->list();
+  const std::pair<const char*, int> sizes[] = {
+      {"i", list.i_size()}, {"f", list.f_size()}, {"s", list.s_size()}};
+  for (const auto& [field, size] : sizes) {
+    if (size > 0 && std::string(field) != kind) {
+      return AttrError(name, absl::StrCat("must be a list of ", kind,
+                                          ", got a list of ", field));
+    }
+  }
+  return &list;
+}
 
 // An attribute's value from TypedAttr's answer: `fallback` when absent.
 template <typename T, typename Get>
@@ -123,65 +168,52 @@ bool GetB(const AttrValue& v) { return v.b(); }
 
 absl::StatusOr<double> KernelInitContext::FloatAttr(
     absl::string_view name) const {
-  return ValueOr(TypedAttr(name, AttrValue::kF, true), GetF, 0.0);
+  return ValueOr(TypedAttr(rep_->task, name, AttrValue::kF, true), GetF, 0.0);
 }
 
 absl::StatusOr<double> KernelInitContext::FloatAttrOr(absl::string_view name,
                                                       double fallback) const {
-  return ValueOr(TypedAttr(name, AttrValue::kF, false), GetF, fallback);
+  return ValueOr(TypedAttr(rep_->task, name, AttrValue::kF, false), GetF,
+                 fallback);
 }
 
 absl::StatusOr<int64_t> KernelInitContext::IntAttr(
     absl::string_view name) const {
-  return ValueOr(TypedAttr(name, AttrValue::kI, true), GetI, int64_t{0});
+  return ValueOr(TypedAttr(rep_->task, name, AttrValue::kI, true), GetI,
+                 int64_t{0});
 }
 
 absl::StatusOr<int64_t> KernelInitContext::IntAttrOr(absl::string_view name,
                                                      int64_t fallback) const {
-  return ValueOr(TypedAttr(name, AttrValue::kI, false), GetI, fallback);
+  return ValueOr(TypedAttr(rep_->task, name, AttrValue::kI, false), GetI,
+                 fallback);
 }
 
 absl::StatusOr<std::string> KernelInitContext::StringAttr(
     absl::string_view name) const {
-  return ValueOr(TypedAttr(name, AttrValue::kS, true), GetS, std::string());
+  return ValueOr(TypedAttr(rep_->task, name, AttrValue::kS, true), GetS,
+                 std::string());
 }
 
 absl::StatusOr<std::string> KernelInitContext::StringAttrOr(
     absl::string_view name, std::string fallback) const {
-  return ValueOr(TypedAttr(name, AttrValue::kS, false), GetS,
+  return ValueOr(TypedAttr(rep_->task, name, AttrValue::kS, false), GetS,
                  std::move(fallback));
 }
 
 absl::StatusOr<bool> KernelInitContext::BoolAttr(absl::string_view name) const {
-  return ValueOr(TypedAttr(name, AttrValue::kB, true), GetB, false);
+  return ValueOr(TypedAttr(rep_->task, name, AttrValue::kB, true), GetB, false);
 }
 
 absl::StatusOr<bool> KernelInitContext::BoolAttrOr(absl::string_view name,
                                                    bool fallback) const {
-  return ValueOr(TypedAttr(name, AttrValue::kB, false), GetB, fallback);
-}
-
-absl::StatusOr<const AttrList*> KernelInitContext::ListAttr(
-    absl::string_view name, const char* kind) const {
-  absl::StatusOr<const AttrValue*> value =
-      TypedAttr(name, AttrValue::kList, false);
-  if (!value.ok()) return value.status();
-  if (*value == nullptr) return nullptr;
-  const AttrList& list = (*value)->list();
-  const std::pair<const char*, int> sizes[] = {
-      {"i", list.i_size()}, {"f", list.f_size()}, {"s", list.s_size()}};
-  for (const auto& [field, size] : sizes) {
-    if (size > 0 && std::string(field) != kind) {
-      return AttrError(name, absl::StrCat("must be a list of ", kind,
-                                          ", got a list of ", field));
-    }
-  }
-  return &list;
+  return ValueOr(TypedAttr(rep_->task, name, AttrValue::kB, false), GetB,
+                 fallback);
 }
 
 absl::StatusOr<std::vector<int64_t>> KernelInitContext::IntListAttr(
     absl::string_view name) const {
-  absl::StatusOr<const AttrList*> list = ListAttr(name, "i");
+  absl::StatusOr<const AttrList*> list = ListAttr(rep_->task, name, "i");
   if (!list.ok()) return list.status();
   if (*list == nullptr) return std::vector<int64_t>();
   return std::vector<int64_t>((*list)->i().begin(), (*list)->i().end());
@@ -189,7 +221,7 @@ absl::StatusOr<std::vector<int64_t>> KernelInitContext::IntListAttr(
 
 absl::StatusOr<std::vector<double>> KernelInitContext::FloatListAttr(
     absl::string_view name) const {
-  absl::StatusOr<const AttrList*> list = ListAttr(name, "f");
+  absl::StatusOr<const AttrList*> list = ListAttr(rep_->task, name, "f");
   if (!list.ok()) return list.status();
   if (*list == nullptr) return std::vector<double>();
   return std::vector<double>((*list)->f().begin(), (*list)->f().end());
@@ -197,60 +229,61 @@ absl::StatusOr<std::vector<double>> KernelInitContext::FloatListAttr(
 
 absl::StatusOr<std::vector<std::string>> KernelInitContext::StringListAttr(
     absl::string_view name) const {
-  absl::StatusOr<const AttrList*> list = ListAttr(name, "s");
+  absl::StatusOr<const AttrList*> list = ListAttr(rep_->task, name, "s");
   if (!list.ok()) return list.status();
   if (*list == nullptr) return std::vector<std::string>();
   return std::vector<std::string>((*list)->s().begin(), (*list)->s().end());
 }
 
 absl::Status KernelInitContext::ExpectInputs(int min, int max) const {
-  for (const KernelIo& io : inputs_) {
+  for (const KernelIo& io : rep_->inputs) {
     if (io.name != "in") {
       return absl::InvalidArgumentError(absl::StrCat(
-          "consumed_regst_desc_id['", io.name, "']: ", task_.kernel().op_type(),
-          " consumes only \"in\""));
+          "consumed_regst_desc_id['", io.name,
+          "']: ", rep_->task.kernel().op_type(), " consumes only \"in\""));
     }
   }
-  int n = static_cast<int>(inputs_.size());
+  int n = static_cast<int>(rep_->inputs.size());
   if (n < min || n > max) {
     std::string wanted =
         min == max ? absl::StrCat(min)
                    : (max == INT32_MAX ? absl::StrCat("at least ", min)
                                        : absl::StrCat(min, " to ", max));
     return absl::InvalidArgumentError(absl::StrCat(
-        "consumed_regst_desc_id['in']: ", task_.kernel().op_type(), " takes ",
-        wanted, " input", max == 1 || (min == 1 && max == INT32_MAX) ? "" : "s",
-        ", got ", n));
+        "consumed_regst_desc_id['in']: ", rep_->task.kernel().op_type(),
+        " takes ", wanted, " input",
+        max == 1 || (min == 1 && max == INT32_MAX) ? "" : "s", ", got ", n));
   }
   return absl::OkStatus();
 }
 
 absl::Status KernelInitContext::ExpectOutput(bool required) const {
-  for (const KernelIo& io : outputs_) {
+  for (const KernelIo& io : rep_->outputs) {
     if (io.name != "out" || !required) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "produced_regst_desc['", io.name, "']: ", task_.kernel().op_type(),
+          "produced_regst_desc['", io.name,
+          "']: ", rep_->task.kernel().op_type(),
           required ? " produces only \"out\"" : " produces nothing"));
     }
   }
-  if (required && outputs_.empty()) {
+  if (required && rep_->outputs.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("produced_regst_desc['out']: missing; ",
-                     task_.kernel().op_type(), " produces \"out\""));
+                     rep_->task.kernel().op_type(), " produces \"out\""));
   }
   return absl::OkStatus();
 }
 
 absl::Status KernelInitContext::ExpectOptionalOutput() const {
-  return outputs_.empty() ? absl::OkStatus() : ExpectOutput(true);
+  return rep_->outputs.empty() ? absl::OkStatus() : ExpectOutput(true);
 }
 
 absl::Status KernelInitContext::ExpectSameBlobs() const {
-  if (inputs_.empty()) return absl::OkStatus();
-  const KernelIo& first = inputs_[0];
-  for (size_t k = 1; k < inputs_.size(); ++k) {
-    const KernelIo& io = inputs_[k];
-    std::string pair = absl::StrCat(task_.kernel().op_type(),
+  if (rep_->inputs.empty()) return absl::OkStatus();
+  const KernelIo& first = rep_->inputs[0];
+  for (size_t k = 1; k < rep_->inputs.size(); ++k) {
+    const KernelIo& io = rep_->inputs[k];
+    std::string pair = absl::StrCat(rep_->task.kernel().op_type(),
                                     " needs inputs with the same blobs, but ");
     if (io.blobs.size() != first.blobs.size()) {
       return absl::InvalidArgumentError(
@@ -294,7 +327,7 @@ absl::Status KernelInitContext::ExpectSameBlobs() const {
 
 absl::Status KernelInitContext::ExpectInputTypes(
     absl::Span<const DataType> types) const {
-  for (const KernelIo& io : inputs_) {
+  for (const KernelIo& io : rep_->inputs) {
     for (const BlobDesc& blob : io.blobs) {
       if (std::find(types.begin(), types.end(), blob.data_type) !=
           types.end()) {
@@ -305,7 +338,7 @@ absl::Status KernelInitContext::ExpectInputTypes(
       return absl::InvalidArgumentError(absl::StrCat(
           "consumed_regst_desc_id['", io.name, "']: blob '", blob.name,
           "' of regst_desc ", io.regst_desc_id, " is ",
-          DataTypeName(blob.data_type), "; ", task_.kernel().op_type(),
+          DataTypeName(blob.data_type), "; ", rep_->task.kernel().op_type(),
           " takes ", absl::StrJoin(names, ", ")));
     }
   }
@@ -313,38 +346,53 @@ absl::Status KernelInitContext::ExpectInputTypes(
 }
 
 absl::Status KernelInitContext::InferOutputsLikeInput() const {
-  if (inputs_.empty()) return absl::OkStatus();
-  for (const KernelIo& io : outputs_) {
-    absl::Status status = SetOutputBlobs(io.name, inputs_[0].blobs);
+  if (rep_->inputs.empty()) return absl::OkStatus();
+  for (const KernelIo& io : rep_->outputs) {
+    absl::Status status = SetOutputBlobs(io.name, rep_->inputs[0].blobs);
     if (!status.ok()) return status;
   }
   return absl::OkStatus();
 }
 
-const KernelContext::Group* KernelContext::FindGroup(
-    const std::vector<Group>& groups, absl::string_view name) const {
+namespace {
+
+using Group = KernelContext::Rep::Group;
+
+const Group* FindGroup(const std::vector<Group>& groups,
+                       absl::string_view name) {
   for (const Group& group : groups) {
     if (group.name == name) return &group;
   }
   return nullptr;
 }
 
+}  // namespace
+
+const std::string& KernelContext::task_name() const {
+  return rep_->task->name();
+}
+
+const std::string& KernelContext::op_type() const {
+  return rep_->task->kernel().op_type();
+}
+
 int KernelContext::num_inputs(absl::string_view name) const {
-  const Group* group = FindGroup(input_groups_, name);
+  const Group* group = FindGroup(rep_->input_groups, name);
   return group == nullptr ? 0 : group->end - group->begin;
 }
 
-ConstRegstView KernelContext::input(absl::string_view name, int i) const {
-  const Group* group = FindGroup(input_groups_, name);
+ConstRegisterView KernelContext::input(absl::string_view name, int i) const {
+  const Group* group = FindGroup(rep_->input_groups, name);
   if (group == nullptr || i < 0 || i >= group->end - group->begin) {
-    return ConstRegstView();
+    return ConstRegisterView();
   }
-  return ConstRegstView(inputs_[group->begin + i]);
+  return ConstRegisterView(inputs_[group->begin + i]);
 }
 
-RegstView KernelContext::output(absl::string_view name) const {
-  const Group* group = FindGroup(output_groups_, name);
-  return group == nullptr ? RegstView() : RegstView(outputs_[group->begin]);
+RegisterView KernelContext::output(absl::string_view name) const {
+  const Group* group = FindGroup(rep_->output_groups, name);
+  return group == nullptr ? RegisterView()
+                          : RegisterView(outputs_[group->begin]);
 }
 
 namespace {

@@ -28,7 +28,7 @@ absl::Status SharingBroken(const std::string& what) {
 }
 }  // namespace
 
-absl::Status KernelActor::ClaimBlocks(RegstBlobs** outputs) {
+absl::Status KernelActor::ClaimBlocks(RegisterBlobs** outputs) {
   for (int o = 0; o < num_out_; ++o) {
     const RegstDesc& desc = AsRegst(outputs[o])->desc();
     if (desc.checked_block == nullptr) continue;
@@ -40,7 +40,7 @@ absl::Status KernelActor::ClaimBlocks(RegstBlobs** outputs) {
   return absl::OkStatus();
 }
 
-absl::Status KernelActor::ReadBlocks(RegstBlobs** inputs) {
+absl::Status KernelActor::ReadBlocks(RegisterBlobs** inputs) {
   for (int i = 0; i < num_in_; ++i) {
     const RegstDesc& desc = AsRegst(inputs[i])->desc();
     if (desc.checked_block == nullptr) continue;
@@ -74,8 +74,8 @@ bool KernelActor::Act(int64_t piece) {
   if (!TakeRegisters(piece)) return false;
   InSlot* const in = in_.data();
   OutSlot* const out = out_.data();
-  RegstBlobs** const inputs = ctx_.inputs_.data();
-  RegstBlobs** const outputs = ctx_.outputs_.data();
+  RegisterBlobs** const inputs = ctx_.inputs();
+  RegisterBlobs** const outputs = ctx_.outputs();
   absl::Status status = __builtin_expect(env_.trace | env_.timed, 0)
                             ? CallKernelTimed(piece)
                             : CallKernelMarked();
@@ -128,7 +128,7 @@ void KernelActor::ActInitial() {
   --blockers_;  // Reset's: acts may follow this one
   // A run that ended before it started (no pieces) needs no weights.
   if (state_ != State::kActing || blockers_ >= kStoppedActing) return;
-  RegstBlobs** const outputs = ctx_.outputs_.data();
+  RegisterBlobs** const outputs = ctx_.outputs();
   for (int o = 0; o < num_out_; ++o) {
     if (out_[o].free.empty()) {
       // Every register is free at kStart (kReset found them so).
@@ -147,8 +147,8 @@ void KernelActor::ActInitial() {
     outputs[o] = regst;
   }
   free_regsts_ -= num_out_;
-  std::fill(ctx_.inputs_.begin(), ctx_.inputs_.end(), nullptr);
-  ctx_.piece_id_ = initial_piece_;
+  std::fill(ctx_.inputs(), ctx_.inputs() + num_in_, nullptr);
+  ctx_.set_piece_id(initial_piece_);
   absl::Status status;
   try {
     status = kernel_->InitialOutput(&ctx_);

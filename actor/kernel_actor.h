@@ -64,8 +64,9 @@ class KernelActor : public Actor {
   // initial_register): once per run, on kStart.
   void ActInitial();
   __attribute__((noinline, cold)) absl::Status ClaimBlocks(
-      RegstBlobs** outputs);
-  __attribute__((noinline, cold)) absl::Status ReadBlocks(RegstBlobs** inputs);
+      RegisterBlobs** outputs);
+  __attribute__((noinline, cold)) absl::Status ReadBlocks(
+      RegisterBlobs** inputs);
   __attribute__((noinline, cold)) void FailOutOfStep(size_t input,
                                                      int64_t piece);
   __attribute__((noinline, cold)) void ReachCut(int64_t piece);
@@ -84,8 +85,8 @@ class KernelActor : public Actor {
 inline bool KernelActor::TakeRegisters(int64_t piece) {
   InSlot* const in = in_.data();
   OutSlot* const out = out_.data();
-  RegstBlobs** const inputs = ctx_.inputs_.data();
-  RegstBlobs** const outputs = ctx_.outputs_.data();
+  RegisterBlobs** const inputs = ctx_.inputs();
+  RegisterBlobs** const outputs = ctx_.outputs();
   for (int i = 0; i < num_in_; ++i) {
     inputs[i] = in[i].ready.front().regst;
     if (__builtin_expect(in[i].ready.front().piece_id != piece, 0)) {
@@ -111,7 +112,7 @@ inline bool KernelActor::TakeRegisters(int64_t piece) {
       return false;
     }
   }
-  ctx_.piece_id_ = piece;
+  ctx_.set_piece_id(piece);
   initial_piece_ = piece + lag_;
   return true;
 }

@@ -7,9 +7,11 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "actor/blob_init.h"
+#include "actor/register_layout.h"
 #include "actor/shared_block.h"
 #include "actorflow/blob_desc.h"
-#include "actorflow/regst_view.h"
+#include "actorflow/register_view.h"
 #include "actorflow/tensor_view.h"
 #include "memory/synced_memory.h"
 
@@ -26,23 +28,27 @@ class Thread;
 // return it; it is free again when the last one has. Only the producer's
 // thread touches the reading count, since returns arrive there (as
 // messages, or as direct calls from consumers on that thread); consumers
-// only read the payload. Kernels never see this class: they get RegstViews.
+// only read the payload. Kernels never see this class: they get RegisterViews.
 //
 // What the producer writes on every act (piece id, reading count) sits on a
 // cache line of its own, and the runtime's consumers learn the piece id
-// from the message: the line they do read (descriptor, blobs) then stays
-// cached on both sides instead of moving between threads on every hop.
-class Regst : public RegstBlobs {
+// from the message: the line they do read (the base's pointers, the
+// descriptor) then stays cached on both sides instead of moving between
+// threads on every hop.
+class Regst : public RegisterBlobs {
  public:
   // `base`: the register's memory (null when it has no bytes).
   Regst(const RegstDesc* desc, std::shared_ptr<SyncedMemory> memory,
         char* base);
+  // The base points into this object: never copied or moved.
+  Regst(const Regst&) = delete;
+  Regst& operator=(const Regst&) = delete;
 
   const RegstDesc& desc() const { return *desc_; }
   // The start of its memory (the constructor's `base`), found from its
   // first blob; null when it has no blobs.
   char* base() const;
-  void set_piece_id(int64_t piece_id) { piece_id_ = piece_id; }
+  void set_piece_id(int64_t piece_id) { piece_id_value_ = piece_id; }
   // Dynamic blobs back to their maximum shape: before each act that
   // produces this register.
   void ResetShapes();
@@ -54,18 +60,28 @@ class Regst : public RegstBlobs {
   bool ReadingDone() { return --reading_cnt_ == 0; }
 
  private:
+  const RegstDesc* desc_ = nullptr;
   // Shared by the registers of one SharedBlock; otherwise this one's. Only
-  // owned, never read while acting (it shares the per-act line).
+  // owned, never read while acting.
   std::shared_ptr<SyncedMemory> memory_;
+  // What the base's blobs_ points into.
+  std::unique_ptr<Blob[]> blob_storage_;
+  // The producer's line.
+  alignas(64) int64_t piece_id_value_ = -1;
+  int32_t reading_cnt_ = 0;
+  // The blobs' current shapes (Blob::shape points here); owned only.
+  std::unique_ptr<int64_t[]> shape_storage_;
 };
 
 // Two cache lines: what consumers read, then what the producer writes per
-// act (RegstBlobs' layout; memory_ fills the base's tail).
+// act.
 static_assert(sizeof(Regst) <= 128, "Regst grew past its two cache lines");
 
-// The Regst behind a kernel context's pointer: every RegstBlobs the runtime
+// The Regst behind a kernel context's pointer: every RegisterBlobs the runtime
 // makes is a Regst.
-inline Regst* AsRegst(RegstBlobs* regst) { return static_cast<Regst*>(regst); }
+inline Regst* AsRegst(RegisterBlobs* regst) {
+  return static_cast<Regst*>(regst);
+}
 
 // Where a produced descriptor's registers go: one entry per consumer.
 struct RegstConsumer {
@@ -82,7 +98,7 @@ class RegstDesc {
  public:
   int64_t id = 0;
   std::vector<BlobDesc> blobs;  // stated or inferred
-  RegstLayout layout;
+  RegisterLayout layout;
   bool has_dynamic_blob = false;
   int32_t register_num = 1;
   // Published once before the producer's first act of each run
@@ -107,28 +123,29 @@ inline char* Regst::base() const {
 
 inline Regst::Regst(const RegstDesc* desc, std::shared_ptr<SyncedMemory> memory,
                     char* base)
-    : memory_(std::move(memory)) {
-  desc_ = desc;
+    : desc_(desc), memory_(std::move(memory)) {
   regst_desc_id_ = desc->id;
-  blobs_.resize(desc->blobs.size());
-  num_blobs_ = static_cast<int>(blobs_.size());
-  for (size_t b = 0; b < blobs_.size(); ++b) {
-    Blob& blob = blobs_[b];
-    blob.desc = &desc->blobs[b];
-    blob.regst_desc_id = desc->id;
-    blob.elem_size = static_cast<int32_t>(DataTypeSize(blob.desc->data_type));
-    blob.is_dynamic = blob.desc->is_dynamic;
-    blob.data = base == nullptr ? nullptr : base + desc->layout.offsets[b];
-    blob.shape.assign(blob.desc->shape.begin(), blob.desc->shape.end());
-    blob.elem_cnt = blob.desc->elem_cnt();
+  piece_id_ = &piece_id_value_;
+  const size_t num_blobs = desc->blobs.size();
+  size_t rank_total = 0;
+  for (const BlobDesc& blob : desc->blobs) rank_total += blob.shape.size();
+  blob_storage_ = std::make_unique<Blob[]>(num_blobs);
+  shape_storage_ = std::make_unique<int64_t[]>(rank_total);
+  int64_t* shape = shape_storage_.get();
+  for (size_t b = 0; b < num_blobs; ++b) {
+    const BlobDesc& blob = desc->blobs[b];
+    InitBlob(&blob, desc->id,
+             base == nullptr ? nullptr : base + desc->layout.offsets[b], shape,
+             &blob_storage_[b]);
+    shape += blob.shape.size();
   }
+  blobs_ = blob_storage_.get();
+  num_blobs_ = static_cast<int32_t>(num_blobs);
 }
 
 inline void Regst::ResetShapes() {
-  for (Blob& blob : blobs_) {
-    if (!blob.is_dynamic) continue;
-    blob.shape.assign(blob.desc->shape.begin(), blob.desc->shape.end());
-    blob.elem_cnt = blob.desc->elem_cnt();
+  for (int b = 0; b < num_blobs_; ++b) {
+    if (blobs_[b].is_dynamic) ResetBlobShape(&blobs_[b]);
   }
 }
 

@@ -9,7 +9,7 @@ namespace actorflow {
 
 StreamActor::StreamActor(ActorSpec& spec, ActorEnv env)
     : KernelActor(spec, env), async_(spec.async_thread) {
-  ctx_.cuda_stream_ = async_->stream()->native_handle();
+  ctx_.set_cuda_stream(async_->stream()->native_handle());
   int64_t registers = total_regsts_;
   for (const InSlot& slot : in_) registers += slot.desc->register_num;
   async_acts_.reserve(registers);
@@ -23,10 +23,9 @@ StreamActor::StreamActor(ActorSpec& spec, ActorEnv env)
 bool StreamActor::Act(int64_t piece) {
   if (!TakeRegisters(piece)) return false;
   AsyncAct* act = async_acts_[async_next_++ % async_acts_.size()].get();
-  std::copy(ctx_.inputs_.begin(), ctx_.inputs_.end(), act->ctx.inputs_.begin());
-  std::copy(ctx_.outputs_.begin(), ctx_.outputs_.end(),
-            act->ctx.outputs_.begin());
-  act->ctx.piece_id_ = piece;
+  std::copy(ctx_.inputs(), ctx_.inputs() + num_in_, act->ctx.inputs());
+  std::copy(ctx_.outputs(), ctx_.outputs() + num_out_, act->ctx.outputs());
+  act->ctx.set_piece_id(piece);
   if (env_.trace | env_.timed) act->launch_ns = SteadyNowNs();
 
   // The act counts as done here; only its sends wait for the stream.
@@ -36,7 +35,7 @@ bool StreamActor::Act(int64_t piece) {
     if (in_[i].ready.empty()) ++blockers_;
   }
   for (int o = 0; o < num_out_; ++o) {
-    Regst* regst = AsRegst(act->ctx.outputs_[o]);
+    Regst* regst = AsRegst(act->ctx.outputs()[o]);
     const RegstDesc& desc = regst->desc();
     if (desc.consumers.empty()) {
       // Nobody reads it. The stream runs in order, so the next act that
@@ -69,7 +68,8 @@ void StreamActor::FinishAsync(AsyncAct* act) {
     // when the one before it ended, whichever was later.
     stats_.busy_ns += end - std::max(act->launch_ns, last_async_end_ns_);
     last_async_end_ns_ = end;
-    if (env_.trace) trace_.push_back({act->ctx.piece_id_, act->launch_ns, end});
+    if (env_.trace)
+      trace_.push_back({act->ctx.piece_id(), act->launch_ns, end});
   }
   if (!act->status.ok()) {
     // The registers stay with the act; this actor's thread frees them.
@@ -83,8 +83,10 @@ void StreamActor::FinishAsync(AsyncAct* act) {
   // Copied out first: once anything is sent, a register can come back and
   // this slot be reused by a later act.
   absl::InlinedVector<Regst*, 8> outputs, inputs;
-  for (RegstBlobs* regst : act->ctx.outputs_) outputs.push_back(AsRegst(regst));
-  for (RegstBlobs* regst : act->ctx.inputs_) inputs.push_back(AsRegst(regst));
+  for (int o = 0; o < num_out_; ++o)
+    outputs.push_back(AsRegst(act->ctx.outputs()[o]));
+  for (int i = 0; i < num_in_; ++i)
+    inputs.push_back(AsRegst(act->ctx.inputs()[i]));
   for (Regst* regst : outputs) {
     for (const RegstConsumer& consumer : regst->desc().consumers) {
       Send(consumer.thread, ActorMsg::Ready(consumer.actor, consumer.in_slot,
@@ -114,11 +116,11 @@ void StreamActor::OnAsyncFailed() {
   }
   for (AsyncAct* act : failed) {
     for (int o = 0; o < num_out_; ++o) {
-      Regst* regst = AsRegst(act->ctx.outputs_[o]);
+      Regst* regst = AsRegst(act->ctx.outputs()[o]);
       if (!regst->desc().consumers.empty()) PushFree(out_[o], regst);
     }
-    for (RegstBlobs* regst : act->ctx.inputs_) SendReturn(AsRegst(regst));
-    Fail(act->status, act->ctx.piece_id_);
+    for (int i = 0; i < num_in_; ++i) SendReturn(AsRegst(act->ctx.inputs()[i]));
+    Fail(act->status, act->ctx.piece_id());
   }
 }
 

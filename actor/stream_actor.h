@@ -37,7 +37,7 @@ class StreamActor : public KernelActor {
 
  private:
   struct AsyncAct {
-    KernelContext ctx;      // this act's registers and piece
+    ActContext ctx;         // this act's registers and piece
     absl::Status status;    // the kernel's, written on the stream worker
     int64_t launch_ns = 0;  // traced runs only
   };

@@ -1,6 +1,9 @@
 #include "actorflow/tensor_view.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "actor/blob_init.h"
 
 namespace actorflow {
 namespace {
@@ -11,6 +14,27 @@ std::string BlobLabel(const Blob& blob) {
 }
 
 }  // namespace
+
+void InitBlob(const BlobDesc* desc, int64_t regst_desc_id, char* data,
+              int64_t* shape, Blob* blob) {
+  blob->data = data;
+  blob->shape = shape;
+  blob->max_shape = desc->shape.data();
+  blob->regst_desc_id = regst_desc_id;
+  blob->desc = desc;
+  blob->rank = static_cast<int32_t>(desc->shape.size());
+  blob->elem_size = static_cast<int32_t>(DataTypeSize(desc->data_type));
+  blob->data_type = desc->data_type;
+  blob->is_dynamic = desc->is_dynamic;
+  ResetBlobShape(blob);
+}
+
+void SetBlobShape(absl::Span<const int64_t> shape, Blob* blob) {
+  std::copy(shape.begin(), shape.end(), blob->shape);
+  blob->elem_cnt = ShapeElemCnt(shape);
+}
+
+const std::string& ConstTensorView::name() const { return blob_->desc->name; }
 
 absl::Status ConstTensorView::TypeError(DataType wanted) const {
   if (blob_ == nullptr) {
@@ -46,8 +70,7 @@ absl::Status TensorView::set_shape(absl::Span<const int64_t> shape) const {
                                          ShapeString(desc.shape))));
     }
   }
-  blob_->shape.assign(shape.begin(), shape.end());
-  blob_->elem_cnt = ShapeElemCnt(shape);
+  SetBlobShape(shape, blob_);
   return absl::OkStatus();
 }
 

@@ -77,8 +77,8 @@ class SliceKernel : public Kernel {
   }
 
   absl::Status Forward(KernelContext* ctx) override {
-    ConstRegstView in = ctx->input(0);
-    RegstView out = ctx->output(0);
+    ConstRegisterView in = ctx->input(0);
+    RegisterView out = ctx->output(0);
     for (int b = 0; b < out.num_blobs(); ++b) {
       ConstTensorView from = in.blob(b);
       TensorView to = out.blob(b);
@@ -147,7 +147,7 @@ class ConcatKernel : public Kernel {
   }
 
   absl::Status Forward(KernelContext* ctx) override {
-    RegstView out = ctx->output(0);
+    RegisterView out = ctx->output(0);
     const int n = ctx->num_inputs();
     for (int b = 0; b < out.num_blobs(); ++b) {
       TensorView to = out.blob(b);

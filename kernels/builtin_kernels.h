@@ -168,10 +168,10 @@ class SpinKernel : public Kernel {
 absl::Status InitPassThrough(const KernelInitContext& ctx);
 
 // Output blob i takes input blob i's shape and valid bytes (host memory).
-absl::Status CopyEveryBlob(ConstRegstView in, RegstView out);
+absl::Status CopyEveryBlob(ConstRegisterView in, RegisterView out);
 // The same, on the path of every act of identity-like kernels: one static
 // blob (the common case) is one memcpy; anything else the loop above.
-inline absl::Status CopyBlobs(ConstRegstView in, RegstView out) {
+inline absl::Status CopyBlobs(ConstRegisterView in, RegisterView out) {
   if (__builtin_expect(out.num_blobs() == 1, 1)) {
     TensorView to = out.blob(0);
     if (__builtin_expect(!to.is_dynamic(), 1)) {
@@ -188,7 +188,7 @@ inline absl::Status CopyBlobs(ConstRegstView in, RegstView out) {
 // Runs fn(b, in_blob, out_blob) for each blob pair, after giving a dynamic
 // output blob its input blob's shape; stops at the first error.
 template <typename Fn>
-absl::Status ForEachBlob(ConstRegstView in, RegstView out, Fn&& fn) {
+absl::Status ForEachBlob(ConstRegisterView in, RegisterView out, Fn&& fn) {
   for (int b = 0; b < out.num_blobs(); ++b) {
     ConstTensorView from = in.blob(b);
     TensorView to = out.blob(b);

@@ -9,7 +9,7 @@ absl::Status ChecksumKernel::Init(const KernelInitContext& ctx) {
 }
 
 absl::Status ChecksumKernel::Forward(KernelContext* ctx) {
-  ConstRegstView in = ctx->input(0);
+  ConstRegisterView in = ctx->input(0);
   double sum = 0;
   for (int b = 0; b < in.num_blobs(); ++b) {
     ConstTensorView blob = in.blob(b);

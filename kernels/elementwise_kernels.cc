@@ -12,7 +12,7 @@ constexpr DataType kFloatingTypes[] = {DT_FLOAT32, DT_FLOAT64};
 
 }  // namespace
 
-absl::Status CopyEveryBlob(ConstRegstView in, RegstView out) {
+absl::Status CopyEveryBlob(ConstRegisterView in, RegisterView out) {
   const int n = out.num_blobs();
   for (int b = 0; b < n; ++b) {
     ConstTensorView from = in.blob(b);
@@ -183,8 +183,8 @@ absl::Status HeadKernel::Init(const KernelInitContext& ctx) {
 }
 
 absl::Status HeadKernel::Forward(KernelContext* ctx) {
-  ConstRegstView in = ctx->input(0);
-  RegstView out = ctx->output(0);
+  ConstRegisterView in = ctx->input(0);
+  RegisterView out = ctx->output(0);
   for (int b = 0; b < out.num_blobs(); ++b) {
     ConstTensorView from = in.blob(b);
     TensorView to = out.blob(b);

@@ -17,7 +17,7 @@ absl::Status SourceKernel::Init(const KernelInitContext& ctx) {
 }
 
 absl::Status SourceKernel::Forward(KernelContext* ctx) {
-  RegstView out = ctx->output(0);
+  RegisterView out = ctx->output(0);
   const double value = ValueOf(ctx->piece_id());
   for (int b = 0; b < out.num_blobs(); ++b) {
     TensorView blob = out.blob(b);

@@ -389,7 +389,7 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
   }
   if (failed) return failure();
   if (!lost.empty()) return StreamLost(lost);
-  ConstRegstView in = ctx.input(0);
+  ConstRegisterView in = ctx.input(0);
   message->set_regst_desc_id(regst_desc_id);
   message->set_piece_id(ctx.piece_id());
   message->set_src_rank(rank_);
@@ -632,7 +632,7 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
       return absl::InternalError(
           absl::StrCat(where(), ": got piece ", piece.piece_id(), " instead"));
     }
-    RegstView out = ctx.output(0);
+    RegisterView out = ctx.output(0);
     if (piece.blob_size() != out.num_blobs()) {
       return absl::InternalError(absl::StrCat(where(), ": ", piece.blob_size(),
                                               " blobs, the register has ",

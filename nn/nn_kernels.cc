@@ -1,6 +1,7 @@
 #include "nn/nn_kernels.h"
 
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -12,7 +13,7 @@ namespace actorflow::nn {
 namespace {
 
 const std::string& OpType(const KernelInitContext& ctx) {
-  return ctx.task().kernel().op_type();
+  return ctx.op_type();
 }
 
 // The task consumes exactly `inputs` (each once, except those in `many`,

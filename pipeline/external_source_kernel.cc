@@ -77,7 +77,7 @@ absl::Status ExternalSourceKernel::Forward(KernelContext* ctx) {
   auto chunk = ReadChunk(ctx->input("in"));
   if (!chunk.ok()) return chunk.status();
   ConstTensorView batch = ctx->input("data").blob(0);
-  ConstRegstView shapes_in = ctx->input("shapes");
+  ConstRegisterView shapes_in = ctx->input("shapes");
   const int64_t* shapes = nullptr;
   const absl::Span<const int64_t> box = batch.shape().subspan(1);
   const int64_t rank = static_cast<int64_t>(box.size());
@@ -91,7 +91,7 @@ absl::Status ExternalSourceKernel::Forward(KernelContext* ctx) {
     }
     shapes = static_cast<const int64_t*>(shape_blob.raw_data());
   }
-  RegstView out = ctx->output(0);
+  RegisterView out = ctx->output(0);
   SampleListWriter writer(out.blob(output_), &slots_);
   const int64_t elem = static_cast<int64_t>(DataTypeSize(batch.data_type()));
   const int64_t row_bytes = ShapeElemCnt(box) * elem;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "actor/act_context.h"
 #include "actorflow/session.h"
 #include "compiler/job_builder.h"
 #include "compiler/job_compiler.h"
@@ -417,7 +418,7 @@ void Pipeline::Compiler::ProbeReader(int i, const OpConf& task) {
   probe_task.set_name(task.name());
   probe_task.mutable_kernel()->set_op_type(task.op_type());
   *probe_task.mutable_kernel()->mutable_attr() = task.attr();
-  KernelInitContext ctx(
+  KernelInitContext ctx = MakeInitContext(
       probe_task,
       {KernelIo{"in", 1, {BlobDesc{kChunkBlob, DT_INT64, {3}, false}}, true}},
       {KernelIo{"out", 2, {}, false}});
@@ -589,7 +590,7 @@ void Pipeline::Compiler::AddSampleOperator(int i, const Node& in,
   TaskProto probe_task;
   auto& probe_attrs = *probe_task.mutable_kernel()->mutable_attr();
   for (const auto& [key, value] : def.attrs) probe_attrs[key] = value;
-  KernelInitContext probe(probe_task, {}, {});
+  KernelInitContext probe = MakeInitContext(probe_task, {}, {});
   absl::Status init = sample_op.Init(probe);
   auto spec =
       init.ok() ? sample_op.Infer(in.spec) : absl::StatusOr<SampleSpec>(init);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "actor/blob_init.h"
 #include "actorflow/session.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/stage_kernels.h"
@@ -19,17 +20,14 @@ struct Pipeline::OwnedTensor {
   OwnedTensor(const std::string& name, DataType type,
               absl::Span<const int64_t> max_shape,
               absl::Span<const int64_t> shape, const void* data, size_t bytes)
-      : storage((bytes + 7) / 8) {
+      : storage((bytes + 7) / 8), current_shape(max_shape.size()) {
     desc.name = name;
     desc.data_type = type;
     desc.shape.assign(max_shape.begin(), max_shape.end());
     desc.is_dynamic = true;
-    blob.desc = &desc;
-    blob.data = reinterpret_cast<char*>(storage.data());
-    blob.elem_size = static_cast<int32_t>(DataTypeSize(type));
-    blob.is_dynamic = true;
-    blob.shape.assign(shape.begin(), shape.end());
-    blob.elem_cnt = ShapeElemCnt(shape);
+    InitBlob(&desc, 0, reinterpret_cast<char*>(storage.data()),
+             current_shape.data(), &blob);
+    SetBlobShape(shape, &blob);
     if (bytes > 0) std::memcpy(blob.data, data, bytes);
   }
   OwnedTensor(const OwnedTensor&) = delete;
@@ -40,7 +38,8 @@ struct Pipeline::OwnedTensor {
 
   BlobDesc desc;
   Blob blob;
-  std::vector<uint64_t> storage;  // 8-byte aligned for every element type
+  std::vector<uint64_t> storage;       // 8-byte aligned for every element type
+  std::vector<int64_t> current_shape;  // what blob.shape points to
 };
 
 // A batch: borrowed from the plan (data, shapes), or in the pipeline's own

@@ -53,7 +53,7 @@ absl::Status ReaderKernel::Forward(KernelContext* ctx) {
     order_ = EpochOrder(epoch_size(), window_, seed_, chunk->epoch);
     order_epoch_ = chunk->epoch;
   }
-  RegstView out = ctx->output(0);
+  RegisterView out = ctx->output(0);
   const int64_t first = chunk->chunk * batch_size_;
   const int64_t last = std::min(epoch_size(), first + batch_size_);
   for (size_t k = 0; k < outputs_.size(); ++k) {
@@ -70,7 +70,7 @@ absl::Status ReaderKernel::Forward(KernelContext* ctx) {
       if (!filled.ok()) {
         like.name = reinterpret_cast<int64_t>(slot->name.data());
         like.name_len = static_cast<int64_t>(slot->name.size());
-        filled = SampleError(ctx->task().name(), like, filled);
+        filled = SampleError(ctx->task_name(), like, filled);
         if (!skip_errors_) return filled;
         FillDropped(filled, slot);
         dropped = true;

@@ -60,7 +60,7 @@ struct ChunkInfo {
   bool final = false;
 };
 
-inline absl::StatusOr<ChunkInfo> ReadChunk(ConstRegstView regst) {
+inline absl::StatusOr<ChunkInfo> ReadChunk(ConstRegisterView regst) {
   auto words = regst.blob(kChunkBlob).data<int64_t>();
   if (!words.ok()) return words.status();
   if (words->size() != 3) {
@@ -69,7 +69,7 @@ inline absl::StatusOr<ChunkInfo> ReadChunk(ConstRegstView regst) {
   return ChunkInfo{(*words)[0], (*words)[1], (*words)[2] != 0};
 }
 
-inline absl::Status WriteChunk(RegstView regst, const ChunkInfo& chunk) {
+inline absl::Status WriteChunk(RegisterView regst, const ChunkInfo& chunk) {
   auto words = regst.blob(kChunkBlob).mutable_data<int64_t>();
   if (!words.ok()) return words.status();
   (*words)[0] = chunk.epoch;

@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "actor/act_context.h"
 #include "pipeline/stage_kernel_util.h"
 #include "pipeline/stage_kernels.h"
 
@@ -74,13 +75,13 @@ std::vector<Planned> FuseDecoders(std::vector<Planned> planned) {
 
 absl::Status SampleStageKernel::InitSteps(const KernelInitContext& ctx) {
   steps_.clear();
-  const std::string& op_type = ctx.task().kernel().op_type();
+  const std::string& op_type = ctx.op_type();
   if (op_type != "pipeline.chain") {
     // One operator, its attributes unprefixed.
     auto op = MakeSampleOp(op_type.substr(std::strlen("pipeline.")));
     if (!op.ok()) return op.status();
     auto op_index = ctx.IntAttrOr("op_index", 0);
-    auto op_name = ctx.StringAttrOr("op_name", ctx.task().name());
+    auto op_name = ctx.StringAttrOr("op_name", ctx.task_name());
     absl::Status ok = FirstError({op_index.status(), op_name.status()});
     if (ok.ok()) ok = (*op)->Init(ctx);
     if (!ok.ok()) return ok;
@@ -110,7 +111,7 @@ absl::Status SampleStageKernel::InitSteps(const KernelInitContext& ctx) {
     Planned p{(*ops)[j], TaskProto(), (*indices)[j]};
     p.own.set_name((*names)[j]);
     const std::string prefix = absl::StrCat(j, ".");
-    for (const auto& [key, value] : ctx.task().kernel().attr()) {
+    for (const auto& [key, value] : TaskOf(ctx).kernel().attr()) {
       if (absl::StartsWith(key, prefix)) {
         (*p.own.mutable_kernel()->mutable_attr())[key.substr(prefix.size())] =
             value;
@@ -124,7 +125,7 @@ absl::Status SampleStageKernel::InitSteps(const KernelInitContext& ctx) {
   for (Planned& p : planned) {
     auto op = MakeSampleOp(p.op);
     if (!op.ok()) return op.status();
-    KernelInitContext own_ctx(p.own, {}, {});
+    KernelInitContext own_ctx = MakeInitContext(p.own, {}, {});
     ok = (*op)->Init(own_ctx);
     if (!ok.ok()) {
       return absl::Status(ok.code(), absl::StrCat("operator '", p.own.name(),
@@ -209,12 +210,12 @@ absl::Status SampleStageKernel::Apply(const SampleHeader& h, Sample* out) {
 }
 
 absl::Status SampleStageKernel::Forward(KernelContext* ctx) {
-  ConstRegstView in = ctx->input(0);
+  ConstRegisterView in = ctx->input(0);
   auto list = SampleListView::Of(in.blob(input_));
   auto chunk = ReadChunk(in);
   if (!list.ok()) return list.status();
   if (!chunk.ok()) return chunk.status();
-  RegstView out = ctx->output(0);
+  RegisterView out = ctx->output(0);
   SampleListWriter writer(out.blob(output_), &slots_);
   // The samples this worker takes: claimed (dynamic), all, or its share.
   int64_t i = -1;

@@ -12,10 +12,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "actor/blob_desc_proto.h"
+#include "actor/register_layout.h"
 #include "plan/plan_util.h"
 #include "plan/validate_and_bind.h"
 
 namespace actorflow {
+
+int64_t RegisterBufferBytes(const std::vector<BlobDesc>& blobs) {
+  return std::max(LayOut(blobs).bytes, kRegstOverheadBytes);
+}
 namespace {
 
 std::string Bytes(int64_t bytes) {

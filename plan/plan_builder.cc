@@ -1,6 +1,8 @@
 #include "plan/plan_builder.h"
 
 #include "absl/strings/str_cat.h"
+#include "actor/blob_desc_proto.h"
+#include "google/protobuf/text_format.h"
 
 namespace actorflow {
 
@@ -50,7 +52,7 @@ BlobDescProto BlobProto(std::string name, DataType type,
                         std::vector<int64_t> shape, bool is_dynamic) {
   BlobDescProto blob;
   blob.set_name(std::move(name));
-  blob.set_data_type(type);
+  blob.set_data_type(ToProto(type));
   for (int64_t dim : shape) blob.add_shape(dim);
   blob.set_is_dynamic(is_dynamic);
   return blob;
@@ -66,6 +68,14 @@ TaskProto KernelTask(const std::string& op_type,
     (*task.mutable_kernel()->mutable_attr())[key] = value;
   }
   return task;
+}
+
+std::string KernelTaskText(const std::string& op_type,
+                           const std::map<std::string, AttrValue>& attrs) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(KernelTask(op_type, attrs),
+                                              &text);
+  return text;
 }
 
 absl::StatusOr<Plan> BuildPlan(const std::vector<TaskDef>& tasks,

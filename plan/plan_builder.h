@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "actorflow/data_type.h"
 #include "proto/plan.pb.h"
 
 namespace actorflow {
@@ -48,6 +49,9 @@ BlobDescProto BlobProto(std::string name, DataType type,
 // op_type): what KernelHarness runs.
 TaskProto KernelTask(const std::string& op_type,
                      const std::map<std::string, AttrValue>& attrs = {});
+// The same in text format, as KernelHarness::Create takes a task.
+std::string KernelTaskText(const std::string& op_type,
+                           const std::map<std::string, AttrValue>& attrs = {});
 
 // Numbers the tasks 1..n in order (task i's output is regst_desc 10 * i)
 // and fills in producer and consumer lists, so the result is consistent

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "actor/blob_desc_proto.h"
 #include "actorflow/blob_desc.h"
 #include "actorflow/data_type.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -25,9 +26,9 @@ std::string AttrText(const AttrValue* value) {
 }
 
 std::string BlobText(const BlobSignature& blob) {
-  return absl::StrCat(blob.name(), ": ", DataTypeName(blob.data_type()), " ",
-                      ShapeString(blob.shape()),
-                      blob.is_dynamic() ? " dynamic" : "");
+  return absl::StrCat(
+      blob.name(), ": ", DataTypeName(ToDataType(blob.data_type())), " ",
+      ShapeString(blob.shape()), blob.is_dynamic() ? " dynamic" : "");
 }
 
 std::string ListText(

@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "actor/act_context.h"
+#include "actor/blob_desc_proto.h"
 #include "actorflow/compiled_plan.h"
 #include "actorflow/cuda_api.h"
 #include "actorflow/kernel.h"
@@ -466,7 +468,8 @@ class Validator {
       Problem(absl::StrCat(Label(t), ": ", kernel.status().message()));
       return;
     }
-    KernelInitContext ctx(task(t), std::move(inputs), output_ios);
+    KernelInitContext ctx =
+        MakeInitContext(task(t), std::move(inputs), output_ios);
     absl::Status status = (*kernel)->Init(ctx);
     if (!status.ok()) {
       give_up();

@@ -25,6 +25,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "actor/blob_desc_proto.h"
 #include "plan/plan_signature.h"
 
 namespace actorflow {
@@ -178,7 +179,7 @@ void LayOutEntries(const KernelState& state, const std::string& file,
   for (const StateEntry& entry : state.entries()) {
     CheckpointEntry* record = out->Add();
     record->set_name(entry.name);
-    record->set_data_type(entry.data_type);
+    record->set_data_type(ToProto(entry.data_type));
     for (int64_t d : entry.shape) record->add_shape(d);
     record->set_file(file);
     record->set_offset(*offset);
@@ -241,7 +242,7 @@ absl::Status ReadEntries(
     }
     StateEntry entry;
     entry.name = record.name();
-    entry.data_type = record.data_type();
+    entry.data_type = ToDataType(record.data_type());
     entry.shape.assign(record.shape().begin(), record.shape().end());
     entry.bytes.assign(data, static_cast<size_t>(record.bytes()));
     absl::Status added = state->AddEntry(std::move(entry));

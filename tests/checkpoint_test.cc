@@ -280,7 +280,7 @@ KernelBindings RunningSum(std::map<std::string, double>* sums,
                           bool with_state = true) {
   KernelBindings bindings;
   auto forward = [sums](KernelContext* ctx) -> absl::Status {
-    double& sum = (*sums)[ctx->task().name()];
+    double& sum = (*sums)[ctx->task_name()];
     const float* in =
         static_cast<const float*>(ctx->input(0).blob(0).raw_data());
     float* out = static_cast<float*>(ctx->output(0).blob(0).mutable_raw_data());
@@ -296,13 +296,13 @@ KernelBindings RunningSum(std::map<std::string, double>* sums,
   bindings.BindFunction(
       "running_sum", forward, nullptr,
       [sums](const KernelStateContext& ctx, KernelState* state) {
-        state->AddScalar<double>("sum", (*sums)[ctx.task->name()]);
+        state->AddScalar<double>("sum", (*sums)[ctx.task_name]);
         return absl::OkStatus();
       },
       [sums](const KernelStateContext& ctx, const KernelState& state) {
         auto sum = state.Scalar<double>("sum");
         if (!sum.ok()) return sum.status();
-        (*sums)[ctx.task->name()] = *sum;
+        (*sums)[ctx.task_name] = *sum;
         return absl::OkStatus();
       });
   return bindings;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "actor/act_context.h"
 #include "pipeline/fixtures.h"
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
@@ -60,7 +61,7 @@ std::unique_ptr<SampleOp> MakeOp(
   auto op = MakeSampleOp(name);
   REQUIRE(op.ok());
   TaskProto task = KernelTask("pipeline." + name, attrs);
-  KernelInitContext ctx(task, {}, {});
+  KernelInitContext ctx = MakeInitContext(task, {}, {});
   absl::Status ok = (*op)->Init(ctx);
   INFO(ok.ToString());
   REQUIRE(ok.ok());

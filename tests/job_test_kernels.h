@@ -87,8 +87,8 @@ class WeightedSinkKernel : public Kernel {
 class PartialKernel : public Kernel {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
-    first_ = !absl::StrContains(ctx.task().name(), "/") ||
-             absl::EndsWith(ctx.task().name(), "/0");
+    first_ = !absl::StrContains(ctx.task_name(), "/") ||
+             absl::EndsWith(ctx.task_name(), "/0");
     return ctx.InferOutputsLikeInput();
   }
   absl::Status Forward(KernelContext* ctx) override {

@@ -11,12 +11,13 @@
 namespace actorflow {
 namespace {
 
-TaskProto Task(const std::string& op_type,
-               std::map<std::string, AttrValue> attrs = {}) {
-  return KernelTask(op_type, attrs);
+// The task as KernelHarness::Create takes it (text format).
+std::string Task(const std::string& op_type,
+                 std::map<std::string, AttrValue> attrs = {}) {
+  return KernelTaskText(op_type, attrs);
 }
 
-std::unique_ptr<KernelHarness> Make(const TaskProto& task, int inputs,
+std::unique_ptr<KernelHarness> Make(const std::string& task, int inputs,
                                     bool output, int64_t elem_cnt = 4) {
   auto harness = KernelHarness::Create(task, inputs, output, elem_cnt);
   INFO(harness.status().ToString());

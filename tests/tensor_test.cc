@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "actor/act_context.h"
+#include "actor/blob_desc_proto.h"
+#include "actor/register_layout.h"
 #include "actor/regst.h"
 #include "actorflow/blob_desc.h"
 #include "actorflow/data_type.h"
@@ -21,9 +24,10 @@
 namespace actorflow {
 namespace {
 
-TaskProto Task(const std::string& op_type,
-               std::map<std::string, AttrValue> attrs = {}) {
-  return KernelTask(op_type, attrs);
+// The task as KernelHarness::Create takes it (text format).
+std::string Task(const std::string& op_type,
+                 std::map<std::string, AttrValue> attrs = {}) {
+  return KernelTaskText(op_type, attrs);
 }
 
 TEST_CASE("data types: names, sizes, parsing", "[tensor]") {
@@ -52,7 +56,7 @@ TEST_CASE("blob entries of a plan are checked", "[tensor]") {
   auto add = [&](const std::string& name, std::vector<int64_t> shape) {
     BlobDescProto* blob = proto.add_blob();
     blob->set_name(name);
-    blob->set_data_type(DT_UINT8);
+    blob->set_data_type(DataTypes::DT_UINT8);
     for (int64_t d : shape) blob->add_shape(d);
   };
   add("img", {28, 28, 3});
@@ -92,7 +96,7 @@ TEST_CASE("a register's blobs are each aligned to 64 bytes", "[tensor]") {
                                  {"b", DT_FLOAT64, {9}, false},
                                  {"c", DT_BOOL, {0}, false},
                                  {"d", DT_INT32, {64}, false}};
-  RegstLayout layout = LayOut(blobs);
+  RegisterLayout layout = LayOut(blobs);
   CHECK(layout.offsets == std::vector<int64_t>{0, 64, 192, 192});
   CHECK(layout.bytes == 448);
   for (int64_t offset : layout.offsets) CHECK(offset % kBlobAlignment == 0);
@@ -118,8 +122,8 @@ struct OneRegst {
 
 TEST_CASE("views: typed access checks the element type", "[tensor]") {
   OneRegst r({{"img", DT_UINT8, {2, 3}, false}, {"len", DT_INT64, {4}, true}});
-  RegstView out(r.regst.get());
-  ConstRegstView in(r.regst.get());
+  RegisterView out(r.regst.get());
+  ConstRegisterView in(r.regst.get());
   REQUIRE(out.num_blobs() == 2);
 
   auto img = out.blob("img").mutable_data<uint8_t>();
@@ -139,13 +143,13 @@ TEST_CASE("views: typed access checks the element type", "[tensor]") {
   CHECK(in.blob("nope").data<float>().status().message() ==
         "no such blob or register: asked for float32 data from an empty view");
   CHECK_FALSE(in.blob(7).valid());
-  CHECK_FALSE(ConstRegstView().blob(0).valid());
+  CHECK_FALSE(ConstRegisterView().blob(0).valid());
 }
 
 TEST_CASE("views: a dynamic blob's shape is set per piece", "[tensor]") {
   OneRegst r(
       {{"img", DT_UINT8, {2, 3}, false}, {"len", DT_INT64, {4, 2}, true}});
-  RegstView out(r.regst.get());
+  RegisterView out(r.regst.get());
   TensorView len = out.blob("len");
   CHECK(len.elem_cnt() == 8);  // the maximum until set
   REQUIRE(len.set_shape({3, 2}).ok());
@@ -296,7 +300,7 @@ TEST_CASE("checksum sums the valid elements of every blob of any type",
                                    {"c", DT_INT64, {4}, true}}},
                                  false);
   REQUIRE(h.ok());
-  RegstView in = (*h)->input(0);
+  RegisterView in = (*h)->input(0);
   auto a = in.blob("a").mutable_data<int8_t>();
   (*a)[0] = -5;
   (*a)[1] = 7;
@@ -432,12 +436,16 @@ TEST_CASE("attributes: strings, bools and lists, typed", "[tensor]") {
   for (const char* name : {"a", "b"}) strings.mutable_list()->add_s(name);
   AttrValue yes;
   yes.set_b(true);
-  TaskProto task = Task("x", {{"name", StringAttr("img")},
-                              {"flag", yes},
-                              {"ints", ints},
-                              {"floats", floats},
-                              {"strings", strings}});
-  KernelInitContext ctx(task, {}, {});
+  TaskProto task = KernelTask("x", {{"name", StringAttr("img")},
+                                    {"flag", yes},
+                                    {"ints", ints},
+                                    {"floats", floats},
+                                    {"strings", strings}});
+  KernelInitContext ctx = MakeInitContext(task, {}, {});
+  CHECK(ctx.task_name() == "x");
+  CHECK(ctx.op_type() == "x");
+  CHECK(ctx.attr_names() ==
+        std::vector<std::string>{"flag", "floats", "ints", "name", "strings"});
   CHECK(*ctx.StringAttr("name") == "img");
   CHECK(*ctx.StringAttrOr("nope", "fallback") == "fallback");
   CHECK(*ctx.BoolAttr("flag") == true);

@@ -79,7 +79,7 @@ TEST_CASE("shape inference fills in what the plan leaves out",
   const RegstDescProto& scaled =
       (*compiled)->plan.task(2).produced_regst_desc().at("out");
   REQUIRE(scaled.blob_size() == 1);
-  CHECK(scaled.blob(0).data_type() == DT_FLOAT32);
+  CHECK(scaled.blob(0).data_type() == DataTypes::DT_FLOAT32);
   // Values: piece p is p (source step 1) as uint8, as float, halved.
   auto result = RunPlan(plan);
   REQUIRE(result.ok());

@@ -6,10 +6,10 @@
 //
 // Prints "affine_kernel_test: ok" and exits 0, or names the first
 // difference and exits 1.
+#include <actorflow/kernel_harness.h>
+
 #include <cstdio>
 #include <memory>
-
-#include <actorflow/kernel_harness.h>
 
 namespace {
 
@@ -21,12 +21,22 @@ int Fail(const char* what) {
 }  // namespace
 
 int main() {
-  actorflow::TaskProto task;
-  task.set_name("affine");
-  task.mutable_kernel()->set_op_type("affine");
-  (*task.mutable_kernel()->mutable_attr())["scale"].set_f(3);
-  (*task.mutable_kernel()->mutable_attr())["shift"].set_f(-1);
-  // One input and one output of 4 floats.
+  // The task as a plan file spells it; one input and one output of 4
+  // floats.
+  const char* task = R"pb(
+    name: "affine"
+    kernel {
+      op_type: "affine"
+      attr {
+        key: "scale"
+        value { f: 3 }
+      }
+      attr {
+        key: "shift"
+        value { f: -1 }
+      }
+    }
+  )pb";
   auto harness = actorflow::KernelHarness::Create(task, 1, true, 4);
   if (!harness.ok()) {
     std::fprintf(stderr, "affine_kernel_test: %s\n",
@@ -41,9 +51,20 @@ int main() {
     if (out[i] != 3.0f * i - 1.0f) return Fail("out != 3 * in - 1");
   }
   // A wrongly typed attribute is refused at Create, naming it.
-  (*task.mutable_kernel()->mutable_attr())["scale"].set_s("three");
-  auto refused = actorflow::KernelHarness::Create(task, 1, true, 4);
+  auto refused = actorflow::KernelHarness::Create(
+      R"pb(name: "affine"
+           kernel {
+             op_type: "affine"
+             attr {
+               key: "scale"
+               value { s: "three" }
+             }
+           })pb",
+      1, true, 4);
   if (refused.ok()) return Fail("a string scale was accepted");
+  // So is a task that is not a task.
+  auto garbled = actorflow::KernelHarness::Create("name: affine", 1, true, 4);
+  if (garbled.ok()) return Fail("a garbled task was accepted");
   std::printf("affine_kernel_test: ok\n");
   return 0;
 }

@@ -8,7 +8,6 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "actorflow/data_type.h"
-#include "proto/plan.pb.h"
 
 namespace actorflow {
 
@@ -38,22 +37,6 @@ int64_t ShapeElemCnt(absl::Span<const int64_t> shape);
 // The blob a descriptor with elem_cnt and no blob entries means.
 inline constexpr char kLegacyBlobName[] = "data";
 BlobDesc LegacyBlob(int64_t elem_cnt);
-
-// A plan's blob entry, checked: a name, no repeated name within the
-// register, a known data type, dimensions >= 0. Errors name the blob and
-// the field; the caller adds the task and the register.
-absl::StatusOr<std::vector<BlobDesc>> BlobDescsFromProto(
-    const RegstDescProto& proto);
-BlobDescProto BlobDescToProto(const BlobDesc& desc);
-
-// Where each blob starts in a register's one allocation: every blob
-// aligned to kBlobAlignment bytes.
-inline constexpr int64_t kBlobAlignment = 64;
-struct RegstLayout {
-  std::vector<int64_t> offsets;  // per blob
-  int64_t bytes = 0;             // the whole register
-};
-RegstLayout LayOut(absl::Span<const BlobDesc> blobs);
 
 }  // namespace actorflow
 

@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "actorflow/kernel_state.h"
-#include "proto/checkpoint.pb.h"
+#include "actorflow/proto/checkpoint.pb.h"
 
 // Checkpoints on disk (docs/checkpoints.md). A checkpoint is one directory,
 // `<root>/ckpt-<piece>` (the piece in 12 digits), holding a MANIFEST (the

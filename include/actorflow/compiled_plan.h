@@ -13,8 +13,8 @@
 #include "actorflow/kernel.h"
 #include "actorflow/kernel_bindings.h"
 #include "actorflow/plan_validator.h"
+#include "actorflow/proto/plan.pb.h"
 #include "actorflow/register_limit.h"
-#include "proto/plan.pb.h"
 
 namespace actorflow {
 
@@ -37,9 +37,7 @@ struct CompiledPlan {
 inline constexpr int64_t kRegstOverheadBytes = 256;
 
 // One buffer of a register holding `blobs`, as the limit counts it.
-inline int64_t RegisterBufferBytes(const std::vector<BlobDesc>& blobs) {
-  return std::max(LayOut(blobs).bytes, kRegstOverheadBytes);
-}
+int64_t RegisterBufferBytes(const std::vector<BlobDesc>& blobs);
 
 struct CompileOptions {
   // Which CUDA devices are usable (tests pass their own).

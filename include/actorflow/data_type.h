@@ -8,10 +8,22 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "proto/plan.pb.h"
 
-// Element types of blobs (DataType in plan.proto) and their C++ types.
+// Element types of blobs and their C++ types.
 namespace actorflow {
+
+// What a blob's elements are. The same names and numbers as the plan
+// format's DataTypes.Value (plan.proto), which the runtime converts at the
+// edge; this header needs nothing of protobuf.
+enum DataType : int32_t {
+  DT_FLOAT32 = 0,
+  DT_FLOAT64 = 1,
+  DT_INT8 = 2,
+  DT_UINT8 = 3,
+  DT_INT32 = 4,
+  DT_INT64 = 5,
+  DT_BOOL = 6,
+};
 
 // Bytes per element.
 size_t DataTypeSize(DataType type);

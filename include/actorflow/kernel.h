@@ -16,10 +16,9 @@
 #include "actorflow/blob_desc.h"
 #include "actorflow/data_type.h"
 #include "actorflow/kernel_state.h"
-#include "actorflow/regst_view.h"
+#include "actorflow/register_view.h"
 #include "actorflow/stream_key.h"
 #include "actorflow/version.h"
-#include "proto/plan.pb.h"
 
 namespace actorflow {
 
@@ -34,17 +33,26 @@ struct KernelIo {
 };
 
 // What a kernel may check before the plan runs, and where it states its
-// outputs' blobs (shape inference): its attributes, its inputs' blobs and
-// its outputs' as the plan declares them. Errors name the field; the
-// caller adds the task.
+// outputs' blobs (shape inference): its task's name, op_type and
+// attributes, its inputs' blobs and its outputs' as the plan declares them.
+// Errors name the field; the caller adds the task. The runtime makes one
+// per Init call; it holds nothing a kernel may keep past Init.
 class KernelInitContext {
  public:
-  KernelInitContext(const TaskProto& task, std::vector<KernelIo> inputs,
-                    std::vector<KernelIo> outputs);
+  // The runtime's part (the task as the plan states it), defined out of
+  // the kernel API: a kernel never makes one of these.
+  struct Rep;
+  explicit KernelInitContext(std::unique_ptr<Rep> rep);
+  ~KernelInitContext();
+  KernelInitContext(const KernelInitContext&) = delete;
+  KernelInitContext& operator=(const KernelInitContext&) = delete;
 
-  const TaskProto& task() const { return task_; }
-  const std::vector<KernelIo>& inputs() const { return inputs_; }
-  const std::vector<KernelIo>& outputs() const { return outputs_; }
+  const std::string& task_name() const;
+  const std::string& op_type() const;
+  // The names of the task's attributes (kernel.attr), sorted.
+  std::vector<std::string> attr_names() const;
+  const std::vector<KernelIo>& inputs() const;
+  const std::vector<KernelIo>& outputs() const;
   // The i-th input consumed under `name`, or the output `name`; null if
   // the task has none.
   const KernelIo* input(absl::string_view name, int i = 0) const;
@@ -99,34 +107,29 @@ class KernelInitContext {
   // input's blobs: what element-wise kernels produce.
   absl::Status InferOutputsLikeInput() const;
 
- private:
-  const AttrValue* FindAttr(absl::string_view name) const;
-  // The attribute if it has type `value_case` (an AttrValue::ValueCase);
-  // null if absent and not required; an error naming the attribute else.
-  absl::StatusOr<const AttrValue*> TypedAttr(absl::string_view name,
-                                             int value_case,
-                                             bool required) const;
-  // The list attribute, after checking that only the field `kind` ("i",
-  // "f" or "s") has elements; null if absent.
-  absl::StatusOr<const AttrList*> ListAttr(absl::string_view name,
-                                           const char* kind) const;
+  // The runtime's part; opaque to kernels.
+  const Rep& rep() const { return *rep_; }
 
-  const TaskProto& task_;
-  std::vector<KernelIo> inputs_;
-  std::vector<KernelIo> outputs_;
-  // Per output; written through const methods (see SetOutputBlobs).
-  std::unique_ptr<std::vector<std::optional<std::vector<BlobDesc>>>> inferred_;
+ private:
+  std::unique_ptr<Rep> rep_;
 };
 
 // What a kernel sees when it acts: the piece, its registers, its stream.
-// Built once per actor; the actor only swaps register pointers per act.
 // Registers come as views: inputs read-only, outputs writable, and none of
 // the runtime's bookkeeping in reach.
+//
+// The runtime's act context derives from this class and fills the fields
+// below, once per actor and then per act (register pointers, piece). They
+// are plain data with a fixed layout, part of ACTORFLOW_ABI_VERSION
+// (actorflow/version.h); everything else a context knows (the task's
+// names, which registers a name groups) is reached out of line.
 class KernelContext {
  public:
   int64_t piece_id() const { return piece_id_; }
   const StreamKey& stream() const { return stream_; }
-  const TaskProto& task() const { return *task_; }
+  // The task's name and op_type, as the plan states them.
+  const std::string& task_name() const;
+  const std::string& op_type() const;
   // The cudaStream_t to launch on (GPU streams); null on CPU streams. The
   // thread's current device is the stream's, stream().device_index.
   void* cuda_stream() const { return cuda_stream_; }
@@ -140,38 +143,34 @@ class KernelContext {
 
   // Every input register, in the order of the consumed names (sorted) and
   // of each name's id list.
-  int num_inputs() const { return static_cast<int>(inputs_.size()); }
-  ConstRegstView input(int i) const { return ConstRegstView(inputs_[i]); }
+  int num_inputs() const { return num_inputs_; }
+  ConstRegisterView input(int i) const { return ConstRegisterView(inputs_[i]); }
   // The i-th register consumed under `name`; an empty view if none.
   int num_inputs(absl::string_view name) const;
-  ConstRegstView input(absl::string_view name, int i = 0) const;
-  int num_outputs() const { return static_cast<int>(outputs_.size()); }
-  RegstView output(int i) const { return RegstView(outputs_[i]); }
+  ConstRegisterView input(absl::string_view name, int i = 0) const;
+  int num_outputs() const { return num_outputs_; }
+  RegisterView output(int i) const { return RegisterView(outputs_[i]); }
   // The output produced under `name`; an empty view if none.
-  RegstView output(absl::string_view name) const;
+  RegisterView output(absl::string_view name) const;
 
- private:
-  friend class Actor;
-  friend class KernelActor;
-  friend class StreamActor;
-  friend class KernelHarness;
-  struct Group {
-    std::string name;
-    int begin = 0;
-    int end = 0;
-  };
-  const Group* FindGroup(const std::vector<Group>& groups,
-                         absl::string_view name) const;
+  // The runtime's part: names and groups, defined out of the kernel API.
+  struct Rep;
+
+ protected:
+  KernelContext() = default;
+  KernelContext(const KernelContext&) = default;
+  KernelContext& operator=(const KernelContext&) = default;
+  ~KernelContext() = default;
 
   int64_t piece_id_ = -1;
   StreamKey stream_;
   void* cuda_stream_ = nullptr;
   const std::atomic<bool>* cancelled_ = nullptr;
-  const TaskProto* task_ = nullptr;
-  std::vector<RegstBlobs*> inputs_;  // Regsts (actor/regst.h)
-  std::vector<RegstBlobs*> outputs_;
-  std::vector<Group> input_groups_;
-  std::vector<Group> output_groups_;
+  RegisterBlobs* const* inputs_ = nullptr;   // num_inputs_ of them
+  RegisterBlobs* const* outputs_ = nullptr;  // num_outputs_ of them
+  const Rep* rep_ = nullptr;
+  int32_t num_inputs_ = 0;
+  int32_t num_outputs_ = 0;
 };
 
 // What a sink reports after a run (the `checksum` kernel's figures).

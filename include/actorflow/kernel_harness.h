@@ -3,13 +3,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "actorflow/blob_desc.h"
 #include "actorflow/kernel.h"
-#include "actorflow/regst_view.h"
-#include "proto/plan.pb.h"
+#include "actorflow/register_view.h"
 
 namespace actorflow {
 
@@ -22,20 +23,26 @@ namespace actorflow {
 // as the project's do. Not thread-safe; use one harness from one thread.
 class KernelHarness {
  public:
-  // Creates the kernel named by task.kernel().op_type and runs its Init.
+  // `task` is the task as a plan file spells it (a TaskProto in text
+  // format), its inputs and outputs left out:
+  //   name: "affine" kernel { op_type: "affine"
+  //                           attr { key: "scale" value { f: 3 } } }
+  // Creates the kernel registered for its op_type (CPU) and runs its Init.
+  // Errors: the text's line and column, or what Init said.
   static absl::StatusOr<std::unique_ptr<KernelHarness>> Create(
-      const TaskProto& task, std::vector<std::vector<BlobDesc>> inputs,
+      absl::string_view task, std::vector<std::vector<BlobDesc>> inputs,
       bool has_output, std::vector<BlobDesc> output_blobs = {});
   // Inputs (and a stated output) of one float32 blob of elem_cnt values.
   static absl::StatusOr<std::unique_ptr<KernelHarness>> Create(
-      const TaskProto& task, int num_inputs, bool has_output, int64_t elem_cnt);
+      absl::string_view task, int num_inputs, bool has_output,
+      int64_t elem_cnt);
 
   ~KernelHarness();
 
   // Input i's register, to fill before Run (writable here).
-  RegstView input(int i) const;
+  RegisterView input(int i) const;
   // The output register after Run; an empty view without output.
-  ConstRegstView output() const;
+  ConstRegisterView output() const;
   // The first blob's floats (float32 blobs; null otherwise).
   float* input_floats(int i) const;
   const float* output_floats() const;

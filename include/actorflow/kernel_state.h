@@ -14,7 +14,6 @@
 #include "actorflow/blob_desc.h"
 #include "actorflow/data_type.h"
 #include "actorflow/stream_key.h"
-#include "proto/plan.pb.h"
 
 // What a kernel keeps from one piece to the next (weights, optimizer
 // moments, counters) as named host arrays: what a checkpoint saves and a
@@ -92,7 +91,7 @@ class KernelState {
 // `cuda_stream` and `stream.device_index` for its copies and waits for them
 // before it returns.
 struct KernelStateContext {
-  const TaskProto* task = nullptr;
+  std::string task_name;
   StreamKey stream;
   void* cuda_stream = nullptr;
   // The first piece after the cut: the next piece the task would act on.

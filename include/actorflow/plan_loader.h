@@ -4,8 +4,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "actorflow/proto/plan.pb.h"
 #include "google/protobuf/message.h"
-#include "proto/plan.pb.h"
 
 namespace actorflow {
 

@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "actorflow/cuda_api.h"
-#include "proto/plan.pb.h"
+#include "actorflow/proto/plan.pb.h"
 
 namespace actorflow {
 

@@ -21,11 +21,11 @@
 #include "actorflow/cuda_api.h"
 #include "actorflow/kernel.h"
 #include "actorflow/kernel_bindings.h"
+#include "actorflow/proto/plan.pb.h"
 #include "actorflow/register_limit.h"
 #include "actorflow/run_trace.h"
 #include "actorflow/tensor.h"
 #include "actorflow/usable_cpus.h"
-#include "proto/plan.pb.h"
 
 namespace actorflow {
 

@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <string>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -13,22 +12,26 @@
 
 namespace actorflow {
 
-// A blob inside one register: where its bytes are and, for a dynamic blob,
-// the shape of the piece it holds now. Owned by its Regst; only the
-// register's current holder touches it (the producer while writing, the
-// readers after).
+// A blob inside one register, as the views below read it: where its
+// bytes are and the shape of the piece it holds now. Plain data with a
+// fixed layout, part of ACTORFLOW_ABI_VERSION (actorflow/version.h): the
+// register that owns it keeps the storage its pointers point into, and
+// keeps its own bookkeeping elsewhere. Only the register's current holder
+// touches it (the producer while writing, the readers after).
 struct Blob {
-  const BlobDesc* desc = nullptr;
-  int64_t regst_desc_id = 0;
   char* data = nullptr;  // in the register's memory case
-  // desc's, kept here so the per-act path reads one cache line.
+  // The current shape, `rank` entries: the maximum for a static blob, and
+  // for a dynamic one whatever its producer set (the maximum until it sets
+  // one). The rank never changes.
+  int64_t* shape = nullptr;
+  const int64_t* max_shape = nullptr;  // `rank` entries
+  int64_t elem_cnt = 0;                // of `shape`
+  int64_t regst_desc_id = 0;
+  const BlobDesc* desc = nullptr;  // read only out of line (name, errors)
+  int32_t rank = 0;
   int32_t elem_size = 0;
+  DataType data_type = DT_FLOAT32;
   bool is_dynamic = false;
-  // The current shape: the maximum for a static blob, and for a dynamic one
-  // whatever its producer set (the maximum until it sets one). The rank
-  // never changes, so assigning never allocates.
-  absl::InlinedVector<int64_t, 4> shape;
-  int64_t elem_cnt = 0;  // of `shape`
 };
 
 // A read-only view of a blob: its type, its shape and its valid elements.
@@ -41,11 +44,15 @@ class ConstTensorView {
 
   // False for the view of a blob or register that does not exist.
   bool valid() const { return blob_ != nullptr; }
-  const std::string& name() const { return blob_->desc->name; }
-  DataType data_type() const { return blob_->desc->data_type; }
+  const std::string& name() const;
+  DataType data_type() const { return blob_->data_type; }
   // The piece's shape (the maximum for a static blob).
-  absl::Span<const int64_t> shape() const { return blob_->shape; }
-  absl::Span<const int64_t> max_shape() const { return blob_->desc->shape; }
+  absl::Span<const int64_t> shape() const {
+    return absl::Span<const int64_t>(blob_->shape, blob_->rank);
+  }
+  absl::Span<const int64_t> max_shape() const {
+    return absl::Span<const int64_t>(blob_->max_shape, blob_->rank);
+  }
   bool is_dynamic() const { return blob_->is_dynamic; }
   // Valid elements and bytes: those of shape().
   int64_t elem_cnt() const { return blob_->elem_cnt; }

@@ -37,7 +37,7 @@ absl::Status Launched(const char* what) { return cuda::LastLaunchError(what); }
 class GpuSourceKernel final : public SourceKernel {
  public:
   absl::Status Forward(KernelContext* ctx) override {
-    RegstView out = ctx->output(0);
+    RegisterView out = ctx->output(0);
     const double value = ValueOf(ctx->piece_id());
     for (int b = 0; b < out.num_blobs(); ++b) {
       TensorView blob = out.blob(b);
@@ -192,8 +192,8 @@ class GpuNormalizeKernel final : public NormalizeKernel {
 class GpuHeadKernel final : public HeadKernel {
  public:
   absl::Status Forward(KernelContext* ctx) override {
-    ConstRegstView in = ctx->input(0);
-    RegstView out = ctx->output(0);
+    ConstRegisterView in = ctx->input(0);
+    RegisterView out = ctx->output(0);
     for (int b = 0; b < out.num_blobs(); ++b) {
       ConstTensorView from = in.blob(b);
       TensorView to = out.blob(b);
@@ -228,7 +228,7 @@ class GpuChecksumKernel final : public ChecksumKernel {
       absl::Status status = Allocate(ctx->stream().device_index);
       if (!status.ok()) return status;
     }
-    ConstRegstView in = ctx->input(0);
+    ConstRegisterView in = ctx->input(0);
     for (int b = 0; b < in.num_blobs(); ++b) {
       ConstTensorView blob = in.blob(b);
       gpu::LaunchSum(ElemTypeOf(blob.data_type()), blob.raw_data(),

@@ -107,7 +107,7 @@ absl::Status CallPythonKernel(const GilSafeObject& fn, bool fills_outputs,
   try {
     py::list args;
     for (int i = 0; i < ctx->num_inputs(); ++i) {
-      ConstRegstView regst = ctx->input(i);
+      ConstRegisterView regst = ctx->input(i);
       for (int b = 0; b < regst.num_blobs(); ++b) {
         ConstTensorView blob = regst.blob(b);
         Tensor copy(blob.data_type(), std::vector<int64_t>(blob.shape().begin(),
@@ -125,7 +125,7 @@ absl::Status CallPythonKernel(const GilSafeObject& fn, bool fills_outputs,
     std::vector<TensorView> outputs;
     std::vector<std::string> names;
     for (int o = 0; o < ctx->num_outputs(); ++o) {
-      RegstView regst = ctx->output(o);
+      RegisterView regst = ctx->output(o);
       for (int b = 0; b < regst.num_blobs(); ++b) {
         outputs.push_back(regst.blob(b));
         names.push_back(regst.blob(b).name());

@@ -53,6 +53,20 @@ print(json.loads(sys.argv[1])["sinks"]["checksum"]["checksum"])' "$1"
 mkdir -p "$work/sdk"
 tar -xf "$sdk_tar" -C "$work/sdk"
 [[ -f "$work/sdk/lib/libactorflow.so" ]] || fail "the SDK has no lib/libactorflow.so"
+# The SDK is include/actorflow/ and the library, nothing else.
+others=$(cd "$work/sdk" && find . -type f ! -path './include/actorflow/*' \
+  ! -path ./lib/libactorflow.so)
+[[ -z "$others" ]] || fail "the SDK ships files outside include/actorflow/: $others"
+# The kernel API includes no protobuf: the headers the kernel and its test
+# (kernel.h, kernel_harness.h) reach are the SDK's actorflow/ ones (none of
+# its proto/) and the system's, none of protobuf's.
+for source in affine_kernel.cc affine_kernel_test.cc; do
+  deps=$(g++ -std=c++20 -M -I"$work/sdk/include" "$example/$source")
+  if grep -q 'google/protobuf\|actorflow/proto/' <<<"$deps"; then
+    fail "$source reaches protobuf headers through the kernel API: $(
+      grep -o '[^ ]*\(google/protobuf\|actorflow/proto/\)[^ ]*' <<<"$deps" | head -3)"
+  fi
+done
 make -s -C "$example" ACTORFLOW_SDK="$work/sdk" OUT="$work"
 lib=$work/libaffine_kernels.so
 

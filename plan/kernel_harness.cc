@@ -1,8 +1,11 @@
 #include "actorflow/kernel_harness.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "actor/act_context.h"
 #include "actor/regst.h"
+#include "actorflow/plan_loader.h"
 #include "memory/synced_memory.h"
 
 namespace actorflow {
@@ -13,7 +16,7 @@ struct KernelHarness::State {
   std::vector<Regst*> inputs;
   Regst* output = nullptr;
   std::unique_ptr<Kernel> kernel;
-  KernelContext ctx;
+  ActContext ctx;
 };
 
 namespace {
@@ -41,7 +44,7 @@ absl::StatusOr<std::unique_ptr<RegstDesc>> HostDesc(
 const float* FirstFloats(const Regst* regst) {
   if (regst == nullptr || regst->num_blobs() == 0) return nullptr;
   const Blob& blob = regst->blob(0);
-  if (blob.desc->data_type != DT_FLOAT32) return nullptr;
+  if (blob.data_type != DT_FLOAT32) return nullptr;
   return reinterpret_cast<const float*>(blob.data);
 }
 
@@ -51,11 +54,13 @@ KernelHarness::KernelHarness() : state_(std::make_unique<State>()) {}
 KernelHarness::~KernelHarness() = default;
 
 absl::StatusOr<std::unique_ptr<KernelHarness>> KernelHarness::Create(
-    const TaskProto& task, std::vector<std::vector<BlobDesc>> inputs,
+    absl::string_view task, std::vector<std::vector<BlobDesc>> inputs,
     bool has_output, std::vector<BlobDesc> output_blobs) {
   std::unique_ptr<KernelHarness> harness(new KernelHarness());
   State& state = *harness->state_;
-  state.task = task;
+  absl::Status parsed =
+      ParseTextMessage(std::string(task), "task", &state.task);
+  if (!parsed.ok()) return parsed;
   std::vector<KernelIo> input_ios, output_ios;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const int64_t id = static_cast<int64_t>(i) + 1;
@@ -69,9 +74,9 @@ absl::StatusOr<std::unique_ptr<KernelHarness>> KernelHarness::Create(
   if (has_output) {
     output_ios.push_back({"out", out_id, output_blobs, !output_blobs.empty()});
   }
-  auto kernel = KernelRegistry::Get().Create(task.kernel().op_type());
+  auto kernel = KernelRegistry::Get().Create(state.task.kernel().op_type());
   if (!kernel.ok()) return kernel.status();
-  KernelInitContext init(state.task, input_ios, output_ios);
+  KernelInitContext init = MakeInitContext(state.task, input_ios, output_ios);
   absl::Status status = (*kernel)->Init(init);
   if (!status.ok()) return status;
   state.kernel = std::move(*kernel);
@@ -83,32 +88,34 @@ absl::StatusOr<std::unique_ptr<KernelHarness>> KernelHarness::Create(
     state.descs.push_back(std::move(*desc));
   }
 
-  KernelContext& ctx = state.ctx;
-  ctx.task_ = &state.task;
-  ctx.inputs_.assign(state.inputs.begin(), state.inputs.end());
+  ActContext& ctx = state.ctx;
+  ctx.set_task(&state.task);
   const int num_inputs = static_cast<int>(state.inputs.size());
-  if (num_inputs > 0) ctx.input_groups_.push_back({"in", 0, num_inputs});
+  ctx.ResizeRegisters(num_inputs, has_output ? 1 : 0);
+  std::copy(state.inputs.begin(), state.inputs.end(), ctx.inputs());
+  if (num_inputs > 0)
+    ctx.mutable_rep().input_groups.push_back({"in", 0, num_inputs});
   if (has_output) {
-    ctx.outputs_.push_back(state.output);
-    ctx.output_groups_.push_back({"out", 0, 1});
+    ctx.outputs()[0] = state.output;
+    ctx.mutable_rep().output_groups.push_back({"out", 0, 1});
   }
   return harness;
 }
 
 absl::StatusOr<std::unique_ptr<KernelHarness>> KernelHarness::Create(
-    const TaskProto& task, int num_inputs, bool has_output, int64_t elem_cnt) {
+    absl::string_view task, int num_inputs, bool has_output, int64_t elem_cnt) {
   return Create(
       task,
       std::vector<std::vector<BlobDesc>>(num_inputs, {LegacyBlob(elem_cnt)}),
       has_output, {LegacyBlob(elem_cnt)});
 }
 
-RegstView KernelHarness::input(int i) const {
-  return RegstView(state_->inputs[i]);
+RegisterView KernelHarness::input(int i) const {
+  return RegisterView(state_->inputs[i]);
 }
 
-ConstRegstView KernelHarness::output() const {
-  return ConstRegstView(state_->output);
+ConstRegisterView KernelHarness::output() const {
+  return ConstRegisterView(state_->output);
 }
 
 const Kernel& KernelHarness::kernel() const { return *state_->kernel; }
@@ -127,7 +134,7 @@ absl::Status KernelHarness::Run(int64_t piece_id) {
     state_->output->set_piece_id(piece_id);
     state_->output->ResetShapes();
   }
-  state_->ctx.piece_id_ = piece_id;
+  state_->ctx.set_piece_id(piece_id);
   return state_->kernel->Forward(&state_->ctx);
 }
 

@@ -1,0 +1,112 @@
+#ifndef ACTORFLOW_ACTOR_ACT_CONTEXT_H_
+#define ACTORFLOW_ACTOR_ACT_CONTEXT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actorflow/kernel.h"
+#include "proto/plan.pb.h"
+
+// The runtime's side of the kernel API's contexts (actorflow/kernel.h):
+// what they reach out of line, and the act context that fills a
+// KernelContext's fields.
+namespace actorflow {
+
+struct KernelInitContext::Rep {
+  const TaskProto& task;
+  std::vector<KernelIo> inputs;
+  std::vector<KernelIo> outputs;
+  // Per output: what Init stated (SetOutputBlobs).
+  std::vector<std::optional<std::vector<BlobDesc>>> inferred;
+};
+
+// An Init context over `task` (which must outlive it).
+inline KernelInitContext MakeInitContext(const TaskProto& task,
+                                         std::vector<KernelIo> inputs,
+                                         std::vector<KernelIo> outputs) {
+  const size_t num_outputs = outputs.size();
+  return KernelInitContext(
+      std::unique_ptr<KernelInitContext::Rep>(new KernelInitContext::Rep{
+          task, std::move(inputs), std::move(outputs),
+          std::vector<std::optional<std::vector<BlobDesc>>>(num_outputs)}));
+}
+
+// The task an Init context describes: for the project's own kernels that
+// read the plan itself (a fused pipeline stage splits its attributes).
+inline const TaskProto& TaskOf(const KernelInitContext& ctx) {
+  return ctx.rep().task;
+}
+
+struct KernelContext::Rep {
+  // The registers consumed (produced) under one name: [begin, end) of the
+  // context's inputs (outputs).
+  struct Group {
+    std::string name;
+    int begin = 0;
+    int end = 0;
+  };
+  const TaskProto* task = nullptr;
+  std::vector<Group> input_groups;
+  std::vector<Group> output_groups;
+};
+
+// One actor's KernelContext (or one queued act's, on an asynchronous
+// stream): owns the register arrays and the Rep its base points at. A copy
+// points at its own.
+class ActContext : public KernelContext {
+ public:
+  ActContext() { Repoint(); }
+  ActContext(const ActContext& other)
+      : KernelContext(other),
+        rep_storage_(other.rep_storage_),
+        input_storage_(other.input_storage_),
+        output_storage_(other.output_storage_) {
+    Repoint();
+  }
+  ActContext& operator=(const ActContext& other) {
+    KernelContext::operator=(other);
+    rep_storage_ = other.rep_storage_;
+    input_storage_ = other.input_storage_;
+    output_storage_ = other.output_storage_;
+    Repoint();
+    return *this;
+  }
+
+  Rep& mutable_rep() { return rep_storage_; }
+  const Rep& rep() const { return rep_storage_; }
+  void set_task(const TaskProto* task) { rep_storage_.task = task; }
+  void set_piece_id(int64_t piece_id) { piece_id_ = piece_id; }
+  void set_stream(const StreamKey& stream) { stream_ = stream; }
+  void set_cuda_stream(void* stream) { cuda_stream_ = stream; }
+  void set_cancelled(const std::atomic<bool>* flag) { cancelled_ = flag; }
+  // Sizes the register arrays, every entry null.
+  void ResizeRegisters(int inputs, int outputs) {
+    input_storage_.assign(inputs, nullptr);
+    output_storage_.assign(outputs, nullptr);
+    Repoint();
+  }
+  // Set per act; as many as ResizeRegisters gave.
+  RegisterBlobs** inputs() { return input_storage_.data(); }
+  RegisterBlobs** outputs() { return output_storage_.data(); }
+
+ private:
+  void Repoint() {
+    rep_ = &rep_storage_;
+    inputs_ = input_storage_.data();
+    outputs_ = output_storage_.data();
+    num_inputs_ = static_cast<int32_t>(input_storage_.size());
+    num_outputs_ = static_cast<int32_t>(output_storage_.size());
+  }
+
+  Rep rep_storage_;
+  std::vector<RegisterBlobs*> input_storage_;
+  std::vector<RegisterBlobs*> output_storage_;
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTOR_ACT_CONTEXT_H_
