@@ -4,6 +4,7 @@
 #include "absl/strings/str_join.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 int64_t ShapeElemCnt(absl::Span<const int64_t> shape) {
   int64_t n = 1;
@@ -31,4 +32,5 @@ BlobDesc LegacyBlob(int64_t elem_cnt) {
   return BlobDesc{kLegacyBlobName, DT_FLOAT32, {elem_cnt}, false};
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow

@@ -10,6 +10,7 @@
 // How the runtime fills the kernel API's Blob (actorflow/tensor_view.h),
 // whose pointers point into storage its owner keeps.
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // Points `blob` at `desc` (which must outlive it), its bytes at `data`
 // and its current shape at `shape` (desc->shape.size() entries, owned by
@@ -23,6 +24,7 @@ inline void ResetBlobShape(Blob* blob) {
   SetBlobShape(absl::Span<const int64_t>(blob->max_shape, blob->rank), blob);
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_ACTOR_BLOB_INIT_H_

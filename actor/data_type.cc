@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 namespace {
 
 constexpr DataType kAll[] = {DT_FLOAT32, DT_FLOAT64, DT_INT8, DT_UINT8,
@@ -54,4 +55,5 @@ const DataType* AllDataTypes(int* count) {
   return kAll;
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow

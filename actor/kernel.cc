@@ -11,6 +11,7 @@
 #include "base/mutex.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 namespace {
 
 const char* AttrTypeName(AttrValue::ValueCase value_case) {
@@ -524,4 +525,5 @@ void KernelRegistry::set_quiet_refusals(bool quiet) {
   quiet_refusals_ = quiet;
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow

@@ -10,15 +10,18 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "actorflow/kernel.h"
 #include "actorflow/version.h"
 #include "base/mutex.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 namespace {
 
@@ -88,6 +91,16 @@ absl::StatusOr<std::set<int64_t>> StampedAbiVersions(const std::string& file) {
   return versions;
 }
 
+// The error for a library built against kernel ABI `versions`.
+absl::Status AbiMismatch(const std::string& path, absl::string_view versions) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "kernel library '", path, "' was built against actorflow kernel ABI ",
+      versions, "; this runtime has kernel ABI ", ACTORFLOW_ABI_VERSION,
+      " (actorflow ", ACTORFLOW_VERSION_STRING,
+      "): rebuild it against this version's SDK; nothing of the library was "
+      "loaded"));
+}
+
 // OK if the library at `file` was built against this runtime's kernel ABI.
 // `path` is the name it was asked for by, for the message.
 absl::Status CheckKernelAbi(const std::string& path, const std::string& file) {
@@ -107,11 +120,32 @@ absl::Status CheckKernelAbi(const std::string& path, const std::string& file) {
   if (versions->size() == 1 && *versions->begin() == ACTORFLOW_ABI_VERSION) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "kernel library '", path, "' was built against actorflow kernel ABI ",
-      absl::StrJoin(*versions, " and "), "; ", ours,
-      ": rebuild it against this version's SDK; nothing of the library was "
-      "loaded"));
+  return AbiMismatch(path, absl::StrJoin(*versions, " and "));
+}
+
+// dlopen's reason for refusing a library (given by bare name, so not
+// checked before) that names a symbol of another ABI version's namespace
+// (mangled as "9actorflow6abi_v3": actorflow::abi_v3, each name after its
+// length): the mismatch said as CheckKernelAbi says it. OK for any other
+// reason.
+absl::Status AbiMismatchIn(const std::string& path, absl::string_view reason) {
+  const absl::string_view marker = "9actorflow";
+  for (size_t at = reason.find(marker); at != absl::string_view::npos;
+       at = reason.find(marker, at + 1)) {
+    // The next name is mangled as its length, then its characters.
+    const size_t begin = at + marker.size();
+    size_t end = begin;
+    while (end < reason.size() && absl::ascii_isdigit(reason[end])) ++end;
+    size_t length = 0;
+    if (!absl::SimpleAtoi(reason.substr(begin, end - begin), &length)) continue;
+    absl::string_view name = reason.substr(end, length);
+    int64_t version = 0;
+    if (name.size() == length && absl::ConsumePrefix(&name, "abi_v") &&
+        absl::SimpleAtoi(name, &version) && version != ACTORFLOW_ABI_VERSION) {
+      return AbiMismatch(path, absl::StrCat(version));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // The file dlopen found for `handle` (a bare name is searched for).
@@ -146,6 +180,9 @@ absl::Status LoadKernelLibrary(const std::string& path) {
   registry.set_quiet_refusals(false);
   if (handle == nullptr) {
     const char* reason = dlerror();
+    if (reason != nullptr) {
+      if (absl::Status abi = AbiMismatchIn(path, reason); !abi.ok()) return abi;
+    }
     return absl::NotFoundError(
         absl::StrCat("kernel library '", path,
                      "' cannot be loaded: ", reason ? reason : "unknown"));
@@ -193,4 +230,5 @@ std::vector<LoadedKernelLibrary> LoadedKernelLibraries() {
   return libraries;
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow

@@ -3,6 +3,7 @@
 #include <utility>
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 void KernelState::Add(std::string name, DataType type,
                       std::vector<int64_t> shape, const void* data) {
@@ -76,4 +77,5 @@ int64_t KernelState::byte_size() const {
   return bytes;
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow

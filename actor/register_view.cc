@@ -1,6 +1,7 @@
 #include "actorflow/register_view.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 Blob* RegisterBlobs::FindBlob(absl::string_view name) {
   for (int b = 0; b < num_blobs_; ++b) {
@@ -9,4 +10,5 @@ Blob* RegisterBlobs::FindBlob(absl::string_view name) {
   return nullptr;
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow

@@ -6,6 +6,7 @@
 #include "actor/blob_init.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 namespace {
 
 std::string BlobLabel(const Blob& blob) {
@@ -74,4 +75,5 @@ absl::Status TensorView::set_shape(absl::Span<const int64_t> shape) const {
   return absl::OkStatus();
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow

@@ -4,7 +4,9 @@
 #include "absl/strings/str_cat.h"
 #include "actorflow/cuda_api.h"
 
-namespace actorflow::cuda {
+namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
+namespace cuda {
 namespace {
 
 absl::Status FromCuda(cudaError_t err, const char* what) {
@@ -200,4 +202,6 @@ absl::Status LastLaunchError(const char* what) {
   return FromCuda(cudaGetLastError(), what);
 }
 
-}  // namespace actorflow::cuda
+}  // namespace cuda
+ACTORFLOW_NAMESPACE_END
+}  // namespace actorflow

@@ -25,7 +25,9 @@
 #include "base/mutex.h"
 #include "memory/cuda_emulation.h"
 
-namespace actorflow::cuda {
+namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
+namespace cuda {
 namespace {
 
 constexpr int kDevices = 2;
@@ -296,4 +298,6 @@ absl::StatusOr<int64_t> EventElapsedNs(EventHandle start, EventHandle end) {
 
 absl::Status LastLaunchError(const char*) { return absl::OkStatus(); }
 
-}  // namespace actorflow::cuda
+}  // namespace cuda
+ACTORFLOW_NAMESPACE_END
+}  // namespace actorflow

@@ -1,7 +1,9 @@
 // CPU-only builds: every device call reports that CUDA is not compiled in.
 #include "actorflow/cuda_api.h"
 
-namespace actorflow::cuda {
+namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
+namespace cuda {
 namespace {
 
 absl::Status NoCuda() {
@@ -49,4 +51,6 @@ absl::StatusOr<int64_t> EventElapsedNs(EventHandle, EventHandle) {
 }
 absl::Status LastLaunchError(const char*) { return NoCuda(); }
 
-}  // namespace actorflow::cuda
+}  // namespace cuda
+ACTORFLOW_NAMESPACE_END
+}  // namespace actorflow

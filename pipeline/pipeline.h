@@ -21,8 +21,10 @@
 #include "proto/plan.pb.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 class KernelBindings;
 class Session;
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 // A DALI-style data pipeline that compiles to a Plan and runs on the actor

@@ -18,6 +18,7 @@
 #include "plan/validate_and_bind.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 int64_t RegisterBufferBytes(const std::vector<BlobDesc>& blobs) {
   return std::max(LayOut(blobs).bytes, kRegstOverheadBytes);
@@ -123,4 +124,5 @@ std::string DescribeShapes(const CompiledPlan& compiled) {
   return text;
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow

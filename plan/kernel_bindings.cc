@@ -5,6 +5,7 @@
 #include <utility>
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 namespace {
 
 class FunctionKernel final : public Kernel {
@@ -151,4 +152,5 @@ bool KernelBindings::IsObject(const std::string& op_type,
   return entry != nullptr && entry->object;
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow

@@ -9,6 +9,7 @@
 #include "memory/synced_memory.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 struct KernelHarness::State {
   TaskProto task;
@@ -138,4 +139,5 @@ absl::Status KernelHarness::Run(int64_t piece_id) {
   return state_->kernel->Forward(&state_->ctx);
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow

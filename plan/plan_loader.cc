@@ -13,6 +13,7 @@
 #include "google/protobuf/text_format.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 namespace {
 
 class CollectErrors : public google::protobuf::io::ErrorCollector {
@@ -97,4 +98,5 @@ absl::StatusOr<Plan> LoadPlan(const std::string& path) {
   return plan;
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow

@@ -22,6 +22,7 @@
 #include "plan/validate_and_bind.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 namespace {
 
 std::string MemoryName(const MemoryCase& mem) {
@@ -745,4 +746,5 @@ std::vector<std::string> ValidateAndBind(const CompileOptions& options,
   return problems;
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow

@@ -7,6 +7,7 @@
 #include "actorflow/compiled_plan.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // The validator's half of CompilePlan: checks `compiled->plan` and, in
 // topological order, creates and Inits each task's kernel (each sees its
@@ -16,6 +17,7 @@ namespace actorflow {
 std::vector<std::string> ValidateAndBind(const CompileOptions& options,
                                          CompiledPlan* compiled);
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_PLAN_VALIDATE_AND_BIND_H_

@@ -29,6 +29,7 @@
 #include "plan/plan_signature.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 const char* const kCheckpointSteps[] = {
     "tmp_dir",    "data",    "data_synced", "manifest", "manifest_synced",
@@ -523,4 +524,5 @@ absl::Status CheckSamePlan(const std::string& path, const CheckpointData& data,
       absl::StrCat("checkpoint '", path, "' is of another plan: ", diff));
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow

@@ -7,6 +7,7 @@
 #include "runtime/session_impl.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(
     Plan plan, SessionOptions options) {
@@ -111,4 +112,5 @@ void FetchedTensor::Release() {
   regst_ = nullptr;
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow

@@ -94,7 +94,7 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   struct Port;  // a feed or fetch task and its port
   SessionImpl(std::unique_ptr<CompiledPlan> compiled, SessionOptions options,
               UsableCpus cpus);
-  friend class FetchedTensor;
+  friend class ::actorflow::FetchedTensor;  // the public class
 
   // Create's steps, in order (Build runs them):
   absl::Status Build();

@@ -19,6 +19,7 @@
 #include "absl/strings/strip.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 namespace {
 
 std::string ReadFile(const std::string& path) {
@@ -253,4 +254,5 @@ const UsableCpus& ProcessUsableCpus() {
   return *cpus;
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow

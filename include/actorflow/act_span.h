@@ -4,7 +4,10 @@
 #include <chrono>
 #include <cstdint>
 
+#include "actorflow/version.h"
+
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // When one act ran, for traces (RunOptions::trace). On a CPU stream: the
 // kernel's call. On an asynchronous stream (host or CUDA): from queueing
@@ -22,6 +25,7 @@ inline int64_t SteadyNowNs() {
       .count();
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_ACT_SPAN_H_

@@ -5,7 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "actorflow/version.h"
+
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // Where one task's time went in one run (ActorEnv::timed). The time an
 // actor could not act is charged to what it lacked when it last stopped:
@@ -50,6 +53,7 @@ struct ActorSnapshot {
   std::vector<Output> outputs;
 };
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_ACTOR_STATS_H_

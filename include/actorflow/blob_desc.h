@@ -8,8 +8,10 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "actorflow/data_type.h"
+#include "actorflow/version.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // What a blob is, as a plan states it or shape inference derives it: a
 // name, an element type and a shape. For a dynamic blob the shape is the
@@ -38,6 +40,7 @@ int64_t ShapeElemCnt(absl::Span<const int64_t> shape);
 inline constexpr char kLegacyBlobName[] = "data";
 BlobDesc LegacyBlob(int64_t elem_cnt);
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_BLOB_DESC_H_

@@ -3,7 +3,10 @@
 
 #include <cstdint>
 
+#include "actorflow/version.h"
+
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // How a Channel (thread/channel.h) waits and what it reserves: part of
 // SessionOptions, so it stands apart from the channel's machinery.
@@ -24,6 +27,7 @@ struct ChannelOptions {
   uint32_t reserve = 0;
 };
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_CHANNEL_OPTIONS_H_

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "actorflow/kernel_state.h"
 #include "actorflow/proto/checkpoint.pb.h"
+#include "actorflow/version.h"
 
 // Checkpoints on disk (docs/checkpoints.md). A checkpoint is one directory,
 // `<root>/ckpt-<piece>` (the piece in 12 digits), holding a MANIFEST (the
@@ -20,6 +21,7 @@
 // leaves the root with the checkpoints it had, or with the new one
 // complete, never with a torn one. Reading verifies every byte.
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // One task's state at the cut.
 struct TaskState {
@@ -110,6 +112,7 @@ absl::Status CheckSamePlan(const std::string& path, const CheckpointData& data,
 extern const char* const kCheckpointSteps[];
 extern const int kNumCheckpointSteps;
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_CHECKPOINT_H_

@@ -6,8 +6,10 @@
 
 #include "absl/time/time.h"
 #include "actorflow/kernel_state.h"
+#include "actorflow/version.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // Session::Checkpoint's settings.
 struct CheckpointOptions {
@@ -31,6 +33,7 @@ struct CheckpointInfo {
   double write_ms = 0;  // Checkpoint: writing and syncing
 };
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_CHECKPOINT_INFO_H_

@@ -15,8 +15,10 @@
 #include "actorflow/plan_validator.h"
 #include "actorflow/proto/plan.pb.h"
 #include "actorflow/register_limit.h"
+#include "actorflow/version.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // A plan checked and ready to run: every problem ValidatePlan knows is
 // absent, every descriptor's blobs are known (stated or inferred), and
@@ -65,6 +67,7 @@ absl::StatusOr<std::unique_ptr<CompiledPlan>> CompilePlan(
 // and "(no blobs: a control token)" for a register without any.
 std::string DescribeShapes(const CompiledPlan& compiled);
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_COMPILED_PLAN_H_

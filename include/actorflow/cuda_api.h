@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "actorflow/version.h"
 
 // The few CUDA runtime calls the memory layer needs, behind absl::Status.
 // Two implementations: cuda_api_cuda.cc (built when a toolkit is found) and
@@ -21,7 +22,9 @@ using DeviceProbe = std::function<absl::Status(int index)>;
 
 }  // namespace actorflow
 
-namespace actorflow::cuda {
+namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
+namespace cuda {
 
 // An opaque cudaStream_t and cudaEvent_t.
 using StreamHandle = void*;
@@ -87,6 +90,8 @@ absl::StatusOr<int64_t> EventElapsedNs(EventHandle start, EventHandle end);
 // OK if it succeeded. Clears it.
 absl::Status LastLaunchError(const char* what);
 
-}  // namespace actorflow::cuda
+}  // namespace cuda
+ACTORFLOW_NAMESPACE_END
+}  // namespace actorflow
 
 #endif  // ACTORFLOW_CUDA_API_H_

@@ -8,9 +8,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "actorflow/version.h"
 
 // Element types of blobs and their C++ types.
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // What a blob's elements are. The same names and numbers as the plan
 // format's DataTypes.Value (plan.proto), which the runtime converts at the
@@ -80,6 +82,7 @@ decltype(auto) VisitDataType(DataType type, Fn&& fn) {
   }
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_DATA_TYPE_H_

@@ -20,7 +20,25 @@
 #include "actorflow/stream_key.h"
 #include "actorflow/version.h"
 
+// The kernel API: what a task's computation implements and what it sees.
+//
+// A Kernel is made once per task from the op_type the plan names
+// (KernelRegistry, ACTORFLOW_REGISTER_KERNEL), checked once by Init, and
+// then called by Forward once per piece, always on its task's thread: a
+// kernel needs no lock for its own fields. A context, and every view it
+// hands out, is valid only during the call it is passed to; register
+// memory belongs to the runtime (inputs are read-only, outputs writable
+// until Forward returns). A kernel reports problems as absl::Status (or an
+// exception) and never aborts: the runtime stops the run and names the task
+// and piece. KernelRegistry may be used from any thread.
+//
+// REQUIRES: a kernel built outside this repository is compiled against
+// these headers and loaded with LoadKernelLibrary (actorflow/
+// kernel_library.h), which refuses one built against another
+// ACTORFLOW_ABI_VERSION (actorflow/version.h). Nothing here includes
+// protobuf.
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // One named input or output of a task, as a kernel sees it at Init.
 struct KernelIo {
@@ -324,6 +342,7 @@ class KernelRegistry {
   ACTORFLOW_REGISTER_KERNEL_FOR(op_type, KernelClass,       \
                                 ::actorflow::DeviceKind::kGpu)
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_KERNEL_H_

@@ -10,8 +10,10 @@
 #include "absl/status/statusor.h"
 #include "actorflow/kernel.h"
 #include "actorflow/stream_key.h"
+#include "actorflow/version.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // Kernels for one session, from the caller's own program: an op_type bound
 // here wins over ACTORFLOW_REGISTER_KERNEL's registry for the plans compiled
@@ -72,6 +74,7 @@ class KernelBindings {
   std::vector<Entry> entries_;
 };
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_KERNEL_BINDINGS_H_

@@ -11,8 +11,10 @@
 #include "actorflow/blob_desc.h"
 #include "actorflow/kernel.h"
 #include "actorflow/register_view.h"
+#include "actorflow/version.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // Runs one kernel outside a plan, one piece at a time: for unit tests of
 // kernels, the built-in ones and yours. The task's inputs are registers
@@ -60,6 +62,7 @@ class KernelHarness {
   std::unique_ptr<State> state_;
 };
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_KERNEL_HARNESS_H_

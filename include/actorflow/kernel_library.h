@@ -5,8 +5,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "actorflow/version.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // Kernels built outside actorflow, as a shared library whose .cc files
 // register them with ACTORFLOW_REGISTER_KERNEL (docs/plans.md, "Kernel
@@ -34,6 +36,7 @@ struct LoadedKernelLibrary {
 };
 std::vector<LoadedKernelLibrary> LoadedKernelLibraries();
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_KERNEL_LIBRARY_H_

@@ -14,12 +14,14 @@
 #include "actorflow/blob_desc.h"
 #include "actorflow/data_type.h"
 #include "actorflow/stream_key.h"
+#include "actorflow/version.h"
 
 // What a kernel keeps from one piece to the next (weights, optimizer
 // moments, counters) as named host arrays: what a checkpoint saves and a
 // restore gives back (docs/checkpoints.md). Entries keep the order they
 // were added in; names are unique.
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 struct StateEntry {
   std::string name;
@@ -98,6 +100,7 @@ struct KernelStateContext {
   int64_t piece = 0;
 };
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_KERNEL_STATE_H_

@@ -5,9 +5,11 @@
 
 #include "absl/status/statusor.h"
 #include "actorflow/proto/plan.pb.h"
+#include "actorflow/version.h"
 #include "google/protobuf/message.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // Reads a Plan from `path`: text format for .pbtxt/.textproto/.txt, binary
 // for .pb/.bin. Errors name the file, and for text the line and column.
@@ -28,6 +30,7 @@ absl::Status ParseTextMessage(const std::string& text, const std::string& name,
 absl::StatusOr<Plan> ParseTextPlan(const std::string& text,
                                    const std::string& name);
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_PLAN_LOADER_H_

@@ -8,8 +8,10 @@
 #include "absl/status/status.h"
 #include "actorflow/cuda_api.h"
 #include "actorflow/proto/plan.pb.h"
+#include "actorflow/version.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // Every problem that would keep `plan` from running, one message each,
 // naming the task, the regst_desc id and the field. Empty when the plan is
@@ -26,6 +28,7 @@ namespace actorflow {
 std::vector<std::string> ValidatePlan(
     const Plan& plan, DeviceProbe probe = cuda::DeviceAvailable);
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_PLAN_VALIDATOR_H_

@@ -5,8 +5,10 @@
 
 #include "absl/strings/string_view.h"
 #include "actorflow/tensor_view.h"
+#include "actorflow/version.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // The part of a register that views read: its blobs and its piece. Plain
 // data with a fixed layout, part of ACTORFLOW_ABI_VERSION
@@ -75,6 +77,7 @@ class RegisterView : public ConstRegisterView {
   }
 };
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_REGISTER_VIEW_H_

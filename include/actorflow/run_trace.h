@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "actorflow/act_span.h"
+#include "actorflow/version.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // What RunOptions::trace records: per task, one span per act.
 struct RunTrace {
@@ -21,6 +23,7 @@ struct RunTrace {
   std::vector<Task> tasks;  // in plan order
 };
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_RUN_TRACE_H_

@@ -26,8 +26,23 @@
 #include "actorflow/run_trace.h"
 #include "actorflow/tensor.h"
 #include "actorflow/usable_cpus.h"
+#include "actorflow/version.h"
 
+// Running a plan from a program: Session (compile once, run many times,
+// feed and fetch), the options it is made with, and what a run reports.
+//
+// Ownership: a Session owns its threads, registers and kernels; everything
+// it starts is joined before its destructor returns. A FetchedTensor
+// borrows a register and must be released (or destroyed) before its
+// session. Thread safety and failure handling are stated on the Session
+// class below; errors are absl::Status naming the task, register or option.
 namespace actorflow {
+
+// The runtime's, outside the versioned namespace.
+class Regst;
+class SessionImpl;
+
+ACTORFLOW_NAMESPACE_BEGIN
 
 // Where plain CPU streams run when they outnumber their threads
 // (SessionOptions::share_cpu_threads).
@@ -149,9 +164,6 @@ struct RunProgress {
   double elapsed_ms = 0;
 };
 
-class Regst;
-class SessionImpl;
-
 // A fetched piece borrowed from the plan: its register stays out of the
 // plan (holding back its producer, as any reader does) until Release or
 // destruction. Must not outlive its session.
@@ -168,7 +180,7 @@ class FetchedTensor {
   void Release();
 
  private:
-  friend class SessionImpl;
+  friend class ::actorflow::SessionImpl;
   FetchedTensor(SessionImpl* session, Regst* regst)
       : session_(session), regst_(regst) {}
   SessionImpl* session_ = nullptr;
@@ -311,6 +323,7 @@ class Session final {
   std::unique_ptr<SessionImpl> impl_;
 };
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_SESSION_H_

@@ -5,8 +5,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "actorflow/version.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 enum class DeviceKind : int32_t { kCpu = 0, kGpu = 1 };
 
@@ -41,6 +43,7 @@ struct StreamKey {
   }
 };
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_STREAM_KEY_H_

@@ -12,8 +12,10 @@
 #include "absl/types/span.h"
 #include "actorflow/blob_desc.h"
 #include "actorflow/data_type.h"
+#include "actorflow/version.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // A host tensor owned by the caller: what Session::Feed takes and
 // Session::Fetch returns. Elements are dense and row-major; typed access
@@ -77,6 +79,7 @@ class Tensor {
   std::vector<uint64_t> storage_;  // 8-byte aligned for every element type
 };
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_TENSOR_H_

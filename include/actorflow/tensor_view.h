@@ -9,8 +9,10 @@
 #include "absl/types/span.h"
 #include "actorflow/blob_desc.h"
 #include "actorflow/data_type.h"
+#include "actorflow/version.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // A blob inside one register, as the views below read it: where its
 // bytes are and the shape of the piece it holds now. Plain data with a
@@ -102,6 +104,7 @@ class TensorView : public ConstTensorView {
   absl::Status set_shape(absl::Span<const int64_t> shape) const;
 };
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_TENSOR_VIEW_H_

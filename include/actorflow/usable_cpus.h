@@ -4,8 +4,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "actorflow/version.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // How many CPUs this process may keep busy at once, and where that figure
 // comes from. The runtime sizes its spinning by `count`: a thread that
@@ -84,6 +86,7 @@ void LookForBusy(UsableCpus* cpus);
 // pool and waits outside any session use.
 const UsableCpus& ProcessUsableCpus();
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_USABLE_CPUS_H_

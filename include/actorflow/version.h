@@ -22,6 +22,24 @@
 
 #define ACTORFLOW_ABI_VERSION 2
 
+// Everything declared by the public headers lives in an inline namespace
+// named after the ABI version (actorflow::abi_v2 while ACTORFLOW_ABI_VERSION
+// is 2): code names it as actorflow::Session as before, but the symbols
+// carry the version, so a library built against other headers cannot bind
+// to this runtime's by accident. A public header opens it right after
+// `namespace actorflow {` and closes it before that namespace ends:
+//   namespace actorflow {
+//   ACTORFLOW_NAMESPACE_BEGIN
+//   ...
+//   ACTORFLOW_NAMESPACE_END
+//   }  // namespace actorflow
+#define ACTORFLOW_ABI_NAMESPACE_INNER(v) abi_v##v
+#define ACTORFLOW_ABI_NAMESPACE_OF(v) ACTORFLOW_ABI_NAMESPACE_INNER(v)
+#define ACTORFLOW_ABI_NAMESPACE \
+  ACTORFLOW_ABI_NAMESPACE_OF(ACTORFLOW_ABI_VERSION)
+#define ACTORFLOW_NAMESPACE_BEGIN inline namespace ACTORFLOW_ABI_NAMESPACE {
+#define ACTORFLOW_NAMESPACE_END }
+
 #define ACTORFLOW_VERSION_STRINGIZE_INNER(x) #x
 #define ACTORFLOW_VERSION_STRINGIZE(x) ACTORFLOW_VERSION_STRINGIZE_INNER(x)
 

@@ -53,6 +53,17 @@ print(json.loads(sys.argv[1])["sinks"]["checksum"]["checksum"])' "$1"
 mkdir -p "$work/sdk"
 tar -xf "$sdk_tar" -C "$work/sdk"
 [[ -f "$work/sdk/lib/libactorflow.so" ]] || fail "the SDK has no lib/libactorflow.so"
+abi=$(sed -n 's/^#define ACTORFLOW_ABI_VERSION \([0-9]*\)$/\1/p' \
+  "$work/sdk/include/actorflow/version.h")
+[[ -n "$abi" ]] || fail "the SDK's actorflow/version.h states no ABI version"
+# Every public type is in the ABI version's inline namespace: its symbols
+# say actorflow::abi_vN (a library built against other headers cannot bind
+# to them), while code names it actorflow::Session.
+symbols=$(nm -DC "$work/sdk/lib/libactorflow.so")
+for symbol in Session::Create KernelRegistry::Register LoadPlan; do
+  grep -q " actorflow::abi_v$abi::$symbol(" <<<"$symbols" ||
+    fail "libactorflow.so exports no actorflow::abi_v$abi::$symbol"
+done
 # The SDK is include/actorflow/ and the library, nothing else.
 others=$(cd "$work/sdk" && find . -type f ! -path './include/actorflow/*' \
   ! -path ./lib/libactorflow.so)
@@ -133,9 +144,6 @@ out=$(make -s -C "$example" ACTORFLOW_SDK="$work/sdk" OUT="$work" \
 # against another release's headers): refused by every loader, naming both
 # versions, before any of its code runs; found by name through dlopen's
 # search path (a bare name), it is refused too.
-abi=$(sed -n 's/^#define ACTORFLOW_ABI_VERSION \([0-9]*\)$/\1/p' \
-  "$work/sdk/include/actorflow/version.h")
-[[ -n "$abi" ]] || fail "the SDK's actorflow/version.h states no ABI version"
 cp -r "$work/sdk" "$work/sdk_next"
 sed -i "s/^#define ACTORFLOW_ABI_VERSION $abi\$/#define ACTORFLOW_ABI_VERSION $((abi + 1))/" \
   "$work/sdk_next/include/actorflow/version.h"
