@@ -4,27 +4,28 @@
 #include <cstdint>
 #include <string>
 
+#include "actorflow/stream_key.h"
+
 namespace actorflow::engine {
 
 // Device indices an engine serves: 0 .. kMaxEngineDevices - 1.
 constexpr int kMaxEngineDevices = 64;
 
-// Where an engine operation runs: a device type and index.
+// Where an engine operation runs: a device (the runtime's DeviceKind, as
+// streams name theirs) and its index.
 struct Context {
-  enum class DeviceType { kCPU = 1, kGPU = 2 };
-
-  DeviceType dev_type = DeviceType::kCPU;
+  DeviceKind device = DeviceKind::kCpu;
   int dev_id = 0;
 
-  static Context CPU(int dev_id = 0) { return {DeviceType::kCPU, dev_id}; }
-  static Context GPU(int dev_id = 0) { return {DeviceType::kGPU, dev_id}; }
-  bool is_gpu() const { return dev_type == DeviceType::kGPU; }
+  static Context CPU(int dev_id = 0) { return {DeviceKind::kCpu, dev_id}; }
+  static Context GPU(int dev_id = 0) { return {DeviceKind::kGpu, dev_id}; }
+  bool is_gpu() const { return device == DeviceKind::kGpu; }
   // "cpu(0)", "gpu(1)".
   std::string ToString() const {
     return (is_gpu() ? "gpu(" : "cpu(") + std::to_string(dev_id) + ")";
   }
   bool operator==(const Context& o) const {
-    return dev_type == o.dev_type && dev_id == o.dev_id;
+    return device == o.device && dev_id == o.dev_id;
   }
 };
 
