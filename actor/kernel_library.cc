@@ -91,13 +91,19 @@ absl::StatusOr<std::set<int64_t>> StampedAbiVersions(const std::string& file) {
   return versions;
 }
 
+// "this runtime has kernel ABI 2 (actorflow 0.1.0)": what every refusal
+// for a version says of this side.
+std::string ThisRuntime() {
+  return absl::StrCat("this runtime has kernel ABI ", ACTORFLOW_ABI_VERSION,
+                      " (actorflow ", ACTORFLOW_VERSION_STRING, ")");
+}
+
 // The error for a library built against kernel ABI `versions`.
 absl::Status AbiMismatch(const std::string& path, absl::string_view versions) {
   return absl::InvalidArgumentError(absl::StrCat(
       "kernel library '", path, "' was built against actorflow kernel ABI ",
-      versions, "; this runtime has kernel ABI ", ACTORFLOW_ABI_VERSION,
-      " (actorflow ", ACTORFLOW_VERSION_STRING,
-      "): rebuild it against this version's SDK; nothing of the library was "
+      versions, "; ", ThisRuntime(),
+      ": rebuild it against this version's SDK; nothing of the library was "
       "loaded"));
 }
 
@@ -106,16 +112,13 @@ absl::Status AbiMismatch(const std::string& path, absl::string_view versions) {
 absl::Status CheckKernelAbi(const std::string& path, const std::string& file) {
   absl::StatusOr<std::set<int64_t>> versions = StampedAbiVersions(file);
   if (!versions.ok()) return absl::OkStatus();
-  const std::string ours =
-      absl::StrCat("this runtime has kernel ABI ", ACTORFLOW_ABI_VERSION,
-                   " (actorflow ", ACTORFLOW_VERSION_STRING, ")");
   if (versions->empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "kernel library '", path,
         "' carries no actorflow kernel ABI stamp (it was not built against "
         "actorflow's kernel headers, or registers no kernel with "
         "ACTORFLOW_REGISTER_KERNEL); ",
-        ours, "; nothing of the library was loaded"));
+        ThisRuntime(), "; nothing of the library was loaded"));
   }
   if (versions->size() == 1 && *versions->begin() == ACTORFLOW_ABI_VERSION) {
     return absl::OkStatus();

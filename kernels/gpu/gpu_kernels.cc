@@ -19,7 +19,7 @@
 namespace actorflow {
 namespace {
 
-// launch.h numbers its element types as plan.proto does.
+// launch.h numbers its element types as DataType does.
 constexpr bool Same(gpu::ElemType a, DataType b) {
   return static_cast<int>(a) == static_cast<int>(b);
 }

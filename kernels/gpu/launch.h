@@ -10,8 +10,10 @@
 // *total. Pointers are device memory; n counts elements.
 namespace actorflow::gpu {
 
-// Element types, numbered as DataType in plan.proto (gpu_kernels.cc checks
-// that they agree): nvcc does not see the generated protobuf headers.
+// Element types, numbered as DataType (actorflow/data_type.h;
+// gpu_kernels.cc checks that they agree): nvcc compiles launch.cu alone,
+// as C++17 with no include path beyond the workspace, so it cannot take
+// data_type.h, which includes Abseil.
 enum ElemType : int {
   kFloat32 = 0,
   kFloat64 = 1,
