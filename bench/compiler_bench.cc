@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "actorflow/job_builder.h"
+#include "actorflow/job_compiler.h"
 #include "bench/bench_util.h"
-#include "compiler/job_builder.h"
-#include "compiler/job_compiler.h"
 
 namespace actorflow {
 namespace {

@@ -16,9 +16,9 @@
 
 #include "actorflow/blob_desc.h"
 #include "actorflow/compiled_plan.h"
+#include "actorflow/job_compiler.h"
 #include "actorflow/session.h"
 #include "bench/bench_util.h"
-#include "compiler/job_compiler.h"
 #include "compiler/plan_or_job.h"
 #include "nn/mlp.h"
 #include "pipeline/dataset.h"

@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "actorflow/pipeline.h"
 #include "bench/bench_util.h"
 #include "pipeline/dataset.h"
 #include "pipeline/fixtures.h"
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
-#include "pipeline/pipeline.h"
 #include "plan/plan_builder.h"
 
 namespace actorflow::bench {
@@ -163,21 +163,20 @@ Result Tbb(const std::vector<std::string>& files, int threads, int64_t batch) {
   });
 }
 
-std::unique_ptr<pipeline::Pipeline> MakePipeline(
-    const std::vector<std::string>& files, int threads, int64_t batch) {
-  pipeline::PipelineOptions options;
+std::unique_ptr<Pipeline> MakePipeline(const std::vector<std::string>& files,
+                                       int threads, int64_t batch) {
+  PipelineOptions options;
   options.batch_size = batch;
   options.num_threads = threads;
   options.prefetch_depth = 2;
   options.seed = kSeed;
-  auto pipe = std::make_unique<pipeline::Pipeline>(options);
+  auto pipe = std::make_unique<Pipeline>(options);
   const AttrValue list = StringListAttr(files);
   const AttrValue crop = IntListAttr({kCrop, kCrop});
   const AttrValue yes = BoolAttr(true), half = FloatAttr(0.5),
                   rgb = StringAttr("rgb"),
                   mean = FloatListAttr({kMean.begin(), kMean.end()}),
                   stddev = FloatListAttr({kStd.begin(), kStd.end()});
-  using pipeline::OperatorDef;
   pipe->Add(OperatorDef{
       .op = "file_reader", .outputs = {"files"}, .attrs = {{"files", list}}});
   pipe->Add(OperatorDef{.op = "decode",
@@ -203,7 +202,7 @@ std::unique_ptr<pipeline::Pipeline> MakePipeline(
 
 // One epoch per sample; Reset between them (the threads stay up, as in a
 // training job).
-Result Actors(pipeline::Pipeline* pipe, int64_t images) {
+Result Actors(Pipeline* pipe, int64_t images) {
   BatchBuffer out;
   Result r = Measure(images, [&] {
     for (int i = 0; i < 2; ++i) Check(pipe->Run(), "Run");

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "actorflow/job_builder.h"
+#include "actorflow/job_compiler.h"
 #include "actorflow/session.h"
 #include "bench/bench_util.h"
-#include "compiler/job_builder.h"
-#include "compiler/job_compiler.h"
 #include "plan/plan_builder.h"
 
 namespace actorflow::bench {

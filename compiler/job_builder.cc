@@ -1,8 +1,9 @@
-#include "compiler/job_builder.h"
+#include "actorflow/job_builder.h"
 
 #include "plan/plan_builder.h"
 
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 ParallelSignature SplitSignature(int axis) {
   ParallelSignature sig;
@@ -132,4 +133,5 @@ OpHandle& OpHandle::RegisterNum(const std::string& name, int num) {
   return *this;
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow

@@ -1,4 +1,4 @@
-#include "compiler/job_compiler.h"
+#include "actorflow/job_compiler.h"
 
 #include <algorithm>
 #include <map>
@@ -1069,9 +1069,12 @@ class Compiler {
 
 }  // namespace
 
+ACTORFLOW_NAMESPACE_BEGIN
+
 absl::StatusOr<CompiledJob> CompileJob(const Job& job,
                                        const JobCompileOptions& options) {
   return Compiler(job, options).Compile();
 }
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow

@@ -6,7 +6,7 @@
 #include <variant>
 
 #include "absl/status/statusor.h"
-#include "compiler/job_compiler.h"
+#include "actorflow/job_compiler.h"
 #include "proto/job.pb.h"
 #include "proto/plan.pb.h"
 

@@ -1,5 +1,5 @@
 // The boxing kernels the job compiler inserts between placements and
-// parallel signatures (compiler/job_compiler.h): `slice` takes one of n
+// parallel signatures (actorflow/job_compiler.h): `slice` takes one of n
 // near-equal parts of every blob along an axis, `concat` joins its inputs'
 // blobs along an axis. `add` (the sum of partial sums) and `identity` (a
 // broadcast) are the element-wise kernels. Host memory only: the compiler

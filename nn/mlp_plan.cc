@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "compiler/job_builder.h"
-#include "compiler/job_compiler.h"
+#include "actorflow/job_builder.h"
+#include "actorflow/job_compiler.h"
 #include "plan/plan_builder.h"
 
 namespace actorflow::nn {

@@ -1,4 +1,4 @@
-#include "pipeline/pipeline.h"
+#include "actorflow/pipeline.h"
 
 #include <algorithm>
 
@@ -6,8 +6,18 @@
 #include "absl/strings/str_join.h"
 #include "pipeline/pipeline_held.h"
 #include "pipeline/sample_ops.h"
+#include "pipeline/skip_log.h"
 
-namespace actorflow::pipeline {
+namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
+
+// The pipeline's kernels and what they share (internal: pipeline/).
+using pipeline::BatchKernel;
+using pipeline::FileReaderKernel;
+using pipeline::IdxReaderKernel;
+using pipeline::SampleDealers;
+using pipeline::SampleOpNames;
+using pipeline::SampleStageKernel;
 
 // ---- views ----
 
@@ -29,7 +39,9 @@ absl::StatusOr<OutputView> BatchView::output(absl::string_view name) const {
 
 // ---- the pipeline ----
 
-Pipeline::Pipeline(PipelineOptions options) : options_(std::move(options)) {}
+Pipeline::Pipeline(PipelineOptions options)
+    : options_(std::move(options)),
+      log_(std::make_unique<pipeline::SkipLog>()) {}
 
 Pipeline::~Pipeline() {
   held_.clear();  // borrowed registers go back before the session ends
@@ -51,6 +63,10 @@ Pipeline& Pipeline::SetOutputs(std::vector<std::string> names) {
 }
 
 const Plan& Pipeline::plan() const { return plan_; }
+
+std::vector<SkippedSample> Pipeline::skipped() const {
+  return log_->Snapshot();
+}
 
 const RunTrace& Pipeline::trace() const {
   static const RunTrace kEmpty;
@@ -82,7 +98,7 @@ absl::Status Pipeline::Build() {
 }
 
 void Pipeline::BindKernels(KernelBindings* kernels) {
-  SkipLog* log = &log_;
+  pipeline::SkipLog* log = log_.get();
   kernels->Bind("pipeline.batch", [log] {
     return std::unique_ptr<Kernel>(new BatchKernel(log));
   });
@@ -135,7 +151,7 @@ bool Pipeline::MoreToIssue() const {
   // Samples held over for lack of a full batch need one more (final)
   // chunk, once everything issued has come back and gone out.
   return in_flight_ == 0 && ready_.empty() &&
-         epoch_size_ - delivered_ - log_.CountInEpoch(epoch_) > 0;
+         epoch_size_ - delivered_ - log_->CountInEpoch(epoch_) > 0;
 }
 
 absl::Status Pipeline::Pump() {
@@ -298,7 +314,7 @@ absl::StatusOr<BatchView> Pipeline::ShareOutputs() {
         }
       }
       requested_ = 0;
-      const int64_t skipped = log_.CountInEpoch(epoch_);
+      const int64_t skipped = log_->CountInEpoch(epoch_);
       return absl::OutOfRangeError(absl::StrCat(
           "end of epoch ", epoch_, ": ", batches_, " batches, ", delivered_,
           " samples", skipped ? absl::StrCat(" (", skipped, " skipped)") : "",
@@ -388,4 +404,5 @@ absl::Status Pipeline::Reset() {
   return absl::OkStatus();
 }
 
-}  // namespace actorflow::pipeline
+ACTORFLOW_NAMESPACE_END
+}  // namespace actorflow

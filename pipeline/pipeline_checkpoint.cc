@@ -9,10 +9,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "pipeline/pipeline.h"
+#include "actorflow/pipeline.h"
 #include "pipeline/pipeline_held.h"
 
-namespace actorflow::pipeline {
+namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 namespace {
 
@@ -97,7 +98,7 @@ absl::StatusOr<CheckpointInfo> Pipeline::Checkpoint(
   }
   std::vector<int64_t> where, lengths;
   std::string text;
-  for (const SkippedSample& sample : log_.Snapshot()) {
+  for (const SkippedSample& sample : log_->Snapshot()) {
     where.insert(where.end(), {sample.epoch, sample.position});
     lengths.insert(lengths.end(), {static_cast<int64_t>(sample.name.size()),
                                    static_cast<int64_t>(sample.error.size())});
@@ -211,7 +212,7 @@ absl::StatusOr<CheckpointInfo> Pipeline::Restore(const std::string& dir) {
   delivered_ = counters[2];
   batches_ = counters[3];
   ready_ = std::move(batches);
-  log_.Replace(std::move(skipped));
+  log_->Replace(std::move(skipped));
   // What the program saved is the caller's; the pipeline's own stays here.
   KernelState own;
   for (const StateEntry& entry : user.entries()) {
@@ -221,4 +222,5 @@ absl::StatusOr<CheckpointInfo> Pipeline::Restore(const std::string& dir) {
   return info;
 }
 
-}  // namespace actorflow::pipeline
+ACTORFLOW_NAMESPACE_END
+}  // namespace actorflow

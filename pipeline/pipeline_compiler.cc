@@ -8,15 +8,28 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "actor/act_context.h"
+#include "actorflow/job_builder.h"
+#include "actorflow/job_compiler.h"
+#include "actorflow/pipeline.h"
 #include "actorflow/session.h"
-#include "compiler/job_builder.h"
-#include "compiler/job_compiler.h"
-#include "pipeline/pipeline.h"
 #include "pipeline/sample_ops.h"
 #include "pipeline/stage_kernels.h"
 #include "plan/plan_builder.h"
 
-namespace actorflow::pipeline {
+namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
+
+// The pipeline's kernels and operators (internal: pipeline/).
+using pipeline::FileReaderKernel;
+using pipeline::IdxReaderKernel;
+using pipeline::kChunkBlob;
+using pipeline::MakeSampleOp;
+using pipeline::ReaderKernel;
+using pipeline::ReadIdxHeader;
+using pipeline::SampleDealers;
+using pipeline::SampleOp;
+using pipeline::SampleOpNames;
+using pipeline::SampleSpec;
 namespace {
 
 // The attributes a pipeline sets on every per-sample task (the rest are the
@@ -752,4 +765,5 @@ absl::Status Pipeline::Compile() {
   return Compiler(this).Run();
 }
 
-}  // namespace actorflow::pipeline
+ACTORFLOW_NAMESPACE_END
+}  // namespace actorflow

@@ -8,11 +8,12 @@
 #include <vector>
 
 #include "actor/blob_init.h"
+#include "actorflow/pipeline.h"
 #include "actorflow/session.h"
-#include "pipeline/pipeline.h"
 #include "pipeline/stage_kernels.h"
 
-namespace actorflow::pipeline {
+namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 // A tensor in the pipeline's own memory, seen through the same views as a
 // register's blob.
@@ -61,6 +62,7 @@ struct Pipeline::Held {
   }
 };
 
-}  // namespace actorflow::pipeline
+ACTORFLOW_NAMESPACE_END
+}  // namespace actorflow
 
 #endif  // ACTORFLOW_PIPELINE_PIPELINE_HELD_H_

@@ -6,17 +6,10 @@
 #include <utility>
 #include <vector>
 
+#include "actorflow/skipped_sample.h"
 #include "base/mutex.h"
 
 namespace actorflow::pipeline {
-
-// A sample on_error=skip_sample dropped.
-struct SkippedSample {
-  int64_t epoch = 0;
-  int64_t position = 0;
-  std::string name;
-  std::string error;
-};
 
 // Where the batch kernel records what it dropped; the pipeline reads it.
 class SkipLog {

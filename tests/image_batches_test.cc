@@ -10,9 +10,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "actorflow/job_builder.h"
+#include "actorflow/job_compiler.h"
 #include "actorflow/session.h"
-#include "compiler/job_builder.h"
-#include "compiler/job_compiler.h"
 #include "compiler/plan_or_job.h"
 #include "pipeline/fixtures.h"
 #include "pipeline/image_codec.h"

@@ -2,7 +2,7 @@
 // every pair of signatures and device counts run against the job evaluated
 // in sequence, register_num and budgets, and its errors word for word
 // (random jobs: job_random_test.cc, in the same test).
-#include "compiler/job_compiler.h"
+#include "actorflow/job_compiler.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -19,8 +19,8 @@
 #include "actor/shared_block.h"
 #include "actorflow/compiled_plan.h"
 #include "actorflow/cuda_api.h"
+#include "actorflow/job_builder.h"
 #include "actorflow/session.h"
-#include "compiler/job_builder.h"
 #include "compiler/plan_or_job.h"
 #include "google/protobuf/text_format.h"
 #include "net/plan_partition.h"

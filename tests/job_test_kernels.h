@@ -14,10 +14,10 @@
 
 #include "absl/strings/match.h"
 #include "actorflow/data_type.h"
+#include "actorflow/job_compiler.h"
 #include "actorflow/kernel.h"
 #include "actorflow/kernel_bindings.h"
 #include "actorflow/session.h"
-#include "compiler/job_compiler.h"
 #include "plan/plan_builder.h"
 
 namespace actorflow {

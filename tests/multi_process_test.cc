@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/job_builder.h"
+#include "actorflow/job_builder.h"
 #include "net/launch.h"
 #include "net/plan_partition.h"
 #include "plan/plan_builder.h"

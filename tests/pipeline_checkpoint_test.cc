@@ -21,9 +21,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "actorflow/checkpoint.h"
+#include "actorflow/pipeline.h"
 #include "examples/pipeline/image_pipeline_lib.h"
 #include "pipeline/fixtures.h"
-#include "pipeline/pipeline.h"
 #include "plan/plan_builder.h"
 #include "tests/test_util.h"
 

@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "actorflow/pipeline.h"
 #include "pipeline/dataset.h"
-#include "pipeline/pipeline.h"
 #include "plan/plan_builder.h"
 #include "tests/gpu_test_util.h"
 

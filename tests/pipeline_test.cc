@@ -3,7 +3,7 @@
 // directly, determinism across thread counts and prefetch depths, the
 // prefetch bound, failures, skip_sample, epochs, zero-copy outputs and
 // external input.
-#include "pipeline/pipeline.h"
+#include "actorflow/pipeline.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>

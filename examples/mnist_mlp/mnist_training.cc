@@ -9,18 +9,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "actorflow/pipeline.h"
 #include "nn/dense_math.h"
 #include "pipeline/dataset.h"
-#include "pipeline/pipeline.h"
 #include "plan/plan_builder.h"
 #include "runtime/checkpoint_writer.h"
 
 namespace actorflow::examples {
 namespace {
 
-using pipeline::OperatorDef;
-using pipeline::Pipeline;
-using pipeline::PipelineOptions;
 using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point start) {
@@ -433,8 +430,8 @@ absl::StatusOr<TrainSummary> TrainWithPlan(const MnistOptions& options,
         if (!result.ok()) return result.status();
         tally->Add(*result, &summary);
       }
-      const pipeline::OutputView& x = batch->outputs[0];
-      const pipeline::OutputView& y = batch->outputs[1];
+      const OutputView& x = batch->outputs[0];
+      const OutputView& y = batch->outputs[1];
       absl::Status fed =
           (*trainer)->Submit(static_cast<const float*>(x.data().raw_data()),
                              static_cast<const int32_t*>(y.data().raw_data()),

@@ -90,16 +90,15 @@ struct Totals {
 };
 
 absl::Status Main(const Flags& f, Totals* totals) {
-  pipeline::PipelineOptions options;
+  PipelineOptions options;
   options.batch_size = f.batch;
   options.num_threads = static_cast<int>(f.threads);
   options.prefetch_depth = static_cast<int>(f.prefetch);
   options.seed = static_cast<uint64_t>(f.seed);
   options.trace = !f.trace.empty();
   options.fuse_decode = f.fuse_decode;
-  options.on_error = f.on_error == "skip_sample"
-                         ? pipeline::OnError::kSkipSample
-                         : pipeline::OnError::kFail;
+  options.on_error =
+      f.on_error == "skip_sample" ? OnError::kSkipSample : OnError::kFail;
   examples::ImagePipelineConfig config{f.dir, f.resize, f.crop,
                                        f.shuffle_window, f.max_pixels};
   auto pipe = examples::MakeImagePipeline(config, options);

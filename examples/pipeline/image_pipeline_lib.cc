@@ -32,10 +32,9 @@ uint64_t Fnv(const void* data, int64_t bytes, uint64_t hash) {
 
 }  // namespace
 
-std::unique_ptr<pipeline::Pipeline> MakeImagePipeline(
-    const ImagePipelineConfig& config, pipeline::PipelineOptions options) {
-  using pipeline::OperatorDef;
-  auto pipe = std::make_unique<pipeline::Pipeline>(std::move(options));
+std::unique_ptr<Pipeline> MakeImagePipeline(const ImagePipelineConfig& config,
+                                            PipelineOptions options) {
+  auto pipe = std::make_unique<Pipeline>(std::move(options));
   pipe->Add(OperatorDef{
       .op = "file_reader",
       .name = "reader",
@@ -80,8 +79,8 @@ std::unique_ptr<pipeline::Pipeline> MakeImagePipeline(
   return pipe;
 }
 
-uint64_t HashBatch(const pipeline::BatchView& batch, uint64_t hash) {
-  for (const pipeline::OutputView& out : batch.outputs) {
+uint64_t HashBatch(const BatchView& batch, uint64_t hash) {
+  for (const OutputView& out : batch.outputs) {
     hash = Fnv(out.data().raw_data(), out.data().byte_size(), hash);
     for (int64_t i = 0; i < out.num_samples(); ++i) {
       auto shape = out.sample_shape(i);

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "pipeline/pipeline.h"
+#include "actorflow/pipeline.h"
 
 namespace actorflow::examples {
 
@@ -22,13 +22,13 @@ struct ImagePipelineConfig {
   int64_t max_pixels = 67108864;  // the decode's limit (0: none)
 };
 
-std::unique_ptr<pipeline::Pipeline> MakeImagePipeline(
-    const ImagePipelineConfig& config, pipeline::PipelineOptions options);
+std::unique_ptr<Pipeline> MakeImagePipeline(const ImagePipelineConfig& config,
+                                            PipelineOptions options);
 
 // An FNV-style hash of 8-byte words over a batch's bytes (every output's data
 // and sample shapes), folded into `hash`: order-sensitive, so equal checksums
 // mean equal batches in equal order.
-uint64_t HashBatch(const pipeline::BatchView& batch, uint64_t hash);
+uint64_t HashBatch(const BatchView& batch, uint64_t hash);
 constexpr uint64_t kHashSeed = 14695981039346656037ULL;
 // The hash as a JSON-safe integer (53 bits).
 inline uint64_t JsonChecksum(uint64_t hash) {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "pipeline/pipeline.h"
+#include "actorflow/pipeline.h"
 #include "python/src/py_arrays.h"
 #include "python/src/py_errors.h"
 #include "python/src/py_session.h"
@@ -17,12 +17,6 @@
 namespace actorflow::python {
 
 namespace {
-
-using pipeline::BatchView;
-using pipeline::OperatorDef;
-using pipeline::OutputView;
-using pipeline::Pipeline;
-using pipeline::PipelineOptions;
 
 enum class Kind { kBool, kInt, kFloat, kStr, kOther };
 
@@ -110,9 +104,9 @@ class PyPipeline {
     options.prefetch_depth = prefetch_depth;
     options.seed = seed;
     if (on_error == "fail") {
-      options.on_error = pipeline::OnError::kFail;
+      options.on_error = OnError::kFail;
     } else if (on_error == "skip_sample") {
-      options.on_error = pipeline::OnError::kSkipSample;
+      options.on_error = OnError::kSkipSample;
     } else {
       Throw(absl::InvalidArgumentError(absl::StrCat(
           "Pipeline: on_error is \"fail\" or \"skip_sample\", not \"", on_error,

@@ -3,7 +3,8 @@
 # copied out of the source tree) builds with the system compiler and its
 # Makefile against the SDK tarball alone (//:sdk: include/actorflow/ and
 # lib/libactorflow.so) a kernel library, loaded with `actorflow run PLAN
-# --load=LIB`, a program embedding a Session, and the kernel's unit test;
+# --load=LIB`, a program embedding a Session, the kernel's unit test, and a
+# program that writes, compiles and runs a job and feeds a Pipeline;
 # then every way loading can fail, a library built against another kernel
 # ABI among them.
 # Args: the actorflow binary, the SDK tarball, the example's Makefile, and
@@ -27,7 +28,7 @@ work=${TEST_TMPDIR:-$(mktemp -d)}
 # The example as its own project: plain files, no link back into the tree.
 example=$work/project
 mkdir -p "$example"
-cp -L "$source_example"/{Makefile,affine.pbtxt,affine_kernel.cc,affine_kernel_test.cc,run_plan.cc} "$example/"
+cp -L "$source_example"/{Makefile,affine.pbtxt,affine_kernel.cc,affine_kernel_test.cc,job_and_pipeline.cc,run_plan.cc} "$example/"
 plan=$example/affine.pbtxt
 
 fail() {
@@ -139,6 +140,17 @@ out=$("$work/run_plan" "$work/affine_plan.pbtxt" 10 2>&1) || status=$?
 out=$(make -s -C "$example" ACTORFLOW_SDK="$work/sdk" OUT="$work" \
   ${embed_flags[@]+"${embed_flags[@]}"} test) || fail "make test: $out"
 [[ "$out" == *"affine_kernel_test: ok"* ]] || fail "make test: $out"
+
+# A program that writes a job with JobBuilder, compiles it with CompileJob,
+# runs it in a Session and feeds a Pipeline from memory, from the public
+# headers alone: 100 pieces of 256 elements (1 + p in piece p) doubled sum
+# to 512 * 5050 = 2585600; three batches
+# of 4 x 3 int32 (100 * round + i), cast to float32, to 3798.
+make -s -C "$example" ACTORFLOW_SDK="$work/sdk" OUT="$work" \
+  ${embed_flags[@]+"${embed_flags[@]}"} job_and_pipeline
+out=$("$work/job_and_pipeline") || fail "job_and_pipeline exited $?: $out"
+[[ "$out" == "job: "*" tasks, 100 pieces, checksum 2585600"$'\n'"pipeline: 3 batches, sum 3798" ]] ||
+  fail "job_and_pipeline: $out"
 
 # The library built against the SDK with another kernel ABI version (as
 # against another release's headers): refused by every loader, naming both

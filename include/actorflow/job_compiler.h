@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_COMPILER_JOB_COMPILER_H_
-#define ACTORFLOW_COMPILER_JOB_COMPILER_H_
+#ifndef ACTORFLOW_JOB_COMPILER_H_
+#define ACTORFLOW_JOB_COMPILER_H_
 
 #include <cstdint>
 #include <string>
@@ -8,10 +8,19 @@
 #include "absl/status/statusor.h"
 #include "actorflow/compiled_plan.h"
 #include "actorflow/kernel_bindings.h"
-#include "proto/job.pb.h"
-#include "proto/plan.pb.h"
+#include "actorflow/proto/job.pb.h"
+#include "actorflow/proto/plan.pb.h"
+#include "actorflow/version.h"
 
+// Compiling a Job (operators with placements, actorflow/proto/job.pb.h;
+// written by hand, read from a file, or with actorflow/job_builder.h) into
+// a Plan that a Session runs.
+//
+// CompileJob is a pure function of its arguments: any thread may call it,
+// and every process of a multi-machine job compiles the same plan. It
+// keeps nothing: the plan and the report are the caller's.
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 struct JobCompileOptions {
   // Kernels bound for this job only; null: the registry's.
@@ -66,6 +75,7 @@ struct CompiledJob {
 absl::StatusOr<CompiledJob> CompileJob(const Job& job,
                                        const JobCompileOptions& options = {});
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_COMPILER_JOB_COMPILER_H_
+#endif  // ACTORFLOW_JOB_COMPILER_H_

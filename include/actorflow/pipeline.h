@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_PIPELINE_PIPELINE_H_
-#define ACTORFLOW_PIPELINE_PIPELINE_H_
+#ifndef ACTORFLOW_PIPELINE_H_
+#define ACTORFLOW_PIPELINE_H_
 
 #include <atomic>
 #include <cstdint>
@@ -14,25 +14,36 @@
 #include "absl/types/span.h"
 #include "actorflow/checkpoint_info.h"
 #include "actorflow/cuda_api.h"
+#include "actorflow/proto/plan.pb.h"
 #include "actorflow/run_trace.h"
+#include "actorflow/skipped_sample.h"
 #include "actorflow/tensor.h"
 #include "actorflow/tensor_view.h"
-#include "pipeline/skip_log.h"
-#include "proto/plan.pb.h"
+#include "actorflow/version.h"
+
+// A DALI-style data pipeline: operators (readers, decoders, augmentations,
+// batching) declared in code, compiled to a Plan and run by a Session of
+// its own. docs/pipelines.md lists the operators and how a pipeline maps
+// onto actors, threads and registers.
+//
+// Ownership: a Pipeline owns its plan, session and threads; Finish or the
+// destructor joins them all. A BatchView borrows registers of the pipeline
+// and is valid until the next Outputs, ReleaseOutputs, Reset or Finish.
+// Thread safety: one thread drives a pipeline (Build, Run, Outputs,
+// FeedInput, Checkpoint, Restore, Finish); only Abort may come from any
+// other. Errors are absl::Status naming the operator and the attribute.
+namespace actorflow::pipeline {
+// The runtime's, outside the versioned namespace: what the pipeline's
+// kernels point at.
+class SampleDealers;
+class SkipLog;
+}  // namespace actorflow::pipeline
 
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
+
 class KernelBindings;
 class Session;
-ACTORFLOW_NAMESPACE_END
-}  // namespace actorflow
-
-// A DALI-style data pipeline that compiles to a Plan and runs on the actor
-// runtime. See docs/pipelines.md for the operators and how a
-// pipeline maps onto actors, threads and registers.
-namespace actorflow::pipeline {
-
-class SampleDealers;
 
 enum class OnError {
   kFail,        // a failing sample stops the pipeline
@@ -190,7 +201,7 @@ class Pipeline {
     return chunks_read_.load(std::memory_order_relaxed);
   }
   // Samples dropped by on_error=skip_sample since Build, in order.
-  std::vector<SkippedSample> skipped() const { return log_.Snapshot(); }
+  std::vector<SkippedSample> skipped() const;
   // The first error; OK while the pipeline works.
   absl::Status status() const { return error_; }
   // With PipelineOptions::trace, after Finish: every act of the plan.
@@ -230,8 +241,8 @@ class Pipeline {
   Plan plan_;
   // What the session's kernels point at: declared before it, so they
   // outlive it.
-  SkipLog log_;
-  std::unique_ptr<SampleDealers> dealers_;
+  std::unique_ptr<pipeline::SkipLog> log_;
+  std::unique_ptr<pipeline::SampleDealers> dealers_;
   std::atomic<int64_t> chunks_read_{0};
   std::unique_ptr<Session> session_;
 
@@ -263,6 +274,7 @@ class Pipeline {
   std::deque<std::unique_ptr<Held>> ready_;
 };
 
-}  // namespace actorflow::pipeline
+ACTORFLOW_NAMESPACE_END
+}  // namespace actorflow
 
-#endif  // ACTORFLOW_PIPELINE_PIPELINE_H_
+#endif  // ACTORFLOW_PIPELINE_H_

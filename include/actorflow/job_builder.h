@@ -1,15 +1,24 @@
-#ifndef ACTORFLOW_COMPILER_JOB_BUILDER_H_
-#define ACTORFLOW_COMPILER_JOB_BUILDER_H_
+#ifndef ACTORFLOW_JOB_BUILDER_H_
+#define ACTORFLOW_JOB_BUILDER_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "proto/job.pb.h"
+#include "actorflow/proto/job.pb.h"
+#include "actorflow/version.h"
 
+// Writing a Job (actorflow/proto/job.pb.h) in code, to compile with
+// CompileJob (actorflow/job_compiler.h).
+//
+// A JobBuilder owns its Job; an OpHandle points at one operator in it and
+// is valid while the builder lives and that operator stays in the Job
+// (later Op calls keep it). Neither is thread-safe. Nothing is checked while
+// writing: CompileJob names every problem, with the operator and the input.
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
-// Writes a Job in code:
+// For example:
 //
 //   JobBuilder job(1000);
 //   job.Op("source", "source").Shape({256}).Attr("value", 1.0);
@@ -18,7 +27,7 @@ namespace actorflow {
 //   absl::StatusOr<CompiledJob> plan = CompileJob(job.job());
 //
 // Op returns a handle to the operator just added; its setters return the
-// handle again. Nothing is checked here: CompileJob names every problem.
+// handle again.
 class JobBuilder {
  public:
   class OpHandle {
@@ -78,6 +87,7 @@ ParallelSignature SplitSignature(int axis);
 ParallelSignature BroadcastSignature();
 ParallelSignature PartialSumSignature();
 
+ACTORFLOW_NAMESPACE_END
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_COMPILER_JOB_BUILDER_H_
+#endif  // ACTORFLOW_JOB_BUILDER_H_
