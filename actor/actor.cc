@@ -22,31 +22,31 @@ Actor::Actor(ActorSpec& spec, ActorEnv env)
                                              : nullptr);
   for (auto& [name, descs] : spec.inputs) {
     KernelContext::Rep::Group group{name, static_cast<int>(in_.size()), 0};
-    for (RegstDesc* desc : descs) {
+    for (RegisterDesc* desc : descs) {
       // At most register_num of a producer's registers are ready at once:
       // a ring of that many (a few bytes, not the default's kilobyte) keeps
       // a large plan's working set small.
-      in_.push_back(InSlot{desc, RingQueue<ReadyRegst>(desc->register_num)});
+      in_.push_back(InSlot{desc, RingQueue<ReadyRegister>(desc->register_num)});
     }
     group.end = static_cast<int>(in_.size());
     ctx_.mutable_rep().input_groups.push_back(group);
   }
   for (auto& [name, desc] : spec.outputs) {
-    for (const RegstConsumer& consumer : desc->consumers) {
+    for (const RegisterConsumer& consumer : desc->consumers) {
       // Actors are constructed on their own threads.
       if (!consumer.thread->InThisThread()) publishes_first_ = true;
     }
     int slot = static_cast<int>(out_.size());
     ctx_.mutable_rep().output_groups.push_back({name, slot, slot + 1});
-    out_.push_back(OutSlot{desc, RingQueue<Regst*>(desc->register_num)});
-    for (auto& regst : desc->regsts) out_.back().free.Push(regst.get());
-    total_regsts_ += desc->register_num;
+    out_.push_back(OutSlot{desc, RingQueue<Register*>(desc->register_num)});
+    for (auto& reg : desc->registers) out_.back().free.Push(reg.get());
+    total_registers_ += desc->register_num;
     resets_shapes_ |= desc->has_dynamic_blob;
     checks_blocks_ |= desc->checked_block != nullptr;
   }
   for (const InSlot& slot : in_)
     checks_blocks_ |= slot.desc->checked_block != nullptr;
-  free_regsts_ = total_regsts_;
+  free_registers_ = total_registers_;
   num_in_ = static_cast<int>(in_.size());
   num_out_ = static_cast<int>(out_.size());
   blockers_ = num_in_;  // every output starts free
@@ -54,10 +54,10 @@ Actor::Actor(ActorSpec& spec, ActorEnv env)
   state_ = State::kFinished;  // until the first kReset
 }
 
-void Actor::ReleaseBlock(Regst* regst) {
-  const RegstDesc& desc = regst->desc();
+void Actor::ReleaseBlock(Register* reg) {
+  const RegisterDesc& desc = reg->desc();
   if (desc.checked_block == nullptr) return;
-  desc.checked_block->ReleaseIfHeld(desc.id, regst->base(),
+  desc.checked_block->ReleaseIfHeld(desc.id, reg->base(),
                                     static_cast<size_t>(desc.layout.bytes));
 }
 
@@ -92,12 +92,12 @@ void Actor::Reset() {
 
 void Actor::ProcessMsg(const ActorMsg& msg) {
   switch (msg.kind) {
-    case ActorMsgKind::kRegstReady:
-      AcceptReady(msg.slot, msg.regst, msg.piece_id);
+    case ActorMsgKind::kRegisterReady:
+      AcceptReady(msg.slot, msg.reg, msg.piece_id);
       break;
-    case ActorMsgKind::kRegstReturn: {
-      Regst* regst = msg.regst;
-      if (regst->ReadingDone()) PushFree(out_[msg.slot], regst);
+    case ActorMsgKind::kRegisterReturn: {
+      Register* reg = msg.reg;
+      if (reg->ReadingDone()) PushFree(out_[msg.slot], reg);
       break;
     }
     case ActorMsgKind::kEord: {
@@ -144,7 +144,7 @@ void Actor::MaybeEnd() {
     if (end) EnterZombie();
   }
   if (state_ == State::kZombie && ended_in_ == in_.size() &&
-      free_regsts_ == total_regsts_) {
+      free_registers_ == total_registers_) {
     state_ = State::kFinished;
     env_.monitor->OnActorFinished();
   }
@@ -156,14 +156,14 @@ void Actor::EnterZombie() {
   EndOutputs();
   for (InSlot& slot : in_) {
     if (slot.ready.empty()) continue;
-    while (!slot.ready.empty()) ReturnToProducer(slot.ready.Pop().regst);
+    while (!slot.ready.empty()) ReturnToProducer(slot.ready.Pop().reg);
     ++blockers_;
   }
 }
 
 void Actor::SendEords() {
   for (const OutSlot& slot : out_) {
-    for (const RegstConsumer& consumer : slot.desc->consumers) {
+    for (const RegisterConsumer& consumer : slot.desc->consumers) {
       Send(consumer.thread, ActorMsg::Eord(consumer.actor, consumer.in_slot));
     }
   }

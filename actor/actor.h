@@ -14,7 +14,7 @@
 #include "actor/actor_msg.h"
 #include "actor/feed_port.h"
 #include "actor/fetch_port.h"
-#include "actor/regst.h"
+#include "actor/register.h"
 #include "actor/run_monitor.h"
 #include "actorflow/act_span.h"
 #include "actorflow/actor_stats.h"
@@ -36,9 +36,9 @@ struct ActorSpec {
   StreamKey stream;
   std::unique_ptr<Kernel> kernel;
   // Consumed descriptors by name (names sorted), each name's ids in order.
-  std::vector<std::pair<std::string, std::vector<RegstDesc*>>> inputs;
+  std::vector<std::pair<std::string, std::vector<RegisterDesc*>>> inputs;
   // Produced descriptors by name (sorted).
-  std::vector<std::pair<std::string, RegstDesc*>> outputs;
+  std::vector<std::pair<std::string, RegisterDesc*>> outputs;
   // Set when the task's thread runs kernels on an asynchronous stream.
   AsyncThread<ActorMsg>* async_thread = nullptr;
   // Set for the boundary tasks `feed` and `fetch` (see Session).
@@ -111,16 +111,16 @@ class Actor {
   void ProcessMsg(const ActorMsg& msg);
 
   // Direct calls from a peer on this actor's own thread, the same as a
-  // kRegstReturn or kRegstReady message without the trip through the queue.
-  // If this actor is busy (further up the stack, delivering what it just
+  // kRegisterReturn or kRegisterReady message without the trip through the
+  // queue. If this actor is busy (further up the stack, delivering what it just
   // made) the call only records the register: its Progress loop re-checks
   // before it returns, so it never re-enters itself.
-  void OnRegstReturned(int16_t out_slot, Regst* regst) {
-    if (regst->ReadingDone()) PushFree(out_[out_slot], regst);
+  void OnRegisterReturned(int16_t out_slot, Register* reg) {
+    if (reg->ReadingDone()) PushFree(out_[out_slot], reg);
     if (!busy_) Progress();
   }
-  void OnRegstReady(int16_t in_slot, Regst* regst) {
-    AcceptReady(in_slot, regst, regst->piece_id());
+  void OnRegisterReady(int16_t in_slot, Register* reg) {
+    AcceptReady(in_slot, reg, reg->piece_id());
     if (!busy_) Progress();
   }
 
@@ -177,18 +177,18 @@ class Actor {
 
   // A register delivered to an input slot, with the piece it holds (as its
   // message said; see ActorMsg).
-  struct ReadyRegst {
-    Regst* regst = nullptr;
+  struct ReadyRegister {
+    Register* reg = nullptr;
     int64_t piece_id = 0;
   };
   struct InSlot {
-    RegstDesc* desc = nullptr;
-    RingQueue<ReadyRegst> ready;
+    RegisterDesc* desc = nullptr;
+    RingQueue<ReadyRegister> ready;
     bool ended = false;  // EORD received
   };
   struct OutSlot {
-    RegstDesc* desc = nullptr;
-    RingQueue<Regst*> free;
+    RegisterDesc* desc = nullptr;
+    RingQueue<Register*> free;
   };
 
   // --- What a mode defines ----------------------------------------------
@@ -217,13 +217,13 @@ class Actor {
     act_count_.store(act_count_.load(std::memory_order_relaxed) + 1,
                      std::memory_order_relaxed);
   }
-  void Publish(Regst* regst);
-  void ReturnToProducer(Regst* regst);
-  void PushFree(OutSlot& slot, Regst* regst) {
-    if (__builtin_expect(checks_blocks_, 0)) ReleaseBlock(regst);
+  void Publish(Register* reg);
+  void ReturnToProducer(Register* reg);
+  void PushFree(OutSlot& slot, Register* reg) {
+    if (__builtin_expect(checks_blocks_, 0)) ReleaseBlock(reg);
     if (slot.free.empty()) --blockers_;
-    slot.free.Push(regst);
-    ++free_regsts_;
+    slot.free.Push(reg);
+    ++free_registers_;
   }
   void Send(Thread<ActorMsg>* thread, const ActorMsg& msg) {
     if (__builtin_expect(!thread->TrySend(msg), 0)) ReportLostMessage(msg);
@@ -235,7 +235,7 @@ class Actor {
   // the maximum before each act.
   bool resets_shapes_ = false;
   // An input or output shares memory and the session checks it
-  // (RegstDesc::checked_block): outputs are claimed before each act, inputs
+  // (RegisterDesc::checked_block): outputs are claimed before each act, inputs
   // counted read after it.
   bool checks_blocks_ = false;
 
@@ -255,8 +255,8 @@ class Actor {
   // at zero, so Unblocked is one comparison and a flag.
   static constexpr int kStoppedActing = 1 << 24;
   int blockers_ = 0;
-  int64_t free_regsts_ = 0;
-  int64_t total_regsts_ = 0;
+  int64_t free_registers_ = 0;
+  int64_t total_registers_ = 0;
   size_t ended_in_ = 0;
 
   State state_ = State::kActing;
@@ -306,21 +306,21 @@ class Actor {
   }
   // kReset: ready for another run.
   void Reset();
-  void AcceptReady(int16_t in_slot, Regst* regst, int64_t piece_id) {
+  void AcceptReady(int16_t in_slot, Register* reg, int64_t piece_id) {
     if (state_ != State::kActing) {
-      ReturnToProducer(regst);  // no more acts: hand it back unread
+      ReturnToProducer(reg);  // no more acts: hand it back unread
       return;
     }
     InSlot& slot = in_[in_slot];
     if (slot.ready.empty()) --blockers_;
-    slot.ready.Push(ReadyRegst{regst, piece_id});
+    slot.ready.Push(ReadyRegister{reg, piece_id});
   }
   // ActorEnv::timed: the time since the last Progress goes to the column of
   // what blocked the actor then; then what blocks it now is noted.
   enum class Blocked : uint8_t { kNone, kInput, kOutput };
   __attribute__((noinline)) void StopWaiting();
   __attribute__((noinline)) void StartWaiting();
-  __attribute__((noinline, cold)) static void ReleaseBlock(Regst* regst);
+  __attribute__((noinline, cold)) static void ReleaseBlock(Register* reg);
   __attribute__((noinline, cold)) void ReportLostMessage(const ActorMsg& msg);
 
   bool failed_ = false;
@@ -338,26 +338,26 @@ constexpr int kMaxDirectCallDepth = 64;
 inline thread_local int direct_call_depth = 0;
 }  // namespace actor_internal
 
-inline void Actor::Publish(Regst* regst) {
-  const RegstDesc& desc = regst->desc();
+inline void Actor::Publish(Register* reg) {
+  const RegisterDesc& desc = reg->desc();
   if (desc.consumers.empty()) {
-    PushFree(out_[desc.producer_out_slot], regst);  // nobody reads it
+    PushFree(out_[desc.producer_out_slot], reg);  // nobody reads it
     return;
   }
-  regst->set_reading_cnt(static_cast<int32_t>(desc.consumers.size()));
+  reg->set_reading_cnt(static_cast<int32_t>(desc.consumers.size()));
   // Other threads first: a direct delivery below may run a long chain of
   // acts on this thread, and they should not wait for it to end.
   bool local = false;
-  for (const RegstConsumer& consumer : desc.consumers) {
+  for (const RegisterConsumer& consumer : desc.consumers) {
     if (consumer.thread->InThisThread()) {
       local = true;
     } else {
       Send(consumer.thread, ActorMsg::Ready(consumer.actor, consumer.in_slot,
-                                            regst, regst->piece_id()));
+                                            reg, reg->piece_id()));
     }
   }
   if (!local) return;
-  for (const RegstConsumer& consumer : desc.consumers) {
+  for (const RegisterConsumer& consumer : desc.consumers) {
     if (!consumer.thread->InThisThread()) continue;
     // A direct delivery must not overtake a message queued earlier for the
     // same input slot, hence the empty local queue: once anything is
@@ -366,28 +366,28 @@ inline void Actor::Publish(Regst* regst) {
             actor_internal::kMaxDirectCallDepth &&
         consumer.thread->local_queue_empty()) {
       ++actor_internal::direct_call_depth;
-      consumer.actor_ptr->OnRegstReady(consumer.in_slot, regst);
+      consumer.actor_ptr->OnRegisterReady(consumer.in_slot, reg);
       --actor_internal::direct_call_depth;
     } else {
       Send(consumer.thread, ActorMsg::Ready(consumer.actor, consumer.in_slot,
-                                            regst, regst->piece_id()));
+                                            reg, reg->piece_id()));
     }
   }
 }
 
 // Returns may arrive in any order (they only count readers down), so no
 // queue check here.
-inline void Actor::ReturnToProducer(Regst* regst) {
-  const RegstDesc& desc = regst->desc();
+inline void Actor::ReturnToProducer(Register* reg) {
+  const RegisterDesc& desc = reg->desc();
   if (desc.producer_thread->InThisThread() &&
       actor_internal::direct_call_depth < actor_internal::kMaxDirectCallDepth) {
     ++actor_internal::direct_call_depth;
-    desc.producer_actor->OnRegstReturned(desc.producer_out_slot, regst);
+    desc.producer_actor->OnRegisterReturned(desc.producer_out_slot, reg);
     --actor_internal::direct_call_depth;
     return;
   }
   Send(desc.producer_thread,
-       ActorMsg::Return(desc.producer, desc.producer_out_slot, regst));
+       ActorMsg::Return(desc.producer, desc.producer_out_slot, reg));
 }
 
 }  // namespace actorflow

@@ -6,15 +6,15 @@
 
 namespace actorflow {
 
-class Regst;
+class Register;
 
 enum class ActorMsgKind : uint8_t {
   // Producer -> consumer: `regst` holds piece `piece_id`; `slot` is the
   // consumer's input slot for its descriptor.
-  kRegstReady,
+  kRegisterReady,
   // Consumer -> producer: the consumer is done reading `regst`; `slot` is
   // the producer's output slot for its descriptor.
-  kRegstReturn,
+  kRegisterReturn,
   // Producer -> consumer: no more pieces will come on input `slot`.
   kEord,
   // Runtime -> actor: see ActorCmd.
@@ -46,23 +46,27 @@ constexpr bool IsSessionCmd(ActorCmd cmd) {
 // A ready message carries the piece id so that the consumer need not read
 // it off the register: the producer writes the register's piece id on every
 // act, and reading it from another thread would move that cache line there
-// and back on each hop (see Regst).
+// and back on each hop (see Register).
 struct ActorMsg {
-  Regst* regst = nullptr;
-  int64_t piece_id = 0;  // kRegstReady only
+  Register* reg = nullptr;
+  int64_t piece_id = 0;  // kRegisterReady only
   int32_t dst = 0;       // dense actor index
   int16_t slot = 0;
   ActorMsgKind kind = ActorMsgKind::kCmd;
   ActorCmd cmd = ActorCmd::kNone;
 
-  static ActorMsg Ready(int32_t dst, int16_t slot, Regst* regst,
+  static ActorMsg Ready(int32_t dst, int16_t slot, Register* reg,
                         int64_t piece_id) {
-    return ActorMsg{
-        regst, piece_id, dst, slot, ActorMsgKind::kRegstReady, ActorCmd::kNone};
-  }
-  static ActorMsg Return(int32_t dst, int16_t slot, Regst* regst) {
-    return ActorMsg{regst,          0, dst, slot, ActorMsgKind::kRegstReturn,
+    return ActorMsg{reg,
+                    piece_id,
+                    dst,
+                    slot,
+                    ActorMsgKind::kRegisterReady,
                     ActorCmd::kNone};
+  }
+  static ActorMsg Return(int32_t dst, int16_t slot, Register* reg) {
+    return ActorMsg{
+        reg, 0, dst, slot, ActorMsgKind::kRegisterReturn, ActorCmd::kNone};
   }
   static ActorMsg Eord(int32_t dst, int16_t slot) {
     return ActorMsg{nullptr,        0, dst, slot, ActorMsgKind::kEord,

@@ -7,7 +7,7 @@
 namespace actorflow {
 
 absl::StatusOr<std::vector<BlobDesc>> BlobDescsFromProto(
-    const RegstDescProto& proto) {
+    const RegisterDescProto& proto) {
   std::vector<BlobDesc> blobs;
   std::set<std::string> names;
   for (int b = 0; b < proto.blob_size(); ++b) {

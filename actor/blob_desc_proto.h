@@ -34,7 +34,7 @@ inline DataTypes::Value ToProto(DataType type) {
 // register, a known data type, dimensions >= 0. Errors name the blob and
 // the field; the caller adds the task and the register.
 absl::StatusOr<std::vector<BlobDesc>> BlobDescsFromProto(
-    const RegstDescProto& proto);
+    const RegisterDescProto& proto);
 BlobDescProto BlobDescToProto(const BlobDesc& desc);
 
 }  // namespace actorflow

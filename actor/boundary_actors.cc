@@ -15,12 +15,12 @@ void FeedActor::Drive() {
     if (state_ != State::kActing || !started_ || env_.monitor->aborting()) {
       break;
     }
-    Regst* regst = port_->PopFilled();
-    if (regst == nullptr) break;
-    regst->set_piece_id(next_piece_++);
+    Register* reg = port_->PopFilled();
+    if (reg == nullptr) break;
+    reg->set_piece_id(next_piece_++);
     CountAct();
-    --free_regsts_;
-    Publish(regst);
+    --free_registers_;
+    Publish(reg);
   }
   supply_ended_ = started_ && port_->Drained();
 }
@@ -29,10 +29,10 @@ void FetchActor::Drive() {
   InSlot& slot = in_[0];
   while (state_ == State::kActing && !env_.monitor->aborting() &&
          !slot.ready.empty()) {
-    Regst* regst = slot.ready.Pop().regst;
+    Register* reg = slot.ready.Pop().reg;
     if (slot.ready.empty()) ++blockers_;
     CountAct();
-    if (!port_->Push(regst)) ReturnToProducer(regst);
+    if (!port_->Push(reg)) ReturnToProducer(reg);
   }
 }
 

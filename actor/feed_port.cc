@@ -4,7 +4,7 @@
 
 namespace actorflow {
 
-absl::StatusOr<Regst*> FeedPort::Acquire() {
+absl::StatusOr<Register*> FeedPort::Acquire() {
   // A register usually comes back within microseconds: spin before parking.
   SpinWhileCpuFree([this] { return news_.load(std::memory_order_acquire); },
                    spin_ns_, usable_cpus_);
@@ -12,35 +12,35 @@ absl::StatusOr<Regst*> FeedPort::Acquire() {
   while (free_.empty() && !closed_ && failure_.ok()) changed_.Wait(&mu_);
   if (!failure_.ok()) return failure_;
   if (closed_) return absl::FailedPreconditionError("the feed is closed");
-  Regst* regst = free_.back();
+  Register* reg = free_.back();
   free_.pop_back();
   Publish();
-  return regst;
+  return reg;
 }
 
-absl::StatusOr<Regst*> FeedPort::TryAcquire() {
+absl::StatusOr<Register*> FeedPort::TryAcquire() {
   MutexLock lock(&mu_);
   if (!failure_.ok()) return failure_;
   if (closed_) return absl::FailedPreconditionError("the feed is closed");
   if (free_.empty()) {
     return absl::UnavailableError("every register of the feed is in use");
   }
-  Regst* regst = free_.back();
+  Register* reg = free_.back();
   free_.pop_back();
   Publish();
-  return regst;
+  return reg;
 }
 
-void FeedPort::Unacquire(Regst* regst) {
+void FeedPort::Unacquire(Register* reg) {
   MutexLock lock(&mu_);
-  free_.push_back(regst);
+  free_.push_back(reg);
   Publish();
   changed_.Signal();
 }
 
-void FeedPort::Submit(Regst* regst) {
+void FeedPort::Submit(Register* reg) {
   MutexLock lock(&mu_);
-  filled_.push_back(regst);
+  filled_.push_back(reg);
 }
 
 bool FeedPort::Close() {
@@ -52,19 +52,19 @@ bool FeedPort::Close() {
   return was_open;
 }
 
-void FeedPort::Release(Regst* regst) {
+void FeedPort::Release(Register* reg) {
   MutexLock lock(&mu_);
-  free_.push_back(regst);
+  free_.push_back(reg);
   Publish();
   changed_.Signal();
 }
 
-Regst* FeedPort::PopFilled() {
+Register* FeedPort::PopFilled() {
   MutexLock lock(&mu_);
   if (filled_.empty()) return nullptr;
-  Regst* regst = filled_.front();
+  Register* reg = filled_.front();
   filled_.pop_front();
-  return regst;
+  return reg;
 }
 
 bool FeedPort::Drained() {

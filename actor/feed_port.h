@@ -8,7 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "actor/regst.h"
+#include "actor/register.h"
 #include "base/mutex.h"
 #include "thread/spin_wait.h"
 
@@ -27,19 +27,19 @@ class FeedPort {
   // --- caller ---
   // A free register to fill. Blocks while there is none; an error once the
   // feed is closed or the run has failed.
-  absl::StatusOr<Regst*> Acquire();
+  absl::StatusOr<Register*> Acquire();
   // The same without blocking: Unavailable while every register is in use.
-  absl::StatusOr<Regst*> TryAcquire();
+  absl::StatusOr<Register*> TryAcquire();
   // Gives back a register from Acquire without feeding it.
-  void Unacquire(Regst* regst);
-  void Submit(Regst* regst);
+  void Unacquire(Register* reg);
+  void Submit(Register* reg);
   // No more pieces this run; false if it was closed already.
   bool Close();
 
   // --- feed actor ---
-  void Release(Regst* regst);
+  void Release(Register* reg);
   // The oldest submitted register, or null.
-  Regst* PopFilled();
+  Register* PopFilled();
   // Closed, and everything submitted has been popped.
   bool Drained();
 
@@ -70,8 +70,8 @@ class FeedPort {
   std::atomic<bool> news_{false};
   int64_t spin_ns_ = kDefaultSpinNs;
   int usable_cpus_ = 1;
-  std::vector<Regst*> free_ ABSL_GUARDED_BY(mu_);
-  std::deque<Regst*> filled_ ABSL_GUARDED_BY(mu_);
+  std::vector<Register*> free_ ABSL_GUARDED_BY(mu_);
+  std::deque<Register*> filled_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
 };

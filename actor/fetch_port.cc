@@ -4,7 +4,7 @@
 
 namespace actorflow {
 
-absl::StatusOr<Regst*> FetchPort::Next() {
+absl::StatusOr<Register*> FetchPort::Next() {
   // A piece usually comes within microseconds: spin before parking.
   SpinWhileCpuFree([this] { return news_.load(std::memory_order_acquire); },
                    spin_ns_, usable_cpus_);
@@ -14,16 +14,16 @@ absl::StatusOr<Regst*> FetchPort::Next() {
   if (ready_.empty()) {
     return absl::OutOfRangeError("end of data: every piece has been fetched");
   }
-  Regst* regst = ready_.front();
+  Register* reg = ready_.front();
   ready_.pop_front();
   Publish();
-  return regst;
+  return reg;
 }
 
-bool FetchPort::Push(Regst* regst) {
+bool FetchPort::Push(Register* reg) {
   MutexLock lock(&mu_);
   if (!failure_.ok()) return false;
-  ready_.push_back(regst);
+  ready_.push_back(reg);
   Publish();
   changed_.Signal();
   return true;
@@ -42,19 +42,19 @@ void FetchPort::Reopen() {
   Publish();
 }
 
-std::vector<Regst*> FetchPort::Fail(absl::Status status) {
+std::vector<Register*> FetchPort::Fail(absl::Status status) {
   MutexLock lock(&mu_);
   if (failure_.ok()) failure_ = std::move(status);
-  std::vector<Regst*> left(ready_.begin(), ready_.end());
+  std::vector<Register*> left(ready_.begin(), ready_.end());
   ready_.clear();
   Publish();
   changed_.SignalAll();
   return left;
 }
 
-std::vector<Regst*> FetchPort::TakeAll() {
+std::vector<Register*> FetchPort::TakeAll() {
   MutexLock lock(&mu_);
-  std::vector<Regst*> left(ready_.begin(), ready_.end());
+  std::vector<Register*> left(ready_.begin(), ready_.end());
   ready_.clear();
   Publish();
   return left;

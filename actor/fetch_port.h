@@ -8,7 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "actor/regst.h"
+#include "actor/register.h"
 #include "base/mutex.h"
 #include "thread/spin_wait.h"
 
@@ -24,11 +24,11 @@ class FetchPort {
   // --- caller ---
   // The next piece's register. Blocks until there is one; OutOfRange once
   // this run's pieces are all taken; the failure once the run has failed.
-  absl::StatusOr<Regst*> Next();
+  absl::StatusOr<Register*> Next();
 
   // --- fetch actor ---
   // False once the run has failed: the actor then returns it itself.
-  bool Push(Regst* regst);
+  bool Push(Register* reg);
   // No more pieces this run.
   void End();
 
@@ -36,9 +36,9 @@ class FetchPort {
   void Reopen();
   // Wakes every blocked caller with `status`; later calls return it. Returns
   // the registers nobody took, for the session to hand back.
-  std::vector<Regst*> Fail(absl::Status status);
+  std::vector<Register*> Fail(absl::Status status);
   // Registers nobody took (a run ended with pieces left unfetched).
-  std::vector<Regst*> TakeAll();
+  std::vector<Register*> TakeAll();
 
   // How a blocked caller waits: it spins up to `spin_ns` while a CPU is
   // free for it among `usable_cpus` (spin_wait.h), then parks (its
@@ -58,7 +58,7 @@ class FetchPort {
 
   Mutex mu_;
   CondVar changed_;
-  std::deque<Regst*> ready_ ABSL_GUARDED_BY(mu_);
+  std::deque<Register*> ready_ ABSL_GUARDED_BY(mu_);
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> news_{false};

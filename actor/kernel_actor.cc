@@ -30,7 +30,7 @@ absl::Status SharingBroken(const std::string& what) {
 
 absl::Status KernelActor::ClaimBlocks(RegisterBlobs** outputs) {
   for (int o = 0; o < num_out_; ++o) {
-    const RegstDesc& desc = AsRegst(outputs[o])->desc();
+    const RegisterDesc& desc = AsRegister(outputs[o])->desc();
     if (desc.checked_block == nullptr) continue;
     // Claimed ones stay claimed until PushFree releases them.
     std::string broken = desc.checked_block->Claim(
@@ -42,10 +42,10 @@ absl::Status KernelActor::ClaimBlocks(RegisterBlobs** outputs) {
 
 absl::Status KernelActor::ReadBlocks(RegisterBlobs** inputs) {
   for (int i = 0; i < num_in_; ++i) {
-    const RegstDesc& desc = AsRegst(inputs[i])->desc();
+    const RegisterDesc& desc = AsRegister(inputs[i])->desc();
     if (desc.checked_block == nullptr) continue;
     std::string broken =
-        desc.checked_block->ReaderDone(desc.id, AsRegst(inputs[i])->base(),
+        desc.checked_block->ReaderDone(desc.id, AsRegister(inputs[i])->base(),
                                        static_cast<size_t>(desc.layout.bytes));
     if (!broken.empty()) return SharingBroken(broken);
   }
@@ -84,7 +84,7 @@ bool KernelActor::Act(int64_t piece) {
     status = ReadBlocks(inputs);
   }
   if (__builtin_expect(!status.ok(), 0)) {
-    for (int o = 0; o < num_out_; ++o) PushFree(out[o], AsRegst(outputs[o]));
+    for (int o = 0; o < num_out_; ++o) PushFree(out[o], AsRegister(outputs[o]));
     Fail(status, piece);
     return false;  // MaybeEnd returns the inputs on the way to the zombie state
   }
@@ -103,11 +103,11 @@ bool KernelActor::Act(int64_t piece) {
     if (in[i].ready.empty()) ++blockers_;
   }
   if (publishes_first_) {
-    for (int o = 0; o < num_out_; ++o) Publish(AsRegst(outputs[o]));
-    for (int i = 0; i < num_in_; ++i) ReturnToProducer(AsRegst(inputs[i]));
+    for (int o = 0; o < num_out_; ++o) Publish(AsRegister(outputs[o]));
+    for (int i = 0; i < num_in_; ++i) ReturnToProducer(AsRegister(inputs[i]));
   } else {
-    for (int i = 0; i < num_in_; ++i) ReturnToProducer(AsRegst(inputs[i]));
-    for (int o = 0; o < num_out_; ++o) Publish(AsRegst(outputs[o]));
+    for (int i = 0; i < num_in_; ++i) ReturnToProducer(AsRegister(inputs[i]));
+    for (int o = 0; o < num_out_; ++o) Publish(AsRegister(outputs[o]));
   }
   return true;
 }
@@ -140,13 +140,13 @@ void KernelActor::ActInitial() {
     }
   }
   for (int o = 0; o < num_out_; ++o) {
-    Regst* regst = out_[o].free.Pop();
+    Register* reg = out_[o].free.Pop();
     if (out_[o].free.empty()) ++blockers_;
-    regst->set_piece_id(initial_piece_);
-    if (resets_shapes_) regst->ResetShapes();
-    outputs[o] = regst;
+    reg->set_piece_id(initial_piece_);
+    if (resets_shapes_) reg->ResetShapes();
+    outputs[o] = reg;
   }
-  free_regsts_ -= num_out_;
+  free_registers_ -= num_out_;
   std::fill(ctx_.inputs(), ctx_.inputs() + num_in_, nullptr);
   ctx_.set_piece_id(initial_piece_);
   absl::Status status;
@@ -158,7 +158,8 @@ void KernelActor::ActInitial() {
     status = KernelThrew(nullptr);
   }
   if (!status.ok()) {
-    for (int o = 0; o < num_out_; ++o) PushFree(out_[o], AsRegst(outputs[o]));
+    for (int o = 0; o < num_out_; ++o)
+      PushFree(out_[o], AsRegister(outputs[o]));
     Fail(absl::Status(status.code(),
                       absl::StrCat("initial register: ", status.message())),
          initial_piece_);
@@ -168,7 +169,7 @@ void KernelActor::ActInitial() {
   // this act complete and not re-enter it.
   const bool was_busy = busy_;
   busy_ = true;
-  for (int o = 0; o < num_out_; ++o) Publish(AsRegst(outputs[o]));
+  for (int o = 0; o < num_out_; ++o) Publish(AsRegister(outputs[o]));
   busy_ = was_busy;
 }
 

@@ -60,7 +60,7 @@ class KernelActor : public Actor {
   // `what` is null for a non-std exception.
   __attribute__((noinline, cold)) static absl::Status KernelThrew(
       const char* what);
-  // Fills and publishes the initial registers (see RegstDescProto's
+  // Fills and publishes the initial registers (see RegisterDescProto's
   // initial_register): once per run, on kStart.
   void ActInitial();
   __attribute__((noinline, cold)) absl::Status ClaimBlocks(
@@ -88,7 +88,7 @@ inline bool KernelActor::TakeRegisters(int64_t piece) {
   RegisterBlobs** const inputs = ctx_.inputs();
   RegisterBlobs** const outputs = ctx_.outputs();
   for (int i = 0; i < num_in_; ++i) {
-    inputs[i] = in[i].ready.front().regst;
+    inputs[i] = in[i].ready.front().reg;
     if (__builtin_expect(in[i].ready.front().piece_id != piece, 0)) {
       FailOutOfStep(i, piece);
       return false;
@@ -97,17 +97,18 @@ inline bool KernelActor::TakeRegisters(int64_t piece) {
   // A snapshot of the kernel's state before it acts on the cut's piece.
   if (__builtin_expect(piece >= next_cut_, 0)) ReachCut(piece);
   for (int o = 0; o < num_out_; ++o) {
-    Regst* regst = out[o].free.Pop();
+    Register* reg = out[o].free.Pop();
     if (out[o].free.empty()) ++blockers_;
-    regst->set_piece_id(piece + lag_);
-    if (__builtin_expect(resets_shapes_, 0)) regst->ResetShapes();
-    outputs[o] = regst;
+    reg->set_piece_id(piece + lag_);
+    if (__builtin_expect(resets_shapes_, 0)) reg->ResetShapes();
+    outputs[o] = reg;
   }
-  free_regsts_ -= num_out_;
+  free_registers_ -= num_out_;
   if (__builtin_expect(checks_blocks_, 0)) {
     absl::Status claimed = ClaimBlocks(outputs);
     if (!claimed.ok()) {
-      for (int o = 0; o < num_out_; ++o) PushFree(out[o], AsRegst(outputs[o]));
+      for (int o = 0; o < num_out_; ++o)
+        PushFree(out[o], AsRegister(outputs[o]));
       Fail(claimed, piece);
       return false;
     }

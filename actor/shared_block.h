@@ -10,7 +10,7 @@
 
 namespace actorflow {
 
-// One allocation that several registers share (RegstDescProto.
+// One allocation that several registers share (RegisterDescProto.
 // mem_block_id), seen by the checks a session makes when asked
 // (SessionOptions::check_memory_sharing): at most one member holds data at
 // a time, from its producer's act until its last reader's act is done, and

@@ -10,7 +10,7 @@ namespace actorflow {
 StreamActor::StreamActor(ActorSpec& spec, ActorEnv env)
     : KernelActor(spec, env), async_(spec.async_thread) {
   ctx_.set_cuda_stream(async_->stream()->native_handle());
-  int64_t registers = total_regsts_;
+  int64_t registers = total_registers_;
   for (const InSlot& slot : in_) registers += slot.desc->register_num;
   async_acts_.reserve(registers);
   for (int64_t i = 0; i < registers; ++i) {
@@ -35,14 +35,14 @@ bool StreamActor::Act(int64_t piece) {
     if (in_[i].ready.empty()) ++blockers_;
   }
   for (int o = 0; o < num_out_; ++o) {
-    Regst* regst = AsRegst(act->ctx.outputs()[o]);
-    const RegstDesc& desc = regst->desc();
+    Register* reg = AsRegister(act->ctx.outputs()[o]);
+    const RegisterDesc& desc = reg->desc();
     if (desc.consumers.empty()) {
       // Nobody reads it. The stream runs in order, so the next act that
       // writes it does so after this one.
-      PushFree(out_[o], regst);
+      PushFree(out_[o], reg);
     } else {
-      regst->set_reading_cnt(static_cast<int32_t>(desc.consumers.size()));
+      reg->set_reading_cnt(static_cast<int32_t>(desc.consumers.size()));
     }
   }
 
@@ -82,24 +82,24 @@ void StreamActor::FinishAsync(AsyncAct* act) {
   }
   // Copied out first: once anything is sent, a register can come back and
   // this slot be reused by a later act.
-  absl::InlinedVector<Regst*, 8> outputs, inputs;
+  absl::InlinedVector<Register*, 8> outputs, inputs;
   for (int o = 0; o < num_out_; ++o)
-    outputs.push_back(AsRegst(act->ctx.outputs()[o]));
+    outputs.push_back(AsRegister(act->ctx.outputs()[o]));
   for (int i = 0; i < num_in_; ++i)
-    inputs.push_back(AsRegst(act->ctx.inputs()[i]));
-  for (Regst* regst : outputs) {
-    for (const RegstConsumer& consumer : regst->desc().consumers) {
+    inputs.push_back(AsRegister(act->ctx.inputs()[i]));
+  for (Register* reg : outputs) {
+    for (const RegisterConsumer& consumer : reg->desc().consumers) {
       Send(consumer.thread, ActorMsg::Ready(consumer.actor, consumer.in_slot,
-                                            regst, regst->piece_id()));
+                                            reg, reg->piece_id()));
     }
   }
-  for (Regst* regst : inputs) SendReturn(regst);
+  for (Register* reg : inputs) SendReturn(reg);
 }
 
-void StreamActor::SendReturn(Regst* regst) {
-  const RegstDesc& desc = regst->desc();
+void StreamActor::SendReturn(Register* reg) {
+  const RegisterDesc& desc = reg->desc();
   Send(desc.producer_thread,
-       ActorMsg::Return(desc.producer, desc.producer_out_slot, regst));
+       ActorMsg::Return(desc.producer, desc.producer_out_slot, reg));
 }
 
 void StreamActor::EndOutputs() {
@@ -116,10 +116,11 @@ void StreamActor::OnAsyncFailed() {
   }
   for (AsyncAct* act : failed) {
     for (int o = 0; o < num_out_; ++o) {
-      Regst* regst = AsRegst(act->ctx.outputs()[o]);
-      if (!regst->desc().consumers.empty()) PushFree(out_[o], regst);
+      Register* reg = AsRegister(act->ctx.outputs()[o]);
+      if (!reg->desc().consumers.empty()) PushFree(out_[o], reg);
     }
-    for (int i = 0; i < num_in_; ++i) SendReturn(AsRegst(act->ctx.inputs()[i]));
+    for (int i = 0; i < num_in_; ++i)
+      SendReturn(AsRegister(act->ctx.inputs()[i]));
     Fail(act->status, act->ctx.piece_id());
   }
 }

@@ -53,7 +53,7 @@ class StreamActor : public KernelActor {
   // On the poller.
   void FinishAsync(AsyncAct* act);
   // A return as a message, from any thread (never a direct call).
-  void SendReturn(Regst* regst);
+  void SendReturn(Register* reg);
 
   AsyncThread<ActorMsg>* const async_;
   // DrainStream: the poller's callback sets the status, then counts down.

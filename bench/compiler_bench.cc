@@ -49,7 +49,7 @@ Job MakeJob(int ops, uint64_t seed) {
     if (pick(4) == 0) {
       std::vector<int32_t> devices;
       for (int d = 0; d < 2 + pick(3); ++d) devices.push_back(d);
-      op.Place(CPU, devices);
+      op.Place(DeviceKind::kCpu, devices);
     }
     names.push_back(name);
   }

@@ -75,8 +75,8 @@ void Check(const absl::Status& status, const std::string& what) {
 
 // ------------------------------------------------------------ the plans
 
-StreamId On(int machine, int stream_index) {
-  StreamId stream = CpuStream(stream_index);
+StreamKeyProto On(int machine, int stream_index) {
+  StreamKeyProto stream = CpuStream(stream_index);
   stream.set_machine_id(machine);
   return stream;
 }

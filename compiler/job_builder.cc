@@ -69,10 +69,11 @@ OpHandle& OpHandle::Blob(const BlobDescProto& blob) {
   return *this;
 }
 
-OpHandle& OpHandle::Place(DeviceType type, const std::vector<int32_t>& devices,
+OpHandle& OpHandle::Place(DeviceKind kind, const std::vector<int32_t>& devices,
                           const std::vector<int32_t>& machines) {
   Placement* p = conf_->mutable_placement();
-  p->set_device_type(type);
+  p->set_device_type(kind == DeviceKind::kGpu ? DeviceKinds::GPU
+                                              : DeviceKinds::CPU);
   p->clear_device_id();
   p->clear_machine_id();
   for (int32_t d : devices) p->add_device_id(d);

@@ -31,7 +31,7 @@ namespace {
 // of one machine share its memory.
 struct Device {
   int32_t machine = 0;
-  DeviceType type = CPU;
+  DeviceKinds::Value type = DeviceKinds::CPU;
   int32_t index = 0;
   int32_t replica = 0;
 
@@ -47,15 +47,16 @@ struct Device {
   // Where host work for this device (boxing) runs: a CPU device itself, a
   // GPU's machine's first CPU device.
   Device host() const {
-    return type == CPU ? *this : Device{machine, CPU, 0, 0};
+    return type == DeviceKinds::CPU ? *this
+                                    : Device{machine, DeviceKinds::CPU, 0, 0};
   }
   bool shares_memory_with(const Device& o) const {
     return machine == o.machine && type == o.type &&
-           (type == CPU || index == o.index);
+           (type == DeviceKinds::CPU || index == o.index);
   }
   std::string ToString() const {
     return absl::StrCat(machine == 0 ? "" : absl::StrCat("m", machine, "."),
-                        type == GPU ? "gpu" : "cpu", index,
+                        type == DeviceKinds::GPU ? "gpu" : "cpu", index,
                         replica == 0 ? "" : absl::StrCat("r", replica));
   }
 };
@@ -78,7 +79,7 @@ struct Op {
   std::map<std::string, Signature> inferred_outputs;
   std::map<std::string, std::vector<BlobDesc>> blobs;  // logical
   // Per output, per device: the physical register.
-  std::map<std::string, std::vector<int64_t>> regsts;
+  std::map<std::string, std::vector<int64_t>> registers;
   std::vector<TaskProto*> tasks;  // per device
 
   const std::string& name() const { return conf->name(); }
@@ -243,7 +244,7 @@ class Compiler {
         }
       }
     }
-    if (p.device_type() == GPU) {
+    if (p.device_type() == DeviceKinds::GPU) {
       // Machines of one job are alike: this one stands for them all.
       for (int32_t d : devices) {
         absl::Status available = d < 0 ? absl::OkStatus() : options_.probe(d);
@@ -574,7 +575,7 @@ class Compiler {
 
   TaskProto* AddTask(const std::string& name, const std::string& op_type,
                      const Device& device, int stage, TaskKind kind) {
-    StreamId stream;
+    StreamKeyProto stream;
     stream.set_machine_id(device.machine);
     stream.set_device_type(device.type);
     stream.set_device_index(device.index);
@@ -587,8 +588,8 @@ class Compiler {
   int64_t AddOutput(TaskProto* task, const std::string& key,
                     std::vector<BlobDescProto> blobs = {}) {
     const TaskInfo& info = info_[task->task_id() - 1];
-    const bool on_device =
-        info.device.type == GPU && task->kernel().op_type() != "d2h";
+    const bool on_device = info.device.type == DeviceKinds::GPU &&
+                           task->kernel().op_type() != "d2h";
     const int64_t id =
         writer_.AddOutput(task, key, 2, on_device, std::move(blobs));
     if (on_device) {
@@ -636,7 +637,7 @@ class Compiler {
             writer_.Desc(id).set_initial_register(true);
             writer_.Desc(id).set_register_num(1);
           }
-          op.regsts[out].push_back(id);
+          op.registers[out].push_back(id);
         }
       }
     }
@@ -668,7 +669,7 @@ class Compiler {
   void WireInput(Op* op, int i) {
     const Input& in = op->inputs[i];
     const Op& producer = ops_[in.producer];
-    const std::vector<int64_t>& regsts = producer.regsts.at(in.output);
+    const std::vector<int64_t>& registers = producer.registers.at(in.output);
     const Signature from = producer.output_signature.at(in.output);
     const Signature to = in.signature;
     const std::string why = InputLabel(*op, i);
@@ -679,9 +680,9 @@ class Compiler {
     // parts still add up to the whole.
     if (from == to && producer.parallel() == n) {
       for (int j = 0; j < n; ++j) {
-        Consume(
-            op->tasks[j], in.key,
-            Route(regsts[j], producer.devices[j], op->devices[j], stage, why));
+        Consume(op->tasks[j], in.key,
+                Route(registers[j], producer.devices[j], op->devices[j], stage,
+                      why));
       }
       return;
     }
@@ -697,9 +698,9 @@ class Compiler {
         to.kind == Signature::kBroadcast) {
       for (int j = 0; j < n; ++j) {
         const int k = Nearest(producer.devices, op->devices[j]);
-        Consume(
-            op->tasks[j], in.key,
-            Route(regsts[k], producer.devices[k], op->devices[j], stage, why));
+        Consume(op->tasks[j], in.key,
+                Route(registers[k], producer.devices[k], op->devices[j], stage,
+                      why));
       }
       return;
     }
@@ -707,7 +708,8 @@ class Compiler {
     // sums made in a GPU's memory and read there (its towers) are added on
     // that GPU.
     Device gather = op->devices[0].host();
-    if (from.kind == Signature::kPartialSum && op->devices[0].type == GPU &&
+    if (from.kind == Signature::kPartialSum &&
+        op->devices[0].type == DeviceKinds::GPU &&
         std::all_of(producer.devices.begin(), producer.devices.end(),
                     [&](const Device& d) {
                       return d.shares_memory_with(op->devices[0]);
@@ -745,13 +747,13 @@ class Compiler {
   // concat of a split, add of partial sums.
   int64_t Gather(const Op& producer, const std::string& output,
                  const Device& at, int stage, const std::string& why) {
-    const std::vector<int64_t>& regsts = producer.regsts.at(output);
+    const std::vector<int64_t>& registers = producer.registers.at(output);
     const Signature sig = producer.output_signature.at(output);
     if (producer.parallel() == 1 || sig.kind == Signature::kBroadcast) {
       const int k = Nearest(producer.devices, at);
-      return Route(regsts[k], producer.devices[k], at, stage, why);
+      return Route(registers[k], producer.devices[k], at, stage, why);
     }
-    const auto key = std::make_pair(regsts[0], at);
+    const auto key = std::make_pair(registers[0], at);
     if (auto it = boxed_.find(key); it != boxed_.end()) return it->second;
     const bool split = sig.kind == Signature::kSplit;
     const std::string name =
@@ -764,7 +766,7 @@ class Compiler {
     }
     for (int k = 0; k < producer.parallel(); ++k) {
       Consume(task, "in",
-              Route(regsts[k], producer.devices[k], at, stage, why));
+              Route(registers[k], producer.devices[k], at, stage, why));
     }
     Inserted(task, why, &report_.boxing);
     return boxed_[key] = AddOutput(task, "out");
@@ -792,28 +794,28 @@ class Compiler {
   // memory; else through d2h (off a GPU) and h2d (onto one). Registers
   // crossing machines travel in host memory: the runtime adds the
   // net_send and net_recv tasks when it partitions the plan.
-  int64_t Route(int64_t regst, const Device& from, const Device& to_tower,
+  int64_t Route(int64_t reg, const Device& from, const Device& to_tower,
                 int stage, const std::string& why) {
-    if (from.shares_memory_with(to_tower)) return regst;
+    if (from.shares_memory_with(to_tower)) return reg;
     // One copy per device serves all its towers.
     const Device to = to_tower.physical();
-    const auto key = std::make_pair(regst, to);
+    const auto key = std::make_pair(reg, to);
     if (auto it = routed_.find(key); it != routed_.end()) return it->second;
-    int64_t id = regst;
-    const std::string source = TaskOf(regst)->name();
-    if (from.type == GPU) {
-      const auto down = std::make_pair(regst, from.host());
+    int64_t id = reg;
+    const std::string source = TaskOf(reg)->name();
+    if (from.type == DeviceKinds::GPU) {
+      const auto down = std::make_pair(reg, from.host());
       if (auto it = routed_.find(down); it != routed_.end()) {
         id = it->second;
       } else {
         TaskProto* task = AddTask(absl::StrCat(source, "@cpu"), "d2h",
                                   from.physical(), stage, TaskKind::kCopy);
-        Consume(task, "in", regst);
+        Consume(task, "in", reg);
         Inserted(task, why, &report_.copies);
         id = routed_[down] = AddOutput(task, "out");
       }
     }
-    if (to.type == GPU) {
+    if (to.type == DeviceKinds::GPU) {
       TaskProto* task = AddTask(absl::StrCat(source, "@", to.ToString()), "h2d",
                                 to, stage, TaskKind::kCopy);
       Consume(task, "in", id);
@@ -823,29 +825,29 @@ class Compiler {
     return routed_[key] = id;
   }
 
-  TaskProto* TaskOf(int64_t regst) {
+  TaskProto* TaskOf(int64_t reg) {
     return writer_.plan().mutable_task(
-        static_cast<int>(writer_.Desc(regst).producer_task_id() - 1));
+        static_cast<int>(writer_.Desc(reg).producer_task_id() - 1));
   }
 
   // `task` reads `regst` under `key`; through a copy when it reads it
   // already (AgainName).
-  void Consume(TaskProto* task, const std::string& key, int64_t regst) {
+  void Consume(TaskProto* task, const std::string& key, int64_t reg) {
     for (const auto& [name, list] : task->consumed_regst_desc_id()) {
       for (int64_t id : list.regst_desc_id()) {
-        if (id != regst) continue;
+        if (id != reg) continue;
         const TaskInfo info = info_[task->task_id() - 1];
         TaskProto* copy =
-            AddTask(AgainName(TaskOf(regst)->name(), task->name()), "identity",
+            AddTask(AgainName(TaskOf(reg)->name(), task->name()), "identity",
                     info.device, info.stage, TaskKind::kBoxing);
-        writer_.Consume(copy, "in", regst);
+        writer_.Consume(copy, "in", reg);
         Inserted(copy, absl::StrCat("task '", task->name(), "'"),
                  &report_.boxing);
         writer_.Consume(task, key, AddOutput(copy, "out"));
         return;
       }
     }
-    writer_.Consume(task, key, regst);
+    writer_.Consume(task, key, reg);
   }
 
   void Inserted(const TaskProto* task, const std::string& why, int* count) {
@@ -989,7 +991,7 @@ class Compiler {
           "that accepts the whole tensor but not its parts):\n",
           compiled.status().message()));
     }
-    std::vector<std::pair<int64_t, RegstDescProto*>> regsts;
+    std::vector<std::pair<int64_t, RegisterDescProto*>> registers;
     std::map<int64_t, int64_t> bytes_by_id;
     int64_t total = 0;
     for (TaskProto& task : *writer_.plan().mutable_task()) {
@@ -1003,7 +1005,7 @@ class Compiler {
         // As the runtime counts them (CheckRegisterBytes).
         const int64_t bytes =
             RegisterBufferBytes((*compiled)->blobs.at(desc.regst_desc_id()));
-        regsts.push_back({bytes, &desc});
+        registers.push_back({bytes, &desc});
         bytes_by_id[desc.regst_desc_id()] = bytes;
         total += bytes * desc.register_num();
       }
@@ -1022,10 +1024,10 @@ class Compiler {
                                ? job_.memory_budget_bytes()
                                : kDefaultMaxRegisterBytes;
     std::stable_sort(
-        regsts.begin(), regsts.end(),
+        registers.begin(), registers.end(),
         [](const auto& a, const auto& b) { return a.first > b.first; });
     for (int floor : {2, 1}) {
-      for (auto& [bytes, desc] : regsts) {
+      for (auto& [bytes, desc] : registers) {
         if (total <= budget) break;
         // A stated register_num is the op's to choose, not the budget's.
         if (stated_register_num_.count(desc->regst_desc_id())) continue;

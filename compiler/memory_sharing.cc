@@ -23,7 +23,7 @@ MemorySharing ShareMemory(const RegisterLifetimes& lifetimes,
                           const std::map<int64_t, int64_t>& bytes, Plan* plan) {
   struct Candidate {
     int64_t bytes = 0;
-    RegstDescProto* desc = nullptr;
+    RegisterDescProto* desc = nullptr;
   };
   std::vector<Candidate> candidates;
   // A process validates its own share of the plan, where a path through

@@ -23,7 +23,7 @@ struct MemorySharing {
 };
 
 // Puts registers of one buffer whose lifetimes never overlap into shared
-// blocks (RegstDescProto.mem_block_id), largest first, each into the first
+// blocks (RegisterDescProto.mem_block_id), largest first, each into the first
 // block where it overlaps no member. `bytes`: each register's buffer size
 // by regst_desc id. Only registers in host memory share, and only in plans
 // on one machine (each process validates its own share of a plan over

@@ -41,7 +41,7 @@ using FailureFn = std::function<void(const absl::Status&)>;
 class Coordinator {
  public:
   virtual ~Coordinator() = default;
-  // Every rank's RegstTransfer address, by rank, once every rank joined
+  // Every rank's RegisterTransfer address, by rank, once every rank joined
   // with the same plan hash; and the checkpoint they resume from.
   virtual absl::StatusOr<JoinReply> Join(const JoinRequest& request) = 0;
   virtual absl::Status Barrier(const std::string& name) = 0;

@@ -49,7 +49,7 @@ absl::StatusOr<JobConfig> JobConfigFromEnv();
 std::string PlanFingerprint(const Plan& plan, int64_t pieces);
 
 // One process of a multi-machine job: its share of the plan as a Session,
-// a gRPC server (RegstTransfer; on rank 0 also Control on MASTER_PORT),
+// a gRPC server (RegisterTransfer; on rank 0 also Control on MASTER_PORT),
 // and its link to rank 0. Create joins the job (every rank must call it
 // with the same plan and pieces), connects the registers that cross
 // machines and waits until every rank is ready; then Run; then Finish,

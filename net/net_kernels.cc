@@ -11,7 +11,7 @@ class NetSend final : public Kernel, public KernelGate {
  public:
   explicit NetSend(Transport* transport) : transport_(transport) {}
   ~NetSend() override {
-    if (bound_) transport_->SetSendWaker(regst_, peer_, nullptr);
+    if (bound_) transport_->SetSendWaker(register_, peer_, nullptr);
   }
   absl::Status Init(const KernelInitContext& ctx) override {
     absl::Status ok = ctx.ExpectInputs(1, 1);
@@ -20,23 +20,23 @@ class NetSend final : public Kernel, public KernelGate {
     absl::StatusOr<int64_t> peer = ctx.IntAttr("peer");
     if (!peer.ok()) return peer.status();
     peer_ = static_cast<int32_t>(*peer);
-    regst_ = ctx.inputs()[0].regst_desc_id;
+    register_ = ctx.inputs()[0].regst_desc_id;
     return absl::OkStatus();
   }
   KernelGate* gate() override { return this; }
-  bool Open() override { return transport_->SendGateOpen(regst_, peer_); }
+  bool Open() override { return transport_->SendGateOpen(register_, peer_); }
   void SetWaker(std::function<void()> wake) override {
     bound_ = true;
-    transport_->SetSendWaker(regst_, peer_, std::move(wake));
+    transport_->SetSendWaker(register_, peer_, std::move(wake));
   }
   absl::Status Forward(KernelContext* ctx) override {
-    return transport_->Send(regst_, peer_, *ctx);
+    return transport_->Send(register_, peer_, *ctx);
   }
 
  private:
   Transport* const transport_;
   int32_t peer_ = 0;
-  int64_t regst_ = 0;
+  int64_t register_ = 0;
   bool bound_ = false;
 };
 
@@ -44,7 +44,7 @@ class NetRecv final : public Kernel, public KernelGate {
  public:
   explicit NetRecv(Transport* transport) : transport_(transport) {}
   ~NetRecv() override {
-    if (bound_) transport_->SetReceiveWaker(regst_, nullptr);
+    if (bound_) transport_->SetReceiveWaker(register_, nullptr);
   }
   absl::Status Init(const KernelInitContext& ctx) override {
     absl::Status ok = ctx.ExpectInputs(0, 0);
@@ -52,22 +52,22 @@ class NetRecv final : public Kernel, public KernelGate {
     if (!ok.ok()) return ok;
     absl::StatusOr<int64_t> peer = ctx.IntAttr("peer");
     if (!peer.ok()) return peer.status();
-    regst_ = ctx.outputs()[0].regst_desc_id;
+    register_ = ctx.outputs()[0].regst_desc_id;
     return absl::OkStatus();
   }
   KernelGate* gate() override { return this; }
-  bool Open() override { return transport_->ReceiveGateOpen(regst_); }
+  bool Open() override { return transport_->ReceiveGateOpen(register_); }
   void SetWaker(std::function<void()> wake) override {
     bound_ = true;
-    transport_->SetReceiveWaker(regst_, std::move(wake));
+    transport_->SetReceiveWaker(register_, std::move(wake));
   }
   absl::Status Forward(KernelContext* ctx) override {
-    return transport_->Receive(regst_, *ctx);
+    return transport_->Receive(register_, *ctx);
   }
 
  private:
   Transport* const transport_;
-  int64_t regst_ = 0;
+  int64_t register_ = 0;
   bool bound_ = false;
 };
 

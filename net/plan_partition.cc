@@ -27,18 +27,18 @@ std::map<int64_t, int32_t> MachineOfTask(const Plan& plan) {
 
 struct Produced {
   const TaskProto* producer;
-  const RegstDescProto* regst;
+  const RegisterDescProto* reg;
 };
 
 // Every produced register of the plan, by regst_desc_id.
-std::map<int64_t, Produced> RegstsById(const Plan& plan) {
-  std::map<int64_t, Produced> regsts;
+std::map<int64_t, Produced> RegistersById(const Plan& plan) {
+  std::map<int64_t, Produced> registers;
   for (const TaskProto& task : plan.task()) {
-    for (const auto& [name, regst] : task.produced_regst_desc()) {
-      regsts[regst.regst_desc_id()] = {&task, &regst};
+    for (const auto& [name, reg] : task.produced_regst_desc()) {
+      registers[reg.regst_desc_id()] = {&task, &reg};
     }
   }
-  return regsts;
+  return registers;
 }
 
 int64_t NextTaskId(const Plan& plan) {
@@ -55,7 +55,7 @@ int32_t FirstFreeStream(const Plan& plan, int32_t machine) {
   int32_t max_index = -1;
   for (const TaskProto& task : plan.task()) {
     if (task.stream().machine_id() == machine &&
-        task.stream().device_type() == CPU) {
+        task.stream().device_type() == DeviceKinds::CPU) {
       max_index = std::max(max_index, task.stream().stream_index());
     }
   }
@@ -100,12 +100,12 @@ absl::StatusOr<std::vector<NetEdge>> FindNetEdges(const Plan& plan,
   const std::map<int64_t, int32_t> machine_of = MachineOfTask(plan);
   std::vector<NetEdge> edges;
   int64_t next_id = NextTaskId(plan);
-  for (const auto& [id, produced] : RegstsById(plan)) {  // sorted by id
+  for (const auto& [id, produced] : RegistersById(plan)) {  // sorted by id
     const TaskProto& producer = *produced.producer;
-    const RegstDescProto* regst = produced.regst;
+    const RegisterDescProto* reg = produced.reg;
     const int32_t src = producer.stream().machine_id();
     std::set<int32_t> destinations;
-    for (int64_t consumer : regst->consumer_task_id()) {
+    for (int64_t consumer : reg->consumer_task_id()) {
       auto it = machine_of.find(consumer);
       if (it != machine_of.end() && it->second != src) {
         destinations.insert(it->second);
@@ -115,14 +115,14 @@ absl::StatusOr<std::vector<NetEdge>> FindNetEdges(const Plan& plan,
     const std::string where =
         absl::StrCat(Label(producer), ": regst ", id, " is read on machine ",
                      *destinations.begin(), " but produced on machine ", src);
-    if (regst->mem_case().device_type() != CPU) {
+    if (reg->mem_case().device_type() != DeviceKinds::CPU) {
       problems.push_back(absl::StrCat(
           where,
           ", and it lives in device memory: only host registers cross "
           "machines (copy it to host memory with a d2h task first)"));
       continue;
     }
-    if (regst->initial_register()) {
+    if (reg->initial_register()) {
       problems.push_back(absl::StrCat(
           where,
           ", and it is an initial_register: a cycle must stay on one "
@@ -134,7 +134,7 @@ absl::StatusOr<std::vector<NetEdge>> FindNetEdges(const Plan& plan,
       edge.regst_desc_id = id;
       edge.src_rank = src;
       edge.dst_rank = dst;
-      edge.register_num = std::max(regst->register_num(), 1);
+      edge.register_num = std::max(reg->register_num(), 1);
       edge.send_task_id = next_id++;
       edge.recv_task_id = next_id++;
       edges.push_back(edge);
@@ -151,7 +151,7 @@ absl::StatusOr<LocalPlan> PartitionPlan(const Plan& plan, int rank,
   absl::StatusOr<std::vector<NetEdge>> edges = FindNetEdges(plan, world_size);
   if (!edges.ok()) return edges.status();
   const std::map<int64_t, int32_t> machine_of = MachineOfTask(plan);
-  const std::map<int64_t, Produced> regsts = RegstsById(plan);
+  const std::map<int64_t, Produced> registers = RegistersById(plan);
   LocalPlan local;
   local.plan.set_total_piece_num(plan.total_piece_num());
   std::set<std::string> names;
@@ -161,19 +161,19 @@ absl::StatusOr<LocalPlan> PartitionPlan(const Plan& plan, int rank,
     TaskProto* copy = local.plan.add_task();
     *copy = task;
     copy->mutable_stream()->set_machine_id(0);
-    for (auto& [name, regst] : *copy->mutable_produced_regst_desc()) {
-      regst.clear_consumer_task_id();
+    for (auto& [name, reg] : *copy->mutable_produced_regst_desc()) {
+      reg.clear_consumer_task_id();
       for (int64_t consumer :
            task.produced_regst_desc().at(name).consumer_task_id()) {
         auto it = machine_of.find(consumer);
         // An unknown consumer stays, for validation to name.
         if (it == machine_of.end() || it->second == rank) {
-          regst.add_consumer_task_id(consumer);
+          reg.add_consumer_task_id(consumer);
         }
       }
       for (const NetEdge& edge : *edges) {
-        if (edge.regst_desc_id == regst.regst_desc_id()) {
-          regst.add_consumer_task_id(edge.send_task_id);
+        if (edge.regst_desc_id == reg.regst_desc_id()) {
+          reg.add_consumer_task_id(edge.send_task_id);
         }
       }
     }
@@ -197,12 +197,13 @@ absl::StatusOr<LocalPlan> PartitionPlan(const Plan& plan, int rank,
     TaskProto* task = local.plan.add_task();
     task->set_task_id(task_id);
     task->set_name(name);
-    if (next_to != nullptr && next_to->stream().device_type() == CPU &&
+    if (next_to != nullptr &&
+        next_to->stream().device_type() == DeviceKinds::CPU &&
         !next_to->stream().host_async()) {
       *task->mutable_stream() = next_to->stream();
       task->mutable_stream()->set_machine_id(0);
     } else {
-      task->mutable_stream()->set_device_type(CPU);
+      task->mutable_stream()->set_device_type(DeviceKinds::CPU);
       task->mutable_stream()->set_stream_index(next_stream++);
     }
     task->mutable_kernel()->set_op_type(op_type);
@@ -212,14 +213,14 @@ absl::StatusOr<LocalPlan> PartitionPlan(const Plan& plan, int rank,
     if (edge.src_rank == rank) {
       TaskProto* send =
           add_net_task(edge.send_task_id, NetSendName(edge), "net_send",
-                       regsts.at(edge.regst_desc_id).producer);
+                       registers.at(edge.regst_desc_id).producer);
       (*send->mutable_consumed_regst_desc_id())["in"].add_regst_desc_id(
           edge.regst_desc_id);
       (*send->mutable_kernel()->mutable_attr())["peer"].set_i(edge.dst_rank);
       local.sends.push_back(edge);
     }
     if (edge.dst_rank == rank) {
-      const RegstDescProto& original = *regsts.at(edge.regst_desc_id).regst;
+      const RegisterDescProto& original = *registers.at(edge.regst_desc_id).reg;
       const TaskProto* first_reader = nullptr;
       for (int64_t consumer : original.consumer_task_id()) {
         auto it = task_by_id.find(consumer);
@@ -231,7 +232,7 @@ absl::StatusOr<LocalPlan> PartitionPlan(const Plan& plan, int rank,
       }
       TaskProto* recv = add_net_task(edge.recv_task_id, NetRecvName(edge),
                                      "net_recv", first_reader);
-      RegstDescProto mirror = original;
+      RegisterDescProto mirror = original;
       mirror.set_producer_task_id(edge.recv_task_id);
       mirror.clear_consumer_task_id();
       for (int64_t consumer : original.consumer_task_id()) {

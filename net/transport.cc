@@ -18,10 +18,10 @@ std::string ShapeString(absl::Span<const int64_t> shape) {
 }
 
 // A message from `spare` (its buffers keep their capacity), or a new one.
-std::unique_ptr<RegstPiece> Reuse(
-    std::vector<std::unique_ptr<RegstPiece>>* spare) {
-  if (spare->empty()) return std::make_unique<RegstPiece>();
-  std::unique_ptr<RegstPiece> piece = std::move(spare->back());
+std::unique_ptr<RegisterPiece> Reuse(
+    std::vector<std::unique_ptr<RegisterPiece>>* spare) {
+  if (spare->empty()) return std::make_unique<RegisterPiece>();
+  std::unique_ptr<RegisterPiece> piece = std::move(spare->back());
   spare->pop_back();
   return piece;
 }
@@ -263,7 +263,7 @@ absl::Status Transport::Connect(const std::vector<std::string>& addresses,
     out->header.set_regst_desc_id(edge.regst_desc_id);
     out->header.set_piece_id(-1);
     out->header.set_src_rank(rank_);
-    auto stub = RegstTransfer::NewStub(out->channel);
+    auto stub = RegisterTransfer::NewStub(out->channel);
     bool failed, broken, open;
     {
       MutexLock lock(&out->mu);
@@ -366,7 +366,7 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
     return absl::InternalError(absl::StrCat("no connection to rank ", dst_rank,
                                             " for regst ", regst_desc_id));
   }
-  std::unique_ptr<RegstPiece> message;
+  std::unique_ptr<RegisterPiece> message;
   bool failed = false;
   std::string lost;
   {
@@ -606,7 +606,7 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
     return absl::InternalError(
         absl::StrCat("no inbox for regst ", regst_desc_id));
   }
-  std::unique_ptr<RegstPiece> taken;
+  std::unique_ptr<RegisterPiece> taken;
   bool failed = false;
   {
     MutexLock lock(&inbox->mu);
@@ -623,7 +623,7 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
         " before piece ", ctx.piece_id(), " (did it exit?)"));
   }
   absl::Status copied = [&]() -> absl::Status {
-    const RegstPiece& piece = *taken;
+    const RegisterPiece& piece = *taken;
     auto where = [&] {
       return absl::StrCat("regst ", regst_desc_id, " from rank ",
                           inbox->src_rank, ", piece ", ctx.piece_id());

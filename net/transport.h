@@ -150,9 +150,10 @@ class Transport final {
     NetEdge edge;
     std::shared_ptr<grpc::Channel> channel;
     grpc::ClientContext context;
-    std::unique_ptr<grpc::ClientAsyncReaderWriter<RegstPiece, Credit>> stream;
+    std::unique_ptr<grpc::ClientAsyncReaderWriter<RegisterPiece, Credit>>
+        stream;
     Op started, wrote, read, closed, finished;
-    RegstPiece header;
+    RegisterPiece header;
     Credit credit;        // read into
     grpc::Status status;  // Finish's
     Mutex mu;
@@ -163,8 +164,8 @@ class Transport final {
     int32_t credits ABSL_GUARDED_BY(mu) = 0;
     // Taken with a credit, not yet written; the front is being written
     // while `writing`.
-    std::deque<std::unique_ptr<RegstPiece>> queue ABSL_GUARDED_BY(mu);
-    std::vector<std::unique_ptr<RegstPiece>> spare ABSL_GUARDED_BY(mu);
+    std::deque<std::unique_ptr<RegisterPiece>> queue ABSL_GUARDED_BY(mu);
+    std::vector<std::unique_ptr<RegisterPiece>> spare ABSL_GUARDED_BY(mu);
     bool writing ABSL_GUARDED_BY(mu) = false;
     bool writes_done ABSL_GUARDED_BY(mu) = false;
     GateWaker gate ABSL_GUARDED_BY(mu);  // net_send's
@@ -178,9 +179,9 @@ class Transport final {
     int32_t credit_batch = 1;
     Mutex mu;
     Call* call ABSL_GUARDED_BY(mu) = nullptr;  // the sender's, once it came
-    std::unique_ptr<RegstPiece> reading ABSL_GUARDED_BY(mu);
-    std::deque<std::unique_ptr<RegstPiece>> arrived ABSL_GUARDED_BY(mu);
-    std::vector<std::unique_ptr<RegstPiece>> spare ABSL_GUARDED_BY(mu);
+    std::unique_ptr<RegisterPiece> reading ABSL_GUARDED_BY(mu);
+    std::deque<std::unique_ptr<RegisterPiece>> arrived ABSL_GUARDED_BY(mu);
+    std::vector<std::unique_ptr<RegisterPiece>> spare ABSL_GUARDED_BY(mu);
     // Pieces taken but not yet credited.
     int32_t owed ABSL_GUARDED_BY(mu) = 0;
     bool credit_writing ABSL_GUARDED_BY(mu) = false;
@@ -195,8 +196,8 @@ class Transport final {
   // One incoming Push call: bound to its inbox once its header is read.
   struct Call {
     grpc::ServerContext context;
-    grpc::ServerAsyncReaderWriter<Credit, RegstPiece> stream{&context};
-    RegstPiece header;
+    grpc::ServerAsyncReaderWriter<Credit, RegisterPiece> stream{&context};
+    RegisterPiece header;
     Op accepted, read, wrote, finished;
     Inbox* inbox = nullptr;  // set once, on the poller thread
   };
@@ -219,7 +220,7 @@ class Transport final {
 
   const int32_t rank_;
   const absl::Duration explain_within_;
-  RegstTransfer::AsyncService service_;
+  RegisterTransfer::AsyncService service_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::thread poller_;
   // Both fixed at construction: other threads only look things up.

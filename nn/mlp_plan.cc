@@ -74,13 +74,15 @@ class MlpPlanWriter {
   }
   Op OnHost(const std::string& name, const std::string& op_type,
             std::vector<int32_t> devices) {
-    return job_.Op(name, op_type).Place(CPU, std::move(devices));
+    return job_.Op(name, op_type).Place(DeviceKind::kCpu, std::move(devices));
   }
   Op Place(bool every_tower, const std::string& name,
            const std::string& op_type) {
     return every_tower ? OnTowers(name, op_type) : OnTower0(name, op_type);
   }
-  DeviceType Compute() const { return c_.gpu ? GPU : CPU; }
+  DeviceKind Compute() const {
+    return c_.gpu ? DeviceKind::kGpu : DeviceKind::kCpu;
+  }
   // Results wanted by the caller: one more than `depth`, so that the plan
   // never blocks on the caller.
   int Results() const { return c_.depth + 1; }

@@ -131,7 +131,7 @@ inline int64_t ShardBegin(int64_t n, int64_t shards, int64_t k) {
 }
 
 // "variable": the weights of one parameter. Its output `out` is normally an
-// initial register (RegstDescProto.initial_register) in a cycle with the
+// initial register (RegisterDescProto.initial_register) in a cycle with the
 // optimizer: InitialOutput publishes the weights at the start of each run
 // (attrs init "zeros" | "uniform", scale, seed on the first run; what the
 // last run ended with after that), and each act adds its input `delta`.

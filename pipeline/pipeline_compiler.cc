@@ -96,10 +96,10 @@ struct Pipeline::Node {
   SampleSpec spec;   // per sample (batched: without the batch dimension)
   bool on_device = false;
   // The outputs that carry it: one (source, batched) or one per worker.
-  std::vector<Ref> regsts;
+  std::vector<Ref> registers;
   std::vector<OpConf*> tasks;
-  Ref shapes_regst;   // batched: its per-sample shapes
-  std::string chain;  // sample: its tasks' name (fused operators)
+  Ref shapes_register;  // batched: its per-sample shapes
+  std::string chain;    // sample: its tasks' name (fused operators)
 };
 
 // One compilation. The job places worker w's stages on CPU device w; the
@@ -145,7 +145,8 @@ class Pipeline::Compiler {
   OpConf* AddOp(const std::string& name, const std::string& op_type,
                 int cpu_device, bool gpu = false) {
     return job_.Op(name, op_type)
-        .Place(gpu ? GPU : CPU, {gpu ? 0 : cpu_device})
+        .Place(gpu ? DeviceKind::kGpu : DeviceKind::kCpu,
+               {gpu ? 0 : cpu_device})
         .conf();
   }
   static void Consume(OpConf* op, const std::string& key, const Ref& from) {
@@ -203,8 +204,9 @@ class Pipeline::Compiler {
   void AddSchedule() {
     OpConf* schedule = AddOp(kScheduleTask, "feed", io_);
     task_names_.insert(kScheduleTask);
-    schedule_regst_ = AddOutput(schedule, "out", depth_ + 1,
-                                {BlobProto(kChunkBlob, DT_INT64, {3}, false)});
+    schedule_register_ =
+        AddOutput(schedule, "out", depth_ + 1,
+                  {BlobProto(kChunkBlob, DT_INT64, {3}, false)});
   }
   // How many operators and outputs read each node: a node read once, by a
   // per-sample operator, is fused away.
@@ -255,7 +257,7 @@ class Pipeline::Compiler {
   std::map<std::string, Node> nodes_;
   std::set<std::string> task_names_;
   std::map<std::string, int> consumers_;
-  Ref schedule_regst_;
+  Ref schedule_register_;
   int sources_ = 0;
   bool has_reader_ = false;
   int batch_op_ = -1;
@@ -364,7 +366,7 @@ void Pipeline::Compiler::AddSource(int i) {
   attrs["outputs"] = StringListAttr(def.outputs);
   attrs["seed"] = IntAttr(static_cast<int64_t>(options_.seed));
   attrs["skip_errors"] = BoolAttr(skip_);
-  Consume(task, "in", schedule_regst_);
+  Consume(task, "in", schedule_register_);
   std::vector<SampleSpec> specs;
   if (op == "external_source") {
     // A feed of whole batches, split into samples by the source task.
@@ -412,10 +414,10 @@ void Pipeline::Compiler::AddSource(int i) {
     specs = {SampleSpec{DT_UINT8, {(*dims)[1], (*dims)[2], 1}},
              SampleSpec{DT_INT32, {}}};
   }
-  const Ref regst = AddOutput(task, "out", depth_);
+  const Ref reg = AddOutput(task, "out", depth_);
   if (reader) ProbeReader(i, *task);
   for (size_t k = 0; k < def.outputs.size(); ++k) {
-    Node node{"source", specs[k], false, {regst}, {task}};
+    Node node{"source", specs[k], false, {reg}, {task}};
     Declare(i, def.outputs[k], node);
   }
 }
@@ -506,7 +508,7 @@ void Pipeline::Compiler::AddBatch(const OperatorDef& batch_def, int bi) {
           "max_shape"));
       continue;
     }
-    for (const Ref& ref : in.regsts) {
+    for (const Ref& ref : in.registers) {
       auto at = std::find(consumed.begin(), consumed.end(), ref.text());
       if (at == consumed.end()) {
         Consume(task, "in", ref);
@@ -514,7 +516,7 @@ void Pipeline::Compiler::AddBatch(const OperatorDef& batch_def, int bi) {
       }
       input_index.push_back(at - consumed.begin());
     }
-    counts.push_back(static_cast<int64_t>(in.regsts.size()));
+    counts.push_back(static_cast<int64_t>(in.registers.size()));
     ranks.push_back(static_cast<int64_t>(spec.max_shape.size()));
     shapes.insert(shapes.end(), spec.max_shape.begin(), spec.max_shape.end());
     types.push_back(DataTypeName(spec.type));
@@ -533,8 +535,8 @@ void Pipeline::Compiler::AddBatch(const OperatorDef& batch_def, int bi) {
   for (size_t k = 0; k < batched.size(); ++k) {
     const std::string& in_name = batch_def.inputs[k];
     Node& out = batched[k];
-    out.regsts = {AddOutput(task, "out_" + in_name, depth_)};
-    out.shapes_regst = AddOutput(task, "shape_" + in_name, depth_);
+    out.registers = {AddOutput(task, "out_" + in_name, depth_)};
+    out.shapes_register = AddOutput(task, "shape_" + in_name, depth_);
     // Made on the host; the compiler copies it up for the GPU operators
     // that read it (the copy holds gpu_prefetch_depth batches).
     out.on_device = mixed;
@@ -572,9 +574,9 @@ void Pipeline::Compiler::AddDenseOperator(int i, const Node& in) {
   OpConf* task = AddOp(UniqueTask(i, def.name), op, io_, gpu);
   auto& attrs = *task->mutable_attr();
   for (const auto& [key, value] : def.attrs) attrs[key] = value;
-  Consume(task, "in", in.regsts[0]);
+  Consume(task, "in", in.registers[0]);
   Node node = in;
-  node.regsts = {AddOutput(task, "out", gpu ? gpu_depth_ : depth_)};
+  node.registers = {AddOutput(task, "out", gpu ? gpu_depth_ : depth_)};
   node.tasks = {task};
   if (op == "normalize") node.spec.type = DT_FLOAT32;
   if (op == "cast") {
@@ -623,7 +625,7 @@ void Pipeline::Compiler::AddSampleOperator(int i, const Node& in,
 void Pipeline::Compiler::FuseIntoChain(int i, const Node& in,
                                        const SampleSpec& spec) {
   const OperatorDef& def = p_.ops_[i];
-  Node node{"sample", spec, false, in.regsts, in.tasks};
+  Node node{"sample", spec, false, in.registers, in.tasks};
   node.chain = in.chain + "+" + def.name;
   for (int w = 0; w < workers_; ++w) {
     OpConf* task = in.tasks[w];
@@ -688,8 +690,9 @@ void Pipeline::Compiler::AddStages(int i, const Node& in,
     // The first stage after the reader claims samples as its workers get
     // free; later stages keep what their worker's first stage took.
     attrs["deal"] = StringAttr(in.kind == "source" ? "dynamic" : "all");
-    Consume(task, "in", in.kind == "source" ? in.regsts[0] : in.regsts[w]);
-    node.regsts.push_back(AddOutput(task, "out", depth_));
+    Consume(task, "in",
+            in.kind == "source" ? in.registers[0] : in.registers[w]);
+    node.registers.push_back(AddOutput(task, "out", depth_));
     node.tasks.push_back(task);
   }
   Declare(i, def.outputs[0], node);
@@ -725,9 +728,9 @@ void Pipeline::Compiler::AddFetches() {
       continue;
     }
     Consume(AddOp(absl::StrCat("out.", name), "fetch", io_), "in",
-            node.regsts[0]);
+            node.registers[0]);
     Consume(AddOp(absl::StrCat("out.", name, ".shape"), "fetch", io_), "in",
-            node.shapes_regst);
+            node.shapes_register);
   }
 }
 

@@ -60,8 +60,8 @@ struct ChunkInfo {
   bool final = false;
 };
 
-inline absl::StatusOr<ChunkInfo> ReadChunk(ConstRegisterView regst) {
-  auto words = regst.blob(kChunkBlob).data<int64_t>();
+inline absl::StatusOr<ChunkInfo> ReadChunk(ConstRegisterView reg) {
+  auto words = reg.blob(kChunkBlob).data<int64_t>();
   if (!words.ok()) return words.status();
   if (words->size() != 3) {
     return absl::InternalError("pipeline: chunk blob is not int64 [3]");
@@ -69,8 +69,8 @@ inline absl::StatusOr<ChunkInfo> ReadChunk(ConstRegisterView regst) {
   return ChunkInfo{(*words)[0], (*words)[1], (*words)[2] != 0};
 }
 
-inline absl::Status WriteChunk(RegisterView regst, const ChunkInfo& chunk) {
-  auto words = regst.blob(kChunkBlob).mutable_data<int64_t>();
+inline absl::Status WriteChunk(RegisterView reg, const ChunkInfo& chunk) {
+  auto words = reg.blob(kChunkBlob).mutable_data<int64_t>();
   if (!words.ok()) return words.status();
   (*words)[0] = chunk.epoch;
   (*words)[1] = chunk.chunk;

@@ -21,7 +21,7 @@ namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
 
 int64_t RegisterBufferBytes(const std::vector<BlobDesc>& blobs) {
-  return std::max(LayOut(blobs).bytes, kRegstOverheadBytes);
+  return std::max(LayOut(blobs).bytes, kRegisterOverheadBytes);
 }
 namespace {
 

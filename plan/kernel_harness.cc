@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "actor/act_context.h"
-#include "actor/regst.h"
+#include "actor/register.h"
 #include "actorflow/plan_loader.h"
 #include "memory/synced_memory.h"
 
@@ -13,18 +13,18 @@ ACTORFLOW_NAMESPACE_BEGIN
 
 struct KernelHarness::State {
   TaskProto task;
-  std::vector<std::unique_ptr<RegstDesc>> descs;
-  std::vector<Regst*> inputs;
-  Regst* output = nullptr;
+  std::vector<std::unique_ptr<RegisterDesc>> descs;
+  std::vector<Register*> inputs;
+  Register* output = nullptr;
   std::unique_ptr<Kernel> kernel;
   ActContext ctx;
 };
 
 namespace {
 
-absl::StatusOr<std::unique_ptr<RegstDesc>> HostDesc(
+absl::StatusOr<std::unique_ptr<RegisterDesc>> HostDesc(
     int64_t id, std::vector<BlobDesc> blobs) {
-  auto desc = std::make_unique<RegstDesc>();
+  auto desc = std::make_unique<RegisterDesc>();
   desc->id = id;
   desc->blobs = std::move(blobs);
   desc->layout = LayOut(desc->blobs);
@@ -37,14 +37,14 @@ absl::StatusOr<std::unique_ptr<RegstDesc>> HostDesc(
     if (!host.ok()) return host.status();
     base = static_cast<char*>(*host);
   }
-  desc->regsts.push_back(
-      std::make_unique<Regst>(desc.get(), std::move(memory), base));
+  desc->registers.push_back(
+      std::make_unique<Register>(desc.get(), std::move(memory), base));
   return desc;
 }
 
-const float* FirstFloats(const Regst* regst) {
-  if (regst == nullptr || regst->num_blobs() == 0) return nullptr;
-  const Blob& blob = regst->blob(0);
+const float* FirstFloats(const Register* reg) {
+  if (reg == nullptr || reg->num_blobs() == 0) return nullptr;
+  const Blob& blob = reg->blob(0);
   if (blob.data_type != DT_FLOAT32) return nullptr;
   return reinterpret_cast<const float*>(blob.data);
 }
@@ -68,7 +68,7 @@ absl::StatusOr<std::unique_ptr<KernelHarness>> KernelHarness::Create(
     input_ios.push_back({"in", id, inputs[i], true});
     auto desc = HostDesc(id, std::move(inputs[i]));
     if (!desc.ok()) return desc.status();
-    state.inputs.push_back((*desc)->regsts[0].get());
+    state.inputs.push_back((*desc)->registers[0].get());
     state.descs.push_back(std::move(*desc));
   }
   const int64_t out_id = static_cast<int64_t>(inputs.size()) + 1;
@@ -85,7 +85,7 @@ absl::StatusOr<std::unique_ptr<KernelHarness>> KernelHarness::Create(
     const std::vector<BlobDesc>* inferred = init.inferred(0);
     auto desc = HostDesc(out_id, inferred ? *inferred : output_blobs);
     if (!desc.ok()) return desc.status();
-    state.output = (*desc)->regsts[0].get();
+    state.output = (*desc)->registers[0].get();
     state.descs.push_back(std::move(*desc));
   }
 
@@ -130,7 +130,7 @@ const float* KernelHarness::output_floats() const {
 }
 
 absl::Status KernelHarness::Run(int64_t piece_id) {
-  for (Regst* in : state_->inputs) in->set_piece_id(piece_id);
+  for (Register* in : state_->inputs) in->set_piece_id(piece_id);
   if (state_->output != nullptr) {
     state_->output->set_piece_id(piece_id);
     state_->output->ResetShapes();

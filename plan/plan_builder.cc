@@ -96,7 +96,7 @@ absl::StatusOr<Plan> BuildPlan(const std::vector<TaskDef>& tasks,
     task->mutable_stream()->set_stream_index(def.stream_index);
     task->mutable_stream()->set_host_async(def.host_async);
     if (def.gpu) {
-      task->mutable_stream()->set_device_type(GPU);
+      task->mutable_stream()->set_device_type(DeviceKinds::GPU);
       task->mutable_stream()->set_device_index(def.device_index);
     }
     task->mutable_kernel()->set_op_type(def.op_type);
@@ -104,7 +104,7 @@ absl::StatusOr<Plan> BuildPlan(const std::vector<TaskDef>& tasks,
       (*task->mutable_kernel()->mutable_attr())[key] = value;
     }
     if (def.has_output) {
-      RegstDescProto& out = (*task->mutable_produced_regst_desc())["out"];
+      RegisterDescProto& out = (*task->mutable_produced_regst_desc())["out"];
       out.set_regst_desc_id(10 * id);
       out.set_producer_task_id(id);
       out.set_register_num(def.register_num);
@@ -114,7 +114,7 @@ absl::StatusOr<Plan> BuildPlan(const std::vector<TaskDef>& tasks,
         out.set_elem_cnt(def.elem_cnt);
       }
       if (def.gpu && def.op_type != "d2h") {
-        out.mutable_mem_case()->set_device_type(GPU);
+        out.mutable_mem_case()->set_device_type(DeviceKinds::GPU);
         out.mutable_mem_case()->set_device_index(def.device_index);
       }
     }

@@ -19,7 +19,7 @@ struct TaskDef {
   std::string op_type;
   std::vector<std::string> inputs;
   int32_t stream_index = 0;  // CPU stream on machine 0
-  bool host_async = false;   // StreamId.host_async
+  bool host_async = false;   // StreamKeyProto.host_async
   // A GPU stream of device `device_index`; its output then lives in that
   // device's memory, except a d2h task's (host memory, as validation wants).
   bool gpu = false;

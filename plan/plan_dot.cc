@@ -31,7 +31,7 @@ std::string NodeId(int64_t task_id) { return absl::StrCat("t", task_id); }
 struct Produced {
   const TaskProto* producer = nullptr;
   std::string name;  // the producer's name for it
-  const RegstDescProto* desc = nullptr;
+  const RegisterDescProto* desc = nullptr;
 };
 
 }  // namespace

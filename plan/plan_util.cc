@@ -18,9 +18,9 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> SortedInputs(
   return inputs;
 }
 
-std::vector<std::pair<std::string, const RegstDescProto*>> SortedOutputs(
+std::vector<std::pair<std::string, const RegisterDescProto*>> SortedOutputs(
     const TaskProto& task) {
-  std::vector<std::pair<std::string, const RegstDescProto*>> outputs;
+  std::vector<std::pair<std::string, const RegisterDescProto*>> outputs;
   for (const auto& [name, desc] : task.produced_regst_desc()) {
     outputs.emplace_back(name, &desc);
   }
@@ -29,11 +29,11 @@ std::vector<std::pair<std::string, const RegstDescProto*>> SortedOutputs(
   return outputs;
 }
 
-StreamKey ToStreamKey(const StreamId& stream) {
+StreamKey ToStreamKey(const StreamKeyProto& stream) {
   return StreamKey{
       .machine_id = stream.machine_id(),
-      .device =
-          stream.device_type() == GPU ? DeviceKind::kGpu : DeviceKind::kCpu,
+      .device = stream.device_type() == DeviceKinds::GPU ? DeviceKind::kGpu
+                                                         : DeviceKind::kCpu,
       .device_index = stream.device_index(),
       .stream_index = stream.stream_index(),
       .host_async = stream.host_async(),

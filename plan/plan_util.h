@@ -17,10 +17,10 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> SortedInputs(
     const TaskProto& task);
 
 // A task's produced descriptors by name, names sorted.
-std::vector<std::pair<std::string, const RegstDescProto*>> SortedOutputs(
+std::vector<std::pair<std::string, const RegisterDescProto*>> SortedOutputs(
     const TaskProto& task);
 
-StreamKey ToStreamKey(const StreamId& stream);
+StreamKey ToStreamKey(const StreamKeyProto& stream);
 
 // The copy kernels, whose one side is host memory on a GPU stream: h2d
 // reads a host register, d2h writes one. The validator's placement rules and

@@ -26,7 +26,7 @@ ACTORFLOW_NAMESPACE_BEGIN
 namespace {
 
 std::string MemoryName(const MemoryCase& mem) {
-  return mem.device_type() == GPU
+  return mem.device_type() == DeviceKinds::GPU
              ? absl::StrCat("GPU memory of device ", mem.device_index())
              : std::string("host memory");
 }
@@ -34,7 +34,7 @@ std::string MemoryName(const MemoryCase& mem) {
 struct Producer {
   int task = 0;  // index into plan.task()
   std::string name;
-  const RegstDescProto* desc = nullptr;
+  const RegisterDescProto* desc = nullptr;
 };
 
 // Checks a plan and, on the way, compiles it: kernels are created and
@@ -120,7 +120,7 @@ class Validator {
   }
 
   void CheckStream(int t) {
-    const StreamId& stream = task(t).stream();
+    const StreamKeyProto& stream = task(t).stream();
     if (multi_machine_ && stream.machine_id() < 0) {
       Problem(absl::StrCat(Label(t), ": stream.machine_id: must be >= 0, got ",
                            stream.machine_id()));
@@ -136,7 +136,7 @@ class Validator {
       Problem(absl::StrCat(
           Label(t), ": stream: device_index and stream_index must be >= 0"));
     }
-    if (stream.device_type() == GPU) {
+    if (stream.device_type() == DeviceKinds::GPU) {
       std::string problem = GpuProblem(stream.device_index());
       if (!problem.empty()) {
         gpu_unusable_.insert(t);
@@ -200,7 +200,7 @@ class Validator {
         legacy_.insert(desc->regst_desc_id());
       }
       const MemoryCase& mem = desc->mem_case();
-      if (mem.device_type() == GPU) {
+      if (mem.device_type() == DeviceKinds::GPU) {
         std::string problem = GpuProblem(mem.device_index());
         if (!problem.empty()) {
           Problem(absl::StrCat(where(), ".mem_case.device_type GPU (device ",
@@ -290,19 +290,20 @@ class Validator {
   // memory on CPU streams; on a GPU stream, that device's memory, except
   // the host side of h2d (its input) and d2h (its output).
   void CheckPlacement(int t) {
-    const StreamId& stream = task(t).stream();
-    const bool gpu = stream.device_type() == GPU;
+    const StreamKeyProto& stream = task(t).stream();
+    const bool gpu = stream.device_type() == DeviceKinds::GPU;
     auto expected = [&](bool host_side) {
       MemoryCase mem;
       if (gpu && !host_side) {
-        mem.set_device_type(GPU);
+        mem.set_device_type(DeviceKinds::GPU);
         mem.set_device_index(stream.device_index());
       }
       return mem;
     };
     auto same_place = [](const MemoryCase& a, const MemoryCase& b) {
       return a.device_type() == b.device_type() &&
-             (a.device_type() == CPU || a.device_index() == b.device_index());
+             (a.device_type() == DeviceKinds::CPU ||
+              a.device_index() == b.device_index());
     };
     auto runs_on = [&] {
       return gpu ? absl::StrCat("GPU stream of device ", stream.device_index())
@@ -335,7 +336,7 @@ class Validator {
     }
   }
 
-  // Initial registers (RegstDescProto.initial_register): what the actor
+  // Initial registers (RegisterDescProto.initial_register): what the actor
   // supports, and blobs known before the producer's kernel is Init'ed (its
   // consumers come first in the topological order).
   void CheckInitialRegisters(int t) {
@@ -386,8 +387,9 @@ class Validator {
   }
 
   DeviceKind DeviceOf(int t) const {
-    return task(t).stream().device_type() == GPU ? DeviceKind::kGpu
-                                                 : DeviceKind::kCpu;
+    return task(t).stream().device_type() == DeviceKinds::GPU
+               ? DeviceKind::kGpu
+               : DeviceKind::kCpu;
   }
 
   // An object bound with BindObject serves one task only.
@@ -415,8 +417,8 @@ class Validator {
     const DeviceKind device = DeviceOf(t);
     const DeviceKind other =
         device == DeviceKind::kGpu ? DeviceKind::kCpu : DeviceKind::kGpu;
-    const std::vector<std::pair<std::string, const RegstDescProto*>> outputs =
-        SortedOutputs(task(t));
+    const std::vector<std::pair<std::string, const RegisterDescProto*>>
+        outputs = SortedOutputs(task(t));
     auto give_up = [&] {
       for (const auto& [name, desc] : outputs) {
         unknown_blobs_.insert(desc->regst_desc_id());
@@ -612,7 +614,7 @@ class Validator {
   // Registers sharing memory (mem_block_id): each of one buffer, and no
   // two of a block ever hold data at once (RegisterLifetimes).
   void CheckMemBlocks() {
-    std::map<int64_t, std::vector<std::pair<int, const RegstDescProto*>>>
+    std::map<int64_t, std::vector<std::pair<int, const RegisterDescProto*>>>
         blocks;
     for (int t = 0; t < plan_.task_size(); ++t) {
       for (const auto& [name, desc] : SortedOutputs(task(t))) {

@@ -11,15 +11,15 @@
 
 namespace actorflow {
 
-inline StreamId CpuStream(int index) {
-  StreamId stream;
+inline StreamKeyProto CpuStream(int index) {
+  StreamKeyProto stream;
   stream.set_stream_index(index);
   return stream;
 }
 
-inline StreamId GpuStream(int index) {
-  StreamId stream;
-  stream.set_device_type(GPU);
+inline StreamKeyProto GpuStream(int index) {
+  StreamKeyProto stream;
+  stream.set_device_type(DeviceKinds::GPU);
   stream.set_stream_index(index);
   return stream;
 }
@@ -31,7 +31,7 @@ inline StreamId GpuStream(int index) {
 class PlanWriter {
  public:
   TaskProto* AddTask(const std::string& name, const std::string& op_type,
-                     const StreamId& stream) {
+                     const StreamKeyProto& stream) {
     TaskProto* task = plan_.add_task();
     task->set_task_id(plan_.task_size());
     task->set_name(name);
@@ -42,12 +42,12 @@ class PlanWriter {
   // A produced register; its blobs come from shape inference unless given.
   int64_t AddOutput(TaskProto* task, const std::string& key, int register_num,
                     bool on_device, std::vector<BlobDescProto> blobs = {}) {
-    RegstDescProto& desc = (*task->mutable_produced_regst_desc())[key];
+    RegisterDescProto& desc = (*task->mutable_produced_regst_desc())[key];
     const int64_t id = task->task_id() * 100 + task->produced_regst_desc_size();
     desc.set_regst_desc_id(id);
     desc.set_producer_task_id(task->task_id());
     desc.set_register_num(register_num);
-    if (on_device) desc.mutable_mem_case()->set_device_type(GPU);
+    if (on_device) desc.mutable_mem_case()->set_device_type(DeviceKinds::GPU);
     for (BlobDescProto& blob : blobs) *desc.add_blob() = std::move(blob);
     producers_[id] = {task->task_id(), key};
     return id;
@@ -57,7 +57,7 @@ class PlanWriter {
     Desc(id).add_consumer_task_id(task->task_id());
   }
   // The produced register `id` (it must have been added).
-  RegstDescProto& Desc(int64_t id) {
+  RegisterDescProto& Desc(int64_t id) {
     const auto& [producer, out_key] = producers_.at(id);
     return (*plan_.mutable_task(static_cast<int>(producer - 1))
                  ->mutable_produced_regst_desc())[out_key];

@@ -12,7 +12,8 @@ namespace {
 // Why a task's acts may still touch a register after its outputs are
 // published, or "" when they never do.
 std::string WhyNotPlain(const TaskProto& task) {
-  if (task.stream().device_type() != CPU) return "runs on a GPU stream";
+  if (task.stream().device_type() != DeviceKinds::CPU)
+    return "runs on a GPU stream";
   if (task.stream().host_async()) return "runs on an asynchronous stream";
   const std::string& op = task.kernel().op_type();
   if (IsHostToDevice(task) || IsDeviceToHost(task)) return "is a device copy";
@@ -125,12 +126,13 @@ RegisterLifetimes::RegisterLifetimes(const Plan& plan) : plan_(plan) {
   }
 
   for (auto& [id, r] : registers_) {
-    const RegstDescProto& desc = *r.proto;
+    const RegisterDescProto& desc = *r.proto;
     if (desc.initial_register()) {
       r.not_in_window = "it is an initial register";
       continue;
     }
-    if (desc.mem_case().device_type() != CPU || desc.mem_case().pinned()) {
+    if (desc.mem_case().device_type() != DeviceKinds::CPU ||
+        desc.mem_case().pinned()) {
       r.not_in_window = "it lives in device or pinned memory";
       continue;
     }

@@ -12,7 +12,7 @@ namespace actorflow {
 
 // When a plan's registers can hold data, as far as the plan's shape proves
 // it: which registers need one buffer and which may share memory
-// (RegstDescProto.mem_block_id). The compiler assigns shared blocks with
+// (RegisterDescProto.mem_block_id). The compiler assigns shared blocks with
 // it and the validator checks hand-written ones with it.
 //
 // Lifetimes are known inside a training window only. The window of an
@@ -51,7 +51,7 @@ class RegisterLifetimes {
   struct Register {
     int producer = -1;  // task index
     std::vector<int> consumers;
-    const RegstDescProto* proto = nullptr;
+    const RegisterDescProto* proto = nullptr;
     std::vector<int> windows;  // the windows it lies in
     std::string not_in_window;
   };

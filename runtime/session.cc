@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "actor/regst.h"
+#include "actor/register.h"
 #include "actorflow/compiled_plan.h"
 #include "runtime/session_impl.h"
 
@@ -84,32 +84,32 @@ bool Session::left_threads_running() const {
 }
 
 FetchedTensor::FetchedTensor(FetchedTensor&& other) noexcept
-    : session_(other.session_), regst_(other.regst_) {
-  other.regst_ = nullptr;
+    : session_(other.session_), register_(other.register_) {
+  other.register_ = nullptr;
 }
 
 FetchedTensor& FetchedTensor::operator=(FetchedTensor&& other) noexcept {
   if (this != &other) {
     Release();
     session_ = other.session_;
-    regst_ = other.regst_;
-    other.regst_ = nullptr;
+    register_ = other.register_;
+    other.register_ = nullptr;
   }
   return *this;
 }
 
 int64_t FetchedTensor::piece_id() const {
-  return regst_ == nullptr ? -1 : regst_->piece_id();
+  return register_ == nullptr ? -1 : register_->piece_id();
 }
 
 ConstTensorView FetchedTensor::view() const {
-  return ConstTensorView(regst_ == nullptr ? nullptr : &regst_->blob(0));
+  return ConstTensorView(register_ == nullptr ? nullptr : &register_->blob(0));
 }
 
 void FetchedTensor::Release() {
-  if (regst_ == nullptr) return;
-  session_->Release(regst_);
-  regst_ = nullptr;
+  if (register_ == nullptr) return;
+  session_->Release(register_);
+  register_ = nullptr;
 }
 
 ACTORFLOW_NAMESPACE_END

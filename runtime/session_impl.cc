@@ -50,8 +50,8 @@ struct MemBlock {
   char* base = nullptr;
 };
 
-absl::Status AllocateShared(const RegstDescProto& proto, MemBlock* block,
-                            RegstDesc* desc) {
+absl::Status AllocateShared(const RegisterDescProto& proto, MemBlock* block,
+                            RegisterDesc* desc) {
   if (block->memory == nullptr) {
     block->memory = std::make_shared<SyncedMemory>(
         static_cast<size_t>(block->bytes),
@@ -63,15 +63,15 @@ absl::Status AllocateShared(const RegstDescProto& proto, MemBlock* block,
     }
   }
   // Validation allows only registers of one buffer here.
-  desc->regsts.push_back(std::make_unique<Regst>(
+  desc->registers.push_back(std::make_unique<Register>(
       desc, block->memory, desc->layout.bytes > 0 ? block->base : nullptr));
   return absl::OkStatus();
 }
 
-absl::Status AllocateDescriptorRegisters(const RegstDescProto& proto, bool pin,
-                                         RegstDesc* desc) {
+absl::Status AllocateDescriptorRegisters(const RegisterDescProto& proto,
+                                         bool pin, RegisterDesc* desc) {
   const MemoryCase& mem = proto.mem_case();
-  const bool on_device = mem.device_type() == GPU;
+  const bool on_device = mem.device_type() == DeviceKinds::GPU;
   SyncedMemoryOptions options;
   options.device_index = mem.device_index();
   options.host = mem.pinned() || pin ? SyncedMemoryOptions::Host::kPinned
@@ -86,8 +86,8 @@ absl::Status AllocateDescriptorRegisters(const RegstDescProto& proto, bool pin,
       if (!buffer.ok()) return buffer.status();
       base = static_cast<char*>(*buffer);
     }
-    desc->regsts.push_back(
-        std::make_unique<Regst>(desc, std::move(memory), base));
+    desc->registers.push_back(
+        std::make_unique<Register>(desc, std::move(memory), base));
   }
   return absl::OkStatus();
 }
@@ -224,7 +224,7 @@ absl::Status SessionImpl::AllocateRegisters(std::set<int>* devices) {
     spec.stream = ToStreamKey(task.stream());
     spec.kernel = std::move(compiled_->kernels[t]);
     for (const auto& [name, proto] : SortedOutputs(task)) {
-      auto desc = std::make_unique<RegstDesc>();
+      auto desc = std::make_unique<RegisterDesc>();
       desc->id = proto->regst_desc_id();
       desc->blobs = compiled_->blobs.at(desc->id);
       desc->layout = LayOut(desc->blobs);
@@ -235,7 +235,7 @@ absl::Status SessionImpl::AllocateRegisters(std::set<int>* devices) {
       desc->initial_register = proto->initial_register();
       desc->producer = t;
       desc->producer_out_slot = static_cast<int16_t>(spec.outputs.size());
-      if (proto->mem_case().device_type() == GPU) {
+      if (proto->mem_case().device_type() == DeviceKinds::GPU) {
         devices->insert(proto->mem_case().device_index());
       }
       absl::Status status;
@@ -270,16 +270,16 @@ absl::Status SessionImpl::AllocateRegisters(std::set<int>* devices) {
 void SessionImpl::ConnectTasks() {
   const Plan& plan = compiled_->plan;
   const int n = plan.task_size();
-  absl::flat_hash_map<int64_t, RegstDesc*> desc_by_id;
+  absl::flat_hash_map<int64_t, RegisterDesc*> desc_by_id;
   for (const auto& desc : descs_) desc_by_id[desc->id] = desc.get();
   for (int t = 0; t < n; ++t) {
     const TaskProto& task = plan.task(t);
     ActorSpec& spec = specs_[t];
     int16_t in_slot = 0;
     for (const auto& [name, ids] : SortedInputs(task)) {
-      std::vector<RegstDesc*> descs;
+      std::vector<RegisterDesc*> descs;
       for (int64_t id : ids) {
-        RegstDesc* desc = desc_by_id.at(id);
+        RegisterDesc* desc = desc_by_id.at(id);
         desc->consumers.push_back({t, in_slot++});
         descs.push_back(desc);
       }
@@ -480,7 +480,7 @@ absl::Status SessionImpl::StartThreads() {
   // routing for commands.
   for (const auto& desc : descs_) {
     desc->producer_thread = thread_of_actor[desc->producer];
-    for (RegstConsumer& consumer : desc->consumers) {
+    for (RegisterConsumer& consumer : desc->consumers) {
       consumer.thread = thread_of_actor[consumer.actor];
     }
   }
@@ -733,8 +733,8 @@ void SessionImpl::Handle(const ActorMsg& msg) {
 
 // Builds actor `a` on its own thread and wires its registers to it.
 void SessionImpl::Construct(int32_t a) {
-  std::vector<RegstDesc*> produced;
-  std::vector<RegstDesc*> consumed;
+  std::vector<RegisterDesc*> produced;
+  std::vector<RegisterDesc*> consumed;
   for (auto& [name, desc] : specs_[a].outputs) produced.push_back(desc);
   for (auto& [name, descs] : specs_[a].inputs) {
     consumed.insert(consumed.end(), descs.begin(), descs.end());
@@ -744,9 +744,9 @@ void SessionImpl::Construct(int32_t a) {
   actors_[a] = actor;
   // Read only by peers on this same thread, after every actor is
   // constructed (Create waits for that before any run).
-  for (RegstDesc* desc : produced) desc->producer_actor = actor;
-  for (RegstDesc* desc : consumed) {
-    for (RegstConsumer& consumer : desc->consumers) {
+  for (RegisterDesc* desc : produced) desc->producer_actor = actor;
+  for (RegisterDesc* desc : consumed) {
+    for (RegisterConsumer& consumer : desc->consumers) {
       if (consumer.actor == a) consumer.actor_ptr = actor;
     }
   }
@@ -965,30 +965,30 @@ absl::Status SessionImpl::FeedImpl(absl::string_view name, const Tensor& tensor,
   if (!fits.ok()) return fits;
   absl::Status running = EnsureRunning();
   if (!running.ok()) return running;
-  absl::StatusOr<Regst*> regst =
+  absl::StatusOr<Register*> reg =
       block ? port.feed.Acquire() : port.feed.TryAcquire();
-  if (!regst.ok()) {
-    if (absl::IsUnavailable(regst.status())) {
+  if (!reg.ok()) {
+    if (absl::IsUnavailable(reg.status())) {
       return absl::UnavailableError(absl::StrCat(
           "feed '", port.name, "': every register is in use (register_num ",
           port.register_num, ")"));
     }
-    if (!absl::IsFailedPrecondition(regst.status())) return regst.status();
+    if (!absl::IsFailedPrecondition(reg.status())) return reg.status();
     return absl::FailedPreconditionError(absl::StrCat(
         "feed '", port.name,
         "' is closed for this run; Wait() for the run to end, then Feed "
         "starts the next"));
   }
-  TensorView view(&(*regst)->blob(0));
+  TensorView view(&(*reg)->blob(0));
   absl::Status shaped = view.set_shape(tensor.shape());
   if (!shaped.ok()) {
-    port.feed.Unacquire(*regst);
+    port.feed.Unacquire(*reg);
     return shaped;
   }
   if (tensor.byte_size() > 0) {
     std::memcpy(view.mutable_raw_data(), tensor.raw_data(), tensor.byte_size());
   }
-  port.feed.Submit(*regst);
+  port.feed.Submit(*reg);
   return SendCmd(port.actor, ActorCmd::kFed);
 }
 
@@ -1026,18 +1026,18 @@ absl::StatusOr<FetchedTensor> SessionImpl::FetchBorrowed(
           absl::StrCat("fetch '", name, "': no run has started (Start first)"));
     }
   }
-  absl::StatusOr<Regst*> regst = (*found)->fetch.Next();
-  if (absl::IsOutOfRange(regst.status())) {
+  absl::StatusOr<Register*> reg = (*found)->fetch.Next();
+  if (absl::IsOutOfRange(reg.status())) {
     // A failing run winds down as soon as the failure is recorded, which is
     // before the ports are failed: the fetch actor may end this port first.
     // The run's end is then the failure's, not the data's.
     absl::Status failed = monitor_->status();
     if (!failed.ok()) return failed;
     return absl::OutOfRangeError(
-        absl::StrCat("fetch '", name, "': ", regst.status().message()));
+        absl::StrCat("fetch '", name, "': ", reg.status().message()));
   }
-  if (!regst.ok()) return regst.status();  // the session's failure
-  return FetchedTensor(this, *regst);
+  if (!reg.ok()) return reg.status();  // the session's failure
+  return FetchedTensor(this, *reg);
 }
 
 absl::StatusOr<Tensor> SessionImpl::Fetch(absl::string_view name) {
@@ -1052,11 +1052,11 @@ absl::StatusOr<Tensor> SessionImpl::Fetch(absl::string_view name) {
   return tensor;
 }
 
-void SessionImpl::Release(Regst* regst) {
-  const RegstDesc& desc = regst->desc();
+void SessionImpl::Release(Register* reg) {
+  const RegisterDesc& desc = reg->desc();
   // Fails only once the threads have stopped, when nothing waits for it.
   (void)desc.producer_thread->TrySend(
-      ActorMsg::Return(desc.producer, desc.producer_out_slot, regst));
+      ActorMsg::Return(desc.producer, desc.producer_out_slot, reg));
 }
 
 void SessionImpl::Abort(absl::Status status) {
@@ -1073,7 +1073,7 @@ void SessionImpl::OnFailure(const absl::Status& status) {
     if (port->is_feed) {
       port->feed.Fail(status);
     } else {
-      for (Regst* regst : port->fetch.Fail(status)) Release(regst);
+      for (Register* reg : port->fetch.Fail(status)) Release(reg);
     }
   }
 }

@@ -100,7 +100,7 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   absl::Status Build();
   // Refuses a plan with feeds and other sources.
   absl::Status CheckSources() const;
-  // A RegstDesc per produced register, its registers allocated (or placed
+  // A RegisterDesc per produced register, its registers allocated (or placed
   // in their shared block), and an ActorSpec per task with its outputs;
   // `devices` gets every GPU a register lives on.
   absl::Status AllocateRegisters(std::set<int>* devices);
@@ -120,7 +120,7 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   absl::Status StartLocked(int64_t pieces, std::vector<int64_t> cuts = {})
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands a fetched register back to its producer.
-  void Release(Regst* regst);
+  void Release(Register* reg);
   void OnFailure(const absl::Status& status);
   absl::StatusOr<Port*> FindPort(absl::string_view name, bool feed);
   absl::Status FeedImpl(absl::string_view name, const Tensor& tensor,
@@ -157,7 +157,7 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
 
   std::unique_ptr<CompiledPlan> compiled_;
   const SessionOptions options_;
-  std::vector<std::unique_ptr<RegstDesc>> descs_;
+  std::vector<std::unique_ptr<RegisterDesc>> descs_;
   // SessionOptions::check_memory_sharing: one per mem_block_id.
   absl::flat_hash_map<int64_t, std::unique_ptr<SharedBlock>> shared_blocks_;
   std::vector<ActorSpec> specs_;

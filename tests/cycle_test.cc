@@ -1,4 +1,4 @@
-// Cycles through initial registers (RegstDescProto.initial_register): what
+// Cycles through initial registers (RegisterDescProto.initial_register): what
 // validation accepts and refuses, how pieces line up around the cycle, runs
 // after runs, failures and empty runs.
 #include <catch2/catch.hpp>
@@ -246,7 +246,7 @@ TEST_CASE("validation: cycles need an initial register", "[cycle]") {
   }
   SECTION("every register of its producer is initial") {
     Plan two = plan;
-    RegstDescProto& extra =
+    RegisterDescProto& extra =
         (*two.mutable_task(0)->mutable_produced_regst_desc())["more"];
     extra.set_regst_desc_id(150);
     extra.set_producer_task_id(1);

@@ -222,10 +222,10 @@ TEST_CASE(
   TaskDef small{.name = "src", .op_type = "source"};
   small.blobs = {BlobProto("x", DT_FLOAT32, {16})};
   SessionOptions at_limit;
-  at_limit.max_register_bytes = 2 * kRegstOverheadBytes;
+  at_limit.max_register_bytes = 2 * kRegisterOverheadBytes;
   CHECK(Session::Create(MustBuild({small, sink}, 1), at_limit).ok());
   SessionOptions below;
-  below.max_register_bytes = 2 * kRegstOverheadBytes - 1;
+  below.max_register_bytes = 2 * kRegisterOverheadBytes - 1;
   auto refused = Session::Create(MustBuild({small, sink}, 1), below);
   CHECK(absl::IsInvalidArgument(refused.status()));
 }
@@ -238,7 +238,7 @@ TEST_CASE("hang report: a cycle of waits is named", "[diagnosis]") {
     task->set_task_id(t);
     task->set_name(t == 1 ? "a" : "b");
     task->mutable_kernel()->set_op_type("identity");
-    RegstDescProto& out = (*task->mutable_produced_regst_desc())["out"];
+    RegisterDescProto& out = (*task->mutable_produced_regst_desc())["out"];
     out.set_regst_desc_id(t);
     out.set_register_num(1);
     (*task->mutable_consumed_regst_desc_id())["in"].add_regst_desc_id(3 - t);

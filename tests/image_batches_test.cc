@@ -88,7 +88,7 @@ JobBuilder GrayJob(const std::string& dir, int64_t size,
       .Attr("size", size)
       .Attr("mean", 1.0)
       .Attr("std", 2.0)
-      .Place(CPU, devices);
+      .Place(DeviceKind::kCpu, devices);
   job.Op("fx", "fetch").Input("images.x");
   job.Op("fy", "fetch").Input("images.y");
   return job;

@@ -54,8 +54,8 @@ const TaskProto& Task(const Plan& plan, const std::string& name) {
   return plan.task(0);
 }
 
-const RegstDescProto& Out(const Plan& plan, const std::string& task,
-                          const std::string& output = "out") {
+const RegisterDescProto& Out(const Plan& plan, const std::string& task,
+                             const std::string& output = "out") {
   return Task(plan, task).produced_regst_desc().at(output);
 }
 
@@ -140,7 +140,7 @@ TEST_CASE("replicas: towers of one device, streams of their own, one copy") {
   job.Op("scaled", "scale")
       .Input("src")
       .Attr("factor", 2.0)
-      .Place(CPU, {0})
+      .Place(DeviceKind::kCpu, {0})
       .Replicas(3);
   job.Op("sink", "checksum").Input("scaled");
   CompiledJob compiled = MustCompile(job.job());
@@ -174,9 +174,13 @@ TEST_CASE("replicas: towers of one device, streams of their own, one copy") {
       .InputSplit(1)
       .Input("b=b")
       .InputSplit(0)
-      .Place(GPU, {0})
+      .Place(DeviceKind::kGpu, {0})
       .Replicas(2);
-  gpu.Op("r", "relu").Input("m").InputBroadcast().Place(GPU, {0}).Replicas(2);
+  gpu.Op("r", "relu")
+      .Input("m")
+      .InputBroadcast()
+      .Place(DeviceKind::kGpu, {0})
+      .Replicas(2);
   gpu.Op("sink", "checksum").Input("r");
   compiled = MustCompile(gpu.job());
   CHECK(Names(compiled.plan).count("m.out:add@gpu0") == 1);
@@ -186,7 +190,8 @@ TEST_CASE("replicas: towers of one device, streams of their own, one copy") {
   }
   CHECK(h2d == 4);  // a and b, sliced on the host per tower
   CHECK(Task(compiled.plan, "m/1").stream().stream_index() == 1);
-  CHECK(Task(compiled.plan, "m.out:add@gpu0").stream().device_type() == GPU);
+  CHECK(Task(compiled.plan, "m.out:add@gpu0").stream().device_type() ==
+        DeviceKinds::GPU);
   if (cuda::DeviceAvailable(0).ok()) {
     // Every element of a b is 6 p (2 + p): 12 of them, pieces 0..3.
     CHECK(RunPlan(compiled.plan, {}).at("sink").checksum == 72 * (3 + 8 + 15));
@@ -200,7 +205,10 @@ TEST_CASE("copies: h2d onto a GPU, d2h off it, on streams of their own") {
   }
   JobBuilder job(4);
   job.Op("src", "source").Shape({8});
-  job.Op("gpu_scale", "scale").Input("src").Attr("factor", 2.0).Place(GPU, {1});
+  job.Op("gpu_scale", "scale")
+      .Input("src")
+      .Attr("factor", 2.0)
+      .Place(DeviceKind::kGpu, {1});
   job.Op("sink", "checksum").Input("gpu_scale");
   const CompiledJob compiled = MustCompile(job.job());
   const Plan& plan = compiled.plan;
@@ -208,14 +216,15 @@ TEST_CASE("copies: h2d onto a GPU, d2h off it, on streams of their own") {
                                              "src@gpu1", "gpu_scale@cpu"});
   const TaskProto& h2d = Task(plan, "src@gpu1");
   CHECK(h2d.kernel().op_type() == "h2d");
-  CHECK(h2d.stream().device_type() == GPU);
+  CHECK(h2d.stream().device_type() == DeviceKinds::GPU);
   CHECK(h2d.stream().device_index() == 1);
   CHECK(h2d.stream().stream_index() == 1);  // after the compute stream
   const TaskProto& d2h = Task(plan, "gpu_scale@cpu");
   CHECK(d2h.kernel().op_type() == "d2h");
   CHECK(d2h.stream().device_index() == 1);
   CHECK(d2h.stream().stream_index() == 2);
-  CHECK(d2h.produced_regst_desc().at("out").mem_case().device_type() == CPU);
+  CHECK(d2h.produced_regst_desc().at("out").mem_case().device_type() ==
+        DeviceKinds::CPU);
   CHECK(Task(plan, "gpu_scale")
             .produced_regst_desc()
             .at("out")
@@ -233,7 +242,7 @@ TEST_CASE(
   KernelBindings kernels = TestKernels();
   SECTION("split over 2 devices into one: a concat") {
     JobBuilder job(3);
-    job.Op("src", "source").Blob(F64({4, 3})).Place(CPU, {0, 1});
+    job.Op("src", "source").Blob(F64({4, 3})).Place(DeviceKind::kCpu, {0, 1});
     job.Op("sink", "checksum").Input("src");
     const Plan plan = MustCompile(job.job()).plan;
     CHECK(Names(plan) == std::set<std::string>{"src/0", "src/1", "sink",
@@ -249,7 +258,7 @@ TEST_CASE(
   SECTION("one device into a split over 3: a slice per device") {
     JobBuilder job(2);
     job.Op("src", "test_ramp").Blob(F64({7}));
-    job.Op("id", "identity").Input("src").Place(CPU, {0, 1, 2});
+    job.Op("id", "identity").Input("src").Place(DeviceKind::kCpu, {0, 1, 2});
     job.Op("back", "identity").Input("id").InputSplit(0);
     job.Op("sink", "test_weighted").Input("back");
     const Plan plan = MustCompile(job.job(), &kernels).plan;
@@ -269,7 +278,7 @@ TEST_CASE(
     JobBuilder job(2);
     job.Op("src", "source")
         .Blob(F64({5}))
-        .Place(CPU, {0, 1})
+        .Place(DeviceKind::kCpu, {0, 1})
         .OutputSignature("out", PartialSumSignature());
     job.Op("sink", "checksum").Input("src");
     const Plan plan = MustCompile(job.job()).plan;
@@ -283,8 +292,8 @@ TEST_CASE(
     job.Op("far", "scale")
         .Input("src")
         .Attr("factor", 2.0)
-        .Place(CPU, {0}, {1});
-    job.Op("sink", "checksum").Input("far").Place(CPU, {0}, {1});
+        .Place(DeviceKind::kCpu, {0}, {1});
+    job.Op("sink", "checksum").Input("far").Place(DeviceKind::kCpu, {0}, {1});
     const Plan plan = MustCompile(job.job()).plan;
     CHECK(Names(plan) == std::set<std::string>{"src", "far", "sink"});
     CHECK(Task(plan, "far").stream().machine_id() == 1);
@@ -307,8 +316,14 @@ TEST_CASE("a job over two GPUs runs: copies in, split over devices, back") {
   }
   JobBuilder job(6);
   job.Op("src", "source").Blob(F64({8, 3}));
-  job.Op("scaled", "scale").Input("src").Attr("factor", 2.0).Place(GPU, {0, 1});
-  job.Op("summed", "add").Input("scaled").Input("scaled").Place(GPU, {0, 1});
+  job.Op("scaled", "scale")
+      .Input("src")
+      .Attr("factor", 2.0)
+      .Place(DeviceKind::kGpu, {0, 1});
+  job.Op("summed", "add")
+      .Input("scaled")
+      .Input("scaled")
+      .Place(DeviceKind::kGpu, {0, 1});
   job.Op("sink", "checksum").Input("summed");
   const CompiledJob compiled = MustCompile(job.job());
   // Slices on the host, each copied to its GPU; the parts come back
@@ -368,13 +383,13 @@ TEST_CASE("partial sums are read as partial sums by as many devices") {
     job.Op("made", "test_partial")
         .Input("ramp")
         .InputBroadcast()
-        .Place(CPU, {0, 1})
+        .Place(DeviceKind::kCpu, {0, 1})
         .OutputSignature("out", PartialSumSignature());
     job.Op("read", "scale")
         .Attr("factor", 2.0)
         .Input("made")
         .InputPartialSum()
-        .Place(CPU, devices);
+        .Place(DeviceKind::kCpu, devices);
     job.Op("sink", "test_weighted").Input("read");
     return job;
   };
@@ -409,8 +424,11 @@ TEST_CASE("head, slice and concat read a split along their axis whole") {
   auto job_with = [](const std::string& op_type, bool state_split) {
     JobBuilder job(3);
     job.Op("ramp", "test_ramp").Blob(F64({6, 2}));
-    job.Op("rows", "identity").Input("ramp").InputSplit(0).Place(CPU, {0, 1});
-    auto op = job.Op("op", op_type).Place(CPU, {0, 1});
+    job.Op("rows", "identity")
+        .Input("ramp")
+        .InputSplit(0)
+        .Place(DeviceKind::kCpu, {0, 1});
+    auto op = job.Op("op", op_type).Place(DeviceKind::kCpu, {0, 1});
     op.Input("rows");
     if (state_split) op.InputSplit(0);
     if (op_type == "concat") {
@@ -481,7 +499,7 @@ TEST_CASE("boxing between every pair of signatures and device counts") {
           job.Op("ramp", "test_ramp").Blob(F64({5, 3}));
           auto made = job.Op(
               "made", from == "partial_sum" ? "test_partial" : "identity");
-          made.Input("ramp").Place(CPU, from_dev);
+          made.Input("ramp").Place(DeviceKind::kCpu, from_dev);
           if (from == "split0") made.InputSplit(0);
           if (from == "split1") made.InputSplit(1);
           if (from == "broadcast" || from == "partial_sum")
@@ -489,8 +507,9 @@ TEST_CASE("boxing between every pair of signatures and device counts") {
           if (from == "partial_sum") {
             made.OutputSignature("out", PartialSumSignature());
           }
-          auto read =
-              job.Op("read", "identity").Input("made").Place(CPU, to_dev);
+          auto read = job.Op("read", "identity")
+                          .Input("made")
+                          .Place(DeviceKind::kCpu, to_dev);
           if (to == "split0") read.InputSplit(0);
           if (to == "split1") read.InputSplit(1);
           if (to == "broadcast") read.InputBroadcast();
@@ -521,7 +540,7 @@ TEST_CASE("a data source over devices reads its rows of each batch, once") {
         .Attr("shuffle_window", 40)
         .Attr("seed", 3)
         .Output("y")
-        .Place(CPU, devices);
+        .Place(DeviceKind::kCpu, devices);
     job.Op("sink", "checksum").Input("data.x");
     return MustCompile(job.job());
   };
@@ -577,24 +596,27 @@ TEST_CASE("a tensor-parallel matmul's signatures are inferred") {
     JobBuilder job(3);
     job.Op("a", "source")
         .Shape({4, 6})
-        .Place(CPU, devices)
+        .Place(DeviceKind::kCpu, devices)
         .OutputSignature("out", SplitSignature(1));
     job.Op("b", "source")
         .Shape({6, 3})
         .Attr("value", 2.0)
-        .Place(CPU, devices)
+        .Place(DeviceKind::kCpu, devices)
         .OutputSignature("out", SplitSignature(0));
     job.Op("c", "source")
         .Shape({4, 3})
         .Attr("value", 3.0)
-        .Place(CPU, devices)
+        .Place(DeviceKind::kCpu, devices)
         .OutputSignature("out", BroadcastSignature());
-    job.Op("m", "matmul").Input("a=a").Input("b=b").Place(CPU, devices);
+    job.Op("m", "matmul")
+        .Input("a=a")
+        .Input("b=b")
+        .Place(DeviceKind::kCpu, devices);
     job.Op("g", "matmul")
         .Attr("transpose_a", true)
         .Input("a=a")
         .Input("b=c")
-        .Place(CPU, devices);
+        .Place(DeviceKind::kCpu, devices);
     job.Op("ms", "checksum").Input("m");
     job.Op("gs", "checksum").Input("g");
     return MustCompile(job.job());
@@ -868,25 +890,25 @@ TEST_CASE(
   };
   const int64_t h0_block = Out(good, "h0/0").mem_block_id();
   // z0 reads h0's register while it writes its own.
-  CHECK(
-      errors(edit("z0/0", "out",
-                  [&](RegstDescProto* d) { d->set_mem_block_id(h0_block); })) ==
-      "task 'z0/0' (task_id 12): regst_desc 1201.mem_block_id " +
-          std::to_string(h0_block) +
-          ": regst_desc 1001 and regst_desc 1201 may hold data at "
-          "once: no path of registers orders every reader of one "
-          "before the other's producer (task 'h0/0' (task_id 10), "
-          "task 'z0/0' (task_id 12))");
-  CHECK(
-      errors(edit("a0/0", "out",
-                  [&](RegstDescProto* d) { d->set_mem_block_id(h0_block); })) ==
-      "task 'a0/0' (task_id 14): produced_regst_desc['out'] "
-      "(regst_desc 1401).mem_block_id " +
-          std::to_string(h0_block) +
-          ": register_num is 2; only registers of one buffer share "
-          "memory");
+  CHECK(errors(edit(
+            "z0/0", "out",
+            [&](RegisterDescProto* d) { d->set_mem_block_id(h0_block); })) ==
+        "task 'z0/0' (task_id 12): regst_desc 1201.mem_block_id " +
+            std::to_string(h0_block) +
+            ": regst_desc 1001 and regst_desc 1201 may hold data at "
+            "once: no path of registers orders every reader of one "
+            "before the other's producer (task 'h0/0' (task_id 10), "
+            "task 'z0/0' (task_id 12))");
+  CHECK(errors(edit(
+            "a0/0", "out",
+            [&](RegisterDescProto* d) { d->set_mem_block_id(h0_block); })) ==
+        "task 'a0/0' (task_id 14): produced_regst_desc['out'] "
+        "(regst_desc 1401).mem_block_id " +
+            std::to_string(h0_block) +
+            ": register_num is 2; only registers of one buffer share "
+            "memory");
   CHECK(errors(edit("a0/0", "out",
-                    [&](RegstDescProto* d) {
+                    [&](RegisterDescProto* d) {
                       d->set_register_num(1);
                       d->set_mem_block_id(h0_block);
                     })) ==
@@ -897,7 +919,7 @@ TEST_CASE(
             "variable's initial register reaches and that reach the "
             "variable again)");
   CHECK(errors(edit("h0/0", "out",
-                    [&](RegstDescProto* d) { d->set_mem_block_id(-1); })) ==
+                    [&](RegisterDescProto* d) { d->set_mem_block_id(-1); })) ==
         "task 'h0/0' (task_id 10): produced_regst_desc['out'] "
         "(regst_desc 1001).mem_block_id -1: must be >= 0");
 
@@ -972,7 +994,10 @@ TEST_CASE("errors name the operator and the input, word for word") {
   SECTION("a split along an axis the blob lacks") {
     JobBuilder job(1);
     job.Op("src", "source").Shape({4});
-    job.Op("sink", "checksum").Input("src").Place(CPU, {0, 1}).InputSplit(1);
+    job.Op("sink", "checksum")
+        .Input("src")
+        .Place(DeviceKind::kCpu, {0, 1})
+        .InputSplit(1);
     CHECK(CompileError(job.job()) ==
           "op 'sink' input 0 ('src'): split(1) but blob 'data' is "
           "data: float32 [4]");
@@ -982,7 +1007,7 @@ TEST_CASE("errors name the operator and the input, word for word") {
     job.Op("src", "source").Shape({4});
     job.Op("sink", "checksum")
         .Input("src")
-        .Place(CPU, {0, 1})
+        .Place(DeviceKind::kCpu, {0, 1})
         .InputPartialSum();
     CHECK(CompileError(job.job()) ==
           "op 'sink' input 0 ('src'): reads partial_sum, but its producer's "
@@ -995,7 +1020,7 @@ TEST_CASE("errors name the operator and the input, word for word") {
     job.Op("src", "source").Shape({4});
     auto add = job.Op("add", "add").Input("src").Input("src").Stage(-1);
     add.conf()->add_input_signature();
-    add.Place(CPU, {1, 1});
+    add.Place(DeviceKind::kCpu, {1, 1});
     CHECK(CompileError(job.job()) ==
           "op 'add': stage must be >= 0\n"
           "op 'add': placement.device_id 1 is listed twice\n"

@@ -134,7 +134,7 @@ class RandomJob {
       }
       if (devices.empty()) devices.push_back(Pick(4));
     }
-    op.Place(CPU, devices);
+    op.Place(DeviceKind::kCpu, devices);
     value->devices = devices;
     value->towers = static_cast<int>(devices.size());
     value->replicas = towers == 0 && Pick(6) == 0;
@@ -197,7 +197,9 @@ class RandomJob {
     std::map<std::string, std::pair<double, int>> expected;
     for (const Value& v : values_) {
       const std::string sink = "sink." + v.name;
-      job_.Op(sink, "test_weighted").Input(v.name).Place(CPU, {Pick(4)});
+      job_.Op(sink, "test_weighted")
+          .Input(v.name)
+          .Place(DeviceKind::kCpu, {Pick(4)});
       expected[sink] = {WeightedSum(v), static_cast<int>(v.pieces.size())};
     }
     return expected;
@@ -571,7 +573,9 @@ TEST_CASE("random jobs over machines partition into valid ranks") {
     const int machines = 1 + pick(3);
     JobBuilder job(3);
     std::vector<std::string> names;
-    job.Op("src", "source").Shape({6, 2}).Place(CPU, {0}, {pick(machines)});
+    job.Op("src", "source")
+        .Shape({6, 2})
+        .Place(DeviceKind::kCpu, {0}, {pick(machines)});
     names.push_back("src");
     for (int m = 0; m < 6; ++m) {
       const std::string name = absl::StrCat("op", m);
@@ -583,13 +587,15 @@ TEST_CASE("random jobs over machines partition into valid ranks") {
       job.Op(name, "scale")
           .Attr("factor", 2.0)
           .Input(names[pick(static_cast<int>(names.size()))])
-          .Place(pick(3) == 0 && HasGpuKernels() ? GPU : CPU, {0, 1}, where);
+          .Place(pick(3) == 0 && HasGpuKernels() ? DeviceKind::kGpu
+                                                 : DeviceKind::kCpu,
+                 {0, 1}, where);
       names.push_back(name);
     }
     for (const std::string& name : names) {
       job.Op("sink." + name, "checksum")
           .Input(name)
-          .Place(CPU, {0}, {pick(machines)});
+          .Place(DeviceKind::kCpu, {0}, {pick(machines)});
     }
     INFO("trial " << trial << " (seed " << seed << ")");
     const Plan plan = MustCompile(job.job()).plan;

@@ -223,7 +223,7 @@ TEST_CASE("jobs over machines: the example and random jobs", "[net][job]") {
       if (pick(2)) where.push_back((where[0] + 1) % machines);
       auto op = job.Op(name, pick(2) ? "scale" : "add")
                     .Input(names[pick(static_cast<int>(names.size()))])
-                    .Place(CPU, {pick(2)}, where);
+                    .Place(DeviceKind::kCpu, {pick(2)}, where);
       if (op.conf()->op_type() == "scale") {
         op.Attr("factor", 2.0);
       } else {
@@ -234,7 +234,7 @@ TEST_CASE("jobs over machines: the example and random jobs", "[net][job]") {
     for (const std::string& name : names) {
       job.Op("sink." + name, "checksum")
           .Input(name)
-          .Place(CPU, {0}, {pick(machines)});
+          .Place(DeviceKind::kCpu, {0}, {pick(machines)});
     }
     Job collapsed = job.job();
     for (OpConf& op : *collapsed.mutable_op()) {

@@ -30,8 +30,8 @@ constexpr int64_t kFloats = 16;
 // fill (machine 0) -> take (machine 1); each piece's floats hold its id.
 Plan FillTakePlan(int register_num) {
   PlanWriter w;
-  StreamId on0 = CpuStream(0);
-  StreamId on1 = CpuStream(0);
+  StreamKeyProto on0 = CpuStream(0);
+  StreamKeyProto on1 = CpuStream(0);
   on1.set_machine_id(1);
   TaskProto* fill = w.AddTask("fill", "nj_fill", on0);
   const int64_t data = w.AddOutput(fill, "out", register_num, false,

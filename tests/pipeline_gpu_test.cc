@@ -59,7 +59,7 @@ TEST_CASE("GPU: a mixed batch normalized on the device matches the CPU") {
   // The device copy and kernels are tasks of the plan like any other.
   int device_tasks = 0;
   for (const TaskProto& task : gpu->plan().task()) {
-    device_tasks += task.stream().device_type() == GPU;
+    device_tasks += task.stream().device_type() == DeviceKinds::GPU;
   }
   // The compiler copies up only what a GPU operator reads: the images
   // (h2d), normalize, cast, and the result back (d2h). The labels are

@@ -527,9 +527,9 @@ TEST_CASE(
       CHECK(task.kernel().attr().at("1.random").b());
       CHECK(task.kernel().attr().at("0.color").s() == "rgb");
     }
-    for (const auto& [key, regst] : task.produced_regst_desc()) {
+    for (const auto& [key, reg] : task.produced_regst_desc()) {
       if (task.name() == "schedule") continue;
-      CHECK(regst.register_num() == 3);
+      CHECK(reg.register_num() == 3);
     }
   }
   CHECK(chains == 3);  // one actor per worker

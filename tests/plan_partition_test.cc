@@ -12,24 +12,23 @@
 namespace actorflow::net {
 namespace {
 
-StreamId On(int machine, int index, bool host_async = false) {
-  StreamId stream = CpuStream(index);
+StreamKeyProto On(int machine, int index, bool host_async = false) {
+  StreamKeyProto stream = CpuStream(index);
   stream.set_machine_id(machine);
   stream.set_host_async(host_async);
   return stream;
 }
 
 // The stream of each transfer task of `local`, by the register it moves.
-std::map<int64_t, StreamId> NetStreams(const LocalPlan& local,
-                                       const char* op_type) {
-  std::map<int64_t, StreamId> streams;
+std::map<int64_t, StreamKeyProto> NetStreams(const LocalPlan& local,
+                                             const char* op_type) {
+  std::map<int64_t, StreamKeyProto> streams;
   for (const TaskProto& task : local.plan.task()) {
     if (task.kernel().op_type() != op_type) continue;
-    int64_t regst =
-        task.consumed_regst_desc_id().empty()
-            ? task.produced_regst_desc().at("out").regst_desc_id()
-            : task.consumed_regst_desc_id().at("in").regst_desc_id(0);
-    streams[regst] = task.stream();
+    int64_t reg = task.consumed_regst_desc_id().empty()
+                      ? task.produced_regst_desc().at("out").regst_desc_id()
+                      : task.consumed_regst_desc_id().at("in").regst_desc_id(0);
+    streams[reg] = task.stream();
   }
   return streams;
 }
@@ -54,7 +53,7 @@ TEST_CASE("transfer tasks share the thread of the task they serve",
   auto sender = PartitionPlan(w.plan(), 0, 2);
   INFO(sender.status().ToString());
   REQUIRE(sender.ok());
-  std::map<int64_t, StreamId> sends = NetStreams(*sender, "net_send");
+  std::map<int64_t, StreamKeyProto> sends = NetStreams(*sender, "net_send");
   REQUIRE(sends.size() == 2);
   // a's net_send runs on a's thread.
   CHECK(sends[from_a].stream_index() == 3);
@@ -67,7 +66,7 @@ TEST_CASE("transfer tasks share the thread of the task they serve",
   auto receiver = PartitionPlan(w.plan(), 1, 2);
   INFO(receiver.status().ToString());
   REQUIRE(receiver.ok());
-  std::map<int64_t, StreamId> recvs = NetStreams(*receiver, "net_recv");
+  std::map<int64_t, StreamKeyProto> recvs = NetStreams(*receiver, "net_recv");
   REQUIRE(recvs.size() == 2);
   // On the thread of the first reader of each.
   CHECK(recvs[from_a].stream_index() == 2);

@@ -77,7 +77,7 @@ Plan Valid() {
   return *plan;
 }
 
-RegstDescProto& Out(Plan& plan, int task) {
+RegisterDescProto& Out(Plan& plan, int task) {
   return (*plan.mutable_task(task)->mutable_produced_regst_desc())["out"];
 }
 
@@ -272,7 +272,7 @@ TEST_CASE("cycles are refused, naming the tasks on them", "[validator]") {
   Plan plan = Valid();
   // mid also consumes the sink's new output: mid -> sink -> mid.
   plan.mutable_task(2)->mutable_kernel()->set_op_type("identity");
-  RegstDescProto& back = Out(plan, 2);
+  RegisterDescProto& back = Out(plan, 2);
   back.set_regst_desc_id(30);
   back.set_producer_task_id(3);
   back.add_consumer_task_id(2);
@@ -322,7 +322,7 @@ TEST_CASE("streams and memory cases this build or machine cannot serve",
           "must be >= 0");
   }
   SECTION("GPU stream") {
-    plan.mutable_task(1)->mutable_stream()->set_device_type(GPU);
+    plan.mutable_task(1)->mutable_stream()->set_device_type(DeviceKinds::GPU);
     std::vector<std::string> problems = ValidatePlan(plan, NoDevice);
     REQUIRE(problems.size() == 3);
     CHECK(problems[0] ==
@@ -346,7 +346,7 @@ TEST_CASE("streams and memory cases this build or machine cannot serve",
           "data between host and device)");
   }
   SECTION("host_async on a GPU stream") {
-    plan.mutable_task(1)->mutable_stream()->set_device_type(GPU);
+    plan.mutable_task(1)->mutable_stream()->set_device_type(DeviceKinds::GPU);
     plan.mutable_task(1)->mutable_stream()->set_host_async(true);
     std::vector<std::string> problems = ValidatePlan(plan, NoDevice);
     REQUIRE(problems.size() == 4);
@@ -359,7 +359,7 @@ TEST_CASE("streams and memory cases this build or machine cannot serve",
     CHECK(ValidatePlan(plan).empty());
   }
   SECTION("GPU memory case") {
-    Out(plan, 0).mutable_mem_case()->set_device_type(GPU);
+    Out(plan, 0).mutable_mem_case()->set_device_type(DeviceKinds::GPU);
     Out(plan, 0).mutable_mem_case()->set_device_index(3);
     std::vector<std::string> problems = ValidatePlan(plan, NoDevice);
     REQUIRE(problems.size() == 3);
@@ -452,7 +452,7 @@ TEST_CASE("register placement and kernels on GPU streams", "[validator]") {
           "between host and device)");
   }
   SECTION("a CPU kernel reading GPU memory") {
-    Out(plan, 3).mutable_mem_case()->set_device_type(GPU);
+    Out(plan, 3).mutable_mem_case()->set_device_type(DeviceKinds::GPU);
     auto problems = problems_of(plan);
     REQUIRE(problems.size() == 2);
     CHECK(problems[0] ==
@@ -477,7 +477,7 @@ TEST_CASE("register placement and kernels on GPU streams", "[validator]") {
           "move data between host and device)");
   }
   SECTION("a copy kernel on a CPU stream") {
-    plan.mutable_task(1)->mutable_stream()->set_device_type(CPU);
+    plan.mutable_task(1)->mutable_stream()->set_device_type(DeviceKinds::CPU);
     auto problems = problems_of(plan);
     REQUIRE(problems.size() == 2);
     CHECK(

@@ -13,8 +13,8 @@
 
 #include "actor/act_context.h"
 #include "actor/blob_desc_proto.h"
+#include "actor/register.h"
 #include "actor/register_layout.h"
-#include "actor/regst.h"
 #include "actorflow/blob_desc.h"
 #include "actorflow/data_type.h"
 #include "actorflow/kernel_harness.h"
@@ -52,7 +52,7 @@ TEST_CASE("data types: names, sizes, parsing", "[tensor]") {
 }
 
 TEST_CASE("blob entries of a plan are checked", "[tensor]") {
-  RegstDescProto proto;
+  RegisterDescProto proto;
   auto add = [&](const std::string& name, std::vector<int64_t> shape) {
     BlobDescProto* blob = proto.add_blob();
     blob->set_name(name);
@@ -103,8 +103,8 @@ TEST_CASE("a register's blobs are each aligned to 64 bytes", "[tensor]") {
 }
 
 // One register with the given blobs in host memory, as the runtime makes.
-struct OneRegst {
-  explicit OneRegst(std::vector<BlobDesc> blobs) {
+struct OneRegister {
+  explicit OneRegister(std::vector<BlobDesc> blobs) {
     desc.id = 42;
     desc.blobs = std::move(blobs);
     desc.layout = LayOut(desc.blobs);
@@ -113,17 +113,18 @@ struct OneRegst {
         SyncedMemoryOptions{.host = SyncedMemoryOptions::Host::kPageable});
     auto base = memory->mutable_cpu_data();
     REQUIRE(base.ok());
-    regst = std::make_unique<Regst>(&desc, nullptr, static_cast<char*>(*base));
+    reg = std::make_unique<Register>(&desc, nullptr, static_cast<char*>(*base));
   }
-  RegstDesc desc;
+  RegisterDesc desc;
   std::unique_ptr<SyncedMemory> memory;
-  std::unique_ptr<Regst> regst;
+  std::unique_ptr<Register> reg;
 };
 
 TEST_CASE("views: typed access checks the element type", "[tensor]") {
-  OneRegst r({{"img", DT_UINT8, {2, 3}, false}, {"len", DT_INT64, {4}, true}});
-  RegisterView out(r.regst.get());
-  ConstRegisterView in(r.regst.get());
+  OneRegister r(
+      {{"img", DT_UINT8, {2, 3}, false}, {"len", DT_INT64, {4}, true}});
+  RegisterView out(r.reg.get());
+  ConstRegisterView in(r.reg.get());
   REQUIRE(out.num_blobs() == 2);
 
   auto img = out.blob("img").mutable_data<uint8_t>();
@@ -147,9 +148,9 @@ TEST_CASE("views: typed access checks the element type", "[tensor]") {
 }
 
 TEST_CASE("views: a dynamic blob's shape is set per piece", "[tensor]") {
-  OneRegst r(
+  OneRegister r(
       {{"img", DT_UINT8, {2, 3}, false}, {"len", DT_INT64, {4, 2}, true}});
-  RegisterView out(r.regst.get());
+  RegisterView out(r.reg.get());
   TensorView len = out.blob("len");
   CHECK(len.elem_cnt() == 8);  // the maximum until set
   REQUIRE(len.set_shape({3, 2}).ok());
@@ -169,7 +170,7 @@ TEST_CASE("views: a dynamic blob's shape is set per piece", "[tensor]") {
         "blob is static with [2, 3]");
   CHECK(out.blob("img").set_shape({2, 3}).ok());
 
-  r.regst->ResetShapes();
+  r.reg->ResetShapes();
   CHECK(len.elem_cnt() == 8);
 }
 

@@ -40,7 +40,7 @@ using testing::MustBuild;
 using testing::Streams;
 using testing::TypeChain;
 
-RegstDescProto& Out(Plan& plan, int task) {
+RegisterDescProto& Out(Plan& plan, int task) {
   return (*plan.mutable_task(task)->mutable_produced_regst_desc())["out"];
 }
 
@@ -76,7 +76,7 @@ TEST_CASE("shape inference fills in what the plan leaves out",
         "task 'scale' (task_id 3) out (regst_desc 30, register_num 2): img: "
         "float32 [4, 3]\n");
   // The compiled plan states every register's blobs.
-  const RegstDescProto& scaled =
+  const RegisterDescProto& scaled =
       (*compiled)->plan.task(2).produced_regst_desc().at("out");
   REQUIRE(scaled.blob_size() == 1);
   CHECK(scaled.blob(0).data_type() == DataTypes::DT_FLOAT32);
@@ -89,7 +89,7 @@ TEST_CASE("shape inference fills in what the plan leaves out",
 TEST_CASE("a stated output must match inference, word for word",
           "[typed][inference]") {
   Plan plan = InferredChain();
-  RegstDescProto& cast = Out(plan, 1);
+  RegisterDescProto& cast = Out(plan, 1);
   SECTION("data type") {
     *cast.add_blob() = BlobProto("img", DT_FLOAT64, {4, 3});
     CHECK(OnlyProblem(plan) ==

@@ -35,7 +35,7 @@ int RunJob() {
   job.Op("double", "scale")
       .Input("source")
       .Attr("factor", 2.0)
-      .Place(actorflow::CPU, {0, 1});
+      .Place(actorflow::DeviceKind::kCpu, {0, 1});
   job.Op("sink", "checksum").Input("double");
   absl::StatusOr<actorflow::CompiledJob> compiled =
       actorflow::CompileJob(job.job());

@@ -35,8 +35,8 @@ struct CompiledPlan {
 };
 
 // kDefaultMaxRegisterBytes, and each register counted as at least
-// kRegstOverheadBytes for its bookkeeping.
-inline constexpr int64_t kRegstOverheadBytes = 256;
+// kRegisterOverheadBytes for its bookkeeping.
+inline constexpr int64_t kRegisterOverheadBytes = 256;
 
 // One buffer of a register holding `blobs`, as the limit counts it.
 int64_t RegisterBufferBytes(const std::vector<BlobDesc>& blobs);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "actorflow/proto/job.pb.h"
+#include "actorflow/stream_key.h"
 #include "actorflow/version.h"
 
 // Writing a Job (actorflow/proto/job.pb.h) in code, to compile with
@@ -22,7 +23,8 @@ ACTORFLOW_NAMESPACE_BEGIN
 //
 //   JobBuilder job(1000);
 //   job.Op("source", "source").Shape({256}).Attr("value", 1.0);
-//   job.Op("double", "scale").Input("source").Attr("factor", 2.0);
+//   job.Op("double", "scale").Input("source").Attr("factor", 2.0)
+//       .Place(DeviceKind::kCpu, {0, 1});
 //   job.Op("sink", "checksum").Input("double");
 //   absl::StatusOr<CompiledJob> plan = CompileJob(job.job());
 //
@@ -49,8 +51,8 @@ class JobBuilder {
     // One float32 blob "data" of this shape for output "out".
     OpHandle& Shape(const std::vector<int64_t>& shape);
     OpHandle& Blob(const BlobDescProto& blob);
-    // Placement: `devices` of `type` on each of `machines`.
-    OpHandle& Place(DeviceType type, const std::vector<int32_t>& devices,
+    // Placement: `devices` of `kind` on each of `machines`.
+    OpHandle& Place(DeviceKind kind, const std::vector<int32_t>& devices,
                     const std::vector<int32_t>& machines = {0});
     // `n` towers on each device of the placement (Placement.replicas).
     OpHandle& Replicas(int n);

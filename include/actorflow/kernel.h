@@ -228,7 +228,7 @@ class Kernel {
   }
   virtual absl::Status Forward(KernelContext* ctx) = 0;
   // Fills the outputs of a task whose registers are initial
-  // (RegstDescProto.initial_register), once at the start of each run, before
+  // (RegisterDescProto.initial_register), once at the start of each run, before
   // any Forward of that run. No input is present: ctx has outputs only.
   virtual absl::Status InitialOutput(KernelContext* ctx) {
     (void)ctx;

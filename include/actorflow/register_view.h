@@ -41,39 +41,40 @@ class RegisterBlobs {
 class ConstRegisterView {
  public:
   ConstRegisterView() = default;
-  explicit ConstRegisterView(RegisterBlobs* regst) : regst_(regst) {}
+  explicit ConstRegisterView(RegisterBlobs* reg) : register_(reg) {}
 
   // False for a register that does not exist (a name the task lacks).
-  bool valid() const { return regst_ != nullptr; }
-  int64_t piece_id() const { return regst_->piece_id(); }
-  int64_t regst_desc_id() const { return regst_->regst_desc_id(); }
-  int num_blobs() const { return regst_ ? regst_->num_blobs() : 0; }
+  bool valid() const { return register_ != nullptr; }
+  int64_t piece_id() const { return register_->piece_id(); }
+  int64_t regst_desc_id() const { return register_->regst_desc_id(); }
+  int num_blobs() const { return register_ ? register_->num_blobs() : 0; }
   // Out-of-range indices and unknown names give an empty view, whose typed
   // accessors return an error.
   ConstTensorView blob(int i) const { return ConstTensorView(Get(i)); }
   ConstTensorView blob(absl::string_view name) const {
-    return ConstTensorView(regst_ ? regst_->FindBlob(name) : nullptr);
+    return ConstTensorView(register_ ? register_->FindBlob(name) : nullptr);
   }
 
  protected:
   Blob* Get(int i) const {
-    return regst_ != nullptr && static_cast<unsigned>(i) <
-                                    static_cast<unsigned>(regst_->num_blobs())
-               ? &regst_->blob(i)
+    return register_ != nullptr &&
+                   static_cast<unsigned>(i) <
+                       static_cast<unsigned>(register_->num_blobs())
+               ? &register_->blob(i)
                : nullptr;
   }
-  RegisterBlobs* regst_ = nullptr;
+  RegisterBlobs* register_ = nullptr;
 };
 
 // What a kernel sees of a register it produces: writable blobs.
 class RegisterView : public ConstRegisterView {
  public:
   RegisterView() = default;
-  explicit RegisterView(RegisterBlobs* regst) : ConstRegisterView(regst) {}
+  explicit RegisterView(RegisterBlobs* reg) : ConstRegisterView(reg) {}
 
   TensorView blob(int i) const { return TensorView(Get(i)); }
   TensorView blob(absl::string_view name) const {
-    return TensorView(regst_ ? regst_->FindBlob(name) : nullptr);
+    return TensorView(register_ ? register_->FindBlob(name) : nullptr);
   }
 };
 

@@ -39,7 +39,7 @@
 namespace actorflow {
 
 // The runtime's, outside the versioned namespace.
-class Regst;
+class Register;
 class SessionImpl;
 
 ACTORFLOW_NAMESPACE_BEGIN
@@ -112,7 +112,7 @@ struct SessionOptions {
   // A checkpoint to start from (Session::Restore): a checkpoint directory,
   // or a root holding several (the newest is taken). Empty: none.
   std::string restore_from;
-  // Checks the plan's memory sharing (RegstDescProto.mem_block_id) as it
+  // Checks the plan's memory sharing (RegisterDescProto.mem_block_id) as it
   // runs: a register written while another of its block holds data fails
   // the run, naming both, and a register's bytes are poisoned (0xFF) as
   // soon as its readers are done, so a read after that gives NaN rather
@@ -181,10 +181,10 @@ class FetchedTensor {
 
  private:
   friend class ::actorflow::SessionImpl;
-  FetchedTensor(SessionImpl* session, Regst* regst)
-      : session_(session), regst_(regst) {}
+  FetchedTensor(SessionImpl* session, Register* reg)
+      : session_(session), register_(reg) {}
   SessionImpl* session_ = nullptr;
-  Regst* regst_ = nullptr;
+  Register* register_ = nullptr;
 };
 
 // A plan compiled once and run many times. Create checks the plan, infers

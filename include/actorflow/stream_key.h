@@ -16,14 +16,14 @@ inline const char* DeviceKindName(DeviceKind kind) {
   return kind == DeviceKind::kGpu ? "gpu" : "cpu";
 }
 
-// Which thread runs a task: the in-memory form of the plan's StreamId. Each
-// distinct key gets its own thread.
+// Which thread runs a task: the in-memory form of the plan's StreamKeyProto.
+// Each distinct key gets its own thread.
 struct StreamKey {
   int32_t machine_id = 0;
   DeviceKind device = DeviceKind::kCpu;
   int32_t device_index = 0;
   int32_t stream_index = 0;
-  // A host asynchronous stream (see StreamId.host_async in plan.proto).
+  // A host asynchronous stream (see StreamKeyProto.host_async in plan.proto).
   bool host_async = false;
 
   friend bool operator==(const StreamKey&, const StreamKey&) = default;

@@ -107,9 +107,9 @@ absl::Status CallPythonKernel(const GilSafeObject& fn, bool fills_outputs,
   try {
     py::list args;
     for (int i = 0; i < ctx->num_inputs(); ++i) {
-      ConstRegisterView regst = ctx->input(i);
-      for (int b = 0; b < regst.num_blobs(); ++b) {
-        ConstTensorView blob = regst.blob(b);
+      ConstRegisterView reg = ctx->input(i);
+      for (int b = 0; b < reg.num_blobs(); ++b) {
+        ConstTensorView blob = reg.blob(b);
         Tensor copy(blob.data_type(), std::vector<int64_t>(blob.shape().begin(),
                                                            blob.shape().end()));
         if (blob.byte_size() > 0) {
@@ -125,10 +125,10 @@ absl::Status CallPythonKernel(const GilSafeObject& fn, bool fills_outputs,
     std::vector<TensorView> outputs;
     std::vector<std::string> names;
     for (int o = 0; o < ctx->num_outputs(); ++o) {
-      RegisterView regst = ctx->output(o);
-      for (int b = 0; b < regst.num_blobs(); ++b) {
-        outputs.push_back(regst.blob(b));
-        names.push_back(regst.blob(b).name());
+      RegisterView reg = ctx->output(o);
+      for (int b = 0; b < reg.num_blobs(); ++b) {
+        outputs.push_back(reg.blob(b));
+        names.push_back(reg.blob(b).name());
       }
     }
     if (fills_outputs) {

@@ -1,5 +1,5 @@
-#ifndef ACTORFLOW_ACTOR_REGST_H_
-#define ACTORFLOW_ACTOR_REGST_H_
+#ifndef ACTORFLOW_ACTOR_REGISTER_H_
+#define ACTORFLOW_ACTOR_REGISTER_H_
 
 #include <cstdint>
 #include <memory>
@@ -18,12 +18,12 @@
 namespace actorflow {
 
 class Actor;
-class RegstDesc;
+class RegisterDesc;
 struct ActorMsg;
 template <typename Msg>
 class Thread;
 
-// One buffer of a RegstDesc: its blobs in one allocation. Free: only its
+// One buffer of a RegisterDesc: its blobs in one allocation. Free: only its
 // producer may write it. In use: sent to every consumer, who read it and
 // return it; it is free again when the last one has. Only the producer's
 // thread touches the reading count, since returns arrive there (as
@@ -35,16 +35,16 @@ class Thread;
 // from the message: the line they do read (the base's pointers, the
 // descriptor) then stays cached on both sides instead of moving between
 // threads on every hop.
-class Regst : public RegisterBlobs {
+class Register : public RegisterBlobs {
  public:
   // `base`: the register's memory (null when it has no bytes).
-  Regst(const RegstDesc* desc, std::shared_ptr<SyncedMemory> memory,
-        char* base);
+  Register(const RegisterDesc* desc, std::shared_ptr<SyncedMemory> memory,
+           char* base);
   // The base points into this object: never copied or moved.
-  Regst(const Regst&) = delete;
-  Regst& operator=(const Regst&) = delete;
+  Register(const Register&) = delete;
+  Register& operator=(const Register&) = delete;
 
-  const RegstDesc& desc() const { return *desc_; }
+  const RegisterDesc& desc() const { return *desc_; }
   // The start of its memory (the constructor's `base`), found from its
   // first blob; null when it has no blobs.
   char* base() const;
@@ -60,7 +60,7 @@ class Regst : public RegisterBlobs {
   bool ReadingDone() { return --reading_cnt_ == 0; }
 
  private:
-  const RegstDesc* desc_ = nullptr;
+  const RegisterDesc* desc_ = nullptr;
   // Shared by the registers of one SharedBlock; otherwise this one's. Only
   // owned, never read while acting.
   std::shared_ptr<SyncedMemory> memory_;
@@ -75,16 +75,16 @@ class Regst : public RegisterBlobs {
 
 // Two cache lines: what consumers read, then what the producer writes per
 // act.
-static_assert(sizeof(Regst) <= 128, "Regst grew past its two cache lines");
+static_assert(sizeof(Register) <= 128, "Regst grew past its two cache lines");
 
-// The Regst behind a kernel context's pointer: every RegisterBlobs the runtime
-// makes is a Regst.
-inline Regst* AsRegst(RegisterBlobs* regst) {
-  return static_cast<Regst*>(regst);
+// The Register behind a kernel context's pointer: every RegisterBlobs the
+// runtime makes is a Register.
+inline Register* AsRegister(RegisterBlobs* reg) {
+  return static_cast<Register*>(reg);
 }
 
 // Where a produced descriptor's registers go: one entry per consumer.
-struct RegstConsumer {
+struct RegisterConsumer {
   int32_t actor = 0;    // dense actor index
   int16_t in_slot = 0;  // that actor's input slot for this descriptor
   Thread<ActorMsg>* thread = nullptr;  // the actor's thread
@@ -93,8 +93,8 @@ struct RegstConsumer {
   Actor* actor_ptr = nullptr;
 };
 
-// The runtime form of a RegstDescProto, with its registers allocated once.
-class RegstDesc {
+// The runtime form of a RegisterDescProto, with its registers allocated once.
+class RegisterDesc {
  public:
   int64_t id = 0;
   std::vector<BlobDesc> blobs;  // stated or inferred
@@ -102,7 +102,7 @@ class RegstDesc {
   bool has_dynamic_blob = false;
   int32_t register_num = 1;
   // Published once before the producer's first act of each run
-  // (RegstDescProto.initial_register).
+  // (RegisterDescProto.initial_register).
   bool initial_register = false;
   int32_t producer = 0;  // dense actor index
   int16_t producer_out_slot = 0;
@@ -110,19 +110,19 @@ class RegstDesc {
   // Set on the producer's thread when it is constructed; consumers on that
   // same thread hand registers back by calling it directly.
   Actor* producer_actor = nullptr;
-  std::vector<RegstConsumer> consumers;
-  std::vector<std::unique_ptr<Regst>> regsts;
+  std::vector<RegisterConsumer> consumers;
+  std::vector<std::unique_ptr<Register>> registers;
   // Its shared allocation, when the session checks memory sharing
   // (SessionOptions::check_memory_sharing); null otherwise.
   SharedBlock* checked_block = nullptr;
 };
 
-inline char* Regst::base() const {
+inline char* Register::base() const {
   return num_blobs() == 0 ? nullptr : blob(0).data - desc().layout.offsets[0];
 }
 
-inline Regst::Regst(const RegstDesc* desc, std::shared_ptr<SyncedMemory> memory,
-                    char* base)
+inline Register::Register(const RegisterDesc* desc,
+                          std::shared_ptr<SyncedMemory> memory, char* base)
     : desc_(desc), memory_(std::move(memory)) {
   regst_desc_id_ = desc->id;
   piece_id_ = &piece_id_value_;
@@ -143,7 +143,7 @@ inline Regst::Regst(const RegstDesc* desc, std::shared_ptr<SyncedMemory> memory,
   num_blobs_ = static_cast<int32_t>(num_blobs);
 }
 
-inline void Regst::ResetShapes() {
+inline void Register::ResetShapes() {
   for (int b = 0; b < num_blobs_; ++b) {
     if (blobs_[b].is_dynamic) ResetBlobShape(&blobs_[b]);
   }
@@ -151,4 +151,4 @@ inline void Regst::ResetShapes() {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTOR_REGST_H_
+#endif  // ACTORFLOW_ACTOR_REGISTER_H_
