@@ -9,10 +9,10 @@ namespace actorflow {
 class Register;
 
 enum class ActorMsgKind : uint8_t {
-  // Producer -> consumer: `regst` holds piece `piece_id`; `slot` is the
+  // Producer -> consumer: `reg` holds piece `piece_id`; `slot` is the
   // consumer's input slot for its descriptor.
   kRegisterReady,
-  // Consumer -> producer: the consumer is done reading `regst`; `slot` is
+  // Consumer -> producer: the consumer is done reading `reg`; `slot` is
   // the producer's output slot for its descriptor.
   kRegisterReturn,
   // Producer -> consumer: no more pieces will come on input `slot`.

@@ -75,7 +75,7 @@ class Register : public RegisterBlobs {
 
 // Two cache lines: what consumers read, then what the producer writes per
 // act.
-static_assert(sizeof(Register) <= 128, "Regst grew past its two cache lines");
+static_assert(sizeof(Register) <= 128, "Register grew past its two cache lines");
 
 // The Register behind a kernel context's pointer: every RegisterBlobs the
 // runtime makes is a Register.

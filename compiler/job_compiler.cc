@@ -790,7 +790,7 @@ class Compiler {
     return sliced_[key] = AddOutput(task, "out");
   }
 
-  // `regst`, made on `from`, readable on `to`: itself where they share
+  // `reg`, made on `from`, readable on `to`: itself where they share
   // memory; else through d2h (off a GPU) and h2d (onto one). Registers
   // crossing machines travel in host memory: the runtime adds the
   // net_send and net_recv tasks when it partitions the plan.
@@ -830,7 +830,7 @@ class Compiler {
         static_cast<int>(writer_.Desc(reg).producer_task_id() - 1));
   }
 
-  // `task` reads `regst` under `key`; through a copy when it reads it
+  // `task` reads `reg` under `key`; through a copy when it reads it
   // already (AgainName).
   void Consume(TaskProto* task, const std::string& key, int64_t reg) {
     for (const auto& [name, list] : task->consumed_regst_desc_id()) {
