@@ -30,16 +30,6 @@ void PrintJsonLine(const Json& value) {
   std::fflush(stdout);
 }
 
-std::string ChromeTraceDocument(const std::vector<Json>& events) {
-  std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-  for (size_t i = 0; i < events.size(); ++i) {
-    out += JsonLine(events[i]);
-    out += i + 1 < events.size() ? ",\n" : "\n";
-  }
-  out += "]}\n";
-  return out;
-}
-
 Json ParseJson(absl::string_view text) {
   return Json::parse(text.begin(), text.end(), /*cb=*/nullptr,
                      /*allow_exceptions=*/false);

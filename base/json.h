@@ -33,11 +33,6 @@ std::string JsonLine(const Json& value);
 // is a message to whoever reads the pipe (launch merges its ranks' lines).
 void PrintJsonLine(const Json& value);
 
-// A Chrome trace (chrome://tracing, Perfetto) holding `events`, times in
-// microseconds shown as nanoseconds; one event per line, so a trace also
-// reads and diffs as text.
-std::string ChromeTraceDocument(const std::vector<Json>& events);
-
 // The JSON value in `text`; a discarded value (is_discarded()) when `text`
 // is not JSON. Never throws.
 Json ParseJson(absl::string_view text);

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/json.h"
+#include "diagnosis/trace_events.h"
 
 namespace actorflow {
 namespace {
@@ -18,22 +19,13 @@ Json Micros(int64_t ns, int64_t origin_ns) {
 }  // namespace
 
 std::string ChromeTraceJson(const RunTrace& trace) {
-  std::vector<Json> events;
-  auto add = [&](const Json& event) { events.push_back(event); };
+  TraceEvents events;
   int64_t async_id = 0;
   for (size_t t = 0; t < trace.tasks.size(); ++t) {
     const RunTrace::Task& task = trace.tasks[t];
-    add({{"name", "thread_name"},
-         {"ph", "M"},
-         {"pid", 0},
-         {"tid", t},
-         {"args",
-          {{"name", absl::StrCat(task.name, " [", task.stream, "]")}}}});
-    add({{"name", "thread_sort_index"},
-         {"ph", "M"},
-         {"pid", 0},
-         {"tid", t},
-         {"args", {{"sort_index", t}}}});
+    const int64_t row = static_cast<int64_t>(t);
+    events.NameRow(0, row, absl::StrCat(task.name, " [", task.stream, "]"));
+    events.SortRow(0, row, row);
     for (const ActSpan& span : task.spans) {
       Json event = {{"name", absl::StrCat("piece ", span.piece)},
                     {"cat", task.stream},
@@ -43,20 +35,20 @@ std::string ChromeTraceJson(const RunTrace& trace) {
         event["ph"] = "X";
         event["ts"] = Micros(span.begin_ns, trace.origin_ns);
         event["dur"] = Micros(span.end_ns, span.begin_ns);
-        add(event);
+        events.Add(std::move(event));
         continue;
       }
       ++async_id;
       event["ph"] = "b";
       event["id"] = async_id;
       event["ts"] = Micros(span.begin_ns, trace.origin_ns);
-      add(event);
+      events.Add(event);
       event["ph"] = "e";
       event["ts"] = Micros(span.end_ns, trace.origin_ns);
-      add(event);
+      events.Add(std::move(event));
     }
   }
-  return ChromeTraceDocument(events);
+  return events.Document();
 }
 
 absl::Status WriteChromeTrace(const RunTrace& trace, const std::string& path) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/json.h"
+#include "diagnosis/trace_events.h"
 
 namespace actorflow::engine {
 namespace {
@@ -63,17 +64,10 @@ std::string Profiler::ChromeTrace() const {
     }
     by_seq[r.seq] = &r;
   }
-  std::vector<Json> events;
-  events.push_back({{"name", "process_name"},
-                    {"ph", "M"},
-                    {"pid", 1},
-                    {"args", {{"name", "actorflow engine"}}}});
+  TraceEvents events;
+  events.NameProcess(1, "actorflow engine");
   for (const std::string& name : row_names) {
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", 1},
-                      {"tid", rows[name]},
-                      {"args", {{"name", name}}}});
+    events.NameRow(1, rows[name], name);
   }
   int flow = 0;
   for (const OprRecord& r : records) {
@@ -93,23 +87,23 @@ std::string Profiler::ChromeTrace() const {
     args["writes"] = std::move(writes);
     args["wait_us"] = std::move(waits);
     args["status"] = r.status.ok() ? "ok" : std::string(r.status.message());
-    events.push_back({{"name", r.name},
-                      {"cat", FnPropertyName(r.prop)},
-                      {"ph", "X"},
-                      {"pid", 1},
-                      {"tid", tid},
-                      {"ts", Micros(start)},
-                      {"dur", Micros(r.finished_ns - start)},
-                      {"args", std::move(args)}});
+    events.Add({{"name", r.name},
+                {"cat", FnPropertyName(r.prop)},
+                {"ph", "X"},
+                {"pid", 1},
+                {"tid", tid},
+                {"ts", Micros(start)},
+                {"dur", Micros(r.finished_ns - start)},
+                {"args", std::move(args)}});
     if (r.device_ns >= 0) {
-      events.push_back({{"name", r.name},
-                        {"cat", "device"},
-                        {"ph", "X"},
-                        {"pid", 1},
-                        {"tid", rows[DeviceRow(r)]},
-                        {"ts", Micros(start)},
-                        {"dur", Micros(r.device_ns)},
-                        {"args", {{"seq", r.seq}}}});
+      events.Add({{"name", r.name},
+                  {"cat", "device"},
+                  {"ph", "X"},
+                  {"pid", 1},
+                  {"tid", rows[DeviceRow(r)]},
+                  {"ts", Micros(start)},
+                  {"dur", Micros(r.device_ns)},
+                  {"args", {{"seq", r.seq}}}});
     }
     // An arrow from the operation whose completion granted a variable to
     // this one, when both are here and both ran.
@@ -123,24 +117,24 @@ std::string Profiler::ChromeTrace() const {
       ++flow;
       // Inside the granting slice, so the viewer binds the arrow to it.
       const int64_t at = std::max(a.started_ns, a.finished_ns - 1);
-      events.push_back({{"name", VarLabel(dep)},
-                        {"cat", "dependency"},
-                        {"ph", "s"},
-                        {"id", flow},
-                        {"pid", 1},
-                        {"tid", rows[a.worker]},
-                        {"ts", Micros(at)}});
-      events.push_back({{"name", VarLabel(dep)},
-                        {"cat", "dependency"},
-                        {"ph", "f"},
-                        {"bp", "e"},
-                        {"id", flow},
-                        {"pid", 1},
-                        {"tid", tid},
-                        {"ts", Micros(r.started_ns)}});
+      events.Add({{"name", VarLabel(dep)},
+                  {"cat", "dependency"},
+                  {"ph", "s"},
+                  {"id", flow},
+                  {"pid", 1},
+                  {"tid", rows[a.worker]},
+                  {"ts", Micros(at)}});
+      events.Add({{"name", VarLabel(dep)},
+                  {"cat", "dependency"},
+                  {"ph", "f"},
+                  {"bp", "e"},
+                  {"id", flow},
+                  {"pid", 1},
+                  {"tid", tid},
+                  {"ts", Micros(r.started_ns)}});
     }
   }
-  return ChromeTraceDocument(events);
+  return events.Document();
 }
 
 std::string Profiler::Table() const {
