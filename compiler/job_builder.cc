@@ -1,6 +1,7 @@
 #include "actorflow/job_builder.h"
 
 #include "plan/plan_builder.h"
+#include "plan/plan_util.h"
 
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
@@ -72,8 +73,7 @@ OpHandle& OpHandle::Blob(const BlobDescProto& blob) {
 OpHandle& OpHandle::Place(DeviceKind kind, const std::vector<int32_t>& devices,
                           const std::vector<int32_t>& machines) {
   Placement* p = conf_->mutable_placement();
-  p->set_device_type(kind == DeviceKind::kGpu ? DeviceKinds::GPU
-                                              : DeviceKinds::CPU);
+  p->set_device_type(ToProto(kind));
   p->clear_device_id();
   p->clear_machine_id();
   for (int32_t d : devices) p->add_device_id(d);

@@ -29,11 +29,18 @@ std::vector<std::pair<std::string, const RegisterDescProto*>> SortedOutputs(
   return outputs;
 }
 
+DeviceKind ToDeviceKind(DeviceKinds::Value kind) {
+  return kind == DeviceKinds::GPU ? DeviceKind::kGpu : DeviceKind::kCpu;
+}
+
+DeviceKinds::Value ToProto(DeviceKind kind) {
+  return kind == DeviceKind::kGpu ? DeviceKinds::GPU : DeviceKinds::CPU;
+}
+
 StreamKey ToStreamKey(const StreamKeyProto& stream) {
   return StreamKey{
       .machine_id = stream.machine_id(),
-      .device = stream.device_type() == DeviceKinds::GPU ? DeviceKind::kGpu
-                                                         : DeviceKind::kCpu,
+      .device = ToDeviceKind(stream.device_type()),
       .device_index = stream.device_index(),
       .stream_index = stream.stream_index(),
       .host_async = stream.host_async(),

@@ -20,6 +20,11 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> SortedInputs(
 std::vector<std::pair<std::string, const RegisterDescProto*>> SortedOutputs(
     const TaskProto& task);
 
+// The plan format's device kind and the C++ one, each way (the same
+// numbers: plan.proto's DeviceKinds and actorflow/stream_key.h).
+DeviceKind ToDeviceKind(DeviceKinds::Value kind);
+DeviceKinds::Value ToProto(DeviceKind kind);
+
 StreamKey ToStreamKey(const StreamKeyProto& stream);
 
 // The copy kernels, whose one side is host memory on a GPU stream: h2d

@@ -387,9 +387,7 @@ class Validator {
   }
 
   DeviceKind DeviceOf(int t) const {
-    return task(t).stream().device_type() == DeviceKinds::GPU
-               ? DeviceKind::kGpu
-               : DeviceKind::kCpu;
+    return ToDeviceKind(task(t).stream().device_type());
   }
 
   // An object bound with BindObject serves one task only.
