@@ -3,7 +3,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/json.h"
