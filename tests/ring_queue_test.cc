@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <deque>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "tests/test_util.h"
 
@@ -41,6 +43,63 @@ TEST_CASE("RingQueue stops allocating once it has its working size",
     for (int i = 0; i < 100; ++i) queue.Push(i);
   }
   CHECK(queue.capacity() == capacity);
+}
+
+TEST_CASE("RingQueue keeps up to kInline items inside itself, then grows",
+          "[ring_queue]") {
+  uint64_t seed = testing::TestSeed("inline ring queue vs deque");
+  std::mt19937_64 rng(seed);
+  RingQueue<int, 2> queue(2);
+  CHECK(queue.capacity() == 2);
+  std::deque<int> model;
+  int next = 0;
+  for (int step = 0; step < 20'000; ++step) {
+    // Mostly within two items (inline), now and then past them (heap).
+    bool push = model.empty() || rng() % 100 < (model.size() < 2 ? 60u : 45u);
+    if (push) {
+      queue.Push(next);
+      model.push_back(next++);
+    } else {
+      REQUIRE(queue.Pop() == model.front());
+      model.pop_front();
+    }
+    REQUIRE(queue.size() == model.size());
+    for (size_t i = 0; i < model.size(); ++i) REQUIRE(queue.at(i) == model[i]);
+  }
+  CHECK(queue.capacity() > 2);
+}
+
+TEST_CASE("a moved RingQueue keeps its items, inline or not", "[ring_queue]") {
+  for (int items : {0, 1, 2, 3, 9}) {
+    INFO(items << " items");
+    RingQueue<int, 2> queue(1);
+    // Wrapped around: the oldest item is not in the first slot.
+    queue.Push(-1);
+    queue.Pop();
+    for (int i = 0; i < items; ++i) queue.Push(i);
+    RingQueue<int, 2> moved(std::move(queue));
+    REQUIRE(moved.size() == static_cast<size_t>(items));
+    for (int i = 0; i < items; ++i) CHECK(moved.Pop() == i);
+    CHECK(moved.empty());
+    moved.Push(7);  // still usable after the move
+    CHECK(moved.front() == 7);
+  }
+  // As an actor's slots hold them: in a container that moves them when it
+  // grows.
+  std::vector<RingQueue<int, 2>> rings;
+  for (int r = 0; r < 10; ++r) {
+    rings.emplace_back(r % 3 == 0 ? 4 : 2);
+    for (int i = 0; i <= r % 4; ++i) rings.back().Push(10 * r + i);
+  }
+  for (int r = 0; r < 10; ++r) {
+    for (int i = 0; i <= r % 4; ++i) CHECK(rings[r].Pop() == 10 * r + i);
+    CHECK(rings[r].empty());
+  }
+  RingQueue<int, 2> cleared(2);
+  cleared.Push(1);
+  cleared.Push(2);
+  cleared.clear();
+  CHECK(cleared.empty());
 }
 
 }  // namespace
