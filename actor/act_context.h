@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "actorflow/kernel.h"
 #include "proto/plan.pb.h"
 
@@ -90,8 +91,10 @@ class ActContext : public KernelContext {
     Repoint();
   }
   // Set per act; as many as ResizeRegisters gave.
-  RegisterBlobs** inputs() { return input_storage_.data(); }
-  RegisterBlobs** outputs() { return output_storage_.data(); }
+  // The base's pointers, which point into this object's own storage (one
+  // load, not the storage's inline-or-heap test).
+  RegisterBlobs** inputs() { return const_cast<RegisterBlobs**>(inputs_); }
+  RegisterBlobs** outputs() { return const_cast<RegisterBlobs**>(outputs_); }
 
  private:
   void Repoint() {
@@ -103,8 +106,9 @@ class ActContext : public KernelContext {
   }
 
   Rep rep_storage_;
-  std::vector<RegisterBlobs*> input_storage_;
-  std::vector<RegisterBlobs*> output_storage_;
+  // Inline for the usual few: the kernel reads them on every act.
+  absl::InlinedVector<RegisterBlobs*, 4> input_storage_;
+  absl::InlinedVector<RegisterBlobs*, 2> output_storage_;
 };
 
 }  // namespace actorflow

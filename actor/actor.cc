@@ -7,12 +7,39 @@
 
 namespace actorflow {
 
+// At most register_num of a producer's registers are ready at once, and
+// as many are free or deferred: rings of that many (a few bytes, not the
+// default's kilobyte) keep a large plan's working set small.
+std::vector<Actor::InSlot> Actor::InSlotsOf(const ActorSpec& spec) {
+  std::vector<InSlot> slots;
+  for (const auto& [name, descs] : spec.inputs) {
+    for (RegisterDesc* desc : descs) {
+      slots.push_back(
+          InSlot{desc, RingQueue<ReadyRegister, 2>(desc->register_num)});
+    }
+  }
+  return slots;
+}
+
+std::vector<Actor::OutSlot> Actor::OutSlotsOf(const ActorSpec& spec) {
+  std::vector<OutSlot> slots;
+  for (const auto& [name, desc] : spec.outputs) {
+    slots.push_back(OutSlot{desc, RegisterRing(desc->register_num),
+                            RegisterRing(desc->register_num)});
+    for (auto& reg : desc->registers) slots.back().free.Push(reg.get());
+  }
+  return slots;
+}
+
 Actor::Actor(ActorSpec& spec, ActorEnv env)
     : id_(spec.id),
       task_(spec.task),
       kernel_(std::move(spec.kernel)),
       gate_(kernel_ != nullptr ? kernel_->gate() : nullptr),
       env_(env),
+      batches_(spec.batches_deliveries),
+      in_(InSlotsOf(spec)),
+      out_(OutSlotsOf(spec)),
       lag_(!spec.outputs.empty() && spec.outputs[0].second->initial_register
                ? 1
                : 0) {
@@ -20,26 +47,20 @@ Actor::Actor(ActorSpec& spec, ActorEnv env)
   ctx_.set_task(task_);
   ctx_.set_cancelled(env_.monitor != nullptr ? env_.monitor->aborting_flag()
                                              : nullptr);
-  for (auto& [name, descs] : spec.inputs) {
-    KernelContext::Rep::Group group{name, static_cast<int>(in_.size()), 0};
-    for (RegisterDesc* desc : descs) {
-      // At most register_num of a producer's registers are ready at once:
-      // a ring of that many (a few bytes, not the default's kilobyte) keeps
-      // a large plan's working set small.
-      in_.push_back(InSlot{desc, RingQueue<ReadyRegister>(desc->register_num)});
-    }
-    group.end = static_cast<int>(in_.size());
-    ctx_.mutable_rep().input_groups.push_back(group);
+  int in_slot = 0;
+  for (const auto& [name, descs] : spec.inputs) {
+    const int begin = in_slot;
+    in_slot += static_cast<int>(descs.size());
+    ctx_.mutable_rep().input_groups.push_back({name, begin, in_slot});
   }
-  for (auto& [name, desc] : spec.outputs) {
+  int out_slot = 0;
+  for (const auto& [name, desc] : spec.outputs) {
     for (const RegisterConsumer& consumer : desc->consumers) {
       // Actors are constructed on their own threads.
       if (!consumer.thread->InThisThread()) publishes_first_ = true;
     }
-    int slot = static_cast<int>(out_.size());
-    ctx_.mutable_rep().output_groups.push_back({name, slot, slot + 1});
-    out_.push_back(OutSlot{desc, RingQueue<Register*>(desc->register_num)});
-    for (auto& reg : desc->registers) out_.back().free.Push(reg.get());
+    ctx_.mutable_rep().output_groups.push_back({name, out_slot, out_slot + 1});
+    ++out_slot;
     total_registers_ += desc->register_num;
     resets_shapes_ |= desc->has_dynamic_blob;
     checks_blocks_ |= desc->checked_block != nullptr;
@@ -127,6 +148,43 @@ void Actor::ProcessMsg(const ActorMsg& msg) {
       break;
   }
   Progress();
+}
+
+void Actor::DeliverDeferred() {
+  deferred_ = 0;
+  for (OutSlot& slot : out_) {
+    for (const RegisterConsumer& consumer : slot.desc->consumers) {
+      if (consumer.thread->InThisThread()) continue;
+      for (size_t i = 0; i < slot.deferred.size(); ++i) {
+        Register* reg = slot.deferred.at(i);
+        Send(consumer.thread, ActorMsg::Ready(consumer.actor, consumer.in_slot,
+                                              reg, reg->piece_id()));
+      }
+    }
+  }
+  for (OutSlot& slot : out_) {
+    if (slot.deferred.empty()) continue;
+    // The same rule as Publish's direct deliveries; nothing else publishes
+    // on this slot meanwhile (this actor is busy), so the ring holds still.
+    for (const RegisterConsumer& consumer : slot.desc->consumers) {
+      if (!consumer.thread->InThisThread()) continue;
+      if (actor_internal::direct_call_depth <
+              actor_internal::kMaxDirectCallDepth &&
+          consumer.thread->local_queue_empty()) {
+        ++actor_internal::direct_call_depth;
+        consumer.actor_ptr->OnRegistersReady(consumer.in_slot, slot.deferred);
+        --actor_internal::direct_call_depth;
+      } else {
+        for (size_t i = 0; i < slot.deferred.size(); ++i) {
+          Register* reg = slot.deferred.at(i);
+          Send(consumer.thread,
+               ActorMsg::Ready(consumer.actor, consumer.in_slot, reg,
+                               reg->piece_id()));
+        }
+      }
+    }
+    slot.deferred.clear();
+  }
 }
 
 void Actor::MaybeEnd() {

@@ -102,6 +102,10 @@ bool KernelActor::Act(int64_t piece) {
     in[i].ready.Pop();
     if (in[i].ready.empty()) ++blockers_;
   }
+  if (__builtin_expect(batches_, 0)) {
+    HandOverBatched();
+    return true;
+  }
   if (publishes_first_) {
     for (int o = 0; o < num_out_; ++o) Publish(AsRegister(outputs[o]));
     for (int i = 0; i < num_in_; ++i) ReturnToProducer(AsRegister(inputs[i]));
@@ -110,6 +114,23 @@ bool KernelActor::Act(int64_t piece) {
     for (int o = 0; o < num_out_; ++o) Publish(AsRegister(outputs[o]));
   }
   return true;
+}
+
+void KernelActor::HandOverBatched() {
+  RegisterBlobs** const inputs = ctx_.inputs();
+  RegisterBlobs** const outputs = ctx_.outputs();
+  // Whether another act can follow at once; if so, this act's outputs wait
+  // for it, and the last act of the streak hands them all over.
+  const bool acts_again = blockers_ == 0;
+  if (!publishes_first_) {
+    for (int i = 0; i < num_in_; ++i) ReturnToProducer(AsRegister(inputs[i]));
+  }
+  for (int o = 0; o < num_out_; ++o)
+    PublishDeferred(out_[o], AsRegister(outputs[o]));
+  if (!acts_again) DeliverDeferred();
+  if (publishes_first_) {
+    for (int i = 0; i < num_in_; ++i) ReturnToProducer(AsRegister(inputs[i]));
+  }
 }
 
 void KernelActor::ReachCut(int64_t piece) {

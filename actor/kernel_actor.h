@@ -48,6 +48,9 @@ class KernelActor : public Actor {
   }
 
  private:
+  // Act's last step where deliveries are batched (ActorSpec): returns the
+  // inputs and publishes the outputs with PublishDeferred.
+  __attribute__((noinline)) void HandOverBatched();
   // CallKernel, marked as under way for kernel_since_ns().
   absl::Status CallKernelMarked() {
     kernel_since_ns_.store(1, std::memory_order_release);

@@ -64,18 +64,23 @@ class Register : public RegisterBlobs {
   // Shared by the registers of one SharedBlock; otherwise this one's. Only
   // owned, never read while acting.
   std::shared_ptr<SyncedMemory> memory_;
-  // What the base's blobs_ points into.
+  // What the base's blobs_ and the blobs' shapes point into when there is
+  // more than one blob or a rank above kInlineRank (owned only); otherwise
+  // inline_blob_ and inline_shape_, so that a kernel reaches its blob
+  // without another cache miss.
   std::unique_ptr<Blob[]> blob_storage_;
+  std::unique_ptr<int64_t[]> shape_storage_;
+  static constexpr int kInlineRank = 4;
+  Blob inline_blob_;
+  int64_t inline_shape_[kInlineRank] = {};
   // The producer's line.
   alignas(64) int64_t piece_id_value_ = -1;
   int32_t reading_cnt_ = 0;
-  // The blobs' current shapes (Blob::shape points here); owned only.
-  std::unique_ptr<int64_t[]> shape_storage_;
 };
 
-// Two cache lines: what consumers read, then what the producer writes per
-// act.
-static_assert(sizeof(Register) <= 128, "Register grew past its two cache lines");
+// What consumers read (the base, its first blob and shape), then on a line
+// of its own what the producer writes per act.
+static_assert(sizeof(Register) <= 256, "Register grew past four cache lines");
 
 // The Register behind a kernel context's pointer: every RegisterBlobs the
 // runtime makes is a Register.
@@ -129,17 +134,22 @@ inline Register::Register(const RegisterDesc* desc,
   const size_t num_blobs = desc->blobs.size();
   size_t rank_total = 0;
   for (const BlobDesc& blob : desc->blobs) rank_total += blob.shape.size();
-  blob_storage_ = std::make_unique<Blob[]>(num_blobs);
-  shape_storage_ = std::make_unique<int64_t[]>(rank_total);
-  int64_t* shape = shape_storage_.get();
+  Blob* blobs = &inline_blob_;
+  int64_t* shape = inline_shape_;
+  if (num_blobs > 1 || rank_total > kInlineRank) {
+    blob_storage_ = std::make_unique<Blob[]>(num_blobs);
+    shape_storage_ = std::make_unique<int64_t[]>(rank_total);
+    blobs = blob_storage_.get();
+    shape = shape_storage_.get();
+  }
   for (size_t b = 0; b < num_blobs; ++b) {
     const BlobDesc& blob = desc->blobs[b];
     InitBlob(&blob, desc->id,
              base == nullptr ? nullptr : base + desc->layout.offsets[b], shape,
-             &blob_storage_[b]);
+             &blobs[b]);
     shape += blob.shape.size();
   }
-  blobs_ = blob_storage_.get();
+  blobs_ = blobs;
   num_blobs_ = static_cast<int32_t>(num_blobs);
 }
 

@@ -46,9 +46,10 @@ Json ReportRuntime(const ThreadPlacement& placement) {
   std::fprintf(stderr, "usable CPUs: %s\n", cpus.ToString().c_str());
   std::fprintf(stderr,
                "threads: %d for %d streams (%d CPU streams on %d, sharing: "
-               "%s)\n",
+               "%s; %d batching deliveries)\n",
                placement.threads, placement.streams, placement.cpu_streams,
-               placement.cpu_threads, placement.sharing.c_str());
+               placement.cpu_threads, placement.sharing.c_str(),
+               placement.batching_threads);
   return {{"usable_cpus", cpus.count},
           {"cpus_from", cpus.source},
           {"affinity_cpus", cpus.affinity},
@@ -59,7 +60,8 @@ Json ReportRuntime(const ThreadPlacement& placement) {
           {"threads", placement.threads},
           {"cpu_streams", placement.cpu_streams},
           {"cpu_threads", placement.cpu_threads},
-          {"sharing", placement.sharing}};
+          {"sharing", placement.sharing},
+          {"batching_threads", placement.batching_threads}};
 }
 
 }  // namespace actorflow::cli

@@ -408,6 +408,18 @@ absl::Status SessionImpl::StartThreads() {
   for (const ActorSpec& spec : specs_) streams_.push_back(spec.stream);
   thread_keys_ = ThreadKeys();
   {
+    absl::flat_hash_map<StreamKey, int> actors_on_thread;
+    for (const StreamKey& key : thread_keys_) ++actors_on_thread[key];
+    for (int a = 0; a < n; ++a) {
+      specs_[a].batches_deliveries =
+          actors_on_thread[thread_keys_[a]] >= options_.batch_deliveries_from;
+    }
+    for (const auto& [key, actors] : actors_on_thread) {
+      placement_.batching_threads +=
+          actors >= options_.batch_deliveries_from ? 1 : 0;
+    }
+  }
+  {
     absl::flat_hash_set<StreamKey> streams, threads, cpu_streams, cpu_threads;
     for (int a = 0; a < n; ++a) {
       streams.insert(streams_[a]);

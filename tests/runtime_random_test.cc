@@ -147,6 +147,7 @@ TEST_CASE("random plans match a sequential evaluation bit for bit",
   constexpr int kPlans = 40;
   int max_tasks = 0;
   int async_tasks = 0;
+  int batched_plans = 0;
   for (int round = 0; round < kPlans; ++round) {
     // The smallest and the largest sizes come first, then any.
     int n = round == 0   ? 1
@@ -155,8 +156,13 @@ TEST_CASE("random plans match a sequential evaluation bit for bit",
     RandomPlan random = MakeRandomPlan(rng, n);
     max_tasks = std::max<int>(max_tasks, random.tasks.size());
     for (const TaskDef& def : random.tasks) async_tasks += def.host_async;
+    // Half the plans batch deliveries on every thread, whatever its size
+    // (SessionOptions::batch_deliveries_from).
+    const bool batched = rng() % 2 == 0;
+    batched_plans += batched;
     INFO("seed " << seed << ", plan " << round << ": " << random.tasks.size()
-                 << " tasks, " << random.pieces << " pieces");
+                 << " tasks, " << random.pieces << " pieces"
+                 << (batched ? ", deliveries batched" : ""));
     auto plan = BuildPlan(random.tasks, random.pieces);
     REQUIRE(plan.ok());
     std::map<std::string, SinkSummary> expected = Evaluate(random);
@@ -166,6 +172,7 @@ TEST_CASE("random plans match a sequential evaluation bit for bit",
     for (bool pooled : {false, true}) {
       INFO((pooled ? "any thread runs any stream" : "default placement"));
       RunOptions options;
+      if (batched) options.batch_deliveries_from = 1;
       if (pooled) {
         options.usable_cpus = 2;
         options.stream_sharing = StreamSharing::kAnyThread;
@@ -185,9 +192,9 @@ TEST_CASE("random plans match a sequential evaluation bit for bit",
     }
   }
   std::printf(
-      "random plans: %d plans, up to %d tasks, %d tasks on host async "
-      "streams\n",
-      kPlans, max_tasks, async_tasks);
+      "random plans: %d plans (%d with deliveries batched), up to %d tasks, "
+      "%d tasks on host async streams\n",
+      kPlans, batched_plans, max_tasks, async_tasks);
 }
 
 }  // namespace

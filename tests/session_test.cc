@@ -6,11 +6,13 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "kernels/builtin_kernels.h"
 #include "plan/plan_builder.h"
 #include "runtime/runtime.h"
@@ -376,6 +378,77 @@ TEST_CASE("Run's error names the task and piece, and sticks", "[session]") {
         "task 'boom' (task_id 2) failed at piece 12: fail kernel: reached "
         "at_piece 12");
   CHECK(session->Run(1).status() == failed.status());
+}
+
+// A ladder: src (piece p holds p), t0 = src, t_k = t_(k-1) + src, so t_k
+// holds (k + 1) p; the first `rungs / 2` on stream 0, the rest on stream 1,
+// and a checksum of the last. A task can act several times in a row: src
+// has 3 registers, every rung 2.
+std::vector<TaskDef> Ladder(int rungs) {
+  TaskDef src{.name = "src", .op_type = "source"};
+  src.register_num = 3;
+  src.elem_cnt = 4;
+  std::vector<TaskDef> tasks = {src};
+  for (int k = 0; k < rungs; ++k) {
+    TaskDef rung{.name = "t" + std::to_string(k), .op_type = "add"};
+    rung.inputs = {k == 0 ? "src" : "t" + std::to_string(k - 1)};
+    if (k > 0) rung.inputs.push_back("src");
+    rung.stream_index = k < rungs / 2 ? 0 : 1;
+    rung.elem_cnt = 4;
+    tasks.push_back(rung);
+  }
+  TaskDef sink{.name = "sink",
+               .op_type = "checksum",
+               .inputs = {"t" + std::to_string(rungs - 1)}};
+  sink.stream_index = 1;
+  sink.has_output = false;
+  tasks.push_back(sink);
+  return tasks;
+}
+
+TEST_CASE("batched deliveries give the same results and end runs alike",
+          "[session]") {
+  constexpr int kRungs = 80;
+  constexpr int64_t kPieces = 50;
+  // 4 elements of 80 p over pieces 0..49.
+  const double want = 4.0 * kRungs * (kPieces * (kPieces - 1) / 2);
+  struct Case {
+    int from;      // SessionOptions::batch_deliveries_from
+    int batching;  // threads that batch: each has 41 actors
+  } cases[] = {{1, 2}, {41, 2}, {42, 0}, {std::numeric_limits<int>::max(), 0}};
+  for (const Case& c : cases) {
+    INFO("batch_deliveries_from " << c.from);
+    SessionOptions options;
+    options.batch_deliveries_from = c.from;
+    options.share_cpu_threads = false;  // a thread per stream
+    auto session = MustCreate(MustBuild(Ladder(kRungs), kPieces), options);
+    CHECK(session->threads().batching_threads == c.batching);
+    for (int run = 1; run <= 2; ++run) {
+      auto stats = session->Run(kPieces);
+      REQUIRE(stats.ok());
+      CHECK(stats->acts == (kRungs + 2) * kPieces);
+      const SinkSummary sink = session->Sinks().at("sink");
+      CHECK(sink.in_order);
+      CHECK(sink.pieces == run * kPieces);
+      if (run == 1) CHECK(sink.checksum == want);
+    }
+  }
+
+  // A task that fails mid-run, among batching ones: the run ends with its
+  // error, nothing hangs, and the error sticks.
+  std::vector<TaskDef> tasks = Ladder(kRungs);
+  TaskDef boom{.name = "boom", .op_type = "fail", .inputs = {"t20"}};
+  boom.attrs["at_piece"] = IntAttr(30);
+  boom.has_output = false;
+  tasks.push_back(boom);
+  SessionOptions options;
+  options.batch_deliveries_from = 1;
+  auto failing = MustCreate(MustBuild(tasks, kPieces), options);
+  auto failed = failing->Run(kPieces);
+  CHECK(failed.status().message() ==
+        absl::StrCat("task 'boom' (task_id ", kRungs + 3,
+                     ") failed at piece 30: fail kernel: reached at_piece 30"));
+  CHECK(failing->Run(1).status() == failed.status());
 }
 
 TEST_CASE("calls that cannot work are refused with the reason", "[session]") {

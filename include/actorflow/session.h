@@ -79,6 +79,16 @@ struct SessionOptions {
   // thread over 1.2x the mean: three equal streams on two threads), and
   // then lets any of the threads run any of those streams.
   StreamSharing stream_sharing = StreamSharing::kAuto;
+  // On a thread that runs at least this many actors, a task that can act
+  // several times in a row hands what those acts made to each consumer
+  // together, after the last of them, so that the consumer acts on those
+  // pieces one after another while its state is in cache (in a plan larger
+  // than the caches, one act at a time through the whole plan evicts every
+  // actor between two of its acts). Results and the order of each task's
+  // acts are the same either way. On a thread of a few actors, all in
+  // cache, delivering each register as it is made is cheaper. 1: always;
+  // INT_MAX: never.
+  int batch_deliveries_from = 64;
   // Record when every act of each run ran (Session::trace()).
   bool trace = false;
   // Time every act and every wait, for RunStats::tasks. Costs a few clock
@@ -147,6 +157,9 @@ struct ThreadPlacement {
   // How the plain CPU streams share cpu_threads: "none" (a thread each),
   // "consecutive" or "any_thread" (StreamSharing).
   std::string sharing = "none";
+  // Threads (or, on a pool, streams) that batch deliveries: those running
+  // at least SessionOptions::batch_deliveries_from actors.
+  int batching_threads = 0;
   // Every stream's thread, named after the first stream it runs:
   // {"m0/cpu0/s2": "m0/cpu0/s1"} when stream 2 shares stream 1's thread;
   // "any" for a stream that any of the cpu_threads runs.
