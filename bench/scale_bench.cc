@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -27,6 +28,9 @@ own), each size in a fresh session:
              threads, construct the actors) per task
   memory     resident memory the session added, per task
   act        wall time per act over a run of some 2 million acts
+  unbatched  the same in a second session that hands each register over as
+             it is made (SessionOptions::batch_deliveries_from = INT_MAX;
+             by default threads of 64 actors or more batch deliveries)
   job        the same DAG written with JobBuilder and compiled to a plan
              (CompileJob), per op
 and the ratio of the largest size's figure to the smallest's for each:
@@ -110,6 +114,7 @@ struct Figures {
   double startup_us = 0;  // per task
   double bytes = 0;       // per task
   double act_ns = 0;
+  double unbatched_act_ns = 0;
   double job_us = 0;  // per op
 };
 
@@ -117,6 +122,14 @@ void Fail(const absl::Status& status) {
   std::fprintf(stderr, "scale_bench: %s\n",
                std::string(status.message()).c_str());
   std::exit(1);
+}
+
+// Wall ns per act of a run of `pieces`, after a short warm-up run.
+double ActNs(Session& session, int64_t pieces) {
+  if (auto warm = session.Run(2); !warm.ok()) Fail(warm.status());
+  auto run = session.Run(pieces);
+  if (!run.ok()) Fail(run.status());
+  return run->wall_ms * 1e6 / static_cast<double>(run->acts);
 }
 
 Figures Measure(int n) {
@@ -133,11 +146,14 @@ Figures Measure(int n) {
   f.startup_us = (NowNs() - start) / 1e3 / n;
   f.bytes = static_cast<double>(ResidentBytes() - rss) / n;
   const int64_t pieces = std::max<int64_t>(32, 2'000'000 / n);
-  if (auto warm = (*session)->Run(2); !warm.ok()) Fail(warm.status());
-  auto run = (*session)->Run(pieces);
-  if (!run.ok()) Fail(run.status());
-  f.act_ns = run->wall_ms * 1e6 / static_cast<double>(run->acts);
+  f.act_ns = ActNs(**session, pieces);
   session->reset();
+  SessionOptions unbatched;
+  unbatched.batch_deliveries_from = std::numeric_limits<int>::max();
+  auto plain = Session::Create(*BuildPlan(tasks, 0), unbatched);
+  if (!plain.ok()) Fail(plain.status());
+  f.unbatched_act_ns = ActNs(**plain, pieces);
+  plain->reset();
   const Job job = DagJob(inputs, pieces);  // its ops: the plan's tasks
   const int64_t compile = NowNs();
   absl::StatusOr<CompiledJob> compiled = CompileJob(job);
@@ -154,22 +170,25 @@ int Main(int argc, char** argv) {
   if (largest >= 10'000) sizes.push_back(10'000);
   if (largest > 10'000) sizes.push_back(static_cast<int>(largest));
   std::vector<Figures> all;
-  std::printf("%10s %16s %14s %10s %14s\n", "tasks", "start-up us/task",
-              "memory B/task", "ns/act", "job us/op");
+  std::printf("%10s %16s %14s %10s %16s %14s\n", "tasks", "start-up us/task",
+              "memory B/task", "ns/act", "unbatched ns/act", "job us/op");
   for (int n : sizes) {
     all.push_back(Measure(n));
     const Figures& f = all.back();
-    std::printf("%10d %16.2f %14.0f %10.1f %14.2f\n", n, f.startup_us, f.bytes,
-                f.act_ns, f.job_us);
+    std::printf("%10d %16.2f %14.0f %10.1f %16.1f %14.2f\n", n, f.startup_us,
+                f.bytes, f.act_ns, f.unbatched_act_ns, f.job_us);
     std::fflush(stdout);
   }
   const Figures& a = all.front();
   const Figures& b = all.back();
   std::printf(
-      "%d / %d tasks: start-up %.2fx, memory %.2fx, act %.2fx, job "
-      "%.2fx\n",
+      "%d / %d tasks: start-up %.2fx, memory %.2fx, act %.2fx (unbatched "
+      "%.2fx), job %.2fx\n",
       sizes.back(), sizes.front(), b.startup_us / a.startup_us,
-      b.bytes / a.bytes, b.act_ns / a.act_ns, b.job_us / a.job_us);
+      b.bytes / a.bytes, b.act_ns / a.act_ns,
+      b.unbatched_act_ns / a.unbatched_act_ns, b.job_us / a.job_us);
+  std::printf("%d tasks: act batched / unbatched %.2fx\n", sizes.back(),
+              b.act_ns / b.unbatched_act_ns);
   return 0;
 }
 
