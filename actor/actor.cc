@@ -156,30 +156,23 @@ void Actor::DeliverDeferred() {
     for (const RegisterConsumer& consumer : slot.desc->consumers) {
       if (consumer.thread->InThisThread()) continue;
       for (size_t i = 0; i < slot.deferred.size(); ++i) {
-        Register* reg = slot.deferred.at(i);
-        Send(consumer.thread, ActorMsg::Ready(consumer.actor, consumer.in_slot,
-                                              reg, reg->piece_id()));
+        SendReady(consumer, slot.deferred.at(i));
       }
     }
   }
   for (OutSlot& slot : out_) {
     if (slot.deferred.empty()) continue;
-    // The same rule as Publish's direct deliveries; nothing else publishes
-    // on this slot meanwhile (this actor is busy), so the ring holds still.
+    // Nothing else publishes on this slot meanwhile (this actor is busy),
+    // so the ring holds still.
     for (const RegisterConsumer& consumer : slot.desc->consumers) {
       if (!consumer.thread->InThisThread()) continue;
-      if (actor_internal::direct_call_depth <
-              actor_internal::kMaxDirectCallDepth &&
-          consumer.thread->local_queue_empty()) {
+      if (actor_internal::MayDeliverDirectly(consumer)) {
         ++actor_internal::direct_call_depth;
         consumer.actor_ptr->OnRegistersReady(consumer.in_slot, slot.deferred);
         --actor_internal::direct_call_depth;
       } else {
         for (size_t i = 0; i < slot.deferred.size(); ++i) {
-          Register* reg = slot.deferred.at(i);
-          Send(consumer.thread,
-               ActorMsg::Ready(consumer.actor, consumer.in_slot, reg,
-                               reg->piece_id()));
+          SendReady(consumer, slot.deferred.at(i));
         }
       }
     }

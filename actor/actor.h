@@ -271,6 +271,10 @@ class Actor {
   void Send(Thread<ActorMsg>* thread, const ActorMsg& msg) {
     if (__builtin_expect(!thread->TrySend(msg), 0)) ReportLostMessage(msg);
   }
+  void SendReady(const RegisterConsumer& consumer, Register* reg) {
+    Send(consumer.thread, ActorMsg::Ready(consumer.actor, consumer.in_slot, reg,
+                                          reg->piece_id()));
+  }
   void SendEords();
   void Fail(const absl::Status& status, int64_t piece_id);
 
@@ -388,6 +392,14 @@ namespace actor_internal {
 // the queue, which bounds the stack.
 constexpr int kMaxDirectCallDepth = 64;
 inline thread_local int direct_call_depth = 0;
+// Whether a ready register may go to `consumer`, on this thread, by a direct
+// call. It must not overtake a message queued earlier for the same input
+// slot, hence the empty local queue: once anything is queued, everything is
+// until the thread has drained it.
+inline bool MayDeliverDirectly(const RegisterConsumer& consumer) {
+  return direct_call_depth < kMaxDirectCallDepth &&
+         consumer.thread->local_queue_empty();
+}
 }  // namespace actor_internal
 
 inline void Actor::Publish(Register* reg) {
@@ -404,25 +416,18 @@ inline void Actor::Publish(Register* reg) {
     if (consumer.thread->InThisThread()) {
       local = true;
     } else {
-      Send(consumer.thread, ActorMsg::Ready(consumer.actor, consumer.in_slot,
-                                            reg, reg->piece_id()));
+      SendReady(consumer, reg);
     }
   }
   if (!local) return;
   for (const RegisterConsumer& consumer : desc.consumers) {
     if (!consumer.thread->InThisThread()) continue;
-    // A direct delivery must not overtake a message queued earlier for the
-    // same input slot, hence the empty local queue: once anything is
-    // queued, everything is until the thread has drained it.
-    if (actor_internal::direct_call_depth <
-            actor_internal::kMaxDirectCallDepth &&
-        consumer.thread->local_queue_empty()) {
+    if (actor_internal::MayDeliverDirectly(consumer)) {
       ++actor_internal::direct_call_depth;
       consumer.actor_ptr->OnRegisterReady(consumer.in_slot, reg);
       --actor_internal::direct_call_depth;
     } else {
-      Send(consumer.thread, ActorMsg::Ready(consumer.actor, consumer.in_slot,
-                                            reg, reg->piece_id()));
+      SendReady(consumer, reg);
     }
   }
 }
