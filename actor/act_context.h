@@ -16,6 +16,7 @@
 // what they reach out of line, and the act context that fills a
 // KernelContext's fields.
 namespace actorflow {
+ACTORFLOW_NAMESPACE_BEGIN
 
 struct KernelInitContext::Rep {
   const TaskProto& task;
@@ -24,6 +25,24 @@ struct KernelInitContext::Rep {
   // Per output: what Init stated (SetOutputBlobs).
   std::vector<std::optional<std::vector<BlobDesc>>> inferred;
 };
+
+struct KernelContext::Rep {
+  // The registers consumed (produced) under one name: [begin, end) of the
+  // context's inputs (outputs).
+  struct Group {
+    std::string name;
+    int begin = 0;
+    int end = 0;
+  };
+  const TaskProto* task = nullptr;
+  std::vector<Group> input_groups;
+  std::vector<Group> output_groups;
+};
+
+ACTORFLOW_NAMESPACE_END
+}  // namespace actorflow
+
+namespace actorflow::internal {
 
 // An Init context over `task` (which must outlive it).
 inline KernelInitContext MakeInitContext(const TaskProto& task,
@@ -41,19 +60,6 @@ inline KernelInitContext MakeInitContext(const TaskProto& task,
 inline const TaskProto& TaskOf(const KernelInitContext& ctx) {
   return ctx.rep().task;
 }
-
-struct KernelContext::Rep {
-  // The registers consumed (produced) under one name: [begin, end) of the
-  // context's inputs (outputs).
-  struct Group {
-    std::string name;
-    int begin = 0;
-    int end = 0;
-  };
-  const TaskProto* task = nullptr;
-  std::vector<Group> input_groups;
-  std::vector<Group> output_groups;
-};
 
 // One actor's KernelContext (or one queued act's, on an asynchronous
 // stream): owns the register arrays and the Rep its base points at. A copy
@@ -111,6 +117,6 @@ class ActContext : public KernelContext {
   absl::InlinedVector<RegisterBlobs*, 2> output_storage_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_ACT_CONTEXT_H_

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // At most register_num of a producer's registers are ready at once, and
 // as many are free or deferred: rings of that many (a few bytes, not the
@@ -301,4 +301,4 @@ void Actor::Fail(const absl::Status& status, int64_t piece_id) {
                    ") failed at piece ", piece_id, ": ", status.message())));
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

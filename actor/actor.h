@@ -28,7 +28,7 @@
 #include "thread/ring_queue.h"
 #include "thread/thread.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Everything an actor is built from, prepared when the plan is loaded.
 struct ActorSpec {
@@ -458,6 +458,6 @@ inline void Actor::ReturnToProducer(Register* reg) {
        ActorMsg::Return(desc.producer, desc.producer_out_slot, reg));
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_ACTOR_H_

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <type_traits>
 
-namespace actorflow {
+namespace actorflow::internal {
 
 class Register;
 
@@ -81,6 +81,6 @@ static_assert(std::is_trivially_copyable_v<ActorMsg>);
 // With a channel slot's sequence word, 32 bytes: two slots per cache line.
 static_assert(sizeof(ActorMsg) == 24);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_ACTOR_MSG_H_

@@ -8,7 +8,7 @@
 #include "actor/actor_msg.h"
 #include "thread/thread.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Routes a message to the thread of its destination actor. Actor ids are
 // dense, so this is an array lookup; the thread then takes its local queue
@@ -29,6 +29,6 @@ class ActorMsgBus {
   const std::vector<Thread<ActorMsg>*> thread_of_actor_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_ACTOR_MSG_BUS_H_

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 absl::StatusOr<std::vector<BlobDesc>> BlobDescsFromProto(
     const RegisterDescProto& proto) {
@@ -61,4 +61,4 @@ BlobDescProto BlobDescToProto(const BlobDesc& desc) {
   return proto;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -10,7 +10,7 @@
 
 // Where the plan format (plan.proto) meets the kernel API's blob types,
 // which know nothing of protobuf: element types and blob descriptions.
-namespace actorflow {
+namespace actorflow::internal {
 
 static_assert(DT_FLOAT32 == static_cast<int>(DataTypes::DT_FLOAT32) &&
                   DT_FLOAT64 == static_cast<int>(DataTypes::DT_FLOAT64) &&
@@ -37,6 +37,6 @@ absl::StatusOr<std::vector<BlobDesc>> BlobDescsFromProto(
     const RegisterDescProto& proto);
 BlobDescProto BlobDescToProto(const BlobDesc& desc);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_BLOB_DESC_PROTO_H_

@@ -1,6 +1,6 @@
 #include "actor/boundary_actors.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 void FeedActor::Drive() {
   OutSlot& slot = out_[0];
@@ -36,4 +36,4 @@ void FetchActor::Drive() {
   }
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

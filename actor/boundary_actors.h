@@ -7,7 +7,7 @@
 #include "actor/feed_port.h"
 #include "actor/fetch_port.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // The boundary tasks `feed` and `fetch` (see Session): they move registers
 // between the plan and the caller instead of calling a kernel, and wait on
@@ -48,6 +48,6 @@ class FetchActor final : public Actor {
   FetchPort* const port_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_BOUNDARY_ACTORS_H_

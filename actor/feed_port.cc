@@ -2,7 +2,7 @@
 
 #include "thread/spin_wait.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 absl::StatusOr<Register*> FeedPort::Acquire() {
   // A register usually comes back within microseconds: spin before parking.
@@ -85,4 +85,4 @@ void FeedPort::Fail(absl::Status status) {
   changed_.SignalAll();
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -12,7 +12,7 @@
 #include "base/mutex.h"
 #include "thread/spin_wait.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Where a `feed` task's registers meet the caller. The feed actor hands
 // every free register here; the caller takes one (blocking while all are in
@@ -76,6 +76,6 @@ class FeedPort {
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_FEED_PORT_H_

@@ -2,7 +2,7 @@
 
 #include "thread/spin_wait.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 absl::StatusOr<Register*> FetchPort::Next() {
   // A piece usually comes within microseconds: spin before parking.
@@ -60,4 +60,4 @@ std::vector<Register*> FetchPort::TakeAll() {
   return left;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

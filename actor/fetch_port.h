@@ -12,7 +12,7 @@
 #include "base/mutex.h"
 #include "thread/spin_wait.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Where a `fetch` task's input meets the caller. The fetch actor hands each
 // register it receives here, in piece order, instead of reading it; the
@@ -66,6 +66,6 @@ class FetchPort {
   int usable_cpus_ = 1;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_FETCH_PORT_H_

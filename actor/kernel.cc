@@ -12,6 +12,9 @@
 
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
+
+using ::actorflow::internal::Mutex;
+using ::actorflow::internal::MutexLock;
 namespace {
 
 const char* AttrTypeName(AttrValue::ValueCase value_case) {

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 KernelActor::KernelActor(ActorSpec& spec, ActorEnv env)
     : Actor(spec, env), stateful_(kernel_ != nullptr && kernel_->has_state()) {}
@@ -204,4 +204,4 @@ void KernelActor::FailOutOfStep(size_t input, int64_t piece) {
        piece);
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

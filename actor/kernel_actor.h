@@ -7,7 +7,7 @@
 #include "absl/status/status.h"
 #include "actor/actor.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // An actor that acts by calling its kernel on this thread, on the piece its
 // inputs bring (SourceActor<KernelActor> counts its pieces instead). Also
@@ -121,6 +121,6 @@ inline bool KernelActor::TakeRegisters(int64_t piece) {
   return true;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_KERNEL_ACTOR_H_

@@ -23,6 +23,9 @@
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
 
+using ::actorflow::internal::Mutex;
+using ::actorflow::internal::MutexLock;
+
 namespace {
 
 struct Loaded {

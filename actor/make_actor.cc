@@ -5,7 +5,7 @@
 #include "actor/source_actor.h"
 #include "actor/stream_actor.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 std::unique_ptr<Actor> MakeActor(ActorSpec spec, ActorEnv env) {
   if (spec.feed_port != nullptr) return std::make_unique<FeedActor>(spec, env);
@@ -21,4 +21,4 @@ std::unique_ptr<Actor> MakeActor(ActorSpec spec, ActorEnv env) {
   return std::make_unique<KernelActor>(spec, env);
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -5,7 +5,7 @@
 
 #include "actor/actor.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // The actor of `spec`, of the type its mode calls for (see Actor): a feed
 // or fetch port makes a boundary actor; otherwise a kernel actor, on an
@@ -13,6 +13,6 @@ namespace actorflow {
 // inputs. On the actor's own thread.
 std::unique_ptr<Actor> MakeActor(ActorSpec spec, ActorEnv env);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_MAKE_ACTOR_H_

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 absl::StatusOr<ParallelPart> ParallelPartOf(const KernelInitContext& ctx) {
   absl::StatusOr<int64_t> index = ctx.IntAttrOr("parallel_index", 0);
@@ -23,4 +23,4 @@ absl::StatusOr<ParallelPart> ParallelPartOf(const KernelInitContext& ctx) {
   return ParallelPart{*index, *num, *axis};
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -7,7 +7,7 @@
 #include "actorflow/kernel.h"
 #include "thread/balanced_splitter.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Which part of its operator's output a task makes. The job compiler gives
 // every task of an operator whose outputs are all split along one axis over
@@ -31,6 +31,6 @@ struct ParallelPart {
 // the attr when index is not in [0, num) or the axis is negative.
 absl::StatusOr<ParallelPart> ParallelPartOf(const KernelInitContext& ctx);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_PARALLEL_PART_H_

@@ -15,7 +15,7 @@
 #include "actorflow/tensor_view.h"
 #include "memory/synced_memory.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 class Actor;
 class RegisterDesc;
@@ -159,6 +159,6 @@ inline void Register::ResetShapes() {
   }
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_REGISTER_H_

@@ -1,6 +1,6 @@
 #include "actor/register_layout.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 RegisterLayout LayOut(absl::Span<const BlobDesc> blobs) {
   RegisterLayout layout;
@@ -13,4 +13,4 @@ RegisterLayout LayOut(absl::Span<const BlobDesc> blobs) {
   return layout;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

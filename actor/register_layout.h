@@ -7,7 +7,7 @@
 #include "absl/types/span.h"
 #include "actorflow/blob_desc.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Where each blob starts in a register's one allocation: every blob
 // aligned to kBlobAlignment bytes. The runtime's choice, not the kernel
@@ -19,6 +19,6 @@ struct RegisterLayout {
 };
 RegisterLayout LayOut(absl::Span<const BlobDesc> blobs);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_REGISTER_LAYOUT_H_

@@ -10,7 +10,7 @@
 #include "base/mutex.h"
 #include "thread/blocking_counter.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // What the actors of a session share with the runtime: how many are still
 // running in the current run, whether the session is aborting, and the
@@ -63,6 +63,6 @@ class RunMonitor {
   absl::Status first_error_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_RUN_MONITOR_H_

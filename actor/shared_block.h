@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // One allocation that several registers share (RegisterDescProto.
 // mem_block_id), seen by the checks a session makes when asked
@@ -72,6 +72,6 @@ class SharedBlock {
   std::atomic<int> readers_left_{0};
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_SHARED_BLOCK_H_

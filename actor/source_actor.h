@@ -3,7 +3,7 @@
 
 #include "actor/actor.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // A kernel actor without inputs (KernelActor or StreamActor as `Base`): it
 // makes the run's pieces itself, from kStart, counting from where the last
@@ -26,6 +26,6 @@ class SourceActor final : public Base {
   }
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_SOURCE_ACTOR_H_

@@ -5,7 +5,7 @@
 
 #include "absl/container/inlined_vector.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 StreamActor::StreamActor(ActorSpec& spec, ActorEnv env)
     : KernelActor(spec, env), async_(spec.async_thread) {
@@ -139,4 +139,4 @@ absl::Status StreamActor::DrainStream() {
   return drain_status_;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -12,7 +12,7 @@
 #include "thread/async_thread.h"
 #include "thread/blocking_counter.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // A kernel actor on an asynchronous stream (ActorSpec::async_thread): an
 // act queues the kernel on the stream and a callback on the poller; the
@@ -70,6 +70,6 @@ class StreamActor : public KernelActor {
   int64_t last_async_end_ns_ = 0;  // the poller's
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_STREAM_ACTOR_H_

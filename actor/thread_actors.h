@@ -10,7 +10,7 @@
 #include "actor/actor_msg.h"
 #include "thread/thread.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // The actors one thread owns, and the handler of that thread's messages:
 // a message to an actor goes from the thread's loop straight to the actor,
@@ -50,6 +50,6 @@ class ThreadActors final : public MsgHandler<ActorMsg> {
   std::vector<std::unique_ptr<Actor>> owned_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_ACTOR_THREAD_ACTORS_H_

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // A fixed number of T, given at construction, kept inside the object when
 // there are at most N of them and on the heap otherwise. Elements are
@@ -50,6 +50,6 @@ class InlineArray {
   alignas(T) unsigned char inline_[N * sizeof(T)];
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_BASE_INLINE_ARRAY_H_

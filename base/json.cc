@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 
-namespace actorflow {
+namespace actorflow::internal {
 
 Json JsonNumber(double value) {
   if (!std::isfinite(value)) return nullptr;
@@ -35,4 +35,4 @@ Json ParseJson(absl::string_view text) {
                      /*allow_exceptions=*/false);
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

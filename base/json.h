@@ -10,7 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Keys come out in the order they were added: a summary reads "status"
 // first, then what the command says about the run.
@@ -37,6 +37,6 @@ void PrintJsonLine(const Json& value);
 // is not JSON. Never throws.
 Json ParseJson(absl::string_view text);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_BASE_JSON_H_

@@ -8,7 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // A std::mutex that clang's thread-safety analysis (-Wthread-safety, see
 // --config=thread_safety) understands: state it guards is declared
@@ -85,6 +85,6 @@ class CondVar {
   std::condition_variable cv_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_BASE_MUTEX_H_

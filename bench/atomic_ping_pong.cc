@@ -7,7 +7,7 @@
 #include "bench/peer_workloads.h"
 #include "thread/cpu_relax.h"
 
-namespace actorflow::bench {
+namespace actorflow::internal::bench {
 
 std::vector<double> AtomicPingPong(const PingPongSpec& spec) {
   alignas(64) std::atomic<int64_t> turn{0};
@@ -34,4 +34,4 @@ std::vector<double> AtomicPingPong(const PingPongSpec& spec) {
   return rtt;
 }
 
-}  // namespace actorflow::bench
+}  // namespace actorflow::internal::bench

@@ -14,7 +14,7 @@
 
 #include "cli/flags.h"
 
-namespace actorflow::bench {
+namespace actorflow::internal::bench {
 
 inline int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -89,6 +89,6 @@ inline Paired PairedMedians(int samples, const std::function<double()>& subject,
   return Paired{Median(s), Median(b), Median(r)};
 }
 
-}  // namespace actorflow::bench
+}  // namespace actorflow::internal::bench
 
 #endif  // ACTORFLOW_BENCH_BENCH_UTIL_H_

@@ -9,7 +9,7 @@
 
 #include "bench/bench_util.h"
 
-namespace actorflow::bench {
+namespace actorflow::internal::bench {
 
 // A calibrated busy loop: the per-stage "work" of the peer suite. Every
 // peer calls the same function, so a microsecond of work costs each the
@@ -78,6 +78,6 @@ Cost Measure(double units, Body&& body) {
   return Cost{(NowNs() - wall) / units, (ProcessCpuNs() - cpu) / units};
 }
 
-}  // namespace actorflow::bench
+}  // namespace actorflow::internal::bench
 
 #endif  // ACTORFLOW_BENCH_BUSY_WORK_H_

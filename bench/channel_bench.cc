@@ -21,7 +21,7 @@
 #include "thread/channel.h"
 #include "thread/thread.h"
 
-namespace actorflow::bench {
+namespace actorflow::internal::bench {
 namespace {
 
 struct Config {
@@ -266,6 +266,8 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace actorflow::bench
+}  // namespace actorflow::internal::bench
 
-int main(int argc, char** argv) { return actorflow::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return actorflow::internal::bench::Main(argc, argv);
+}

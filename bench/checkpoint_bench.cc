@@ -30,8 +30,8 @@ streams were held up taking it, the write and sync beside the training and
 the CPU time that took, and from those the share of the training's time
 between two checkpoints that checkpoints take.)";
 
-using actorflow::examples::MnistOptions;
-using actorflow::examples::TrainSummary;
+using actorflow::internal::examples::MnistOptions;
+using actorflow::internal::examples::TrainSummary;
 
 // Training samples per second of training time over epochs 2 on.
 double SteadyRate(const TrainSummary& summary) {
@@ -47,7 +47,7 @@ double SteadyRate(const TrainSummary& summary) {
 
 int main(int argc, char** argv) {
   int64_t samples = 11, every = 500, epochs = 3;
-  actorflow::bench::ParseFlags(
+  actorflow::internal::bench::ParseFlags(
       "checkpoint_bench", argc, argv,
       {{"samples", &samples, "pairs of trainings"},
        {"every", &every, "training steps between two checkpoints"},
@@ -71,11 +71,11 @@ int main(int argc, char** argv) {
     std::filesystem::remove_all(dir);
     absl::StatusOr<TrainSummary> a, b;
     if (i % 2 == 0) {
-      a = actorflow::examples::TrainWithPlan(plain);
-      b = actorflow::examples::TrainWithPlan(saving);
+      a = actorflow::internal::examples::TrainWithPlan(plain);
+      b = actorflow::internal::examples::TrainWithPlan(saving);
     } else {
-      b = actorflow::examples::TrainWithPlan(saving);
-      a = actorflow::examples::TrainWithPlan(plain);
+      b = actorflow::internal::examples::TrainWithPlan(saving);
+      a = actorflow::internal::examples::TrainWithPlan(plain);
     }
     if (!a.ok() || !b.ok()) {
       std::fprintf(
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
         static_cast<long long>(checkpoints), pause_ms.back(), write_ms.back());
   }
   std::filesystem::remove_all(dir);
-  using actorflow::bench::Median;
+  using actorflow::internal::bench::Median;
   const double ratio = Median(ratios);
   std::printf("\nmedian of %lld (epochs 2-%lld, 2 streams, batch 64):\n",
               static_cast<long long>(samples), static_cast<long long>(epochs));

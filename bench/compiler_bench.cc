@@ -16,7 +16,7 @@
 #include "actorflow/job_compiler.h"
 #include "bench/bench_util.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 Job MakeJob(int ops, uint64_t seed) {
@@ -61,10 +61,11 @@ Job MakeJob(int ops, uint64_t seed) {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 int main(int argc, char** argv) {
-  using namespace actorflow;
+  using namespace actorflow;            // NOLINT(build/namespaces)
+  using namespace actorflow::internal;  // NOLINT(build/namespaces)
   int64_t samples = 5;
   bench::ParseFlags(
       "compiler_bench", argc, argv,

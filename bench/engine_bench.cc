@@ -22,7 +22,7 @@
 #include "bench/engine_workload.h"
 #include "engine/engine.h"
 
-namespace actorflow::bench {
+namespace actorflow::internal::bench {
 namespace {
 
 struct Config {
@@ -44,11 +44,12 @@ constexpr char kHelp[] =
     "then the profiler's cost per operation (off and on, in alternation).";
 
 }  // namespace
-}  // namespace actorflow::bench
+}  // namespace actorflow::internal::bench
 
 int main(int argc, char** argv) {
-  using namespace actorflow;
-  using namespace actorflow::bench;
+  using namespace actorflow;            // NOLINT(build/namespaces)
+  using namespace actorflow::internal;  // NOLINT(build/namespaces)
+  using namespace actorflow::internal::bench;
   using namespace actorflow::engine;
   Config config;
   ParseFlags("engine_bench", argc, argv,

@@ -21,7 +21,7 @@
 #include "bench/busy_work.h"
 #include "engine/engine.h"
 
-namespace actorflow::bench {
+namespace actorflow::internal::bench {
 
 struct DepOp {
   int write;
@@ -154,6 +154,6 @@ inline double RunDepOpsOnTbb(const std::vector<DepOp>& ops, int num_vars,
   return (NowNs() - start) * 1e-9;
 }
 
-}  // namespace actorflow::bench
+}  // namespace actorflow::internal::bench
 
 #endif  // ACTORFLOW_BENCH_ENGINE_WORKLOAD_H_

@@ -25,7 +25,7 @@
 #include "thread/cpu_relax.h"
 #include "thread/cuda_stream.h"
 
-namespace actorflow::bench {
+namespace actorflow::internal::bench {
 namespace {
 
 constexpr char kHelp[] = R"(gpu_bench: stream callback latency and pipelined
@@ -214,6 +214,8 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace actorflow::bench
+}  // namespace actorflow::internal::bench
 
-int main(int argc, char** argv) { return actorflow::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return actorflow::internal::bench::Main(argc, argv);
+}

@@ -24,9 +24,9 @@ in the steady state.)";
 }  // namespace
 
 int main(int argc, char** argv) {
-  using actorflow::examples::MnistOptions;
+  using actorflow::internal::examples::MnistOptions;
   int64_t samples = 3, train_limit = 0, towers = 2, batch = 64, spin_ns = 20000;
-  actorflow::bench::ParseFlags(
+  actorflow::internal::bench::ParseFlags(
       "mlp_bench", argc, argv,
       {{"samples", &samples, "pairs of runs"},
        {"train-limit", &train_limit,
@@ -45,8 +45,8 @@ int main(int argc, char** argv) {
   // [epoch][run]
   std::vector<double> sequential[2], plan[2];
   for (int64_t i = 0; i < samples; ++i) {
-    auto s = actorflow::examples::TrainSequential(options);
-    auto p = actorflow::examples::TrainWithPlan(options);
+    auto s = actorflow::internal::examples::TrainSequential(options);
+    auto p = actorflow::internal::examples::TrainWithPlan(options);
     if (!s.ok() || !p.ok()) {
       std::fprintf(
           stderr, "mlp_bench: %s\n",
@@ -69,8 +69,8 @@ int main(int argc, char** argv) {
               static_cast<long long>(towers));
   const char* what[2] = {"epoch 1 (reads the files)", "epoch 2 (steady state)"};
   for (int e = 0; e < 2; ++e) {
-    const double seq = actorflow::bench::Median(sequential[e]);
-    const double par = actorflow::bench::Median(plan[e]);
+    const double seq = actorflow::internal::bench::Median(sequential[e]);
+    const double par = actorflow::internal::bench::Median(plan[e]);
     std::printf("  %s:\n", what[e]);
     std::printf("    sequential loop  %8.0f samples/s\n", seq);
     std::printf("    plan             %8.0f samples/s  (%.2fx the loop)\n", par,
@@ -78,12 +78,12 @@ int main(int argc, char** argv) {
   }
   options.epochs = 1;
   options.trace = true;
-  auto traced = actorflow::examples::TrainWithPlan(options);
+  auto traced = actorflow::internal::examples::TrainWithPlan(options);
   if (!traced.ok()) return 1;
   std::printf("busy share per stream (traced run, %.0f samples/s):\n",
               traced->samples_per_s);
   for (const auto& [stream, share] :
-       actorflow::examples::StreamBusyShares(traced->trace)) {
+       actorflow::internal::examples::StreamBusyShares(traced->trace)) {
     std::printf("  %-12s %5.1f%%\n", stream.c_str(), 100 * share);
   }
   return 0;

@@ -23,7 +23,7 @@
 #include "nn/mlp.h"
 #include "pipeline/dataset.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 [[noreturn]] void Die(const std::string& what, const absl::Status& status) {
@@ -102,10 +102,11 @@ double JobEpoch(const Plan& plan) {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 int main(int argc, char** argv) {
-  using namespace actorflow;
+  using namespace actorflow;            // NOLINT(build/namespaces)
+  using namespace actorflow::internal;  // NOLINT(build/namespaces)
   int64_t samples = 7;
   bench::ParseFlags("mlp_job_bench", argc, argv,
                     {{"samples", &samples, "pairs of epochs (median shown)"}},

@@ -5,7 +5,7 @@
 #include <mutex>
 #include <queue>
 
-namespace actorflow::bench {
+namespace actorflow::internal::bench {
 
 // The baseline: the channel most runtimes start with. Every receive that
 // finds the queue empty parks on the condition variable, and every send
@@ -35,6 +35,6 @@ class MutexChannel {
   std::queue<T> queue_;
 };
 
-}  // namespace actorflow::bench
+}  // namespace actorflow::internal::bench
 
 #endif  // ACTORFLOW_BENCH_MUTEX_CHANNEL_H_

@@ -48,7 +48,7 @@
 #include "plan/plan_builder.h"
 #include "plan/plan_writer.h"
 
-namespace actorflow::bench {
+namespace actorflow::internal::bench {
 namespace {
 
 constexpr int64_t kBlobBytes[] = {4 << 10, 64 << 10, 1 << 20};
@@ -368,12 +368,12 @@ constexpr char kHelp[] =
     "trip of a 64-byte piece; medians, alternated with the baseline.";
 
 }  // namespace
-}  // namespace actorflow::bench
+}  // namespace actorflow::internal::bench
 
 int main(int argc, char** argv) {
-  using namespace actorflow::bench;
+  using namespace actorflow::internal::bench;
   // Both sides of every comparison: this process and rank 1 (its child).
-  actorflow::net::UseOwnPollers();
+  actorflow::internal::net::UseOwnPollers();
   std::vector<int> ports;
   bool child = argc > 2 && std::strcmp(argv[1], "--child") == 0;
   if (child) {

@@ -11,7 +11,7 @@
 #include "bench/bench_util.h"
 #include "bench/peer_workloads.h"
 
-namespace actorflow::bench {
+namespace actorflow::internal::bench {
 namespace {
 
 struct Peer {
@@ -111,4 +111,4 @@ std::vector<FieldRow> ParseFieldRows(const std::string& output) {
   return rows;
 }
 
-}  // namespace actorflow::bench
+}  // namespace actorflow::internal::bench

@@ -14,7 +14,7 @@
 #include "absl/time/time.h"
 #include "bench/busy_work.h"
 
-namespace actorflow::bench {
+namespace actorflow::internal::bench {
 
 // Thread counts of the field rows; the first is the machine's own (the
 // baseline the others are held to).
@@ -37,6 +37,6 @@ void RunFieldRows(const BusyWork& work, bool quick, int samples,
 // Reads the rows RunFieldRows printed.
 std::vector<FieldRow> ParseFieldRows(const std::string& output);
 
-}  // namespace actorflow::bench
+}  // namespace actorflow::internal::bench
 
 #endif  // ACTORFLOW_BENCH_PEER_FIELD_H_

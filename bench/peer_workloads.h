@@ -10,7 +10,7 @@
 
 #include "bench/busy_work.h"
 
-namespace actorflow::bench {
+namespace actorflow::internal::bench {
 
 // `stages` serial stages in a line, each doing `work_iters` of busy work
 // per item; at most `cap` items between the first stage and the last.
@@ -78,6 +78,6 @@ Cost Overload(const OverloadSpec& spec);
 // trip between cores.
 std::vector<double> AtomicPingPong(const PingPongSpec& spec);
 
-}  // namespace actorflow::bench
+}  // namespace actorflow::internal::bench
 
 #endif  // ACTORFLOW_BENCH_PEER_WORKLOADS_H_

@@ -13,7 +13,7 @@
 #include "bench/peer_workloads.h"
 #include "plan/plan_builder.h"
 
-namespace actorflow::bench::actorflow_peer {
+namespace actorflow::internal::bench::actorflow_peer {
 namespace {
 
 constexpr char kWork[] = "bench_work";
@@ -174,4 +174,4 @@ Cost Overload(const OverloadSpec& spec) {
   return Measure(2.0 * spec.items, [&] { MustRun(session.get(), spec.items); });
 }
 
-}  // namespace actorflow::bench::actorflow_peer
+}  // namespace actorflow::internal::bench::actorflow_peer

@@ -12,7 +12,7 @@
 
 #include "bench/peer_workloads.h"
 
-namespace actorflow::bench::caf_peer {
+namespace actorflow::internal::bench::caf_peer {
 namespace {
 
 using credit_atom = caf::atom_constant<caf::atom("credit")>;
@@ -213,4 +213,4 @@ Cost Overload(const OverloadSpec& spec) {
   return cost;
 }
 
-}  // namespace actorflow::bench::caf_peer
+}  // namespace actorflow::internal::bench::caf_peer

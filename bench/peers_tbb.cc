@@ -15,7 +15,7 @@
 
 #include "bench/peer_workloads.h"
 
-namespace actorflow::bench::tbb_peer {
+namespace actorflow::internal::bench::tbb_peer {
 namespace {
 
 namespace flow = tbb::flow;
@@ -195,4 +195,4 @@ Cost Overload(const OverloadSpec& spec) {
   });
 }
 
-}  // namespace actorflow::bench::tbb_peer
+}  // namespace actorflow::internal::bench::tbb_peer

@@ -29,7 +29,7 @@
 #include "pipeline/image_ops.h"
 #include "plan/plan_builder.h"
 
-namespace actorflow::bench {
+namespace actorflow::internal::bench {
 namespace {
 
 using pipeline::CropWindow;
@@ -219,10 +219,10 @@ Result Actors(Pipeline* pipe, int64_t images) {
 }
 
 }  // namespace
-}  // namespace actorflow::bench
+}  // namespace actorflow::internal::bench
 
 int main(int argc, char** argv) {
-  using namespace actorflow::bench;  // NOLINT(build/namespaces)
+  using namespace actorflow::internal::bench;  // NOLINT(build/namespaces)
   int64_t images = 240, size = 512, samples = 5, batch = 16;
   ParseFlags("pipeline_bench", argc, argv,
              {{"images", &images, "images made and decoded"},
@@ -236,9 +236,9 @@ int main(int argc, char** argv) {
   const std::string dir = std::string(tmp ? tmp : "/tmp") +
                           "/actorflow_pipeline_bench_" +
                           std::to_string(getpid());
-  Check(actorflow::pipeline::WriteFashionImages(dir, images, size, 0),
+  Check(actorflow::internal::pipeline::WriteFashionImages(dir, images, size, 0),
         "writing images");
-  auto listed = actorflow::pipeline::ListImageDirectory(dir);
+  auto listed = actorflow::internal::pipeline::ListImageDirectory(dir);
   Check(listed.status(), "listing");
   std::vector<std::string> files;
   for (const auto& f : *listed) files.push_back(f.path);

@@ -14,7 +14,7 @@
 #include "bench/busy_work.h"
 #include "compiler/plan_or_job.h"
 
-namespace actorflow::bench {
+namespace actorflow::internal::bench {
 namespace {
 
 constexpr char kHelp[] =
@@ -110,6 +110,8 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace actorflow::bench
+}  // namespace actorflow::internal::bench
 
-int main(int argc, char** argv) { return actorflow::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return actorflow::internal::bench::Main(argc, argv);
+}

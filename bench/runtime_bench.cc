@@ -18,7 +18,7 @@
 #include "plan/plan_builder.h"
 #include "runtime/runtime.h"
 
-namespace actorflow::bench {
+namespace actorflow::internal::bench {
 namespace {
 
 constexpr int kStages = 8;
@@ -225,6 +225,8 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace actorflow::bench
+}  // namespace actorflow::internal::bench
 
-int main(int argc, char** argv) { return actorflow::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return actorflow::internal::bench::Main(argc, argv);
+}

@@ -26,7 +26,7 @@
 #include "plan/plan_builder.h"
 #include "runtime/runtime.h"
 
-namespace actorflow::bench {
+namespace actorflow::internal::bench {
 namespace {
 
 constexpr int64_t kElems = 256;  // float32 per piece
@@ -192,6 +192,8 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace actorflow::bench
+}  // namespace actorflow::internal::bench
 
-int main(int argc, char** argv) { return actorflow::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return actorflow::internal::bench::Main(argc, argv);
+}

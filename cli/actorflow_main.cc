@@ -15,7 +15,7 @@
 #include "cli/commands.h"
 #include "net/transport.h"
 
-namespace actorflow::cli {
+namespace actorflow::internal::cli {
 namespace {
 
 // Above and below the list of commands in `actorflow help`.
@@ -122,10 +122,10 @@ int Main(int argc, char** argv) {
 
 }  // namespace
 
-}  // namespace actorflow::cli
+}  // namespace actorflow::internal::cli
 
 int main(int argc, char** argv) {
   // Before anything uses gRPC (see UseOwnPollers).
-  actorflow::net::UseOwnPollers();
-  return actorflow::cli::Main(argc, argv);
+  actorflow::internal::net::UseOwnPollers();
+  return actorflow::internal::cli::Main(argc, argv);
 }

@@ -10,7 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "compiler/plan_or_job.h"
 
-namespace actorflow::cli {
+namespace actorflow::internal::cli {
 namespace {
 
 // Under every command's --help.
@@ -99,4 +99,4 @@ absl::StatusOr<Plan> LoadPlanArg(const std::string& path) {
   return std::move(loaded->plan);
 }
 
-}  // namespace actorflow::cli
+}  // namespace actorflow::internal::cli

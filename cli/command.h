@@ -11,7 +11,7 @@
 #include "cli/flags.h"
 #include "proto/plan.pb.h"
 
-namespace actorflow::cli {
+namespace actorflow::internal::cli {
 
 // The exit statuses of every command: the run failed (the message names the
 // task and piece) or the plan or arguments were invalid.
@@ -80,6 +80,6 @@ std::string KernelLibraryPath(const std::string& given);
 // The plan at `path` (a Job compiled to one). Errors: one problem per line.
 absl::StatusOr<Plan> LoadPlanArg(const std::string& path);
 
-}  // namespace actorflow::cli
+}  // namespace actorflow::internal::cli
 
 #endif  // ACTORFLOW_CLI_COMMAND_H_

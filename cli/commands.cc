@@ -1,6 +1,6 @@
 #include "cli/commands.h"
 
-namespace actorflow::cli {
+namespace actorflow::internal::cli {
 
 const std::vector<CommandEntry>& Commands() {
   static const std::vector<CommandEntry>* const commands =
@@ -19,4 +19,4 @@ const std::vector<CommandEntry>& Commands() {
   return *commands;
 }
 
-}  // namespace actorflow::cli
+}  // namespace actorflow::internal::cli

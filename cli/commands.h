@@ -6,7 +6,7 @@
 
 #include "cli/command.h"
 
-namespace actorflow::cli {
+namespace actorflow::internal::cli {
 
 // The commands of `actorflow`, each in its own file (cli/<name>_command.cc).
 std::unique_ptr<Command> MakeRunCommand();
@@ -25,6 +25,6 @@ struct CommandEntry {
 };
 const std::vector<CommandEntry>& Commands();
 
-}  // namespace actorflow::cli
+}  // namespace actorflow::internal::cli
 
 #endif  // ACTORFLOW_CLI_COMMANDS_H_

@@ -19,7 +19,7 @@
 #include "google/protobuf/text_format.h"
 #include "plan/plan_dot.h"
 
-namespace actorflow::cli {
+namespace actorflow::internal::cli {
 namespace {
 
 bool IsBinaryPlanName(const std::string& path) {
@@ -143,4 +143,4 @@ std::unique_ptr<Command> MakeCompileCommand() {
   return std::make_unique<CompileCommand>();
 }
 
-}  // namespace actorflow::cli
+}  // namespace actorflow::internal::cli

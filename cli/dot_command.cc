@@ -10,7 +10,7 @@
 #include "cli/commands.h"
 #include "plan/plan_dot.h"
 
-namespace actorflow::cli {
+namespace actorflow::internal::cli {
 namespace {
 
 class DotCommand : public Command {
@@ -43,4 +43,4 @@ std::unique_ptr<Command> MakeDotCommand() {
   return std::make_unique<DotCommand>();
 }
 
-}  // namespace actorflow::cli
+}  // namespace actorflow::internal::cli

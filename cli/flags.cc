@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 namespace {
 
@@ -357,4 +357,4 @@ void FlagSet::ParseOrExit(int argc, const char* const* argv) {
   }
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // A program's flags, declared once each (name, variable, help) and parsed
 // from --name=value or --name value; --help prints the usage generated
@@ -118,6 +118,6 @@ class FlagSet {
   bool help_requested_ = false;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_CLI_FLAGS_H_

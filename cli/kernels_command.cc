@@ -10,7 +10,7 @@
 #include "cli/command.h"
 #include "cli/commands.h"
 
-namespace actorflow::cli {
+namespace actorflow::internal::cli {
 namespace {
 
 class KernelsCommand : public Command {
@@ -46,4 +46,4 @@ std::unique_ptr<Command> MakeKernelsCommand() {
   return std::make_unique<KernelsCommand>();
 }
 
-}  // namespace actorflow::cli
+}  // namespace actorflow::internal::cli

@@ -12,7 +12,7 @@
 #include "cli/run_flags.h"
 #include "net/launch.h"
 
-namespace actorflow::cli {
+namespace actorflow::internal::cli {
 namespace {
 
 // The flags are run's, checked here once before any rank starts and passed
@@ -91,4 +91,4 @@ std::unique_ptr<Command> MakeLaunchCommand() {
   return std::make_unique<LaunchCommand>();
 }
 
-}  // namespace actorflow::cli
+}  // namespace actorflow::internal::cli

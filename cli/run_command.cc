@@ -28,7 +28,7 @@
 #include "runtime/checkpoint_writer.h"
 #include "runtime/progress_line.h"
 
-namespace actorflow::cli {
+namespace actorflow::internal::cli {
 namespace {
 
 constexpr char kAbout[] =
@@ -392,4 +392,4 @@ std::unique_ptr<Command> MakeRunCommand() {
   return std::make_unique<RunCommand>();
 }
 
-}  // namespace actorflow::cli
+}  // namespace actorflow::internal::cli

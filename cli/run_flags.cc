@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/command.h"
 
-namespace actorflow::cli {
+namespace actorflow::internal::cli {
 namespace {
 
 // "4096", "64K", "512M", "16G" (binary units).
@@ -255,4 +255,4 @@ absl::Status CheckRunFlags(RunFlags* run) {
   return absl::OkStatus();
 }
 
-}  // namespace actorflow::cli
+}  // namespace actorflow::internal::cli

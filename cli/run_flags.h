@@ -9,7 +9,7 @@
 #include "cli/flags.h"
 #include "net/job.h"
 
-namespace actorflow::cli {
+namespace actorflow::internal::cli {
 
 // The flags of `actorflow run`, which launch takes too and passes on to its
 // ranks.
@@ -44,6 +44,6 @@ void DeclareRunFlags(RunFlags* run, FlagSet* flags);
 // the world. Copies the checkpoint flags into the job's config.
 absl::Status CheckRunFlags(RunFlags* run);
 
-}  // namespace actorflow::cli
+}  // namespace actorflow::internal::cli
 
 #endif  // ACTORFLOW_CLI_RUN_FLAGS_H_

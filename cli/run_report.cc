@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_format.h"
 
-namespace actorflow::cli {
+namespace actorflow::internal::cli {
 namespace {
 
 std::string Millis(int64_t ns) {
@@ -64,4 +64,4 @@ Json ReportRuntime(const ThreadPlacement& placement) {
           {"batching_threads", placement.batching_threads}};
 }
 
-}  // namespace actorflow::cli
+}  // namespace actorflow::internal::cli

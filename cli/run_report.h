@@ -4,7 +4,7 @@
 #include "actorflow/session.h"
 #include "base/json.h"
 
-namespace actorflow::cli {
+namespace actorflow::internal::cli {
 
 // run --stats: a table per task on stderr (acts, busy, blocked on inputs and
 // on outputs), returned as the JSON line's "stats" object keyed by task.
@@ -13,6 +13,6 @@ Json ReportStats(const RunStats& run);
 // threads, on stderr, returned as the "runtime" entry of "stats".
 Json ReportRuntime(const ThreadPlacement& placement);
 
-}  // namespace actorflow::cli
+}  // namespace actorflow::internal::cli
 
 #endif  // ACTORFLOW_CLI_RUN_REPORT_H_

@@ -10,7 +10,7 @@
 #include "cli/commands.h"
 #include "cli/run_flags.h"
 
-namespace actorflow::cli {
+namespace actorflow::internal::cli {
 namespace {
 
 class ValidateCommand : public Command {
@@ -54,4 +54,4 @@ std::unique_ptr<Command> MakeValidateCommand() {
   return std::make_unique<ValidateCommand>();
 }
 
-}  // namespace actorflow::cli
+}  // namespace actorflow::internal::cli

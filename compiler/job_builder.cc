@@ -6,6 +6,12 @@
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
 
+using ::actorflow::internal::BoolAttr;
+using ::actorflow::internal::FloatAttr;
+using ::actorflow::internal::IntAttr;
+using ::actorflow::internal::StringAttr;
+using ::actorflow::internal::ToProto;
+
 ParallelSignature SplitSignature(int axis) {
   ParallelSignature sig;
   sig.set_split(axis);

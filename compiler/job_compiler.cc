@@ -23,7 +23,7 @@
 #include "plan/register_lifetimes.h"
 #include "thread/balanced_splitter.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 // One device of a placement, or one tower of it (Placement.replicas):
@@ -1070,12 +1070,14 @@ class Compiler {
 };
 
 }  // namespace
+}  // namespace actorflow::internal
 
+namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
 
 absl::StatusOr<CompiledJob> CompileJob(const Job& job,
                                        const JobCompileOptions& options) {
-  return Compiler(job, options).Compile();
+  return internal::Compiler(job, options).Compile();
 }
 
 ACTORFLOW_NAMESPACE_END

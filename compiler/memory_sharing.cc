@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-namespace actorflow {
+namespace actorflow::internal {
 
 int SingleBufferInWindows(const RegisterLifetimes& lifetimes, Plan* plan) {
   int cut = 0;
@@ -84,4 +84,4 @@ MemorySharing ShareMemory(const RegisterLifetimes& lifetimes,
   return result;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

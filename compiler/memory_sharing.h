@@ -7,7 +7,7 @@
 #include "plan/register_lifetimes.h"
 #include "proto/plan.pb.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Gives every register inside a training window one buffer: the window
 // runs one piece at a time, so a second one would never be used (see
@@ -31,6 +31,6 @@ struct MemorySharing {
 MemorySharing ShareMemory(const RegisterLifetimes& lifetimes,
                           const std::map<int64_t, int64_t>& bytes, Plan* plan);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_COMPILER_MEMORY_SHARING_H_

@@ -9,7 +9,7 @@
 #include "absl/strings/strip.h"
 #include "actorflow/plan_loader.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 bool LooksLikeJob(const std::string& text) {
   size_t i = 0;
@@ -114,4 +114,4 @@ absl::StatusOr<LoadedPlan> LoadPlanOrJob(const std::string& path,
   return loaded;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -10,7 +10,7 @@
 #include "proto/job.pb.h"
 #include "proto/plan.pb.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // What a file given to `actorflow run`, `validate`, `dot` or `launch` held.
 struct LoadedPlan {
@@ -37,6 +37,6 @@ absl::StatusOr<Job> LoadJob(const std::string& path);
 absl::StatusOr<LoadedPlan> LoadPlanOrJob(const std::string& path,
                                          const JobCompileOptions& options = {});
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_COMPILER_PLAN_OR_JOB_H_

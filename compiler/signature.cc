@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 Signature Signature::FromProto(const ParallelSignature& proto) {
   switch (proto.kind_case()) {
@@ -26,4 +26,4 @@ std::string Signature::ToString() const {
   }
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

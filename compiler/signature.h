@@ -5,7 +5,7 @@
 
 #include "proto/job.pb.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // A ParallelSignature as the compiler reasons about it. On one device every
 // signature means the whole tensor: kBroadcast.
@@ -26,6 +26,6 @@ struct Signature {
   std::string ToString() const;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_COMPILER_SIGNATURE_H_

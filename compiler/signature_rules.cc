@@ -2,7 +2,7 @@
 
 #include <functional>
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 using Given = std::map<std::string, Signature>;
@@ -158,4 +158,4 @@ std::optional<OpSignatures> InferSignatures(const OpConf& conf,
   return it->second(conf, given);
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -8,7 +8,7 @@
 #include "compiler/signature.h"
 #include "proto/job.pb.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // What an operator's kernel implies of its parallel signatures: the layout
 // each input must have and the layout of each output, for the inputs and
@@ -27,6 +27,6 @@ struct OpSignatures {
 std::optional<OpSignatures> InferSignatures(
     const OpConf& conf, const std::map<std::string, Signature>& given);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_COMPILER_SIGNATURE_RULES_H_

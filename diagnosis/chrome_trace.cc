@@ -8,7 +8,7 @@
 #include "base/json.h"
 #include "diagnosis/trace_events.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 Json Micros(int64_t ns, int64_t origin_ns) {
@@ -65,4 +65,4 @@ absl::Status WriteChromeTrace(const RunTrace& trace, const std::string& path) {
   return absl::OkStatus();
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

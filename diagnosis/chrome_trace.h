@@ -6,7 +6,7 @@
 #include "absl/status/status.h"
 #include "actorflow/run_trace.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // `trace` in the Chrome trace event format (JSON), for chrome://tracing or
 // ui.perfetto.dev: one row per task, named "task [stream]", one slice per
@@ -19,6 +19,6 @@ std::string ChromeTraceJson(const RunTrace& trace);
 // Writes ChromeTraceJson(trace) to `path`; the error names the path.
 absl::Status WriteChromeTrace(const RunTrace& trace, const std::string& path);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_DIAGNOSIS_CHROME_TRACE_H_

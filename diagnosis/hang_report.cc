@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "plan/plan_util.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 std::string Seconds(int64_t ns) {
@@ -273,4 +273,4 @@ std::string HangReport(const Plan& plan, const HangFacts& facts) {
   return Reporter(plan, facts).Report();
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -9,7 +9,7 @@
 #include "actorflow/actor_stats.h"
 #include "proto/plan.pb.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // What the session saw when a run hit its deadline or stalled, per task in
 // plan order.
@@ -33,6 +33,6 @@ struct HangFacts {
 // each waiting on the next: a cycle that no initial register breaks).
 std::string HangReport(const Plan& plan, const HangFacts& facts);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_DIAGNOSIS_HANG_REPORT_H_

@@ -1,6 +1,6 @@
 #include "diagnosis/trace_events.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 void TraceEvents::NameProcess(int64_t pid, const std::string& name) {
   Add({{"name", "process_name"},
@@ -35,4 +35,4 @@ std::string TraceEvents::Document() const {
   return out;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

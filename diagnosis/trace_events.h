@@ -8,7 +8,7 @@
 
 #include "base/json.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // The one writer of Chrome traces (chrome://tracing, ui.perfetto.dev) here:
 // a run's acts (chrome_trace.h) and the dependency engine's operations
@@ -33,6 +33,6 @@ class TraceEvents {
   std::vector<Json> events_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_DIAGNOSIS_TRACE_EVENTS_H_

@@ -195,7 +195,7 @@ Engine* Engine::Get() {
 
 Engine::~Engine() {
   {
-    MutexLock lock(&all_mu_);
+    internal::MutexLock lock(&all_mu_);
     while (pending_.load() != 0) all_done_.Wait(&all_mu_);
   }
   dispatcher_.reset();  // joins the workers, now idle
@@ -208,7 +208,7 @@ Engine::~Engine() {
 VarHandle Engine::NewVariable(std::string name) {
   Var* var = new Var(next_var_id_.fetch_add(1, std::memory_order_relaxed),
                      std::move(name));
-  MutexLock lock(&vars_mu_);
+  internal::MutexLock lock(&vars_mu_);
   live_vars_.insert(var);
   return var;
 }
@@ -263,9 +263,9 @@ void Engine::PushSync(SyncFn fn, Context exec_ctx,
 void Engine::DeleteVariable(SyncFn delete_fn, Context exec_ctx, VarHandle var) {
   {
     // Under vars_mu_, so that a variable being freed is not touched.
-    MutexLock lock(&vars_mu_);
+    internal::MutexLock lock(&vars_mu_);
     if (!live_vars_.contains(var) || var->deleting_.exchange(true)) {
-      MutexLock lock(&all_mu_);
+      internal::MutexLock lock(&all_mu_);
       if (first_error_.ok()) {
         first_error_ = absl::FailedPreconditionError(
             "DeleteVariable called twice on one variable; the second call was "
@@ -356,7 +356,7 @@ void Engine::PushBlock(Opr* opr, Context ctx, int priority, BlockWaiter* waiter,
   }
   if (!refused.ok()) {
     {
-      SpinMutexLock lock(&submit_mu_);
+      internal::SpinMutexLock lock(&submit_mu_);
       block->seq = next_seq_++;
     }
     CompleteUnrun(block, std::move(refused));
@@ -380,7 +380,7 @@ void Engine::Submit(OprBlock* block) {
   const Opr& opr = *block->opr;
   int granted = 0;
   {
-    SpinMutexLock lock(&submit_mu_);
+    internal::SpinMutexLock lock(&submit_mu_);
     block->seq = next_seq_++;
     block->submitted = true;
     absl::Span<const VarHandle> vars = opr.vars();
@@ -515,7 +515,7 @@ void Engine::RecordError(const Opr& opr, const absl::Status& status,
       vars_with_error_.fetch_add(1, std::memory_order_acq_rel);
     }
   }
-  MutexLock lock(&all_mu_);
+  internal::MutexLock lock(&all_mu_);
   if (first_error_.ok()) first_error_ = status;
 }
 
@@ -659,7 +659,7 @@ void Engine::FreeDeletedVars(const Opr& opr) {
     if (!var->TakeError().ok()) {
       vars_with_error_.fetch_sub(1, std::memory_order_acq_rel);
     }
-    MutexLock lock(&vars_mu_);
+    internal::MutexLock lock(&vars_mu_);
     live_vars_.erase(var);
     delete var;
   }
@@ -682,7 +682,7 @@ void Engine::FinishMany(int64_t count) {
       return;
     }
   }
-  MutexLock lock(&all_mu_);
+  internal::MutexLock lock(&all_mu_);
   pending_.fetch_sub(count, std::memory_order_acq_rel);
   all_done_.SignalAll();
 }
@@ -692,7 +692,7 @@ void Engine::FinishMany(int64_t count) {
 
 absl::Status Engine::WaitForVar(VarHandle var) {
   {
-    MutexLock lock(&vars_mu_);
+    internal::MutexLock lock(&vars_mu_);
     if (!live_vars_.contains(var) || var->deleting_.load()) {
       return absl::FailedPreconditionError(
           "WaitForVar on a variable already passed to DeleteVariable");
@@ -752,16 +752,17 @@ absl::Status Engine::WaitForAll() {
         idle_since = 0;
         continue;
       }
-      const int64_t now = cpu_gate::internal::NowNs();
+      const int64_t now = internal::cpu_gate::detail::NowNs();
       if (idle_since == 0) idle_since = now;
-      if (now - idle_since > kWaitSpinNs || !cpu_gate::MaySpin(usable)) {
+      if (now - idle_since > kWaitSpinNs ||
+          !internal::cpu_gate::MaySpin(usable)) {
         break;
       }
       // A short look before the queues again.
-      SpinWhileCpuFree(done, 2'000, usable);
+      internal::SpinWhileCpuFree(done, 2'000, usable);
     }
   }
-  MutexLock lock(&all_mu_);
+  internal::MutexLock lock(&all_mu_);
   while (pending_.load() != 0) all_done_.Wait(&all_mu_);
   absl::Status first = std::move(first_error_);
   first_error_ = absl::OkStatus();

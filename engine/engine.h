@@ -267,7 +267,7 @@ class Engine {
   // operation.
   //
   // Written by pushers.
-  alignas(64) SpinMutex submit_mu_;
+  alignas(64) internal::SpinMutex submit_mu_;
   uint64_t next_seq_ ABSL_GUARDED_BY(submit_mu_) = 0;
   // Written by every completion (and push).
   alignas(64) std::atomic<int64_t> pending_{0};
@@ -284,11 +284,11 @@ class Engine {
   alignas(64) std::atomic<uint64_t> next_var_id_{1};
   Profiler profiler_;
 
-  Mutex vars_mu_;
+  internal::Mutex vars_mu_;
   absl::flat_hash_set<Var*> live_vars_ ABSL_GUARDED_BY(vars_mu_);
 
-  Mutex all_mu_ ABSL_ACQUIRED_AFTER(vars_mu_);
-  CondVar all_done_;
+  internal::Mutex all_mu_ ABSL_ACQUIRED_AFTER(vars_mu_);
+  internal::CondVar all_done_;
   std::atomic<int> all_waiters_{0};
   absl::Status first_error_ ABSL_GUARDED_BY(all_mu_);
 };

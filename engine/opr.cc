@@ -89,13 +89,13 @@ const std::string& Opr::name() const {
 static_assert(sizeof(Opr) == 128, "Opr is meant to fill two cache lines");
 
 void BlockWaiter::Notify() {
-  MutexLock lock(&mu);
+  internal::MutexLock lock(&mu);
   done = true;
   cv.SignalAll();
 }
 
 void BlockWaiter::Wait() {
-  MutexLock lock(&mu);
+  internal::MutexLock lock(&mu);
   while (!done) cv.Wait(&mu);
 }
 

@@ -105,8 +105,8 @@ class alignas(64) Opr {
 
 // Signalled when one block completes (NaiveEngine's push, WaitForVar).
 struct BlockWaiter {
-  Mutex mu;
-  CondVar cv;
+  internal::Mutex mu;
+  internal::CondVar cv;
   bool done ABSL_GUARDED_BY(mu) = false;
 
   void Notify();

@@ -45,7 +45,7 @@ class PoolTable {
  private:
   // The device's pool, made on its first operation.
   __attribute__((noinline)) WorkerPool* Create(int device) {
-    MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     WorkerPool* pool = slots_[device].load(std::memory_order_relaxed);
     if (pool == nullptr) {
       owned_[device] = std::make_unique<WorkerPool>(engine_, num_threads_,
@@ -63,7 +63,7 @@ class PoolTable {
   const int num_threads_;
   const WorkerPool::Order order_;
   const std::function<std::string(int)> name_;
-  Mutex mu_;
+  internal::Mutex mu_;
   std::array<std::atomic<WorkerPool*>, kMaxEngineDevices> slots_{};
   std::atomic<int> num_slots_{0};  // past the highest device with a pool
   std::array<std::unique_ptr<WorkerPool>, kMaxEngineDevices> owned_

@@ -27,14 +27,14 @@ std::string VarLabel(const OprRecord::Dependency& dep) {
 }  // namespace
 
 void Profiler::Add(OprRecord record) {
-  MutexLock lock(&mu_);
+  internal::MutexLock lock(&mu_);
   records_.push_back(std::move(record));
 }
 
 std::vector<OprRecord> Profiler::Records() const {
   std::vector<OprRecord> records;
   {
-    MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     records = records_;
   }
   std::sort(
@@ -44,7 +44,7 @@ std::vector<OprRecord> Profiler::Records() const {
 }
 
 void Profiler::Clear() {
-  MutexLock lock(&mu_);
+  internal::MutexLock lock(&mu_);
   records_.clear();
 }
 
@@ -64,7 +64,7 @@ std::string Profiler::ChromeTrace() const {
     }
     by_seq[r.seq] = &r;
   }
-  TraceEvents events;
+  internal::TraceEvents events;
   events.NameProcess(1, "actorflow engine");
   for (const std::string& name : row_names) {
     events.NameRow(1, rows[name], name);
@@ -72,16 +72,18 @@ std::string Profiler::ChromeTrace() const {
   int flow = 0;
   for (const OprRecord& r : records) {
     const int tid = rows[r.worker];
-    Json reads = Json::array(), writes = Json::array(), waits = Json::object();
+    internal::Json reads = internal::Json::array(),
+                   writes = internal::Json::array(),
+                   waits = internal::Json::object();
     for (const OprRecord::Dependency& dep : r.deps) {
       (dep.write ? writes : reads).push_back(VarLabel(dep));
       waits[VarLabel(dep)] = Micros(dep.wait_ns);
     }
     const int64_t start = r.started_ns > 0 ? r.started_ns : r.finished_ns;
-    Json args = {{"seq", r.seq},
-                 {"ctx", r.ctx.ToString()},
-                 {"queued_us", Micros(r.queued_ns)},
-                 {"ready_us", Micros(r.ready_ns)}};
+    internal::Json args = {{"seq", r.seq},
+                           {"ctx", r.ctx.ToString()},
+                           {"queued_us", Micros(r.queued_ns)},
+                           {"ready_us", Micros(r.ready_ns)}};
     if (r.device_ns >= 0) args["device_us"] = Micros(r.device_ns);
     args["reads"] = std::move(reads);
     args["writes"] = std::move(writes);

@@ -66,7 +66,7 @@ class Profiler {
   std::string Table() const;
 
  private:
-  mutable Mutex mu_;
+  mutable internal::Mutex mu_;
   std::vector<OprRecord> records_ ABSL_GUARDED_BY(mu_);
 };
 

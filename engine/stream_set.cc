@@ -10,7 +10,7 @@ StreamSet::~StreamSet() {
 
 absl::StatusOr<RunContext> StreamSet::For(const Context& ctx) {
   if (!ctx.is_gpu()) return RunContext{ctx, nullptr};
-  MutexLock lock(&mu_);
+  internal::MutexLock lock(&mu_);
   auto it = streams_.find(ctx.dev_id);
   if (it == streams_.end()) {
     absl::StatusOr<void*> stream = cuda::StreamCreate(ctx.dev_id);

@@ -23,7 +23,7 @@ class StreamSet {
   absl::StatusOr<RunContext> For(const Context& ctx);
 
  private:
-  Mutex mu_;
+  internal::Mutex mu_;
   // device -> cudaStream_t
   absl::flat_hash_map<int, void*> streams_ ABSL_GUARDED_BY(mu_);
 };

@@ -80,21 +80,21 @@ void Var::GrantFromHead(GrantList* granted) {
 }
 
 bool Var::SetError(const absl::Status& status) {
-  SpinMutexLock lock(&mu_);
+  internal::SpinMutexLock lock(&mu_);
   if (!error_.ok()) return false;
   error_ = status;
   return true;
 }
 
 absl::Status Var::TakeError() {
-  SpinMutexLock lock(&mu_);
+  internal::SpinMutexLock lock(&mu_);
   absl::Status taken = std::move(error_);
   error_ = absl::OkStatus();
   return taken;
 }
 
 absl::Status Var::error() {
-  SpinMutexLock lock(&mu_);
+  internal::SpinMutexLock lock(&mu_);
   return error_;
 }
 

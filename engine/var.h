@@ -60,7 +60,7 @@ class alignas(64) Var {
   // and granted later by a completion. Inline: every push calls them once
   // per variable.
   bool AppendRead(OprBlock* block) {
-    SpinMutexLock lock(&mu_);
+    internal::SpinMutexLock lock(&mu_);
     if (!write_running_ && size_ == 0) {
       ++running_reads_;
       return true;
@@ -69,7 +69,7 @@ class alignas(64) Var {
     return false;
   }
   bool AppendWrite(OprBlock* block) {
-    SpinMutexLock lock(&mu_);
+    internal::SpinMutexLock lock(&mu_);
     if (!write_running_ && running_reads_ == 0 && size_ == 0) {
       write_running_ = true;
       return true;
@@ -80,12 +80,12 @@ class alignas(64) Var {
   // Appends to `granted` the operations this completion lets run. Inline,
   // like the appends: every completion calls them once per variable.
   void CompleteRead(GrantList* granted) {
-    SpinMutexLock lock(&mu_);
+    internal::SpinMutexLock lock(&mu_);
     --running_reads_;
     if (size_ != 0) GrantFromHead(granted);
   }
   void CompleteWrite(GrantList* granted, bool counts_version) {
-    SpinMutexLock lock(&mu_);
+    internal::SpinMutexLock lock(&mu_);
     write_running_ = false;
     // Written only here, under mu_: no read-modify-write needed.
     if (counts_version) {
@@ -120,7 +120,7 @@ class alignas(64) Var {
   void GrantFromHead(GrantList* granted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The first cache line: everything a push or a completion touches.
-  SpinMutex mu_;
+  internal::SpinMutex mu_;
   bool write_running_ ABSL_GUARDED_BY(mu_) = false;
   // Set when DeleteVariable is pushed; later pushes on it are refused.
   std::atomic<bool> deleting_{false};

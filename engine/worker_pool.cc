@@ -83,7 +83,7 @@ void WorkerPool::FlushFinishes() {
 
 WorkerPool::~WorkerPool() {
   {
-    MutexLock lock(&park_mu_);
+    internal::MutexLock lock(&park_mu_);
     stopping_ = true;
   }
   wake_.SignalAll();
@@ -111,20 +111,20 @@ void WorkerPool::Enqueue(OprBlock* block) {
     const bool own = slot.pool == this;
     Queue& queue =
         *queues_[own ? static_cast<size_t>(slot.index) : t_turn++ % n];
-    SpinMutexLock lock(&queue.mu);
+    internal::SpinMutexLock lock(&queue.mu);
     queue.fifo.Push(block);
     // Sequentially consistent with a parking worker's count and last look
     // (see sleepers_).
     queue.size.fetch_add(1, std::memory_order_seq_cst);
   } else {
     Queue& queue = *queues_[0];
-    SpinMutexLock lock(&queue.mu);
+    internal::SpinMutexLock lock(&queue.mu);
     queue.heap.push_back(block);
     std::push_heap(queue.heap.begin(), queue.heap.end(), RunsLater);
     queue.size.fetch_add(1, std::memory_order_seq_cst);
   }
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
-    MutexLock lock(&park_mu_);
+    internal::MutexLock lock(&park_mu_);
     if (sleepers_.load(std::memory_order_relaxed) > 0) {
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
       ++signals_;
@@ -162,7 +162,7 @@ OprBlock* WorkerPool::TryTake(int index) {
   for (int k = 0; k < n; ++k) {
     Queue& queue = *queues_[(index + k) % n];
     if (queue.size.load(std::memory_order_acquire) == 0) continue;
-    SpinMutexLock lock(&queue.mu);
+    internal::SpinMutexLock lock(&queue.mu);
     if (OprBlock* block = PopLocked(queue)) return block;
   }
   return nullptr;
@@ -175,18 +175,18 @@ OprBlock* WorkerPool::Take(int index) {
     // Out of work: what this worker completed must count before it waits.
     FlushFinishes();
     // Take it, or poll again if a thief did.
-    if (SpinWhileCpuFree([this] { return AnyQueued(); }, kSpinNs,
-                         usable_cpus_)) {
+    if (internal::SpinWhileCpuFree([this] { return AnyQueued(); }, kSpinNs,
+                                   usable_cpus_)) {
       continue;
     }
-    MutexLock lock(&park_mu_);
+    internal::MutexLock lock(&park_mu_);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    cpu_gate::BeforePark();
+    internal::cpu_gate::BeforePark();
     while (signals_ == 0 && !AnyQueued(std::memory_order_seq_cst) &&
            !stopping_) {
       wake_.Wait(&park_mu_);
     }
-    cpu_gate::AfterWake();
+    internal::cpu_gate::AfterWake();
     // Leaving: as a signalled worker if a signal is pending (whichever
     // worker it was meant for, the counts stay right), else as a sleeper.
     if (signals_ > 0) {
@@ -220,8 +220,8 @@ bool WorkerPool::RunOneQueued(StreamSet* streams) {
 void WorkerPool::WorkerLoop(int index) {
   // Counted as awake while it runs or spins (thread/spin_wait.h).
   struct Counted {
-    Counted() { cpu_gate::Join(); }
-    ~Counted() { cpu_gate::Leave(); }
+    Counted() { internal::cpu_gate::Join(); }
+    ~Counted() { internal::cpu_gate::Leave(); }
   } counted;
   StreamSet streams;
   WorkerSlot& slot = t_worker;

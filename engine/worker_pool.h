@@ -65,12 +65,12 @@ class WorkerPool {
 
  private:
   struct alignas(64) Queue {
-    SpinMutex mu;
+    internal::SpinMutex mu;
     // Blocks queued here: written under mu, read unlocked by idle workers
     // and thieves, so that an empty queue is passed over without taking
     // its lock (a lock is a write: it would pull the line from its owner).
     std::atomic<int64_t> size{0};
-    RingQueue<OprBlock*> fifo ABSL_GUARDED_BY(mu);
+    internal::RingQueue<OprBlock*> fifo ABSL_GUARDED_BY(mu);
     std::vector<OprBlock*> heap ABSL_GUARDED_BY(mu);  // kPriority: queue 0
   };
 
@@ -111,8 +111,8 @@ class WorkerPool {
   // thousand signals in a wavefront run before). Invariant, under park_mu_:
   // sleepers_ + signals_ is the number of workers inside the parking wait.
   alignas(64) std::atomic<int> sleepers_{0};
-  alignas(64) Mutex park_mu_;
-  CondVar wake_;
+  alignas(64) internal::Mutex park_mu_;
+  internal::CondVar wake_;
   int signals_ ABSL_GUARDED_BY(park_mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(park_mu_) = false;
   std::vector<std::string> names_;  // one per worker, fixed before they start

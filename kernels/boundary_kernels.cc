@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "actorflow/kernel.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 absl::Status OneBlob(const KernelIo& io, const char* op, const char* field) {
@@ -57,4 +57,4 @@ ACTORFLOW_REGISTER_KERNEL("feed", FeedKernel);
 ACTORFLOW_REGISTER_KERNEL("fetch", FetchKernel);
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -12,7 +12,7 @@
 #include "actorflow/kernel.h"
 #include "thread/balanced_splitter.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 // Rows before the axis, and bytes of one step along it.
@@ -188,4 +188,4 @@ class ConcatKernel : public Kernel {
 ACTORFLOW_REGISTER_KERNEL("slice", SliceKernel);
 ACTORFLOW_REGISTER_KERNEL("concat", ConcatKernel);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -13,7 +13,7 @@
 // derive from them and replace only Forward, so a plan means the same on
 // either device. Kernels work blob by blob: output blob i comes from input
 // blob i, and only the valid elements of dynamic blobs are read or moved.
-namespace actorflow {
+namespace actorflow::internal {
 
 // `source`: every element of piece p is value + p*step, converted to the
 // blob's type as `cast` converts (float attrs value, default 0, and step,
@@ -206,6 +206,6 @@ absl::Status ForEachBlob(ConstRegisterView in, RegisterView out, Fn&& fn) {
 // (they can differ only when dynamic).
 absl::Status CheckAddTermShape(const KernelContext& ctx, int term, int blob);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_KERNELS_BUILTIN_KERNELS_H_

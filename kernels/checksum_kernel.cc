@@ -1,6 +1,6 @@
 #include "kernels/builtin_kernels.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 absl::Status ChecksumKernel::Init(const KernelInitContext& ctx) {
   absl::Status status = ctx.ExpectInputs(1, 1);
@@ -51,4 +51,4 @@ absl::Status ChecksumKernel::RestoreState(const KernelStateContext&,
 
 ACTORFLOW_REGISTER_KERNEL("checksum", ChecksumKernel);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

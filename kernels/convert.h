@@ -19,7 +19,7 @@
 #define ACTORFLOW_HOST_DEVICE
 #endif
 
-namespace actorflow {
+namespace actorflow::internal {
 
 template <typename To, typename From>
 ACTORFLOW_HOST_DEVICE inline To ConvertElement(From value) {
@@ -42,6 +42,6 @@ ACTORFLOW_HOST_DEVICE inline To ConvertElement(From value) {
   }
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_KERNELS_CONVERT_H_

@@ -5,7 +5,7 @@
 #include "kernels/builtin_kernels.h"
 #include "kernels/convert.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 constexpr DataType kFloatingTypes[] = {DT_FLOAT32, DT_FLOAT64};
@@ -316,4 +316,4 @@ ACTORFLOW_REGISTER_KERNEL("add", AddKernel);
 ACTORFLOW_REGISTER_KERNEL("cast", CastKernel);
 ACTORFLOW_REGISTER_KERNEL("head", HeadKernel);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -1,7 +1,7 @@
 #include "kernels/builtin_kernels.h"
 #include "kernels/convert.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 absl::Status SourceKernel::Init(const KernelInitContext& ctx) {
   absl::Status status = ctx.ExpectInputs(0, 0);
@@ -36,4 +36,4 @@ absl::Status SourceKernel::Forward(KernelContext* ctx) {
 
 ACTORFLOW_REGISTER_KERNEL("source", SourceKernel);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/builtin_kernels.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 absl::Status CopyThrough(KernelContext* ctx) {
@@ -72,4 +72,4 @@ ACTORFLOW_REGISTER_KERNEL("spin", SpinKernel);
 ACTORFLOW_REGISTER_KERNEL("fail", FailKernel);
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

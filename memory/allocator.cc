@@ -10,7 +10,7 @@
 #include "actorflow/cuda_api.h"
 #include "base/mutex.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 const char* MemoryKindName(MemoryKind kind) {
   switch (kind) {
@@ -159,4 +159,4 @@ absl::StatusOr<Allocator*> DeviceAllocator(int device_index) {
   return slot.get();
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "actorflow/cuda_api.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 enum class MemoryKind { kHost, kPinnedHost, kDevice };
 const char* MemoryKindName(MemoryKind kind);
@@ -63,6 +63,6 @@ Allocator* PinnedHostAllocator();
 // Errors (no crash) when the build has no CUDA or the device is not usable.
 absl::StatusOr<Allocator*> DeviceAllocator(int device_index);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_MEMORY_ALLOCATOR_H_

@@ -27,6 +27,10 @@
 
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
+
+using ::actorflow::internal::CondVar;
+using ::actorflow::internal::Mutex;
+using ::actorflow::internal::MutexLock;
 namespace cuda {
 namespace {
 

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 const char* SyncedHeadName(SyncedMemory::SyncedHead head) {
   switch (head) {
@@ -198,4 +198,4 @@ absl::Status SyncedMemory::DeviceError(const absl::Status& cause) const {
                                  options_.device_index, ": ", cause.message()));
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

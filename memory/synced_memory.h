@@ -8,7 +8,7 @@
 #include "actorflow/cuda_api.h"
 #include "memory/allocator.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 struct SyncedMemoryOptions {
   enum class Host {
@@ -88,6 +88,6 @@ class SyncedMemory {
 
 const char* SyncedHeadName(SyncedMemory::SyncedHead head);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_MEMORY_SYNCED_MEMORY_H_

@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "thread/blocking_counter.h"
 
-namespace actorflow::net {
+namespace actorflow::internal::net {
 namespace {
 
 grpc::Status ToGrpc(const absl::Status& status) {
@@ -562,4 +562,4 @@ absl::StatusOr<std::unique_ptr<Coordinator>> ConnectToMaster(
   return std::make_unique<Remote>(master, rank, options, std::move(on_failure));
 }
 
-}  // namespace actorflow::net
+}  // namespace actorflow::internal::net

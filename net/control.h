@@ -18,7 +18,7 @@
 #include "base/mutex.h"
 #include "proto/net.grpc.pb.h"
 
-namespace actorflow::net {
+namespace actorflow::internal::net {
 
 struct ControlOptions {
   int32_t world_size = 1;
@@ -127,6 +127,6 @@ absl::StatusOr<std::unique_ptr<Coordinator>> ConnectToMaster(
     const std::string& master, int32_t rank, ControlOptions options,
     FailureFn on_failure);
 
-}  // namespace actorflow::net
+}  // namespace actorflow::internal::net
 
 #endif  // ACTORFLOW_NET_CONTROL_H_

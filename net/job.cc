@@ -15,7 +15,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "net/net_kernels.h"
 
-namespace actorflow::net {
+namespace actorflow::internal::net {
 namespace {
 
 // An integer environment variable; `found` says whether it was set.
@@ -369,4 +369,4 @@ Job::~Job() {
   control_.reset();
 }
 
-}  // namespace actorflow::net
+}  // namespace actorflow::internal::net

@@ -19,7 +19,7 @@
 #include "net/transport.h"
 #include "proto/plan.pb.h"
 
-namespace actorflow::net {
+namespace actorflow::internal::net {
 
 // Where this process stands in a job, as torchrun and mpirun say it.
 struct JobConfig {
@@ -120,6 +120,6 @@ class Job {
   Session* live_session_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
-}  // namespace actorflow::net
+}  // namespace actorflow::internal::net
 
 #endif  // ACTORFLOW_NET_JOB_H_

@@ -23,7 +23,7 @@
 #include "absl/time/clock.h"
 #include "base/json.h"
 
-namespace actorflow::net {
+namespace actorflow::internal::net {
 namespace {
 
 std::atomic<int> g_signal{0};
@@ -290,4 +290,4 @@ int Launch(const LaunchOptions& options) {
   return Report(ranks);
 }
 
-}  // namespace actorflow::net
+}  // namespace actorflow::internal::net

@@ -6,7 +6,7 @@
 
 #include "absl/time/time.h"
 
-namespace actorflow::net {
+namespace actorflow::internal::net {
 
 struct LaunchOptions {
   int nproc = 1;
@@ -34,6 +34,6 @@ int Launch(const LaunchOptions& options);
 // the caller binds it.
 int FreePort(const std::string& addr);
 
-}  // namespace actorflow::net
+}  // namespace actorflow::internal::net
 
 #endif  // ACTORFLOW_NET_LAUNCH_H_

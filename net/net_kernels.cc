@@ -2,7 +2,7 @@
 
 #include <memory>
 
-namespace actorflow::net {
+namespace actorflow::internal::net {
 namespace {
 
 // Both kernels are gated (see KernelGate): they act only when the transport
@@ -82,4 +82,4 @@ void BindNetKernels(Transport* transport, KernelBindings* bindings) {
   });
 }
 
-}  // namespace actorflow::net
+}  // namespace actorflow::internal::net

@@ -4,7 +4,7 @@
 #include "actorflow/kernel_bindings.h"
 #include "net/transport.h"
 
-namespace actorflow::net {
+namespace actorflow::internal::net {
 
 // Binds the transfer tasks PartitionPlan adds to `transport`, which must
 // outlive the session:
@@ -16,6 +16,6 @@ namespace actorflow::net {
 // the task next to it.
 void BindNetKernels(Transport* transport, KernelBindings* bindings);
 
-}  // namespace actorflow::net
+}  // namespace actorflow::internal::net
 
 #endif  // ACTORFLOW_NET_NET_KERNELS_H_

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace actorflow::net {
+namespace actorflow::internal::net {
 namespace {
 
 std::string Label(const TaskProto& task) {
@@ -252,4 +252,4 @@ absl::StatusOr<LocalPlan> PartitionPlan(const Plan& plan, int rank,
   return local;
 }
 
-}  // namespace actorflow::net
+}  // namespace actorflow::internal::net

@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "proto/plan.pb.h"
 
-namespace actorflow::net {
+namespace actorflow::internal::net {
 
 // A register that crosses machines: produced on `src_rank`, read by tasks
 // on `dst_rank`. The producer's side gets a `net_send` task that consumes
@@ -52,6 +52,6 @@ int32_t MaxMachineId(const Plan& plan);
 std::string NetSendName(const NetEdge& edge);
 std::string NetRecvName(const NetEdge& edge);
 
-}  // namespace actorflow::net
+}  // namespace actorflow::internal::net
 
 #endif  // ACTORFLOW_NET_PLAN_PARTITION_H_

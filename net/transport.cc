@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "thread/thread.h"
 
-namespace actorflow::net {
+namespace actorflow::internal::net {
 namespace {
 
 std::string ShapeString(absl::Span<const int64_t> shape) {
@@ -161,7 +161,7 @@ void UseOwnPollers() { setenv("GRPC_POLL_STRATEGY", "poll", 0); }
 
 void Transport::MaybeOwnQueue() {
   if (owned_.load(std::memory_order_relaxed)) return;
-  std::atomic<ChannelParker*>* slot = internal::current_parker_slot;
+  std::atomic<ChannelParker*>* slot = thread_internal::current_parker_slot;
   if (slot == nullptr) return;
   MutexLock lock(&mu_);
   if (owned_.load(std::memory_order_relaxed) || stopping_ ||
@@ -674,4 +674,4 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
 
 #undef ACTORFLOW_POST
 
-}  // namespace actorflow::net
+}  // namespace actorflow::internal::net

@@ -22,7 +22,7 @@
 #include "net/plan_partition.h"
 #include "proto/net.grpc.pb.h"
 
-namespace actorflow::net {
+namespace actorflow::internal::net {
 
 // Moves registers between the processes of a job over gRPC, one stream per
 // NetEdge (the sender's client streaming to the receiver's server), driven
@@ -248,6 +248,6 @@ void UseOwnPollers();
 // size (a register may hold gigabytes).
 grpc::ChannelArguments NetChannelArguments();
 
-}  // namespace actorflow::net
+}  // namespace actorflow::internal::net
 
 #endif  // ACTORFLOW_NET_TRANSPORT_H_

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 
 const char* IsaName(Isa isa) {
   switch (isa) {
@@ -65,4 +65,4 @@ absl::StatusOr<Isa> IsaFromEnvironment() {
   return *isa;
 }
 
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn

@@ -9,7 +9,7 @@
 // carries a copy of the arithmetic per level (nn/dense_kernels.cc, compiled
 // once per level with its own -march) and picks one when first used, so it
 // runs on any x86-64 and uses AVX-512 where the CPU has it.
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 
 enum class Isa {
   kBaseline,  // x86-64 (SSE2): every x86-64 CPU; the only level elsewhere
@@ -33,6 +33,6 @@ Isa BestSupportedIsa();
 // the variable, its value and what this CPU runs.
 absl::StatusOr<Isa> IsaFromEnvironment();
 
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn
 
 #endif  // ACTORFLOW_NN_CPU_ISA_H_

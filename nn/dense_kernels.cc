@@ -20,7 +20,7 @@
 
 #include "Eigen/Core"
 
-namespace actorflow::nn::ACTORFLOW_DENSE_NS {
+namespace actorflow::internal::nn::ACTORFLOW_DENSE_NS {
 namespace {
 
 using RowMajor =
@@ -212,4 +212,4 @@ extern const DenseKernels kKernels = {
     SoftmaxXent, CountCorrect, SgdMomentum, ApplyDelta, NormalizeBytes,
 };
 
-}  // namespace actorflow::nn::ACTORFLOW_DENSE_NS
+}  // namespace actorflow::internal::nn::ACTORFLOW_DENSE_NS

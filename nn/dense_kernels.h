@@ -13,7 +13,7 @@
 // keep the AVX-512 copy for everyone. (Eigen, the one library they use, is
 // renamed per level there; tests/dense_isa_symbols_test.sh checks that those
 // objects define no shared symbol but their own.)
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 
 struct DenseKernels {
   void (*mat_mul)(const float* a, int64_t a_rows, int64_t a_cols,
@@ -56,6 +56,6 @@ namespace dense_avx512 {
 extern const DenseKernels kKernels;
 }
 
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn
 
 #endif  // ACTORFLOW_NN_DENSE_KERNELS_H_

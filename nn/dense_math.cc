@@ -9,7 +9,7 @@
 #include "nn/cpu_isa.h"
 #include "nn/dense_kernels.h"
 
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 namespace {
 
 uint64_t SplitMix(uint64_t x) {
@@ -207,4 +207,4 @@ absl::Status InitWeightsWindow(const std::string& init, double scale,
   return absl::OkStatus();
 }
 
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn

@@ -21,7 +21,7 @@
 // once per process: AVX-512 or AVX2+FMA products are 2-5x the SSE2 ones.
 // Levels round differently, so results are bit-identical at one level, and
 // agree across levels within float rounding.
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 
 // The level this process computes at (the first call picks it).
 Isa DenseIsa();
@@ -97,6 +97,6 @@ absl::Status InitWeightsWindow(const std::string& init, double scale,
                                const std::vector<int64_t>& offset,
                                const std::vector<int64_t>& shape, float* out);
 
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn
 
 #endif  // ACTORFLOW_NN_DENSE_MATH_H_

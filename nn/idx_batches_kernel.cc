@@ -7,7 +7,7 @@
 #include "base/mutex.h"
 #include "nn/dense_math.h"
 
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 
 absl::Status IdxBatchesKernel::Init(const KernelInitContext& ctx) {
   if (!ctx.inputs().empty()) {
@@ -112,4 +112,4 @@ absl::Status IdxBatchesKernel::Forward(KernelContext* ctx) {
 
 ACTORFLOW_REGISTER_KERNEL("idx_batches", IdxBatchesKernel);
 
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn

@@ -11,7 +11,7 @@
 #include "pipeline/batch_schedule.h"
 #include "pipeline/dataset.h"
 
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 
 // op_type "idx_batches": a source that serves batches of an IDX image set
 // (MNIST format) from inside a plan, so a training plan needs no thread of
@@ -53,6 +53,6 @@ class IdxBatchesKernel final : public Kernel {
   std::shared_ptr<const Data> data_;
 };
 
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn
 
 #endif  // ACTORFLOW_NN_IDX_BATCHES_KERNEL_H_

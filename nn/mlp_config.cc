@@ -7,7 +7,7 @@
 #include "pipeline/dataset.h"
 #include "thread/balanced_splitter.h"
 
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 
 int Layers(const MlpConfig& c) { return static_cast<int>(c.hidden.size()) + 1; }
 int64_t InUnits(const MlpConfig& c, int i) {
@@ -134,4 +134,4 @@ absl::StatusOr<MlpSchedule> ScheduleOf(const MlpData& data,
   return s;
 }
 
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn

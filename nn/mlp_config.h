@@ -13,7 +13,7 @@
 // the schedule of pieces over a dataset: what the plan builder
 // (mlp_plan.h), the trainer (mlp_trainer.h) and the reference loop
 // (reference_trainer.h) share.
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 
 // A dataset the plan reads itself (op_type `idx_batches`, one task per
 // stream): pieces then come from inside the plan, with no thread of the
@@ -125,6 +125,6 @@ struct MlpSchedule {
 };
 absl::StatusOr<MlpSchedule> ScheduleOf(const MlpData& data, int64_t batch_size);
 
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn
 
 #endif  // ACTORFLOW_NN_MLP_CONFIG_H_

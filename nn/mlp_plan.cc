@@ -9,7 +9,7 @@
 #include "actorflow/job_compiler.h"
 #include "plan/plan_builder.h"
 
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 namespace {
 
 // How a tensor lies over the towers, as a signature stated on operators
@@ -324,4 +324,4 @@ absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& c) {
   return MlpPlanWriter(c, schedule).Write();
 }
 
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn

@@ -5,7 +5,7 @@
 #include "nn/mlp_config.h"
 #include "proto/plan.pb.h"
 
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 
 // The plan, written as a job and compiled by CompileJob: every operator is
 // placed over the towers (`streams` replicas of device 0) with the split
@@ -20,6 +20,6 @@ namespace actorflow::nn {
 // Fetches `train.loss`, `eval.loss`, `eval.correct`.
 absl::StatusOr<Plan> BuildMlpPlan(const MlpConfig& config);
 
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn
 
 #endif  // ACTORFLOW_NN_MLP_PLAN_H_

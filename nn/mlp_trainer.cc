@@ -7,7 +7,7 @@
 #include "actorflow/tensor.h"
 #include "nn/mlp_plan.h"
 
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 
 absl::StatusOr<std::unique_ptr<MlpTrainer>> MlpTrainer::Create(
     const MlpConfig& config, bool trace) {
@@ -178,4 +178,4 @@ absl::Status MlpTrainer::Finish() {
   return session_->Wait().status();
 }
 
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn

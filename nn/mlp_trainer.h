@@ -14,7 +14,7 @@
 #include "nn/mlp_config.h"
 #include "proto/plan.pb.h"
 
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 
 // Runs the plan in a Session: Submit pieces (x [rows, inputs] float32,
 // labels [rows] int32) or, with MlpConfig::data, Start them; Collect their
@@ -76,6 +76,6 @@ class MlpTrainer {
   bool finished_ = false;
 };
 
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn
 
 #endif  // ACTORFLOW_NN_MLP_TRAINER_H_

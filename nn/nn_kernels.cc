@@ -9,7 +9,7 @@
 #include "actor/parallel_part.h"
 #include "nn/dense_math.h"
 
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 namespace {
 
 const std::string& OpType(const KernelInitContext& ctx) {
@@ -662,4 +662,4 @@ ACTORFLOW_REGISTER_KERNEL("accuracy", AccuracyKernel);
 ACTORFLOW_REGISTER_KERNEL("sgd_momentum", SgdMomentumKernel);
 ACTORFLOW_REGISTER_KERNEL("variable", VariableKernel);
 
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn

@@ -13,7 +13,7 @@
 // accuracy, SGD with momentum and the `variable` that holds weights across
 // steps (docs/training.md). Batches may be dynamic: every kernel takes
 // the piece's row count from its inputs, and zero rows is a valid piece.
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 
 // Shared by the CPU kernels and their GPU twins (nn/gpu).
 const float* Floats(ConstTensorView view);
@@ -179,6 +179,6 @@ class VariableKernel : public Kernel {
   std::vector<int64_t> full_shape_, offset_;
 };
 
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn
 
 #endif  // ACTORFLOW_NN_NN_KERNELS_H_

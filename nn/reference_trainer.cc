@@ -5,7 +5,7 @@
 
 #include "nn/dense_math.h"
 
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 namespace {
 
 // The window's initial values, as a variable with attrs full_shape and
@@ -197,4 +197,4 @@ void ReferenceTrainer::Update(int64_t samples) {
   }
 }
 
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn

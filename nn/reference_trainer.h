@@ -7,7 +7,7 @@
 #include "absl/status/statusor.h"
 #include "nn/mlp_config.h"
 
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 
 // The same pieces through the same arithmetic (dense_math.h), one call
 // after another on the caller's thread, stream by stream: what a plan must
@@ -47,6 +47,6 @@ class ReferenceTrainer {
   std::vector<float> dlogits_;
 };
 
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn
 
 #endif  // ACTORFLOW_NN_REFERENCE_TRAINER_H_

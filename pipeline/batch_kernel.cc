@@ -8,7 +8,7 @@
 #include "pipeline/stage_kernel_util.h"
 #include "pipeline/stage_kernels.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 absl::Status BatchKernel::Init(const KernelInitContext& ctx) {
   auto names = ctx.StringListAttr("outputs");
@@ -290,4 +290,4 @@ absl::Status BatchKernel::RestoreState(const KernelStateContext&,
 
 ACTORFLOW_REGISTER_KERNEL("pipeline.batch", BatchKernel);
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "pipeline/dataset.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 absl::StatusOr<BatchSourceAttrs> ReadBatchSourceAttrs(
     const KernelInitContext& ctx) {
@@ -75,4 +75,4 @@ absl::Span<const int64_t> BatchSchedule::SamplesOf(int64_t piece) {
                                              part.size());
 }
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline

@@ -8,7 +8,7 @@
 #include "actor/parallel_part.h"
 #include "actorflow/kernel.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 // The attrs every batch source (idx_batches, image_batches) takes: batch i
 // (required), limit i (0: all samples), shuffle_window i (0: in order),
@@ -54,6 +54,6 @@ class BatchSchedule {
   std::vector<int64_t> order_;  // of order_epoch_
 };
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline
 
 #endif  // ACTORFLOW_PIPELINE_BATCH_SCHEDULE_H_

@@ -16,7 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 namespace fs = std::filesystem;
 
 namespace {
@@ -228,4 +228,4 @@ absl::StatusOr<IdxArray> ReadIdx(const std::string& path) {
   return array;
 }
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline

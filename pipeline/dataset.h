@@ -11,7 +11,7 @@
 
 // Where readers get samples: a list of files, or an IDX (MNIST format)
 // pair; and in what order an epoch visits them.
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 struct FileEntry {
   std::string path;
@@ -61,6 +61,6 @@ constexpr char kFashionMnistDir[] = "/usr/share/datasets/fashion-mnist";
 // without the package), else kFashionMnistDir.
 std::string FashionMnistDir();
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline
 
 #endif  // ACTORFLOW_PIPELINE_DATASET_H_

@@ -8,7 +8,7 @@
 #include "pipeline/stage_kernel_util.h"
 #include "pipeline/stage_kernels.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 namespace {
 
@@ -129,4 +129,4 @@ absl::Status ExternalSourceKernel::Forward(KernelContext* ctx) {
 
 ACTORFLOW_REGISTER_KERNEL("pipeline.external_source", ExternalSourceKernel);
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline

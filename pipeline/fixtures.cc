@@ -10,7 +10,7 @@
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -215,4 +215,4 @@ absl::Status WriteFashionImages(const std::string& out_dir, int64_t count,
   return absl::OkStatus();
 }
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline

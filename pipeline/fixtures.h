@@ -7,7 +7,7 @@
 #include "absl/status/status.h"
 #include "pipeline/sample.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 // Writes `count` image files made from Fashion-MNIST training images 0..
 // count-1 (Debian's dataset-fashion-mnist) under out_dir/<label>/: each
@@ -35,6 +35,6 @@ absl::StatusOr<std::string> JpegClaiming(int height, int width);
 absl::Status WritePhotoImages(const std::string& out_dir, int64_t count,
                               int64_t height, int64_t width, int64_t classes);
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline
 
 #endif  // ACTORFLOW_PIPELINE_FIXTURES_H_

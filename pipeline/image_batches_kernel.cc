@@ -8,7 +8,7 @@
 #include "pipeline/image_ops.h"
 #include "pipeline/sample.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 absl::Status ImageBatchesKernel::Init(const KernelInitContext& ctx) {
   if (!ctx.inputs().empty()) {
@@ -109,4 +109,4 @@ absl::Status ImageBatchesKernel::Forward(KernelContext* ctx) {
 
 ACTORFLOW_REGISTER_KERNEL("image_batches", ImageBatchesKernel);
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline

@@ -10,7 +10,7 @@
 #include "pipeline/batch_schedule.h"
 #include "pipeline/dataset.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 // op_type "image_batches": a source that decodes image files into training
 // batches inside a plan or job, so an image set feeds a model the way
@@ -51,6 +51,6 @@ class ImageBatchesKernel final : public Kernel {
   BatchSchedule schedule_;
 };
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline
 
 #endif  // ACTORFLOW_PIPELINE_IMAGE_BATCHES_KERNEL_H_

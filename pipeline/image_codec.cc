@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 namespace {
 
 // libjpeg reports errors through a callback that must not return: it
@@ -352,4 +352,4 @@ absl::StatusOr<std::string> EncodePng(const SampleRef& image) {
   return bytes;
 }
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline

@@ -9,7 +9,7 @@
 #include "absl/types/span.h"
 #include "pipeline/sample.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 // The largest image `decode` accepts by default: 64 Mi pixels (8192 x
 // 8192, 192 MiB as RGB). A header that claims more is refused before
@@ -80,6 +80,6 @@ std::string SniffImageFormat(absl::Span<const uint8_t> encoded);
 absl::StatusOr<std::string> EncodeJpeg(const SampleRef& image, int quality);
 absl::StatusOr<std::string> EncodePng(const SampleRef& image);
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline
 
 #endif  // ACTORFLOW_PIPELINE_IMAGE_CODEC_H_

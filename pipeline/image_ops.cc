@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/convert.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 namespace {
 
 absl::Status ExpectImage(const char* op, const SampleRef& in) {
@@ -418,4 +418,4 @@ absl::Status CastSample(const SampleRef& in, DataType to, Sample* out) {
   });
 }
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline

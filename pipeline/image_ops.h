@@ -13,7 +13,7 @@
 // stages call them, and so do the benchmark's sequential loop and its oneTBB
 // pipeline. Images are HWC (height, width, channels); every function checks
 // its input and names what is wrong with it.
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 // Bilinear resize of a uint8 or float32 HWC image to height x width, pixel
 // centres aligned (the half-pixel convention), edges clamped.
@@ -97,6 +97,6 @@ absl::Status DecodeResizeCrop(absl::Span<const uint8_t> encoded,
 // Element conversion as the `cast` kernel converts (kernels/convert.h).
 absl::Status CastSample(const SampleRef& in, DataType to, Sample* out);
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline
 
 #endif  // ACTORFLOW_PIPELINE_IMAGE_OPS_H_

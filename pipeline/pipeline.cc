@@ -11,6 +11,8 @@
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
 
+namespace pipeline = ::actorflow::internal::pipeline;
+
 // The pipeline's kernels and what they share (internal: pipeline/).
 using pipeline::BatchKernel;
 using pipeline::FileReaderKernel;

@@ -19,6 +19,15 @@
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
 
+using ::actorflow::internal::BlobProto;
+using ::actorflow::internal::BoolAttr;
+using ::actorflow::internal::IntAttr;
+using ::actorflow::internal::IntListAttr;
+using ::actorflow::internal::MakeInitContext;
+using ::actorflow::internal::StringAttr;
+using ::actorflow::internal::StringListAttr;
+namespace pipeline = ::actorflow::internal::pipeline;
+
 // The pipeline's kernels and operators (internal: pipeline/).
 using pipeline::FileReaderKernel;
 using pipeline::IdxReaderKernel;

@@ -9,7 +9,7 @@
 #include "pipeline/stage_kernel_util.h"
 #include "pipeline/stage_kernels.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 absl::Status ReaderKernel::Init(const KernelInitContext& ctx) {
   auto outputs = ctx.StringListAttr("outputs");
@@ -217,4 +217,4 @@ absl::Status IdxReaderKernel::Fill(int64_t index, int k,
 ACTORFLOW_REGISTER_KERNEL("pipeline.file_reader", FileReaderKernel);
 ACTORFLOW_REGISTER_KERNEL("pipeline.idx_reader", IdxReaderKernel);
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline

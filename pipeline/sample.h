@@ -12,7 +12,7 @@
 #include "actorflow/blob_desc.h"
 #include "actorflow/data_type.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 using SampleShape = absl::InlinedVector<int64_t, 4>;
 
@@ -106,6 +106,6 @@ class SampleRng {
   uint64_t state_;
 };
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline
 
 #endif  // ACTORFLOW_PIPELINE_SAMPLE_H_

@@ -15,7 +15,7 @@
 // with dear ones (a large PNG). Results stay bit-identical: a sample's
 // randomness depends on its position, never on its worker, and the batch
 // puts samples back in position order.
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 class SampleDealer {
  public:
@@ -70,6 +70,6 @@ class SampleDealers {
       ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline
 
 #endif  // ACTORFLOW_PIPELINE_SAMPLE_DEALER_H_

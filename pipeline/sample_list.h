@@ -26,7 +26,7 @@
 // register protocol that guards the header guards the bytes too, and the
 // slots are reused (no allocation once they have grown to the largest
 // sample) exactly as often as the register is.
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 constexpr int64_t kHeaderWords = 16;
 constexpr int kMaxRank = 4;
@@ -231,6 +231,6 @@ inline void FillDropped(const absl::Status& error, SampleSlots::Slot* slot) {
   std::memcpy(slot->sample.storage.data(), text.data(), text.size());
 }
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline
 
 #endif  // ACTORFLOW_PIPELINE_SAMPLE_LIST_H_

@@ -5,7 +5,7 @@
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 namespace {
 
 // Samples of rank `rank` (and uint8 when `uint8_only`).
@@ -394,4 +394,4 @@ absl::StatusOr<std::unique_ptr<SampleOp>> MakeSampleOp(
   return absl::NotFoundError(absl::StrCat("no sample operator '", name, "'"));
 }
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline

@@ -13,7 +13,7 @@
 
 // The per-sample operators a pipeline stage applies, with what they read
 // from their task's attributes and the largest sample they can make.
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 // A sample's type and largest shape; -1 is a dimension with no bound known
 // before the data is seen (a decoded image's height).
@@ -49,6 +49,6 @@ class SampleOp {
 absl::StatusOr<std::unique_ptr<SampleOp>> MakeSampleOp(const std::string& name);
 std::vector<std::string> SampleOpNames();
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline
 
 #endif  // ACTORFLOW_PIPELINE_SAMPLE_OPS_H_

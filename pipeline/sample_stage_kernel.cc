@@ -9,7 +9,7 @@
 #include "pipeline/stage_kernel_util.h"
 #include "pipeline/stage_kernels.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 namespace {
 
@@ -275,4 +275,4 @@ const bool kStagesRegistered = [] {
 }();
 }  // namespace
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline

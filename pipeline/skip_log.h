@@ -9,7 +9,7 @@
 #include "actorflow/skipped_sample.h"
 #include "base/mutex.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 // Where the batch kernel records what it dropped; the pipeline reads it.
 class SkipLog {
@@ -40,6 +40,6 @@ class SkipLog {
   std::vector<SkippedSample> samples_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline
 
 #endif  // ACTORFLOW_PIPELINE_SKIP_LOG_H_

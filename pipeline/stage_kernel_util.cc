@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 absl::StatusOr<int64_t> PositiveAttr(const KernelInitContext& ctx,
                                      const char* name, int64_t fallback,
@@ -30,4 +30,4 @@ absl::Status SampleError(const std::string& op, const SampleHeader& h,
                                    ": ", error.message()));
 }
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline

@@ -12,7 +12,7 @@
 
 // What the stage kernels (readers, external source, per-sample stages,
 // batch assembly) share: attribute checks and error wording.
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 // An integer attribute of at least `min` (`fallback` when absent); the
 // error names the attribute.
@@ -25,6 +25,6 @@ absl::Status FirstError(std::initializer_list<absl::Status> statuses);
 absl::Status SampleError(const std::string& op, const SampleHeader& h,
                          const absl::Status& error);
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline
 
 #endif  // ACTORFLOW_PIPELINE_STAGE_KERNEL_UTIL_H_

@@ -20,7 +20,7 @@
 // readers (sources driven by the schedule feed), per-sample stages, and
 // batch assembly. Registered globally too, so `actorflow validate` checks a
 // pipeline's written-out plan.
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 
 // A reader: one piece per scheduled chunk, holding that chunk's samples
 // (batch_size of them, fewer at the end of the epoch) under its output
@@ -189,6 +189,6 @@ class BatchKernel final : public Kernel {
   std::deque<Pending> backlog_;
 };
 
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline
 
 #endif  // ACTORFLOW_PIPELINE_STAGE_KERNELS_H_

@@ -20,6 +20,11 @@
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
 
+using ::actorflow::internal::BlobDescToProto;
+using ::actorflow::internal::LayOut;
+using ::actorflow::internal::SortedOutputs;
+using ::actorflow::internal::TaskLabel;
+
 int64_t RegisterBufferBytes(const std::vector<BlobDesc>& blobs) {
   return std::max(LayOut(blobs).bytes, kRegisterOverheadBytes);
 }

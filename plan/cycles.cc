@@ -4,7 +4,7 @@
 #include <set>
 #include <unordered_map>
 
-namespace actorflow {
+namespace actorflow::internal {
 
 std::vector<std::vector<int>> CyclesAmongUnordered(
     const std::vector<std::vector<int>>& predecessors,
@@ -36,4 +36,4 @@ std::vector<std::vector<int>> CyclesAmongUnordered(
   return cycles;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

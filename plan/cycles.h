@@ -3,7 +3,7 @@
 
 #include <vector>
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // The cycles among the nodes a topological sort left unordered (on a cycle,
 // or behind one). Every unordered node has an unordered predecessor, so
@@ -16,6 +16,6 @@ std::vector<std::vector<int>> CyclesAmongUnordered(
     const std::vector<std::vector<int>>& predecessors,
     const std::vector<bool>& ordered);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_PLAN_CYCLES_H_

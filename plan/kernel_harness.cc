@@ -11,6 +11,14 @@
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
 
+using ::actorflow::internal::ActContext;
+using ::actorflow::internal::LayOut;
+using ::actorflow::internal::MakeInitContext;
+using ::actorflow::internal::Register;
+using ::actorflow::internal::RegisterDesc;
+using ::actorflow::internal::SyncedMemory;
+using ::actorflow::internal::SyncedMemoryOptions;
+
 struct KernelHarness::State {
   TaskProto task;
   std::vector<std::unique_ptr<RegisterDesc>> descs;

@@ -4,7 +4,7 @@
 #include "actor/blob_desc_proto.h"
 #include "google/protobuf/text_format.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 AttrValue FloatAttr(double value) {
   AttrValue attr;
@@ -142,4 +142,4 @@ absl::StatusOr<Plan> BuildPlan(const std::vector<TaskDef>& tasks,
   return plan;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

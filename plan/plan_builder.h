@@ -10,7 +10,7 @@
 #include "actorflow/data_type.h"
 #include "proto/plan.pb.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // One task of a plan built in code: its inputs are other tasks' outputs,
 // named by task, consumed under "in" in the order given.
@@ -60,6 +60,6 @@ std::string KernelTaskText(const std::string& op_type,
 absl::StatusOr<Plan> BuildPlan(const std::vector<TaskDef>& tasks,
                                int64_t total_piece_num);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_PLAN_PLAN_BUILDER_H_

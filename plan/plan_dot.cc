@@ -7,7 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "plan/plan_util.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 // A DOT double-quoted string: quotes and backslashes escaped, so any task or
@@ -94,4 +94,4 @@ std::string PlanToDot(const CompiledPlan& compiled) {
   return dot;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

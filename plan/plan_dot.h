@@ -5,7 +5,7 @@
 
 #include "actorflow/compiled_plan.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // The plan as a Graphviz digraph (`actorflow dot PLAN`): one node per task,
 // boxed in one cluster per stream (the thread it runs on), and one edge per
@@ -14,6 +14,6 @@ namespace actorflow {
 // that carries an initial register (what lets a cycle start) is dashed.
 std::string PlanToDot(const CompiledPlan& compiled);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_PLAN_PLAN_DOT_H_

@@ -16,7 +16,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "plan/plan_util.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 std::string AttrText(const AttrValue* value) {
@@ -209,4 +209,4 @@ std::string DiffSignatures(
   return "";
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

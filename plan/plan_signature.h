@@ -14,7 +14,7 @@
 // comes from and the blobs of each output. Where it runs (stream,
 // register_num, memory case) and its ids are left out: they never change a
 // result.
-namespace actorflow {
+namespace actorflow::internal {
 
 // Per task of a compiled plan (every output's blobs stated), in plan order.
 std::vector<TaskSignature> SignPlan(const Plan& plan);
@@ -29,6 +29,6 @@ std::string DiffSignatures(
     const google::protobuf::RepeatedPtrField<TaskSignature>& checkpoint,
     const std::vector<TaskSignature>& plan);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_PLAN_PLAN_SIGNATURE_H_

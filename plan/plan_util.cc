@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 std::vector<std::pair<std::string, std::vector<int64_t>>> SortedInputs(
     const TaskProto& task) {
@@ -66,4 +66,4 @@ std::string TaskLabel(const TaskProto& task) {
                       ")");
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -9,7 +9,7 @@
 #include "actorflow/stream_key.h"
 #include "proto/plan.pb.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // A task's consumed descriptor ids by name, names sorted (proto maps have
 // no order; the runtime and the validator must agree on one).
@@ -41,6 +41,6 @@ bool IsFetch(const TaskProto& task);
 // "task 'name' (task_id 3)": how every message refers to a task.
 std::string TaskLabel(const TaskProto& task);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_PLAN_PLAN_UTIL_H_

@@ -23,6 +23,18 @@
 
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
+
+using ::actorflow::internal::RegisterLifetimes;
+
+using ::actorflow::internal::BlobDescsFromProto;
+using ::actorflow::internal::CyclesAmongUnordered;
+using ::actorflow::internal::IsDeviceToHost;
+using ::actorflow::internal::IsHostToDevice;
+using ::actorflow::internal::MakeInitContext;
+using ::actorflow::internal::SortedInputs;
+using ::actorflow::internal::SortedOutputs;
+using ::actorflow::internal::TaskLabel;
+using ::actorflow::internal::ToDeviceKind;
 namespace {
 
 std::string MemoryName(const MemoryCase& mem) {

@@ -9,7 +9,7 @@
 
 #include "proto/plan.pb.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 inline StreamKeyProto CpuStream(int index) {
   StreamKeyProto stream;
@@ -69,6 +69,6 @@ class PlanWriter {
   std::map<int64_t, std::pair<int64_t, std::string>> producers_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_PLAN_PLAN_WRITER_H_

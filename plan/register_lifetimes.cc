@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "plan/plan_util.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 // Why a task's acts may still touch a register after its outputs are
@@ -229,4 +229,4 @@ std::string RegisterLifetimes::WhyOverlap(int64_t a, int64_t b) const {
                       "pieces independently");
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

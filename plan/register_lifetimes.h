@@ -8,7 +8,7 @@
 
 #include "proto/plan.pb.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // When a plan's registers can hold data, as far as the plan's shape proves
 // it: which registers need one buffer and which may share memory
@@ -75,6 +75,6 @@ class RegisterLifetimes {
   std::vector<Window> windows_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_PLAN_REGISTER_LIFETIMES_H_

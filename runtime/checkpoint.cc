@@ -31,6 +31,11 @@
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
 
+using ::actorflow::internal::DiffSignatures;
+using ::actorflow::internal::SignatureFingerprint;
+using ::actorflow::internal::ToDataType;
+using ::actorflow::internal::ToProto;
+
 const char* const kCheckpointSteps[] = {
     "tmp_dir",    "data",    "data_synced", "manifest", "manifest_synced",
     "dir_synced", "renamed", "root_synced", "pruned",

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-namespace actorflow {
+namespace actorflow::internal {
 
 absl::Status CheckpointWriter::Flush() {
   if (!thread_.joinable()) return absl::OkStatus();
@@ -21,4 +21,4 @@ absl::Status CheckpointWriter::Submit(CheckpointData data) {
   return absl::OkStatus();
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "actorflow/checkpoint.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Writes checkpoints under one root on a thread of its own, one at a time,
 // so that the program goes on while a checkpoint is written and synced
@@ -41,6 +41,6 @@ class CheckpointWriter {
   std::optional<WrittenCheckpoint> last_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_RUNTIME_CHECKPOINT_WRITER_H_

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 ProgressLine::ProgressLine(const Session* session, std::FILE* out,
                            bool terminal, double delay_s, bool final_line)
@@ -74,4 +74,4 @@ void ProgressLine::Loop() {
   }
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

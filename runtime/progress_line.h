@@ -9,7 +9,7 @@
 #include "actorflow/session.h"
 #include "base/mutex.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // The `actorflow run` progress line on stderr: pieces done (of how many),
 // their rate and the time so far. On a terminal it rewrites one line in
@@ -48,6 +48,6 @@ class ProgressLine {
   std::thread thread_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_RUNTIME_PROGRESS_LINE_H_

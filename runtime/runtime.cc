@@ -5,7 +5,7 @@
 
 #include "actorflow/session.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 absl::StatusOr<RunResult> RunPlan(const Plan& plan, const RunOptions& options) {
   absl::StatusOr<std::unique_ptr<Session>> session =
@@ -20,4 +20,4 @@ absl::StatusOr<RunResult> RunPlan(const Plan& plan, const RunOptions& options) {
   return result;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -12,7 +12,7 @@
 #include "actorflow/session.h"
 #include "proto/plan.pb.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // A session's options (trace, stats, limits, kernels, ...) and how far to
 // run it.
@@ -38,6 +38,6 @@ struct RunResult : RunStats {
 absl::StatusOr<RunResult> RunPlan(const Plan& plan,
                                   const RunOptions& options = {});
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_RUNTIME_RUNTIME_H_

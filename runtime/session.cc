@@ -9,6 +9,8 @@
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
 
+using ::actorflow::internal::SessionImpl;
+
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(
     Plan plan, SessionOptions options) {
   absl::StatusOr<std::unique_ptr<SessionImpl>> impl =

@@ -13,7 +13,7 @@
 #include "plan/plan_util.h"
 #include "runtime/session_impl.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 namespace {
 
@@ -368,4 +368,4 @@ absl::StatusOr<CheckpointData> SessionImpl::TakeSnapshot(
   return data;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -25,7 +25,7 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // A feed or fetch task and the port where it meets the caller.
 struct SessionImpl::Port {
@@ -1100,4 +1100,4 @@ std::map<std::string, SinkSummary> SessionImpl::Sinks() const {
   return sinks;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -40,7 +40,7 @@
 #include "thread/channel.h"
 #include "thread/thread_mgr.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
  public:
@@ -241,6 +241,6 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   RunTrace trace_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_RUNTIME_SESSION_IMPL_H_

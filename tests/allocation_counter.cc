@@ -58,8 +58,8 @@ void operator delete[](void* p, size_t, std::align_val_t) noexcept {
   std::free(p);
 }
 
-namespace actorflow::testing {
+namespace actorflow::internal::testing {
 
 int64_t AllocationCount() { return allocations.load(); }
 
-}  // namespace actorflow::testing
+}  // namespace actorflow::internal::testing

@@ -13,7 +13,7 @@
 #include "thread/callback_poller.h"
 #include "thread/host_async_stream.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 using testing::WaitUntil;
@@ -174,4 +174,4 @@ TEST_CASE("destroying a host stream finishes its queued work") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

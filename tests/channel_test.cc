@@ -13,7 +13,7 @@
 
 #include "tests/test_util.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 using testing::TestSeed;
@@ -445,4 +445,4 @@ TEST_CASE("a parker that ran work makes ReceiveMany return empty-handed",
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -24,7 +24,7 @@
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 using testing::Contains;
@@ -468,4 +468,4 @@ TEST_CASE("mnist_mlp: killed at random moments, resumed, the same weights",
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -22,7 +22,7 @@
 #include "plan/plan_signature.h"
 #include "tests/test_util.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 namespace fs = std::filesystem;
@@ -574,4 +574,4 @@ TEST_CASE("the training plan resumes bit for bit from a cut mid-run",
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

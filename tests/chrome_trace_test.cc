@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 TEST_CASE("a trace becomes Chrome trace events", "[trace]") {
@@ -55,4 +55,4 @@ TEST_CASE("a trace is written to a file, and an unwritable path is named",
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

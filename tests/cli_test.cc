@@ -15,12 +15,12 @@
 
 namespace {
 namespace cuda = ::actorflow::cuda;
-using ::actorflow::Json;
-using ::actorflow::ParseJson;
-using ::actorflow::testing::CliResult;
-using ::actorflow::testing::Contains;
-using ::actorflow::testing::RunCli;
-using ::actorflow::testing::Runfile;
+using ::actorflow::internal::Json;
+using ::actorflow::internal::ParseJson;
+using ::actorflow::internal::testing::CliResult;
+using ::actorflow::internal::testing::Contains;
+using ::actorflow::internal::testing::RunCli;
+using ::actorflow::internal::testing::Runfile;
 
 std::string WriteTemp(const std::string& name, const std::string& text) {
   std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;

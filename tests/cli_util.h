@@ -15,7 +15,7 @@
 
 #include "base/json.h"
 
-namespace actorflow::testing {
+namespace actorflow::internal::testing {
 
 struct CliResult {
   int exit_code = -1;
@@ -72,6 +72,6 @@ inline std::string Field(const std::string& json, const std::string& key) {
   return JsonLine(parsed[key]);
 }
 
-}  // namespace actorflow::testing
+}  // namespace actorflow::internal::testing
 
 #endif  // ACTORFLOW_TESTS_CLI_UTIL_H_

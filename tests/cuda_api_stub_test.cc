@@ -5,7 +5,7 @@
 
 #include "actorflow/cuda_api.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 bool SaysNoCuda(const absl::Status& status) {
@@ -34,4 +34,4 @@ TEST_CASE("CPU-only build: device calls report that CUDA is not built in",
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

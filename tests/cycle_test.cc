@@ -14,7 +14,7 @@
 #include "plan/plan_writer.h"
 #include "tests/cli_util.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 constexpr int64_t kWidth = 4;
@@ -277,4 +277,4 @@ TEST_CASE("validation: cycles need an initial register", "[cycle]") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

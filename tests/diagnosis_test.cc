@@ -14,7 +14,7 @@
 #include "kernels/builtin_kernels.h"
 #include "plan/plan_builder.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 constexpr int64_t kMs = 1000 * 1000;
@@ -263,4 +263,4 @@ TEST_CASE("hang report: a cycle of waits is named", "[diagnosis]") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -13,6 +13,7 @@
 #include "tests/test_util.h"
 
 namespace actorflow::engine {
+namespace testing = ::actorflow::internal::testing;
 namespace {
 
 // Allocations made while pushing and running `rounds` rounds of 1000

@@ -14,6 +14,7 @@
 #include "tests/test_util.h"
 
 namespace actorflow::engine {
+namespace testing = ::actorflow::internal::testing;
 namespace {
 
 uint64_t Mix(uint64_t x) {

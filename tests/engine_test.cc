@@ -19,6 +19,7 @@
 #include "tests/test_util.h"
 
 namespace actorflow::engine {
+namespace testing = ::actorflow::internal::testing;
 namespace {
 
 using testing::HeldOp;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 // argv for Parse: the program name, then `args`.
@@ -206,4 +206,4 @@ TEST_CASE("flags: long help wraps under its column; positionals collected") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

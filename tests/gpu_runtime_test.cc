@@ -24,7 +24,7 @@
 #include "thread/callback_poller.h"
 #include "thread/cuda_stream.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 std::string ExamplePlan(const std::string& name) {
@@ -315,4 +315,4 @@ TEST_CASE("GPU: streams of a device that does not exist are refused", "[gpu]") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -6,7 +6,7 @@
 
 #include "actorflow/cuda_api.h"
 
-namespace actorflow::testing {
+namespace actorflow::internal::testing {
 
 // True when CUDA device 0 is usable. Otherwise prints
 // "SKIPPED: <test>: <reason>" (which .ci/run counts as skipped) and returns
@@ -18,6 +18,6 @@ inline bool GpuOrSkip(const char* test) {
   return false;
 }
 
-}  // namespace actorflow::testing
+}  // namespace actorflow::internal::testing
 
 #endif  // ACTORFLOW_TESTS_GPU_TEST_UTIL_H_

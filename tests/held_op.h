@@ -9,7 +9,7 @@
 #include "engine/engine.h"
 #include "tests/test_util.h"
 
-namespace actorflow::testing {
+namespace actorflow::internal::testing {
 
 // An asynchronous engine operation that the test completes when it
 // chooses: until then it holds its variables.
@@ -37,6 +37,6 @@ class HeldOp {
   std::atomic<bool> started_{false};
 };
 
-}  // namespace actorflow::testing
+}  // namespace actorflow::internal::testing
 
 #endif  // ACTORFLOW_TESTS_HELD_OP_H_

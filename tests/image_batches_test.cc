@@ -19,7 +19,7 @@
 #include "pipeline/image_ops.h"
 #include "tests/test_util.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 using pipeline::Sample;
@@ -197,4 +197,4 @@ TEST_CASE("the image pipeline feeding the MLP learns, decoded on either side") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -21,7 +21,7 @@
 #include "plan/plan_builder.h"
 #include "tests/test_util.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 namespace {
 
 Bytes Encoded(const absl::StatusOr<std::string>& bytes) {
@@ -406,4 +406,4 @@ TEST_CASE("damaged files fail fast and small, or decode; never crash") {
 }
 
 }  // namespace
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline

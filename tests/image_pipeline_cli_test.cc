@@ -8,7 +8,7 @@
 
 #include "tests/cli_util.h"
 
-namespace actorflow::testing {
+namespace actorflow::internal::testing {
 namespace {
 
 const std::string kPipeline = "examples/pipeline/image_pipeline";
@@ -104,4 +104,4 @@ TEST_CASE("image_pipeline: --help helps, bad flags are errors") {
 }
 
 }  // namespace
-}  // namespace actorflow::testing
+}  // namespace actorflow::internal::testing

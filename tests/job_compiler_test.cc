@@ -28,7 +28,7 @@
 #include "tests/job_test_kernels.h"
 #include "tests/test_util.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 using testing::CompileError;
@@ -1108,4 +1108,4 @@ TEST_CASE("a plan whose cycle no source reaches is refused, not run forever") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -35,7 +35,7 @@
 #include "tests/test_util.h"
 #include "thread/balanced_splitter.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 using OpHandle = JobBuilder::OpHandle;
@@ -625,4 +625,4 @@ TEST_CASE("random jobs over machines partition into valid ranks") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

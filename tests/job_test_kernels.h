@@ -20,7 +20,7 @@
 #include "actorflow/session.h"
 #include "plan/plan_builder.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace testing {
 
 // test_ramp: element i of piece p is 100 * p + i + `offset`, in the type of
@@ -156,6 +156,6 @@ inline std::map<std::string, SinkSummary> RunPlan(
 }
 
 }  // namespace testing
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_TESTS_JOB_TEST_KERNELS_H_

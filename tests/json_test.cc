@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 TEST_CASE("JSON lines keep the keys in the order written", "[json]") {
@@ -49,4 +49,4 @@ TEST_CASE("JSON text parses, and what is not JSON is discarded", "[json]") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -10,7 +10,7 @@
 #include "base/mutex.h"
 #include "plan/plan_builder.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 // A source that makes one piece per permit the test grants: the permits
@@ -99,4 +99,4 @@ TEST_CASE("a gated source acts once per opening, woken from another thread",
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

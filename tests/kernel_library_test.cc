@@ -16,7 +16,7 @@
 #include "kernels/builtin_kernels.h"
 #include "plan/plan_builder.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 constexpr char kLibrary[] = "examples/plugin/libaffine_kernels.so";
@@ -112,4 +112,4 @@ TEST_CASE("a registration stamped with another kernel ABI is not kept") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -8,7 +8,7 @@
 #include "actorflow/kernel_harness.h"
 #include "plan/plan_builder.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 // The task as KernelHarness::Create takes it (text format).
@@ -120,4 +120,4 @@ TEST_CASE("signatures are checked at Init", "[kernels]") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

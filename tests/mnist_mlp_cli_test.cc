@@ -9,7 +9,7 @@
 #include "actorflow/cuda_api.h"
 #include "tests/cli_util.h"
 
-namespace actorflow::testing {
+namespace actorflow::internal::testing {
 namespace {
 
 const std::string kMlp = "examples/mnist_mlp/mnist_mlp";
@@ -93,4 +93,4 @@ TEST_CASE("mnist_mlp: bad flags and data are JSON errors") {
 }
 
 }  // namespace
-}  // namespace actorflow::testing
+}  // namespace actorflow::internal::testing

@@ -8,7 +8,7 @@
 #include "pipeline/dataset.h"
 #include "tests/test_util.h"
 
-namespace actorflow::examples {
+namespace actorflow::internal::examples {
 namespace {
 
 MnistOptions Short(uint64_t seed) {
@@ -164,4 +164,4 @@ TEST_CASE("bad data and settings are errors, not crashes", "[mnist]") {
 }
 
 }  // namespace
-}  // namespace actorflow::examples
+}  // namespace actorflow::internal::examples

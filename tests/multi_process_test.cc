@@ -25,7 +25,7 @@
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 using testing::Contains;
@@ -485,4 +485,4 @@ TEST_CASE("bad job settings get clear errors", "[net]") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -22,7 +22,7 @@
 #include "plan/plan_builder.h"
 #include "plan/plan_writer.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 constexpr int64_t kFloats = 16;
@@ -284,4 +284,4 @@ TEST_CASE("a rank that cannot reach its master fails and tears down cleanly",
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -17,7 +17,7 @@
 #include "tests/gpu_test_util.h"
 #include "tests/test_util.h"
 
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 namespace {
 
 // Device memory and a stream for one test; copies block.
@@ -274,4 +274,4 @@ TEST_CASE("the MLP plan on GPU streams resumes bit for bit from a checkpoint",
 }
 
 }  // namespace
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn

@@ -14,7 +14,7 @@
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
 
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 namespace {
 
 std::vector<float> Random(int64_t n, std::mt19937_64* rng) {
@@ -476,4 +476,4 @@ TEST_CASE("kernels check their plans and name the field", "[nn]") {
 }
 
 }  // namespace
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn

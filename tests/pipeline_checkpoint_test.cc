@@ -27,7 +27,7 @@
 #include "plan/plan_builder.h"
 #include "tests/test_util.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 namespace {
 
 constexpr int kEpochs = 2;
@@ -361,4 +361,4 @@ TEST_CASE("a pipeline killed at random moments resumes bit for bit",
 }
 
 }  // namespace
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline

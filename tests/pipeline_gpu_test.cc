@@ -10,7 +10,7 @@
 #include "plan/plan_builder.h"
 #include "tests/gpu_test_util.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 namespace {
 
 std::unique_ptr<Pipeline> Normalized(bool gpu) {
@@ -98,4 +98,4 @@ TEST_CASE("GPU: a mixed batch normalized on the device matches the CPU") {
 }
 
 }  // namespace
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline

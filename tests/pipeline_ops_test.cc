@@ -14,7 +14,7 @@
 #include "pipeline/image_ops.h"
 #include "tests/test_util.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -283,4 +283,4 @@ TEST_CASE("directories list images by path, labelled by subdirectory") {
 }
 
 }  // namespace
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline

@@ -23,7 +23,7 @@
 #include "plan/plan_builder.h"
 #include "tests/test_util.h"
 
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -810,4 +810,4 @@ TEST_CASE("Finish ends the run, with traces, even with input left unread") {
 }
 
 }  // namespace
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline

@@ -9,7 +9,7 @@
 #include "plan/plan_builder.h"
 #include "plan/plan_writer.h"
 
-namespace actorflow::net {
+namespace actorflow::internal::net {
 namespace {
 
 StreamKeyProto On(int machine, int index, bool host_async = false) {
@@ -75,4 +75,4 @@ TEST_CASE("transfer tasks share the thread of the task they serve",
 }
 
 }  // namespace
-}  // namespace actorflow::net
+}  // namespace actorflow::internal::net

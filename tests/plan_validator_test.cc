@@ -13,7 +13,7 @@
 #include "actorflow/plan_loader.h"
 #include "plan/plan_builder.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 // source (1) -> scale (2) -> sink (3), all consistent.
@@ -556,4 +556,4 @@ TEST_CASE("plan files: text, binary and their errors", "[validator]") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -8,7 +8,7 @@
 
 #include "tests/test_util.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 // Random pushes and pops against a std::deque; `push_percent(step, size)`
@@ -105,4 +105,4 @@ TEST_CASE("a moved RingQueue keeps its items, inline or not", "[ring_queue]") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -7,7 +7,7 @@
 #include "runtime/runtime.h"
 #include "tests/allocation_counter.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 int64_t AllocationsForRun(const Plan& plan, int64_t pieces) {
@@ -50,4 +50,4 @@ TEST_CASE("allocations do not grow with the number of pieces",
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -13,7 +13,7 @@
 #include "runtime/runtime.h"
 #include "tests/test_util.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 struct RandomPlan {
@@ -198,4 +198,4 @@ TEST_CASE("random plans match a sequential evaluation bit for bit",
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

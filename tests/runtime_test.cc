@@ -12,7 +12,7 @@
 #include "plan/plan_builder.h"
 #include "tests/test_util.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 // --- test kernels ---------------------------------------------------------
@@ -460,9 +460,9 @@ TEST_CASE("a failure downstream drains acts still in flight on an async stream",
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 TEST_CASE("a traced run records every act, and no consumer before its producer",
@@ -540,4 +540,4 @@ TEST_CASE("an untraced run records nothing", "[runtime][trace]") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -18,7 +18,7 @@
 #include "runtime/runtime.h"
 #include "tests/allocation_counter.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 Plan MustBuild(const std::vector<TaskDef>& tasks, int64_t pieces) {
@@ -754,4 +754,4 @@ TEST_CASE("no allocation per run in steady state", "[session][alloc]") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

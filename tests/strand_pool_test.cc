@@ -17,7 +17,7 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 // A message names who sent it (a strand's index, or kOutside + a thread's)
@@ -218,4 +218,4 @@ TEST_CASE("an abandoned strand leaves its worker; the others finish",
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -10,7 +10,7 @@
 #include "memory/synced_memory.h"
 #include "tests/gpu_test_util.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 constexpr size_t kFloats = 1 << 16;
@@ -122,4 +122,4 @@ TEST_CASE("GPU: a device index past the last one is a clear error", "[gpu]") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -13,7 +13,7 @@
 #include "actorflow/cuda_api.h"
 #include "memory/allocator.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 using Head = SyncedMemory::SyncedHead;
@@ -409,4 +409,4 @@ TEST_CASE("head names", "[synced_memory]") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

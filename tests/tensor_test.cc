@@ -21,7 +21,7 @@
 #include "kernels/convert.h"
 #include "plan/plan_builder.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 // The task as KernelHarness::Create takes it (text format).
@@ -468,4 +468,4 @@ TEST_CASE("attributes: strings, bools and lists, typed", "[tensor]") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -22,7 +22,7 @@
     REQUIRE(status_.ok());               \
   } while (0)
 
-namespace actorflow::testing {
+namespace actorflow::internal::testing {
 
 // Seed for randomized tests: $ACTORFLOW_SEED if set (to replay a failure),
 // else fresh. Always printed, with how to replay it.
@@ -64,6 +64,6 @@ inline bool WaitUntil(
   return true;
 }
 
-}  // namespace actorflow::testing
+}  // namespace actorflow::internal::testing
 
 #endif  // ACTORFLOW_TESTS_TEST_UTIL_H_

@@ -8,7 +8,7 @@
 #include "actorflow/cuda_api.h"
 #include "thread/blocking_counter.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 // A token travels around a ring of threads: thread i forwards it to thread
@@ -128,4 +128,4 @@ TEST_CASE("many threads start, pass tokens around and stop, repeatedly",
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -13,7 +13,7 @@
 #include "thread/blocking_counter.h"
 #include "thread/multi_thread_loop.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 TEST_CASE(
@@ -135,4 +135,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

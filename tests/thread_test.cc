@@ -9,7 +9,7 @@
 #include "tests/test_util.h"
 #include "thread/blocking_counter.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 struct TestMsg {
@@ -183,4 +183,4 @@ TEST_CASE("a thread that was never started stops cleanly", "[thread]") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

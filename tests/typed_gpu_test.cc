@@ -11,7 +11,7 @@
 #include "memory/cuda_emulation.h"
 #endif
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 using testing::Streams;
@@ -56,4 +56,4 @@ TEST_CASE("GPU: dynamic shapes through h2d, a GPU kernel and d2h",
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

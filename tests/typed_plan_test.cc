@@ -15,7 +15,7 @@
 #include "runtime/runtime.h"
 #include "tests/typed_plans.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 absl::Status NoGpu(int) {
@@ -214,4 +214,4 @@ TEST_CASE("dynamic shapes reach every consumer", "[typed][dynamic]") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -12,7 +12,7 @@
 #include "kernels/convert.h"
 #include "plan/plan_builder.h"
 
-namespace actorflow::testing {
+namespace actorflow::internal::testing {
 
 inline Plan MustBuild(const std::vector<TaskDef>& tasks, int64_t pieces) {
   auto plan = BuildPlan(tasks, pieces);
@@ -118,6 +118,6 @@ inline double DynamicChecksum(int64_t pieces) {
   return total;
 }
 
-}  // namespace actorflow::testing
+}  // namespace actorflow::internal::testing
 
 #endif  // ACTORFLOW_TESTS_TYPED_PLANS_H_

@@ -21,7 +21,7 @@
 #include "tests/test_util.h"
 #include "thread/spin_wait.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 namespace fs = std::filesystem;
@@ -303,4 +303,4 @@ TEST_CASE("a waiter spins only while a CPU is free for it") {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -4,7 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 #if defined(__SANITIZE_THREAD__)
@@ -48,4 +48,4 @@ void HeavyFence() {
   }
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

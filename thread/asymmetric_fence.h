@@ -3,7 +3,7 @@
 
 #include <atomic>
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // A store-load fence split between a hot side and a rare side.
 //
@@ -33,6 +33,6 @@ inline void LightFence() {
 
 void HeavyFence();
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_ASYMMETRIC_FENCE_H_

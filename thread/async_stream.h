@@ -7,7 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Work that runs in order somewhere else (a CUDA stream, or a host worker
 // thread), whose progress is learned through events: an event recorded now
@@ -40,6 +40,6 @@ class AsyncStream {
   virtual void* native_handle() const { return nullptr; }
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_ASYNC_STREAM_H_

@@ -10,7 +10,7 @@
 #include "thread/host_async_stream.h"
 #include "thread/thread.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // An actor thread whose kernels run on an asynchronous stream: the loop
 // thread submits work to the stream, and the thread's poller runs the
@@ -51,6 +51,6 @@ class AsyncThread : public Thread<Msg> {
   CallbackPoller poller_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_ASYNC_THREAD_H_

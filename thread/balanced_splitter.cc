@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace actorflow {
+namespace actorflow::internal {
 
 BalancedSplitter::BalancedSplitter(int64_t total, int64_t parts)
     : total_(std::max<int64_t>(total, 0)),
@@ -15,4 +15,4 @@ Range BalancedSplitter::At(int64_t i) const {
   return Range{begin, begin + base_ + (i < extra_ ? 1 : 0)};
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

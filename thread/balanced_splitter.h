@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Half-open range [begin, end).
 struct Range {
@@ -30,6 +30,6 @@ class BalancedSplitter {
   int64_t extra_;  // total % parts
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_BALANCED_SPLITTER_H_

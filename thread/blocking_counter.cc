@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace actorflow {
+namespace actorflow::internal {
 
 BlockingCounter::BlockingCounter(int64_t initial) : count_(initial) {
   if (initial < 0) {
@@ -50,4 +50,4 @@ bool BlockingCounter::WaitFor(absl::Duration timeout) {
   return true;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

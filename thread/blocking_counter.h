@@ -7,7 +7,7 @@
 #include "absl/time/time.h"
 #include "base/mutex.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Counts down to zero; waiters block until it gets there. The runtime uses
 // one for actors still constructing and one for actors still running.
@@ -40,6 +40,6 @@ class BlockingCounter {
   CondVar zero_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_BLOCKING_COUNTER_H_

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 namespace {
 // The poller mostly waits inside WaitEvent; between callbacks a short spin
@@ -51,4 +51,4 @@ void CallbackPoller::Loop() {
   }
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

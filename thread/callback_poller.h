@@ -9,7 +9,7 @@
 #include "thread/async_stream.h"
 #include "thread/channel.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // The thread that learns when stream work is done: AddCallback records an
 // event on a stream and hands {event, callback} over; the poller waits for
@@ -54,6 +54,6 @@ class CallbackPoller {
   std::thread thread_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_CALLBACK_POLLER_H_

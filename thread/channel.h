@@ -21,7 +21,7 @@
 #include "thread/spin_mutex.h"
 #include "thread/spin_wait.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 enum class ChannelStatus { kOk, kClosed };
 
@@ -40,7 +40,7 @@ class ChannelParker {
   virtual void Unpark() = 0;
 };
 
-namespace internal {
+namespace channel_internal {
 // A sender's identity, and its cache of the lane it owns in each channel it
 // has sent to. Channel ids are never reused, so a stale entry (its channel
 // gone) can never match.
@@ -64,17 +64,17 @@ inline SenderIdentity* CurrentSender() {
   SenderIdentity* strand = strand_sender;
   return strand != nullptr ? strand : &thread_sender;
 }
-}  // namespace internal
+}  // namespace channel_internal
 
 // An unbounded many-senders, one-receiver queue.
 //
-// Every sending thread (or strand, see internal::SenderIdentity) gets its
-// own Lane (a single-producer single-consumer ring) the first time it sends, so
-// a Send writes one slot and reads one mostly-unchanging word: no locked
-// instruction and no cache line that other senders write. The receiver polls
-// the lanes; items keep the order of each sender's Send calls. Past 63 senders,
-// the remaining ones share the last lane under a lock. Lanes live as long as
-// the channel.
+// Every sending thread (or strand, see channel_internal::SenderIdentity) gets
+// its own Lane (a single-producer single-consumer ring) the first time it
+// sends, so a Send writes one slot and reads one mostly-unchanging word: no
+// locked instruction and no cache line that other senders write. The receiver
+// polls the lanes; items keep the order of each sender's Send calls. Past 63
+// senders, the remaining ones share the last lane under a lock. Lanes live as
+// long as the channel.
 //
 // Parking and closing meet senders in one word, `state_`: a sender publishes
 // its item, fences, and reads the word; the receiver sets `parked` (or sees
@@ -94,7 +94,8 @@ class Channel {
       : options_(options),
         usable_cpus_(options.usable_cpus > 0 ? options.usable_cpus
                                              : ProcessUsableCpus().count),
-        id_(internal::next_channel_id.fetch_add(1, std::memory_order_relaxed)),
+        id_(channel_internal::next_channel_id.fetch_add(
+            1, std::memory_order_relaxed)),
         lane_capacity_(std::min<uint64_t>(RoundUp(options.reserve), 4096)) {
     if (options.reserve > 0) {
       // Unowned until the first sender adopts it.
@@ -284,9 +285,10 @@ class Channel {
   }
 
   SenderLane* MyLane() {
-    internal::SenderIdentity* sender = internal::CurrentSender();
-    internal::LaneCacheEntry& entry =
-        sender->lane_cache[id_ % internal::kLaneCacheSize];
+    channel_internal::SenderIdentity* sender =
+        channel_internal::CurrentSender();
+    channel_internal::LaneCacheEntry& entry =
+        sender->lane_cache[id_ % channel_internal::kLaneCacheSize];
     if (entry.channel_id == id_) return static_cast<SenderLane*>(entry.lane);
     SenderLane* lane = RegisterSender(sender);
     entry = {id_, lane};
@@ -295,10 +297,10 @@ class Channel {
 
   // Finds or makes the sender's lane.
   __attribute__((noinline)) SenderLane* RegisterSender(
-      internal::SenderIdentity* sender) {
+      channel_internal::SenderIdentity* sender) {
     if (sender->id == 0) {
-      sender->id =
-          internal::next_sender_id.fetch_add(1, std::memory_order_relaxed);
+      sender->id = channel_internal::next_sender_id.fetch_add(
+          1, std::memory_order_relaxed);
     }
     const uint64_t me = sender->id;
     MutexLock lock(&lanes_mu_);
@@ -460,6 +462,6 @@ class Channel {
   std::unique_ptr<SenderLane> lanes_[kMaxLanes];
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_CHANNEL_H_

@@ -1,7 +1,7 @@
 #ifndef ACTORFLOW_THREAD_CPU_RELAX_H_
 #define ACTORFLOW_THREAD_CPU_RELAX_H_
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // A hint inside spin loops: lets a sibling hyper-thread run and lowers power
 // while we wait for another core to publish something.
@@ -13,6 +13,6 @@ inline void CpuRelax() {
 #endif
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_CPU_RELAX_H_

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 absl::StatusOr<std::unique_ptr<CudaStream>> CudaStream::Create(
     int device_index, std::string name) {
@@ -75,4 +75,4 @@ int64_t CudaStream::events_created() const {
   return static_cast<int64_t>(all_events_.size());
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -13,7 +13,7 @@
 #include "thread/async_stream.h"
 #include "thread/spin_mutex.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // A CUDA stream on one device, as an AsyncStream. Kernels launch from the
 // actor's thread (Submit runs the work inline); events come from a pool,
@@ -53,6 +53,6 @@ class CudaStream final : public AsyncStream {
   std::vector<cuda::EventHandle> all_events_ ABSL_GUARDED_BY(pool_mu_);
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_CUDA_STREAM_H_

@@ -6,7 +6,7 @@
 
 #include <climits>
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // std::atomic<uint32_t> is a plain 32-bit word on Linux, which is what the
 // futex system call expects.
@@ -27,4 +27,4 @@ void FutexWakeAll(std::atomic<uint32_t>* word) {
           INT_MAX, nullptr, nullptr, 0);
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

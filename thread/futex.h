@@ -4,7 +4,7 @@
 #include <atomic>
 #include <cstdint>
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Parks the calling thread while `*word == expected`. May return spuriously:
 // callers re-check their condition in a loop.
@@ -16,6 +16,6 @@ void FutexWakeOne(std::atomic<uint32_t>* word);
 // Wakes every thread parked on `word`.
 void FutexWakeAll(std::atomic<uint32_t>* word);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_FUTEX_H_

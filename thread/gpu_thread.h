@@ -9,7 +9,7 @@
 #include "thread/async_thread.h"
 #include "thread/cuda_stream.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // The GPU kind: an AsyncThread over a CUDA stream of the key's device. Its
 // loop thread makes that device current before handling any message, so
@@ -45,6 +45,6 @@ class GpuThread final : public AsyncThread<Msg> {
       : AsyncThread<Msg>(key, handler, options, std::move(stream)) {}
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_GPU_THREAD_H_

@@ -4,7 +4,7 @@
 
 #include <utility>
 
-namespace actorflow {
+namespace actorflow::internal {
 
 HostAsyncStream::HostAsyncStream() : worker_([this] { WorkerLoop(); }) {}
 
@@ -75,4 +75,4 @@ void HostAsyncStream::WorkerLoop() {
   }
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -11,7 +11,7 @@
 #include "base/mutex.h"
 #include "thread/async_stream.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // A stream on the host, standing in for a device stream where there is no
 // GPU: work queued with Enqueue runs in order on the stream's own worker
@@ -59,6 +59,6 @@ class HostAsyncStream final : public AsyncStream {
   std::thread worker_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_HOST_ASYNC_STREAM_H_

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <utility>
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // One sender's queue into a Channel: a single-producer single-consumer FIFO
 // that never blocks and never loses order.
@@ -211,6 +211,6 @@ class Lane {
   std::atomic<uint64_t> head_at_seal_{0};
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_LANE_H_

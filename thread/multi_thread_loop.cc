@@ -7,7 +7,7 @@
 #include "thread/balanced_splitter.h"
 #include "thread/blocking_counter.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 // Shared with the pool tasks, which may start after the loop has returned
@@ -53,4 +53,4 @@ void MultiThreadLoop(int64_t n, const std::function<void(int64_t)>& fn) {
   MultiThreadLoop(n, fn, DefaultThreadPool());
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -6,7 +6,7 @@
 
 #include "thread/thread_pool.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Calls fn(i) for every i in [0, n), split into balanced contiguous ranges
 // over the pool's workers and the calling thread, and returns when all calls
@@ -19,6 +19,6 @@ void MultiThreadLoop(int64_t n, const std::function<void(int64_t)>& fn,
 // Over DefaultThreadPool().
 void MultiThreadLoop(int64_t n, const std::function<void(int64_t)>& fn);
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_MULTI_THREAD_LOOP_H_

@@ -5,7 +5,7 @@
 #include <memory>
 #include <utility>
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Storage for RingQueue's inline items; nothing at all (an empty base)
 // when there are none.
@@ -111,6 +111,6 @@ class RingQueue : private RingInlineSlots<T, kInline> {
   size_t tail_ = 0;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_RING_QUEUE_H_

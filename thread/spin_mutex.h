@@ -12,7 +12,7 @@
 #include "thread/cpu_relax.h"
 #include "thread/spin_wait.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // A lock for critical sections of a few dozen instructions (the engine's
 // variable queues), where std::mutex under contention parks in the kernel
@@ -83,6 +83,6 @@ class ABSL_SCOPED_LOCKABLE SpinMutexLock {
   SpinMutex* const mu_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_SPIN_MUTEX_H_

@@ -2,7 +2,7 @@
 
 #include <sys/resource.h>
 
-namespace actorflow::cpu_gate::internal {
+namespace actorflow::internal::cpu_gate::detail {
 
 bool SwitchedOutSinceLastLook(ThreadState* me) {
   rusage usage{};
@@ -14,4 +14,4 @@ bool SwitchedOutSinceLastLook(ThreadState* me) {
   return switched;
 }
 
-}  // namespace actorflow::cpu_gate::internal
+}  // namespace actorflow::internal::cpu_gate::detail

@@ -10,7 +10,7 @@
 
 #include "thread/cpu_relax.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // How long a waiter spins before it parks, at most, while a CPU is free for
 // it: waking a parked thread costs tens of microseconds on a VM (at times
@@ -40,7 +40,7 @@ inline constexpr int64_t kDefaultSpinNs = 1'000'000;
 // quota, and it does nothing for a thread queued on another CPU.
 namespace cpu_gate {
 
-namespace internal {
+namespace detail {
 inline std::atomic<int> awake{0};
 // Counted threads among `awake` that spin waiting (past their first round
 // of looks): they would give their CPU up to a thread with work.
@@ -77,33 +77,33 @@ inline int64_t NowNs() {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
-}  // namespace internal
+}  // namespace detail
 
 // The calling thread is one of the runtime's: counted as awake until
 // Leave, except between BeforePark and AfterWake.
 inline void Join() {
-  internal::state.counted = true;
-  internal::awake.fetch_add(1, std::memory_order_relaxed);
+  detail::state.counted = true;
+  detail::awake.fetch_add(1, std::memory_order_relaxed);
 }
 inline void Leave() {
-  if (!internal::state.counted) return;
-  internal::state.counted = false;
-  internal::awake.fetch_sub(1, std::memory_order_relaxed);
+  if (!detail::state.counted) return;
+  detail::state.counted = false;
+  detail::awake.fetch_sub(1, std::memory_order_relaxed);
 }
 // Around a park (a futex, a condition variable) of the calling thread.
 inline void BeforePark() {
-  internal::ThreadState& me = internal::state;
+  detail::ThreadState& me = detail::state;
   if (!me.counted) return;
-  internal::awake.fetch_sub(1, std::memory_order_relaxed);
-  me.parked_at_ns = internal::NowNs();
+  detail::awake.fetch_sub(1, std::memory_order_relaxed);
+  me.parked_at_ns = detail::NowNs();
 }
 inline void AfterWake() {
-  internal::ThreadState& me = internal::state;
+  detail::ThreadState& me = detail::state;
   if (!me.counted) return;
-  internal::awake.fetch_add(1, std::memory_order_relaxed);
-  const int64_t now = internal::NowNs();
-  if (now - me.parked_at_ns < internal::kShortParkNs) {
-    me.short_spins_until_ns = now + internal::kShortSpinsForNs;
+  detail::awake.fetch_add(1, std::memory_order_relaxed);
+  const int64_t now = detail::NowNs();
+  if (now - me.parked_at_ns < detail::kShortParkNs) {
+    me.short_spins_until_ns = now + detail::kShortSpinsForNs;
   }
 }
 // The calling thread has just woken a parked thread (a futex wake, a
@@ -111,22 +111,22 @@ inline void AfterWake() {
 // the waker's own CPU, behind it: the waker's next wait then first lets it
 // run (one sched_yield, which returns at once when nothing is queued),
 // rather than spin while the thread it waits for cannot run.
-inline void NoteWoke() { internal::state.woke_another = true; }
+inline void NoteWoke() { detail::state.woke_another = true; }
 
 // Threads awake now (observability and tests).
-inline int Awake() { return internal::awake.load(std::memory_order_relaxed); }
+inline int Awake() { return detail::awake.load(std::memory_order_relaxed); }
 
 // Whether the calling thread may poll now, for a wait that polls in its own
 // way: the threads with work (awake, less those spinning for work, which
 // give their CPU up as it starts) leave a CPU free for it among `usable`,
 // and it is not backing off after being descheduled.
 inline bool MaySpin(int usable) {
-  const internal::ThreadState& me = internal::state;
-  if (me.quiet_until_ns != 0 && internal::NowNs() < me.quiet_until_ns) {
+  const detail::ThreadState& me = detail::state;
+  if (me.quiet_until_ns != 0 && detail::NowNs() < me.quiet_until_ns) {
     return false;
   }
-  return internal::awake.load(std::memory_order_relaxed) -
-             internal::spinning.load(std::memory_order_relaxed) +
+  return detail::awake.load(std::memory_order_relaxed) -
+             detail::spinning.load(std::memory_order_relaxed) +
              (me.counted ? 0 : 1) <=
          usable;
 }
@@ -138,7 +138,7 @@ inline bool MaySpin(int usable) {
 // held. The caller parks when it returns false.
 template <typename Ready>
 bool SpinWhileCpuFree(Ready&& ready, int64_t spin_ns, int usable) {
-  namespace gate = cpu_gate::internal;
+  namespace gate = cpu_gate::detail;
   if (ready()) return true;
   if (spin_ns <= 0) return false;
   gate::ThreadState& me = gate::state;
@@ -206,6 +206,6 @@ bool SpinWhileCpuFree(Ready&& ready, int64_t spin_ns, int usable) {
   return held || ready();
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_SPIN_WAIT_H_

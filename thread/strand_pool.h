@@ -17,7 +17,7 @@
 #include "thread/spin_wait.h"
 #include "thread/thread.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Streams that any of a few threads can run.
 //
@@ -84,11 +84,11 @@ class Strand final : public Thread<Msg> {
 
   // On a pool worker, never on two at once.
   TurnEnd RunTurn() {
-    internal::current_thread = this;
-    internal::strand_sender = &sender_;
+    thread_internal::current_thread = this;
+    channel_internal::strand_sender = &sender_;
     const TurnEnd end = Turn();
-    internal::strand_sender = nullptr;
-    internal::current_thread = nullptr;
+    channel_internal::strand_sender = nullptr;
+    thread_internal::current_thread = nullptr;
     return end;
   }
 
@@ -121,8 +121,8 @@ class Strand final : public Thread<Msg> {
   StrandPool<Msg>* const pool_;
   Parker parker_;
   // What the strand sends goes through its own lanes, whichever worker
-  // runs it, so that it keeps its order (internal::SenderIdentity).
-  internal::SenderIdentity sender_;
+  // runs it, so that it keeps its order (channel_internal::SenderIdentity).
+  channel_internal::SenderIdentity sender_;
   // Set once by Finished: the strand was counted out of the pool's live
   // strands.
   std::atomic<bool> finished_{false};
@@ -246,7 +246,7 @@ class StrandPool {
       Counted() { cpu_gate::Join(); }
       ~Counted() { cpu_gate::Leave(); }
     } counted;
-    internal::current_parker_slot = nullptr;
+    thread_internal::current_parker_slot = nullptr;
     pthread_setname_np(
         pthread_self(),
         (name_ + "/" + std::to_string(index)).substr(0, 15).c_str());
@@ -330,6 +330,6 @@ class StrandPool {
   std::atomic<uint32_t> wake_word_{0};
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_STRAND_POOL_H_

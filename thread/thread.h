@@ -18,7 +18,7 @@
 #include "thread/ring_queue.h"
 #include "thread/spin_wait.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Receives every message a Thread dispatches, on that thread.
 template <typename Msg>
@@ -28,12 +28,12 @@ class MsgHandler {
   virtual void Handle(const Msg& msg) = 0;
 };
 
-namespace internal {
+namespace thread_internal {
 // The Thread whose loop runs on the calling OS thread, if any.
 inline thread_local const void* current_thread = nullptr;
 // The running Thread's channel's parker (see ChannelParker).
 inline thread_local std::atomic<ChannelParker*>* current_parker_slot = nullptr;
-}  // namespace internal
+}  // namespace thread_internal
 
 // One polling thread. Messages sent from the thread itself go to a plain
 // local queue (no lock, no atomic); everyone else's go through a Channel.
@@ -104,7 +104,7 @@ class Thread {
   // after every loop has exited and before it destroys any thread.
   virtual void JoinHelpers() {}
 
-  bool InThisThread() const { return internal::current_thread == this; }
+  bool InThisThread() const { return thread_internal::current_thread == this; }
   // Whether the local queue is empty: loop thread only. A caller that
   // delivers a message by a direct call instead of sending it must do so
   // only when this holds, or it could overtake a queued one.
@@ -150,8 +150,8 @@ class Thread {
       Counted() { cpu_gate::Join(); }
       ~Counted() { cpu_gate::Leave(); }
     } counted;
-    internal::current_thread = this;
-    internal::current_parker_slot = channel_.parker_slot();
+    thread_internal::current_thread = this;
+    thread_internal::current_parker_slot = channel_.parker_slot();
     // Linux limits thread names to 15 characters.
     pthread_setname_np(pthread_self(), key_.ToString().substr(0, 15).c_str());
     OnLoopStart();
@@ -169,7 +169,7 @@ class Thread {
       }
     }
     OnLoopEnd();
-    internal::current_thread = nullptr;
+    thread_internal::current_thread = nullptr;
   }
 
   const StreamKey key_;
@@ -188,6 +188,6 @@ class CpuThread final : public Thread<Msg> {
   DeviceKind device_kind() const override { return DeviceKind::kCpu; }
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_THREAD_H_

@@ -19,7 +19,7 @@
 #include "thread/strand_pool.h"
 #include "thread/thread.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // Plain CPU streams that any of `workers` threads may run, instead of a
 // thread each (strand_pool.h).
@@ -163,6 +163,6 @@ class ThreadMgr {
   absl::flat_hash_map<StreamKey, int> index_;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_THREAD_MGR_H_

@@ -5,7 +5,7 @@
 
 #include "actorflow/usable_cpus.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 ThreadPool::ThreadPool(int num_threads) {
   int n = std::max(num_threads, 1);
@@ -51,4 +51,4 @@ ThreadPool* DefaultThreadPool() {
   return &pool;
 }
 
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -9,7 +9,7 @@
 #include "absl/base/thread_annotations.h"
 #include "base/mutex.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 // A fixed set of workers taking closures from one FIFO. For coarse work
 // (MultiThreadLoop, engine workers), not for the actor message path.
@@ -39,6 +39,6 @@ class ThreadPool {
 // first use.
 ThreadPool* DefaultThreadPool();
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 #endif  // ACTORFLOW_THREAD_THREAD_POOL_H_

@@ -23,11 +23,11 @@
 
 namespace {
 
-using actorflow::Json;
-using actorflow::JsonNumber;
-using actorflow::PrintJsonLine;
-using actorflow::examples::EpochReport;
-using actorflow::examples::MnistOptions;
+using actorflow::internal::Json;
+using actorflow::internal::JsonNumber;
+using actorflow::internal::PrintJsonLine;
+using actorflow::internal::examples::EpochReport;
+using actorflow::internal::examples::MnistOptions;
 
 constexpr char kAbout[] =
     R"(Trains a perceptron (784 inputs, --hidden ReLU layers, 10 classes; softmax
@@ -70,7 +70,7 @@ struct Flags {
   std::string trace;
 };
 
-void Declare(actorflow::FlagSet* set, Flags* f) {
+void Declare(actorflow::internal::FlagSet* set, Flags* f) {
   set->Int("epochs", &f->epochs, "passes over the training set", 1);
   set->Int("batch", &f->batch, "samples per step", 1);
   set->String("hidden", &f->hidden, "N[,N...]",
@@ -153,7 +153,7 @@ int Fail(const std::string& message) {
 
 int main(int argc, char** argv) {
   Flags f;
-  actorflow::FlagSet flags("mnist_mlp [flags]", kAbout, kEpilog);
+  actorflow::internal::FlagSet flags("mnist_mlp [flags]", kAbout, kEpilog);
   Declare(&flags, &f);
   absl::Status parsed = flags.Parse(argc, argv);
   if (flags.help_requested()) {
@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
     return Fail("give --streams or --towers (its old name), not both");
   }
   const int64_t streams = flags.given("towers") ? f.towers : f.streams;
-  if (auto isa = actorflow::nn::IsaFromEnvironment(); !isa.ok()) {
+  if (auto isa = actorflow::internal::nn::IsaFromEnvironment(); !isa.ok()) {
     return Fail(std::string(isa.status().message()));
   }
   options.checkpoint_dir = f.checkpoint_dir;
@@ -220,7 +220,7 @@ int main(int argc, char** argv) {
   options.trace = !trace_path.empty();
 
   if (!f.write_plan.empty()) {
-    auto plan = actorflow::nn::BuildMlpPlan(options.model);
+    auto plan = actorflow::internal::nn::BuildMlpPlan(options.model);
     if (!plan.ok()) return Fail(std::string(plan.status().message()));
     std::ofstream out(f.write_plan);
     out << plan->DebugString();
@@ -250,7 +250,7 @@ int main(int argc, char** argv) {
                 : "as a plan",
       layers.c_str(), static_cast<long long>(options.model.batch_size),
       options.model.streams, options.model.lr, options.model.momentum,
-      actorflow::nn::IsaName(actorflow::nn::DenseIsa()));
+      actorflow::internal::nn::IsaName(actorflow::internal::nn::DenseIsa()));
   if (resume) {
     auto found = actorflow::ResolveCheckpoint(options.checkpoint_dir);
     if (found.ok()) {
@@ -264,9 +264,10 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
   }
-  auto summary = reference
-                     ? actorflow::examples::TrainSequential(options, report)
-                     : actorflow::examples::TrainWithPlan(options, report);
+  auto summary =
+      reference
+          ? actorflow::internal::examples::TrainSequential(options, report)
+          : actorflow::internal::examples::TrainWithPlan(options, report);
   if (!summary.ok()) return Fail(std::string(summary.status().message()));
   if (summary->resumed_from_step > 0) {
     std::printf("--resume: went on from training step %lld\n",
@@ -283,10 +284,10 @@ int main(int argc, char** argv) {
   }
   if (options.trace && !reference) {
     absl::Status written =
-        actorflow::WriteChromeTrace(summary->trace, trace_path);
+        actorflow::internal::WriteChromeTrace(summary->trace, trace_path);
     if (!written.ok()) return Fail(std::string(written.message()));
     for (const auto& [stream, share] :
-         actorflow::examples::StreamBusyShares(summary->trace)) {
+         actorflow::internal::examples::StreamBusyShares(summary->trace)) {
       std::printf("stream %s busy %.1f%%\n", stream.c_str(), 100 * share);
     }
   }

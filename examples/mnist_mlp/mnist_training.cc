@@ -15,7 +15,7 @@
 #include "plan/plan_builder.h"
 #include "runtime/checkpoint_writer.h"
 
-namespace actorflow::examples {
+namespace actorflow::internal::examples {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -574,4 +574,4 @@ std::vector<std::pair<std::string, double>> StreamBusyShares(
   return shares;
 }
 
-}  // namespace actorflow::examples
+}  // namespace actorflow::internal::examples

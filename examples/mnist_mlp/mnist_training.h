@@ -16,7 +16,7 @@
 // plan fed by two data pipelines (IDX reader, shuffle, batch, normalize),
 // and as the sequential reference loop. The example, its test and the
 // benchmark all call these.
-namespace actorflow::examples {
+namespace actorflow::internal::examples {
 
 // Fashion-MNIST's pixel mean and standard deviation (0..255 scale).
 constexpr double kPixelMean = 72.94;
@@ -106,6 +106,6 @@ absl::StatusOr<TrainSummary> TrainSequential(
 std::vector<std::pair<std::string, double>> StreamBusyShares(
     const RunTrace& trace);
 
-}  // namespace actorflow::examples
+}  // namespace actorflow::internal::examples
 
 #endif  // ACTORFLOW_EXAMPLES_MNIST_MLP_MNIST_TRAINING_H_

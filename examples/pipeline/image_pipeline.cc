@@ -15,7 +15,8 @@
 
 namespace {
 
-using namespace actorflow;  // NOLINT(build/namespaces)
+using namespace actorflow;            // NOLINT(build/namespaces)
+using namespace actorflow::internal;  // NOLINT(build/namespaces)
 
 constexpr char kAbout[] =
     "Reads every .jpg/.jpeg/.png under DIR (labels: first-level "

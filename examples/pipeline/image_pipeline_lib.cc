@@ -4,7 +4,7 @@
 
 #include "plan/plan_builder.h"
 
-namespace actorflow::examples {
+namespace actorflow::internal::examples {
 namespace {
 
 // Order-sensitive over 8-byte words in four independent lanes (a pass at
@@ -90,4 +90,4 @@ uint64_t HashBatch(const BatchView& batch, uint64_t hash) {
   return hash;
 }
 
-}  // namespace actorflow::examples
+}  // namespace actorflow::internal::examples

@@ -7,7 +7,7 @@
 
 #include "actorflow/pipeline.h"
 
-namespace actorflow::examples {
+namespace actorflow::internal::examples {
 
 // The image pipeline of //examples/pipeline:image_pipeline: read the files
 // of `dir`, decode to RGB, resize the shorter side to `resize` (0: keep),
@@ -35,6 +35,6 @@ inline uint64_t JsonChecksum(uint64_t hash) {
   return hash & ((1ULL << 53) - 1);
 }
 
-}  // namespace actorflow::examples
+}  // namespace actorflow::internal::examples
 
 #endif  // ACTORFLOW_EXAMPLES_PIPELINE_IMAGE_PIPELINE_LIB_H_

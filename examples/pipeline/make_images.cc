@@ -23,8 +23,9 @@
 namespace {
 
 namespace fs = std::filesystem;
-using namespace actorflow;            // NOLINT(build/namespaces)
-using namespace actorflow::pipeline;  // NOLINT(build/namespaces)
+using namespace actorflow;                      // NOLINT(build/namespaces)
+using namespace actorflow::internal;            // NOLINT(build/namespaces)
+using namespace actorflow::internal::pipeline;  // NOLINT(build/namespaces)
 
 constexpr char kAbout[] =
     "--kind=fashion writes --count JPEG/PNG images made from Fashion-MNIST\n"

@@ -32,12 +32,12 @@
 // Thread safety: one thread drives a pipeline (Build, Run, Outputs,
 // FeedInput, Checkpoint, Restore, Finish); only Abort may come from any
 // other. Errors are absl::Status naming the operator and the attribute.
-namespace actorflow::pipeline {
+namespace actorflow::internal::pipeline {
 // The runtime's, outside the versioned namespace: what the pipeline's
 // kernels point at.
 class SampleDealers;
 class SkipLog;
-}  // namespace actorflow::pipeline
+}  // namespace actorflow::internal::pipeline
 
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
@@ -241,8 +241,8 @@ class Pipeline {
   Plan plan_;
   // What the session's kernels point at: declared before it, so they
   // outlive it.
-  std::unique_ptr<pipeline::SkipLog> log_;
-  std::unique_ptr<pipeline::SampleDealers> dealers_;
+  std::unique_ptr<internal::pipeline::SkipLog> log_;
+  std::unique_ptr<internal::pipeline::SampleDealers> dealers_;
   std::atomic<int64_t> chunks_read_{0};
   std::unique_ptr<Session> session_;
 

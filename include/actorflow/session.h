@@ -39,8 +39,10 @@
 namespace actorflow {
 
 // The runtime's, outside the versioned namespace.
+namespace internal {
 class Register;
 class SessionImpl;
+}  // namespace internal
 
 ACTORFLOW_NAMESPACE_BEGIN
 
@@ -193,11 +195,11 @@ class FetchedTensor {
   void Release();
 
  private:
-  friend class ::actorflow::SessionImpl;
-  FetchedTensor(SessionImpl* session, Register* reg)
+  friend class ::actorflow::internal::SessionImpl;
+  FetchedTensor(internal::SessionImpl* session, internal::Register* reg)
       : session_(session), register_(reg) {}
-  SessionImpl* session_ = nullptr;
-  Register* register_ = nullptr;
+  internal::SessionImpl* session_ = nullptr;
+  internal::Register* register_ = nullptr;
 };
 
 // A plan compiled once and run many times. Create checks the plan, infers
@@ -332,8 +334,8 @@ class Session final {
   bool left_threads_running() const;
 
  private:
-  explicit Session(std::unique_ptr<SessionImpl> impl);
-  std::unique_ptr<SessionImpl> impl_;
+  explicit Session(std::unique_ptr<internal::SessionImpl> impl);
+  std::unique_ptr<internal::SessionImpl> impl_;
 };
 
 ACTORFLOW_NAMESPACE_END

@@ -7,7 +7,7 @@
 
 // VisitElemType(type, fn): fn(T{}) with T the C++ type of an ElemType, for
 // the launch functions (nvcc and the emulated device alike; no protobuf).
-namespace actorflow::gpu {
+namespace actorflow::internal::gpu {
 
 template <typename Fn>
 void VisitElemType(ElemType type, Fn&& fn) {
@@ -29,6 +29,6 @@ void VisitElemType(ElemType type, Fn&& fn) {
   }
 }
 
-}  // namespace actorflow::gpu
+}  // namespace actorflow::internal::gpu
 
 #endif  // ACTORFLOW_KERNELS_GPU_ELEM_VISIT_H_

@@ -16,7 +16,7 @@
 #include "kernels/convert.h"
 #include "kernels/gpu/launch.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 // launch.h numbers its element types as DataType does.
@@ -322,4 +322,4 @@ ACTORFLOW_REGISTER_GPU_KERNEL("h2d", H2dKernel);
 ACTORFLOW_REGISTER_GPU_KERNEL("d2h", D2hKernel);
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal

@@ -8,7 +8,7 @@
 #include "kernels/gpu/elem_visit.h"
 #include "kernels/gpu/launch.h"
 
-namespace actorflow::gpu {
+namespace actorflow::internal::gpu {
 namespace {
 
 constexpr int kThreads = 256;
@@ -206,4 +206,4 @@ void LaunchSpin(int64_t ns, void* stream) {
   SpinKernel<<<1, 1, 0, AsStream(stream)>>>(ns);
 }
 
-}  // namespace actorflow::gpu
+}  // namespace actorflow::internal::gpu

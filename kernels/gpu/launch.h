@@ -8,7 +8,7 @@
 // caller checks the launch with cuda::LastLaunchError. Fill, Scale, Add and
 // Cast queue nothing for n == 0; Sum always queues, since it still sets
 // *total. Pointers are device memory; n counts elements.
-namespace actorflow::gpu {
+namespace actorflow::internal::gpu {
 
 // Element types, numbered as DataType (actorflow/data_type.h;
 // gpu_kernels.cc checks that they agree): nvcc compiles launch.cu alone,
@@ -72,6 +72,6 @@ void LaunchSum(ElemType type, const void* in, int64_t n, double* partials,
 // length for tests and benchmarks.
 void LaunchSpin(int64_t ns, void* stream);
 
-}  // namespace actorflow::gpu
+}  // namespace actorflow::internal::gpu
 
 #endif  // ACTORFLOW_KERNELS_GPU_LAUNCH_H_

@@ -9,7 +9,7 @@
 #include "kernels/gpu/launch.h"
 #include "memory/cuda_emulation.h"
 
-namespace actorflow::gpu {
+namespace actorflow::internal::gpu {
 
 void LaunchFill(void* out, int64_t n, int elem_size, uint64_t pattern,
                 void* stream) {
@@ -117,4 +117,4 @@ void LaunchSpin(int64_t ns, void* stream) {
   });
 }
 
-}  // namespace actorflow::gpu
+}  // namespace actorflow::internal::gpu

@@ -2,7 +2,7 @@
 // which the CUDA stub answers with "built without CUDA".
 #include "kernels/gpu/launch.h"
 
-namespace actorflow::gpu {
+namespace actorflow::internal::gpu {
 
 void LaunchFill(void*, int64_t, int, uint64_t, void*) {}
 void LaunchScale(ElemType, const void*, void*, int64_t, double, void*) {}
@@ -13,4 +13,4 @@ void LaunchNormalize(ElemType, const void*, float*, int64_t,
 void LaunchSum(ElemType, const void*, int64_t, double*, double*, bool, void*) {}
 void LaunchSpin(int64_t, void*) {}
 
-}  // namespace actorflow::gpu
+}  // namespace actorflow::internal::gpu

@@ -6,7 +6,7 @@
 
 #include "nn/gpu/dense_launch.h"
 
-namespace actorflow::nn::gpu {
+namespace actorflow::internal::nn::gpu {
 namespace {
 
 constexpr int kThreads = 256;
@@ -21,7 +21,7 @@ unsigned GridFor(int64_t n) {
   return static_cast<unsigned>(blocks < 4096 ? blocks : 4096);
 }
 
-#define AF_GRID_STRIDE(i, n)                                               \
+#define AF_GRID_STRIDE(i, n)                                              \
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; \
        i += int64_t{gridDim.x} * blockDim.x)
 
@@ -122,9 +122,8 @@ __global__ void CountCorrectKernel(const float* logits, const int32_t* labels,
   }
 }
 
-__global__ void SgdKernel(SgdGrads grads, float inv_count, float mu,
-                          float step, int64_t n, float* velocity,
-                          float* delta) {
+__global__ void SgdKernel(SgdGrads grads, float inv_count, float mu, float step,
+                          int64_t n, float* velocity, float* delta) {
   AF_GRID_STRIDE(i, n) {
     float g = grads.grad[0][i];
 #pragma unroll
@@ -179,9 +178,9 @@ void LaunchReluGrad(const float* dy, const float* y, int64_t n, float* dx,
   ReluGradKernel<<<GridFor(n), kThreads, 0, AsStream(stream)>>>(dy, y, dx, n);
 }
 
-void LaunchSoftmaxXent(const float* logits, const int32_t* labels,
-                       int64_t rows, int64_t classes, double* row_loss,
-                       double* loss, float* dlogits, void* stream) {
+void LaunchSoftmaxXent(const float* logits, const int32_t* labels, int64_t rows,
+                       int64_t classes, double* row_loss, double* loss,
+                       float* dlogits, void* stream) {
   if (rows > 0) {
     SoftmaxRowsKernel<<<GridFor(rows), kThreads, 0, AsStream(stream)>>>(
         logits, labels, rows, classes, row_loss, dlogits);
@@ -213,4 +212,4 @@ void LaunchSgdMomentum(const SgdGrads& grads, int64_t count, double lr,
       delta);
 }
 
-}  // namespace actorflow::nn::gpu
+}  // namespace actorflow::internal::nn::gpu

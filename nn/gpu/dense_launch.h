@@ -11,7 +11,7 @@
 // which differs from the CPU's blocked products: GPU and CPU agree within
 // float rounding, not bit for bit. Nothing is queued for empty work, except
 // where an output must still be written (noted).
-namespace actorflow::nn::gpu {
+namespace actorflow::internal::nn::gpu {
 
 // out[m, n] = op(a) * op(b) (see dense_math.h's MatMul); an inner size of
 // 0 writes zeros.
@@ -58,6 +58,6 @@ void LaunchSgdMomentum(const SgdGrads& grads, int64_t count, double lr,
                        double momentum, int64_t n, float* velocity,
                        float* delta, void* stream);
 
-}  // namespace actorflow::nn::gpu
+}  // namespace actorflow::internal::nn::gpu
 
 #endif  // ACTORFLOW_NN_GPU_DENSE_LAUNCH_H_

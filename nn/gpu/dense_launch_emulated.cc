@@ -7,7 +7,7 @@
 #include "memory/cuda_emulation.h"
 #include "nn/gpu/dense_launch.h"
 
-namespace actorflow::nn::gpu {
+namespace actorflow::internal::nn::gpu {
 namespace {
 
 void Enqueue(void* stream, std::function<void()> work) {
@@ -143,4 +143,4 @@ void LaunchSgdMomentum(const SgdGrads& grads, int64_t count, double lr,
   });
 }
 
-}  // namespace actorflow::nn::gpu
+}  // namespace actorflow::internal::nn::gpu

@@ -3,7 +3,7 @@
 // registered to call these, but tests that name them still link.
 #include "nn/gpu/dense_launch.h"
 
-namespace actorflow::nn::gpu {
+namespace actorflow::internal::nn::gpu {
 
 void LaunchMatMul(const float*, int64_t, int64_t, bool, const float*, int64_t,
                   int64_t, bool, float*, void*) {}
@@ -19,4 +19,4 @@ void LaunchCountCorrect(const float*, const int32_t*, int64_t, int64_t,
 void LaunchSgdMomentum(const SgdGrads&, int64_t, double, double, int64_t,
                        float*, float*, void*) {}
 
-}  // namespace actorflow::nn::gpu
+}  // namespace actorflow::internal::nn::gpu

@@ -14,7 +14,7 @@
 #include "nn/gpu/dense_launch.h"
 #include "nn/nn_kernels.h"
 
-namespace actorflow::nn {
+namespace actorflow::internal::nn {
 namespace {
 
 absl::Status Launched(const char* what) { return cuda::LastLaunchError(what); }
@@ -199,8 +199,9 @@ class GpuSgdMomentumKernel final : public SgdMomentumKernel {
       absl::Status status = velocity_device_.Reserve(ctx->stream().device_index,
                                                      elements_ * sizeof(float));
       if (!status.ok()) return status;
-      ::actorflow::gpu::LaunchFill(velocity_device_.as<float>(), elements_,
-                                   sizeof(float), 0, ctx->cuda_stream());
+      ::actorflow::internal::gpu::LaunchFill(velocity_device_.as<float>(),
+                                             elements_, sizeof(float), 0,
+                                             ctx->cuda_stream());
       status = Launched("sgd_momentum: zeroing the velocity");
       if (!status.ok()) return status;
     }
@@ -279,15 +280,15 @@ class GpuVariableKernel final : public VariableKernel {
 
   absl::Status AddDelta(KernelContext* ctx, const float* from,
                         const float* delta, int64_t n, float* to) override {
-    ::actorflow::gpu::AddInputs terms;
+    ::actorflow::internal::gpu::AddInputs terms;
     if (from == to) {
       terms.accumulate = true;
     } else {
       terms.in[terms.count++] = from;
     }
     terms.in[terms.count++] = delta;
-    ::actorflow::gpu::LaunchAdd(::actorflow::gpu::kFloat32, terms, to, n,
-                                ctx->cuda_stream());
+    ::actorflow::internal::gpu::LaunchAdd(::actorflow::internal::gpu::kFloat32,
+                                          terms, to, n, ctx->cuda_stream());
     return Launched("variable: kernel launch");
   }
 
@@ -363,4 +364,4 @@ ACTORFLOW_REGISTER_GPU_KERNEL("sgd_momentum", GpuSgdMomentumKernel);
 ACTORFLOW_REGISTER_GPU_KERNEL("variable", GpuVariableKernel);
 
 }  // namespace
-}  // namespace actorflow::nn
+}  // namespace actorflow::internal::nn

@@ -7,7 +7,7 @@
 // numpy 1.24 read them), declared here from the published layout: a
 // capsule named "dltensor" holds a DLManagedTensor*; whoever consumes it
 // renames the capsule "used_dltensor" and calls `deleter` when done.
-namespace actorflow::python {
+namespace actorflow::internal::python {
 
 enum DLDeviceType : int32_t { kDLCPU = 1 };
 
@@ -44,6 +44,6 @@ struct DLManagedTensor {
   void (*deleter)(DLManagedTensor* self);
 };
 
-}  // namespace actorflow::python
+}  // namespace actorflow::internal::python
 
 #endif  // ACTORFLOW_PYTHON_SRC_DLPACK_H_

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-namespace actorflow::python {
+namespace actorflow::internal::python {
 
 namespace {
 
@@ -90,4 +90,4 @@ void StopInterrupter() {
   delete thread;
 }
 
-}  // namespace actorflow::python
+}  // namespace actorflow::internal::python

@@ -17,7 +17,7 @@
 // wrapper until the next scope). With SIGINT ignored or at its default
 // nothing is wrapped. The interrupter thread starts with the first scope
 // and is joined at interpreter exit.
-namespace actorflow::python {
+namespace actorflow::internal::python {
 
 class InterruptScope {
  public:
@@ -35,6 +35,6 @@ class InterruptScope {
 // Joins the interrupter thread (registered with Py_AtExit).
 void StopInterrupter();
 
-}  // namespace actorflow::python
+}  // namespace actorflow::internal::python
 
 #endif  // ACTORFLOW_PYTHON_SRC_INTERRUPTS_H_

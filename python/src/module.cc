@@ -15,21 +15,22 @@ namespace py = pybind11;
 
 PYBIND11_MODULE(_actorflow, m) {
   m.doc() = "actorflow's runtime, sessions and pipelines (C++)";
-  actorflow::python::RegisterPlans(m);
-  actorflow::python::RegisterSessions(m);
-  actorflow::python::RegisterPipelines(m);
-  m.def("dtypes", &actorflow::python::DtypeTable,
+  actorflow::internal::python::RegisterPlans(m);
+  actorflow::internal::python::RegisterSessions(m);
+  actorflow::internal::python::RegisterPipelines(m);
+  m.def("dtypes", &actorflow::internal::python::DtypeTable,
         "[(actorflow data type name, numpy dtype)] for every data type.");
   m.def(
       "load_kernels",
       [](const std::string& path) {
-        actorflow::python::ThrowIfError(actorflow::LoadKernelLibrary(path));
+        actorflow::internal::python::ThrowIfError(
+            actorflow::LoadKernelLibrary(path));
       },
       py::arg("path"),
       "Loads a kernel library built outside actorflow (examples/plugin): "
       "its op_types then run in every plan of this process. ValueError if "
       "it cannot be loaded, registers an op_type already registered, or "
       "registers no kernel; loading one twice does nothing.");
-  m.def("to_dlpack", &actorflow::python::ToDlpack, py::arg("array"),
+  m.def("to_dlpack", &actorflow::internal::python::ToDlpack, py::arg("array"),
         "A DLPack capsule over a C-contiguous host array, keeping it alive.");
 }

@@ -9,7 +9,7 @@
 #include "python/src/dlpack.h"
 #include "python/src/py_errors.h"
 
-namespace actorflow::python {
+namespace actorflow::internal::python {
 
 namespace {
 
@@ -165,4 +165,4 @@ py::capsule ToDlpack(const py::array& array) {
   return py::reinterpret_steal<py::capsule>(capsule);
 }
 
-}  // namespace actorflow::python
+}  // namespace actorflow::internal::python

@@ -15,7 +15,7 @@
 
 // Arrays between numpy and actorflow: the data type table, copies both
 // ways, views of memory actorflow owns, and DLPack capsules.
-namespace actorflow::python {
+namespace actorflow::internal::python {
 
 namespace py = pybind11;
 
@@ -43,6 +43,6 @@ inline py::array ViewOf(const ConstTensorView& view, py::handle base,
 // which it keeps alive until the consumer (torch.from_dlpack) frees it.
 py::capsule ToDlpack(const py::array& array);
 
-}  // namespace actorflow::python
+}  // namespace actorflow::internal::python
 
 #endif  // ACTORFLOW_PYTHON_SRC_PY_ARRAYS_H_

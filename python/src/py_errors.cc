@@ -2,7 +2,7 @@
 
 #include <string>
 
-namespace actorflow::python {
+namespace actorflow::internal::python {
 
 void Throw(const absl::Status& status) {
   PyObject* type = PyExc_RuntimeError;
@@ -38,4 +38,4 @@ bool OnMainThread() {
   return PyThread_get_thread_ident() == main_ident;
 }
 
-}  // namespace actorflow::python
+}  // namespace actorflow::internal::python

@@ -13,7 +13,7 @@
 
 // How C++ statuses become Python exceptions, and how a call that may block
 // lets go of the GIL and still answers Ctrl-C.
-namespace actorflow::python {
+namespace actorflow::internal::python {
 
 namespace py = pybind11;
 
@@ -58,6 +58,6 @@ auto CallBlocking(Op op, std::function<void()> interrupt) -> decltype(op()) {
   return *std::move(result);
 }
 
-}  // namespace actorflow::python
+}  // namespace actorflow::internal::python
 
 #endif  // ACTORFLOW_PYTHON_SRC_PY_ERRORS_H_

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "python/src/py_arrays.h"
 
-namespace actorflow::python {
+namespace actorflow::internal::python {
 
 namespace {
 
@@ -166,4 +166,4 @@ absl::Status CallPythonKernel(const GilSafeObject& fn, bool fills_outputs,
   }
 }
 
-}  // namespace actorflow::python
+}  // namespace actorflow::internal::python

@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "actorflow/kernel.h"
 
-namespace actorflow::python {
+namespace actorflow::internal::python {
 
 namespace py = pybind11;
 
@@ -41,6 +41,6 @@ absl::Status CallPythonKernel(const GilSafeObject& fn, bool fills_outputs,
 // Whether `fn` takes a keyword `out` (then it fills its outputs).
 bool TakesOut(const py::object& fn);
 
-}  // namespace actorflow::python
+}  // namespace actorflow::internal::python
 
 #endif  // ACTORFLOW_PYTHON_SRC_PY_KERNEL_H_

@@ -14,7 +14,7 @@
 #include "python/src/py_errors.h"
 #include "python/src/py_session.h"
 
-namespace actorflow::python {
+namespace actorflow::internal::python {
 
 namespace {
 
@@ -259,4 +259,4 @@ void RegisterPipelines(py::module_& m) {
       .def("close", &PyPipeline::Close);
 }
 
-}  // namespace actorflow::python
+}  // namespace actorflow::internal::python

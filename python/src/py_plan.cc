@@ -22,7 +22,7 @@
 #include "plan/plan_dot.h"
 #include "python/src/py_errors.h"
 
-namespace actorflow::python {
+namespace actorflow::internal::python {
 
 namespace {
 
@@ -216,4 +216,4 @@ void RegisterPlans(py::module_& m) {
         "timeout (seconds) stops a longer run with TimeoutError.");
 }
 
-}  // namespace actorflow::python
+}  // namespace actorflow::internal::python

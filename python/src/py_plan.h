@@ -9,7 +9,7 @@
 #include "actorflow/kernel.h"
 #include "proto/plan.pb.h"
 
-namespace actorflow::python {
+namespace actorflow::internal::python {
 
 namespace py = pybind11;
 
@@ -24,6 +24,6 @@ py::dict SinksDict(const std::map<std::string, SinkSummary>& sinks);
 // actorflow.Plan, load_plan, validate, dot, run.
 void RegisterPlans(py::module_& m);
 
-}  // namespace actorflow::python
+}  // namespace actorflow::internal::python
 
 #endif  // ACTORFLOW_PYTHON_SRC_PY_PLAN_H_

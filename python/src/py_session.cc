@@ -17,7 +17,7 @@
 #include "python/src/py_kernel.h"
 #include "python/src/py_plan.h"
 
-namespace actorflow::python {
+namespace actorflow::internal::python {
 
 namespace {
 
@@ -384,4 +384,4 @@ void RegisterSessions(py::module_& m) {
       .def("__exit__", [](PyFetched& self, py::args) { self.Release(); });
 }
 
-}  // namespace actorflow::python
+}  // namespace actorflow::internal::python

@@ -15,7 +15,7 @@
 #include "actorflow/session.h"
 #include "plan/plan_util.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 namespace {
 
 // Small enough that one input runs in well under a second, even under
@@ -72,9 +72,10 @@ void FuzzOne(const std::string& input) {
 }
 
 }  // namespace
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  actorflow::FuzzOne(std::string(reinterpret_cast<const char*>(data), size));
+  actorflow::internal::FuzzOne(
+      std::string(reinterpret_cast<const char*>(data), size));
   return 0;
 }

@@ -4,7 +4,7 @@
 #include "base/mutex.h"
 #include "thread/spin_mutex.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 class Counter {
  public:
@@ -30,10 +30,10 @@ class Counter {
   int spins_ ABSL_GUARDED_BY(spin_) = 0;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 int main() {
-  actorflow::Counter counter;
+  actorflow::internal::Counter counter;
   counter.Add();
   counter.WaitFor(1);
   counter.AddSpin();

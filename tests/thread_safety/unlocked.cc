@@ -3,7 +3,7 @@
 #include "absl/base/thread_annotations.h"
 #include "base/mutex.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 class Counter {
  public:
@@ -14,6 +14,6 @@ class Counter {
   int count_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
-int main() { return actorflow::Counter().ReadWithoutLock(); }
+int main() { return actorflow::internal::Counter().ReadWithoutLock(); }

@@ -3,7 +3,7 @@
 #include "absl/base/thread_annotations.h"
 #include "thread/spin_mutex.h"
 
-namespace actorflow {
+namespace actorflow::internal {
 
 class Counter {
  public:
@@ -14,9 +14,9 @@ class Counter {
   int count_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace actorflow
+}  // namespace actorflow::internal
 
 int main() {
-  actorflow::Counter().AddWithoutLock();
+  actorflow::internal::Counter().AddWithoutLock();
   return 0;
 }
