@@ -4,12 +4,12 @@
 #include <memory>
 
 #include "engine/engine_options.h"
+#include "engine/worker_pool.h"
 
 namespace actorflow::engine {
 
 class Engine;
 struct OprBlock;
-class StreamSet;
 
 // Where an engine type runs its ready operations: the only part that differs
 // between NaiveEngine, ThreadedEnginePooled and ThreadedEnginePerDevice.
@@ -24,9 +24,10 @@ class Dispatcher {
   virtual void Dispatch(OprBlock* block) = 0;
 
   // Runs one queued CPU operation on the calling thread (one waiting in
-  // Engine::WaitForAll, not a worker); false if there was none. GPU
-  // operations stay on their workers, which own their streams.
-  virtual bool RunOneQueued(StreamSet* streams) { return false; }
+  // Engine::WaitForAll, not a worker; `waiter` is its state as a worker);
+  // false if there was none. GPU operations stay on their workers, which
+  // own their streams.
+  virtual bool RunOneQueued(OprRunner::Worker* waiter) { return false; }
 
   // NaiveEngine: every operation runs inline and Push waits for it.
   virtual bool runs_on_caller() const { return false; }

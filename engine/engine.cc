@@ -671,7 +671,7 @@ void Engine::ReleaseBlock(OprBlock* block) {
 }
 
 void Engine::FinishOne() {
-  if (!WorkerPool::DeferFinish(this)) FinishMany(1);
+  if (!DeferFinish(this)) FinishMany(1);
 }
 
 void Engine::FinishMany(int64_t count) {
@@ -741,14 +741,15 @@ absl::Status Engine::WaitForAll() {
   // machine with more threads than CPUs the workers it waits for need the
   // CPU more.
   if (t_running_opr == nullptr && t_inline.depth == 0) {
-    StreamSet streams;  // CPU operations create no streams
+    // Its streams stay empty: CPU operations create none.
+    OprRunner::Worker waiter(OprRunner{this});
     const int usable = ProcessUsableCpus().count;
     auto done = [this] {
       return pending_.load(std::memory_order_acquire) == 0;
     };
     int64_t idle_since = 0;  // 0: it ran an operation since its last look
     while (!done()) {
-      if (dispatcher_->RunOneQueued(&streams)) {
+      if (dispatcher_->RunOneQueued(&waiter)) {
         idle_since = 0;
         continue;
       }

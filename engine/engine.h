@@ -187,8 +187,8 @@ class Engine {
   // its device: the workers' entry.
   void Execute(OprBlock* block, StreamSet* streams);
   // pending_ - count: the workers' other entry, for the completions a
-  // worker counted itself (WorkerPool::DeferFinish). The step to zero is
-  // taken under all_mu_ so that a waiter that sees zero can destroy the
+  // worker counted itself (DeferFinish, engine/worker_pool.h). The step to zero
+  // is taken under all_mu_ so that a waiter that sees zero can destroy the
   // engine safely.
   void FinishMany(int64_t count);
 
@@ -249,7 +249,7 @@ class Engine {
   void RecordError(const Opr& opr, const absl::Status& status, bool mark_vars);
   void FreeDeletedVars(const Opr& opr);
   // One completion: pending_ - 1 (deferred on a worker, see
-  // WorkerPool::DeferFinish).
+  // DeferFinish).
   void FinishOne();
   static void ReleaseBlock(OprBlock* block);
 

@@ -33,11 +33,11 @@ class PoolTable {
   }
 
   // One queued block of any device's pool run on the caller.
-  bool RunOneQueued(StreamSet* streams) {
+  bool RunOneQueued(OprRunner::Worker* waiter) {
     const int n = num_slots_.load(std::memory_order_acquire);
     for (int device = 0; device < n; ++device) {
       WorkerPool* pool = slots_[device].load(std::memory_order_acquire);
-      if (pool != nullptr && pool->RunOneQueued(streams)) return true;
+      if (pool != nullptr && pool->RunOneQueued(waiter)) return true;
     }
     return false;
   }
@@ -48,8 +48,8 @@ class PoolTable {
     internal::MutexLock lock(&mu_);
     WorkerPool* pool = slots_[device].load(std::memory_order_relaxed);
     if (pool == nullptr) {
-      owned_[device] = std::make_unique<WorkerPool>(engine_, num_threads_,
-                                                    order_, name_(device));
+      owned_[device] = std::make_unique<WorkerPool>(
+          OprRunner{engine_}, num_threads_, order_, name_(device));
       pool = owned_[device].get();
       slots_[device].store(pool, std::memory_order_release);
       if (device >= num_slots_.load(std::memory_order_relaxed)) {
@@ -103,8 +103,8 @@ class PerDeviceDispatcher : public Dispatcher {
     pool->Push(block);
   }
 
-  bool RunOneQueued(StreamSet* streams) override {
-    return cpu_.RunOneQueued(streams);
+  bool RunOneQueued(OprRunner::Worker* waiter) override {
+    return cpu_.RunOneQueued(waiter);
   }
 
  private:

@@ -17,9 +17,9 @@ bool IsCopy(FnProperty prop) {
 class PooledDispatcher : public Dispatcher {
  public:
   PooledDispatcher(Engine* engine, const EngineOptions& options)
-      : shared_(engine, options.pool_nthreads, WorkerPool::Order::kFifo,
-                "pool"),
-        io_(engine, 1, WorkerPool::Order::kFifo, "io") {}
+      : shared_(OprRunner{engine}, options.pool_nthreads,
+                WorkerPool::Order::kFifo, "pool"),
+        io_(OprRunner{engine}, 1, WorkerPool::Order::kFifo, "io") {}
 
   void Dispatch(OprBlock* block) override {
     (IsCopy(block->prop) ? io_ : shared_).Push(block);

@@ -1,42 +1,52 @@
 #ifndef ACTORFLOW_THREAD_THREAD_POOL_H_
 #define ACTORFLOW_THREAD_THREAD_POOL_H_
 
-#include <deque>
 #include <functional>
-#include <thread>
-#include <vector>
+#include <memory>
+#include <utility>
 
-#include "absl/base/thread_annotations.h"
-#include "base/mutex.h"
+#include "thread/worker_pool.h"
 
 namespace actorflow::internal {
 
-// A fixed set of workers taking closures from one FIFO. For coarse work
-// (MultiThreadLoop, engine workers), not for the actor message path.
+// Closures on the project's pool (thread/worker_pool.h), oldest first. For
+// coarse work (MultiThreadLoop), not for the actor message path.
 class ThreadPool {
  public:
   // num_threads < 1 is treated as 1.
   explicit ThreadPool(int num_threads);
   // Runs everything already scheduled, then joins the workers.
-  ~ThreadPool();
+  ~ThreadPool() = default;
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  void Schedule(std::function<void()> work);
-  int size() const { return static_cast<int>(workers_.size()); }
+  void Schedule(std::function<void()> work) {
+    pool_.Push(new std::function<void()>(std::move(work)));
+  }
+  int size() const { return pool_.size(); }
 
  private:
-  void WorkerLoop();
+  // A closure runs once and is freed. No bypass: a closure scheduled from a
+  // worker is queued, so one that waits for it cannot keep it from running.
+  struct ClosureRunner {
+    using Item = std::function<void()>*;
+    struct Worker {
+      explicit Worker(const ClosureRunner&) {}
+    };
+    static constexpr bool kBypass = false;
+    void Run(Item work, Worker*) {
+      std::unique_ptr<std::function<void()>> owned(work);
+      (*owned)();
+    }
+    void Idle(Worker*) {}
+    static bool RunsLater(Item, Item) { return false; }
+  };
 
-  Mutex mu_;
-  CondVar cv_;
-  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<std::thread> workers_;
+  WorkerPool<ClosureRunner> pool_;
 };
 
-// One pool per process, with one worker per hardware thread, created on
-// first use.
+// One pool per process, with one worker per usable CPU, created on first
+// use.
 ThreadPool* DefaultThreadPool();
 
 }  // namespace actorflow::internal
