@@ -3,13 +3,12 @@
 
 #include <cstdint>
 
+#include "engine/engine.h"
+#include "engine/opr.h"
 #include "engine/stream_set.h"
 #include "thread/worker_pool.h"
 
 namespace actorflow::engine {
-
-class Engine;
-struct OprBlock;
 
 // How the engine's workers run its ready operations on the project's pool
 // (thread/worker_pool.h): each worker owns its CUDA streams (StreamSet) and
@@ -26,13 +25,23 @@ struct OprRunner {
   };
   static constexpr bool kBypass = true;
 
-  void Run(OprBlock* block, Worker* worker);
+  void Run(OprBlock* block, Worker* worker) {
+    engine->Execute(block, &worker->streams);
+  }
   // Applies the worker's deferred completions (Engine::FinishMany) before
   // it looks for work in vain, so the engine's pending count reaches zero no
   // later than the workers run out of work.
-  void Idle(Worker* worker);
+  void Idle(Worker* worker) {
+    if (worker->deferred_finishes == 0) return;
+    const int64_t count = worker->deferred_finishes;
+    worker->deferred_finishes = 0;
+    engine->FinishMany(count);
+  }
   // Priority pools: higher priority first, then earlier push.
-  static bool RunsLater(const OprBlock* a, const OprBlock* b);
+  static bool RunsLater(const OprBlock* a, const OprBlock* b) {
+    if (a->priority != b->priority) return a->priority < b->priority;
+    return a->seq > b->seq;
+  }
 
   Engine* engine;
 };
