@@ -88,8 +88,11 @@ class WorkerPool {
   static Worker* CurrentWorker() { return t_slot.worker; }
 
  private:
+  // Polling before parking, while a CPU is free for it: long enough to
+  // catch the next push of a busy client, short enough not to take a core
+  // from it for long.
   static constexpr int64_t kSpinNs = 30'000;
-  static constexpr int kMaxBypassStreak = 64;
+  static constexpr int kMaxBypassStreak = 64;  // see Push
 
   struct alignas(64) Queue {
     SpinMutex mu;
