@@ -742,7 +742,7 @@ absl::Status Engine::WaitForAll() {
   // CPU more.
   if (t_running_opr == nullptr && t_inline.depth == 0) {
     // Its streams stay empty: CPU operations create none.
-    OprRunner::Worker waiter(OprRunner{this});
+    OprRunner::Worker waiter(OprRunner{this}, -1);
     const int usable = ProcessUsableCpus().count;
     auto done = [this] {
       return pending_.load(std::memory_order_acquire) == 0;

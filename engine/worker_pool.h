@@ -18,7 +18,7 @@ namespace actorflow::engine {
 struct OprRunner {
   using Item = OprBlock*;
   struct Worker {
-    explicit Worker(const OprRunner& runner) : engine(runner.engine) {}
+    Worker(const OprRunner& runner, int) : engine(runner.engine) {}
     Engine* const engine;
     StreamSet streams;
     int64_t deferred_finishes = 0;  // DeferFinish, not yet applied

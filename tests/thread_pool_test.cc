@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "tests/test_util.h"
 #include "thread/balanced_splitter.h"
 #include "thread/blocking_counter.h"
@@ -29,6 +30,40 @@ TEST_CASE(
   CHECK(runs == 10'000);
   ThreadPool at_least_one(0);
   CHECK(at_least_one.size() == 1);
+}
+
+TEST_CASE(
+    "every worker is woken for queued work, whether the others poll or "
+    "are parked when it comes",
+    "[thread_pool]") {
+  // Each round's closures wait for one another: the round ends only once
+  // all of them run at the same time, one per worker. A push that finds a
+  // worker polling wakes no one (thread/worker_pool.h); the workers must
+  // still be woken one after another. The pause before a round varies
+  // whether the workers are still polling or already parked.
+  uint64_t seed = testing::TestSeed("pool wakes");
+  std::mt19937_64 rng(seed);
+  constexpr int kWorkers = 4;
+  ThreadPool pool(kWorkers);
+  for (int round = 0; round < 200; ++round) {
+    BlockingCounter arrived(kWorkers);
+    BlockingCounter finished(kWorkers);
+    std::atomic<int> timed_out{0};
+    for (int i = 0; i < kWorkers; ++i) {
+      pool.Schedule([&] {
+        arrived.Decrement();
+        if (!arrived.WaitFor(absl::Seconds(30))) timed_out.fetch_add(1);
+        finished.Decrement();
+      });
+    }
+    INFO("round " << round << " (seed " << seed << ")");
+    REQUIRE(finished.WaitFor(absl::Seconds(60)));
+    REQUIRE(timed_out == 0);
+    const int64_t pause_ns = static_cast<int64_t>(rng() % 200'000);
+    const int64_t until = absl::GetCurrentTimeNanos() + pause_ns;
+    while (absl::GetCurrentTimeNanos() < until) {
+    }
+  }
 }
 
 TEST_CASE("BlockingCounter releases waiters exactly at zero",

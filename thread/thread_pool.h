@@ -31,7 +31,7 @@ class ThreadPool {
   struct ClosureRunner {
     using Item = std::function<void()>*;
     struct Worker {
-      explicit Worker(const ClosureRunner&) {}
+      Worker(const ClosureRunner&, int) {}
     };
     static constexpr bool kBypass = false;
     void Run(Item work, Worker*) {

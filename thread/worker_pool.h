@@ -1,6 +1,8 @@
 #ifndef ACTORFLOW_THREAD_WORKER_POOL_H_
 #define ACTORFLOW_THREAD_WORKER_POOL_H_
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -26,7 +28,9 @@ namespace actorflow::internal {
 //   struct Runner {
 //     using Item = T*;              // what the pool queues (a pointer)
 //     struct Worker {               // one worker thread's own state
-//       explicit Worker(const Runner&);
+//       // index: 0 .. size() - 1; -1 for a thread that lends itself
+//       // (RunOneQueued)
+//       Worker(const Runner&, int index);
 //     };
 //     static constexpr bool kBypass = ...;  // see Push
 //     void Run(Item item, Worker* worker);
@@ -37,7 +41,8 @@ namespace actorflow::internal {
 //   };
 //
 // The engine's workers run its operations (engine/worker_pool.h);
-// ThreadPool (thread_pool.h) runs closures.
+// ThreadPool (thread_pool.h) runs closures; StrandPool (strand_pool.h) runs
+// turns of the runtime's CPU streams.
 //
 // FIFO pools give each worker a queue of its own: a worker queues what it
 // pushes on its own queue, a push from outside the pool goes to the
@@ -48,9 +53,21 @@ namespace actorflow::internal {
 // highest priority anywhere runs first.
 //
 // An idle worker polls while a CPU is free for it (thread/spin_wait.h), then
-// parks on a condition variable; a push wakes one only when one is parked
-// (a counter read, no system call, under load). The destructor runs every
-// queued item, then joins the workers.
+// parks on a condition variable. A push wakes a parked worker only when
+// none is polling (two counters read, no system call, under load); a worker
+// that stops polling because it found work wakes the next one if more
+// waits. So the workers woken are those that have work, one at a time, as
+// Go's scheduler does. The destructor runs every queued item, then joins
+// the workers.
+// How a pool's idle workers wait (thread/spin_wait.h).
+struct WorkerWait {
+  // Polling before parking, while a CPU is free for it: long enough to
+  // catch the next push of a busy client, short enough not to take a core
+  // from it for long.
+  int64_t spin_ns = 30'000;
+  int usable_cpus = 0;  // 0: the process's (actorflow/usable_cpus.h)
+};
+
 template <typename Runner>
 class WorkerPool {
  public:
@@ -58,10 +75,15 @@ class WorkerPool {
   using Worker = typename Runner::Worker;
   enum class Order { kFifo, kPriority };
 
-  // `name` names its workers: "<name> 0", "<name> 1", ...; num_threads < 1
-  // is treated as 1.
-  WorkerPool(Runner runner, int num_threads, Order order, std::string name);
-  ~WorkerPool();
+  // `name` names its workers: "<name> 0", "<name> 1", ... (the first 15
+  // characters are the OS thread's name too); num_threads < 1 is treated as
+  // 1. The workers start at once.
+  WorkerPool(Runner runner, int num_threads, Order order, std::string name,
+             WorkerWait wait = {});
+  // Stop with no worker stuck.
+  ~WorkerPool() {
+    Stop([](int) { return false; });
+  }
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
@@ -78,6 +100,14 @@ class WorkerPool {
   // worker would; false if none was queued. CurrentWorkerName() reads
   // "<name> waiter" meanwhile.
   bool RunOneQueued(Worker* waiter);
+  // Runs every queued item, then joins the workers, except each worker
+  // `index` for which `stuck(index)` holds when its turn comes: it is inside
+  // a call that does not return, and is detached. A detached worker still
+  // reads the pool: whoever owns it must then never destroy it. Idempotent.
+  template <typename Stuck>
+  void Stop(Stuck&& stuck);
+  // Whether items wait in a queue now (a relaxed look, for fairness).
+  bool ItemsWaiting() const { return AnyQueued(std::memory_order_relaxed); }
   int size() const { return static_cast<int>(workers_.size()); }
   const Runner& runner() const { return runner_; }
 
@@ -88,10 +118,6 @@ class WorkerPool {
   static Worker* CurrentWorker() { return t_slot.worker; }
 
  private:
-  // Polling before parking, while a CPU is free for it: long enough to
-  // catch the next push of a busy client, short enough not to take a core
-  // from it for long.
-  static constexpr int64_t kSpinNs = 30'000;
   static constexpr int kMaxBypassStreak = 64;  // see Push
 
   struct alignas(64) Queue {
@@ -131,18 +157,29 @@ class WorkerPool {
   Item TryTake(int index);
   Item PopLocked(Queue& queue) ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue.mu);
   bool AnyQueued(std::memory_order order = std::memory_order_acquire) const;
+  // Signals one parked worker, if one is parked.
+  void WakeOne();
 
   Runner runner_;
   const Order order_;
-  const int usable_cpus_;  // the process's (actorflow/usable_cpus.h)
+  const int64_t spin_ns_;
+  const int usable_cpus_;
   std::vector<std::unique_ptr<Queue>> queues_;  // one per worker (kFifo)
   // Parking: a worker counts itself in `sleepers_` under park_mu_ before it
   // looks at the queues a last time; a push counts its item in its queue's
   // size before it reads `sleepers_` (both sequentially consistent, so one
   // of the two sees the other), and signals under park_mu_ if it sees a
-  // sleeper, so the wake cannot fall between the look and the wait. Read
-  // by every push, written only when a worker parks or is woken: a line of
-  // its own.
+  // sleeper, so the wake cannot fall between the look and the wait.
+  //
+  // Polling: a worker counts itself in `searching_` while it polls. A push
+  // that sees a poller wakes no one; the poller, after it stops counting
+  // itself (sequentially consistent, after the push's read), either finds
+  // the item or looks at the queues once more before it parks, and a
+  // poller that found work wakes a sleeper for what is left. So an item
+  // queued while a worker is parked always has a worker on its way.
+  //
+  // Both counters are read by every push and written only when a worker
+  // polls, parks or is woken: a line of their own.
   //
   // A push that signals takes the sleeper off `sleepers_` and counts it in
   // `signals_`, so the pushes after it make no system call while the woken
@@ -150,6 +187,7 @@ class WorkerPool {
   // thousand signals in a wavefront run before). Invariant, under park_mu_:
   // sleepers_ + signals_ is the number of workers inside the parking wait.
   alignas(64) std::atomic<int> sleepers_{0};
+  std::atomic<int> searching_{0};
   alignas(64) Mutex park_mu_;
   CondVar wake_;
   int signals_ ABSL_GUARDED_BY(park_mu_) = 0;
@@ -161,10 +199,12 @@ class WorkerPool {
 
 template <typename Runner>
 WorkerPool<Runner>::WorkerPool(Runner runner, int num_threads, Order order,
-                               std::string name)
+                               std::string name, WorkerWait wait)
     : runner_(std::move(runner)),
       order_(order),
-      usable_cpus_(ProcessUsableCpus().count) {
+      spin_ns_(wait.spin_ns),
+      usable_cpus_(wait.usable_cpus > 0 ? wait.usable_cpus
+                                        : ProcessUsableCpus().count) {
   num_threads = std::max(num_threads, 1);
   const int num_queues = order == Order::kFifo ? num_threads : 1;
   for (int i = 0; i < num_queues; ++i) {
@@ -181,13 +221,21 @@ WorkerPool<Runner>::WorkerPool(Runner runner, int num_threads, Order order,
 }
 
 template <typename Runner>
-WorkerPool<Runner>::~WorkerPool() {
+template <typename Stuck>
+void WorkerPool<Runner>::Stop(Stuck&& stuck) {
   {
     MutexLock lock(&park_mu_);
     stopping_ = true;
   }
   wake_.SignalAll();
-  for (std::thread& worker : workers_) worker.join();
+  for (int i = 0; i < size(); ++i) {
+    if (!workers_[i].joinable()) continue;
+    if (stuck(i)) {
+      workers_[i].detach();
+    } else {
+      workers_[i].join();
+    }
+  }
 }
 
 template <typename Runner>
@@ -227,14 +275,22 @@ void WorkerPool<Runner>::Enqueue(Item item) {
     std::push_heap(queue.heap.begin(), queue.heap.end(), Runner::RunsLater);
     queue.size.fetch_add(1, std::memory_order_seq_cst);
   }
-  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
-    MutexLock lock(&park_mu_);
-    if (sleepers_.load(std::memory_order_relaxed) > 0) {
-      sleepers_.fetch_sub(1, std::memory_order_relaxed);
-      ++signals_;
-      wake_.Signal();
-    }
+  if (sleepers_.load(std::memory_order_seq_cst) > 0 &&
+      searching_.load(std::memory_order_seq_cst) == 0) {
+    WakeOne();
   }
+}
+
+template <typename Runner>
+void WorkerPool<Runner>::WakeOne() {
+  {
+    MutexLock lock(&park_mu_);
+    if (sleepers_.load(std::memory_order_relaxed) == 0) return;
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    ++signals_;
+    wake_.Signal();
+  }
+  cpu_gate::NoteWoke();
 }
 
 template <typename Runner>
@@ -279,14 +335,25 @@ template <typename Runner>
 typename WorkerPool<Runner>::Item WorkerPool<Runner>::Take(int index,
                                                            Worker* worker) {
   const int own = order_ == Order::kFifo ? index : 0;
+  bool searched = false;  // polled or parked since its last item
   while (true) {
-    if (Item item = TryTake(own)) return item;
-    runner_.Idle(worker);
-    // Take it, or poll again if a thief did.
-    if (SpinWhileCpuFree([this] { return AnyQueued(); }, kSpinNs,
-                         usable_cpus_)) {
-      continue;
+    if (Item item = TryTake(own)) {
+      // The pushes made while it polled woke no one (see searching_).
+      if (searched && sleepers_.load(std::memory_order_seq_cst) > 0 &&
+          searching_.load(std::memory_order_seq_cst) == 0 &&
+          AnyQueued(std::memory_order_seq_cst)) {
+        WakeOne();
+      }
+      return item;
     }
+    runner_.Idle(worker);
+    searched = true;
+    searching_.fetch_add(1, std::memory_order_seq_cst);
+    const bool found = SpinWhileCpuFree([this] { return AnyQueued(); },
+                                        spin_ns_, usable_cpus_);
+    searching_.fetch_sub(1, std::memory_order_seq_cst);
+    // Take it, or poll again if a thief did.
+    if (found) continue;
     MutexLock lock(&park_mu_);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
     cpu_gate::BeforePark();
@@ -331,7 +398,8 @@ void WorkerPool<Runner>::WorkerLoop(int index) {
     Counted() { cpu_gate::Join(); }
     ~Counted() { cpu_gate::Leave(); }
   } counted;
-  Worker worker(runner_);
+  pthread_setname_np(pthread_self(), names_[index].substr(0, 15).c_str());
+  Worker worker(runner_, index);
   Slot& slot = t_slot;
   slot.pool = this;
   slot.bypass = this;
