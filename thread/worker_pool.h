@@ -22,6 +22,15 @@
 
 namespace actorflow::internal {
 
+// How a pool's idle workers wait (thread/spin_wait.h).
+struct WorkerWait {
+  // Polling before parking, while a CPU is free for it: long enough to
+  // catch the next push of a busy client, short enough not to take a core
+  // from it for long.
+  int64_t spin_ns = 30'000;
+  int usable_cpus = 0;  // 0: the process's (actorflow/usable_cpus.h)
+};
+
 // The project's one pool of worker threads: a fixed set of workers and the
 // items ready to run. What an item is and how it runs is the Runner's:
 //
@@ -59,15 +68,6 @@ namespace actorflow::internal {
 // waits. So the workers woken are those that have work, one at a time, as
 // Go's scheduler does. The destructor runs every queued item, then joins
 // the workers.
-// How a pool's idle workers wait (thread/spin_wait.h).
-struct WorkerWait {
-  // Polling before parking, while a CPU is free for it: long enough to
-  // catch the next push of a busy client, short enough not to take a core
-  // from it for long.
-  int64_t spin_ns = 30'000;
-  int usable_cpus = 0;  // 0: the process's (actorflow/usable_cpus.h)
-};
-
 template <typename Runner>
 class WorkerPool {
  public:
