@@ -30,21 +30,26 @@ AttrValue BoolAttr(bool value) {
   return attr;
 }
 
+// A list attr is a list even when empty: mutable_list() sets the value's
+// case, which no element would set for an empty one.
 AttrValue IntListAttr(const std::vector<int64_t>& values) {
   AttrValue attr;
-  for (int64_t v : values) attr.mutable_list()->add_i(v);
+  AttrList* list = attr.mutable_list();
+  for (int64_t v : values) list->add_i(v);
   return attr;
 }
 
 AttrValue FloatListAttr(const std::vector<double>& values) {
   AttrValue attr;
-  for (double v : values) attr.mutable_list()->add_f(v);
+  AttrList* list = attr.mutable_list();
+  for (double v : values) list->add_f(v);
   return attr;
 }
 
 AttrValue StringListAttr(const std::vector<std::string>& values) {
   AttrValue attr;
-  for (const std::string& v : values) attr.mutable_list()->add_s(v);
+  AttrList* list = attr.mutable_list();
+  for (const std::string& v : values) list->add_s(v);
   return attr;
 }
 

@@ -134,6 +134,35 @@ TEST_CASE("an IDX pipeline hands out Fashion-MNIST exactly, batch by batch") {
                     raw_images->data.data(), 96 * 784) == 0);
 }
 
+TEST_CASE("a pipeline whose only output is scalar labels hands them out") {
+  // Labels are scalars: the batch of them has no sample dimensions at all.
+  auto raw_labels = ReadIdx(kTestLabels);
+  REQUIRE(raw_labels.ok());
+  PipelineOptions options;
+  options.batch_size = 1000;
+  auto pipe = IdxPipeline(options);
+  pipe->SetOutputs({"labels"});
+  REQUIRE_OK(pipe->Build());
+  int64_t seen = 0;
+  REQUIRE(pipe->Run().ok());
+  while (true) {
+    auto out = pipe->Outputs();
+    if (absl::IsOutOfRange(out.status())) break;
+    REQUIRE_OK(out.status());
+    REQUIRE(out->outputs.size() == 1);
+    ConstTensorView labels = out->outputs[0].data();
+    CHECK(labels.shape() == absl::Span<const int64_t>({1000}));
+    auto values = labels.data<int32_t>();
+    REQUIRE(values.ok());
+    for (int64_t i = 0; i < 1000; ++i) {
+      REQUIRE((*values)[i] == raw_labels->data[seen + i]);
+    }
+    seen += 1000;
+    REQUIRE(pipe->Run().ok());
+  }
+  CHECK(seen == 10000);
+}
+
 TEST_CASE("same seed, same batches: whatever the threads and prefetch depth") {
   const uint64_t seed = testing::TestSeed("pipeline determinism");
   const std::string dir = ImageDir("determinism", 45, 40, 0);

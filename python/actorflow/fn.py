@@ -17,17 +17,21 @@ def _renamed(kwargs, aliases):
     return kwargs
 
 
-def external_source(source=None, *, name=None, dtype="uint8", shape=None,
+def external_source(source=None, *, name=None, dtype=None, shape=None,
                     device="cpu"):
     """Samples the caller feeds: Pipeline.feed_input(node, batch) in
     iter_setup, or `source` (an iterable or a callable returning one batch
     per call: a list of per-sample arrays or one array [n, ...]). `dtype`:
-    a numpy dtype or its name. `shape`: the largest sample's shape; without
-    it the first batch fed sets it (twice its largest size in every
-    dimension where samples differ)."""
+    a numpy dtype or its name; without it the first batch fed sets it (as
+    DALI takes the type of what is fed). `shape`: the largest sample's
+    shape; without it the first batch fed sets it (twice its largest size
+    in every dimension where samples differ). Until every external source
+    has both, build() defers compiling (and its checks) to the first
+    batch fed."""
     return _add_operator(
         "external_source", [], 1, device, name,
-        {"dtype": _dtype_name(dtype), "shape": shape},
+        {"dtype": None if dtype is None else _dtype_name(dtype),
+         "shape": shape},
         source=source)
 
 

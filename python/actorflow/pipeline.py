@@ -167,6 +167,7 @@ class Pipeline:
         self._counter = itertools.count()
         self._sources = {}  # external source name -> callable or iterator
         self._shapes = {}  # external source name -> declared shape or None
+        self._dtypes = {}  # external source name -> dtype name or None
         self._pending = []  # (name, data, shapes) fed before the build
         self._built = False
         self._native_built = False
@@ -228,6 +229,7 @@ class Pipeline:
         attrs = {k: v for k, v in attrs.items() if v is not None}
         if op == "external_source":
             self._shapes[name] = attrs.pop("shape", None)
+            self._dtypes[name] = attrs.pop("dtype", None)
             if source is not None:
                 self._sources[name] = source
         self._ops.append([op, name, [n.name for n in inputs], outputs, device,
@@ -250,15 +252,21 @@ class Pipeline:
                 outputs = (outputs,)
             self.set_outputs(*outputs)
         self._built = True
-        if all(shape is not None for shape in self._shapes.values()):
+        if self._sources_known():
             self._build_native()
-        # else: the first batch fed gives the external source its shape.
+        # else: the first batch fed gives the external source its shape
+        # and dtype.
+
+    def _sources_known(self):
+        return all(self._shapes[name] is not None and
+                   self._dtypes[name] is not None for name in self._shapes)
 
     def _build_native(self):
         for op, name, inputs, outputs, device, attrs in self._ops:
             attrs = dict(attrs)
             if op == "external_source":
                 attrs["shape"] = list(self._shapes[name])
+                attrs["dtype"] = self._dtypes[name]
             self._native.add(op, name, inputs, outputs, device, attrs)
         self._native.set_outputs(self._outputs)
         self._native.build()
@@ -306,6 +314,8 @@ class Pipeline:
         batch, shapes = _pack(name, data)
         if self._shapes[name] is None:
             self._shapes[name] = _headroom(shapes, batch.shape[1:])
+        if self._dtypes[name] is None:
+            self._dtypes[name] = batch.dtype.name
         if not self._native_built:
             self._pending.append((name, batch, shapes))
             return
@@ -433,9 +443,14 @@ class Pipeline:
     def _require_native(self):
         self._require_built()
         if not self._native_built:
+            unknown = sorted(
+                name for name in self._shapes
+                if self._shapes[name] is None or self._dtypes[name] is None)
             raise RuntimeError(
-                "the pipeline waits for its first batch from feed_input (its "
-                "external source has no shape yet)")
+                "the pipeline waits for its first batch from feed_input "
+                f"(external source {', '.join(repr(n) for n in unknown)} has "
+                "no shape or dtype yet: feed it, or give "
+                "fn.external_source shape= and dtype=)")
 
 
 def _next_batch(sources, name):

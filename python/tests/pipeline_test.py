@@ -369,6 +369,42 @@ class PipelineTest(unittest.TestCase):
         self.assertEqual([g.tolist() for g in got],
                          [b.tolist() for b in batches])
 
+    def test_external_source_takes_the_type_fed(self):
+        # DALI's seed flow: iter_setup feeds int32 labels and float32
+        # values to sources declared without a dtype (or a shape).
+        class Fed(Pipeline):
+            def define_graph(self):
+                self.labels = fn.external_source(name="labels")
+                self.values = fn.external_source(name="values")
+                return self.labels, self.values
+
+            def iter_setup(self):
+                self.feed_input(self.labels,
+                                numpy.array([[3], [1]], numpy.int32))
+                self.feed_input(self.values, [numpy.full(2, 0.5, numpy.float32),
+                                              numpy.full(2, 1.5, numpy.float32)])
+
+        pipe = Fed(batch_size=2, num_threads=1)
+        pipe.build()
+        with self.assertRaises(RuntimeError) as caught:
+            pipe.epoch_size()
+        self.assertIn("external source 'labels', 'values' has no shape or "
+                      "dtype yet", str(caught.exception))
+        labels, values = pipe.run()
+        self.assertEqual(labels.as_array().dtype, numpy.int32)
+        self.assertEqual(labels.as_array().tolist(), [[3], [1]])
+        self.assertEqual(values.as_array().dtype, numpy.float32)
+        self.assertEqual(values.as_array().tolist(), [[0.5, 0.5], [1.5, 1.5]])
+        # A dtype given is still checked against what is fed.
+        pipe = Pipeline(batch_size=2, num_threads=1)
+        with pipe:
+            x = fn.external_source(name="x", dtype=numpy.uint8, shape=[1])
+            pipe.set_outputs(x)
+        pipe.build()
+        with self.assertRaises(Exception) as caught:
+            pipe.feed_input(x, numpy.array([[1], [2]], numpy.int32))
+        self.assertIn("int32", str(caught.exception))
+
     def test_bad_samples(self):
         root = os.path.join(self.tmp, "broken")
         make_images(root, 6, seed=2)
@@ -410,7 +446,8 @@ class PipelineTest(unittest.TestCase):
                          '"ignore"')
         pipe = Pipeline(batch_size=2)
         with pipe:
-            pipe.set_outputs(fn.flip(fn.external_source(shape=[1]),
+            pipe.set_outputs(fn.flip(fn.external_source(shape=[1],
+                                                        dtype=numpy.uint8),
                                      horizontal={}))
         with self.assertRaises(ValueError) as caught:
             pipe.build()
