@@ -146,10 +146,20 @@ absl::Status DecodeJpeg(absl::Span<const uint8_t> encoded,
     JSAMPROW row = out->storage.data() + r * row_bytes;
     jpeg_read_scanlines(&cinfo, &row, 1);
   }
-  // The rows below the window are not decoded at all.
-  if (cinfo.output_scanline == cinfo.output_height) {
-    jpeg_finish_decompress(&cinfo);
+  // The rows below the window are skipped (entropy-decoded, not
+  // transformed) but for the last, which is read, so that the decoder
+  // reaches the end of the data: damage anywhere fails the decode whatever
+  // the window, and a file is corrupt or not whatever crop an epoch draws
+  // for it. (A skip to the very end would take the end as read.)
+  if (cinfo.output_scanline < cinfo.output_height) {
+    const JDIMENSION below = cinfo.output_height - cinfo.output_scanline;
+    if (below > 1) jpeg_skip_scanlines(&cinfo, below - 1);
+    JSAMPARRAY last = (*cinfo.mem->alloc_sarray)(
+        reinterpret_cast<j_common_ptr>(&cinfo), JPOOL_IMAGE,
+        static_cast<JDIMENSION>(row_bytes), 1);
+    jpeg_read_scanlines(&cinfo, last, 1);
   }
+  jpeg_finish_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
   if (region != nullptr) *region = DecodedRegion{full_h, full_w, y0, x0};
   return absl::OkStatus();

@@ -34,8 +34,9 @@ struct DecodeOptions {
   int scale_eighths = 8;
   // JPEG only: decode only rows [y, y + h) and columns [x, x + w) of the
   // (scaled) image, h or w 0 meaning all. libjpeg-turbo skips the rest:
-  // rows outside are not inverse-transformed, columns outside not even
-  // entropy-decoded past their blocks. The output holds a margin of about
+  // rows outside are entropy-decoded but not inverse-transformed (so damage
+  // anywhere fails the decode, whatever the window), columns outside not
+  // transformed either. The output holds a margin of about
   // one block around the window (which keeps the window's pixels exactly
   // the whole image's): DecodedRegion says where it lies.
   int64_t y = 0, x = 0, h = 0, w = 0;

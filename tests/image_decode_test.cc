@@ -11,6 +11,8 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "actor/act_context.h"
@@ -347,12 +349,59 @@ TEST_CASE("a header that claims 60000 x 60000 is refused before allocating") {
   CHECK(out.shape == SampleShape{375, 500, 3});
 }
 
+TEST_CASE("a damaged JPEG fails whatever window is decoded") {
+  // Damage near the end of the data is found only by decoding to the end:
+  // a window at the top must find it as the whole image does.
+  const uint64_t seed = testing::TestSeed("damage_any_window");
+  INFO("seed " << seed << " (ACTORFLOW_SEED replays it)");
+  std::mt19937_64 rng(seed);
+  const Bytes jpeg = PhotoJpeg(seed, 375, 500);
+  REQUIRE(jpeg.size() > 1000);
+  REQUIRE(jpeg[jpeg.size() - 2] == 0xFF);
+  REQUIRE(jpeg.back() == 0xD9);
+  std::vector<std::pair<std::string, Bytes>> damaged;
+  Bytes extraneous = jpeg;
+  extraneous.insert(extraneous.end() - 2, 509, 0x5A);
+  damaged.emplace_back("509 bytes before the end marker", extraneous);
+  damaged.emplace_back("cut 1 % short",
+                       Bytes(jpeg.begin(), jpeg.end() - jpeg.size() / 100));
+  for (int i = 0; i < 40; ++i) {
+    Bytes flipped = jpeg;
+    // In the last tenth of the file: the bottom rows' data.
+    const size_t at = jpeg.size() - 3 - rng() % (jpeg.size() / 10);
+    flipped[at] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    damaged.emplace_back("bit flip at " + std::to_string(at), flipped);
+  }
+  int failed = 0;
+  for (const auto& [what, file] : damaged) {
+    INFO(what);
+    Sample whole;
+    const absl::Status verdict = DecodeImage(file, 3, &whole);
+    for (int64_t y : {0, 64, 150}) {
+      DecodeOptions options;
+      options.y = y;
+      options.x = 100;
+      options.h = 64;
+      options.w = 64;
+      Sample part;
+      const absl::Status windowed = DecodeImage(file, options, &part);
+      INFO("window at row " << y << ": " << windowed.ToString()
+                            << "; whole: " << verdict.ToString());
+      CHECK(windowed.ok() == verdict.ok());
+    }
+    failed += !verdict.ok();
+  }
+  Sample out;
+  CHECK_FALSE(DecodeImage(extraneous, 3, &out).ok());
+  CHECK(failed >= 2);
+}
+
 TEST_CASE("damaged files fail fast and small, or decode; never crash") {
   // Bit flips, truncations, bad PNG chunks, empty and garbage files: each
   // is an error with a message, or (a flip in the pixels' entropy-coded
   // data can leave a valid file) an image no larger than the header says.
   const uint64_t seed = testing::TestSeed("damaged_images");
-  INFO("seed " << seed << " (ACTORFLOW_TEST_SEED replays it)");
+  INFO("seed " << seed << " (ACTORFLOW_SEED replays it)");
   std::mt19937_64 rng(seed);
   const Bytes jpeg = PhotoJpeg(seed, 150, 200);
   const Bytes png = PhotoPng(seed, 150, 200);
