@@ -40,7 +40,7 @@ void RequireSame(const TrainSummary& plan, const TrainSummary& reference) {
 
 TEST_CASE("the plan reproduces the sequential loop bit for bit", "[mnist]") {
   const uint64_t seed = testing::TestSeed("mnist_mlp");
-  INFO("seed " << seed << " (ACTORFLOW_TEST_SEED replays it)");
+  INFO("seed " << seed << " (ACTORFLOW_SEED replays it)");
   // Streams, hidden layers (1 to 3: every way a layer can be split), data
   // read in the plan or fed by pipelines (their threads and prefetch).
   struct Case {

@@ -90,7 +90,7 @@ TEST_CASE("dense kernels on a GPU stream agree with the CPU arithmetic",
           "[nn_gpu]") {
   if (!testing::GpuOrSkip("nn_gpu_test")) return;
   const uint64_t seed = testing::TestSeed("nn_gpu");
-  INFO("seed " << seed << " (ACTORFLOW_TEST_SEED replays it)");
+  INFO("seed " << seed << " (ACTORFLOW_SEED replays it)");
   std::mt19937_64 rng(seed);
   Device device;
 
