@@ -130,6 +130,33 @@ void ShardRange(int64_t count, int64_t shard, int64_t shards, int64_t* begin,
   *end = count * (shard + 1) / shards;
 }
 
+ShardPlan::ShardPlan(int64_t count, int64_t shard_id, int64_t num_shards,
+                     bool shuffle, bool stick_to_shard)
+    : count_(count),
+      shard_id_(shard_id),
+      num_shards_(num_shards),
+      stick_to_shard_(stick_to_shard) {
+  per_shard_ = (count + num_shards - 1) / num_shards;
+  if (shuffle && num_shards > 1) {
+    // Fisher-Yates from a fixed seed: the same on every rank.
+    permutation_.resize(count);
+    for (int64_t i = 0; i < count; ++i) permutation_[i] = i;
+    SampleRng rng(/*seed=*/0x5ba4d, /*op=*/0, 0, 0);
+    for (int64_t i = count - 1; i > 0; --i) {
+      std::swap(permutation_[i], permutation_[rng.Below(i + 1)]);
+    }
+  }
+}
+
+int64_t ShardPlan::Index(int64_t epoch, int64_t position) const {
+  const int64_t shard =
+      stick_to_shard_ ? shard_id_ : (shard_id_ + epoch) % num_shards_;
+  int64_t begin = 0, end = 0;
+  ShardRange(count_, shard, num_shards_, &begin, &end);
+  const int64_t at = begin + std::min(position, end - begin - 1);
+  return permutation_.empty() ? at : permutation_[at];
+}
+
 std::vector<int64_t> EpochOrder(int64_t n, int64_t window, uint64_t seed,
                                 int64_t epoch) {
   std::vector<int64_t> order;

@@ -38,6 +38,33 @@ absl::Status ReadWholeFile(const std::string& path, Bytes* out);
 void ShardRange(int64_t count, int64_t shard, int64_t shards, int64_t* begin,
                 int64_t* end);
 
+// How a reader's shards see a dataset of `count` samples, as DALI's readers
+// do. With `shuffle`, the whole list is permuted once, with a fixed seed
+// (every rank computes the same permutation, whatever seed each rank's
+// pipeline has), before it is cut into shards: each shard is a random subset,
+// not a run of sorted files (a run of one class folder after another). Unless
+// `stick_to_shard`, a rank takes shard (shard_id + epoch) % num_shards in each
+// epoch, so over num_shards epochs it sees every sample. Every shard yields the
+// same number of samples, ceil(count / num_shards): a shorter one repeats its
+// last sample, so every rank runs as many batches (a data-parallel loop never
+// waits on a rank that ran out).
+class ShardPlan {
+ public:
+  ShardPlan(int64_t count, int64_t shard_id, int64_t num_shards, bool shuffle,
+            bool stick_to_shard);
+  // Samples each shard yields per epoch.
+  int64_t per_shard() const { return per_shard_; }
+  // The dataset index of the shard's `position`th sample (0 <= position <
+  // per_shard()) in `epoch`, before the epoch's own shuffle.
+  int64_t Index(int64_t epoch, int64_t position) const;
+
+ private:
+  const int64_t count_, shard_id_, num_shards_;
+  const bool stick_to_shard_;
+  int64_t per_shard_ = 0;
+  std::vector<int64_t> permutation_;  // empty: the identity
+};
+
 // The order of an epoch over n samples: 0..n-1 when window <= 1, else
 // shuffled through a window of `window` samples (a sample leaves the window
 // at a random slot and the next one takes its place), seeded by seed and

@@ -55,10 +55,10 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
       new std::map<std::string, std::vector<std::string>>{
           {"file_reader",
            {"dir", "files", "labels", "file_list", "shard_id", "num_shards",
-            "shuffle_window", "limit"}},
+            "stick_to_shard", "shuffle_window", "limit"}},
           {"idx_reader",
-           {"images", "labels", "shard_id", "num_shards", "shuffle_window",
-            "limit"}},
+           {"images", "labels", "shard_id", "num_shards", "stick_to_shard",
+            "shuffle_window", "limit"}},
           {"external_source", {"dtype", "shape"}},
           {"decode", {"color", "max_pixels"}},
           {"decode_random_crop",

@@ -2,6 +2,7 @@
 // arrays (pipeline.idx_reader), sharded and shuffled per epoch.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -20,9 +21,11 @@ absl::Status ReaderKernel::Init(const KernelInitContext& ctx) {
   auto limit = PositiveAttr(ctx, "limit", 0, 0);
   auto seed = ctx.IntAttrOr("seed", 0);
   auto skip = ctx.BoolAttrOr("skip_errors", false);
-  absl::Status ok = FirstError(
-      {outputs.status(), batch.status(), shard.status(), shards.status(),
-       window.status(), limit.status(), seed.status(), skip.status()});
+  auto stick = ctx.BoolAttrOr("stick_to_shard", false);
+  absl::Status ok =
+      FirstError({outputs.status(), batch.status(), shard.status(),
+                  shards.status(), window.status(), limit.status(),
+                  seed.status(), skip.status(), stick.status()});
   if (ok.ok()) ok = ctx.ExpectInputs(1, 1);
   if (ok.ok()) ok = ctx.ExpectOutput(/*required=*/true);
   if (!ok.ok()) return ok;
@@ -41,8 +44,10 @@ absl::Status ReaderKernel::Init(const KernelInitContext& ctx) {
   skip_errors_ = *skip;
   auto size = Open(ctx);
   if (!size.ok()) return size.status();
-  ShardRange(*size, *shard, *shards, &begin_, &end_);
-  if (*limit > 0) end_ = std::min(end_, begin_ + *limit);
+  shards_ = std::make_unique<ShardPlan>(*size, *shard, *shards,
+                                        /*shuffle=*/window_ > 1, *stick);
+  epoch_size_ = shards_->per_shard();
+  if (*limit > 0) epoch_size_ = std::min(epoch_size_, *limit);
   return ctx.SetOutputBlobs("out", SampleListBlobs(outputs_, batch_size_));
 }
 
@@ -62,7 +67,7 @@ absl::Status ReaderKernel::Forward(KernelContext* ctx) {
       SampleHeader like{};
       like.position = position;
       like.epoch = chunk->epoch;
-      like.index = begin_ + order_[position];
+      like.index = shards_->Index(chunk->epoch, order_[position]);
       SampleSlots::Slot* slot = writer.Next();
       bool lazy = false;
       absl::Status filled = Fill(like.index, static_cast<int>(k), slot, &lazy);

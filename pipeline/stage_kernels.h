@@ -30,7 +30,7 @@ class ReaderKernel : public Kernel {
   absl::Status Init(const KernelInitContext& ctx) override;
   absl::Status Forward(KernelContext* ctx) override;
   // Samples in this shard: one epoch.
-  int64_t epoch_size() const { return end_ - begin_; }
+  int64_t epoch_size() const { return epoch_size_; }
   // Counts each chunk read into `counter` (after the chunk is complete).
   void CountChunksInto(std::atomic<int64_t>* counter) { counter_ = counter; }
 
@@ -46,8 +46,8 @@ class ReaderKernel : public Kernel {
  private:
   std::vector<std::string> outputs_;
   int64_t batch_size_ = 1;
-  int64_t begin_ = 0;
-  int64_t end_ = 0;
+  std::unique_ptr<ShardPlan> shards_;
+  int64_t epoch_size_ = 0;
   int64_t window_ = 0;
   uint64_t seed_ = 0;
   bool skip_errors_ = false;

@@ -5,11 +5,13 @@
 // external input.
 #include "actorflow/pipeline.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <set>
 #include <thread>
 
@@ -161,6 +163,88 @@ TEST_CASE("a pipeline whose only output is scalar labels hands them out") {
     REQUIRE(pipe->Run().ok());
   }
   CHECK(seen == 10000);
+}
+
+// The sample ids (labels) shard `shard` of `shards` yields in epochs 0, 1,
+// ...: 40 files, labelled by their index, whose "classes" are runs of ten
+// in sorted order.
+std::vector<std::vector<int32_t>> ShardEpochs(int shard, int shards,
+                                              int64_t window, bool stick,
+                                              int epochs) {
+  const std::string dir = testing::TestTempDir("shards");
+  OperatorDef reader{.op = "file_reader",
+                     .name = "reader",
+                     .outputs = {"files", "ids"},
+                     .attrs = {{"shard_id", IntAttr(shard)},
+                               {"num_shards", IntAttr(shards)},
+                               {"shuffle_window", IntAttr(window)},
+                               {"stick_to_shard", BoolAttr(stick)}}};
+  for (int i = 0; i < 40; ++i) {
+    const std::string path = absl::StrCat(dir, "/", 100 + i, ".jpg");
+    std::ofstream(path) << "sample " << i;
+    reader.attrs["files"].mutable_list()->add_s(path);
+    reader.attrs["labels"].mutable_list()->add_i(i);
+  }
+  PipelineOptions options;
+  options.batch_size = 4;
+  options.seed = 11;
+  Pipeline pipe(options);
+  pipe.Add(reader);
+  pipe.SetOutputs({"ids"});
+  REQUIRE_OK(pipe.Build());
+  std::vector<std::vector<int32_t>> seen(epochs);
+  for (int epoch = 0; epoch < epochs; ++epoch) {
+    if (epoch > 0) REQUIRE_OK(pipe.Reset());
+    REQUIRE_OK(pipe.Run());
+    while (true) {
+      auto out = pipe.Outputs();
+      if (absl::IsOutOfRange(out.status())) break;
+      REQUIRE_OK(out.status());
+      auto ids = out->outputs[0].data().data<int32_t>();
+      REQUIRE(ids.ok());
+      seen[epoch].insert(seen[epoch].end(), ids->begin(), ids->end());
+      REQUIRE_OK(pipe.Run());
+    }
+  }
+  return seen;
+}
+
+TEST_CASE("shards are random subsets, rotate between epochs, and are equal") {
+  // Shuffled: every shard draws from every class, and the shards of an
+  // epoch together hold every sample once (3 shards of 40: 14, 13 and 13,
+  // the short ones padded with their last sample to 14).
+  std::vector<std::vector<std::vector<int32_t>>> shards;
+  for (int shard = 0; shard < 3; ++shard) {
+    shards.push_back(ShardEpochs(shard, 3, 16, /*stick=*/false, 3));
+  }
+  std::set<int32_t> all;
+  for (int shard = 0; shard < 3; ++shard) {
+    INFO("shard " << shard);
+    const std::vector<int32_t>& ids = shards[shard][0];
+    CHECK(ids.size() == 14);
+    std::set<int32_t> classes;
+    for (int32_t id : ids) classes.insert(id / 10);
+    CHECK(classes.size() >= 3);
+    all.insert(ids.begin(), ids.end());
+    // The next epoch, the next shard's samples (in an order of its own).
+    for (int epoch = 1; epoch < 3; ++epoch) {
+      std::vector<int32_t> now = shards[shard][epoch];
+      std::vector<int32_t> was = shards[(shard + epoch) % 3][0];
+      std::sort(now.begin(), now.end());
+      std::sort(was.begin(), was.end());
+      CHECK(now == was);
+    }
+  }
+  CHECK(all.size() == 40);
+  // stick_to_shard keeps a rank on its shard; unshuffled shards are runs.
+  auto stuck = ShardEpochs(1, 2, 16, /*stick=*/true, 2);
+  std::sort(stuck[0].begin(), stuck[0].end());
+  std::sort(stuck[1].begin(), stuck[1].end());
+  CHECK(stuck[0] == stuck[1]);
+  auto runs = ShardEpochs(1, 2, 0, /*stick=*/true, 1);
+  std::vector<int32_t> second_half(20);
+  std::iota(second_half.begin(), second_half.end(), 20);
+  CHECK(runs[0] == second_half);
 }
 
 TEST_CASE("same seed, same batches: whatever the threads and prefetch depth") {

@@ -90,8 +90,8 @@ def batch(*data, device="cpu", name=None, **kwargs):
 
 def _file_reader(*, name=None, **kwargs):
     """Files' bytes and labels: `dir` (DALI: `file_root`), `files`,
-    `labels`, `file_list`, `shard_id`, `num_shards`, `shuffle_window`,
-    `limit`. Returns (data, labels)."""
+    `labels`, `file_list`, `shard_id`, `num_shards`, `stick_to_shard`,
+    `shuffle_window`, `limit`. Returns (data, labels)."""
     kwargs = _renamed(kwargs, {"file_root": "dir"})
     return _add_operator("file_reader", [], 2, "cpu", name, kwargs)
 
@@ -99,7 +99,8 @@ def _file_reader(*, name=None, **kwargs):
 def _idx_reader(*, name=None, **kwargs):
     """IDX (MNIST format) images [rows, cols, 1] uint8 and, with `labels`,
     int32 labels: `images`, `labels`, `shard_id`, `num_shards`,
-    `shuffle_window`, `limit`. Returns (images, labels), or images alone."""
+    `stick_to_shard`, `shuffle_window`, `limit`. Returns (images, labels),
+    or images alone."""
     outputs = 2 if "labels" in kwargs else 1
     return _add_operator("idx_reader", [], outputs, "cpu", name, kwargs)
 
