@@ -153,7 +153,11 @@ int64_t ShardPlan::Index(int64_t epoch, int64_t position) const {
       stick_to_shard_ ? shard_id_ : (shard_id_ + epoch) % num_shards_;
   int64_t begin = 0, end = 0;
   ShardRange(count_, shard, num_shards_, &begin, &end);
-  const int64_t at = begin + std::min(position, end - begin - 1);
+  // A shard left empty (fewer samples than shards) repeats the sample at
+  // its start, which is within the dataset.
+  const int64_t at =
+      begin +
+      std::clamp<int64_t>(position, 0, std::max<int64_t>(end - begin - 1, 0));
   return permutation_.empty() ? at : permutation_[at];
 }
 

@@ -254,6 +254,29 @@ TEST_CASE("epoch orders are permutations, seeded, and differ per epoch") {
   CHECK((covered == 10 && last_end == 10));
 }
 
+TEST_CASE("ShardPlan: equal shards covering every sample, fewer too") {
+  for (int64_t count : {1, 2, 7, 40}) {
+    for (int64_t shards : {1, 2, 3, 5}) {
+      for (bool shuffle : {false, true}) {
+        INFO(count << " samples, " << shards << " shards, shuffle " << shuffle);
+        std::set<int64_t> covered;
+        for (int64_t shard = 0; shard < shards; ++shard) {
+          ShardPlan plan(count, shard, shards, shuffle,
+                         /*stick_to_shard=*/false);
+          CHECK(plan.per_shard() == (count + shards - 1) / shards);
+          for (int64_t p = 0; p < plan.per_shard(); ++p) {
+            const int64_t index = plan.Index(/*epoch=*/0, p);
+            REQUIRE(index >= 0);
+            REQUIRE(index < count);
+            covered.insert(index);
+          }
+        }
+        CHECK(static_cast<int64_t>(covered.size()) == count);
+      }
+    }
+  }
+}
+
 TEST_CASE("directories list images by path, labelled by subdirectory") {
   const std::string dir = testing::TestTempDir("listing");
   REQUIRE(WriteFashionImages(dir, 6, 32, 2).ok());
