@@ -136,8 +136,11 @@ class Pipeline:
     written by checkpoint(); the batches then go on exactly where it left
     off. enable_checkpointing is DALI's: checkpoints are always on."""
 
-    def __init__(self, batch_size, num_threads=1, prefetch_queue_depth=2,
-                 seed=0, on_error="fail", fuse_decode=True, device_id=None,
+    # Positional arguments in DALI's order (batch_size, num_threads,
+    # device_id, seed); the rest by keyword only, so that DALI code that
+    # passes device_id third never binds it to something else.
+    def __init__(self, batch_size, num_threads=1, device_id=None, seed=0, *,
+                 prefetch_queue_depth=2, on_error="fail", fuse_decode=True,
                  restore_from=None, checkpoint=None,
                  enable_checkpointing=True):
         # device_id as DALI has it: GPU operators run on device 0, the only

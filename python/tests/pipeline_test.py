@@ -474,6 +474,13 @@ class PipelineTest(unittest.TestCase):
         self.assertEqual(str(caught.exception),
                          "Pipeline: device_id 1: GPU operators run on device 0 "
                          "(give 0, -1 or None)")
+        # DALI's positional order: batch_size, num_threads, device_id, seed.
+        pipe = Pipeline(8, 3, 0, 42)
+        self.assertEqual((pipe.batch_size, pipe.num_threads, pipe.device_id,
+                          pipe.seed, pipe.prefetch_queue_depth),
+                         (8, 3, 0, 42, 2))
+        with self.assertRaises(TypeError):
+            Pipeline(8, 3, 0, 42, 4)  # prefetch_queue_depth by keyword only
 
     def test_collected_mid_run_joins_threads(self):
         # The first blocking call starts the one interrupter thread (for
