@@ -20,8 +20,9 @@ def _renamed(kwargs, aliases):
 def external_source(source=None, *, name=None, dtype=None, shape=None,
                     device="cpu"):
     """Samples the caller feeds: Pipeline.feed_input(node, batch) in
-    iter_setup, or `source` (an iterable or a callable returning one batch
-    per call: a list of per-sample arrays or one array [n, ...]). `dtype`:
+    iter_setup, or `source` (an iterable, iter()'d at the start of every
+    epoch, or a callable returning one batch per call; a batch is a list of
+    per-sample arrays or one array [n, ...]). `dtype`:
     a numpy dtype or its name; without it the first batch fed sets it (as
     DALI takes the type of what is fed). `shape`: the largest sample's
     shape; without it the first batch fed sets it (twice its largest size

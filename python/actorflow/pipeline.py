@@ -169,6 +169,8 @@ class Pipeline:
         self._names = set()
         self._counter = itertools.count()
         self._sources = {}  # external source name -> callable or iterator
+        self._source_objects = {}  # external source name -> source= as given
+        self._epoch_begins = True  # no source pulled yet this epoch
         self._shapes = {}  # external source name -> declared shape or None
         self._dtypes = {}  # external source name -> dtype name or None
         self._pending = []  # (name, data, shapes) fed before the build
@@ -235,6 +237,7 @@ class Pipeline:
             self._dtypes[name] = attrs.pop("dtype", None)
             if source is not None:
                 self._sources[name] = source
+                self._source_objects[name] = source
         self._ops.append([op, name, [n.name for n in inputs], outputs, device,
                           attrs])
         nodes = tuple(DataNode(self, o) for o in outputs)
@@ -346,6 +349,14 @@ class Pipeline:
         self._require_built()
         if self._exhausted:
             return
+        if self._epoch_begins:
+            # As DALI does: an iterable source is iter()'d at the start of
+            # every epoch (an iterator class resets there; an iterator
+            # returns itself and goes on).
+            self._epoch_begins = False
+            for name, source in self._source_objects.items():
+                if not _is_plain_callable(source):
+                    self._sources[name] = iter(source)
         try:
             self.iter_setup()
             for name, source in self._sources.items():
@@ -423,6 +434,7 @@ class Pipeline:
         self._scheduled = 0
         self._exhausted = False
         self._started = False
+        self._epoch_begins = True
         self._pending = []
         if self._native_built:
             self._native.reset()
@@ -456,9 +468,14 @@ class Pipeline:
                 "fn.external_source shape= and dtype=)")
 
 
+def _is_plain_callable(source):
+    """A callable that is not an iterator: called once per batch."""
+    return callable(source) and not hasattr(source, "__next__")
+
+
 def _next_batch(sources, name):
     source = sources[name]
-    if callable(source) and not hasattr(source, "__next__"):
+    if _is_plain_callable(source):
         return source()
     if not hasattr(source, "__next__"):
         source = sources[name] = iter(source)

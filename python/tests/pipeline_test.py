@@ -405,6 +405,40 @@ class PipelineTest(unittest.TestCase):
             pipe.feed_input(x, numpy.array([[1], [2]], numpy.int32))
         self.assertIn("int32", str(caught.exception))
 
+    def test_iterable_source_is_iterated_each_epoch(self):
+        # DALI calls iter() on an iterable source at every epoch's start:
+        # an iterator class starts over there.
+        class Counting:
+            def __init__(self):
+                self.iters = 0
+
+            def __iter__(self):
+                self.iters += 1
+                self.i = 0
+                return self
+
+            def __next__(self):
+                if self.i == 3:
+                    raise StopIteration
+                self.i += 1
+                return numpy.full((2, 1), self.i, numpy.int32)
+
+        source = Counting()
+        pipe = Pipeline(batch_size=2, num_threads=1)
+        with pipe:
+            pipe.set_outputs(fn.external_source(source))
+        pipe.build()
+        for epoch in range(2):
+            got = []
+            while True:
+                try:
+                    got.append(int(pipe.run()[0].as_array()[0, 0]))
+                except StopIteration:
+                    break
+            self.assertEqual(got, [1, 2, 3], f"epoch {epoch}")
+            self.assertEqual(source.iters, epoch + 1)
+            pipe.reset()
+
     def test_bad_samples(self):
         root = os.path.join(self.tmp, "broken")
         make_images(root, 6, seed=2)
