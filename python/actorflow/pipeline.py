@@ -360,7 +360,7 @@ class Pipeline:
         try:
             self.iter_setup()
             for name, source in self._sources.items():
-                self.feed_input(name, _next_batch(self._sources, name))
+                self.feed_input(name, _next_batch(source))
         except StopIteration:
             self._exhausted = True
             return
@@ -473,13 +473,10 @@ def _is_plain_callable(source):
     return callable(source) and not hasattr(source, "__next__")
 
 
-def _next_batch(sources, name):
-    source = sources[name]
-    if _is_plain_callable(source):
-        return source()
-    if not hasattr(source, "__next__"):
-        source = sources[name] = iter(source)
-    return next(source)
+def _next_batch(source):
+    """A plain callable is called; anything else is the iterator the
+    epoch's start made of the source (schedule_run)."""
+    return source() if _is_plain_callable(source) else next(source)
 
 
 def _pack(name, data):
