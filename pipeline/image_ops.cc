@@ -230,6 +230,38 @@ absl::Status PlaceCrop(int64_t in_h, int64_t in_w, int64_t height,
   return absl::OkStatus();
 }
 
+CropBox PlaceRandomAreaCrop(int64_t in_h, int64_t in_w, double area_lo,
+                            double area_hi, double ratio_lo, double ratio_hi,
+                            int64_t attempts, SampleRng* rng) {
+  const double area = static_cast<double>(in_h) * static_cast<double>(in_w);
+  const double log_lo = std::log(ratio_lo), log_hi = std::log(ratio_hi);
+  for (int64_t k = 0; k < attempts; ++k) {
+    const double target =
+        area * (area_lo + (area_hi - area_lo) * rng->Uniform());
+    const double ratio = std::exp(log_lo + (log_hi - log_lo) * rng->Uniform());
+    const int64_t w = std::llround(std::sqrt(target * ratio));
+    const int64_t h = std::llround(std::sqrt(target / ratio));
+    if (w >= 1 && h >= 1 && w <= in_w && h <= in_h) {
+      CropBox box{0, 0, h, w};
+      box.y = rng->Below(in_h - h + 1);
+      box.x = rng->Below(in_w - w + 1);
+      return box;
+    }
+  }
+  CropBox box{0, 0, in_h, in_w};
+  const double ratio = static_cast<double>(in_w) / static_cast<double>(in_h);
+  if (ratio < ratio_lo) {
+    box.height = std::max<int64_t>(
+        1, std::min<int64_t>(in_h, std::llround(in_w / ratio_lo)));
+  } else if (ratio > ratio_hi) {
+    box.width = std::max<int64_t>(
+        1, std::min<int64_t>(in_w, std::llround(in_h * ratio_hi)));
+  }
+  box.y = (in_h - box.height) / 2;
+  box.x = (in_w - box.width) / 2;
+  return box;
+}
+
 absl::Status Crop(const SampleRef& in, const CropWindow& window, int64_t height,
                   int64_t width, Sample* out) {
   absl::Status ok = ExpectImage("crop", in);

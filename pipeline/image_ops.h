@@ -55,6 +55,20 @@ absl::Status PlaceCrop(int64_t in_h, int64_t in_w, int64_t height,
                        int64_t width, bool random, SampleRng* rng,
                        CropWindow* window);
 
+// The ImageNet ("Inception") crop of an in_h x in_w image: a window whose
+// area is a fraction of the image's drawn uniformly from [area_lo, area_hi],
+// whose aspect ratio (width / height) is drawn log-uniformly from
+// [ratio_lo, ratio_hi], placed uniformly. After `attempts` draws that do
+// not fit, the whole image cut to the nearest ratio in range, centred.
+// Always at least 1 x 1 and inside the image.
+struct CropBox {
+  int64_t y = 0, x = 0;
+  int64_t height = 0, width = 0;
+};
+CropBox PlaceRandomAreaCrop(int64_t in_h, int64_t in_w, double area_lo,
+                            double area_hi, double ratio_lo, double ratio_hi,
+                            int64_t attempts, SampleRng* rng);
+
 // Copies the window of height x width at `window` (any element type).
 absl::Status Crop(const SampleRef& in, const CropWindow& window, int64_t height,
                   int64_t width, Sample* out);

@@ -67,6 +67,8 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
           {"decode_resize", {"color", "max_pixels", "shorter", "size"}},
           {"resize", {"size", "shorter"}},
           {"crop", {"size", "random"}},
+          {"random_resized_crop",
+           {"size", "random_area", "random_aspect_ratio", "num_attempts"}},
           {"flip", {"horizontal", "vertical"}},
           {"crop_mirror_normalize",
            {"crop", "crop_pos", "mirror", "mean", "std"}},

@@ -242,6 +242,80 @@ class CropOp final : public SampleOp {
   bool random_ = false;
 };
 
+// attr `name`: two floats lo <= hi, both above `floor`, or `fallback`.
+absl::StatusOr<std::vector<double>> RangeAttr(const KernelInitContext& ctx,
+                                              const char* name, float lo,
+                                              float hi, float floor) {
+  auto range = ctx.FloatListAttr(name);
+  if (!range.ok()) return range.status();
+  if (range->empty()) return std::vector<double>{lo, hi};
+  if (range->size() != 2 || !((*range)[0] > floor) ||
+      (*range)[0] > (*range)[1]) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attr '", name, "': wants [low, high], above ", floor,
+        " and low <= high, got [", absl::StrJoin(*range, ", "), "]"));
+  }
+  return range;
+}
+
+// `random_resized_crop` (attrs random_area [lo, hi] (0.08, 1),
+// random_aspect_ratio [lo, hi] (3/4, 4/3), num_attempts i (10), size
+// [h, w] optional): the ImageNet crop (PlaceRandomAreaCrop), resized to
+// `size` when given, else the window as it is.
+class RandomResizedCropOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto size = SizeAttr(ctx, "size", /*required=*/false);
+    auto area = RangeAttr(ctx, "random_area", 0.08f, 1.0f, 0.0f);
+    auto ratio =
+        RangeAttr(ctx, "random_aspect_ratio", 3.0f / 4.0f, 4.0f / 3.0f, 0.0f);
+    auto attempts = ctx.IntAttrOr("num_attempts", 10);
+    for (const absl::Status& s :
+         {size.status(), area.status(), ratio.status(), attempts.status()}) {
+      if (!s.ok()) return s;
+    }
+    if ((*area)[1] > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attr 'random_area': fractions of the image's area, at most 1, "
+          "got [",
+          absl::StrJoin(*area, ", "), "]"));
+    }
+    if (*attempts < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attr 'num_attempts': at least 1, got ", *attempts));
+    }
+    size_ = *size;
+    area_ = *area;
+    ratio_ = *ratio;
+    attempts_ = *attempts;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok = ExpectRank("random_resized_crop", in, 3, "HWC images");
+    if (!ok.ok()) return ok;
+    if (size_.empty()) return SampleSpec{in.type, {-1, -1, in.max_shape[2]}};
+    return SampleSpec{in.type, {size_[0], size_[1], in.max_shape[2]}};
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng* rng,
+                     Sample* out) override {
+    if (in.shape.size() != 3) return Crop(in, {}, 1, 1, out);  // the error
+    const CropBox box =
+        PlaceRandomAreaCrop(in.shape[0], in.shape[1], area_[0], area_[1],
+                            ratio_[0], ratio_[1], attempts_, rng);
+    const CropWindow at{box.y, box.x};
+    if (size_.empty()) return Crop(in, at, box.height, box.width, out);
+    absl::Status ok = Crop(in, at, box.height, box.width, &window_);
+    if (!ok.ok()) return ok;
+    return Resize(window_.ref(), size_[0], size_[1], out);
+  }
+
+ private:
+  std::vector<int64_t> size_;
+  std::vector<double> area_, ratio_;
+  int64_t attempts_ = 10;
+  Sample window_;
+};
+
 class FlipOp final : public SampleOp {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
@@ -374,6 +448,7 @@ std::vector<std::string> SampleOpNames() {
           "decode_random_crop",
           "decode_resize",
           "flip",
+          "random_resized_crop",
           "resize"};
 }
 
@@ -387,6 +462,9 @@ absl::StatusOr<std::unique_ptr<SampleOp>> MakeSampleOp(
   if (name == "resize") return std::make_unique<ResizeOp>();
   if (name == "crop") return std::make_unique<CropOp>();
   if (name == "flip") return std::make_unique<FlipOp>();
+  if (name == "random_resized_crop") {
+    return std::make_unique<RandomResizedCropOp>();
+  }
   if (name == "crop_mirror_normalize") {
     return std::make_unique<CropMirrorNormalizeOp>();
   }

@@ -224,6 +224,50 @@ TEST_CASE("random crops stay inside, and depend only on the sample's seed") {
   }
 }
 
+TEST_CASE("the ImageNet crop keeps its area and ratio ranges, or centres") {
+  const uint64_t seed = testing::TestSeed("ImageNet crop");
+  double area_sum = 0;
+  int wide = 0, tall = 0;
+  for (int position = 0; position < 2000; ++position) {
+    SampleRng a(seed, 1, 0, position), b(seed, 1, 0, position);
+    const CropBox box =
+        PlaceRandomAreaCrop(375, 500, 0.1, 1.0, 0.8, 1.25, 100, &a);
+    const CropBox again =
+        PlaceRandomAreaCrop(375, 500, 0.1, 1.0, 0.8, 1.25, 100, &b);
+    CHECK((box.y == again.y && box.x == again.x && box.height == again.height &&
+           box.width == again.width));
+    REQUIRE((box.y >= 0 && box.x >= 0 && box.height >= 1 && box.width >= 1));
+    REQUIRE((box.y + box.height <= 375 && box.x + box.width <= 500));
+    const double fraction = double(box.height) * box.width / (375.0 * 500.0);
+    // Rounding each side to a pixel moves area and ratio by a little.
+    CHECK(fraction >= 0.1 * 0.98);
+    CHECK(fraction <= 1.0);
+    const double ratio = double(box.width) / box.height;
+    CHECK(ratio >= 0.8 * 0.98);
+    CHECK(ratio <= 1.25 * 1.02);
+    area_sum += fraction;
+    wide += ratio > 1.05;
+    tall += ratio < 0.95;
+  }
+  // Area uniform in [0.1, 1] (the draws that fit: a little below 0.55).
+  CHECK(area_sum / 2000 > 0.4);
+  CHECK(area_sum / 2000 < 0.6);
+  CHECK(wide > 400);
+  CHECK(tall > 400);
+
+  // Nothing fits a 1 x 100 strip with ratio in [0.8, 1.25]: the centred
+  // fallback cuts the width to the largest ratio.
+  SampleRng rng(seed, 2, 0, 0);
+  const CropBox strip =
+      PlaceRandomAreaCrop(1, 100, 0.5, 1.0, 0.8, 1.25, 10, &rng);
+  CHECK(
+      (strip.height == 1 && strip.width == 1 && strip.y == 0 && strip.x == 49));
+  const CropBox column =
+      PlaceRandomAreaCrop(100, 2, 0.9, 1.0, 0.8, 1.25, 3, &rng);
+  CHECK((column.width == 2 && column.height == 3 && column.x == 0 &&
+         column.y == 48));
+}
+
 TEST_CASE("epoch orders are permutations, seeded, and differ per epoch") {
   const uint64_t seed = testing::TestSeed("epoch orders");
   for (int64_t window : {0, 1, 7, 1000}) {
