@@ -453,6 +453,7 @@ void Pipeline::Compiler::ProbeReader(int i, const OpConf& task) {
   // checked too.
   if (!init.ok()) Problem(i, init.message());
   p_.epoch_size_ = reader->epoch_size();
+  p_.dataset_size_ = reader->dataset_size();
   p_.chunks_per_epoch_ = (p_.epoch_size_ + n_ - 1) / n_;
 }
 
@@ -767,7 +768,7 @@ absl::Status Pipeline::Compiler::WritePlan() {
       desc.set_register_num(op_type == "h2d" ? gpu_depth_ : depth_);
     }
   }
-  if (!p_.externals_.empty()) p_.epoch_size_ = -1;
+  if (!p_.externals_.empty()) p_.epoch_size_ = p_.dataset_size_ = -1;
   return absl::OkStatus();
 }
 

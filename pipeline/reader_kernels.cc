@@ -46,6 +46,7 @@ absl::Status ReaderKernel::Init(const KernelInitContext& ctx) {
   if (!size.ok()) return size.status();
   shards_ = std::make_unique<ShardPlan>(*size, *shard, *shards,
                                         /*shuffle=*/window_ > 1, *stick);
+  dataset_size_ = *size;
   epoch_size_ = shards_->per_shard();
   if (*limit > 0) epoch_size_ = std::min(epoch_size_, *limit);
   return ctx.SetOutputBlobs("out", SampleListBlobs(outputs_, batch_size_));

@@ -31,6 +31,8 @@ class ReaderKernel : public Kernel {
   absl::Status Forward(KernelContext* ctx) override;
   // Samples in this shard: one epoch.
   int64_t epoch_size() const { return epoch_size_; }
+  // Samples in the whole dataset, before sharding and padding.
+  int64_t dataset_size() const { return dataset_size_; }
   // Counts each chunk read into `counter` (after the chunk is complete).
   void CountChunksInto(std::atomic<int64_t>* counter) { counter_ = counter; }
 
@@ -48,6 +50,7 @@ class ReaderKernel : public Kernel {
   int64_t batch_size_ = 1;
   std::unique_ptr<ShardPlan> shards_;
   int64_t epoch_size_ = 0;
+  int64_t dataset_size_ = 0;
   int64_t window_ = 0;
   uint64_t seed_ = 0;
   bool skip_errors_ = false;

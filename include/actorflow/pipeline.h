@@ -142,6 +142,9 @@ class Pipeline {
   const Plan& plan() const;
   // Samples per epoch of this shard; -1 with an external source.
   int64_t epoch_size() const { return epoch_size_; }
+  // Samples in the reader's whole dataset (every shard, no padding); -1
+  // with an external source.
+  int64_t dataset_size() const { return dataset_size_; }
 
   // Schedules one more batch. Never blocks: the pipeline computes at most
   // prefetch_depth chunks ahead of what the caller has taken.
@@ -258,6 +261,7 @@ class Pipeline {
   };
   std::vector<ExternalSource> externals_;
   int64_t epoch_size_ = 0;
+  int64_t dataset_size_ = 0;
   int64_t chunks_per_epoch_ = 0;
   int depth_ = 2;
   // This epoch.

@@ -136,6 +136,8 @@ class Pipeline:
     written by checkpoint(); the batches then go on exactly where it left
     off. enable_checkpointing is DALI's: checkpoints are always on."""
 
+    _node_class = DataNode  # what operators return
+
     # Positional arguments in DALI's order (batch_size, num_threads,
     # device_id, seed); the rest by keyword only, so that DALI code that
     # passes device_id third never binds it to something else.
@@ -240,7 +242,7 @@ class Pipeline:
                 self._source_objects[name] = source
         self._ops.append([op, name, [n.name for n in inputs], outputs, device,
                           attrs])
-        nodes = tuple(DataNode(self, o) for o in outputs)
+        nodes = tuple(self._node_class(self, o) for o in outputs)
         return nodes[0] if num_outputs == 1 else nodes
 
     def build(self):
@@ -349,18 +351,9 @@ class Pipeline:
         self._require_built()
         if self._exhausted:
             return
-        if self._epoch_begins:
-            # As DALI does: an iterable source is iter()'d at the start of
-            # every epoch (an iterator class resets there; an iterator
-            # returns itself and goes on).
-            self._epoch_begins = False
-            for name, source in self._source_objects.items():
-                if not _is_plain_callable(source):
-                    self._sources[name] = iter(source)
+        epoch_begins, self._epoch_begins = self._epoch_begins, False
         try:
-            self.iter_setup()
-            for name, source in self._sources.items():
-                self.feed_input(name, _next_batch(source))
+            self._pull_sources(epoch_begins)
         except StopIteration:
             self._exhausted = True
             return
@@ -371,6 +364,20 @@ class Pipeline:
             self._pending = []
         self._native.schedule()
         self._scheduled += 1
+
+    def _pull_sources(self, epoch_begins):
+        """Feeds every external source one batch: iter_setup(), then each
+        `source=`. StopIteration ends the epoch."""
+        if epoch_begins:
+            # As DALI does: an iterable source is iter()'d at the start of
+            # every epoch (an iterator class resets there; an iterator
+            # returns itself and goes on).
+            for name, source in self._source_objects.items():
+                if not _is_plain_callable(source):
+                    self._sources[name] = iter(source)
+        self.iter_setup()
+        for name, source in self._sources.items():
+            self.feed_input(name, _next_batch(source))
 
     def share_outputs(self):
         """The next batch (a tuple of Batch, one per output), held until

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "actorflow/pipeline.h"
+#include "pipeline/image_codec.h"
 #include "python/src/py_arrays.h"
 #include "python/src/py_errors.h"
 #include "python/src/py_session.h"
@@ -144,6 +145,7 @@ class PyPipeline {
   }
   Plan plan() { return Get()->plan(); }
   int64_t epoch_size() { return Get()->epoch_size(); }
+  int64_t dataset_size() { return Get()->dataset_size(); }
   int64_t epoch() { return Get()->epoch(); }
   void Schedule() { ThrowIfError(Get()->Run()); }
 
@@ -231,7 +233,18 @@ class PyPipeline {
   std::unique_ptr<Pipeline> pipe_;
 };
 
+// (height, width) from an encoded image's first bytes; ValueError when
+// they hold no JPEG or PNG header.
+py::tuple ImageSize(py::bytes encoded) {
+  std::string_view data = encoded;
+  auto header = pipeline::ReadImageHeader(absl::MakeConstSpan(
+      reinterpret_cast<const uint8_t*>(data.data()), data.size()));
+  ThrowIfError(header.status());
+  return py::make_tuple(header->height, header->width);
+}
+
 void RegisterPipelines(py::module_& m) {
+  m.def("_image_size", &ImageSize, py::arg("encoded"));
   py::class_<PyPipeline>(m, "_Pipeline")
       .def(py::init<int64_t, int, int, uint64_t, const std::string&, bool>(),
            py::arg("batch_size"), py::arg("num_threads"),
@@ -242,6 +255,7 @@ void RegisterPipelines(py::module_& m) {
       .def("build", &PyPipeline::Build)
       .def_property_readonly("plan", &PyPipeline::plan)
       .def("epoch_size", &PyPipeline::epoch_size)
+      .def("dataset_size", &PyPipeline::dataset_size)
       .def("epoch", &PyPipeline::epoch)
       .def("schedule", &PyPipeline::Schedule)
       .def("take",

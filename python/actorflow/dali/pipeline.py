@@ -1,0 +1,347 @@
+"""DALI's Pipeline and @pipeline_def on actorflow's pipeline: the same
+calls, outputs as TensorListCPU, and readers that run on across epochs
+inside run() with full batches, as DALI's do."""
+
+import functools
+import inspect
+import os
+import warnings
+
+import numpy
+
+from actorflow import pipeline as _base
+from actorflow.dali import tensors, types
+
+
+class DataNode(_base.DataNode):
+    """An operator's output. `.gpu()` marks it for the GPU: a framework
+    iterator then hands it out as a CUDA tensor where torch sees a GPU
+    (operators themselves run on the host; docs/python.md)."""
+
+    def __init__(self, pipeline, name):
+        super().__init__(pipeline, name)
+        self.layout = ""
+        self.unit_dim = False  # scalar samples come out as [1] (labels)
+        self.device = "cpu"
+        # Images whose size only the files tell: a function from the
+        # files' (height, width) to the largest side a sample can have.
+        self.bound = None
+
+    def _like(self, **changes):
+        node = DataNode(self._pipeline, self.name)
+        node.layout, node.unit_dim, node.device, node.bound = (
+            self.layout, self.unit_dim, self.device, self.bound)
+        for key, value in changes.items():
+            setattr(node, key, value)
+        return node
+
+    def gpu(self):
+        _say_host_once("gpu")
+        return self._like(device="gpu")
+
+    def cpu(self):
+        return self._like(device="cpu")
+
+    def _arithmetic(self, *args):
+        raise TypeError(
+            f"{self!r}: arithmetic on data nodes is not in actorflow.dali; "
+            "use crop_mirror_normalize's mean/std/scale/shift, or fn.cast "
+            "(docs/python.md, 'Coming from DALI')")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _arithmetic
+    __truediv__ = __rtruediv__ = __neg__ = _arithmetic
+
+
+_said = set()
+
+
+def _say_host_once(device):
+    """Tells once per process that "mixed"/"gpu" operators run on the host."""
+    if "host" in _said:
+        return
+    _said.add("host")
+    warnings.warn(
+        f"actorflow.dali: device '{device}': operators run on the host (no "
+        "nvJPEG here); outputs marked .gpu() or made on 'mixed'/'gpu' come "
+        "out of the framework iterators as CUDA tensors where torch sees a "
+        "GPU, else on the CPU with the same values", stacklevel=3)
+
+
+class Pipeline(_base.Pipeline):
+    """DALI's Pipeline: Pipeline(batch_size, num_threads, device_id, seed,
+    ...) with DALI's keyword arguments. build() is optional; run() returns
+    one TensorListCPU per output. With a reader, run() never ends: it goes
+    on into the next epoch and every batch is full (pad_last_batch: the
+    epoch's last batch repeats its last sample instead)."""
+
+    _node_class = DataNode
+
+    def __init__(self, batch_size=-1, num_threads=-1, device_id=-1, seed=-1,
+                 exec_pipelined=True, prefetch_queue_depth=2, exec_async=True,
+                 bytes_per_sample=0, set_affinity=False, max_streams=-1,
+                 default_cuda_stream_priority=0, *, enable_memory_stats=False,
+                 enable_checkpointing=False, checkpoint=None,
+                 py_num_workers=1, py_start_method="fork",
+                 py_callback_pickler=None, output_dtype=None,
+                 output_ndim=None, exec_dynamic=False,
+                 experimental_exec_dynamic=False, stream=None,
+                 on_error="fail", fuse_decode=True, restore_from=None):
+        if batch_size is None or batch_size < 1:
+            raise ValueError(
+                f"Pipeline: batch_size {batch_size}: give the batch size (at "
+                "least 1)")
+        if num_threads is None or num_threads < 1:
+            num_threads = len(os.sched_getaffinity(0))
+        if isinstance(prefetch_queue_depth, dict):
+            prefetch_queue_depth = prefetch_queue_depth.get("cpu_size", 2)
+        super().__init__(batch_size, num_threads, device_id, seed,
+                         prefetch_queue_depth=prefetch_queue_depth,
+                         on_error=on_error, fuse_decode=fuse_decode,
+                         restore_from=restore_from, checkpoint=checkpoint)
+        self._output_nodes = []
+        self._readers = {}  # op name -> reader_meta without sizes
+        self._feeds = []  # _ExternalFeed, in declaration order
+        self._carry = None  # per output: samples read ahead of a batch
+        self._reader_files = None  # the reader's files, when listed here
+
+    # ---- definition ----
+
+    @staticmethod
+    def current():
+        """The pipeline being defined (in `with pipe:` or a @pipeline_def
+        function), or None."""
+        stack = getattr(_base._defining, "stack", None)
+        return stack[-1] if stack else None
+
+    def set_outputs(self, *nodes):
+        super().set_outputs(*nodes)
+        self._output_nodes = list(nodes)
+
+    def build(self):
+        if not self._built:
+            if self._outputs is None:
+                self.__enter__()
+                try:
+                    outputs = self.define_graph()
+                finally:
+                    self.__exit__()
+                if not isinstance(outputs, (tuple, list)):
+                    outputs = (outputs,)
+                self.set_outputs(*outputs)
+            self._batch_to_largest_image()
+            super().build()
+            if any(n.device == "gpu" for n in self._output_nodes):
+                _say_host_once("gpu")
+
+    def _batch_to_largest_image(self):
+        """Decoded images batched as they are (DALI's TensorList of
+        different shapes): the batch's box is the largest image the
+        reader's files hold, read from their headers."""
+        unbounded = [n for n in self._output_nodes if n.bound is not None]
+        if not unbounded:
+            return
+        if self._reader_files is None:
+            raise ValueError(
+                f"outputs {[n.name for n in unbounded]}: images of unknown "
+                "size from a reader whose files are not listed here "
+                "(file_list): resize or crop them to one size")
+        sizes = [_image_size(path) for path in self._reader_files]
+        largest = max(n.bound(sizes) for n in unbounded)
+        self.__enter__()
+        try:
+            batched = _base._add_operator(
+                "batch", list(self._output_nodes), len(self._output_nodes),
+                "cpu", None, {"max_shape": [largest] * 3})
+        finally:
+            self.__exit__()
+        if not isinstance(batched, tuple):
+            batched = (batched,)
+        nodes = [old._like() for old in self._output_nodes]
+        for node, new in zip(nodes, batched):
+            node.name = new.name
+        self.set_outputs(*nodes)
+
+    def _require_built(self):
+        if not self._built:
+            self.build()
+
+    def _pull_sources(self, epoch_begins):
+        super()._pull_sources(epoch_begins)
+        for feed in self._feeds:
+            feed.pull(self, epoch_begins)
+
+    def feed_input(self, data_node, data, layout=None, cuda_stream=None,
+                   use_copy_kernel=False):
+        super().feed_input(data_node, _as_host(data))
+
+    # ---- readers ----
+
+    def _add_reader(self, name, meta):
+        self._readers[name] = meta
+
+    def reader_meta(self, name=None):
+        """DALI's reader_meta: epoch_size (the whole dataset),
+        epoch_size_padded, number_of_shards, shard_id, pad_last_batch,
+        stick_to_shard; for every reader when name is None."""
+        if name is None:
+            return {n: self.reader_meta(n) for n in self._readers}
+        if name not in self._readers:
+            raise ValueError(
+                f"reader_meta: no reader named '{name}' (readers: "
+                f"{sorted(self._readers) or 'none'}); name it with "
+                "fn.readers.file(..., name=...)")
+        self._require_native()
+        meta = dict(self._readers[name])
+        total = int(self._native.dataset_size())
+        shards = meta["number_of_shards"]
+        per_shard = -(-total // shards)
+        if meta["pad_last_batch"]:
+            per_shard = -(-per_shard // self.batch_size) * self.batch_size
+            padded = per_shard * shards
+        else:
+            padded = total
+        meta.update(epoch_size=total, epoch_size_padded=padded)
+        return meta
+
+    def epoch_size(self, name=None):
+        """DALI's: the reader's whole dataset (every shard); a dict of
+        every reader's when name is None."""
+        if name is None:
+            return {n: self.reader_meta(n)["epoch_size"] for n in self._readers}
+        return self.reader_meta(name)["epoch_size"]
+
+    def shard_size(self):
+        """Samples this pipeline's shard yields per epoch (ours: every
+        shard has as many, a short one repeating its last sample)."""
+        self._require_native()
+        return int(self._native.epoch_size())
+
+    # ---- running ----
+
+    def outputs(self):
+        return self._tensor_lists(super().outputs())
+
+    def share_outputs(self):
+        return self._tensor_lists(super().share_outputs())
+
+    def _tensor_lists(self, batches):
+        lists = []
+        for k, batch in enumerate(batches):
+            node = self._output_nodes[k] if k < len(self._output_nodes) \
+                else None
+            shapes = batch._shapes
+            data = batch._data
+            if node is not None and node.unit_dim and data.ndim == 1:
+                data = data.reshape(-1, 1)
+                shapes = numpy.ones((len(batch), 1), numpy.int64)
+            lists.append(tensors.TensorListCPU.from_batch(
+                data, shapes, node.layout if node is not None else ""))
+        return tuple(lists)
+
+    def run(self, **pipeline_inputs):
+        """The next batch: one TensorListCPU per output, owned (keep it).
+        Without a reader, StopIteration ends the epoch (reset() starts the
+        next); a reader's pipeline goes on into the next epoch."""
+        if pipeline_inputs:
+            for name, data in pipeline_inputs.items():
+                self.feed_input(name, data)
+        self._require_built()
+        if not self._readers:
+            return super().run()
+        n = self.batch_size
+        pad = any(meta["pad_last_batch"] for meta in self._readers.values())
+        while True:
+            try:
+                lists = super().run()
+            except StopIteration:
+                _base.Pipeline.reset(self)  # the reader's next epoch
+                continue
+            got = len(lists[0])
+            if self._carry is None and got == n:
+                return lists
+            if self._carry is None:
+                self._carry = [[] for _ in lists]
+            for k, tl in enumerate(lists):
+                self._carry[k].extend(tl._samples)
+            if got < n and pad:
+                # The epoch's last batch: its last sample repeats.
+                for samples in self._carry:
+                    samples.extend([samples[-1]] * (n - len(samples)))
+            if len(self._carry[0]) >= n:
+                out = tuple(tensors.TensorListCPU(s[:n], tl.layout())
+                            for s, tl in zip(self._carry, lists))
+                rest = [s[n:] for s in self._carry]
+                self._carry = rest if rest[0] else None
+                return out
+
+    def reset(self):
+        """Starts the next epoch of external sources. A reader's pipeline
+        runs on across epochs by itself (as DALI's readers do), so there it
+        changes nothing."""
+        if not self._readers:
+            super().reset()
+
+
+def _image_size(path):
+    """(height, width) from an image file's header."""
+    from actorflow import _actorflow
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+        try:
+            return _actorflow._image_size(head)
+        except ValueError:
+            # A header past the first 64 KiB (a large EXIF block).
+            return _actorflow._image_size(head + f.read())
+
+
+def _as_host(data):
+    """numpy arrays from what DALI's feed_input takes: numpy arrays, torch
+    tensors (moved to the host), lists of either, TensorListCPU."""
+    if isinstance(data, tensors.TensorListCPU):
+        return [data.at(i) for i in range(len(data))]
+    if isinstance(data, numpy.ndarray):
+        return data
+    if hasattr(data, "detach") and hasattr(data, "cpu"):
+        return data.detach().cpu().numpy()
+    if isinstance(data, (list, tuple)):
+        return [_as_host(s) if not isinstance(s, numpy.ndarray) else s
+                for s in data]
+    return numpy.asarray(data)
+
+
+_PIPELINE_ARGS = frozenset(
+    inspect.signature(Pipeline.__init__).parameters) - {"self"}
+
+
+def pipeline_def(fn=None, *, enable_conditionals=False, **pipeline_kwargs):
+    """DALI's decorator: the function defines the graph and returns its
+    outputs; calling it with Pipeline's arguments (batch_size, num_threads,
+    device_id, seed, prefetch_queue_depth, ...) and its own returns the
+    pipeline. Arguments given to the decorator are defaults."""
+    if enable_conditionals:
+        raise NotImplementedError(
+            "pipeline_def(enable_conditionals=True): conditionals are not "
+            "in actorflow.dali")
+
+    def decorate(func):
+        @functools.wraps(func)
+        def create(*args, **kwargs):
+            own = dict(pipeline_kwargs)
+            for key in list(kwargs):
+                if key in _PIPELINE_ARGS and key not in inspect.signature(
+                        func).parameters:
+                    own[key] = kwargs.pop(key)
+            pipe = Pipeline(**own)
+            with pipe:
+                outputs = func(*args, **kwargs)
+                if outputs is None:
+                    raise ValueError(
+                        f"@pipeline_def {func.__name__}: returns no outputs")
+                if not isinstance(outputs, (tuple, list)):
+                    outputs = (outputs,)
+                pipe.set_outputs(*outputs)
+            return pipe
+        create._is_pipeline_def = True
+        return create
+
+    return decorate(fn) if fn is not None else decorate

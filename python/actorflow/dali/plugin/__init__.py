@@ -1,0 +1,1 @@
+"""DALI's framework plugins: actorflow.dali.plugin.pytorch."""

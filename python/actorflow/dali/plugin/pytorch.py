@@ -1,0 +1,215 @@
+"""DALI's PyTorch iterators on actorflow pipelines: DALIGenericIterator,
+DALIClassificationIterator and LastBatchPolicy, counting epochs as DALI
+does (reader_name, size, last_batch_policy, last_batch_padded). Each step
+is a list with one dict per pipeline, mapping each name of output_map to
+a torch.Tensor the caller owns (kept across steps). Outputs marked .gpu()
+or made on "mixed"/"gpu" are CUDA tensors where torch sees a GPU."""
+
+import enum
+import math
+import warnings
+
+import numpy
+import torch
+
+from actorflow.dali import tensors
+
+
+class LastBatchPolicy(enum.Enum):
+    """What the last batch of an epoch holds. FILL: a full batch (samples
+    from the next epoch, or the shard's padding); DROP: it is dropped;
+    PARTIAL: only the epoch's own samples."""
+    FILL = 0
+    DROP = 1
+    PARTIAL = 2
+
+
+def _dense(output, name):
+    if isinstance(output, tensors.TensorListCPU):
+        if not output.is_dense_tensor():
+            raise RuntimeError(
+                f"output '{name}': the samples' shapes differ "
+                f"({sorted(set(output.shape()))[:3]}...): resize or crop to "
+                "one size before a framework iterator")
+        return output.as_array()
+    return numpy.array(output.as_array())  # an actorflow.pipeline Batch
+
+
+class DALIGenericIterator:
+    """pipelines: one or a list (one per GPU in DALI; here each its own
+    shard). output_map: a name per pipeline output. reader_name: the
+    reader (fn.readers.*(name=...)) whose shard sets the epoch; else size
+    (samples per epoch across the pipelines), else the pipelines'
+    StopIteration."""
+
+    def __init__(self, pipelines, output_map, size=-1, reader_name=None,
+                 auto_reset=False, fill_last_batch=None, dynamic_shape=False,
+                 last_batch_padded=False,
+                 last_batch_policy=LastBatchPolicy.FILL,
+                 prepare_first_batch=True):
+        if not isinstance(pipelines, (list, tuple)):
+            pipelines = [pipelines]
+        if not pipelines:
+            raise ValueError("DALIGenericIterator: no pipeline")
+        self._pipes = list(pipelines)
+        self.batch_size = self._pipes[0].batch_size
+        if any(p.batch_size != self.batch_size for p in self._pipes):
+            raise ValueError("DALIGenericIterator: the pipelines' batch sizes "
+                             "differ")
+        self.output_map = list(output_map)
+        if len(set(self.output_map)) != len(self.output_map):
+            raise ValueError(f"DALIGenericIterator: output_map "
+                             f"{self.output_map} repeats a name")
+        if fill_last_batch is not None:
+            last_batch_policy = (LastBatchPolicy.FILL if fill_last_batch
+                                 else LastBatchPolicy.PARTIAL)
+        if not isinstance(last_batch_policy, LastBatchPolicy):
+            raise ValueError(f"DALIGenericIterator: last_batch_policy "
+                             f"{last_batch_policy!r} is no LastBatchPolicy")
+        self._policy = last_batch_policy
+        if auto_reset in ("yes", "quiet"):
+            auto_reset = True
+        elif auto_reset == "no":
+            auto_reset = False
+        self._auto_reset = bool(auto_reset)
+        self._reader_name = reader_name
+        if reader_name is not None and size > 0:
+            raise ValueError("DALIGenericIterator: give reader_name or size, "
+                             "not both")
+        for pipe in self._pipes:
+            pipe.build()
+        self._padded = bool(last_batch_padded)
+        self._shard = None  # samples per epoch of each pipeline's shard
+        if reader_name is not None:
+            metas = [p.reader_meta(reader_name) for p in self._pipes]
+            self._padded = any(m["pad_last_batch"] for m in metas)
+            self._shard = self._pipes[0].shard_size()
+            self._size = -(-self._shard // self.batch_size) * self.batch_size
+        else:
+            self._size = int(size)
+            if self._size < 0 and self._policy == LastBatchPolicy.FILL:
+                # No count to fill up to: the pipelines' own ends rule.
+                self._policy = LastBatchPolicy.PARTIAL
+        self._counter = 0  # samples handed out this epoch (per pipeline)
+        self._ahead = 0  # of them read in the previous epoch (FILL)
+        self._ended = False
+        self._devices = [self._device_of(p) for p in self._pipes]
+
+    def _device_of(self, pipe):
+        nodes = getattr(pipe, "_output_nodes", [])
+        want = [getattr(n, "device", "cpu") == "gpu" for n in nodes]
+        if any(want) and not torch.cuda.is_available():
+            return [None] * len(want)  # said once by the pipeline
+        return ["cuda" if w else None for w in want]
+
+    # ---- epochs ----
+
+    def _epoch_need(self):
+        """Samples this epoch still owes each pipeline (None: unbounded)."""
+        if self._shard is not None:
+            return self._shard - self._ahead
+        if self._size > 0:
+            return -(-self._size // len(self._pipes)) - self._ahead
+        return None
+
+    def __len__(self):
+        if self._shard is not None:
+            need = self._shard
+        elif self._size > 0:
+            need = -(-self._size // len(self._pipes))
+        else:
+            raise TypeError("DALIGenericIterator: len() needs reader_name or "
+                            "size")
+        if self._policy == LastBatchPolicy.DROP:
+            return need // self.batch_size
+        return math.ceil(need / self.batch_size)
+
+    @property
+    def size(self):
+        return self._size
+
+    def __iter__(self):
+        if self._ended:
+            self.reset()
+        return self
+
+    def __next__(self):
+        if self._ended:
+            raise StopIteration
+        need = self._epoch_need()
+        n = self.batch_size
+        if need is not None:
+            left = need - self._counter
+            if left <= 0 or (self._policy == LastBatchPolicy.DROP and
+                             left < n):
+                self._end_epoch(left)
+        step = []
+        try:
+            outputs = [p.run() for p in self._pipes]
+        except StopIteration:
+            self._end_epoch(0)
+        keep = n
+        if need is not None and self._policy == LastBatchPolicy.PARTIAL:
+            keep = min(n, need - self._counter)
+        for pipe_index, outs in enumerate(outputs):
+            if len(outs) != len(self.output_map):
+                raise ValueError(
+                    f"DALIGenericIterator: the pipeline has {len(outs)} "
+                    f"outputs, output_map names {len(self.output_map)}")
+            step_dict = {}
+            for k, (name, out) in enumerate(zip(self.output_map, outs)):
+                array = _dense(out, name)
+                tensor = torch.from_numpy(array[:keep] if keep < len(array)
+                                          else array)
+                devices = self._devices[pipe_index]
+                if k < len(devices) and devices[k] is not None:
+                    tensor = tensor.to(devices[k], non_blocking=True)
+                step_dict[name] = tensor
+            step.append(step_dict)
+        self._counter += len(next(iter(step[0].values()))) if keep < n else n
+        return step
+
+    next = __next__
+
+    def _end_epoch(self, left):
+        if self._policy == LastBatchPolicy.FILL and not self._padded and \
+                self._epoch_need() is not None:
+            # Samples of the next epoch the last full batch held.
+            self._ahead = max(0, self._counter - self._epoch_need())
+        else:
+            self._ahead = 0
+        self._ended = True
+        if self._auto_reset:
+            self.reset()
+        raise StopIteration
+
+    def reset(self):
+        """Starts the next epoch, once this one has ended (DALI ignores a
+        reset in the middle of an epoch, and so does this)."""
+        if not self._ended and self._counter > 0 and \
+                self._epoch_need() is not None:
+            warnings.warn("DALIGenericIterator: reset() in the middle of an "
+                          "epoch is ignored, as DALI ignores it")
+            return
+        if self._ended:
+            for pipe in self._pipes:
+                pipe.reset()  # a reader's pipeline runs on by itself
+        self._ended = False
+        self._counter = 0
+
+
+class DALIClassificationIterator(DALIGenericIterator):
+    """DALIGenericIterator with output_map ["data", "label"]."""
+
+    def __init__(self, pipelines, size=-1, reader_name=None,
+                 auto_reset=False, fill_last_batch=None, dynamic_shape=False,
+                 last_batch_padded=False,
+                 last_batch_policy=LastBatchPolicy.FILL,
+                 prepare_first_batch=True):
+        super().__init__(pipelines, ["data", "label"], size=size,
+                         reader_name=reader_name, auto_reset=auto_reset,
+                         fill_last_batch=fill_last_batch,
+                         dynamic_shape=dynamic_shape,
+                         last_batch_padded=last_batch_padded,
+                         last_batch_policy=last_batch_policy,
+                         prepare_first_batch=prepare_first_batch)
