@@ -53,6 +53,13 @@ def crop(data, *, device="cpu", name=None, **kwargs):
     return _add_operator("crop", [data], 1, device, name, kwargs)
 
 
+def random_resized_crop(data, *, device="cpu", name=None, **kwargs):
+    """The ImageNet crop: `random_area`, `random_aspect_ratio`,
+    `num_attempts`, and `size` [h, w] to resize the window to."""
+    return _add_operator("random_resized_crop", [data], 1, device, name,
+                         kwargs)
+
+
 def flip(data, *, device="cpu", name=None, **kwargs):
     """`horizontal`, `vertical`: probabilities."""
     return _add_operator("flip", [data], 1, device, name, kwargs)

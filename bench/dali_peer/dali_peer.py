@@ -1,0 +1,215 @@
+"""DALI's ResNet-50 input pipelines on actorflow.dali beside torchvision's
+ImageNet recipe in DataLoader, on the same cores in the same run.
+
+  tools/bazel run //bench/dali_peer -- [--images=N] [--epochs=E]
+      [--samples=S] [--threads=2] [--batch=32] [--dir=DIR] [--quick]
+
+train: DALI's create_dali_pipeline(dali_cpu=True, is_training=True) as
+DALI's example writes it (image_random_crop, resize to 224, coin-flip
+mirror, crop_mirror_normalize), through DALIClassificationIterator into
+torch; beside DataLoader (--threads workers) over torchvision's
+RandomResizedCrop(224), RandomHorizontalFlip, ToTensor, Normalize with PIL
+decoding. val: resize the shorter side to 256, centre crop 224, normalize;
+beside Resize(256), CenterCrop(224), ToTensor, Normalize. Photo-sized
+JPEGs (500 x 375, with texture, 10 class folders) made by
+//examples/pipeline:make_images unless --dir. Each side runs in its own
+process, alternated --samples times; a sample is the median images/s of
+its epochs after the first. Prints the median of the samples per side and
+the ratio actorflow / DataLoader (target: at least 3 for both recipes).
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import sanitizers
+
+sanitizers.preload_if_asked()
+
+MEAN = [0.485, 0.456, 0.406]
+STD = [0.229, 0.224, 0.225]
+
+
+def actorflow_side(args):
+    from actorflow.dali import fn, pipeline_def, types
+    from actorflow.dali.plugin.pytorch import DALIClassificationIterator
+    from actorflow.dali.plugin.pytorch import LastBatchPolicy
+
+    @pipeline_def
+    def create_dali_pipeline(data_dir, crop, size, shard_id, num_shards,
+                             dali_cpu=False, is_training=True):
+        images, labels = fn.readers.file(
+            file_root=data_dir, shard_id=shard_id, num_shards=num_shards,
+            random_shuffle=is_training, pad_last_batch=True, name="Reader")
+        dali_device = "cpu" if dali_cpu else "gpu"
+        decoder_device = "cpu" if dali_cpu else "mixed"
+        if is_training:
+            images = fn.decoders.image_random_crop(
+                images, device=decoder_device, output_type=types.RGB,
+                random_aspect_ratio=[0.8, 1.25], random_area=[0.1, 1.0],
+                num_attempts=100)
+            images = fn.resize(images, device=dali_device, resize_x=crop,
+                               resize_y=crop,
+                               interp_type=types.INTERP_TRIANGULAR)
+            mirror = fn.random.coin_flip(probability=0.5)
+        else:
+            images = fn.decoders.image(images, device=decoder_device,
+                                       output_type=types.RGB)
+            images = fn.resize(images, device=dali_device, size=size,
+                               mode="not_smaller",
+                               interp_type=types.INTERP_TRIANGULAR)
+            mirror = False
+        images = fn.crop_mirror_normalize(
+            images.gpu() if not dali_cpu else images, dtype=types.FLOAT,
+            output_layout="CHW", crop=(crop, crop),
+            mean=[0.485 * 255, 0.456 * 255, 0.406 * 255],
+            std=[0.229 * 255, 0.224 * 255, 0.225 * 255], mirror=mirror)
+        labels = labels.gpu() if not dali_cpu else labels
+        return images, labels
+
+    pipe = create_dali_pipeline(
+        batch_size=args.batch, num_threads=args.threads, device_id=0,
+        seed=12, data_dir=args.dir, crop=224, size=256, dali_cpu=True,
+        shard_id=0, num_shards=1, is_training=args.recipe == "train")
+    pipe.build()
+    loader = DALIClassificationIterator(
+        pipe, reader_name="Reader", last_batch_policy=LastBatchPolicy.PARTIAL,
+        auto_reset=True)
+    for epoch in range(args.epochs):
+        start, images = time.perf_counter(), 0
+        for data in loader:
+            images += data[0]["data"].shape[0]
+            data[0]["label"].squeeze(-1).long()
+        report(epoch, images, time.perf_counter() - start)
+
+
+def dataloader_side(args):
+    import torch
+    from PIL import Image
+    from torchvision import transforms
+
+    if args.recipe == "train":
+        steps = [transforms.RandomResizedCrop(224),
+                 transforms.RandomHorizontalFlip()]
+    else:
+        steps = [transforms.Resize(256), transforms.CenterCrop(224)]
+    transform = transforms.Compose(
+        steps + [transforms.ToTensor(), transforms.Normalize(MEAN, STD)])
+    classes = sorted(d for d in os.listdir(args.dir)
+                     if os.path.isdir(os.path.join(args.dir, d)))
+    files = [(os.path.join(args.dir, c, f), k)
+             for k, c in enumerate(classes)
+             for f in sorted(os.listdir(os.path.join(args.dir, c)))]
+
+    class Images(torch.utils.data.Dataset):
+        def __len__(self):
+            return len(files)
+
+        def __getitem__(self, i):
+            path, label = files[i]
+            with open(path, "rb") as f:
+                return transform(Image.open(f).convert("RGB")), label
+
+    torch.manual_seed(0)
+    loader = torch.utils.data.DataLoader(
+        Images(), batch_size=args.batch, shuffle=args.recipe == "train",
+        num_workers=args.threads, persistent_workers=True)
+    for epoch in range(args.epochs):
+        start, images = time.perf_counter(), 0
+        for batch, labels in loader:
+            images += batch.shape[0]
+        report(epoch, images, time.perf_counter() - start)
+
+
+def report(epoch, images, seconds):
+    print(json.dumps({"epoch": epoch + 1, "images": images,
+                      "images_per_s": images / seconds}), flush=True)
+
+
+def child(args, side, recipe):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    env["OMP_NUM_THREADS"] = env["OPENBLAS_NUM_THREADS"] = "1"
+    if side == "dataloader":
+        env.pop("LD_PRELOAD", None)  # PyTorch alone needs no ASan runtime
+    cmd = [sys.executable, os.path.abspath(__file__), f"--side={side}",
+           f"--recipe={recipe}", f"--dir={args.dir}",
+           f"--epochs={args.epochs}", f"--threads={args.threads}",
+           f"--batch={args.batch}"]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        sys.exit(f"dali_peer: {side} {recipe} failed ({done.returncode}):\n"
+                 f"{done.stdout[-2000:]}{done.stderr[-3000:]}")
+    rates = [json.loads(line)["images_per_s"]
+             for line in done.stdout.splitlines() if line.startswith("{")]
+    if len(rates) < 2:
+        sys.exit(f"dali_peer: {side} {recipe}: fewer than 2 epochs:\n"
+                 f"{done.stdout}")
+    return statistics.median(rates[1:])
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], epilog=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--images", type=int, default=640)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--samples", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2,
+                        help="pipeline threads / DataLoader workers")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--dir", help="JPEGs under DIR/<class>/ (default: "
+                        "made with --make-images)")
+    parser.add_argument("--quick", action="store_true",
+                        help="96 images, 2 epochs, 1 sample: that it runs")
+    parser.add_argument("--make-images", "--make_images")
+    parser.add_argument("--side", choices=["actorflow", "dataloader"],
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--recipe", choices=["train", "val"],
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.side:
+        (actorflow_side if args.side == "actorflow" else dataloader_side)(args)
+        return
+    if args.quick:
+        args.images, args.epochs, args.samples = 96, 2, 1
+    made = None
+    if args.dir is None:
+        if not args.make_images:
+            sys.exit("dali_peer: give --dir or --make-images")
+        made = tempfile.mkdtemp(prefix="dali_peer_")
+        subprocess.run([args.make_images, f"--out={made}", "--kind=photo",
+                        f"--count={args.images}", "--classes=10"],
+                       check=True, capture_output=True)
+        args.dir = made
+    print(f"dali_peer: {args.images} JPEGs of 500 x 375, batch {args.batch}, "
+          f"{args.threads} threads / workers, {args.epochs} epochs, "
+          f"{args.samples} samples, {os.cpu_count()} CPUs", flush=True)
+    ratios = {}
+    for recipe in ("train", "val"):
+        rates = {"actorflow": [], "dataloader": []}
+        for _ in range(args.samples):
+            for side in rates:
+                rates[side].append(child(args, side, recipe))
+        ours = statistics.median(rates["actorflow"])
+        peer = statistics.median(rates["dataloader"])
+        ratios[recipe] = ours / peer
+        print(f"{recipe:5s} actorflow.dali  {ours:8.1f} images/s   "
+              f"DataLoader {peer:8.1f} images/s   ratio {ours / peer:5.2f}  "
+              f"(target >= 3)", flush=True)
+    if made:
+        import shutil
+        shutil.rmtree(made)
+    held = all(r >= 3 for r in ratios.values())
+    print(f"dali_peer: target {'held' if held else 'missed'}: " +
+          ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
+
+
+if __name__ == "__main__":
+    main()
