@@ -381,6 +381,30 @@ absl::Status DecodeResizeCrop(absl::Span<const uint8_t> encoded,
     // The decoder's own check, with its message.
     return DecodeImage(encoded, spec.decode, out);
   }
+  if (spec.area_attempts > 0) {
+    const CropBox box =
+        PlaceRandomAreaCrop(h, w, spec.area_lo, spec.area_hi, spec.ratio_lo,
+                            spec.ratio_hi, spec.area_attempts, rng);
+    DecodeOptions options = spec.decode;
+    options.y = box.y;
+    options.x = box.x;
+    options.h = box.height;
+    options.w = box.width;
+    DecodedRegion region;
+    absl::Status ok = DecodeImage(encoded, options, scratch, &region);
+    if (!ok.ok()) return ok;
+    if (spec.crop_h <= 0 || spec.crop_w <= 0) {
+      return Crop(scratch->ref(),
+                  CropWindow{box.y - region.y, box.x - region.x}, box.height,
+                  box.width, out);
+    }
+    // The window is the resize's source; the decoded region holds it from
+    // (box.y - region.y, box.x - region.x), with a margin around it.
+    return ResizeWindow(
+        scratch->ref(),
+        ResizeArea{box.height, box.width, region.y - box.y, region.x - box.x},
+        spec.crop_h, spec.crop_w, CropWindow{}, spec.crop_h, spec.crop_w, out);
+  }
   // The resized size (the image's own without a resize).
   int64_t rh = h, rw = w;
   const bool resize =

@@ -26,7 +26,8 @@ struct CropWindow {
 };
 
 // What part of a larger source an image holds: rows from y and columns
-// from x of a source of full_h x full_w.
+// from x of a source of full_h x full_w. y and x may be negative: the image
+// then holds a margin before the source's first row or column.
 struct ResizeArea {
   int64_t full_h = 0, full_w = 0;
   int64_t y = 0, x = 0;
@@ -100,6 +101,13 @@ struct DecodeCropSpec {
   // The crop: crop_h x crop_w, random or centred; none when 0.
   int64_t crop_h = 0, crop_w = 0;
   bool random = true;
+  // Or the ImageNet crop (when area_attempts > 0): the window
+  // PlaceRandomAreaCrop draws from the image's size, resized to crop_h x
+  // crop_w when those are set, else left at its own size. Only the
+  // window's rows and columns are decoded, at full scale, so the result is
+  // exactly decode, random_resized_crop[, resize].
+  double area_lo = 0, area_hi = 0, ratio_lo = 0, ratio_hi = 0;
+  int64_t area_attempts = 0;
 };
 // `scratch` holds the decoded region between calls (reused). *bad_data
 // says whether a failure is the file's (unreadable, too large) or the

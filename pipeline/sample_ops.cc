@@ -290,6 +290,11 @@ class RandomResizedCropOp final : public SampleOp {
     attempts_ = *attempts;
     return absl::OkStatus();
   }
+  const std::vector<int64_t>& size() const { return size_; }
+  const std::vector<double>& area() const { return area_; }
+  const std::vector<double>& ratio() const { return ratio_; }
+  int64_t attempts() const { return attempts_; }
+
   absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
     absl::Status ok = ExpectRank("random_resized_crop", in, 3, "HWC images");
     if (!ok.ok()) return ok;
@@ -314,6 +319,58 @@ class RandomResizedCropOp final : public SampleOp {
   std::vector<double> area_, ratio_;
   int64_t attempts_ = 10;
   Sample window_;
+};
+
+// `decode_random_resized_crop` (attrs color, max_pixels, and those of
+// `random_resized_crop`): decode, random_resized_crop in one step that
+// decodes only the window's rows and columns; exactly the unfused chain.
+class DecodeAreaCropOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto color = ctx.StringAttrOr("color", "rgb");
+    auto max_pixels = MaxPixels(ctx);
+    if (!color.ok()) return color.status();
+    if (!max_pixels.ok()) return max_pixels.status();
+    if (*color != "rgb" && *color != "gray") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attr 'color': \"rgb\" or \"gray\", got \"", *color, "\""));
+    }
+    spec_.decode.channels = *color == "rgb" ? 3 : 1;
+    spec_.decode.max_pixels = *max_pixels;
+    absl::Status ok = crop_.Init(ctx);
+    if (!ok.ok()) return ok;
+    if (!crop_.size().empty()) {
+      spec_.crop_h = crop_.size()[0];
+      spec_.crop_w = crop_.size()[1];
+    }
+    spec_.area_lo = crop_.area()[0];
+    spec_.area_hi = crop_.area()[1];
+    spec_.ratio_lo = crop_.ratio()[0];
+    spec_.ratio_hi = crop_.ratio()[1];
+    spec_.area_attempts = crop_.attempts();
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok = ExpectRank("decode_random_resized_crop", in, 1,
+                                 "encoded files (uint8 [bytes])", true);
+    if (!ok.ok()) return ok;
+    const int64_t c = spec_.decode.channels;
+    if (spec_.crop_h > 0)
+      return SampleSpec{DT_UINT8, {spec_.crop_h, spec_.crop_w, c}};
+    return SampleSpec{DT_UINT8, {-1, -1, c}};
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng* rng,
+                     Sample* out) override {
+    return DecodeResizeCrop(absl::MakeConstSpan(in.data, in.bytes), spec_, rng,
+                            &decoded_, out, &skippable_);
+  }
+  bool skippable() const override { return skippable_; }
+
+ private:
+  DecodeCropSpec spec_;
+  RandomResizedCropOp crop_;  // reads and checks the crop's attrs
+  Sample decoded_;
+  bool skippable_ = true;  // of the last failure
 };
 
 class FlipOp final : public SampleOp {
@@ -446,6 +503,7 @@ std::vector<std::string> SampleOpNames() {
           "crop_mirror_normalize",
           "decode",
           "decode_random_crop",
+          "decode_random_resized_crop",
           "decode_resize",
           "flip",
           "random_resized_crop",
@@ -458,6 +516,9 @@ absl::StatusOr<std::unique_ptr<SampleOp>> MakeSampleOp(
   if (name == "decode_resize") return std::make_unique<DecodeCropOp>(false);
   if (name == "decode_random_crop") {
     return std::make_unique<DecodeCropOp>(true);
+  }
+  if (name == "decode_random_resized_crop") {
+    return std::make_unique<DecodeAreaCropOp>();
   }
   if (name == "resize") return std::make_unique<ResizeOp>();
   if (name == "crop") return std::make_unique<CropOp>();

@@ -21,6 +21,34 @@ AttrValue* FindOwnAttr(TaskProto* task, const std::string& name) {
 
 }  // namespace
 
+// decode, random_resized_crop [, resize to a size] ->
+// decode_random_resized_crop, when the crop has no size of its own (else
+// the resize stays): the window's rows and columns decoded, then resized
+// to the size. It keeps the crop's index, which seeds the window. Returns
+// the last operator it took.
+template <typename Planned>
+size_t FuseAreaCrop(std::vector<Planned>* planned, size_t j,
+                    std::vector<Planned>* fused) {
+  Planned& crop = (*planned)[j + 1];
+  Planned* resize = nullptr;
+  if (j + 2 < planned->size() && (*planned)[j + 2].op == "resize" &&
+      FindOwnAttr(&crop.own, "size") == nullptr &&
+      FindOwnAttr(&(*planned)[j + 2].own, "size") != nullptr) {
+    resize = &(*planned)[j + 2];
+  }
+  Planned step = std::move((*planned)[j]);
+  step.op = "decode_random_resized_crop";
+  step.op_index = crop.op_index;
+  auto& attrs = *step.own.mutable_kernel()->mutable_attr();
+  for (const char* name :
+       {"size", "random_area", "random_aspect_ratio", "num_attempts"}) {
+    if (AttrValue* v = FindOwnAttr(&crop.own, name)) attrs[name] = *v;
+  }
+  if (resize != nullptr) attrs["size"] = *FindOwnAttr(&resize->own, "size");
+  fused->push_back(std::move(step));
+  return resize != nullptr ? j + 2 : j + 1;
+}
+
 // decode, [resize,] crop -> decode_random_crop; decode, resize ->
 // decode_resize: one step that decodes only what the later ones keep. The
 // fused step keeps the decoder's name (its errors are mostly the file's)
@@ -34,6 +62,10 @@ std::vector<Planned> FuseDecoders(std::vector<Planned> planned) {
       continue;
     }
     Planned& decode = planned[j];
+    if (planned[j + 1].op == "random_resized_crop") {
+      j = FuseAreaCrop(&planned, j, &fused);
+      continue;
+    }
     Planned* resize = planned[j + 1].op == "resize" ? &planned[j + 1] : nullptr;
     const size_t crop_at = j + (resize ? 2 : 1);
     Planned* crop = crop_at < planned.size() && planned[crop_at].op == "crop"

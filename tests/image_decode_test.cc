@@ -222,6 +222,47 @@ TEST_CASE("decode_random_crop after a resize: the unfused chain's window") {
   CHECK(DctScaleFor(2000, 3000, 100, 150) == 1);
 }
 
+TEST_CASE("decode_random_resized_crop is decode, random_resized_crop, exactly") {
+  // The fused step decodes only the window's rows and columns; its pixels,
+  // and those of the window resized, are the unfused chain's.
+  const uint64_t seed = testing::TestSeed("decode_area_crop");
+  INFO("seed " << seed << " (ACTORFLOW_SEED replays it)");
+  const std::map<std::string, AttrValue> area = {
+      {"random_area", FloatListAttr({0.1f, 1.0f})},
+      {"random_aspect_ratio", FloatListAttr({0.8f, 1.25f})},
+      {"num_attempts", IntAttr(100)}};
+  for (int i = 0; i < 4; ++i) {
+    const Bytes jpeg = PhotoJpeg(seed + i, 375, 500);
+    const Bytes png = PhotoPng(seed + i, 200, 260);
+    for (const Bytes* file : {&jpeg, &png}) {
+      const int64_t size = static_cast<int64_t>(file->size());
+      for (int64_t target : {0, 224}) {
+        std::map<std::string, AttrValue> attrs = area;
+        if (target > 0) attrs["size"] = IntListAttr({target, target});
+        for (uint64_t position = 0; position < 8; ++position) {
+          Sample decoded, want, got;
+          SampleRng unused(7, 0, 0, position);
+          REQUIRE(MakeOp("decode", {})
+                      ->Apply(BytesRef(*file, &size), &unused, &decoded)
+                      .ok());
+          SampleRng crop_rng(7, 1, 0, position), fused_rng(7, 1, 0, position);
+          REQUIRE(MakeOp("random_resized_crop", attrs)
+                      ->Apply(decoded.ref(), &crop_rng, &want)
+                      .ok());
+          const absl::Status ok =
+              MakeOp("decode_random_resized_crop", attrs)
+                  ->Apply(BytesRef(*file, &size), &fused_rng, &got);
+          INFO(ok.ToString());
+          REQUIRE(ok.ok());
+          CHECK(got.shape == want.shape);
+          CHECK(got.storage == want.storage);
+          if (target > 0) CHECK(got.shape == SampleShape{224, 224, 3});
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("decode_resize decodes at a reduced scale within the same bounds") {
   const Bytes jpeg = PhotoJpeg(11, 800, 600);
   auto fused = MakeOp("decode_resize", {{"shorter", IntAttr(200)}});

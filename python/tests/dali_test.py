@@ -258,20 +258,28 @@ class DaliTest(unittest.TestCase):
         coin = [k for k in outs if k.startswith("fn.random")][0]
         self.assertTrue(numpy.array_equal(outs["1"], outs[coin]))
 
-    def test_same_seed_same_batches_whatever_threads_and_depth(self):
+    def test_same_batches_whatever_threads_depth_and_fusion(self):
+        # Decoding fused with the ImageNet crop and its resize (training),
+        # or with the resize and centre crop (validation), gives the
+        # unfused chain's values exactly (at full scale: the resize keeps
+        # more than half of each side, so no DCT scaling).
         root = self.root
 
-        def batches(threads, depth):
+        def batches(threads, depth, fuse, training):
             pipe = create_dali_pipeline(
                 batch_size=6, num_threads=threads, device_id=0, seed=4,
-                prefetch_queue_depth=depth, data_dir=root, crop=24, size=30,
-                dali_cpu=True, shard_id=0, num_shards=1, is_training=True)
+                prefetch_queue_depth=depth, fuse_decode=fuse, data_dir=root,
+                crop=80, size=100, dali_cpu=True, shard_id=0, num_shards=1,
+                is_training=training)
             return [tuple(t.as_array() for t in pipe.run()) for _ in range(6)]
 
-        one, other = batches(1, 1), batches(2, 3)
-        for a, b in zip(one, other):
-            self.assertTrue(numpy.array_equal(a[0], b[0]))
-            self.assertTrue(numpy.array_equal(a[1], b[1]))
+        for training in (True, False):
+            one = batches(1, 1, True, training)
+            for other in (batches(2, 3, True, training),
+                          batches(2, 2, False, training)):
+                for a, b in zip(one, other):
+                    self.assertTrue(numpy.array_equal(a[0], b[0]))
+                    self.assertTrue(numpy.array_equal(a[1], b[1]))
 
     def test_external_sources_as_dali_examples_feed_them(self):
         class ExternalInputIterator:

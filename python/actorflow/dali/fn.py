@@ -462,9 +462,13 @@ def crop_mirror_normalize(data, *, dtype=types.FLOAT, output_layout="CHW",
                                     mirror)}
     size = _crop_size("crop_mirror_normalize", crop, crop_h, crop_w)
     if size is not None:
-        attrs["crop"] = size
-        attrs["crop_pos"] = _crop_pos("crop_mirror_normalize", crop_pos_x,
-                                      crop_pos_y)
+        # The crop as its own operator, so that a decode and resize before
+        # it fuse with it and compute only the window (docs/pipelines.md,
+        # "Decoding less"); the values are the same.
+        pos = _crop_pos("crop_mirror_normalize", crop_pos_x, crop_pos_y)
+        data = _node(_add_operator("crop", [data], 1, "cpu", None,
+                                   {"size": size, "random": pos == "random"}),
+                     like=data)
     node = _add_operator("crop_mirror_normalize", [data], 1, "cpu", name,
                          attrs)
     node = _node(node, like=data, layout="CHW", device=device)
