@@ -51,34 +51,39 @@ const std::set<std::string> kStageAttrs = {
 // The attributes each operator reads (docs/pipelines.md, "Operators"); null for
 // an op this table does not know (Build reports unknown operators itself).
 const std::vector<std::string>* KnownAttrs(const std::string& op) {
-  static const auto* const known =
-      new std::map<std::string, std::vector<std::string>>{
-          {"file_reader",
-           {"dir", "files", "labels", "file_list", "shard_id", "num_shards",
-            "stick_to_shard", "shuffle_window", "limit"}},
-          {"idx_reader",
-           {"images", "labels", "shard_id", "num_shards", "stick_to_shard",
-            "shuffle_window", "limit"}},
-          {"external_source", {"dtype", "shape"}},
-          {"decode", {"color", "max_pixels"}},
-          {"decode_random_crop",
-           {"color", "max_pixels", "size", "random", "resize_shorter",
-            "resize_size"}},
-          {"decode_resize", {"color", "max_pixels", "shorter", "size"}},
-          {"decode_random_resized_crop",
-           {"color", "max_pixels", "size", "random_area", "random_aspect_ratio",
-            "num_attempts"}},
-          {"resize", {"size", "shorter"}},
-          {"crop", {"size", "random"}},
-          {"random_resized_crop",
-           {"size", "random_area", "random_aspect_ratio", "num_attempts"}},
-          {"flip", {"horizontal", "vertical"}},
-          {"crop_mirror_normalize",
-           {"crop", "crop_pos", "mirror", "mean", "std"}},
-          {"cast", {"to"}},
-          {"normalize", {"mean", "std", "axis"}},
-          {"batch", {"max_shape"}},
-      };
+  static const auto* const known = [] {
+    auto* table = new std::map<std::string, std::vector<std::string>>{
+        {"file_reader",
+         {"dir", "files", "labels", "file_list", "shard_id", "num_shards",
+          "stick_to_shard", "shuffle_window", "limit"}},
+        {"idx_reader",
+         {"images", "labels", "shard_id", "num_shards", "stick_to_shard",
+          "shuffle_window", "limit"}},
+        {"external_source", {"dtype", "shape"}},
+        {"decode", {"color", "max_pixels"}},
+        {"decode_random_crop",
+         {"color", "max_pixels", "size", "random", "resize_shorter",
+          "resize_size"}},
+        {"decode_resize", {"color", "max_pixels", "shorter", "size"}},
+        {"decode_random_resized_crop",
+         {"color", "max_pixels", "size", "random_area", "random_aspect_ratio",
+          "num_attempts"}},
+        {"resize", {"size", "shorter"}},
+        {"crop", {"size", "random"}},
+        {"random_resized_crop",
+         {"size", "random_area", "random_aspect_ratio", "num_attempts"}},
+        {"flip", {"horizontal", "vertical"}},
+        {"crop_mirror_normalize",
+         {"crop", "crop_pos", "mirror", "mean", "std"}},
+        {"cast", {"to"}},
+        {"normalize", {"mean", "std", "axis"}},
+        {"batch", {"max_shape"}},
+    };
+    for (auto& [name, attrs] : pipeline::AugmentOpAttrs()) {
+      (*table)[name] = attrs;
+    }
+    return table;
+  }();
   auto it = known->find(op);
   return it == known->end() ? nullptr : &it->second;
 }

@@ -1,5 +1,7 @@
 #include "pipeline/sample_ops.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "pipeline/image_codec.h"
@@ -498,16 +500,19 @@ class CastOp final : public SampleOp {
 }  // namespace
 
 std::vector<std::string> SampleOpNames() {
-  return {"cast",
-          "crop",
-          "crop_mirror_normalize",
-          "decode",
-          "decode_random_crop",
-          "decode_random_resized_crop",
-          "decode_resize",
-          "flip",
-          "random_resized_crop",
-          "resize"};
+  std::vector<std::string> names = {"cast",
+                                    "crop",
+                                    "crop_mirror_normalize",
+                                    "decode",
+                                    "decode_random_crop",
+                                    "decode_random_resized_crop",
+                                    "decode_resize",
+                                    "flip",
+                                    "random_resized_crop",
+                                    "resize"};
+  for (const auto& [name, attrs] : AugmentOpAttrs()) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 absl::StatusOr<std::unique_ptr<SampleOp>> MakeSampleOp(
@@ -530,6 +535,7 @@ absl::StatusOr<std::unique_ptr<SampleOp>> MakeSampleOp(
     return std::make_unique<CropMirrorNormalizeOp>();
   }
   if (name == "cast") return std::make_unique<CastOp>();
+  if (std::unique_ptr<SampleOp> op = MakeAugmentOp(name)) return op;
   return absl::NotFoundError(absl::StrCat("no sample operator '", name, "'"));
 }
 

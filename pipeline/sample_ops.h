@@ -2,6 +2,7 @@
 #define ACTORFLOW_PIPELINE_SAMPLE_OPS_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,13 @@ class SampleOp {
 // NotFound for anything else.
 absl::StatusOr<std::unique_ptr<SampleOp>> MakeSampleOp(const std::string& name);
 std::vector<std::string> SampleOpNames();
+
+// DALI's augmentations (augment_ops.cc): brightness_contrast, hsv,
+// color_twist, rotate, warp_affine, erase, paste, gaussian_blur, slice,
+// transpose, reshape, one_hot. nullptr for any other name.
+std::unique_ptr<SampleOp> MakeAugmentOp(const std::string& name);
+// Each one's attributes.
+std::map<std::string, std::vector<std::string>> AugmentOpAttrs();
 
 }  // namespace actorflow::internal::pipeline
 

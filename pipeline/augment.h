@@ -1,0 +1,83 @@
+#ifndef ACTORFLOW_PIPELINE_AUGMENT_H_
+#define ACTORFLOW_PIPELINE_AUGMENT_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "pipeline/sample.h"
+
+// DALI's image augmentations as plain functions on HWC images of uint8 or
+// float32 (the output keeps the type; uint8 results are clamped to [0, 255]
+// and rounded half up). Geometric ones sample bilinearly at pixel centres
+// (a pixel (y, x) covers [y, y + 1) x [x, x + 1)); a point whose source
+// lies outside the image takes the fill value (one per channel, or one
+// for all).
+namespace actorflow::internal::pipeline {
+
+// out = shift * range + brightness * (center + contrast * (in - center)),
+// range 255 for uint8 and 1 for float32.
+absl::Status BrightnessContrast(const SampleRef& in, float brightness,
+                                float shift, float contrast, float center,
+                                Sample* out);
+
+// out[c] = sum_k m[c][k] * in[k] + offset[c], on 3-channel images.
+struct ColorMatrix {
+  float m[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+  float offset[3] = {0, 0, 0};
+};
+// hsv: in the YIQ colour space, the chroma (I, Q) is rotated by
+// `hue_degrees` and scaled by `saturation`, and all of it by `value`.
+ColorMatrix HsvMatrix(float hue_degrees, float saturation, float value);
+// color_twist: hsv, then brightness and contrast (as BrightnessContrast,
+// shift 0) on every channel.
+ColorMatrix ColorTwistMatrix(float hue_degrees, float saturation, float value,
+                             float brightness, float contrast, float center);
+absl::Status ApplyColorMatrix(const SampleRef& in, const ColorMatrix& matrix,
+                              Sample* out);
+
+// The output of out_h x out_w whose pixel (y, x) samples the input at
+// (sx, sy) = m * (x + 0.5, y + 0.5, 1) - 0.5 (m maps output to input
+// coordinates, row-major 2 x 3).
+absl::Status WarpAffine(const SampleRef& in, const double m[6], int64_t out_h,
+                        int64_t out_w, const std::vector<float>& fill,
+                        Sample* out);
+// The size that holds an h x w image turned by `degrees`.
+void RotatedSize(int64_t h, int64_t w, double degrees, int64_t* out_h,
+                 int64_t* out_w);
+// Counter-clockwise by `degrees` about the centre, into out_h x out_w
+// (centred on the same point).
+absl::Status Rotate(const SampleRef& in, double degrees, int64_t out_h,
+                    int64_t out_w, const std::vector<float>& fill, Sample* out);
+
+// Regions [y, y + h) x [x, x + w) (clipped to the image) set to the fill.
+struct Region {
+  int64_t y = 0, x = 0, h = 0, w = 0;
+};
+absl::Status Erase(const SampleRef& in, const std::vector<Region>& regions,
+                   const std::vector<float>& fill, Sample* out);
+
+// The image on a canvas of round(h * ratio) x round(w * ratio) filled
+// with `fill`, at ((H - h) * paste_y, (W - w) * paste_x) rounded down.
+absl::Status Paste(const SampleRef& in, double ratio, double paste_y,
+                   double paste_x, const std::vector<float>& fill, Sample* out);
+
+// Separable Gaussian blur with the given sigmas and odd windows, borders
+// mirrored without repeating the edge (dcb|abcd|cba).
+absl::Status GaussianBlur(const SampleRef& in, double sigma_y, double sigma_x,
+                          int64_t window_y, int64_t window_x, Sample* out);
+// The normalized kernel of `window` taps.
+std::vector<float> GaussianKernel(double sigma, int64_t window);
+
+// Any sample (any type and rank): out's axis i is in's axis perm[i].
+absl::Status Transpose(const SampleRef& in, const std::vector<int64_t>& perm,
+                       Sample* out);
+
+// An integer sample (any shape) -> float32 with one more axis of
+// `classes`: on where the index is the value, off elsewhere.
+absl::Status OneHot(const SampleRef& in, int64_t classes, float on, float off,
+                    Sample* out);
+
+}  // namespace actorflow::internal::pipeline
+
+#endif  // ACTORFLOW_PIPELINE_AUGMENT_H_

@@ -1,0 +1,667 @@
+// The per-sample operators of DALI's augmentations (pipeline/augment.h),
+// with their attributes. Arguments that may differ per sample are
+// ScalarArgs (pipeline/sample_args.h).
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "pipeline/augment.h"
+#include "pipeline/image_ops.h"
+#include "pipeline/sample_args.h"
+#include "pipeline/sample_ops.h"
+
+namespace actorflow::internal::pipeline {
+namespace {
+
+absl::Status ExpectImageSpec(const char* op, const SampleSpec& in) {
+  if (in.max_shape.size() == 3 &&
+      (in.type == DT_UINT8 || in.type == DT_FLOAT32)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      op, ": takes HWC images of uint8 or float32, got ", DataTypeName(in.type),
+      " samples of ", ShapeString(in.max_shape)));
+}
+
+// Several ScalarArgs, read in one go; the first error wins.
+absl::Status InitArgs(const KernelInitContext& ctx,
+                      std::initializer_list<std::pair<ScalarArg*, double>> args,
+                      std::initializer_list<const char*> names) {
+  auto name = names.begin();
+  for (const auto& [arg, fallback] : args) {
+    absl::Status ok = arg->Init(ctx, *name++, fallback);
+    if (!ok.ok()) return ok;
+  }
+  return absl::OkStatus();
+}
+
+std::vector<float> FloatsOf(const std::vector<double>& v) {
+  return std::vector<float>(v.begin(), v.end());
+}
+
+// The value that contrast leaves alone: attr contrast_center, else half the
+// type's range (128 for uint8, 0.5 for float32).
+float CenterFor(double attr, DataType type) {
+  if (!std::isnan(attr)) return static_cast<float>(attr);
+  return type == DT_UINT8 ? 128.0f : 0.5f;
+}
+
+class BrightnessContrastOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto center = ctx.FloatAttrOr("contrast_center", NAN);
+    if (!center.ok()) return center.status();
+    center_ = *center;
+    return InitArgs(ctx, {{&brightness_, 1}, {&shift_, 0}, {&contrast_, 1}},
+                    {"brightness", "brightness_shift", "contrast"});
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok = ExpectImageSpec("brightness_contrast", in);
+    if (!ok.ok()) return ok;
+    return in;
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng* rng,
+                     Sample* out) override {
+    const float b = brightness_.Draw(rng), s = shift_.Draw(rng);
+    const float c = contrast_.Draw(rng);
+    return BrightnessContrast(in, b, s, c, CenterFor(center_, in.type), out);
+  }
+
+ private:
+  ScalarArg brightness_, shift_, contrast_;
+  double center_ = NAN;
+};
+
+// hsv, and color_twist (hsv then brightness and contrast).
+class ColorOp final : public SampleOp {
+ public:
+  explicit ColorOp(bool twist) : twist_(twist) {}
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto center = ctx.FloatAttrOr("contrast_center", NAN);
+    if (!center.ok()) return center.status();
+    center_ = *center;
+    absl::Status ok =
+        InitArgs(ctx, {{&hue_, 0}, {&saturation_, 1}, {&value_, 1}},
+                 {"hue", "saturation", "value"});
+    if (!ok.ok() || !twist_) return ok;
+    return InitArgs(ctx, {{&brightness_, 1}, {&contrast_, 1}},
+                    {"brightness", "contrast"});
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok = ExpectImageSpec(twist_ ? "color_twist" : "hsv", in);
+    if (ok.ok() && in.max_shape[2] != 3) {
+      ok = absl::InvalidArgumentError("takes 3-channel (RGB) images");
+    }
+    if (!ok.ok()) return ok;
+    return in;
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng* rng,
+                     Sample* out) override {
+    const float h = hue_.Draw(rng), s = saturation_.Draw(rng);
+    const float v = value_.Draw(rng);
+    if (!twist_) return ApplyColorMatrix(in, HsvMatrix(h, s, v), out);
+    const float b = brightness_.Draw(rng), c = contrast_.Draw(rng);
+    return ApplyColorMatrix(
+        in, ColorTwistMatrix(h, s, v, b, c, CenterFor(center_, in.type)), out);
+  }
+
+ private:
+  const bool twist_;
+  ScalarArg hue_, saturation_, value_, brightness_, contrast_;
+  double center_ = NAN;
+};
+
+class RotateOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto fill = ctx.FloatListAttr("fill_value");
+    auto keep = ctx.BoolAttrOr("keep_size", false);
+    auto size = ctx.IntListAttr("size");
+    for (const absl::Status& s :
+         {fill.status(), keep.status(), size.status()}) {
+      if (!s.ok()) return s;
+    }
+    if (!size->empty() &&
+        (size->size() != 2 || (*size)[0] < 1 || (*size)[1] < 1 || *keep)) {
+      return absl::InvalidArgumentError(
+          "attr 'size': [height, width], both positive, and not with "
+          "keep_size");
+    }
+    fill_ = FloatsOf(*fill);
+    keep_ = *keep;
+    size_ = *size;
+    return angle_.Init(ctx, "angle", 0);
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok = ExpectImageSpec("rotate", in);
+    if (!ok.ok()) return ok;
+    SampleSpec out = in;
+    if (!size_.empty()) {
+      out.max_shape = {size_[0], size_[1], in.max_shape[2]};
+    } else if (!keep_ && in.bounded()) {
+      const int64_t h = in.max_shape[0], w = in.max_shape[1];
+      if (angle_.varies()) {
+        // Any angle: the diagonal bounds both sides.
+        const int64_t d = static_cast<int64_t>(
+            std::ceil(std::sqrt(double(h) * h + double(w) * w)));
+        out.max_shape = {d, d, in.max_shape[2]};
+      } else {
+        RotatedSize(h, w, angle_.Draw(nullptr), &out.max_shape[0],
+                    &out.max_shape[1]);
+      }
+    } else if (!keep_) {
+      out.max_shape = {-1, -1, in.max_shape[2]};
+    }
+    return out;
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng* rng,
+                     Sample* out) override {
+    const double angle = angle_.Draw(rng);
+    if (in.shape.size() != 3) return Rotate(in, angle, 1, 1, fill_, out);
+    int64_t h = in.shape[0], w = in.shape[1];
+    if (!size_.empty()) {
+      h = size_[0];
+      w = size_[1];
+    } else if (!keep_) {
+      RotatedSize(in.shape[0], in.shape[1], angle, &h, &w);
+    }
+    return Rotate(in, angle, h, w, fill_, out);
+  }
+
+ private:
+  ScalarArg angle_;
+  std::vector<float> fill_;
+  bool keep_ = false;
+  std::vector<int64_t> size_;
+};
+
+class WarpAffineOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto matrix = ctx.FloatListAttr("matrix");
+    auto fill = ctx.FloatListAttr("fill_value");
+    auto size = ctx.IntListAttr("size");
+    auto inverse = ctx.BoolAttrOr("inverse_map", true);
+    for (const absl::Status& s :
+         {matrix.status(), fill.status(), size.status(), inverse.status()}) {
+      if (!s.ok()) return s;
+    }
+    if (matrix->size() != 6) {
+      return absl::InvalidArgumentError(
+          "attr 'matrix': 6 values, a 2 x 3 matrix row by row");
+    }
+    if (!size->empty() &&
+        (size->size() != 2 || (*size)[0] < 1 || (*size)[1] < 1)) {
+      return absl::InvalidArgumentError(
+          "attr 'size': [height, width], both positive");
+    }
+    const std::vector<double>& m = *matrix;
+    std::copy(m.begin(), m.end(), m_);
+    if (!*inverse) {
+      // The matrix maps input to output: invert it.
+      const double det = m[0] * m[4] - m[1] * m[3];
+      if (det == 0) {
+        return absl::InvalidArgumentError("attr 'matrix': not invertible");
+      }
+      m_[0] = m[4] / det;
+      m_[1] = -m[1] / det;
+      m_[3] = -m[3] / det;
+      m_[4] = m[0] / det;
+      m_[2] = -(m_[0] * m[2] + m_[1] * m[5]);
+      m_[5] = -(m_[3] * m[2] + m_[4] * m[5]);
+    }
+    fill_ = FloatsOf(*fill);
+    size_ = *size;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok = ExpectImageSpec("warp_affine", in);
+    if (!ok.ok()) return ok;
+    SampleSpec out = in;
+    if (!size_.empty()) out.max_shape = {size_[0], size_[1], in.max_shape[2]};
+    return out;
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
+    const bool sized = !size_.empty();
+    const int64_t h =
+        sized ? size_[0] : (in.shape.size() == 3 ? in.shape[0] : 1);
+    const int64_t w =
+        sized ? size_[1] : (in.shape.size() == 3 ? in.shape[1] : 1);
+    return WarpAffine(in, m_, h, w, fill_, out);
+  }
+
+ private:
+  double m_[6] = {1, 0, 0, 0, 1, 0};
+  std::vector<float> fill_;
+  std::vector<int64_t> size_;
+};
+
+// Axis names "HW" or "WH": where height and width sit in a list of pairs.
+absl::StatusOr<bool> HeightFirst(const KernelInitContext& ctx,
+                                 const char* fallback) {
+  auto axes = ctx.StringAttrOr("axis_names", fallback);
+  if (!axes.ok()) return axes.status();
+  if (*axes != "HW" && *axes != "WH") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attr 'axis_names': \"HW\" or \"WH\", got \"", *axes, "\""));
+  }
+  return *axes == "HW";
+}
+
+class EraseOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto anchor = ctx.FloatListAttr("anchor");
+    auto shape = ctx.FloatListAttr("shape");
+    auto fill = ctx.FloatListAttr("fill_value");
+    auto norm_anchor = ctx.BoolAttrOr("normalized_anchor", false);
+    auto norm_shape = ctx.BoolAttrOr("normalized_shape", false);
+    auto hw = HeightFirst(ctx, "HW");
+    for (const absl::Status& s :
+         {anchor.status(), shape.status(), fill.status(), norm_anchor.status(),
+          norm_shape.status(), hw.status()}) {
+      if (!s.ok()) return s;
+    }
+    if (anchor->size() != shape->size() || anchor->size() % 2 != 0) {
+      return absl::InvalidArgumentError(
+          "attrs 'anchor' and 'shape': two values per region each, as many "
+          "of both");
+    }
+    anchor_ = *anchor;
+    shape_ = *shape;
+    fill_ = FloatsOf(*fill);
+    norm_anchor_ = *norm_anchor;
+    norm_shape_ = *norm_shape;
+    height_first_ = *hw;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok = ExpectImageSpec("erase", in);
+    if (!ok.ok()) return ok;
+    return in;
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
+    std::vector<Region> regions;
+    const double h = in.shape.size() == 3 ? in.shape[0] : 1;
+    const double w = in.shape.size() == 3 ? in.shape[1] : 1;
+    for (size_t i = 0; i + 1 < anchor_.size(); i += 2) {
+      const size_t y = height_first_ ? i : i + 1, x = height_first_ ? i + 1 : i;
+      Region r;
+      r.y = std::llround(anchor_[y] * (norm_anchor_ ? h : 1));
+      r.x = std::llround(anchor_[x] * (norm_anchor_ ? w : 1));
+      r.h = std::llround(shape_[y] * (norm_shape_ ? h : 1));
+      r.w = std::llround(shape_[x] * (norm_shape_ ? w : 1));
+      regions.push_back(r);
+    }
+    return Erase(in, regions, fill_, out);
+  }
+
+ private:
+  std::vector<double> anchor_, shape_;
+  std::vector<float> fill_;
+  bool norm_anchor_ = false, norm_shape_ = false, height_first_ = true;
+};
+
+class PasteOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto fill = ctx.FloatListAttr("fill_value");
+    if (!fill.ok()) return fill.status();
+    fill_ = FloatsOf(*fill);
+    absl::Status ok =
+        InitArgs(ctx, {{&ratio_, 1}, {&paste_x_, 0.5}, {&paste_y_, 0.5}},
+                 {"ratio", "paste_x", "paste_y"});
+    if (ok.ok() && ratio_.low() < 1) {
+      ok = absl::InvalidArgumentError("attr 'ratio': at least 1");
+    }
+    return ok;
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok = ExpectImageSpec("paste", in);
+    if (!ok.ok()) return ok;
+    SampleSpec out = in;
+    for (int d = 0; d < 2; ++d) {
+      if (in.max_shape[d] >= 0) {
+        out.max_shape[d] =
+            static_cast<int64_t>(std::ceil(in.max_shape[d] * ratio_.high()));
+      }
+    }
+    return out;
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng* rng,
+                     Sample* out) override {
+    const double ratio = ratio_.Draw(rng);
+    const double x = paste_x_.Draw(rng), y = paste_y_.Draw(rng);
+    return Paste(in, ratio, y, x, fill_, out);
+  }
+
+ private:
+  ScalarArg ratio_, paste_x_, paste_y_;
+  std::vector<float> fill_;
+};
+
+class GaussianBlurOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto sigma = ctx.FloatListAttr("sigma");
+    auto window = ctx.IntListAttr("window_size");
+    if (!sigma.ok()) return sigma.status();
+    if (!window.ok()) return window.status();
+    if (sigma->size() > 2 || window->size() > 2 ||
+        (sigma->empty() && window->empty())) {
+      return absl::InvalidArgumentError(
+          "attrs 'sigma' and 'window_size': one value, or [y, x]; at least "
+          "one of them");
+    }
+    for (int d = 0; d < 2; ++d) {
+      double s =
+          sigma->empty() ? 0 : (*sigma)[std::min<size_t>(d, sigma->size() - 1)];
+      int64_t w = window->empty()
+                      ? 0
+                      : (*window)[std::min<size_t>(d, window->size() - 1)];
+      if (s < 0 || w < 0 || (w > 0 && w % 2 == 0)) {
+        return absl::InvalidArgumentError(
+            "attrs 'sigma' (>= 0) and 'window_size' (odd, > 0)");
+      }
+      // One from the other, as DALI (and OpenCV) derive them.
+      if (w == 0) w = 2 * static_cast<int64_t>(std::ceil(3 * s)) + 1;
+      if (s == 0) s = 0.3 * ((w - 1) * 0.5 - 1) + 0.8;
+      sigma_[d] = s;
+      window_[d] = w;
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok = ExpectImageSpec("gaussian_blur", in);
+    if (!ok.ok()) return ok;
+    return in;
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
+    return GaussianBlur(in, sigma_[0], sigma_[1], window_[0], window_[1], out);
+  }
+
+ private:
+  double sigma_[2] = {0, 0};
+  int64_t window_[2] = {1, 1};
+};
+
+// slice: a window given by start and shape (absolute, or relative to the
+// image with rel_start / rel_shape), in axis_names order ("WH" default).
+class SliceOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto start = ctx.FloatListAttr("start");
+    auto shape = ctx.FloatListAttr("shape");
+    auto rel_start = ctx.FloatListAttr("rel_start");
+    auto rel_shape = ctx.FloatListAttr("rel_shape");
+    auto hw = HeightFirst(ctx, "WH");
+    for (const absl::Status& s :
+         {start.status(), shape.status(), rel_start.status(),
+          rel_shape.status(), hw.status()}) {
+      if (!s.ok()) return s;
+    }
+    if ((!start->empty() && !rel_start->empty()) ||
+        (!shape->empty() && !rel_shape->empty()) ||
+        (shape->empty() && rel_shape->empty())) {
+      return absl::InvalidArgumentError(
+          "attrs: give 'shape' or 'rel_shape', and at most one of 'start' "
+          "and 'rel_start'");
+    }
+    auto pair = [&](const std::vector<double>& v, double fallback,
+                    double out[2]) -> absl::Status {
+      if (v.empty()) {
+        out[0] = out[1] = fallback;
+        return absl::OkStatus();
+      }
+      if (v.size() != 2) {
+        return absl::InvalidArgumentError(
+            "attrs 'start', 'shape', 'rel_start', 'rel_shape': two values "
+            "each");
+      }
+      out[0] = *hw ? v[0] : v[1];  // height
+      out[1] = *hw ? v[1] : v[0];  // width
+      return absl::OkStatus();
+    };
+    relative_start_ = start->empty();
+    relative_shape_ = shape->empty();
+    absl::Status ok = pair(relative_start_ ? *rel_start : *start, 0, start_);
+    if (ok.ok()) ok = pair(relative_shape_ ? *rel_shape : *shape, 0, shape_);
+    return ok;
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok = ExpectImageSpec("slice", in);
+    if (!ok.ok()) return ok;
+    SampleSpec out = in;
+    for (int d = 0; d < 2; ++d) {
+      if (!relative_shape_) {
+        out.max_shape[d] = std::llround(shape_[d]);
+      } else if (in.max_shape[d] >= 0) {
+        out.max_shape[d] =
+            static_cast<int64_t>(std::ceil(in.max_shape[d] * shape_[d]));
+      }
+    }
+    return out;
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
+    if (in.shape.size() != 3) return Crop(in, {}, 1, 1, out);  // the error
+    const double dims[2] = {double(in.shape[0]), double(in.shape[1])};
+    int64_t at[2], size[2];
+    for (int d = 0; d < 2; ++d) {
+      at[d] = std::llround(start_[d] * (relative_start_ ? dims[d] : 1));
+      size[d] = std::llround(shape_[d] * (relative_shape_ ? dims[d] : 1));
+    }
+    if (at[0] < 0 || at[1] < 0 || size[0] < 1 || size[1] < 1 ||
+        at[0] + size[0] > in.shape[0] || at[1] + size[1] > in.shape[1]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "slice: ", size[0], "x", size[1], " at (", at[0], ", ", at[1],
+          ") leaves the image of ", in.shape[0], "x", in.shape[1]));
+    }
+    return Crop(in, CropWindow{at[0], at[1]}, size[0], size[1], out);
+  }
+
+ private:
+  double start_[2] = {0, 0}, shape_[2] = {1, 1};
+  bool relative_start_ = true, relative_shape_ = true;
+};
+
+class TransposeOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto perm = ctx.IntListAttr("perm");
+    if (!perm.ok()) return perm.status();
+    if (perm->empty()) {
+      return absl::InvalidArgumentError(
+          "attr 'perm': the input axis of each output axis");
+    }
+    perm_ = *perm;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    if (perm_.size() != in.max_shape.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("transpose: perm has ", perm_.size(),
+                       " axes, the samples ", in.max_shape.size()));
+    }
+    SampleSpec out = in;
+    for (size_t i = 0; i < perm_.size(); ++i) {
+      if (perm_[i] < 0 || perm_[i] >= static_cast<int64_t>(perm_.size())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("transpose: perm [", absl::StrJoin(perm_, ", "),
+                         "] is no permutation"));
+      }
+      out.max_shape[i] = in.max_shape[perm_[i]];
+    }
+    return out;
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
+    return Transpose(in, perm_, out);
+  }
+
+ private:
+  std::vector<int64_t> perm_;
+};
+
+// reshape: the same elements as `shape` (one entry may be -1: the rest).
+class ReshapeOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto shape = ctx.IntListAttr("shape");
+    if (!shape.ok()) return shape.status();
+    int unknown = 0;
+    for (int64_t d : *shape) {
+      if (d < -1) unknown = 2;
+      unknown += d == -1;
+    }
+    if (shape->empty() || unknown > 1) {
+      return absl::InvalidArgumentError(
+          "attr 'shape': the new shape, at most one -1");
+    }
+    shape_ = *shape;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    SampleSpec out = in;
+    out.max_shape = shape_;
+    if (in.bounded()) {
+      absl::StatusOr<SampleShape> resolved = Resolve(in.max_shape);
+      if (!resolved.ok()) return resolved.status();
+      out.max_shape.assign(resolved->begin(), resolved->end());
+    }
+    return out;
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
+    absl::StatusOr<SampleShape> shape = Resolve(in.shape);
+    if (!shape.ok()) return shape.status();
+    out->Reshape(in.type, *shape);
+    std::memcpy(out->storage.data(), in.data, in.bytes);
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::StatusOr<SampleShape> Resolve(absl::Span<const int64_t> in) const {
+    const int64_t n = ShapeElemCnt(in);
+    int64_t known = 1;
+    for (int64_t d : shape_) known *= d == -1 ? 1 : d;
+    SampleShape out(shape_.begin(), shape_.end());
+    for (int64_t& d : out) {
+      if (d == -1) d = known > 0 ? n / known : 0;
+    }
+    if (ShapeElemCnt(out) != n) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "reshape: a sample of ", ShapeString(in), " has ", n,
+          " elements, not the ", ShapeElemCnt(out), " of ", ShapeString(out)));
+    }
+    return out;
+  }
+  std::vector<int64_t> shape_;
+};
+
+class OneHotOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto classes = ctx.IntAttrOr("num_classes", 0);
+    auto on = ctx.FloatAttrOr("on_value", 1);
+    auto off = ctx.FloatAttrOr("off_value", 0);
+    for (const absl::Status& s :
+         {classes.status(), on.status(), off.status()}) {
+      if (!s.ok()) return s;
+    }
+    if (*classes < 1) {
+      return absl::InvalidArgumentError(
+          "attr 'num_classes': at least 1 (required)");
+    }
+    classes_ = *classes;
+    on_ = static_cast<float>(*on);
+    off_ = static_cast<float>(*off);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    if (in.type != DT_INT32 && in.type != DT_INT64 && in.type != DT_UINT8) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "one_hot: takes integer samples, got ", DataTypeName(in.type)));
+    }
+    SampleSpec out{DT_FLOAT32, in.max_shape};
+    out.max_shape.push_back(classes_);
+    return out;
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
+    return OneHot(in, classes_, on_, off_, out);
+  }
+
+ private:
+  int64_t classes_ = 0;
+  float on_ = 1, off_ = 0;
+};
+
+struct AugmentOp {
+  std::function<std::unique_ptr<SampleOp>()> make;
+  std::vector<std::string> attrs;
+};
+
+std::vector<std::string> Join(std::vector<std::string> fixed,
+                              std::initializer_list<const char*> per_sample) {
+  for (const char* name : per_sample) {
+    for (std::string& attr : ScalarArg::AttrNames(name)) {
+      fixed.push_back(std::move(attr));
+    }
+  }
+  return fixed;
+}
+
+const std::map<std::string, AugmentOp>& AugmentOps() {
+  static const auto* ops = new std::map<std::string, AugmentOp>{
+      {"brightness_contrast",
+       {[] { return std::make_unique<BrightnessContrastOp>(); },
+        Join({"contrast_center"},
+             {"brightness", "brightness_shift", "contrast"})}},
+      {"hsv",
+       {[] { return std::make_unique<ColorOp>(false); },
+        Join({}, {"hue", "saturation", "value"})}},
+      {"color_twist",
+       {[] { return std::make_unique<ColorOp>(true); },
+        Join({"contrast_center"},
+             {"hue", "saturation", "value", "brightness", "contrast"})}},
+      {"rotate",
+       {[] { return std::make_unique<RotateOp>(); },
+        Join({"fill_value", "keep_size", "size"}, {"angle"})}},
+      {"warp_affine",
+       {[] { return std::make_unique<WarpAffineOp>(); },
+        {"matrix", "size", "fill_value", "inverse_map"}}},
+      {"erase",
+       {[] { return std::make_unique<EraseOp>(); },
+        {"anchor", "shape", "axis_names", "normalized_anchor",
+         "normalized_shape", "fill_value"}}},
+      {"paste",
+       {[] { return std::make_unique<PasteOp>(); },
+        Join({"fill_value"}, {"ratio", "paste_x", "paste_y"})}},
+      {"gaussian_blur",
+       {[] { return std::make_unique<GaussianBlurOp>(); },
+        {"sigma", "window_size"}}},
+      {"slice",
+       {[] { return std::make_unique<SliceOp>(); },
+        {"start", "shape", "rel_start", "rel_shape", "axis_names"}}},
+      {"transpose", {[] { return std::make_unique<TransposeOp>(); }, {"perm"}}},
+      {"reshape", {[] { return std::make_unique<ReshapeOp>(); }, {"shape"}}},
+      {"one_hot",
+       {[] { return std::make_unique<OneHotOp>(); },
+        {"num_classes", "on_value", "off_value"}}},
+  };
+  return *ops;
+}
+
+}  // namespace
+
+std::unique_ptr<SampleOp> MakeAugmentOp(const std::string& name) {
+  auto it = AugmentOps().find(name);
+  return it == AugmentOps().end() ? nullptr : it->second.make();
+}
+
+std::map<std::string, std::vector<std::string>> AugmentOpAttrs() {
+  std::map<std::string, std::vector<std::string>> attrs;
+  for (const auto& [name, op] : AugmentOps()) attrs[name] = op.attrs;
+  return attrs;
+}
+
+}  // namespace actorflow::internal::pipeline

@@ -1,0 +1,124 @@
+#ifndef ACTORFLOW_PIPELINE_SAMPLE_ARGS_H_
+#define ACTORFLOW_PIPELINE_SAMPLE_ARGS_H_
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "actorflow/kernel.h"
+#include "pipeline/sample.h"
+
+// A scalar argument of a per-sample operator that may differ per sample:
+// attr `name` (one value for every sample), or drawn for each sample from
+// the operator's generator: `name_uniform` [lo, hi], `name_normal` [mean,
+// stddev] or `name_coin_flip` p (1 with probability p, else 0). At most one
+// of the four. The draws come from the sample's own generator, so they are
+// the same whatever thread runs the sample.
+namespace actorflow::internal::pipeline {
+
+class ScalarArg {
+ public:
+  // The attrs a per-sample argument `name` may be given as.
+  static std::vector<std::string> AttrNames(const std::string& name) {
+    return {name, name + "_uniform", name + "_normal", name + "_coin_flip"};
+  }
+
+  absl::Status Init(const KernelInitContext& ctx, const std::string& name,
+                    double fallback) {
+    name_ = name;
+    value_ = fallback;
+    int given = 0;
+    auto fixed = ctx.FloatAttrOr(name, fallback);
+    auto uniform = ctx.FloatListAttr(name + "_uniform");
+    auto normal = ctx.FloatListAttr(name + "_normal");
+    auto coin = ctx.FloatAttrOr(name + "_coin_flip", -1);
+    for (const absl::Status& s :
+         {fixed.status(), uniform.status(), normal.status(), coin.status()}) {
+      if (!s.ok()) return s;
+    }
+    if (*fixed != fallback) ++given;
+    value_ = *fixed;
+    if (!uniform->empty()) {
+      ++given;
+      if (uniform->size() != 2 || (*uniform)[0] > (*uniform)[1]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "attr '", name, "_uniform': wants [low, high], low <= high"));
+      }
+      kind_ = Kind::kUniform;
+      a_ = (*uniform)[0];
+      b_ = (*uniform)[1];
+    }
+    if (!normal->empty()) {
+      ++given;
+      if (normal->size() != 2 || (*normal)[1] < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "attr '", name, "_normal': wants [mean, stddev], stddev >= 0"));
+      }
+      kind_ = Kind::kNormal;
+      a_ = (*normal)[0];
+      b_ = (*normal)[1];
+    }
+    if (*coin != -1) {
+      ++given;
+      if (*coin < 0 || *coin > 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("attr '", name,
+                         "_coin_flip': a probability in [0, 1], got ", *coin));
+      }
+      kind_ = Kind::kCoinFlip;
+      a_ = *coin;
+    }
+    if (given > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attrs '", name, "', '", name, "_uniform', '", name,
+                       "_normal', '", name, "_coin_flip': give at most one"));
+    }
+    return absl::OkStatus();
+  }
+
+  bool varies() const { return kind_ != Kind::kFixed; }
+  // The value's range, for shape inference: [lo, hi] (normal: +-6 sigma).
+  double low() const {
+    return kind_ == Kind::kUniform    ? a_
+           : kind_ == Kind::kNormal   ? a_ - 6 * b_
+           : kind_ == Kind::kCoinFlip ? 0
+                                      : value_;
+  }
+  double high() const {
+    return kind_ == Kind::kUniform    ? b_
+           : kind_ == Kind::kNormal   ? a_ + 6 * b_
+           : kind_ == Kind::kCoinFlip ? 1
+                                      : value_;
+  }
+
+  // This sample's value. Fixed values draw nothing.
+  double Draw(SampleRng* rng) const {
+    switch (kind_) {
+      case Kind::kFixed:
+        return value_;
+      case Kind::kUniform:
+        return a_ + (b_ - a_) * rng->Uniform();
+      case Kind::kCoinFlip:
+        return rng->Uniform() < a_ ? 1.0 : 0.0;
+      case Kind::kNormal: {
+        // Box-Muller; 1 - u keeps the logarithm's argument above 0.
+        const double u = 1.0 - rng->Uniform(), v = rng->Uniform();
+        return a_ + b_ * std::sqrt(-2.0 * std::log(u)) *
+                        std::cos(6.283185307179586 * v);
+      }
+    }
+    return value_;
+  }
+
+ private:
+  enum class Kind { kFixed, kUniform, kNormal, kCoinFlip };
+  std::string name_;
+  Kind kind_ = Kind::kFixed;
+  double value_ = 0, a_ = 0, b_ = 0;
+};
+
+}  // namespace actorflow::internal::pipeline
+
+#endif  // ACTORFLOW_PIPELINE_SAMPLE_ARGS_H_

@@ -1,0 +1,242 @@
+// DALI's augmentations (pipeline/augment.h, augment_ops.cc) against values
+// worked out by hand, and per-sample arguments (pipeline/sample_args.h)
+// drawn from each sample's own generator.
+#include "pipeline/augment.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "absl/strings/match.h"
+#include "actor/act_context.h"
+
+#include "pipeline/sample_args.h"
+#include "pipeline/sample_ops.h"
+#include "plan/plan_builder.h"
+#include "tests/test_util.h"
+
+namespace actorflow::internal::pipeline {
+namespace {
+
+Sample Image(DataType type, std::vector<int64_t> shape,
+             const std::vector<double>& values) {
+  Sample s;
+  s.Reshape(type, shape);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (type == DT_UINT8) {
+      s.storage[i] = static_cast<uint8_t>(values[i]);
+    } else {
+      s.as<float>()[i] = static_cast<float>(values[i]);
+    }
+  }
+  return s;
+}
+
+std::vector<double> Values(const Sample& s) {
+  std::vector<double> v;
+  const int64_t n = ShapeElemCnt(s.shape);
+  const SampleRef ref = s.ref();
+  for (int64_t i = 0; i < n; ++i) {
+    v.push_back(s.type == DT_UINT8 ? ref.data[i] : ref.as<float>()[i]);
+  }
+  return v;
+}
+
+std::unique_ptr<SampleOp> MakeOp(const std::string& name,
+                                 const std::map<std::string, AttrValue>& attrs,
+                                 absl::Status* init = nullptr) {
+  auto op = MakeSampleOp(name);
+  REQUIRE(op.ok());
+  TaskProto task = KernelTask("pipeline." + name, attrs);
+  KernelInitContext ctx = MakeInitContext(task, {}, {});
+  absl::Status ok = (*op)->Init(ctx);
+  if (init != nullptr) {
+    *init = ok;
+  } else {
+    INFO(ok.ToString());
+    REQUIRE(ok.ok());
+  }
+  return std::move(*op);
+}
+
+TEST_CASE("brightness_contrast follows DALI's formula, clamped for uint8") {
+  Sample in = Image(DT_UINT8, {1, 3, 1}, {0, 128, 200});
+  Sample out;
+  // 1.5 * (128 + 2 * (v - 128)) + 0.1 * 255
+  REQUIRE(BrightnessContrast(in.ref(), 1.5f, 0.1f, 2.0f, 128, &out).ok());
+  CHECK(Values(out) == std::vector<double>{0, 218, 255});
+  Sample f = Image(DT_FLOAT32, {1, 2, 1}, {0.25, 1.0});
+  REQUIRE(BrightnessContrast(f.ref(), 1.0f, 0.0f, 0.5f, 0.5f, &out).ok());
+  CHECK(Values(out)[0] == Approx(0.375));
+  CHECK(Values(out)[1] == Approx(0.75));
+}
+
+TEST_CASE("hsv: identity, grey, value and hue turns") {
+  Sample in = Image(DT_FLOAT32, {1, 2, 3}, {0.9, 0.2, 0.1, 0.3, 0.6, 0.8});
+  Sample out;
+  REQUIRE(ApplyColorMatrix(in.ref(), HsvMatrix(0, 1, 1), &out).ok());
+  for (int i = 0; i < 6; ++i)
+    CHECK(Values(out)[i] == Approx(Values(in)[i]).margin(2e-3));
+  // Saturation 0: every channel the luma (0.299 R + 0.587 G + 0.114 B).
+  REQUIRE(ApplyColorMatrix(in.ref(), HsvMatrix(0, 0, 1), &out).ok());
+  const double luma = 0.299 * 0.9 + 0.587 * 0.2 + 0.114 * 0.1;
+  for (int c = 0; c < 3; ++c)
+    CHECK(Values(out)[c] == Approx(luma).margin(2e-3));
+  REQUIRE(ApplyColorMatrix(in.ref(), HsvMatrix(0, 1, 0.5f), &out).ok());
+  CHECK(Values(out)[0] == Approx(0.45).margin(2e-3));
+  // Two half turns of hue are none.
+  Sample half;
+  REQUIRE(ApplyColorMatrix(in.ref(), HsvMatrix(180, 1, 1), &half).ok());
+  CHECK(Values(half)[0] < 0.5);  // red's chroma turned the other way
+  REQUIRE(ApplyColorMatrix(half.ref(), HsvMatrix(180, 1, 1), &out).ok());
+  for (int i = 0; i < 6; ++i)
+    CHECK(Values(out)[i] == Approx(Values(in)[i]).margin(5e-3));
+  // color_twist = hsv, then brightness and contrast about the centre.
+  const ColorMatrix twist = ColorTwistMatrix(0, 1, 1, 2.0f, 0.5f, 0.5f);
+  REQUIRE(ApplyColorMatrix(in.ref(), twist, &out).ok());
+  CHECK(Values(out)[0] == Approx(2.0 * (0.5 + 0.5 * (0.9 - 0.5))).margin(3e-3));
+}
+
+TEST_CASE("rotate and warp_affine move pixels where they belong") {
+  // 2 x 3, pixel (y, x) = 10y + x + 1.
+  Sample in = Image(DT_UINT8, {2, 3, 1}, {1, 2, 3, 11, 12, 13});
+  int64_t h = 0, w = 0;
+  RotatedSize(2, 3, 90, &h, &w);
+  CHECK((h == 3 && w == 2));
+  RotatedSize(2, 3, 45, &h, &w);
+  CHECK((h == 4 && w == 4));
+  Sample out;
+  // Counter-clockwise by 90: the right column becomes the top row.
+  REQUIRE(Rotate(in.ref(), 90, 3, 2, {0}, &out).ok());
+  CHECK(out.shape == SampleShape{3, 2, 1});
+  CHECK(Values(out) == std::vector<double>{3, 13, 2, 12, 1, 11});
+  REQUIRE(Rotate(in.ref(), 0, 2, 3, {0}, &out).ok());
+  CHECK(Values(out) == Values(in));
+  // A shift right by one column: the first column from outside (fill 7).
+  const double shift[6] = {1, 0, -1, 0, 1, 0};
+  REQUIRE(WarpAffine(in.ref(), shift, 2, 3, {7}, &out).ok());
+  CHECK(Values(out) == std::vector<double>{7, 1, 2, 7, 11, 12});
+  // Half a pixel: bilinear between neighbours, rounded half up.
+  const double half[6] = {1, 0, 0.5, 0, 1, 0};
+  REQUIRE(WarpAffine(in.ref(), half, 2, 2, {0}, &out).ok());
+  CHECK(Values(out) == std::vector<double>{2, 3, 12, 13});
+  CHECK_FALSE(WarpAffine(in.ref(), shift, 0, 3, {0}, &out).ok());
+  CHECK_FALSE(WarpAffine(in.ref(), shift, 2, 3, {0, 0}, &out).ok());
+}
+
+TEST_CASE("erase, paste, gaussian_blur, transpose and one_hot") {
+  Sample in = Image(DT_UINT8, {2, 3, 1}, {1, 2, 3, 11, 12, 13});
+  Sample out;
+  REQUIRE(Erase(in.ref(), {Region{1, 1, 5, 1}}, {9}, &out).ok());
+  CHECK(Values(out) == std::vector<double>{1, 2, 3, 11, 9, 13});
+  REQUIRE(Paste(in.ref(), 2.0, 1.0, 0.0, {5}, &out).ok());
+  CHECK(out.shape == SampleShape{4, 6, 1});
+  CHECK(Values(out)[12] == 1);   // row 2, column 0
+  CHECK(Values(out)[20] == 13);  // row 3, column 2
+  CHECK(Values(out)[3] == 5);
+  CHECK_FALSE(Paste(in.ref(), 0.5, 0, 0, {0}, &out).ok());
+
+  const std::vector<float> k = GaussianKernel(1.0, 5);
+  double sum = 0;
+  for (float v : k) sum += v;
+  CHECK(sum == Approx(1.0));
+  CHECK(k[2] / k[1] == Approx(std::exp(0.5)));
+  // A delta at column 1 of a 1 x 5 row, blurred along x only: mirrored
+  // without repeating the edge (dcb|abcd|cba), column -1 reads column 1.
+  Sample delta = Image(DT_FLOAT32, {1, 5, 1}, {0, 1, 0, 0, 0});
+  REQUIRE(GaussianBlur(delta.ref(), 0, 1.0, 1, 5, &out).ok());
+  CHECK(Values(out)[0] == Approx(k[1] + k[3]));  // itself, and its mirror
+  CHECK(Values(out)[1] == Approx(k[0] + k[2]));
+  CHECK(Values(out)[2] == Approx(k[1]));
+  CHECK(Values(out)[4] == Approx(0).margin(1e-7));
+  Sample flat = Image(DT_UINT8, {4, 4, 1}, std::vector<double>(16, 77));
+  REQUIRE(GaussianBlur(flat.ref(), 2, 2, 7, 7, &out).ok());
+  CHECK(Values(out) == std::vector<double>(16, 77));
+  CHECK_FALSE(GaussianBlur(flat.ref(), 1, 1, 4, 3, &out).ok());
+
+  REQUIRE(Transpose(in.ref(), {2, 0, 1}, &out).ok());
+  CHECK(out.shape == SampleShape{1, 2, 3});
+  REQUIRE(Transpose(in.ref(), {1, 0, 2}, &out).ok());
+  CHECK(Values(out) == std::vector<double>{1, 11, 2, 12, 3, 13});
+  CHECK_FALSE(Transpose(in.ref(), {0, 0, 1}, &out).ok());
+
+  Sample labels;
+  const int64_t shape[] = {2};
+  labels.Reshape(DT_INT32, shape);
+  labels.as<int32_t>()[0] = 2;
+  labels.as<int32_t>()[1] = 0;
+  REQUIRE(OneHot(labels.ref(), 3, 1, -1, &out).ok());
+  CHECK(out.shape == SampleShape{2, 3});
+  CHECK(Values(out) == std::vector<double>{-1, -1, 1, 1, -1, -1});
+  CHECK_FALSE(OneHot(labels.ref(), 2, 1, 0, &out).ok());
+}
+
+TEST_CASE("per-sample arguments: drawn from the sample's generator") {
+  const uint64_t seed = testing::TestSeed("per-sample arguments");
+  INFO("seed " << seed << " (ACTORFLOW_SEED replays it)");
+  auto arg = [](const std::map<std::string, AttrValue>& attrs) {
+    ScalarArg a;
+    TaskProto task = KernelTask("pipeline.rotate", attrs);
+    KernelInitContext ctx = MakeInitContext(task, {}, {});
+    absl::Status ok = a.Init(ctx, "angle", 0);
+    return std::make_pair(ok, a);
+  };
+  auto [ok, uniform] = arg({{"angle_uniform", FloatListAttr({-10, 10})}});
+  REQUIRE(ok.ok());
+  auto normal = arg({{"angle_normal", FloatListAttr({5, 2})}}).second;
+  auto coin = arg({{"angle_coin_flip", FloatAttr(0.25)}}).second;
+  double sum = 0, sq = 0, heads = 0;
+  for (int i = 0; i < 4000; ++i) {
+    SampleRng a(seed, 3, 1, i), b(seed, 3, 1, i);
+    const double u = uniform.Draw(&a);
+    CHECK(u == uniform.Draw(&b));
+    CHECK((u >= -10 && u <= 10));
+    const double n = normal.Draw(&a);
+    sum += n;
+    sq += n * n;
+    heads += coin.Draw(&a);
+  }
+  const double mean = sum / 4000, var = sq / 4000 - mean * mean;
+  CHECK(mean == Approx(5).margin(0.15));
+  CHECK(std::sqrt(var) == Approx(2).margin(0.15));
+  CHECK(heads / 4000 == Approx(0.25).margin(0.03));
+  CHECK(uniform.varies());
+  CHECK_FALSE(arg({}).second.varies());
+  CHECK_FALSE(
+      arg({{"angle", FloatAttr(3)}, {"angle_uniform", FloatListAttr({0, 1})}})
+          .first.ok());
+  CHECK_FALSE(arg({{"angle_uniform", FloatListAttr({2, 1})}}).first.ok());
+  CHECK_FALSE(arg({{"angle_coin_flip", FloatAttr(1.5)}}).first.ok());
+}
+
+TEST_CASE("operators infer the largest sample they can make") {
+  const SampleSpec photo{DT_UINT8, {300, 400, 3}};
+  auto rotate = MakeOp("rotate", {{"angle_uniform", FloatListAttr({-10, 10})}});
+  CHECK(rotate->Infer(photo)->max_shape == std::vector<int64_t>{500, 500, 3});
+  auto quarter = MakeOp("rotate", {{"angle", FloatAttr(90)}});
+  CHECK(quarter->Infer(photo)->max_shape == std::vector<int64_t>{400, 300, 3});
+  auto keep = MakeOp("rotate",
+                     {{"angle", FloatAttr(30)}, {"keep_size", BoolAttr(true)}});
+  CHECK(keep->Infer(photo)->max_shape == photo.max_shape);
+  auto paste = MakeOp("paste", {{"ratio_uniform", FloatListAttr({1, 2})}});
+  CHECK(paste->Infer(photo)->max_shape == std::vector<int64_t>{600, 800, 3});
+  auto slice = MakeOp("slice", {{"rel_shape", FloatListAttr({0.5, 0.5})}});
+  CHECK(slice->Infer(photo)->max_shape == std::vector<int64_t>{150, 200, 3});
+  auto hot = MakeOp("one_hot", {{"num_classes", IntAttr(10)}});
+  CHECK(hot->Infer(SampleSpec{DT_INT32, {}})->max_shape ==
+        std::vector<int64_t>{10});
+  CHECK_FALSE(hot->Infer(photo).ok() == false);  // uint8 is an integer
+  auto flip = MakeOp("transpose", {{"perm", IntListAttr({2, 0, 1})}});
+  CHECK(flip->Infer(photo)->max_shape == std::vector<int64_t>{3, 300, 400});
+  auto reshape = MakeOp("reshape", {{"shape", IntListAttr({-1, 3})}});
+  CHECK(reshape->Infer(photo)->max_shape == std::vector<int64_t>{120000, 3});
+  absl::Status init;
+  MakeOp("paste", {{"ratio", FloatAttr(0.5)}}, &init);
+  CHECK(absl::StrContains(init.message(), "ratio"));
+  MakeOp("one_hot", {}, &init);
+  CHECK(absl::StrContains(init.message(), "num_classes"));
+  MakeOp("warp_affine", {{"matrix", FloatListAttr({1, 0, 0})}}, &init);
+  CHECK(absl::StrContains(init.message(), "matrix"));
+}
+
+}  // namespace
+}  // namespace actorflow::internal::pipeline
