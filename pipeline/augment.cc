@@ -206,6 +206,12 @@ void RotatedSize(int64_t h, int64_t w, double degrees, int64_t* out_h,
   // The epsilon keeps 90 degrees (cos ~ 6e-17) from adding a pixel.
   *out_w = std::max<int64_t>(1, std::ceil(w * c + h * s - 1e-6));
   *out_h = std::max<int64_t>(1, std::ceil(w * s + h * c - 1e-6));
+  // Each side takes the parity of the input side it mostly comes from,
+  // so that centres stay on the pixel grid (a small turn blurs less, and
+  // a quarter turn moves pixels exactly).
+  const int64_t from_w = c >= s ? w : h, from_h = c >= s ? h : w;
+  if (*out_w % 2 != from_w % 2) ++*out_w;
+  if (*out_h % 2 != from_h % 2) ++*out_h;
 }
 
 absl::Status Rotate(const SampleRef& in, double degrees, int64_t out_h,

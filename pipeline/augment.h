@@ -42,7 +42,9 @@ absl::Status ApplyColorMatrix(const SampleRef& in, const ColorMatrix& matrix,
 absl::Status WarpAffine(const SampleRef& in, const double m[6], int64_t out_h,
                         int64_t out_w, const std::vector<float>& fill,
                         Sample* out);
-// The size that holds an h x w image turned by `degrees`.
+// The size that holds an h x w image turned by `degrees`, each side one
+// larger where that gives it the parity of the input side it mostly comes
+// from (DALI's rule).
 void RotatedSize(int64_t h, int64_t w, double degrees, int64_t* out_h,
                  int64_t* out_w);
 // Counter-clockwise by `degrees` about the centre, into out_h x out_w

@@ -8,7 +8,6 @@
 
 #include "absl/strings/match.h"
 #include "actor/act_context.h"
-
 #include "pipeline/sample_args.h"
 #include "pipeline/sample_ops.h"
 #include "plan/plan_builder.h"
@@ -103,7 +102,9 @@ TEST_CASE("rotate and warp_affine move pixels where they belong") {
   RotatedSize(2, 3, 90, &h, &w);
   CHECK((h == 3 && w == 2));
   RotatedSize(2, 3, 45, &h, &w);
-  CHECK((h == 4 && w == 4));
+  CHECK((h == 4 && w == 5));  // 3.54 x 3.54, then the parities of 2 and 3
+  RotatedSize(20, 30, 30, &h, &w);
+  CHECK((h == 34 && w == 36));
   Sample out;
   // Counter-clockwise by 90: the right column becomes the top row.
   REQUIRE(Rotate(in.ref(), 90, 3, 2, {0}, &out).ok());

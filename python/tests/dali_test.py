@@ -114,6 +114,23 @@ class DaliTest(unittest.TestCase):
             images.as_array()
         self.assertEqual(len(list(images)), 8)
 
+        # The augmentation gallery's way: turned by a random angle, no
+        # resize; each sample keeps its own turned size.
+        @pipeline_def
+        def rotated_pipeline():
+            jpegs, labels = fn.readers.file(file_root=root,
+                                            random_shuffle=True,
+                                            initial_fill=21)
+            images = fn.decoders.image(jpegs, device="cpu")
+            return fn.rotate(images, angle=fn.random.uniform(
+                range=(-10.0, 10.0))), labels
+
+        pipe = rotated_pipeline(batch_size=8, num_threads=2, device_id=0,
+                                seed=1234)
+        rotated, labels = pipe.run()
+        self.assertEqual(len(rotated), 8)
+        self.assertGreater(len(set(rotated.shape())), 1)
+
     def test_readers_run_on_across_epochs_with_full_batches(self):
         root = self.root
         for pad in (False, True):
@@ -353,8 +370,8 @@ class DaliTest(unittest.TestCase):
                 fn.resize(images, resize_shorter=10, max_size=20)
             with self.assertRaisesRegex(ValueError, "'roi_start'"):
                 fn.resize(images, size=[4, 4], roi_start=[0, 0])
-            with self.assertRaisesRegex(NotImplementedError, "fn.rotate"):
-                fn.rotate(images, angle=10)
+            with self.assertRaisesRegex(NotImplementedError, "fn.water"):
+                fn.water(images)
             with self.assertRaisesRegex(TypeError, "arithmetic"):
                 images * 2
             with self.assertRaisesRegex(ValueError, "'angle'|crop_pos"):
@@ -365,6 +382,179 @@ class DaliTest(unittest.TestCase):
             Pipeline(num_threads=2)
         with self.assertRaisesRegex(ValueError, "no reader named 'Nope'"):
             pipe.reader_meta("Nope")
+
+
+def run_on(images, build, batch_size=None, threads=1, seed=3):
+    """Runs build(node) on `images` (a list of HWC arrays) fed through an
+    external source; returns the output's samples as numpy arrays."""
+    pipe = Pipeline(batch_size=batch_size or len(images), num_threads=threads,
+                    seed=seed)
+    with pipe:
+        pipe.set_outputs(build(fn.external_source(
+            source=lambda: images, layout="HWC")))
+    (out,) = pipe.run()
+    return [out.at(i) for i in range(len(out))]
+
+
+def round_half_up(values):
+    return numpy.floor(numpy.clip(values, 0, 255) + 0.5).astype(numpy.uint8)
+
+
+def hsv_matrix(hue, saturation, value):
+    to_yiq = numpy.array([[0.299, 0.587, 0.114], [0.596, -0.274, -0.322],
+                          [0.211, -0.523, 0.312]])
+    to_rgb = numpy.array([[1.0, 0.956, 0.621], [1.0, -0.272, -0.647],
+                          [1.0, -1.106, 1.703]])
+    h = numpy.radians(hue)
+    chroma = value * saturation
+    turn = numpy.array([[value, 0, 0],
+                        [0, chroma * numpy.cos(h), -chroma * numpy.sin(h)],
+                        [0, chroma * numpy.sin(h), chroma * numpy.cos(h)]])
+    return to_rgb @ turn @ to_yiq
+
+
+def numpy_blur(image, sigma, window):
+    r = window // 2
+    x = numpy.arange(window) - r
+    k = numpy.exp(-x * x / (2 * sigma * sigma))
+    k /= k.sum()
+    padded = numpy.pad(image.astype(numpy.float64), ((r, r), (r, r), (0, 0)),
+                       mode="reflect")
+    rows = sum(k[t] * padded[:, t:t + image.shape[1]] for t in range(window))
+    out = sum(k[t] * rows[t:t + image.shape[0]] for t in range(window))
+    return round_half_up(out)
+
+
+class AugmentationTest(unittest.TestCase):
+    """Each operator against a numpy (or PIL) reference of its formula."""
+
+    @classmethod
+    def setUpClass(cls):
+        rng = numpy.random.default_rng(11)
+        cls.images = [rng.integers(0, 256, (20 + 3 * i, 30 - 2 * i, 3),
+                                   dtype=numpy.uint8) for i in range(3)]
+
+    def test_color_operators(self):
+        got = run_on(self.images, lambda x: fn.brightness_contrast(
+            x, brightness=1.5, brightness_shift=0.1, contrast=0.7))
+        for image, out in zip(self.images, got):
+            want = round_half_up(0.1 * 255 + 1.5 * (
+                128 + 0.7 * (image.astype(numpy.float64) - 128)))
+            self.assertLessEqual(numpy.abs(out.astype(int) - want).max(), 1)
+        got = run_on(self.images, lambda x: fn.hsv(
+            x, hue=40.0, saturation=0.6, value=1.1))
+        for image, out in zip(self.images, got):
+            want = round_half_up(image @ hsv_matrix(40.0, 0.6, 1.1).T)
+            self.assertLessEqual(numpy.abs(out.astype(int) - want).max(), 1)
+        got = run_on(self.images, lambda x: fn.color_twist(
+            x, hue=-25.0, saturation=1.3, brightness=0.9, contrast=1.2))
+        for image, out in zip(self.images, got):
+            # hsv, then brightness and contrast, rounded once.
+            raw = image @ hsv_matrix(-25.0, 1.3, 1.0).T
+            want = round_half_up(0.9 * (128 + 1.2 * (raw - 128)))
+            self.assertLessEqual(numpy.abs(out.astype(int) - want).max(), 1)
+
+    def test_geometric_operators(self):
+        got = run_on(self.images, lambda x: fn.rotate(x, angle=90))
+        for image, out in zip(self.images, got):
+            self.assertTrue(numpy.array_equal(out, numpy.rot90(image)))
+        got = run_on(self.images, lambda x: fn.rotate(
+            x, angle=30, fill_value=0))
+        for image, out in zip(self.images, got):
+            want = numpy.asarray(Image.fromarray(image).rotate(
+                30, resample=Image.BILINEAR, expand=True))
+            self.assertEqual(out.shape, want.shape)
+            # PIL's bilinear filter, on noise: within rounding (measured
+            # 0.49-0.52) away from the corners' edges.
+            h, w = out.shape[:2]
+            mid = (slice(h // 3, 2 * h // 3), slice(w // 3, 2 * w // 3))
+            diff = numpy.abs(out[mid].astype(int) - want[mid].astype(int))
+            self.assertLess(diff.mean(), 1.0)
+        got = run_on(self.images, lambda x: fn.warp_affine(
+            x, matrix=[1, 0, -2, 0, 1, -1], fill_value=7))
+        for image, out in zip(self.images, got):
+            want = numpy.full_like(image, 7)
+            want[1:, 2:] = image[:-1, :-2]
+            self.assertTrue(numpy.array_equal(out, want))
+        got = run_on(self.images, lambda x: fn.gaussian_blur(
+            x, sigma=1.5))
+        for image, out in zip(self.images, got):
+            want = numpy_blur(image, 1.5, 2 * math.ceil(4.5) + 1)
+            self.assertLessEqual(numpy.abs(out.astype(int) - want).max(), 1)
+
+    def test_region_and_layout_operators(self):
+        got = run_on(self.images, lambda x: fn.erase(
+            x, anchor=[2, 3, 10, 1], shape=[4, 5, 2, 2], fill_value=[9, 8, 7]))
+        for image, out in zip(self.images, got):
+            want = image.copy()
+            want[2:6, 3:8] = [9, 8, 7]
+            want[10:12, 1:3] = [9, 8, 7]
+            self.assertTrue(numpy.array_equal(out, want))
+        got = run_on(self.images, lambda x: fn.paste(
+            x, ratio=2, paste_x=0.25, paste_y=1.0, fill_value=4))
+        for image, out in zip(self.images, got):
+            h, w = image.shape[:2]
+            want = numpy.full((2 * h, 2 * w, 3), 4, numpy.uint8)
+            x0 = int(w * 0.25)
+            want[h:, x0:x0 + w] = image
+            self.assertTrue(numpy.array_equal(out, want))
+        got = run_on(self.images, lambda x: fn.slice(
+            x, rel_start=[0.2, 0.1], rel_shape=[0.5, 0.5]))
+        for image, out in zip(self.images, got):
+            h, w = image.shape[:2]
+            y, x = round(0.1 * h), round(0.2 * w)
+            self.assertTrue(numpy.array_equal(
+                out, image[y:y + round(0.5 * h), x:x + round(0.5 * w)]))
+        got = run_on(self.images, lambda x: fn.transpose(x, perm=[2, 0, 1]))
+        for image, out in zip(self.images, got):
+            self.assertTrue(numpy.array_equal(out, image.transpose(2, 0, 1)))
+        same = [self.images[0]] * 2
+        got = run_on(same, lambda x: fn.reshape(x, shape=[-1, 3]))
+        self.assertTrue(numpy.array_equal(got[0], same[0].reshape(-1, 3)))
+
+    def test_one_hot_of_reader_labels(self):
+        root = tempfile.mkdtemp()
+        try:
+            paths = make_images(root, 6, seed=2)
+
+            @pipeline_def(batch_size=6, num_threads=1, device_id=0)
+            def labels():
+                _, label = fn.readers.file(file_root=root)
+                return label, fn.one_hot(label, num_classes=3)
+
+            label, hot = labels().run()
+            want = numpy.eye(3, dtype=numpy.float32)[labels_of(paths)]
+            self.assertTrue(numpy.array_equal(hot.as_array(), want))
+            self.assertEqual(label.as_array().shape, (6, 1))
+        finally:
+            shutil.rmtree(root)
+
+    def test_random_arguments_per_sample(self):
+        zeros = [numpy.zeros((4, 4, 3), numpy.uint8)] * 8
+        # uniform(0, 1) * 0.1: a shift of 0 to 25.5, one per sample.
+        got = run_on(zeros, lambda x: fn.brightness_contrast(
+            x, brightness_shift=fn.random.uniform(range=(0, 1)) * 0.1))
+        shifts = [int(out[0, 0, 0]) for out in got]
+        for out, shift in zip(got, shifts):
+            self.assertTrue((out == shift).all())
+            self.assertLessEqual(shift, 26)
+        self.assertGreater(len(set(shifts)), 3)
+        again = run_on(zeros, lambda x: fn.brightness_contrast(
+            x, brightness_shift=fn.random.uniform(range=(0, 1)) * 0.1),
+            threads=2)
+        self.assertEqual([int(o[0, 0, 0]) for o in again], shifts)
+        # Turned by any angle, each sample has its own size, bounded by the
+        # diagonal; with keep_size, the image's.
+        image = [self.images[0]] * 6
+        turned = run_on(image, lambda x: fn.rotate(
+            x, angle=fn.random.uniform(range=(-45.0, 45.0))))
+        diagonal = math.ceil(math.hypot(*self.images[0].shape[:2]))
+        self.assertGreater(len({t.shape for t in turned}), 1)
+        for t in turned:
+            self.assertLessEqual(max(t.shape[:2]), diagonal)
+        kept = run_on(image, lambda x: fn.rotate(
+            x, angle=fn.random.uniform(range=(-45.0, 45.0)), keep_size=True))
+        self.assertEqual({k.shape for k in kept}, {self.images[0].shape})
 
 
 if __name__ == "__main__":
