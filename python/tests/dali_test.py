@@ -5,6 +5,7 @@ them, readers that run on across epochs with full batches, the iterators'
 epoch counting under each LastBatchPolicy, and clear errors for what is
 not there."""
 
+import io
 import math
 import os
 import shutil
@@ -228,6 +229,47 @@ class DaliTest(unittest.TestCase):
                 self.assertEqual(stream, want_stream[:96])
             self.assertEqual((got_steps, got_samples), (steps, samples),
                              policy)
+
+    def test_state_dict_resumes_exactly(self):
+        # A training loop saves the iterator with the model mid-epoch (in
+        # torch.save's format) and a new process goes on from it: the
+        # batches after the load are those the first iterator gave next.
+        def loader():
+            pipe = create_dali_pipeline(
+                batch_size=4, num_threads=2, device_id=0, seed=9,
+                data_dir=self.root, crop=24, size=30, dali_cpu=True,
+                shard_id=0, num_shards=1, is_training=True)
+            return DALIClassificationIterator(
+                pipe, reader_name="Reader", auto_reset=True)
+
+        def take(it, n):
+            # Across epochs: StopIteration ends one, auto_reset starts the
+            # next.
+            steps = []
+            while len(steps) < n:
+                try:
+                    steps.append(next(it)[0])
+                except StopIteration:
+                    pass
+            return steps
+
+        first = loader()
+        take(first, 5)  # 8 batches an epoch
+        buffer = io.BytesIO()
+        torch.save({"loader": first.state_dict()}, buffer)
+        want = take(first, 12)  # into the next epoch
+        buffer.seek(0)
+        second = loader()
+        second.load_state_dict(torch.load(buffer)["loader"])
+        got = take(second, 12)
+        self.assertEqual(len(got), 12)
+        for a, b in zip(want, got):
+            self.assertTrue(torch.equal(a["data"], b["data"]))
+            self.assertTrue(torch.equal(a["label"], b["label"]))
+        with self.assertRaisesRegex(RuntimeError, "before"):
+            second.load_state_dict(first.state_dict())
+        with self.assertRaisesRegex(ValueError, "not a state_dict"):
+            loader().load_state_dict({"counter": 3})
 
     def test_tensors_a_caller_keeps_are_not_overwritten(self):
         root = self.root

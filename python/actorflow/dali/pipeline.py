@@ -219,7 +219,14 @@ class Pipeline(_base.Pipeline):
     # ---- running ----
 
     def outputs(self):
-        return self._tensor_lists(super().outputs())
+        # The batch is copied out at once and its register given back, so
+        # the pipeline holds nothing of the caller's (a checkpoint may be
+        # taken between any two steps).
+        for _ in range(len(self._held)):
+            super().release_outputs()
+        lists = self._tensor_lists(super().share_outputs())
+        super().release_outputs()
+        return lists
 
     def share_outputs(self):
         return self._tensor_lists(super().share_outputs())

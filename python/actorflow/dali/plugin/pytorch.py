@@ -6,7 +6,11 @@ a torch.Tensor the caller owns (kept across steps). Outputs marked .gpu()
 or made on "mixed"/"gpu" are CUDA tensors where torch sees a GPU."""
 
 import enum
+import io
 import math
+import os
+import tarfile
+import tempfile
 import warnings
 
 import numpy
@@ -182,6 +186,63 @@ class DALIGenericIterator:
         if self._auto_reset:
             self.reset()
         raise StopIteration
+
+    _STATE_FORMAT = "actorflow.dali iterator 1"
+
+    def state_dict(self):
+        """The iterator's place, as a dict that torch.save, Lightning,
+        accelerate and torch.distributed.checkpoint store with the model:
+        each pipeline's checkpoint (docs/checkpoints.md; the batches after
+        a load are exactly those this iterator hands out next) and the
+        epoch's count."""
+        pipelines = []
+        for pipe in self._pipes:
+            with tempfile.TemporaryDirectory() as directory:
+                path = pipe.checkpoint(directory)
+                buffer = io.BytesIO()
+                with tarfile.open(fileobj=buffer, mode="w") as tar:
+                    tar.add(path, arcname="checkpoint")
+            pipelines.append({"checkpoint": buffer.getvalue(),
+                              "carry": getattr(pipe, "_carry", None)})
+        return {"format": self._STATE_FORMAT, "pipelines": pipelines,
+                "counter": self._counter, "ahead": self._ahead,
+                "ended": self._ended}
+
+    def load_state_dict(self, state):
+        """Goes on from a state_dict() of an iterator over the same
+        pipelines; call it before the first step."""
+        if not isinstance(state, dict) or \
+                state.get("format") != self._STATE_FORMAT:
+            raise ValueError("load_state_dict: not a state_dict() of an "
+                             "actorflow.dali iterator")
+        if len(state["pipelines"]) != len(self._pipes):
+            raise ValueError(
+                f"load_state_dict: the state has {len(state['pipelines'])} "
+                f"pipelines, this iterator {len(self._pipes)}")
+        for pipe in self._pipes:
+            if pipe._started or pipe._scheduled:
+                raise RuntimeError("load_state_dict: call it before the "
+                                   "iterator's first step")
+        for pipe, saved in zip(self._pipes, state["pipelines"]):
+            with tempfile.TemporaryDirectory() as directory:
+                with tarfile.open(fileobj=io.BytesIO(saved["checkpoint"]),
+                                  mode="r") as tar:
+                    for member in tar.getmembers():
+                        # Plain files under checkpoint/ only: a state from
+                        # elsewhere writes nowhere else.
+                        parts = member.name.split("/")
+                        if parts[0] != "checkpoint" or ".." in parts or \
+                                not (member.isfile() or member.isdir()):
+                            raise ValueError(
+                                "load_state_dict: the checkpoint holds "
+                                f"'{member.name}'")
+                    tar.extractall(directory)
+                pipe._native.restore(os.path.join(directory, "checkpoint"))
+            if hasattr(pipe, "_carry"):
+                pipe._carry = saved["carry"]
+        self._counter = state["counter"]
+        self._ahead = state["ahead"]
+        self._ended = state["ended"]
 
     def reset(self):
         """Starts the next epoch, once this one has ended (DALI ignores a
