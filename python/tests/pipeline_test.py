@@ -433,6 +433,21 @@ class PipelineTest(unittest.TestCase):
         self.assertEqual(len(skipped), 1)
         self.assertEqual(skipped[0]["file"], bad)
         self.assertEqual(skipped[0]["epoch"], 0)
+        # Through the iterator, the epoch keeps its len() steps, the last
+        # one repeated: a rank with a bad file runs as many steps as the
+        # others.
+        nine = os.path.join(self.tmp, "nine")
+        make_images(nine, 8, seed=3)
+        with open(os.path.join(nine, "class1", "zz_cut.jpg"), "wb") as f:
+            f.write(b"\xff\xd8\xff\xe0 cut short")
+        it = GenericIterator(
+            reader_pipeline(nine, batch_size=4, on_error="skip_sample"),
+            ["images", "labels"], auto_reset=True)
+        self.assertEqual(len(it), 3)  # 9 files, 8 good: 2 full batches
+        for _ in range(2):
+            steps = [step[0]["labels"].clone() for step in it]
+            self.assertEqual([len(s) for s in steps], [4, 4, 4])
+            self.assertTrue(torch.equal(steps[2], steps[1]))
         failing = reader_pipeline(root, batch_size=4)
         with self.assertRaises(RuntimeError) as caught:
             epoch(failing)

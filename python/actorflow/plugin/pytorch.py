@@ -7,6 +7,10 @@ DALIGenericIterator hands them to a training loop.
 
 The tensors share the pipeline's memory (no copy): each is valid until the
 iterator's next step. Keep one longer with .clone().
+
+Every epoch has len() steps, on every rank: where on_error="skip_sample"
+dropped samples and the pipeline's epoch ends early, the last step repeats
+(so a DistributedDataParallel loop never waits on a rank that ran out).
 """
 
 import math
@@ -38,7 +42,15 @@ class GenericIterator:
         self._size = size
         self._batch_size = self._pipes[0].batch_size
         self._returned = 0  # samples handed out this epoch (per pipeline)
+        self._steps = 0  # steps handed out this epoch
         self._ended = False
+        # With samples skipped this epoch, a copy of the last step: what
+        # an epoch that ends early repeats (docstring).
+        self._last = None
+        self._skips = self._skip_count()
+
+    def _skip_count(self):
+        return sum(len(pipe.skipped()) for pipe in self._pipes)
 
     def _epoch_samples(self):
         if self._size is not None and self._size > 0:
@@ -74,7 +86,14 @@ class GenericIterator:
                 step.append({name: batch.as_tensor()
                              for name, batch in zip(self._output_map, batches)})
         except StopIteration:
+            if self._last is not None and self._steps < self._epoch_steps():
+                self._steps += 1
+                return [{k: v.clone() for k, v in d.items()}
+                        for d in self._last]
             self._end()
+        self._steps += 1
+        if self._skip_count() != self._skips:
+            self._last = [{k: v.clone() for k, v in d.items()} for d in step]
         n = next(iter(step[0].values())).shape[0]
         if limit is not None and self._returned + n > limit:
             keep = limit - self._returned
@@ -90,11 +109,20 @@ class GenericIterator:
             self._ended = True
         raise StopIteration
 
+    def _epoch_steps(self):
+        try:
+            return len(self)
+        except TypeError:
+            return 0
+
     def reset(self):
         """Starts the next epoch of every pipeline."""
         for pipe in self._pipes:
             pipe.reset()
         self._returned = 0
+        self._steps = 0
         self._ended = False
+        self._last = None
+        self._skips = self._skip_count()
 
     next = __next__
