@@ -39,6 +39,7 @@ using pipeline::SampleDealers;
 using pipeline::SampleOp;
 using pipeline::SampleOpNames;
 using pipeline::SampleSpec;
+using pipeline::WebDatasetReaderKernel;
 namespace {
 
 // The attributes a pipeline sets on every per-sample task (the rest are the
@@ -56,6 +57,9 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
         {"file_reader",
          {"dir", "files", "labels", "file_list", "shard_id", "num_shards",
           "stick_to_shard", "shuffle_window", "limit"}},
+        {"webdataset_reader",
+         {"paths", "ext", "missing_component_behavior", "dtypes", "shard_id",
+          "num_shards", "stick_to_shard", "shuffle_window", "limit"}},
         {"idx_reader",
          {"images", "labels", "shard_id", "num_shards", "stick_to_shard",
           "shuffle_window", "limit"}},
@@ -89,7 +93,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
 }
 
 bool IsReader(const std::string& op) {
-  return op == "file_reader" || op == "idx_reader";
+  return op == "file_reader" || op == "idx_reader" || op == "webdataset_reader";
 }
 bool IsDense(const std::string& op) {
   return op == "cast" || op == "normalize";
@@ -241,7 +245,9 @@ class Pipeline::Compiler {
   void AddSource(int i);
   // The reader's own checks (files, shards) at Build, and the epoch's size
   // as the reader will see it.
-  void ProbeReader(int i, const OpConf& task);
+  // Inits the reader as its task will be (problems noted); null when it
+  // fails.
+  std::unique_ptr<ReaderKernel> ProbeReader(int i, const OpConf& task);
   void AddBatchOperator(int i);
   // The batch task (and its copies to the device when mixed): explicit
   // (operator bi), or implied (bi < 0) by outputs that are still samples.
@@ -364,7 +370,10 @@ void Pipeline::Compiler::AddOperator(int i) {
 void Pipeline::Compiler::AddSource(int i) {
   const OperatorDef& def = p_.ops_[i];
   const std::string& op = def.op;
-  if (!ExpectIo(i, 0, 1, op == "external_source" ? 1 : 2)) return;
+  const int most_outputs = op == "external_source"     ? 1
+                           : op == "webdataset_reader" ? 64
+                                                       : 2;
+  if (!ExpectIo(i, 0, 1, most_outputs)) return;
   if (def.device != "cpu") {
     Problem(i, "runs on cpu only");
     return;
@@ -423,6 +432,17 @@ void Pipeline::Compiler::AddSource(int i) {
     specs.push_back(SampleSpec{*type, shape});
   } else if (op == "file_reader") {
     specs = {SampleSpec{DT_UINT8, {-1}}, SampleSpec{DT_INT32, {}}};
+  } else if (op == "webdataset_reader") {
+    // Each component's bytes, read as its dtype (ProbeReader checks them).
+    for (size_t k = 0; k < def.outputs.size(); ++k) {
+      DataType type = DT_UINT8;
+      if (def.attrs.count("dtypes") &&
+          k < static_cast<size_t>(def.attrs.at("dtypes").list().s_size())) {
+        auto parsed = ParseDataType(def.attrs.at("dtypes").list().s(k));
+        if (parsed.ok()) type = *parsed;
+      }
+      specs.push_back(SampleSpec{type, {-1}});
+    }
   } else {
     auto images =
         def.attrs.count("images") ? def.attrs.at("images").s() : std::string();
@@ -434,17 +454,29 @@ void Pipeline::Compiler::AddSource(int i) {
              SampleSpec{DT_INT32, {}}};
   }
   const Ref reg = AddOutput(task, "out", depth_);
-  if (reader) ProbeReader(i, *task);
+  if (reader) {
+    std::unique_ptr<ReaderKernel> probed = ProbeReader(i, *task);
+    if (probed != nullptr && op == "webdataset_reader") {
+      // The tar headers bound each component's size.
+      for (size_t k = 0; k < specs.size(); ++k) {
+        specs[k].max_shape = {probed->LargestSample(static_cast<int>(k)) /
+                              DataTypeSize(specs[k].type)};
+      }
+    }
+  }
   for (size_t k = 0; k < def.outputs.size(); ++k) {
     Node node{"source", specs[k], false, {reg}, {task}};
     Declare(i, def.outputs[k], node);
   }
 }
 
-void Pipeline::Compiler::ProbeReader(int i, const OpConf& task) {
+std::unique_ptr<ReaderKernel> Pipeline::Compiler::ProbeReader(
+    int i, const OpConf& task) {
   std::unique_ptr<ReaderKernel> reader;
   if (p_.ops_[i].op == "file_reader") {
     reader = std::make_unique<FileReaderKernel>();
+  } else if (p_.ops_[i].op == "webdataset_reader") {
+    reader = std::make_unique<WebDatasetReaderKernel>();
   } else {
     reader = std::make_unique<IdxReaderKernel>();
   }
@@ -463,6 +495,8 @@ void Pipeline::Compiler::ProbeReader(int i, const OpConf& task) {
   p_.epoch_size_ = reader->epoch_size();
   p_.dataset_size_ = reader->dataset_size();
   p_.chunks_per_epoch_ = (p_.epoch_size_ + n_ - 1) / n_;
+  if (!init.ok()) reader.reset();
+  return reader;
 }
 
 void Pipeline::Compiler::AddBatchOperator(int i) {

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "pipeline/stage_kernel_util.h"
 #include "pipeline/stage_kernels.h"
 
@@ -29,9 +30,11 @@ absl::Status ReaderKernel::Init(const KernelInitContext& ctx) {
   if (ok.ok()) ok = ctx.ExpectInputs(1, 1);
   if (ok.ok()) ok = ctx.ExpectOutput(/*required=*/true);
   if (!ok.ok()) return ok;
-  if (outputs->empty() || outputs->size() > 2) {
+  if (outputs->empty() || outputs->size() > max_outputs()) {
     return absl::InvalidArgumentError(
-        "attr 'outputs': one name (the data) or two (data, label)");
+        max_outputs() == 2
+            ? "attr 'outputs': one name (the data) or two (data, label)"
+            : absl::StrCat("attr 'outputs': 1 to ", max_outputs(), " names"));
   }
   if (*shard >= *shards) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -220,7 +223,137 @@ absl::Status IdxReaderKernel::Fill(int64_t index, int k,
   return absl::OkStatus();
 }
 
+absl::StatusOr<int64_t> WebDatasetReaderKernel::Open(
+    const KernelInitContext& ctx) {
+  auto paths = ctx.StringListAttr("paths");
+  auto exts = ctx.StringListAttr("ext");
+  auto missing = ctx.StringAttrOr("missing_component_behavior", "empty");
+  auto dtypes = ctx.StringListAttr("dtypes");
+  absl::Status ok = FirstError(
+      {paths.status(), exts.status(), missing.status(), dtypes.status()});
+  if (!ok.ok()) return ok;
+  if (paths->empty()) {
+    return absl::InvalidArgumentError("attr 'paths': the tar files to read");
+  }
+  if (exts->size() != outputs().size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attr 'ext': one entry per output (", outputs().size(),
+                     "), got ", exts->size()));
+  }
+  if (!dtypes->empty() && dtypes->size() != outputs().size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attr 'dtypes': one per output (", outputs().size(),
+                     "), got ", dtypes->size()));
+  }
+  if (*missing != "empty" && *missing != "skip" && *missing != "error") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attr 'missing_component_behavior': \"empty\", \"skip\" or "
+        "\"error\", got \"",
+        *missing, "\""));
+  }
+  paths_ = *paths;
+  exts_.clear();
+  types_.clear();
+  for (size_t k = 0; k < exts->size(); ++k) {
+    exts_.push_back(absl::StrSplit((*exts)[k], ';', absl::SkipEmpty()));
+    auto type = ParseDataType(dtypes->empty() ? "uint8" : (*dtypes)[k]);
+    if (!type.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attr 'dtypes': ", type.status().message()));
+    }
+    types_.push_back(*type);
+  }
+  auto samples = IndexWebDataset(paths_);
+  if (!samples.ok()) {
+    return absl::Status(
+        samples.status().code(),
+        absl::StrCat("attr 'paths': ", samples.status().message()));
+  }
+  samples_.clear();
+  for (TarSample& sample : *samples) {
+    std::string lacks;
+    for (size_t k = 0; k < exts_.size() && lacks.empty(); ++k) {
+      bool found = false;
+      for (const std::string& ext : exts_[k]) {
+        found = found || sample.components.count(ext) > 0;
+      }
+      if (!found) lacks = (*exts)[k];
+    }
+    if (!lacks.empty() && *missing == "error") {
+      return absl::NotFoundError(
+          absl::StrCat("sample '", sample.key, "' has no '", lacks,
+                       "' component (missing_component_behavior \"error\")"));
+    }
+    if (!lacks.empty() && *missing == "skip") continue;
+    samples_.push_back(std::move(sample));
+  }
+  if (samples_.empty()) {
+    return absl::NotFoundError("attr 'paths': the tar files hold no sample");
+  }
+  files_.clear();
+  files_.resize(paths_.size());
+  return static_cast<int64_t>(samples_.size());
+}
+
+int64_t WebDatasetReaderKernel::LargestSample(int k) const {
+  int64_t largest = 0;
+  for (const TarSample& sample : samples_) {
+    for (const std::string& ext : exts_[k]) {
+      auto it = sample.components.find(ext);
+      if (it != sample.components.end()) {
+        largest = std::max(largest, it->second.size);
+        break;
+      }
+    }
+  }
+  return largest;
+}
+
+absl::Status WebDatasetReaderKernel::Fill(int64_t index, int k,
+                                          SampleSlots::Slot* slot, bool*) {
+  const TarSample& sample = samples_[index];
+  const TarComponent* component = nullptr;
+  std::string ext;
+  for (const std::string& e : exts_[k]) {
+    auto it = sample.components.find(e);
+    if (it != sample.components.end()) {
+      component = &it->second;
+      ext = e;
+      break;
+    }
+  }
+  const DataType type = types_[k];
+  if (component == nullptr) {  // "empty"
+    slot->name = sample.key;
+    slot->sample.Reshape(type, {0});
+    return absl::OkStatus();
+  }
+  slot->name = absl::StrCat(paths_[component->file], ":", sample.key, ".", ext);
+  const int64_t size = DataTypeSize(type);
+  if (component->size % size != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("component '", ext, "' has ", component->size,
+                     " bytes, not a whole number of ", DataTypeName(type)));
+  }
+  auto& file = files_[component->file];
+  if (file == nullptr) {
+    file = std::make_unique<std::ifstream>(paths_[component->file],
+                                           std::ios::binary);
+  }
+  const int64_t shape[] = {component->size / size};
+  slot->sample.Reshape(type, shape);
+  file->clear();
+  file->seekg(component->offset);
+  if (!file->read(reinterpret_cast<char*>(slot->sample.storage.data()),
+                  component->size)) {
+    return absl::DataLossError(absl::StrCat("cannot read ", component->size,
+                                            " bytes at ", component->offset));
+  }
+  return absl::OkStatus();
+}
+
 ACTORFLOW_REGISTER_KERNEL("pipeline.file_reader", FileReaderKernel);
+ACTORFLOW_REGISTER_KERNEL("pipeline.webdataset_reader", WebDatasetReaderKernel);
 ACTORFLOW_REGISTER_KERNEL("pipeline.idx_reader", IdxReaderKernel);
 
 }  // namespace actorflow::internal::pipeline

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "pipeline/sample_list.h"
 #include "pipeline/sample_ops.h"
 #include "pipeline/skip_log.h"
+#include "pipeline/tar_index.h"
 
 // The kernels a pipeline's plan runs (op_types "pipeline.<operator>"):
 // readers (sources driven by the schedule feed), per-sample stages, and
@@ -31,6 +33,10 @@ class ReaderKernel : public Kernel {
   absl::Status Forward(KernelContext* ctx) override;
   // Samples in this shard: one epoch.
   int64_t epoch_size() const { return epoch_size_; }
+  // How many outputs it may have (the data and a label, by default).
+  virtual size_t max_outputs() const { return 2; }
+  // After Init: the largest sample of output k in bytes, -1 if unknown.
+  virtual int64_t LargestSample(int k) const { return -1; }
   // Samples in the whole dataset, before sharding and padding.
   int64_t dataset_size() const { return dataset_size_; }
   // Counts each chunk read into `counter` (after the chunk is complete).
@@ -89,6 +95,30 @@ class IdxReaderKernel final : public ReaderKernel {
   bool loaded_ = false;
   IdxArray images_;
   IdxArray labels_;
+};
+
+// `pipeline.webdataset_reader`: attrs `paths` (tar files), `ext` (one
+// entry per output: a component's extensions, alternatives separated by
+// ';'), `missing_component_behavior` ("empty": a sample without the
+// component gives an empty one (the default), "skip": such samples are
+// left out, "error": the reader refuses them), `dtypes` (one per output,
+// "uint8" by default: the component's bytes read as that type, 1-D).
+class WebDatasetReaderKernel final : public ReaderKernel {
+ public:
+  size_t max_outputs() const override { return 64; }
+  int64_t LargestSample(int k) const override;
+
+ protected:
+  absl::StatusOr<int64_t> Open(const KernelInitContext& ctx) override;
+  absl::Status Fill(int64_t index, int k, SampleSlots::Slot* slot,
+                    bool* lazy) override;
+
+ private:
+  std::vector<std::string> paths_;
+  std::vector<std::vector<std::string>> exts_;  // per output
+  std::vector<DataType> types_;                 // per output
+  std::vector<TarSample> samples_;
+  std::vector<std::unique_ptr<std::ifstream>> files_;  // opened when read
 };
 
 // `pipeline.external_source`: each piece splits the batch fed to its

@@ -123,8 +123,25 @@ def _image_random_crop_decoder(data, *, device="cpu", name=None, **kwargs):
     return _add_operator("decode_random_crop", [data], 1, device, name, kwargs)
 
 
-readers = _types.SimpleNamespace(file=_file_reader, idx=_idx_reader)
+def _webdataset_reader(*, name=None, **kwargs):
+    """WebDataset tar shards: `paths`, `ext` (one output per entry;
+    alternatives separated by ';'), `missing_component_behavior`,
+    `dtypes`, `shard_id`, `num_shards`, `stick_to_shard`,
+    `shuffle_window`, `limit`. Returns one node per entry of `ext`."""
+    ext = kwargs.get("ext")
+    if isinstance(ext, str):
+        kwargs["ext"] = ext = [ext]
+    if not ext:
+        raise ValueError("fn.readers.webdataset: give ext, one entry per "
+                         "output")
+    return _add_operator("webdataset_reader", [], len(ext), "cpu", name,
+                         kwargs)
+
+
+readers = _types.SimpleNamespace(file=_file_reader, idx=_idx_reader,
+                                 webdataset=_webdataset_reader)
 readers.file.__name__ = "file"
+readers.webdataset.__name__ = "webdataset"
 readers.idx.__name__ = "idx"
 decoders = _types.SimpleNamespace(image=_image_decoder,
                                   image_random_crop=_image_random_crop_decoder)

@@ -9,6 +9,7 @@ import io
 import math
 import os
 import shutil
+import tarfile
 import tempfile
 import unittest
 import warnings
@@ -270,6 +271,75 @@ class DaliTest(unittest.TestCase):
             second.load_state_dict(first.state_dict())
         with self.assertRaisesRegex(ValueError, "not a state_dict"):
             loader().load_state_dict({"counter": 3})
+
+    def test_webdataset_shards(self):
+        # Two tar shards of (jpg, cls, and sometimes json) samples, one key
+        # longer than a ustar name holds (a pax header).
+        tmp = tempfile.mkdtemp()
+        try:
+            shards = []
+            for s in range(2):
+                shard = os.path.join(tmp, f"shard{s}.tar")
+                with tarfile.open(shard, "w") as tar:
+                    for i, path in enumerate(self.paths[s * 15:s * 15 + 15]):
+                        key = f"part{s}/" + ("k" * 120 if i == 0 else
+                                             f"sample{i:03d}")
+                        tar.add(path, arcname=key + ".jpg")
+                        label = numpy.array([s * 15 + i], numpy.int64)
+                        for ext, data in (("cls", label.tobytes()),
+                                          ("json", b"{}")):
+                            if ext == "json" and i % 2:
+                                continue
+                            info = tarfile.TarInfo(f"{key}.{ext}")
+                            info.size = len(data)
+                            tar.addfile(info, io.BytesIO(data))
+                shards.append(shard)
+            root = self.root
+
+            @pipeline_def(batch_size=6, num_threads=2, device_id=0)
+            def from_tars(behavior):
+                jpg, cls, meta = fn.readers.webdataset(
+                    paths=shards, ext=["jpg", "cls", "json"],
+                    dtypes=[types.UINT8, types.INT64, types.UINT8],
+                    missing_component_behavior=behavior, name="Reader")
+                return (fn.resize(fn.decoders.image(jpg), size=(40, 50)),
+                        cls, meta)
+
+            @pipeline_def(batch_size=6, num_threads=2, device_id=0)
+            def from_files():
+                jpg, _ = fn.readers.file(file_root=root)
+                return fn.resize(fn.decoders.image(jpg), size=(40, 50))
+
+            pipe = from_tars("")
+            self.assertEqual(pipe.epoch_size("Reader"), 30)
+            files = from_files()
+            for step in range(5):
+                images, cls, meta = pipe.run()
+                (want,) = files.run()
+                self.assertTrue(numpy.array_equal(images.as_array(),
+                                                  want.as_array()))
+                self.assertEqual(cls.as_array().ravel().tolist(),
+                                 list(range(6 * step, 6 * step + 6)))
+                # "empty": a sample without json has an empty component.
+                self.assertEqual([meta.at(i).size for i in range(6)],
+                                 [0 if i % 15 % 2 else 2
+                                  for i in range(6 * step, 6 * step + 6)])
+            skip = from_tars("skip")
+            self.assertEqual(skip.epoch_size("Reader"), 16)
+            with self.assertRaisesRegex(ValueError, "has no 'json' component"):
+                from_tars("error").build()
+            with open(os.path.join(tmp, "broken.tar"), "wb") as f:
+                f.write(b"x" * 2048)
+
+            @pipeline_def(batch_size=2, num_threads=1, device_id=0)
+            def broken():
+                return fn.readers.webdataset(
+                    paths=[os.path.join(tmp, "broken.tar")], ext=["jpg"])
+
+            with self.assertRaisesRegex(ValueError, "no tar header at byte 0"):
+                broken().build()
+        finally:
+            shutil.rmtree(tmp)
 
     def test_tensors_a_caller_keeps_are_not_overwritten(self):
         root = self.root

@@ -290,8 +290,54 @@ def _file_reader(*, file_root=None, files=None, labels=None, file_list=None,
     return _node(data), _node(label, unit_dim=True)
 
 
-readers = _pytypes.SimpleNamespace(file=_file_reader)
+def _webdataset_reader(*, paths, ext, index_paths=None,
+                       missing_component_behavior="", dtypes=None,
+                       shard_id=0, num_shards=1, random_shuffle=False,
+                       initial_fill=1024, stick_to_shard=False,
+                       pad_last_batch=False, case_sensitive_extensions=True,
+                       name=None, device="cpu", **rest):
+    """WebDataset tar shards (local files): one output per entry of `ext`
+    (alternatives separated by ';'), each a sample's component as bytes
+    (or `dtypes`). index_paths are accepted and not needed: the tar headers
+    are read when the pipeline is built."""
+    _check_rest("readers.webdataset", rest)
+    if not case_sensitive_extensions:
+        raise ValueError("fn.readers.webdataset: case_sensitive_extensions="
+                         "False is not in actorflow.dali")
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if isinstance(ext, str):
+        ext = [ext]
+    attrs = {"paths": [os.fspath(p) for p in paths], "ext": list(ext),
+             "missing_component_behavior":
+                 missing_component_behavior or "empty",
+             "shard_id": int(shard_id), "num_shards": int(num_shards),
+             "stick_to_shard": bool(stick_to_shard)}
+    if random_shuffle:
+        attrs["shuffle_window"] = max(2, int(initial_fill))
+    if dtypes is not None:
+        if not isinstance(dtypes, (list, tuple)):
+            dtypes = [dtypes] * len(ext)
+        attrs["dtypes"] = [types.to_numpy_dtype(d).name for d in dtypes]
+    nodes = _add_operator("webdataset_reader", [], len(ext), "cpu", name,
+                          attrs)
+    if not isinstance(nodes, tuple):
+        nodes = (nodes,)
+    pipe = Pipeline.current()
+    if isinstance(pipe, Pipeline):
+        pipe._reader_files = None
+        pipe._add_reader(nodes[0].name, {
+            "number_of_shards": int(num_shards), "shard_id": int(shard_id),
+            "pad_last_batch": bool(pad_last_batch),
+            "stick_to_shard": bool(stick_to_shard)})
+    nodes = tuple(_node(n) for n in nodes)
+    return nodes[0] if len(nodes) == 1 else nodes
+
+
+readers = _pytypes.SimpleNamespace(file=_file_reader,
+                                   webdataset=_webdataset_reader)
 readers.file.__name__ = "file"
+readers.webdataset.__name__ = "webdataset"
 
 
 # ---- decoders ----
@@ -882,7 +928,6 @@ def _missing(op):
 for _op in ("normalize", "jitter", "water", "sphere", "coord_transform",
             "pad", "cat", "stack", "resize_crop_mirror", "noise"):
     globals()[_op] = _missing(_op)
-readers.webdataset = _missing("readers.webdataset")
 readers.tfrecord = _missing("readers.tfrecord")
 readers.numpy = _missing("readers.numpy")
 readers.caffe = _missing("readers.caffe")

@@ -1,0 +1,150 @@
+#include "pipeline/tar_index.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace actorflow::internal::pipeline {
+namespace {
+
+constexpr int64_t kBlock = 512;
+
+// A NUL-terminated (or full) field.
+std::string Field(const char* at, size_t width) {
+  return std::string(at, strnlen(at, width));
+}
+
+// An octal number field (spaces and NULs around it), or -1.
+int64_t Octal(const char* at, size_t width) {
+  int64_t value = 0;
+  bool digits = false;
+  for (size_t i = 0; i < width; ++i) {
+    const char c = at[i];
+    if (c >= '0' && c <= '7') {
+      value = value * 8 + (c - '0');
+      digits = true;
+    } else if (c == ' ' || c == '\0') {
+      if (digits) break;
+    } else {
+      return -1;
+    }
+  }
+  return digits ? value : -1;
+}
+
+bool ChecksumOk(const char* header) {
+  const int64_t stored = Octal(header + 148, 8);
+  int64_t sum = 0;
+  for (int i = 0; i < kBlock; ++i) {
+    sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(header[i]);
+  }
+  return stored == sum;
+}
+
+// The "path" record of a pax extended header, if any.
+std::string PaxPath(const std::string& records) {
+  size_t at = 0;
+  while (at < records.size()) {
+    const size_t space = records.find(' ', at);
+    if (space == std::string::npos) break;
+    const int64_t length = std::atoll(records.c_str() + at);
+    if (length <= 0 || at + length > records.size()) break;
+    absl::string_view record(records.data() + space + 1,
+                             at + length - space - 2);  // drops the '\n'
+    if (record.substr(0, 5) == "path=") return std::string(record.substr(5));
+    at += length;
+  }
+  return "";
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<TarMember>> ListTar(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot open '", path, "': ", std::strerror(errno)));
+  }
+  std::vector<TarMember> members;
+  std::string long_name;  // from a GNU 'L' or pax header, for the next one
+  char header[kBlock];
+  int64_t offset = 0;
+  while (in.read(header, kBlock)) {
+    offset += kBlock;
+    if (header[0] == '\0') break;  // the end: two zero blocks
+    if (!ChecksumOk(header)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", path, "': no tar header at byte ", offset - kBlock,
+                       " (a damaged or non-tar file)"));
+    }
+    const int64_t size = Octal(header + 124, 12);
+    if (size < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", path, "': bad size field at byte ", offset - kBlock));
+    }
+    const char type = header[156];
+    const int64_t padded = (size + kBlock - 1) / kBlock * kBlock;
+    if (type == 'L' || type == 'x') {
+      std::string data(size, '\0');
+      if (!in.read(data.data(), size)) break;
+      in.seekg(padded - size, std::ios::cur);
+      offset += padded;
+      long_name = type == 'L' ? Field(data.data(), data.size()) : PaxPath(data);
+      continue;
+    }
+    std::string name = long_name;
+    long_name.clear();
+    if (name.empty()) {
+      name = Field(header, 100);
+      const std::string prefix = Field(header + 345, 155);
+      if (std::memcmp(header + 257, "ustar", 5) == 0 && !prefix.empty()) {
+        name = prefix + "/" + name;
+      }
+    }
+    if (type == '0' || type == '\0' || type == '7') {
+      members.push_back(TarMember{name, offset, size});
+    }
+    in.seekg(padded, std::ios::cur);
+    offset += padded;
+  }
+  if (in.bad()) {
+    return absl::DataLossError(absl::StrCat("'", path, "': read error"));
+  }
+  if (!members.empty() &&
+      members.back().offset + members.back().size > offset) {
+    return absl::DataLossError(absl::StrCat("'", path, "': truncated (member '",
+                                            members.back().name,
+                                            "' runs past the end)"));
+  }
+  return members;
+}
+
+absl::StatusOr<std::vector<TarSample>> IndexWebDataset(
+    const std::vector<std::string>& paths) {
+  std::vector<TarSample> samples;
+  for (size_t f = 0; f < paths.size(); ++f) {
+    auto members = ListTar(paths[f]);
+    if (!members.ok()) return members.status();
+    bool first = true;  // a sample never spans two files
+    for (const TarMember& m : *members) {
+      const size_t slash = m.name.rfind('/');
+      const size_t dot =
+          m.name.find('.', slash == std::string::npos ? 0 : slash + 1);
+      if (dot == std::string::npos) continue;  // no extension: not data
+      const std::string key = m.name.substr(0, dot);
+      const std::string ext = m.name.substr(dot + 1);
+      if (first || samples.back().key != key) {
+        samples.push_back(TarSample{key, {}});
+        first = false;
+      }
+      samples.back().components[ext] =
+          TarComponent{static_cast<int>(f), m.offset, m.size};
+    }
+  }
+  return samples;
+}
+
+}  // namespace actorflow::internal::pipeline
