@@ -222,7 +222,8 @@ TEST_CASE("decode_random_crop after a resize: the unfused chain's window") {
   CHECK(DctScaleFor(2000, 3000, 100, 150) == 1);
 }
 
-TEST_CASE("decode_random_resized_crop is decode, random_resized_crop, exactly") {
+TEST_CASE(
+    "decode_random_resized_crop is decode, random_resized_crop, exactly") {
   // The fused step decodes only the window's rows and columns; its pixels,
   // and those of the window resized, are the unfused chain's.
   const uint64_t seed = testing::TestSeed("decode_area_crop");
