@@ -105,7 +105,9 @@ void Actor::Reset() {
   // threads) may arrive first.
   blockers_ += initial_pending_ ? 1 : 0;
   piece_end_ = next_piece_ + *env_.pieces;
-  stats_ = TaskStats{};
+  stats_.busy_ns.store(0, std::memory_order_relaxed);
+  stats_.input_wait_ns.store(0, std::memory_order_relaxed);
+  stats_.output_wait_ns.store(0, std::memory_order_relaxed);
   blocked_ = Blocked::kNone;
   trace_.clear();
   OnReset();
@@ -229,8 +231,9 @@ void Actor::ReportLostMessage(const ActorMsg& msg) {
 void Actor::StopWaiting() {
   if (blocked_ == Blocked::kNone) return;
   int64_t waited = SteadyNowNs() - blocked_since_ns_;
-  (blocked_ == Blocked::kInput ? stats_.input_wait_ns
-                               : stats_.output_wait_ns) += waited;
+  AddTo(blocked_ == Blocked::kInput ? &stats_.input_wait_ns
+                                    : &stats_.output_wait_ns,
+        waited);
   blocked_ = Blocked::kNone;
 }
 

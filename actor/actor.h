@@ -172,8 +172,15 @@ class Actor {
     return kernel_since_ns_.load(std::memory_order_acquire);
   }
   // With ActorEnv::timed, the current run's figures but `acts` (the
-  // session counts those); read it after the run.
-  const TaskStats& stats() const { return stats_; }
+  // session counts those), up to the actor's last act. Any thread, at any
+  // time (Session::Progress reads them during the run).
+  TaskStats stats() const {
+    TaskStats s;
+    s.busy_ns = stats_.busy_ns.load(std::memory_order_relaxed);
+    s.input_wait_ns = stats_.input_wait_ns.load(std::memory_order_relaxed);
+    s.output_wait_ns = stats_.output_wait_ns.load(std::memory_order_relaxed);
+    return s;
+  }
   // On this actor's thread.
   ActorSnapshot Snapshot() const;
   bool finished() const { return state_ == State::kFinished; }
@@ -333,8 +340,19 @@ class Actor {
   ActContext ctx_;
   std::vector<ActSpan> trace_;
   // ActorEnv::timed. busy_ns of an asynchronous stream's acts is written
-  // by its poller, the other columns on this actor's thread.
-  TaskStats stats_;
+  // by its poller, the other columns on this actor's thread: one writer
+  // each, so an add is a relaxed load and store (no locked instruction),
+  // and any thread may read them.
+  struct Counters {
+    std::atomic<int64_t> busy_ns{0};
+    std::atomic<int64_t> input_wait_ns{0};
+    std::atomic<int64_t> output_wait_ns{0};
+  };
+  static void AddTo(std::atomic<int64_t>* column, int64_t ns) {
+    column->store(column->load(std::memory_order_relaxed) + ns,
+                  std::memory_order_relaxed);
+  }
+  Counters stats_;
 
  private:
   // Inline in the direct deliveries: a call there cost some 6 instructions

@@ -65,7 +65,7 @@ absl::Status KernelActor::CallKernelTimed(int64_t piece) {
   absl::Status status = CallKernel(&ctx_);
   int64_t end = SteadyNowNs();
   kernel_since_ns_.store(0, std::memory_order_relaxed);
-  stats_.busy_ns += end - begin;
+  AddTo(&stats_.busy_ns, end - begin);
   if (env_.trace) trace_.push_back({piece, begin, end});
   return status;
 }

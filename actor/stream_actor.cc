@@ -66,7 +66,7 @@ void StreamActor::FinishAsync(AsyncAct* act) {
     const int64_t end = SteadyNowNs();
     // The stream runs acts in order: this one began when it was queued or
     // when the one before it ended, whichever was later.
-    stats_.busy_ns += end - std::max(act->launch_ns, last_async_end_ns_);
+    AddTo(&stats_.busy_ns, end - std::max(act->launch_ns, last_async_end_ns_));
     last_async_end_ns_ = end;
     if (env_.trace)
       trace_.push_back({act->ctx.piece_id(), act->launch_ns, end});

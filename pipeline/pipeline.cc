@@ -81,6 +81,7 @@ absl::Status Pipeline::Build() {
   if (!status.ok()) return status;
   SessionOptions session_options;
   session_options.trace = options_.trace;
+  session_options.stats = options_.stats;
   session_options.channel.spin_ns = options_.spin_ns;
   session_options.probe = options_.probe;
   BindKernels(&session_options.kernels);
@@ -178,6 +179,17 @@ absl::Status Pipeline::Pump() {
     for (ExternalSource& source : externals_) source.fed.pop_front();
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, TaskStats>> Pipeline::Stats() const {
+  if (session_ == nullptr) {
+    return absl::FailedPreconditionError("Stats: the pipeline is not built");
+  }
+  if (!options_.stats) {
+    return absl::FailedPreconditionError(
+        "Stats: PipelineOptions::stats is off");
+  }
+  return session_->Progress().tasks;
 }
 
 absl::Status Pipeline::Run() {

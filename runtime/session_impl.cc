@@ -621,7 +621,13 @@ RunProgress SessionImpl::Progress() const {
       static_cast<double>(SteadyNowNs() - run_start_ns_) / 1e6;
   int64_t done = INT64_MAX;
   for (size_t a = 0; a < actors_.size(); ++a) {
-    progress.acts += actors_[a]->act_count() - acts_before_[a];
+    const int64_t acts = actors_[a]->act_count() - acts_before_[a];
+    progress.acts += acts;
+    if (options_.stats) {
+      TaskStats task = actors_[a]->stats();
+      task.acts = acts;
+      progress.tasks[actors_[a]->task().name()] = task;
+    }
   }
   for (int32_t t : last_tasks_) {
     done = std::min(done, actors_[t]->act_count() - acts_before_[t]);

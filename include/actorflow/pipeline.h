@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "actorflow/actor_stats.h"
 #include "actorflow/checkpoint_info.h"
 #include "actorflow/cuda_api.h"
 #include "actorflow/proto/plan.pb.h"
@@ -68,6 +69,9 @@ struct PipelineOptions {
   int64_t spin_ns = 0;
   // Record every act (Pipeline::trace()).
   bool trace = false;
+  // Time every stage's acts and waits (Pipeline::Stats()): a few clock
+  // reads per batch and stage.
+  bool stats = true;
   // Build restores the pipeline from this checkpoint (see Restore).
   std::string restore_from;
   // Run a decode followed (in one chain) by resize and/or crop as one step
@@ -209,6 +213,12 @@ class Pipeline {
   absl::Status status() const { return error_; }
   // With PipelineOptions::trace, after Finish: every act of the plan.
   const RunTrace& trace() const;
+  // With PipelineOptions::stats, any time after Build: per task of the
+  // plan (an operator, or the fused chain of them a stage runs, named as
+  // in plan()), its acts, the time in them (busy), the time it waited for
+  // an input (starved: what feeds it is slow) and for a free output
+  // register (back-pressured: what reads it is slow), since Build.
+  absl::StatusOr<std::map<std::string, TaskStats>> Stats() const;
 
  private:
   class Compiler;  // pipeline_compiler.cc

@@ -177,6 +177,9 @@ struct RunProgress {
   int64_t pieces_total = -1;  // -1: unknown (a plan with feeds)
   int64_t acts = 0;           // every actor's, in this run
   double elapsed_ms = 0;
+  // With SessionOptions::stats: per task name, where its time went so far
+  // in this run (each task's figures up to its last act).
+  std::map<std::string, TaskStats> tasks;
 };
 
 // A fetched piece borrowed from the plan: its register stays out of the

@@ -20,6 +20,7 @@ next run()/outputs(), or release_outputs() with share_outputs().
 import itertools
 import os
 import threading
+import time
 
 import numpy
 
@@ -182,6 +183,8 @@ class Pipeline:
         self._held = []  # leases of batches held, oldest first
         self._exhausted = False  # iter_setup/source ended this epoch
         self._started = False  # the epoch's first run() has prefetched
+        self._waited_ns = 0  # the caller's time in take, since the build
+        self._taken = 0  # batches taken since the build
         if restore_from is not None and checkpoint is not None:
             raise ValueError(
                 "Pipeline: give restore_from or checkpoint (its DALI name), "
@@ -300,6 +303,18 @@ class Pipeline:
         """Samples per epoch of the reader (-1 with an external source)."""
         self._require_native()
         return self._native.epoch_size()
+
+    def stats(self):
+        """Where the time went since the build: "operators", per task of
+        the plan (an operator, or a fused chain, named as in `plan`): its
+        "acts" (batches), "busy_ms" (in its work), "starved_ms" (waiting
+        for its input: what feeds it is slow) and "back_pressured_ms"
+        (waiting for a free output: what reads it is slow); "batches"
+        taken and "caller_wait_ms", the time run()/outputs() waited for
+        them (near zero: the pipeline keeps ahead of the caller)."""
+        self._require_native()
+        return {"operators": self._native.stats(), "batches": self._taken,
+                "caller_wait_ms": self._waited_ns / 1e6}
 
     def skipped(self):
         """Samples dropped by on_error="skip_sample": dicts of epoch,
@@ -422,11 +437,14 @@ class Pipeline:
             for lease in self._held:
                 lease.valid = False
             self._held = []
+        begin = time.perf_counter_ns()
         taken = self._native.take(share)
+        self._waited_ns += time.perf_counter_ns() - begin
         if taken is None:
             self._scheduled = 0
             raise StopIteration
         self._scheduled -= 1
+        self._taken += 1
         lease = _Lease()
         self._held.append(lease)
         return tuple(Batch(name, data, shapes, lease)

@@ -203,6 +203,20 @@ class PyPipeline {
     py::gil_scoped_acquire gil;
     return CheckpointDict(ValueOrThrow(std::move(info)));
   }
+  // {task: {"acts", "busy_ms", "starved_ms", "back_pressured_ms"}}.
+  py::dict Stats() {
+    auto stats = ValueOrThrow(Get()->Stats());
+    py::dict out;
+    for (const auto& [task, s] : stats) {
+      py::dict entry;
+      entry["acts"] = s.acts;
+      entry["busy_ms"] = static_cast<double>(s.busy_ns) / 1e6;
+      entry["starved_ms"] = static_cast<double>(s.input_wait_ns) / 1e6;
+      entry["back_pressured_ms"] = static_cast<double>(s.output_wait_ns) / 1e6;
+      out[py::str(task)] = entry;
+    }
+    return out;
+  }
   py::list Skipped() {
     py::list out;
     for (const auto& sample : Get()->skipped()) {
@@ -255,6 +269,7 @@ void RegisterPipelines(py::module_& m) {
       .def("build", &PyPipeline::Build)
       .def_property_readonly("plan", &PyPipeline::plan)
       .def("epoch_size", &PyPipeline::epoch_size)
+      .def("stats", &PyPipeline::Stats)
       .def("dataset_size", &PyPipeline::dataset_size)
       .def("epoch", &PyPipeline::epoch)
       .def("schedule", &PyPipeline::Schedule)

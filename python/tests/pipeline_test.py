@@ -420,6 +420,30 @@ class PipelineTest(unittest.TestCase):
             self.assertEqual(source.iters, epoch + 1)
             pipe.reset()
 
+    def test_stats(self):
+        pipe = reader_pipeline(self.root, batch_size=4)
+        pipe.run()
+        pipe.run()
+        first = pipe.stats()
+        self.assertEqual(first["batches"], 2)
+        self.assertGreaterEqual(first["caller_wait_ms"], 0)
+        ops = first["operators"]
+        columns = {"acts", "busy_ms", "starved_ms", "back_pressured_ms"}
+        for task, figures in ops.items():
+            self.assertEqual(set(figures), columns, task)
+        # The decoding stages (per worker) did the work of two batches.
+        decoding = [f for t, f in ops.items() if "decode" in t]
+        self.assertTrue(decoding, sorted(ops))
+        self.assertGreaterEqual(sum(f["acts"] for f in decoding), 2)
+        self.assertGreater(sum(f["busy_ms"] for f in decoding), 0)
+        epoch(pipe)
+        later = pipe.stats()
+        self.assertGreater(later["batches"], first["batches"])
+        for task, figures in later["operators"].items():
+            for column in columns:
+                self.assertGreaterEqual(figures[column],
+                                        ops[task][column], (task, column))
+
     def test_bad_samples(self):
         root = os.path.join(self.tmp, "broken")
         make_images(root, 6, seed=2)
