@@ -253,20 +253,25 @@ class Pipeline:
         problem is reported at once (ValueError, one per line)."""
         if self._built:
             return
-        if self._outputs is None:
-            self.__enter__()
-            try:
-                outputs = self.define_graph()
-            finally:
-                self.__exit__()
-            if isinstance(outputs, DataNode):
-                outputs = (outputs,)
-            self.set_outputs(*outputs)
+        self._define()
         self._built = True
         if self._sources_known():
             self._build_native()
         # else: the first batch fed gives the external source its shape
         # and dtype.
+
+    def _define(self):
+        """Runs define_graph() unless the outputs are set."""
+        if self._outputs is not None:
+            return
+        self.__enter__()
+        try:
+            outputs = self.define_graph()
+        finally:
+            self.__exit__()
+        if not isinstance(outputs, (tuple, list)):
+            outputs = (outputs,)
+        self.set_outputs(*outputs)
 
     def _sources_known(self):
         return all(self._shapes[name] is not None and

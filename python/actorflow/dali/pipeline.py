@@ -119,15 +119,7 @@ class Pipeline(_base.Pipeline):
 
     def build(self):
         if not self._built:
-            if self._outputs is None:
-                self.__enter__()
-                try:
-                    outputs = self.define_graph()
-                finally:
-                    self.__exit__()
-                if not isinstance(outputs, (tuple, list)):
-                    outputs = (outputs,)
-                self.set_outputs(*outputs)
+            self._define()
             self._batch_to_largest_image()
             super().build()
             if any(n.device == "gpu" for n in self._output_nodes):
