@@ -406,7 +406,8 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.rotate cpu\n"                     \
   "pipeline.slice cpu\n"                      \
   "pipeline.transpose cpu\n"                  \
-  "pipeline.warp_affine cpu\n"
+  "pipeline.warp_affine cpu\n"                \
+  "pipeline.webdataset_reader cpu\n"
   CHECK(kernels.exit_code == 0);
   // GPU kernels exist in builds with CUDA (whether or not a GPU is here).
   CHECK(kernels.out ==
