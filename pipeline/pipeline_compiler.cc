@@ -459,8 +459,9 @@ void Pipeline::Compiler::AddSource(int i) {
     if (probed != nullptr && op == "webdataset_reader") {
       // The tar headers bound each component's size.
       for (size_t k = 0; k < specs.size(); ++k) {
-        specs[k].max_shape = {probed->LargestSample(static_cast<int>(k)) /
-                              DataTypeSize(specs[k].type)};
+        specs[k].max_shape = {
+            probed->LargestSample(static_cast<int>(k)) /
+            static_cast<int64_t>(DataTypeSize(specs[k].type))};
       }
     }
   }

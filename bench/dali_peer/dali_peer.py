@@ -188,10 +188,17 @@ def main():
     if args.dir is None:
         if not args.make_images:
             sys.exit("dali_peer: give --dir or --make-images")
-        made = tempfile.mkdtemp(prefix="dali_peer_")
-        subprocess.run([args.make_images, f"--out={made}", "--kind=photo",
-                        f"--count={args.images}", "--classes=10"],
-                       check=True, capture_output=True)
+        made = tempfile.mkdtemp(prefix="dali_peer_",
+                                dir=os.environ.get("TEST_TMPDIR"))
+        env = dict(os.environ)
+        env.pop("LD_PRELOAD", None)  # a C++ binary has its own sanitizer
+        done = subprocess.run(
+            [args.make_images, f"--out={made}", "--kind=photo",
+             f"--count={args.images}", "--classes=10"],
+            capture_output=True, text=True, env=env)
+        if done.returncode != 0:
+            sys.exit(f"dali_peer: make_images failed ({done.returncode}):\n"
+                     f"{done.stderr[-2000:]}")
         args.dir = made
     print(f"dali_peer: {args.images} JPEGs of 500 x 375, batch {args.batch}, "
           f"{args.threads} threads / workers, {args.epochs} epochs, "
