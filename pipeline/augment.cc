@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kernels/convert.h"
 
 namespace actorflow::internal::pipeline {
 namespace {
@@ -399,6 +400,21 @@ absl::Status Transpose(const SampleRef& in, const std::vector<int64_t>& perm,
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status ScaleShift(const SampleRef& in, float scale, float shift,
+                        Sample* out) {
+  out->Reshape(DT_FLOAT32, in.shape);
+  const int64_t n = ShapeElemCnt(in.shape);
+  float* dst = out->as<float>();
+  return VisitDataType(in.type, [&](auto tag) {
+    using From = typename decltype(tag)::type;
+    const From* src = in.as<From>();
+    for (int64_t i = 0; i < n; ++i) {
+      dst[i] = ConvertElement<float>(src[i]) * scale + shift;
+    }
+    return absl::OkStatus();
+  });
 }
 
 absl::Status OneHot(const SampleRef& in, int64_t classes, float on, float off,

@@ -75,6 +75,10 @@ std::vector<float> GaussianKernel(double sigma, int64_t window);
 absl::Status Transpose(const SampleRef& in, const std::vector<int64_t>& perm,
                        Sample* out);
 
+// Any sample -> float32: in * scale + shift, element by element.
+absl::Status ScaleShift(const SampleRef& in, float scale, float shift,
+                        Sample* out);
+
 // An integer sample (any shape) -> float32 with one more axis of
 // `classes`: on where the index is the value, off elsewhere.
 absl::Status OneHot(const SampleRef& in, int64_t classes, float on, float off,

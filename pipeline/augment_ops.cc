@@ -558,6 +558,29 @@ class ReshapeOp final : public SampleOp {
   std::vector<int64_t> shape_;
 };
 
+// scale_shift: in * scale + shift as float32 (arithmetic with constants).
+class ScaleShiftOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto scale = ctx.FloatAttrOr("scale", 1);
+    auto shift = ctx.FloatAttrOr("shift", 0);
+    if (!scale.ok()) return scale.status();
+    if (!shift.ok()) return shift.status();
+    scale_ = static_cast<float>(*scale);
+    shift_ = static_cast<float>(*shift);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    return SampleSpec{DT_FLOAT32, in.max_shape};
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
+    return ScaleShift(in, scale_, shift_, out);
+  }
+
+ private:
+  float scale_ = 1, shift_ = 0;
+};
+
 class OneHotOp final : public SampleOp {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
@@ -644,6 +667,8 @@ const std::map<std::string, AugmentOp>& AugmentOps() {
         {"start", "shape", "rel_start", "rel_shape", "axis_names"}}},
       {"transpose", {[] { return std::make_unique<TransposeOp>(); }, {"perm"}}},
       {"reshape", {[] { return std::make_unique<ReshapeOp>(); }, {"shape"}}},
+      {"scale_shift",
+       {[] { return std::make_unique<ScaleShiftOp>(); }, {"scale", "shift"}}},
       {"one_hot",
        {[] { return std::make_unique<OneHotOp>(); },
         {"num_classes", "on_value", "off_value"}}},

@@ -52,7 +52,7 @@ std::vector<std::string> SampleOpNames();
 
 // DALI's augmentations (augment_ops.cc): brightness_contrast, hsv,
 // color_twist, rotate, warp_affine, erase, paste, gaussian_blur, slice,
-// transpose, reshape, one_hot. nullptr for any other name.
+// transpose, reshape, one_hot, scale_shift. nullptr for any other name.
 std::unique_ptr<SampleOp> MakeAugmentOp(const std::string& name);
 // Each one's attributes.
 std::map<std::string, std::vector<std::string>> AugmentOpAttrs();

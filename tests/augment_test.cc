@@ -154,6 +154,10 @@ TEST_CASE("erase, paste, gaussian_blur, transpose and one_hot") {
   CHECK(Values(out) == std::vector<double>(16, 77));
   CHECK_FALSE(GaussianBlur(flat.ref(), 1, 1, 4, 3, &out).ok());
 
+  REQUIRE(ScaleShift(in.ref(), 0.5f, -1.0f, &out).ok());
+  CHECK(out.type == DT_FLOAT32);
+  CHECK(Values(out) == std::vector<double>{-0.5, 0, 0.5, 4.5, 5, 5.5});
+
   REQUIRE(Transpose(in.ref(), {2, 0, 1}, &out).ok());
   CHECK(out.shape == SampleShape{1, 2, 3});
   REQUIRE(Transpose(in.ref(), {1, 0, 2}, &out).ok());

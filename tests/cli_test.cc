@@ -404,6 +404,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.reshape cpu\n"                    \
   "pipeline.resize cpu\n"                     \
   "pipeline.rotate cpu\n"                     \
+  "pipeline.scale_shift cpu\n"                \
   "pipeline.slice cpu\n"                      \
   "pipeline.transpose cpu\n"                  \
   "pipeline.warp_affine cpu\n"                \

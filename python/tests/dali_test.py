@@ -484,8 +484,8 @@ class DaliTest(unittest.TestCase):
                 fn.resize(images, size=[4, 4], roi_start=[0, 0])
             with self.assertRaisesRegex(NotImplementedError, "fn.water"):
                 fn.water(images)
-            with self.assertRaisesRegex(TypeError, "arithmetic"):
-                images * 2
+            with self.assertRaisesRegex(TypeError, "between two nodes"):
+                images * images
             with self.assertRaisesRegex(ValueError, "'angle'|crop_pos"):
                 fn.crop(images, crop=(4, 4), crop_pos_x=0.1)
             with self.assertRaisesRegex(ValueError, "mirror"):
@@ -623,6 +623,16 @@ class AugmentationTest(unittest.TestCase):
         same = [self.images[0]] * 2
         got = run_on(same, lambda x: fn.reshape(x, shape=[-1, 3]))
         self.assertTrue(numpy.array_equal(got[0], same[0].reshape(-1, 3)))
+
+    def test_arithmetic_with_numbers(self):
+        got = run_on(self.images, lambda x: (x / 255.0 - 0.5) * 2)
+        for image, out in zip(self.images, got):
+            self.assertEqual(out.dtype, numpy.float32)
+            want = (image.astype(numpy.float32) / 255.0 - 0.5) * 2
+            numpy.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+        got = run_on(self.images, lambda x: 1 - fn.cast(x, dtype=types.INT32))
+        for image, out in zip(self.images, got):
+            self.assertTrue(numpy.array_equal(out, 1.0 - image))
 
     def test_one_hot_of_reader_labels(self):
         root = tempfile.mkdtemp()

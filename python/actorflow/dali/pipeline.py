@@ -14,7 +14,8 @@ from actorflow.dali import tensors, types
 
 
 class DataNode(_base.DataNode):
-    """An operator's output. `.gpu()` marks it for the GPU: a framework
+    """An operator's output; `node * 2`, `node / 255 - 0.5`, ... add
+    operators (scale_shift). `.gpu()` marks it for the GPU: a framework
     iterator then hands it out as a CUDA tensor where torch sees a GPU
     (operators themselves run on the host; docs/python.md)."""
 
@@ -42,14 +43,55 @@ class DataNode(_base.DataNode):
     def cpu(self):
         return self._like(device="cpu")
 
-    def _arithmetic(self, *args):
-        raise TypeError(
-            f"{self!r}: arithmetic on data nodes is not in actorflow.dali; "
-            "use crop_mirror_normalize's mean/std/scale/shift, or fn.cast "
-            "(docs/python.md, 'Coming from DALI')")
+    # Arithmetic with numbers: each sample's elements as float32, times a
+    # scale plus a shift (operator scale_shift). Between two data nodes it
+    # is not there.
+    def _scale_shift(self, scale, shift):
+        node = self._pipeline._declare(
+            "scale_shift", [self], 1, "cpu", None,
+            {"scale": float(scale), "shift": float(shift)}, None)
+        node.layout, node.unit_dim, node.device, node.bound = (
+            self.layout, self.unit_dim, self.device, self.bound)
+        return node
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _arithmetic
-    __truediv__ = __rtruediv__ = __neg__ = _arithmetic
+    def _number(self, other, op):
+        if isinstance(other, types.Constant) and other.value.size == 1:
+            other = other.value.item()
+        if isinstance(other, bool) or not isinstance(
+                other, (int, float, numpy.integer, numpy.floating)):
+            raise TypeError(
+                f"{self!r} {op} {other!r}: arithmetic on data nodes takes "
+                "numbers (scalars); between two nodes it is not in "
+                "actorflow.dali (docs/python.md, 'Coming from DALI')")
+        return float(other)
+
+    def __add__(self, other):
+        return self._scale_shift(1.0, self._number(other, "+"))
+
+    def __sub__(self, other):
+        return self._scale_shift(1.0, -self._number(other, "-"))
+
+    def __rsub__(self, other):
+        return self._scale_shift(-1.0, self._number(other, "-"))
+
+    def __mul__(self, other):
+        return self._scale_shift(self._number(other, "*"), 0.0)
+
+    def __truediv__(self, other):
+        divisor = self._number(other, "/")
+        if divisor == 0:
+            raise ZeroDivisionError(f"{self!r} / 0")
+        return self._scale_shift(1.0 / divisor, 0.0)
+
+    def __rtruediv__(self, other):
+        raise TypeError(f"{other!r} / {self!r}: a number divided by a data "
+                        "node is not in actorflow.dali")
+
+    def __neg__(self):
+        return self._scale_shift(-1.0, 0.0)
+
+    __radd__ = __add__
+    __rmul__ = __mul__
 
 
 _said = set()
