@@ -84,7 +84,18 @@ struct Sample {
 class SampleRng {
  public:
   SampleRng(uint64_t seed, uint64_t op, uint64_t epoch, uint64_t position)
-      : state_(Mix(Mix(Mix(seed) ^ op) ^ epoch) ^ position) {}
+      : state_(Mix(Mix(Mix(seed) ^ op) ^ epoch) ^ position),
+        seed_(seed),
+        epoch_(epoch),
+        position_(position) {}
+  SampleRng() : SampleRng(0, 0, 0, 0) {}
+
+  // The same sample's generator for random value `stream` (a value several
+  // operators share): every operator given it draws the same numbers. Its
+  // op part lies above any operator's index.
+  SampleRng ForStream(uint64_t stream) const {
+    return SampleRng(seed_, (uint64_t{1} << 62) ^ stream, epoch_, position_);
+  }
 
   uint64_t Next() {
     state_ += 0x9e3779b97f4a7c15ULL;
@@ -104,6 +115,7 @@ class SampleRng {
     return z ^ (z >> 31);
   }
   uint64_t state_;
+  uint64_t seed_, epoch_, position_;
 };
 
 }  // namespace actorflow::internal::pipeline

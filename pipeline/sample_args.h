@@ -15,14 +15,34 @@
 // the operator's generator: `name_uniform` [lo, hi], `name_normal` [mean,
 // stddev] or `name_coin_flip` p (1 with probability p, else 0). At most one
 // of the four. The draws come from the sample's own generator, so they are
-// the same whatever thread runs the sample.
+// the same whatever thread runs the sample; with `name_stream` s (a random
+// value given to several operators) from that value's generator
+// (SampleRng::ForStream), so every operator given it draws the same.
 namespace actorflow::internal::pipeline {
+
+// A uniform draw in [0, 1) for a probability: from the sample's own
+// generator, or with a stream (>= 0) from that value's, so that operators
+// sharing a coin flip agree. The sample's generator advances either way,
+// so the operator's other draws do not depend on the stream.
+// A stream with this bit set is the same value negated (or, for a coin
+// flip, its complement): its draws use 1 - u where the stream's use u.
+constexpr int64_t kInvertedStream = int64_t{1} << 40;
+
+inline double UniformFor(SampleRng* rng, int64_t stream) {
+  const double own = rng->Uniform();
+  if (stream < 0) return own;
+  const double u =
+      rng->ForStream(static_cast<uint64_t>(stream & ~kInvertedStream))
+          .Uniform();
+  return (stream & kInvertedStream) ? 1.0 - u : u;
+}
 
 class ScalarArg {
  public:
   // The attrs a per-sample argument `name` may be given as.
   static std::vector<std::string> AttrNames(const std::string& name) {
-    return {name, name + "_uniform", name + "_normal", name + "_coin_flip"};
+    return {name, name + "_uniform", name + "_normal", name + "_coin_flip",
+            name + "_stream"};
   }
 
   absl::Status Init(const KernelInitContext& ctx, const std::string& name,
@@ -34,10 +54,13 @@ class ScalarArg {
     auto uniform = ctx.FloatListAttr(name + "_uniform");
     auto normal = ctx.FloatListAttr(name + "_normal");
     auto coin = ctx.FloatAttrOr(name + "_coin_flip", -1);
+    auto stream = ctx.IntAttrOr(name + "_stream", -1);
     for (const absl::Status& s :
-         {fixed.status(), uniform.status(), normal.status(), coin.status()}) {
+         {fixed.status(), uniform.status(), normal.status(), coin.status(),
+          stream.status()}) {
       if (!s.ok()) return s;
     }
+    stream_ = *stream;
     if (*fixed != fallback) ++given;
     value_ = *fixed;
     if (!uniform->empty()) {
@@ -95,26 +118,40 @@ class ScalarArg {
 
   // This sample's value. Fixed values draw nothing.
   double Draw(SampleRng* rng) const {
+    if (kind_ == Kind::kFixed) return value_;
+    if (stream_ < 0) return DrawFrom(rng, false);
+    SampleRng shared = rng->ForStream(
+        static_cast<uint64_t>(stream_ & ~kInvertedStream));
+    return DrawFrom(&shared, (stream_ & kInvertedStream) != 0);
+  }
+
+ private:
+  double DrawFrom(SampleRng* rng, bool inverted) const {
     switch (kind_) {
       case Kind::kFixed:
         return value_;
-      case Kind::kUniform:
-        return a_ + (b_ - a_) * rng->Uniform();
-      case Kind::kCoinFlip:
-        return rng->Uniform() < a_ ? 1.0 : 0.0;
+      case Kind::kUniform: {
+        const double u = rng->Uniform();
+        return a_ + (b_ - a_) * (inverted ? 1.0 - u : u);
+      }
+      case Kind::kCoinFlip: {
+        const double u = rng->Uniform();
+        return (inverted ? 1.0 - u : u) < a_ ? 1.0 : 0.0;
+      }
       case Kind::kNormal: {
         // Box-Muller; 1 - u keeps the logarithm's argument above 0.
         const double u = 1.0 - rng->Uniform(), v = rng->Uniform();
-        return a_ + b_ * std::sqrt(-2.0 * std::log(u)) *
-                        std::cos(6.283185307179586 * v);
+        const double z =
+            std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v);
+        return a_ + b_ * (inverted ? -z : z);
       }
     }
     return value_;
   }
 
- private:
   enum class Kind { kFixed, kUniform, kNormal, kCoinFlip };
   std::string name_;
+  int64_t stream_ = -1;
   Kind kind_ = Kind::kFixed;
   double value_ = 0, a_ = 0, b_ = 0;
 };

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
+#include "pipeline/sample_args.h"
 
 namespace actorflow::internal::pipeline {
 namespace {
@@ -380,10 +381,16 @@ class FlipOp final : public SampleOp {
   absl::Status Init(const KernelInitContext& ctx) override {
     auto horizontal = Probability(ctx, "horizontal", 0.5);
     auto vertical = Probability(ctx, "vertical", 0.0);
-    if (!horizontal.ok()) return horizontal.status();
-    if (!vertical.ok()) return vertical.status();
+    auto h_stream = ctx.IntAttrOr("horizontal_stream", -1);
+    auto v_stream = ctx.IntAttrOr("vertical_stream", -1);
+    for (const absl::Status& s : {horizontal.status(), vertical.status(),
+                                  h_stream.status(), v_stream.status()}) {
+      if (!s.ok()) return s;
+    }
     horizontal_ = *horizontal;
     vertical_ = *vertical;
+    h_stream_ = *h_stream;
+    v_stream_ = *v_stream;
     return absl::OkStatus();
   }
   absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
@@ -395,14 +402,16 @@ class FlipOp final : public SampleOp {
                      Sample* out) override {
     // Both draws always happen, so one probability does not shift the
     // other's stream.
-    const bool h = rng->Uniform() < horizontal_;
-    const bool v = rng->Uniform() < vertical_;
+    const bool h = UniformFor(rng, h_stream_) < horizontal_;
+    const bool v = UniformFor(rng, v_stream_) < vertical_;
     return Flip(in, h, v, out);
   }
 
  private:
   double horizontal_ = 0.5;
   double vertical_ = 0;
+  // A coin flip shared with other operators (ScalarArg's streams).
+  int64_t h_stream_ = -1, v_stream_ = -1;
 };
 
 class CropMirrorNormalizeOp final : public SampleOp {
@@ -424,6 +433,9 @@ class CropMirrorNormalizeOp final : public SampleOp {
     crop_ = *crop;
     random_ = *pos == "random";
     mirror_ = *mirror;
+    auto mirror_stream = ctx.IntAttrOr("mirror_stream", -1);
+    if (!mirror_stream.ok()) return mirror_stream.status();
+    mirror_stream_ = *mirror_stream;
     mean_.assign(mean->begin(), mean->end());
     std_.assign(stddev->begin(), stddev->end());
     if (mean_.empty()) mean_ = {0.0f};
@@ -452,7 +464,7 @@ class CropMirrorNormalizeOp final : public SampleOp {
   }
   absl::Status Apply(const SampleRef& in, SampleRng* rng,
                      Sample* out) override {
-    const bool mirror = rng->Uniform() < mirror_;
+    const bool mirror = UniformFor(rng, mirror_stream_) < mirror_;
     if (in.shape.size() != 3) {
       return CropMirrorNormalize(in, {}, 0, 0, mirror, mean_, std_, out);
     }
@@ -469,6 +481,7 @@ class CropMirrorNormalizeOp final : public SampleOp {
   std::vector<int64_t> crop_;
   bool random_ = false;
   double mirror_ = 0;
+  int64_t mirror_stream_ = -1;  // a coin flip shared with other operators
   std::vector<float> mean_;
   std::vector<float> std_;
 };

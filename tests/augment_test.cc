@@ -204,6 +204,22 @@ TEST_CASE("per-sample arguments: drawn from the sample's generator") {
   CHECK(mean == Approx(5).margin(0.15));
   CHECK(std::sqrt(var) == Approx(2).margin(0.15));
   CHECK(heads / 4000 == Approx(0.25).margin(0.03));
+  // One random value given to two operators (a stream): the same draw
+  // from each operator's own generator; inverted, its negation.
+  auto shared = arg({{"angle_uniform", FloatListAttr({0, 10})},
+                     {"angle_stream", IntAttr(7)}})
+                    .second;
+  auto negated = arg({{"angle_uniform", FloatListAttr({-10, 0})},
+                      {"angle_stream", IntAttr(7 | kInvertedStream)}})
+                     .second;
+  for (int i = 0; i < 50; ++i) {
+    SampleRng op1(seed, 1, 0, i), op2(seed, 2, 0, i), op3(seed, 3, 0, i);
+    const double a = shared.Draw(&op1);
+    CHECK(a == shared.Draw(&op2));
+    CHECK(negated.Draw(&op3) == Approx(-a).margin(1e-9));
+    SampleRng p1(seed, 1, 0, i), p2(seed, 2, 0, i);
+    CHECK(UniformFor(&p1, 7) == UniformFor(&p2, 7));
+  }
   CHECK(uniform.varies());
   CHECK_FALSE(arg({}).second.varies());
   CHECK_FALSE(

@@ -651,6 +651,45 @@ class AugmentationTest(unittest.TestCase):
         finally:
             shutil.rmtree(root)
 
+    def test_one_random_value_given_to_two_operators(self):
+        # A segmentation pipeline flips an image and its mask with one coin
+        # and turns both by one angle: they must agree, as in DALI.
+        y, x = numpy.mgrid[0:40, 0:50]
+        smooth = numpy.stack([y * 5, x * 4, (x + y) * 2], -1).astype(
+            numpy.uint8)
+        image = [smooth] * 8
+
+        pipe = Pipeline(batch_size=8, num_threads=2, seed=5)
+        with pipe:
+            x = fn.external_source(source=lambda: image, layout="HWC")
+            coin = fn.random.coin_flip(probability=0.5)
+            angle = fn.random.uniform(range=(-30.0, 30.0))
+            a = fn.rotate(fn.flip(x, horizontal=coin), angle=angle)
+            b = fn.rotate(fn.flip(x, horizontal=coin), angle=angle)
+            c = fn.flip(x, horizontal=1 - coin)
+            d = fn.flip(x, horizontal=coin)
+            # Turned by the angle, then by minus the angle: back, within
+            # the interpolation.
+            e = fn.rotate(fn.rotate(x, angle=angle, keep_size=True),
+                          angle=-angle, keep_size=True)
+            pipe.set_outputs(a, b, c, d, e)
+        a, b, c, d, e = pipe.run()
+        flipped = 0
+        for i in range(8):
+            self.assertTrue(numpy.array_equal(a.at(i), b.at(i)))
+            # The complement: exactly one of c, d is the mirror image.
+            mirrored = numpy.array_equal(d.at(i), image[0][:, ::-1])
+            self.assertEqual(numpy.array_equal(c.at(i), image[0][:, ::-1]),
+                             not mirrored)
+            flipped += mirrored
+            h, w = image[0].shape[:2]
+            middle = (slice(h // 3, 2 * h // 3), slice(w // 3, 2 * w // 3))
+            diff = numpy.abs(e.at(i)[middle].astype(int) -
+                             image[0][middle].astype(int))
+            self.assertLess(diff.mean(), 2.0)  # a smooth image: exact-ish
+        self.assertTrue(0 < flipped < 8)
+        self.assertGreater(len(set(a.shape())), 1)
+
     def test_random_arguments_per_sample(self):
         zeros = [numpy.zeros((4, 4, 3), numpy.uint8)] * 8
         # uniform(0, 1) * 0.1: a shift of 0 to 25.5, one per sample.

@@ -68,27 +68,41 @@ class RandomArgument:
     crop_pos_x=, ...), where that operator draws it; not a pipeline
     output."""
 
-    def __init__(self, kind, **params):
+    def __init__(self, kind, stream=None, inverted=False, **params):
         self.kind = kind
         self.params = params
+        # Which value it is: every operator given this node (or arithmetic
+        # on it) draws the same one per sample, as in DALI. inverted: it is
+        # the value negated (a coin flip: its complement).
+        self.stream = _new_stream() if stream is None else stream
+        self.inverted = inverted
+
+    def _derived(self, kind, flip, **params):
+        return RandomArgument(kind, stream=self.stream,
+                              inverted=self.inverted != flip, **params)
+
+    def stream_code(self):
+        """The attr value `<arg>_stream` (pipeline/sample_args.h)."""
+        return self.stream | ((1 << 40) if self.inverted else 0)
 
     def _affine(self, scale, shift):
         """scale * value + shift, for uniform and normal values."""
         if self.kind == "uniform" and self.params["values"] is None:
             lo, hi = (scale * r + shift for r in self.params["range"])
-            return RandomArgument("uniform", range=(min(lo, hi), max(lo, hi)),
-                                  values=None)
+            return self._derived("uniform", scale < 0,
+                                 range=(min(lo, hi), max(lo, hi)),
+                                 values=None)
         if self.kind == "normal":
-            return RandomArgument(
-                "normal", mean=scale * self.params["mean"] + shift,
+            return self._derived(
+                "normal", scale < 0, mean=scale * self.params["mean"] + shift,
                 stddev=abs(scale) * self.params["stddev"])
         return NotImplemented
 
     def __rsub__(self, other):
         # 1 - coin_flip(p) is coin_flip(1 - p).
         if self.kind == "coin_flip" and other == 1:
-            return RandomArgument("coin_flip",
-                                  probability=1 - self.params["probability"])
+            return self._derived("coin_flip", True,
+                                 probability=1 - self.params["probability"])
         return self._affine(-1.0, float(other))
 
     def __add__(self, other):
@@ -141,19 +155,37 @@ def _normal(*, mean=0.0, stddev=1.0, dtype=None, shape=None, device="cpu",
 random = _pytypes.SimpleNamespace(coin_flip=_coin_flip, uniform=_uniform,
                                   normal=_normal)
 
+_streams_outside = [0]  # random values made outside a pipeline's definition
 
-def _probability(op, arg, value):
+
+def _new_stream():
+    """The next random value's number in the pipeline being defined (so the
+    same definitions give the same numbers, hence the same draws)."""
+    pipe = Pipeline.current()
+    holder = pipe.__dict__ if isinstance(pipe, Pipeline) else None
+    if holder is None:
+        _streams_outside[0] += 1
+        return _streams_outside[0] + (1 << 30)
+    holder["_random_streams"] = holder.get("_random_streams", 0) + 1
+    return holder["_random_streams"]
+
+
+def _probability(op, arg, value, attrs):
     """A per-sample 0/1 argument (mirror=, horizontal=) as the probability
-    our operators take: 0, 1, False, True, or fn.random.coin_flip(p)."""
+    our operators take (attrs[arg]): 0, 1, False, True, or
+    fn.random.coin_flip(p) (then also attrs[arg + "_stream"])."""
     if isinstance(value, RandomArgument):
         if value.kind != "coin_flip":
             raise ValueError(f"fn.{op}: {arg}: takes 0/1 or "
                              f"fn.random.coin_flip, got {value!r}")
-        return value.params["probability"]
+        attrs[arg + "_stream"] = value.stream_code()
+        attrs[arg] = value.params["probability"]
+        return
     if isinstance(value, types.Constant):
         value = value.value.item()
     if value in (0, 1):  # ints, bools, floats 0.0 / 1.0
-        return float(value)
+        attrs[arg] = float(value)
+        return
     raise ValueError(f"fn.{op}: {arg}: 0 or 1 (or fn.random.coin_flip), "
                      f"got {value!r}")
 
@@ -185,6 +217,7 @@ def _per_sample(op, arg, value, attrs, ours=None):
                                        value.params["stddev"]]
         else:
             attrs[ours + "_coin_flip"] = value.params["probability"]
+        attrs[ours + "_stream"] = value.stream_code()
         return
     if isinstance(value, types.Constant):
         value = value.value.item()
@@ -555,9 +588,8 @@ def crop_mirror_normalize(data, *, dtype=types.FLOAT, output_layout="CHW",
     # ((v - m) / s) * scale + shift == (v - (m - shift * s / scale)) /
     # (s / scale): the same operator, exactly.
     attrs = {"mean": [m - shift * s / scale for m, s in zip(means, stds)],
-             "std": [s / scale for s in stds],
-             "mirror": _probability("crop_mirror_normalize", "mirror",
-                                    mirror)}
+             "std": [s / scale for s in stds]}
+    _probability("crop_mirror_normalize", "mirror", mirror, attrs)
     size = _crop_size("crop_mirror_normalize", crop, crop_h, crop_w)
     if size is not None:
         # The crop as its own operator, so that a decode and resize before
@@ -581,10 +613,10 @@ def flip(data, *, horizontal=1, vertical=0, depthwise=0, device="cpu",
     _device("flip", device)
     if depthwise:
         raise ValueError("fn.flip: depthwise is not in actorflow.dali")
-    node = _add_operator(
-        "flip", [data], 1, "cpu", name,
-        {"horizontal": _probability("flip", "horizontal", horizontal),
-         "vertical": _probability("flip", "vertical", vertical)})
+    attrs = {}
+    _probability("flip", "horizontal", horizontal, attrs)
+    _probability("flip", "vertical", vertical, attrs)
+    node = _add_operator("flip", [data], 1, "cpu", name, attrs)
     return _node(node, like=data, device=device)
 
 
