@@ -373,6 +373,17 @@ class DaliTest(unittest.TestCase):
 
             images, flipped, out = cmn().run()
             outs[repr(mirror)] = out.as_array()
+
+        @pipeline_def(batch_size=4, num_threads=1, device_id=0)
+        def hwc():
+            jpegs, _ = fn.readers.file(file_root=root)
+            images = fn.resize(fn.decoders.image(jpegs), size=[24, 24])
+            return fn.crop_mirror_normalize(
+                images, crop=(16, 16), mean=MEAN, std=STD, scale=2.0,
+                shift=3.0, output_layout="HWC")
+
+        (hwc_out,) = hwc().run()
+        self.assertEqual(hwc_out.layout(), "HWC")
         base = images.as_array().astype(numpy.float64)
         self.assertTrue(numpy.array_equal(flipped.as_array(),
                                           base[:, :, ::-1].astype(
@@ -380,6 +391,8 @@ class DaliTest(unittest.TestCase):
         window = base[:, 4:20, 4:20, :]
         ref = ((window - MEAN) / STD * 2.0 + 3.0).transpose(0, 3, 1, 2)
         numpy.testing.assert_allclose(outs["0"], ref, rtol=1e-5, atol=1e-4)
+        self.assertTrue(numpy.array_equal(hwc_out.as_array(),
+                                          outs["0"].transpose(0, 2, 3, 1)))
         numpy.testing.assert_allclose(outs["1"], ref[..., ::-1], rtol=1e-5,
                                       atol=1e-4)
         self.assertTrue(numpy.array_equal(outs["0"], outs["False"]))

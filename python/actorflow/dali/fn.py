@@ -565,9 +565,9 @@ def crop_mirror_normalize(data, *, dtype=types.FLOAT, output_layout="CHW",
     if types.to_numpy_dtype(dtype).name != "float32":
         raise ValueError(f"fn.crop_mirror_normalize: dtype {dtype}: FLOAT "
                          "only")
-    if output_layout != "CHW":
+    if output_layout not in ("CHW", "HWC"):
         raise ValueError(f"fn.crop_mirror_normalize: output_layout "
-                         f"'{output_layout}': CHW only")
+                         f"'{output_layout}': CHW or HWC")
     if pad_output:
         raise ValueError("fn.crop_mirror_normalize: pad_output is not in "
                          "actorflow.dali")
@@ -604,6 +604,8 @@ def crop_mirror_normalize(data, *, dtype=types.FLOAT, output_layout="CHW",
     node = _node(node, like=data, layout="CHW", device=device)
     if size is not None:
         node.bound = None
+    if output_layout == "HWC":
+        node = transpose(node, perm=[1, 2, 0], device=device)
     return node
 
 
