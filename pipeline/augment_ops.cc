@@ -143,9 +143,11 @@ class RotateOp final : public SampleOp {
     } else if (!keep_ && in.bounded()) {
       const int64_t h = in.max_shape[0], w = in.max_shape[1];
       if (angle_.varies()) {
-        // Any angle: the diagonal bounds both sides.
-        const int64_t d = static_cast<int64_t>(
-            std::ceil(std::sqrt(double(h) * h + double(w) * w)));
+        // Any angle: the diagonal bounds both sides, plus one for the
+        // parity RotatedSize may add.
+        const int64_t d = static_cast<int64_t>(std::ceil(
+                              std::sqrt(double(h) * h + double(w) * w))) +
+                          1;
         out.max_shape = {d, d, in.max_shape[2]};
       } else {
         RotatedSize(h, w, angle_.Draw(nullptr), &out.max_shape[0],

@@ -232,7 +232,17 @@ TEST_CASE("per-sample arguments: drawn from the sample's generator") {
 TEST_CASE("operators infer the largest sample they can make") {
   const SampleSpec photo{DT_UINT8, {300, 400, 3}};
   auto rotate = MakeOp("rotate", {{"angle_uniform", FloatListAttr({-10, 10})}});
-  CHECK(rotate->Infer(photo)->max_shape == std::vector<int64_t>{500, 500, 3});
+  CHECK(rotate->Infer(photo)->max_shape == std::vector<int64_t>{501, 501, 3});
+  // Every angle's size fits that bound (20 x 30: the diagonal is 36.06,
+  // and parity can make a side 38).
+  const std::vector<int64_t> bound =
+      rotate->Infer(SampleSpec{DT_UINT8, {20, 30, 3}})->max_shape;
+  for (int tenth = 0; tenth < 3600; ++tenth) {
+    int64_t h = 0, w = 0;
+    RotatedSize(20, 30, tenth / 10.0, &h, &w);
+    REQUIRE(h <= bound[0]);
+    REQUIRE(w <= bound[1]);
+  }
   auto quarter = MakeOp("rotate", {{"angle", FloatAttr(90)}});
   CHECK(quarter->Infer(photo)->max_shape == std::vector<int64_t>{400, 300, 3});
   auto keep = MakeOp("rotate",
