@@ -150,8 +150,12 @@ class RotateOp final : public SampleOp {
                           1;
         out.max_shape = {d, d, in.max_shape[2]};
       } else {
+        // A smaller sample's side may take a parity pixel the largest's
+        // does not: one more.
         RotatedSize(h, w, angle_.Draw(nullptr), &out.max_shape[0],
                     &out.max_shape[1]);
+        ++out.max_shape[0];
+        ++out.max_shape[1];
       }
     } else if (!keep_) {
       out.max_shape = {-1, -1, in.max_shape[2]};

@@ -244,7 +244,19 @@ TEST_CASE("operators infer the largest sample they can make") {
     REQUIRE(w <= bound[1]);
   }
   auto quarter = MakeOp("rotate", {{"angle", FloatAttr(90)}});
-  CHECK(quarter->Infer(photo)->max_shape == std::vector<int64_t>{400, 300, 3});
+  CHECK(quarter->Infer(photo)->max_shape == std::vector<int64_t>{401, 301, 3});
+  // Any smaller image turned by a fixed angle fits too.
+  auto thirty = MakeOp("rotate", {{"angle", FloatAttr(30)}});
+  const std::vector<int64_t> box =
+      thirty->Infer(SampleSpec{DT_UINT8, {20, 30, 3}})->max_shape;
+  for (int64_t h = 1; h <= 20; ++h) {
+    for (int64_t w = 1; w <= 30; ++w) {
+      int64_t oh = 0, ow = 0;
+      RotatedSize(h, w, 30, &oh, &ow);
+      REQUIRE(oh <= box[0]);
+      REQUIRE(ow <= box[1]);
+    }
+  }
   auto keep = MakeOp("rotate",
                      {{"angle", FloatAttr(30)}, {"keep_size", BoolAttr(true)}});
   CHECK(keep->Infer(photo)->max_shape == photo.max_shape);
