@@ -1,0 +1,225 @@
+"""DALI's augmentations (pipeline/augment.h) and cast, with DALI's
+arguments; scalar arguments may be fn.random values."""
+
+import math
+
+from actorflow.dali import types
+from actorflow.dali._args import (_check_rest, _device, _fixed, _floats,
+                                  _hw, _node, _per_sample)
+from actorflow.pipeline import _add_operator
+
+def cast(data, *, dtype, device="cpu", name=None, **rest):
+    _check_rest("cast", rest)
+    _device("cast", device)
+    node = _add_operator("cast", [data], 1, "cpu", name,
+                         {"to": types.to_numpy_dtype(dtype).name})
+    return _node(node, like=data, device=device)
+
+
+# ---- augmentations ----
+
+def _augment(op, data, attrs, device, name, layout=None, bound_same=True):
+    _device(op, device)
+    node = _node(_add_operator(op, [data], 1, "cpu", name, attrs), like=data,
+                 device=device)
+    if layout is not None:
+        node.layout = layout
+    if not bound_same:
+        node.bound = None
+    return node
+
+
+def _fill(value):
+    return None if value is None else _floats(value)
+
+
+def _linear_only(op, interp_type):
+    if interp_type not in (None, types.INTERP_LINEAR):
+        raise ValueError(f"fn.{op}: interp_type {interp_type}: "
+                         "INTERP_LINEAR only")
+
+
+def brightness_contrast(data, *, brightness=1.0, brightness_shift=0.0,
+                        contrast=1.0, contrast_center=None, dtype=None,
+                        device="cpu", name=None, **rest):
+    _check_rest("brightness_contrast", rest)
+    attrs = {}
+    _per_sample("brightness_contrast", "brightness", brightness, attrs)
+    _per_sample("brightness_contrast", "brightness_shift", brightness_shift,
+                attrs)
+    _per_sample("brightness_contrast", "contrast", contrast, attrs)
+    if contrast_center is not None:
+        attrs["contrast_center"] = float(_fixed(
+            "brightness_contrast", "contrast_center", contrast_center))
+    node = _augment("brightness_contrast", data, attrs, device, name)
+    return node if dtype is None else cast(node, dtype=dtype)
+
+
+def brightness(data, *, brightness=1.0, brightness_shift=0.0, **kwargs):
+    return brightness_contrast(data, brightness=brightness,
+                               brightness_shift=brightness_shift, **kwargs)
+
+
+def contrast(data, *, contrast=1.0, contrast_center=None, **kwargs):
+    return brightness_contrast(data, contrast=contrast,
+                               contrast_center=contrast_center, **kwargs)
+
+
+def hsv(data, *, hue=0.0, saturation=1.0, value=1.0, dtype=None,
+        device="cpu", name=None, **rest):
+    _check_rest("hsv", rest)
+    attrs = {}
+    for arg, v in (("hue", hue), ("saturation", saturation),
+                   ("value", value)):
+        _per_sample("hsv", arg, v, attrs)
+    node = _augment("hsv", data, attrs, device, name)
+    return node if dtype is None else cast(node, dtype=dtype)
+
+
+def hue(data, *, hue=0.0, **kwargs):
+    return hsv(data, hue=hue, **kwargs)
+
+
+def saturation(data, *, saturation=1.0, **kwargs):
+    return hsv(data, saturation=saturation, **kwargs)
+
+
+def color_twist(data, *, hue=0.0, saturation=1.0, brightness=1.0,
+                contrast=1.0, dtype=None, device="cpu", name=None, **rest):
+    _check_rest("color_twist", rest)
+    attrs = {}
+    for arg, v in (("hue", hue), ("saturation", saturation),
+                   ("brightness", brightness), ("contrast", contrast)):
+        _per_sample("color_twist", arg, v, attrs)
+    node = _augment("color_twist", data, attrs, device, name)
+    return node if dtype is None else cast(node, dtype=dtype)
+
+
+def rotate(data, *, angle, fill_value=None, keep_size=False, size=None,
+           interp_type=None, device="cpu", name=None, **rest):
+    """Counter-clockwise by `angle` degrees; the output holds the whole
+    turned image unless keep_size or size."""
+    _check_rest("rotate", rest)
+    _linear_only("rotate", interp_type)
+    attrs = {"keep_size": bool(keep_size), "fill_value": _fill(fill_value)}
+    if size is not None:
+        attrs["size"] = _hw("rotate", "size", size)
+    _per_sample("rotate", "angle", angle, attrs)
+    node = _augment("rotate", data, attrs, device, name,
+                    bound_same=keep_size and size is None)
+    if data.bound is not None and not keep_size and size is None:
+        inner = data.bound  # any turn fits in the diagonal
+        node.bound = lambda sizes: int(math.ceil(inner(sizes) * 1.4143)) + 2
+    return node
+
+
+def warp_affine(data, *, matrix, size=None, fill_value=None,
+                inverse_map=True, interp_type=None, device="cpu", name=None,
+                **rest):
+    """matrix: 2 x 3 (6 values), mapping output to input coordinates
+    (inverse_map=False: input to output)."""
+    _check_rest("warp_affine", rest)
+    _linear_only("warp_affine", interp_type)
+    attrs = {"matrix": _floats(matrix), "inverse_map": bool(inverse_map),
+             "fill_value": _fill(fill_value)}
+    if size is not None:
+        attrs["size"] = _hw("warp_affine", "size", size)
+    return _augment("warp_affine", data, attrs, device, name,
+                    bound_same=size is None)
+
+
+def erase(data, *, anchor, shape, axis_names="HW", fill_value=None,
+          normalized_anchor=False, normalized_shape=False, normalized=None,
+          device="cpu", name=None, **rest):
+    _check_rest("erase", rest)
+    if normalized is not None:
+        normalized_anchor = normalized_shape = bool(normalized)
+    attrs = {"anchor": _floats(anchor), "shape": _floats(shape),
+             "axis_names": axis_names, "fill_value": _fill(fill_value),
+             "normalized_anchor": bool(normalized_anchor),
+             "normalized_shape": bool(normalized_shape)}
+    return _augment("erase", data, attrs, device, name)
+
+
+def paste(data, *, ratio, paste_x=0.5, paste_y=0.5, fill_value=None,
+          device="cpu", name=None, **rest):
+    _check_rest("paste", rest)
+    attrs = {"fill_value": _fill(fill_value)}
+    for arg, v in (("ratio", ratio), ("paste_x", paste_x),
+                   ("paste_y", paste_y)):
+        _per_sample("paste", arg, v, attrs)
+    node = _augment("paste", data, attrs, device, name)
+    if data.bound is not None:
+        high = attrs.get("ratio_uniform", [attrs.get("ratio", 1.0)])[-1]
+        inner = data.bound
+        node.bound = lambda sizes: int(math.ceil(inner(sizes) * high))
+    return node
+
+
+def gaussian_blur(data, *, sigma=None, window_size=None, device="cpu",
+                  name=None, **rest):
+    _check_rest("gaussian_blur", rest)
+    attrs = {}
+    if sigma is not None:
+        attrs["sigma"] = _floats(sigma)
+    if window_size is not None:
+        w = _fixed("gaussian_blur", "window_size", window_size)
+        attrs["window_size"] = [int(x) for x in (
+            w if isinstance(w, (list, tuple)) else [w])]
+    return _augment("gaussian_blur", data, attrs, device, name)
+
+
+def slice(data, *, start=None, shape=None, rel_start=None, rel_shape=None,
+          axis_names="WH", out_of_bounds_policy="error", device="cpu",
+          name=None, **rest):
+    """A window by start/shape or rel_start/rel_shape, in axis_names order
+    (DALI's default "WH": x first)."""
+    _check_rest("slice", rest)
+    if out_of_bounds_policy != "error":
+        raise ValueError("fn.slice: out_of_bounds_policy: 'error' only")
+    attrs = {"axis_names": axis_names}
+    for arg, v in (("start", start), ("shape", shape),
+                   ("rel_start", rel_start), ("rel_shape", rel_shape)):
+        if v is not None:
+            attrs[arg] = _floats(v)
+    return _augment("slice", data, attrs, device, name,
+                    bound_same=rel_shape is not None)
+
+
+def transpose(data, *, perm, output_layout=None, transpose_layout=True,
+              device="cpu", name=None, **rest):
+    _check_rest("transpose", rest)
+    perm = [int(p) for p in perm]
+    layout = output_layout
+    if layout is None and transpose_layout and len(data.layout) == len(perm):
+        layout = "".join(data.layout[p] for p in perm)
+    # The batch's bound fills every unknown side alike: a permutation
+    # keeps it.
+    return _augment("transpose", data, {"perm": perm}, device, name,
+                    layout=layout or "")
+
+
+def reshape(data, *, shape, layout=None, device="cpu", name=None, **rest):
+    _check_rest("reshape", rest)
+    node = _augment("reshape", data, {"shape": [int(d) for d in shape]},
+                    device, name, layout=layout or "", bound_same=False)
+    node.unit_dim = False
+    return node
+
+
+def one_hot(data, *, num_classes, axis=-1, dtype=types.FLOAT, on_value=1.0,
+            off_value=0.0, device="cpu", name=None, **rest):
+    """Integer labels -> float32 [..., num_classes] (a label [1] counts as
+    a scalar, as in DALI)."""
+    _check_rest("one_hot", rest)
+    if axis != -1:
+        raise ValueError("fn.one_hot: axis -1 only")
+    node = _augment("one_hot", data,
+                    {"num_classes": int(num_classes),
+                     "on_value": float(on_value),
+                     "off_value": float(off_value)},
+                    device, name, bound_same=False)
+    node.unit_dim = False
+    if types.to_numpy_dtype(dtype).name != "float32":
+        node = cast(node, dtype=dtype)
+    return node

@@ -1,0 +1,140 @@
+"""fn.readers: DALI's file and webdataset readers on actorflow's
+file_reader and webdataset_reader."""
+
+import fnmatch
+import os
+import types as _pytypes
+
+from actorflow.dali import types
+from actorflow.dali._args import _check_rest, _node
+from actorflow.dali.pipeline import Pipeline
+from actorflow.pipeline import _add_operator
+
+# ---- readers ----
+
+_IMAGE_FILTERS = ["*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff",
+                  "*.pnm", "*.ppm", "*.pgm", "*.pbm", "*.jp2", "*.webp"]
+
+
+def _list_files(root, filters, case_sensitive):
+    """DALI's listing of file_root: each sorted subdirectory is a class
+    (label = its index), its files (recursively) matching a filter, sorted."""
+    def matches(name):
+        if case_sensitive:
+            return any(fnmatch.fnmatchcase(name, f) for f in filters)
+        return any(fnmatch.fnmatchcase(name.lower(), f.lower())
+                   for f in filters)
+    if not os.path.isdir(root):
+        raise ValueError(f"fn.readers.file: file_root '{root}' is not a "
+                         "directory")
+    files, labels = [], []
+    classes = sorted(d for d in os.listdir(root)
+                     if os.path.isdir(os.path.join(root, d)))
+    for label, cls in enumerate(classes):
+        found = []
+        for dirpath, _, names in os.walk(os.path.join(root, cls)):
+            found += [os.path.join(dirpath, n) for n in names if matches(n)]
+        files += sorted(found)
+        labels += [label] * len(found)
+    if not files:
+        raise ValueError(f"fn.readers.file: no file under '{root}' matches "
+                         f"{filters}")
+    return files, labels
+
+
+def _file_reader(*, file_root=None, files=None, labels=None, file_list=None,
+                 file_filters=None, case_sensitive_filter=False,
+                 shard_id=0, num_shards=1, random_shuffle=False,
+                 initial_fill=1024, shuffle_after_epoch=False,
+                 stick_to_shard=False, pad_last_batch=False, name=None,
+                 device="cpu", dir_filters=None, **rest):
+    """(data, labels): each file's bytes and its label (int32 [1])."""
+    _check_rest("readers.file", rest)
+    if random_shuffle and shuffle_after_epoch:
+        raise ValueError("fn.readers.file: random_shuffle and "
+                         "shuffle_after_epoch exclude each other")
+    attrs = {"shard_id": int(shard_id), "num_shards": int(num_shards),
+             "stick_to_shard": bool(stick_to_shard)}
+    if shuffle_after_epoch:
+        attrs["shuffle_window"] = 2 ** 31 - 1  # the whole shard
+    elif random_shuffle:
+        attrs["shuffle_window"] = max(2, int(initial_fill))
+    given = [k for k, v in (("file_root", file_root), ("files", files),
+                            ("file_list", file_list)) if v is not None]
+    if file_root is not None and file_list is not None:
+        attrs["file_list"] = os.fspath(file_list)  # paths relative to it
+        given = ["file_list"]
+    if len(given) != 1:
+        raise ValueError("fn.readers.file: give one of file_root, files and "
+                         f"file_list (got {given or 'none'})")
+    if file_list is not None:
+        attrs["file_list"] = os.fspath(file_list)
+    elif files is not None:
+        root = "" if file_root is None else os.fspath(file_root)
+        attrs["files"] = [os.path.join(root, os.fspath(f)) for f in files]
+        attrs["labels"] = ([int(x) for x in labels] if labels is not None
+                           else list(range(len(files))))
+    else:
+        listed, listed_labels = _list_files(
+            os.fspath(file_root), file_filters or _IMAGE_FILTERS,
+            case_sensitive_filter)
+        attrs["files"], attrs["labels"] = listed, listed_labels
+    data, label = _add_operator("file_reader", [], 2, "cpu", name, attrs)
+    pipe = Pipeline.current()
+    if isinstance(pipe, Pipeline):
+        pipe._reader_files = attrs.get("files")
+        pipe._add_reader(data.name, {
+            "number_of_shards": int(num_shards), "shard_id": int(shard_id),
+            "pad_last_batch": bool(pad_last_batch),
+            "stick_to_shard": bool(stick_to_shard)})
+    return _node(data), _node(label, unit_dim=True)
+
+
+def _webdataset_reader(*, paths, ext, index_paths=None,
+                       missing_component_behavior="", dtypes=None,
+                       shard_id=0, num_shards=1, random_shuffle=False,
+                       initial_fill=1024, stick_to_shard=False,
+                       pad_last_batch=False, case_sensitive_extensions=True,
+                       name=None, device="cpu", **rest):
+    """WebDataset tar shards (local files): one output per entry of `ext`
+    (alternatives separated by ';'), each a sample's component as bytes
+    (or `dtypes`). index_paths are accepted and not needed: the tar headers
+    are read when the pipeline is built."""
+    _check_rest("readers.webdataset", rest)
+    if not case_sensitive_extensions:
+        raise ValueError("fn.readers.webdataset: case_sensitive_extensions="
+                         "False is not in actorflow.dali")
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if isinstance(ext, str):
+        ext = [ext]
+    attrs = {"paths": [os.fspath(p) for p in paths], "ext": list(ext),
+             "missing_component_behavior":
+                 missing_component_behavior or "empty",
+             "shard_id": int(shard_id), "num_shards": int(num_shards),
+             "stick_to_shard": bool(stick_to_shard)}
+    if random_shuffle:
+        attrs["shuffle_window"] = max(2, int(initial_fill))
+    if dtypes is not None:
+        if not isinstance(dtypes, (list, tuple)):
+            dtypes = [dtypes] * len(ext)
+        attrs["dtypes"] = [types.to_numpy_dtype(d).name for d in dtypes]
+    nodes = _add_operator("webdataset_reader", [], len(ext), "cpu", name,
+                          attrs)
+    if not isinstance(nodes, tuple):
+        nodes = (nodes,)
+    pipe = Pipeline.current()
+    if isinstance(pipe, Pipeline):
+        pipe._reader_files = None
+        pipe._add_reader(nodes[0].name, {
+            "number_of_shards": int(num_shards), "shard_id": int(shard_id),
+            "pad_last_batch": bool(pad_last_batch),
+            "stick_to_shard": bool(stick_to_shard)})
+    nodes = tuple(_node(n) for n in nodes)
+    return nodes[0] if len(nodes) == 1 else nodes
+
+
+readers = _pytypes.SimpleNamespace(file=_file_reader,
+                                   webdataset=_webdataset_reader)
+readers.file.__name__ = "file"
+readers.webdataset.__name__ = "webdataset"
