@@ -59,6 +59,20 @@ void ByType(const SampleRef& in, F&& f) {
   }
 }
 
+// Sets rows [y0, y1) and columns [x0, x1) of an image w wide with c
+// channels to the fill.
+template <typename T>
+void FillRect(T* dst, int64_t w, int64_t c, int64_t y0, int64_t y1, int64_t x0,
+              int64_t x1, const std::vector<float>& fills) {
+  for (int64_t y = y0; y < y1; ++y) {
+    for (int64_t x = x0; x < x1; ++x) {
+      for (int64_t k = 0; k < c; ++k) {
+        dst[(y * w + x) * c + k] = Store<T>(fills[k]);
+      }
+    }
+  }
+}
+
 // Bilinear at (sy, sx) in pixel-centre coordinates; the fill outside.
 template <typename T>
 void Sample2d(const T* src, int64_t h, int64_t w, int64_t c, double sy,
@@ -245,15 +259,8 @@ absl::Status Erase(const SampleRef& in, const std::vector<Region>& regions,
     using T = decltype(tag);
     T* dst = out->as<T>();
     for (const Region& r : regions) {
-      const int64_t y0 = std::max<int64_t>(0, r.y), y1 = std::min(h, r.y + r.h);
-      const int64_t x0 = std::max<int64_t>(0, r.x), x1 = std::min(w, r.x + r.w);
-      for (int64_t y = y0; y < y1; ++y) {
-        for (int64_t x = x0; x < x1; ++x) {
-          for (int64_t k = 0; k < c; ++k) {
-            dst[(y * w + x) * c + k] = Store<T>(fills[k]);
-          }
-        }
-      }
+      FillRect(dst, w, c, std::max<int64_t>(0, r.y), std::min(h, r.y + r.h),
+               std::max<int64_t>(0, r.x), std::min(w, r.x + r.w), fills);
     }
   });
   return absl::OkStatus();
@@ -284,13 +291,7 @@ absl::Status Paste(const SampleRef& in, double ratio, double paste_y,
     using T = decltype(tag);
     const T* src = in.as<T>();
     T* dst = out->as<T>();
-    for (int64_t y = 0; y < out_h; ++y) {
-      for (int64_t x = 0; x < out_w; ++x) {
-        for (int64_t k = 0; k < c; ++k) {
-          dst[(y * out_w + x) * c + k] = Store<T>(fills[k]);
-        }
-      }
-    }
+    FillRect(dst, out_w, c, 0, out_h, 0, out_w, fills);
     for (int64_t y = 0; y < h; ++y) {
       std::memcpy(dst + ((y0 + y) * out_w + x0) * c, src + y * w * c,
                   w * c * sizeof(T));
