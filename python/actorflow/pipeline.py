@@ -321,6 +321,10 @@ class Pipeline:
         return {"operators": self._native.stats(), "batches": self._taken,
                 "caller_wait_ms": self._waited_ns / 1e6}
 
+    def _skipped_count(self):
+        """len(skipped()), without making its dicts (a per-step check)."""
+        return self._native.skipped_count() if self._native_built else 0
+
     def skipped(self):
         """Samples dropped by on_error="skip_sample": dicts of epoch,
         position, file, error."""

@@ -217,6 +217,9 @@ class PyPipeline {
     }
     return out;
   }
+  int64_t SkippedCount() {
+    return static_cast<int64_t>(Get()->skipped().size());
+  }
   py::list Skipped() {
     py::list out;
     for (const auto& sample : Get()->skipped()) {
@@ -270,6 +273,7 @@ void RegisterPipelines(py::module_& m) {
       .def_property_readonly("plan", &PyPipeline::plan)
       .def("epoch_size", &PyPipeline::epoch_size)
       .def("stats", &PyPipeline::Stats)
+      .def("skipped_count", &PyPipeline::SkippedCount)
       .def("dataset_size", &PyPipeline::dataset_size)
       .def("epoch", &PyPipeline::epoch)
       .def("schedule", &PyPipeline::Schedule)

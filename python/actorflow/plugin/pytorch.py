@@ -50,7 +50,7 @@ class GenericIterator:
         self._skips = self._skip_count()
 
     def _skip_count(self):
-        return sum(len(pipe.skipped()) for pipe in self._pipes)
+        return sum(pipe._skipped_count() for pipe in self._pipes)
 
     def _epoch_samples(self):
         if self._size is not None and self._size > 0:
