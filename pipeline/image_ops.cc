@@ -7,6 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/convert.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace actorflow::internal::pipeline {
 namespace {
 
@@ -60,10 +64,10 @@ std::vector<Tap> Taps(int64_t in_size, int64_t out_size, int64_t first,
 // known at compile time (the common 1 and 3), else `channels`.
 template <typename T, int C>
 void HorizontalPass(const T* __restrict row, const std::vector<Tap>& xs,
-                    int64_t channels, float* __restrict out) {
+                    int64_t channels, int64_t first, float* __restrict out) {
   const int64_t c = C > 0 ? C : channels;
   const int64_t n = static_cast<int64_t>(xs.size());
-  for (int64_t x = 0; x < n; ++x) {
+  for (int64_t x = first; x < n; ++x) {
     const Tap& tap = xs[x];
     const T* a = row + tap.lo * c;
     const T* b = row + tap.hi * c;
@@ -74,18 +78,73 @@ void HorizontalPass(const T* __restrict row, const std::vector<Tap>& xs,
   }
 }
 
+#if defined(__SSE2__)
+// Four bytes from p as four floats.
+inline __m128 LoadBytes4(const uint8_t* p) {
+  int32_t bytes;
+  std::memcpy(&bytes, p, sizeof(bytes));
+  const __m128i zero = _mm_setzero_si128();
+  __m128i wide = _mm_unpacklo_epi8(_mm_cvtsi32_si128(bytes), zero);
+  return _mm_cvtepi32_ps(_mm_unpacklo_epi16(wide, zero));
+}
+#endif
+
+// HorizontalPass for RGB bytes, a pixel per vector: the same float
+// operations in the same order, so the same values. Each vector reads and
+// writes one value past its pixel: the caller leaves one float of room
+// after `out`, and only columns whose taps lie before the row's last
+// pixel (`in_w` wide) take this path.
+void HorizontalPassRgb(const uint8_t* __restrict row,
+                       const std::vector<Tap>& xs, int64_t in_w,
+                       float* __restrict out) {
+  int64_t x = 0;
+#if defined(__SSE2__)
+  const int64_t n = static_cast<int64_t>(xs.size());
+  for (; x < n && xs[x].hi + 1 < in_w; ++x) {
+    const __m128 left = LoadBytes4(row + xs[x].lo * 3);
+    const __m128 right = LoadBytes4(row + xs[x].hi * 3);
+    const __m128 frac = _mm_set1_ps(xs[x].frac);
+    _mm_storeu_ps(out + x * 3,
+                  _mm_add_ps(left, _mm_mul_ps(_mm_sub_ps(right, left), frac)));
+  }
+#endif
+  HorizontalPass<uint8_t, 3>(row, xs, 3, x, out);
+}
+
+inline uint8_t RoundToByte(float value) {
+  // Rounded half up (the value is clamped non-negative first).
+  return static_cast<uint8_t>(
+      static_cast<int>(std::min(255.0f, std::max(0.0f, value)) + 0.5f));
+}
+
 template <typename T>
 void VerticalPass(const float* __restrict upper, const float* __restrict lower,
                   float fy, int64_t n, T* __restrict out) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float value = upper[i] + (lower[i] - upper[i]) * fy;
-    if constexpr (std::is_same_v<T, uint8_t>) {
-      // Rounded half up (the value is clamped non-negative first).
-      out[i] = static_cast<uint8_t>(
-          static_cast<int>(std::min(255.0f, std::max(0.0f, value)) + 0.5f));
-    } else {
-      out[i] = value;
+  int64_t i = 0;
+  if constexpr (std::is_same_v<T, uint8_t>) {
+#if defined(__SSE2__)
+    // RoundToByte, eight at a time: max and min as the scalar's (no NaN
+    // reaches here), truncation of the non-negative value plus a half.
+    const __m128 f = _mm_set1_ps(fy), zero = _mm_setzero_ps(),
+                 top = _mm_set1_ps(255.0f), half = _mm_set1_ps(0.5f);
+    auto lane = [&](int64_t at) {
+      const __m128 u = _mm_loadu_ps(upper + at);
+      const __m128 v =
+          _mm_add_ps(u, _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(lower + at), u), f));
+      return _mm_cvttps_epi32(
+          _mm_add_ps(_mm_min_ps(top, _mm_max_ps(zero, v)), half));
+    };
+    for (; i + 8 <= n; i += 8) {
+      const __m128i words = _mm_packs_epi32(lane(i), lane(i + 4));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i),
+                       _mm_packus_epi16(words, words));
     }
+#endif
+    for (; i < n; ++i) {
+      out[i] = RoundToByte(upper[i] + (lower[i] - upper[i]) * fy);
+    }
+  } else {
+    for (; i < n; ++i) out[i] = upper[i] + (lower[i] - upper[i]) * fy;
   }
 }
 
@@ -106,23 +165,32 @@ void ResizeImpl(const SampleRef& in, const ResizeArea& area, int64_t height,
   const T* src = in.as<T>();
   T* dst = out->as<T>();
   const int64_t row_len = out_w * c;
-  // Two interpolated source rows, by source row index.
-  std::vector<float> cache(2 * row_len);
+  // Two interpolated source rows, by source row index, each with a float
+  // of room after it (HorizontalPassRgb).
+  const int64_t stride = row_len + 1;
+  std::vector<float> cache(2 * stride);
   int64_t cached[2] = {-1, -1};
   auto row = [&](int64_t r) -> const float* {
     for (int slot = 0; slot < 2; ++slot) {
-      if (cached[slot] == r) return cache.data() + slot * row_len;
+      if (cached[slot] == r) return cache.data() + slot * stride;
     }
     // Evict the lower-numbered row: taps only move down.
     const int slot = cached[0] < cached[1] ? 0 : 1;
-    float* to = cache.data() + slot * row_len;
+    float* to = cache.data() + slot * stride;
     const T* from = src + r * in_w * c;
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      if (c == 3) {
+        HorizontalPassRgb(from, xs, in_w, to);
+        cached[slot] = r;
+        return to;
+      }
+    }
     if (c == 3) {
-      HorizontalPass<T, 3>(from, xs, c, to);
+      HorizontalPass<T, 3>(from, xs, c, 0, to);
     } else if (c == 1) {
-      HorizontalPass<T, 1>(from, xs, c, to);
+      HorizontalPass<T, 1>(from, xs, c, 0, to);
     } else {
-      HorizontalPass<T, 0>(from, xs, c, to);
+      HorizontalPass<T, 0>(from, xs, c, 0, to);
     }
     cached[slot] = r;
     return to;
@@ -357,13 +425,26 @@ absl::Status CropMirrorNormalize(const SampleRef& in, const CropWindow& window,
   const uint8_t* src = in.data;
   float* dst = out->as<float>();
   const int64_t in_w = in.shape[1];
+  // (v - mean) * (1 / std) for every byte value, per channel: the values the
+  // per-pixel arithmetic gives, at one load each.
+  std::vector<float> table(c * 256);
   for (int64_t k = 0; k < c; ++k) {
-    for (int64_t y = 0; y < height; ++y) {
-      const uint8_t* row = src + ((window.y + y) * in_w + window.x) * c + k;
+    for (int v = 0; v < 256; ++v) {
+      table[k * 256 + v] = (static_cast<float>(v) - m[k]) * inv[k];
+    }
+  }
+  for (int64_t y = 0; y < height; ++y) {
+    const uint8_t* row = src + ((window.y + y) * in_w + window.x) * c;
+    for (int64_t k = 0; k < c; ++k) {
+      const float* of = table.data() + k * 256;
+      const uint8_t* in_row = row + k;
       float* out_row = dst + (k * height + y) * width;
-      for (int64_t x = 0; x < width; ++x) {
-        const int64_t from = mirror ? width - 1 - x : x;
-        out_row[x] = (static_cast<float>(row[from * c]) - m[k]) * inv[k];
+      if (mirror) {
+        for (int64_t x = 0; x < width; ++x) {
+          out_row[x] = of[in_row[(width - 1 - x) * c]];
+        }
+      } else {
+        for (int64_t x = 0; x < width; ++x) out_row[x] = of[in_row[x * c]];
       }
     }
   }

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 
 #include "pipeline/dataset.h"
@@ -157,6 +158,63 @@ TEST_CASE("bilinear resize: constant stays constant, ramps interpolate") {
   ShorterSideSize(640, 480, 256, &h, &w);
   CHECK((h == 341 && w == 256));
   CHECK_FALSE(Resize(Values(DT_INT32, {2, 2, 1}, {}).ref(), 4, 4, &out).ok());
+}
+
+// The resize's definition, one output value at a time: half-pixel centres,
+// two taps per axis, the width first, in float, rounded half up for bytes.
+float BilinearAt(const Sample& in, int64_t height, int64_t width, int64_t y,
+                 int64_t x, int64_t k) {
+  auto tap = [](int64_t size, int64_t out_size, int64_t o, int64_t* lo,
+                int64_t* hi) {
+    double src = (o + 0.5) * (static_cast<double>(size) / out_size) - 0.5;
+    src = std::max(0.0, std::min(src, static_cast<double>(size - 1)));
+    *lo = static_cast<int64_t>(src);
+    *hi = std::min(*lo + 1, size - 1);
+    return static_cast<float>(src - *lo);
+  };
+  int64_t y0, y1, x0, x1;
+  const float fy = tap(in.shape[0], height, y, &y0, &y1);
+  const float fx = tap(in.shape[1], width, x, &x0, &x1);
+  const int64_t c = in.shape[2];
+  auto at = [&](int64_t r, int64_t col) {
+    return static_cast<float>(in.storage[(r * in.shape[1] + col) * c + k]);
+  };
+  auto along = [&](int64_t r) {
+    return at(r, x0) + (at(r, x1) - at(r, x0)) * fx;
+  };
+  return along(y0) + (along(y1) - along(y0)) * fy;
+}
+
+TEST_CASE("byte resize is its per-value definition exactly, any size") {
+  const uint64_t seed = testing::TestSeed("byte resize");
+  std::mt19937_64 gen(seed);
+  auto below = [&](int64_t n) {
+    return static_cast<int64_t>(gen() % static_cast<uint64_t>(n));
+  };
+  for (int round = 0; round < 60; ++round) {
+    const int64_t c = round % 3 == 0 ? 1 : 3;
+    const std::vector<int64_t> shape{1 + below(40), 1 + below(40), c};
+    std::vector<double> v(shape[0] * shape[1] * c);
+    for (double& x : v) x = static_cast<double>(below(256));
+    const Sample image = Values(DT_UINT8, shape, v);
+    const int64_t height = 1 + below(50), width = 1 + below(50);
+    Sample out;
+    REQUIRE(Resize(image.ref(), height, width, &out).ok());
+    REQUIRE(out.shape == SampleShape{height, width, c});
+    for (int64_t y = 0; y < height; ++y) {
+      for (int64_t x = 0; x < width; ++x) {
+        for (int64_t k = 0; k < c; ++k) {
+          const float value = BilinearAt(image, height, width, y, x, k);
+          const int want =
+              static_cast<int>(std::min(255.0f, std::max(0.0f, value)) + 0.5f);
+          INFO("round " << round << " " << shape[0] << "x" << shape[1] << "x"
+                        << c << " -> " << height << "x" << width << " at (" << y
+                        << ", " << x << ", " << k << ")");
+          REQUIRE(out.storage[(y * width + x) * c + k] == want);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("crop, flip and crop_mirror_normalize move the right pixels") {
