@@ -239,6 +239,10 @@ class CropOp final : public SampleOp {
     if (!ok.ok()) return ok;
     return Crop(in, window, size_[0], size_[1], out);
   }
+  bool PassesThrough(const SampleRef& in) const override {
+    return in.shape.size() == 3 && in.shape[0] == size_[0] &&
+           in.shape[1] == size_[1];
+  }
 
  private:
   std::vector<int64_t> size_;

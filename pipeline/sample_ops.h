@@ -43,6 +43,9 @@ class SampleOp {
   // Whether on_error=skip_sample may drop a sample this op fails on (read
   // and decode failures: bad data, not a bad pipeline).
   virtual bool skippable() const { return false; }
+  // Whether Apply would give `in` back unchanged (a crop to the whole
+  // image): a chain then hands `in` to the next op without the copy.
+  virtual bool PassesThrough(const SampleRef& in) const { return false; }
 };
 
 // "decode", "resize", "crop", "flip", "crop_mirror_normalize", "cast";

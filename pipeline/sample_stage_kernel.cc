@@ -223,11 +223,14 @@ absl::Status SampleStageKernel::Apply(const SampleHeader& h, Sample* out) {
   }
   SampleRef current = *input;
   const size_t n = steps_.size();
+  int written = 0;  // scratch buffers written so far
   for (size_t j = 0; j < n; ++j) {
     Step& step = steps_[j];
+    if (j + 1 < n && step.op->PassesThrough(current)) continue;
     // Between operators the sample lives in this worker's two scratch
-    // buffers, in turn (hot in cache, reused); the last writes the slot.
-    Sample* target = j + 1 == n ? out : &scratch_[j % 2];
+    // buffers, in turn (hot in cache, reused; never the one `current` is
+    // in); the last writes the slot.
+    Sample* target = j + 1 == n ? out : &scratch_[written++ % 2];
     SampleRng rng(seed_, static_cast<uint64_t>(step.op_index),
                   static_cast<uint64_t>(h.epoch),
                   static_cast<uint64_t>(h.position));

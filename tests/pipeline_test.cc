@@ -22,6 +22,7 @@
 #include "examples/pipeline/image_pipeline_lib.h"
 #include "pipeline/dataset.h"
 #include "pipeline/fixtures.h"
+#include "pipeline/image_ops.h"
 #include "plan/plan_builder.h"
 #include "tests/test_util.h"
 
@@ -134,6 +135,58 @@ TEST_CASE("an IDX pipeline hands out Fashion-MNIST exactly, batch by batch") {
   CHECK(again->index == 0);
   CHECK(std::memcmp(again->outputs[0].data().raw_data(),
                     raw_images->data.data(), 96 * 784) == 0);
+}
+
+TEST_CASE("a crop to the whole image passes through a chain unchanged") {
+  // resize 20 x 20, crop 20 x 20 (the whole image: no copy), flip, crop
+  // the centre 10 x 10: the chain's scratch buffers stay apart across the
+  // step that passes through.
+  auto raw = ReadIdx(kTestImages);
+  REQUIRE(raw.ok());
+  PipelineOptions options;
+  options.batch_size = 4;
+  options.num_threads = 1;
+  Pipeline pipe(options);
+  pipe.Add(OperatorDef{.op = "idx_reader",
+                       .outputs = {"images", "labels"},
+                       .attrs = {{"images", StringAttr(kTestImages)},
+                                 {"labels", StringAttr(kTestLabels)},
+                                 {"limit", IntAttr(4)}}});
+  pipe.Add(OperatorDef{.op = "resize",
+                       .inputs = {"images"},
+                       .outputs = {"small"},
+                       .attrs = {{"size", IntListAttr({20, 20})}}});
+  pipe.Add(OperatorDef{.op = "crop",
+                       .inputs = {"small"},
+                       .outputs = {"whole"},
+                       .attrs = {{"size", IntListAttr({20, 20})}}});
+  pipe.Add(OperatorDef{.op = "flip",
+                       .inputs = {"whole"},
+                       .outputs = {"flipped"},
+                       .attrs = {{"horizontal", FloatAttr(1.0)}}});
+  pipe.Add(OperatorDef{.op = "crop",
+                       .inputs = {"flipped"},
+                       .outputs = {"centre"},
+                       .attrs = {{"size", IntListAttr({10, 10})}}});
+  pipe.SetOutputs({"centre"});
+  REQUIRE_OK(pipe.Build());
+  REQUIRE(pipe.Run().ok());
+  auto out = pipe.Outputs();
+  REQUIRE(out.ok());
+  const auto images = out->outputs[0].data();
+  REQUIRE(images.shape() == absl::Span<const int64_t>({4, 10, 10, 1}));
+  for (int64_t i = 0; i < 4; ++i) {
+    Sample image, small, flipped, want;
+    image.Reshape(DT_UINT8, {28, 28, 1});
+    std::memcpy(image.storage.data(), raw->data.data() + i * 784, 784);
+    REQUIRE_OK(Resize(image.ref(), 20, 20, &small));
+    REQUIRE_OK(Flip(small.ref(), true, false, &flipped));
+    REQUIRE_OK(Crop(flipped.ref(), CropWindow{5, 5}, 10, 10, &want));
+    INFO("sample " << i);
+    CHECK(std::memcmp(static_cast<const uint8_t*>(images.raw_data()) + i * 100,
+                      want.storage.data(), 100) == 0);
+  }
+  CHECK(pipe.Finish().ok());
 }
 
 TEST_CASE("a pipeline whose only output is scalar labels hands them out") {
