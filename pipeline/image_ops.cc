@@ -220,6 +220,59 @@ void ShorterSideSize(int64_t height, int64_t width, int64_t shorter,
   if (width <= height) *out_width = shorter;
 }
 
+absl::StatusOr<ResizeMode> ParseResizeMode(absl::string_view name) {
+  if (name == "default") return ResizeMode::kDefault;
+  if (name == "stretch") return ResizeMode::kStretch;
+  if (name == "not_larger") return ResizeMode::kNotLarger;
+  if (name == "not_smaller") return ResizeMode::kNotSmaller;
+  return absl::InvalidArgumentError(
+      absl::StrCat("\"default\", \"stretch\", \"not_larger\" or "
+                   "\"not_smaller\", got \"",
+                   name, "\""));
+}
+
+void RuleSize(int64_t in_h, int64_t in_w, const ResizeRule& rule,
+              int64_t* out_h, int64_t* out_w) {
+  const double in[2] = {static_cast<double>(in_h), static_cast<double>(in_w)};
+  const double asked[2] = {rule.height, rule.width};
+  const double limit[2] = {rule.max_height, rule.max_width};
+  const bool given[2] = {asked[0] > 0, asked[1] > 0};
+  double out[2] = {in[0], in[1]};
+  if (given[0] || given[1]) {
+    if (rule.mode == ResizeMode::kDefault ||
+        rule.mode == ResizeMode::kStretch) {
+      for (int d = 0; d < 2; ++d) {
+        if (given[d]) out[d] = asked[d];
+      }
+      if (rule.mode == ResizeMode::kDefault && given[0] != given[1]) {
+        const int g = given[0] ? 0 : 1;
+        out[1 - g] = in[1 - g] * (asked[g] / in[g]);
+      }
+      for (int d = 0; d < 2; ++d) {
+        if (limit[d] > 0) out[d] = std::min(out[d], limit[d]);
+      }
+    } else {
+      const bool larger = rule.mode == ResizeMode::kNotSmaller;
+      double scale = -1;
+      for (int d = 0; d < 2; ++d) {
+        if (!given[d]) continue;
+        const double s = asked[d] / in[d];
+        if (scale < 0 || (larger ? s > scale : s < scale)) scale = s;
+      }
+      for (int d = 0; d < 2; ++d) {
+        if (limit[d] > 0) scale = std::min(scale, limit[d] / in[d]);
+      }
+      // A side whose own scale is the one chosen gets exactly its size.
+      for (int d = 0; d < 2; ++d) {
+        out[d] =
+            given[d] && asked[d] / in[d] == scale ? asked[d] : in[d] * scale;
+      }
+    }
+  }
+  *out_h = std::max<int64_t>(1, std::llround(out[0]));
+  *out_w = std::max<int64_t>(1, std::llround(out[1]));
+}
+
 absl::Status Resize(const SampleRef& in, int64_t height, int64_t width,
                     Sample* out) {
   absl::Status ok = ExpectImage("resize", in);
@@ -385,8 +438,8 @@ absl::Status Flip(const SampleRef& in, bool horizontal, bool vertical,
 absl::Status CropMirrorNormalize(const SampleRef& in, const CropWindow& window,
                                  int64_t height, int64_t width, bool mirror,
                                  const std::vector<float>& mean,
-                                 const std::vector<float>& stddev,
-                                 Sample* out) {
+                                 const std::vector<float>& stddev, Sample* out,
+                                 const std::vector<float>& pad) {
   absl::Status ok = ExpectImage("crop_mirror_normalize", in);
   if (ok.ok()) ok = ExpectType("crop_mirror_normalize", in, {DT_UINT8});
   if (!ok.ok()) return ok;
@@ -420,7 +473,8 @@ absl::Status CropMirrorNormalize(const SampleRef& in, const CropWindow& window,
                      " at (", window.y, ", ", window.x,
                      ") leaves the image of ", in.shape[0], "x", in.shape[1]));
   }
-  const int64_t shape[] = {c, height, width};
+  const int64_t padded = c + static_cast<int64_t>(pad.size());
+  const int64_t shape[] = {padded, height, width};
   out->Reshape(DT_FLOAT32, shape);
   const uint8_t* src = in.data;
   float* dst = out->as<float>();
@@ -447,6 +501,10 @@ absl::Status CropMirrorNormalize(const SampleRef& in, const CropWindow& window,
         for (int64_t x = 0; x < width; ++x) out_row[x] = of[in_row[x * c]];
       }
     }
+  }
+  for (size_t k = 0; k < pad.size(); ++k) {
+    float* plane = dst + (c + static_cast<int64_t>(k)) * height * width;
+    std::fill(plane, plane + height * width, pad[k]);
   }
   return absl::OkStatus();
 }

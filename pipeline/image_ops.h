@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "pipeline/image_codec.h"
 #include "pipeline/sample.h"
@@ -50,6 +52,29 @@ void SourceRows(int64_t in_size, int64_t out_size, int64_t first, int64_t count,
 void ShorterSideSize(int64_t height, int64_t width, int64_t shorter,
                      int64_t* out_height, int64_t* out_width);
 
+// DALI's resize modes: how the extents asked for become an output size.
+//   default: a side not asked for takes the other's scale; max_size then
+//     limits each side on its own;
+//   stretch: a side not asked for keeps the input's; max_size as default;
+//   not_larger / not_smaller: one scale for both sides (the aspect ratio
+//     kept), the smallest / largest of the sides asked for, lowered so that
+//     no side passes its max_size.
+enum class ResizeMode { kDefault, kStretch, kNotLarger, kNotSmaller };
+absl::StatusOr<ResizeMode> ParseResizeMode(absl::string_view name);
+
+struct ResizeRule {
+  double height = 0;  // asked for; 0: not given
+  double width = 0;
+  ResizeMode mode = ResizeMode::kDefault;
+  double max_height = 0;  // 0: no limit
+  double max_width = 0;
+};
+
+// The size an in_h x in_w image resizes to under `rule`: each side rounded
+// to the nearest pixel, at least 1. Nothing asked for: the input's size.
+void RuleSize(int64_t in_h, int64_t in_w, const ResizeRule& rule,
+              int64_t* out_h, int64_t* out_w);
+
 // The window of height x width inside an image of in_h x in_w: an error if
 // it does not fit.
 absl::Status PlaceCrop(int64_t in_h, int64_t in_w, int64_t height,
@@ -81,11 +106,13 @@ absl::Status Flip(const SampleRef& in, bool horizontal, bool vertical,
 // uint8 HWC in, float32 CHW out: crops the window of height x width,
 // mirrors it horizontally when `mirror`, and maps each value v of channel c
 // to (v - mean[c]) / std[c]. mean and std hold one value, or one per
-// channel.
+// channel. `pad`: values of channels added after the image's (DALI's
+// pad_output), each plane filled with its value.
 absl::Status CropMirrorNormalize(const SampleRef& in, const CropWindow& window,
                                  int64_t height, int64_t width, bool mirror,
                                  const std::vector<float>& mean,
-                                 const std::vector<float>& stddev, Sample* out);
+                                 const std::vector<float>& stddev, Sample* out,
+                                 const std::vector<float>& pad = {});
 
 // Decode, then resize, then crop, as one step that decodes only what the
 // result needs: a JPEG at the smallest DCT scale (1/8, 2/8, 4/8 or whole)

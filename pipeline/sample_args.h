@@ -120,8 +120,8 @@ class ScalarArg {
   double Draw(SampleRng* rng) const {
     if (kind_ == Kind::kFixed) return value_;
     if (stream_ < 0) return DrawFrom(rng, false);
-    SampleRng shared = rng->ForStream(
-        static_cast<uint64_t>(stream_ & ~kInvertedStream));
+    SampleRng shared =
+        rng->ForStream(static_cast<uint64_t>(stream_ & ~kInvertedStream));
     return DrawFrom(&shared, (stream_ & kInvertedStream) != 0);
   }
 

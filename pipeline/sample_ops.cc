@@ -179,39 +179,89 @@ class DecodeCropOp final : public SampleOp {
   bool skippable_ = true;  // of the last failure
 };
 
+// One of: size [height, width]; shorter (side); longer (side); resize_y /
+// resize_x (either or both). mode and max_size as DALI's (RuleSize).
 class ResizeOp final : public SampleOp {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
     auto size = SizeAttr(ctx, "size", /*required=*/false);
     auto shorter = ctx.IntAttrOr("shorter", 0);
-    if (!size.ok()) return size.status();
-    if (!shorter.ok()) return shorter.status();
-    if (size->empty() == (*shorter <= 0)) {
-      return absl::InvalidArgumentError(
-          "attrs: give exactly one of 'size' ([height, width]) and "
-          "'shorter' (the shorter side's length, > 0)");
+    auto longer = ctx.IntAttrOr("longer", 0);
+    auto y = ctx.FloatAttrOr("resize_y", 0);
+    auto x = ctx.FloatAttrOr("resize_x", 0);
+    auto mode_name = ctx.StringAttrOr("mode", "");
+    auto max_size = ctx.FloatListAttr("max_size");
+    for (const absl::Status& s :
+         {size.status(), shorter.status(), longer.status(), y.status(),
+          x.status(), mode_name.status(), max_size.status()}) {
+      if (!s.ok()) return s;
     }
-    size_ = *size;
-    shorter_ = *shorter;
+    const int given =
+        !size->empty() + (*shorter > 0) + (*longer > 0) + (*y > 0 || *x > 0);
+    if (given != 1 || *shorter < 0 || *longer < 0 || *y < 0 || *x < 0) {
+      return absl::InvalidArgumentError(
+          "attrs: give exactly one of 'size' ([height, width]), 'shorter', "
+          "'longer' (a side's length, > 0), or 'resize_y' and/or "
+          "'resize_x' (> 0)");
+    }
+    auto mode = ParseResizeMode(mode_name->empty() ? "default" : *mode_name);
+    if (!mode.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attr 'mode': ", mode.status().message()));
+    }
+    if (!mode_name->empty() && (*shorter > 0 || *longer > 0)) {
+      return absl::InvalidArgumentError(
+          "attr 'mode': not with 'shorter' or 'longer', which keep the "
+          "aspect ratio themselves");
+    }
+    if (max_size->size() > 2 ||
+        std::any_of(max_size->begin(), max_size->end(),
+                    [](double v) { return !(v >= 0); })) {
+      return absl::InvalidArgumentError(
+          "attr 'max_size': one limit for both sides or [height, width], "
+          "none negative");
+    }
+    rule_ = ResizeRule{};
+    rule_.mode = *mode;
+    if (!size->empty()) {
+      rule_.height = static_cast<double>((*size)[0]);
+      rule_.width = static_cast<double>((*size)[1]);
+    } else if (*shorter > 0 || *longer > 0) {
+      rule_.height = rule_.width = static_cast<double>(*shorter + *longer);
+      rule_.mode =
+          *shorter > 0 ? ResizeMode::kNotSmaller : ResizeMode::kNotLarger;
+    } else {
+      rule_.height = *y;
+      rule_.width = *x;
+    }
+    if (!max_size->empty()) {
+      rule_.max_height = max_size->front();
+      rule_.max_width = max_size->back();
+    }
+    // Both sides asked for, each only limited: every sample the same size.
+    fixed_ = rule_.height > 0 && rule_.width > 0 &&
+             (rule_.mode == ResizeMode::kDefault ||
+              rule_.mode == ResizeMode::kStretch);
     return absl::OkStatus();
   }
   absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
     absl::Status ok = ExpectRank("resize", in, 3, "HWC images");
     if (!ok.ok()) return ok;
-    if (shorter_ > 0) return SampleSpec{in.type, {-1, -1, in.max_shape[2]}};
-    return SampleSpec{in.type, {size_[0], size_[1], in.max_shape[2]}};
+    if (!fixed_) return SampleSpec{in.type, {-1, -1, in.max_shape[2]}};
+    int64_t h = 0, w = 0;
+    RuleSize(1, 1, rule_, &h, &w);
+    return SampleSpec{in.type, {h, w, in.max_shape[2]}};
   }
   absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
-    if (shorter_ <= 0) return Resize(in, size_[0], size_[1], out);
     if (in.shape.size() != 3) return Resize(in, 1, 1, out);  // the error
     int64_t h = 0, w = 0;
-    ShorterSideSize(in.shape[0], in.shape[1], shorter_, &h, &w);
+    RuleSize(in.shape[0], in.shape[1], rule_, &h, &w);
     return Resize(in, h, w, out);
   }
 
  private:
-  std::vector<int64_t> size_;
-  int64_t shorter_ = 0;
+  ResizeRule rule_;
+  bool fixed_ = false;
 };
 
 class CropOp final : public SampleOp {
@@ -444,6 +494,13 @@ class CropMirrorNormalizeOp final : public SampleOp {
     std_.assign(stddev->begin(), stddev->end());
     if (mean_.empty()) mean_ = {0.0f};
     if (std_.empty()) std_ = {1.0f};
+    auto pad = ctx.BoolAttrOr("pad_output", false);
+    auto fill = ctx.FloatListAttr("fill_values");
+    if (!pad.ok()) return pad.status();
+    if (!fill.ok()) return fill.status();
+    pad_output_ = *pad;
+    fill_.assign(fill->begin(), fill->end());
+    if (fill_.empty()) fill_ = {0.0f};
     for (float s : std_) {
       if (s == 0) return absl::InvalidArgumentError("attr 'std': has a zero");
     }
@@ -461,10 +518,11 @@ class CropMirrorNormalizeOp final : public SampleOp {
             " values for images of ", c, " channels, got ", values->size()));
       }
     }
+    const int64_t out_c = c + static_cast<int64_t>(PadFor(c).size());
     if (crop_.empty()) {
-      return SampleSpec{DT_FLOAT32, {c, in.max_shape[0], in.max_shape[1]}};
+      return SampleSpec{DT_FLOAT32, {out_c, in.max_shape[0], in.max_shape[1]}};
     }
-    return SampleSpec{DT_FLOAT32, {c, crop_[0], crop_[1]}};
+    return SampleSpec{DT_FLOAT32, {out_c, crop_[0], crop_[1]}};
   }
   absl::Status Apply(const SampleRef& in, SampleRng* rng,
                      Sample* out) override {
@@ -478,7 +536,8 @@ class CropMirrorNormalizeOp final : public SampleOp {
     absl::Status ok =
         PlaceCrop(in.shape[0], in.shape[1], h, w, random_, rng, &window);
     if (!ok.ok()) return ok;
-    return CropMirrorNormalize(in, window, h, w, mirror, mean_, std_, out);
+    return CropMirrorNormalize(in, window, h, w, mirror, mean_, std_, out,
+                               PadFor(in.shape[2]));
   }
 
  private:
@@ -486,8 +545,24 @@ class CropMirrorNormalizeOp final : public SampleOp {
   bool random_ = false;
   double mirror_ = 0;
   int64_t mirror_stream_ = -1;  // a coin flip shared with other operators
+  // pad_output: the channels up to the next power of two, each filled with
+  // fill_values' value for it (one value: for all).
+  std::vector<float> PadFor(int64_t channels) const {
+    std::vector<float> pad;
+    if (!pad_output_) return pad;
+    int64_t padded = 1;
+    while (padded < channels) padded *= 2;
+    for (int64_t k = channels; k < padded; ++k) {
+      pad.push_back(fill_.size() > static_cast<size_t>(k) ? fill_[k]
+                                                          : fill_[0]);
+    }
+    return pad;
+  }
+
   std::vector<float> mean_;
   std::vector<float> std_;
+  bool pad_output_ = false;
+  std::vector<float> fill_;
 };
 
 class CastOp final : public SampleOp {

@@ -19,6 +19,15 @@ AttrValue* FindOwnAttr(TaskProto* task, const std::string& name) {
   return it == attrs.end() ? nullptr : &it->second;
 }
 
+// A resize the fused decoders can take: to a size or a shorter side, with
+// nothing else (mode, max_size, ...) that they would not honour.
+bool PlainResize(const TaskProto& task) {
+  for (const auto& [name, value] : task.kernel().attr()) {
+    if (name != "size" && name != "shorter") return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 // decode, random_resized_crop [, resize to a size] ->
@@ -32,6 +41,7 @@ size_t FuseAreaCrop(std::vector<Planned>* planned, size_t j,
   Planned& crop = (*planned)[j + 1];
   Planned* resize = nullptr;
   if (j + 2 < planned->size() && (*planned)[j + 2].op == "resize" &&
+      PlainResize((*planned)[j + 2].own) &&
       FindOwnAttr(&crop.own, "size") == nullptr &&
       FindOwnAttr(&(*planned)[j + 2].own, "size") != nullptr) {
     resize = &(*planned)[j + 2];
@@ -66,7 +76,10 @@ std::vector<Planned> FuseDecoders(std::vector<Planned> planned) {
       j = FuseAreaCrop(&planned, j, &fused);
       continue;
     }
-    Planned* resize = planned[j + 1].op == "resize" ? &planned[j + 1] : nullptr;
+    Planned* resize =
+        planned[j + 1].op == "resize" && PlainResize(planned[j + 1].own)
+            ? &planned[j + 1]
+            : nullptr;
     const size_t crop_at = j + (resize ? 2 : 1);
     Planned* crop = crop_at < planned.size() && planned[crop_at].op == "crop"
                         ? &planned[crop_at]

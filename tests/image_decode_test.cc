@@ -350,6 +350,63 @@ int64_t NowMiB() {
   return -1;
 }
 
+TEST_CASE("resize with DALI's attrs: each sample's own size, or one size") {
+  Sample image;
+  image.Reshape(DT_UINT8, {30, 40, 3});
+  for (size_t i = 0; i < image.storage.size(); ++i) {
+    image.storage[i] = static_cast<uint8_t>(i * 7);
+  }
+  SampleRng rng(1, 2, 3, 4);
+  Sample out;
+  auto shape_after = [&](const std::map<std::string, AttrValue>& attrs) {
+    REQUIRE(MakeOp("resize", attrs)->Apply(image.ref(), &rng, &out).ok());
+    return std::vector<int64_t>(out.shape.begin(), out.shape.end());
+  };
+  using V = std::vector<int64_t>;
+  CHECK(shape_after({{"resize_x", FloatAttr(20)}}) == V{15, 20, 3});
+  CHECK(shape_after({{"resize_x", FloatAttr(20)},
+                     {"mode", StringAttr("stretch")}}) == V{30, 20, 3});
+  CHECK(shape_after({{"longer", IntAttr(20)}}) == V{15, 20, 3});
+  CHECK(shape_after({{"shorter", IntAttr(60)},
+                     {"max_size", FloatListAttr({70})}}) == V{53, 70, 3});
+  CHECK(shape_after({{"resize_x", FloatAttr(10)},
+                     {"resize_y", FloatAttr(10)},
+                     {"mode", StringAttr("not_smaller")}}) == V{10, 13, 3});
+  // The bound: one size when both sides are asked for and only limited.
+  SampleSpec in{DT_UINT8, {-1, -1, 3}};
+  auto spec = MakeOp("resize", {{"resize_x", FloatAttr(20)},
+                                {"resize_y", FloatAttr(50)},
+                                {"max_size", FloatListAttr({40, 0})}})
+                  ->Infer(in);
+  REQUIRE(spec.ok());
+  CHECK(spec->max_shape == V{40, 20, 3});
+  spec = MakeOp("resize", {{"resize_x", FloatAttr(20)}})->Infer(in);
+  REQUIRE(spec.ok());
+  CHECK(spec->max_shape == V{-1, -1, 3});
+  // Errors name the attribute.
+  auto init_error = [](const std::map<std::string, AttrValue>& attrs) {
+    auto op = MakeSampleOp("resize");
+    REQUIRE(op.ok());
+    TaskProto task = KernelTask("pipeline.resize", attrs);
+    KernelInitContext ctx = MakeInitContext(task, {}, {});
+    return std::string((*op)->Init(ctx).message());
+  };
+  CHECK_THAT(init_error({}), Catch::Contains("give exactly one of"));
+  CHECK_THAT(init_error({{"shorter", IntAttr(5)}, {"longer", IntAttr(5)}}),
+             Catch::Contains("give exactly one of"));
+  CHECK_THAT(init_error({{"resize_x", FloatAttr(-3)}}),
+             Catch::Contains("give exactly one of"));
+  CHECK_THAT(
+      init_error({{"shorter", IntAttr(5)}, {"mode", StringAttr("stretch")}}),
+      Catch::Contains("attr 'mode': not with 'shorter'"));
+  CHECK_THAT(
+      init_error({{"resize_x", FloatAttr(5)}, {"mode", StringAttr("fit")}}),
+      Catch::Contains("attr 'mode': \"default\""));
+  CHECK_THAT(init_error({{"resize_x", FloatAttr(5)},
+                         {"max_size", FloatListAttr({1, 2, 3})}}),
+             Catch::Contains("attr 'max_size'"));
+}
+
 TEST_CASE("a header that claims 60000 x 60000 is refused before allocating") {
   const Bytes jpeg = ClaimJpegSize(PhotoJpeg(5, 120, 160), 60000, 60000);
   const Bytes png = ClaimPngSize(PhotoPng(5, 120, 160), 60000, 60000);

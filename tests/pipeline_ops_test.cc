@@ -185,6 +185,50 @@ float BilinearAt(const Sample& in, int64_t height, int64_t width, int64_t y,
   return along(y0) + (along(y1) - along(y0)) * fy;
 }
 
+TEST_CASE("resize rules: DALI's modes, max_size, shorter and longer") {
+  auto size = [](int64_t h, int64_t w, ResizeRule rule) {
+    int64_t out_h = 0, out_w = 0;
+    RuleSize(h, w, rule, &out_h, &out_w);
+    return std::vector<int64_t>{out_h, out_w};
+  };
+  using M = ResizeMode;
+  using V = std::vector<int64_t>;
+  // One side asked for: default scales the other alike, stretch keeps it.
+  CHECK(size(375, 500, {0, 250, M::kDefault}) == V{188, 250});
+  CHECK(size(375, 500, {0, 250, M::kStretch}) == V{375, 250});
+  CHECK(size(375, 500, {100, 0, M::kDefault}) == V{100, 133});
+  // Both asked for: default and stretch give them.
+  CHECK(size(375, 500, {224, 224, M::kDefault}) == V{224, 224});
+  // DALI's own examples: 1280 x 720 into 640 x 480 not larger is 640 x
+  // 360; 640 x 480 to 1920 x 1080 not smaller is 1920 x 1440; 1200 x 600
+  // not smaller than 800 with max_size 1400 is 1400 x 700 (width x height
+  // there, height x width here).
+  CHECK(size(720, 1280, {480, 640, M::kNotLarger}) == V{360, 640});
+  CHECK(size(480, 640, {1080, 1920, M::kNotSmaller}) == V{1440, 1920});
+  CHECK(size(600, 1200, {800, 800, M::kNotSmaller, 1400, 1400}) ==
+        V{700, 1400});
+  // max_size in default mode limits each side on its own.
+  CHECK(size(375, 500, {0, 1000, M::kDefault, 600, 0}) == V{600, 1000});
+  // Longer side: not larger than a square.
+  CHECK(size(375, 500, {256, 256, M::kNotLarger}) == V{192, 256});
+  // Shorter side: not smaller than a square, ShorterSideSize exactly.
+  for (int64_t h = 1; h < 700; h += 7) {
+    for (int64_t w = 1; w < 700; w += 11) {
+      int64_t want_h = 0, want_w = 0;
+      ShorterSideSize(h, w, 256, &want_h, &want_w);
+      INFO(h << " x " << w);
+      REQUIRE(size(h, w, {256, 256, M::kNotSmaller}) == V{want_h, want_w});
+    }
+  }
+  // Never below one pixel; nothing asked for keeps the size.
+  CHECK(size(1000, 1, {0, 0.2, M::kDefault}) == V{200, 1});
+  CHECK(size(10, 4000, {1, 0, M::kDefault}) == V{1, 400});
+  CHECK(size(7, 9, {}) == V{7, 9});
+  CHECK(ParseResizeMode("not_larger").value() == M::kNotLarger);
+  CHECK_THAT(std::string(ParseResizeMode("fit").status().message()),
+             Catch::Contains("got \"fit\""));
+}
+
 TEST_CASE("byte resize is its per-value definition exactly, any size") {
   const uint64_t seed = testing::TestSeed("byte resize");
   std::mt19937_64 gen(seed);
@@ -259,6 +303,16 @@ TEST_CASE("crop, flip and crop_mirror_normalize move the right pixels") {
   CHECK(f[2] == Approx((11 - 1) / 2.0));
   CHECK(f[3] == Approx((23 - 1) / 2.0));
   CHECK(f[6] == Approx((100 - 50) / 10.0));
+  // Padded channels (pad_output): planes of their values after the image's.
+  REQUIRE(CropMirrorNormalize(rgb.ref(), CropWindow{1, 1}, 2, 3, true,
+                              {1.0f, 50.0f}, {2.0f, 10.0f}, &out, {5, 6})
+              .ok());
+  CHECK(out.shape == SampleShape{4, 2, 3});
+  CHECK(out.as<float>()[0] == Approx((13 - 1) / 2.0));
+  for (int i = 0; i < 6; ++i) {
+    CHECK(out.as<float>()[12 + i] == 5.0f);
+    CHECK(out.as<float>()[18 + i] == 6.0f);
+  }
   CHECK_FALSE(CropMirrorNormalize(rgb.ref(), CropWindow{2, 0}, 2, 3, false, {0},
                                   {1}, &out)
                   .ok());

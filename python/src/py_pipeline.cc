@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "actorflow/pipeline.h"
 #include "pipeline/image_codec.h"
+#include "pipeline/image_ops.h"
 #include "python/src/py_arrays.h"
 #include "python/src/py_errors.h"
 #include "python/src/py_session.h"
@@ -260,8 +261,24 @@ py::tuple ImageSize(py::bytes encoded) {
   return py::make_tuple(header->height, header->width);
 }
 
+// (height, width) an image of in_h x in_w resizes to under the resize
+// operator's rule (pipeline::RuleSize): for the batch's bound.
+py::tuple ResizeSize(int64_t in_h, int64_t in_w, double height, double width,
+                     const std::string& mode, double max_height,
+                     double max_width) {
+  auto parsed = pipeline::ParseResizeMode(mode);
+  ThrowIfError(parsed.status());
+  int64_t h = 0, w = 0;
+  pipeline::RuleSize(in_h, in_w,
+                     {height, width, *parsed, max_height, max_width}, &h, &w);
+  return py::make_tuple(h, w);
+}
+
 void RegisterPipelines(py::module_& m) {
   m.def("_image_size", &ImageSize, py::arg("encoded"));
+  m.def("_resize_size", &ResizeSize, py::arg("in_h"), py::arg("in_w"),
+        py::arg("height"), py::arg("width"), py::arg("mode"),
+        py::arg("max_height"), py::arg("max_width"));
   py::class_<PyPipeline>(m, "_Pipeline")
       .def(py::init<int64_t, int, int, uint64_t, const std::string&, bool>(),
            py::arg("batch_size"), py::arg("num_threads"),

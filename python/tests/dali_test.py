@@ -485,14 +485,71 @@ class DaliTest(unittest.TestCase):
                              [[3 * step + i, i, step] for i in range(3)])
             self.assertEqual(value.as_array().ravel().tolist(), [1.5] * 3)
 
+    def test_resize_sizes_as_dali_gives_them(self):
+        # Each image's output size by DALI's rule for its arguments
+        # (written here from DALI's documentation of mode and max_size),
+        # through the decoder, with decoding fused where it can be.
+        def dali_size(h, w, y=0.0, x=0.0, mode="default", limit=(0, 0)):
+            size, asked = [float(h), float(w)], [y, x]
+            given = [a > 0 for a in asked]
+            if mode in ("default", "stretch"):
+                out = [a if g else s for a, g, s in zip(asked, given, size)]
+                if mode == "default" and given[0] != given[1]:
+                    k = 0 if given[0] else 1
+                    out[1 - k] = size[1 - k] * asked[k] / size[k]
+                out = [min(o, m) if m else o for o, m in zip(out, limit)]
+            else:
+                scales = [a / s for a, s, g in zip(asked, size, given) if g]
+                scale = max(scales) if mode == "not_smaller" else min(scales)
+                for m, s in zip(limit, size):
+                    if m:
+                        scale = min(scale, m / s)
+                out = [s * scale for s in size]
+            return tuple(max(1, math.floor(o + 0.5)) for o in out) + (3,)
+
+        cases = [
+            (dict(resize_x=20), dict(x=20)),
+            (dict(resize_y=30, mode="stretch"), dict(y=30, mode="stretch")),
+            (dict(resize_longer=25), dict(y=25, x=25, mode="not_larger")),
+            (dict(resize_shorter=40, max_size=50),
+             dict(y=40, x=40, mode="not_smaller", limit=(50, 50))),
+            (dict(size=(0, 12), mode="not_larger"),
+             dict(x=12, mode="not_larger")),
+            (dict(resize_x=16, resize_y=16, mode="not_smaller",
+                  max_size=(0, 20)),
+             dict(y=16, x=16, mode="not_smaller", limit=(0, 20))),
+            (dict(size=(30, 40), max_size=(25, 0)), dict(y=25, x=40)),
+        ]
+        root = self.root
+        pipe = Pipeline(batch_size=6, num_threads=2, seed=1)
+        with pipe:
+            jpegs, _ = fn.readers.file(file_root=root)
+            images = fn.decoders.image(jpegs)
+            pipe.set_outputs(*[fn.resize(images, **args)
+                               for args, _ in cases])
+        outputs = pipe.run()
+        for (args, rule), out in zip(cases, outputs):
+            for i in range(6):
+                with Image.open(self.paths[i]) as im:
+                    w, h = im.size
+                self.assertEqual(out.at(i).shape, dali_size(h, w, **rule),
+                                 f"{args} of {h} x {w}")
+        # A fixed size is one dense batch.
+        self.assertTrue(outputs[-1].is_dense_tensor())
+
     def test_what_is_not_there_is_named(self):
         root = self.root
         pipe = Pipeline(batch_size=2, num_threads=1)
         with pipe:
             jpegs, _ = fn.readers.file(file_root=root)
             images = fn.decoders.image(jpegs)
-            with self.assertRaisesRegex(ValueError, "'max_size'"):
-                fn.resize(images, resize_shorter=10, max_size=20)
+            with self.assertRaisesRegex(ValueError, "mode 'stretch' with "
+                                        "resize_shorter"):
+                fn.resize(images, resize_shorter=10, mode="stretch")
+            with self.assertRaisesRegex(ValueError, "give one of"):
+                fn.resize(images, resize_x=10, resize_longer=20)
+            with self.assertRaisesRegex(ValueError, "mode 'fit'"):
+                fn.resize(images, resize_x=10, mode="fit")
             with self.assertRaisesRegex(ValueError, "'roi_start'"):
                 fn.resize(images, size=[4, 4], roi_start=[0, 0])
             with self.assertRaisesRegex(NotImplementedError, "fn.water"):
@@ -636,6 +693,24 @@ class AugmentationTest(unittest.TestCase):
         same = [self.images[0]] * 2
         got = run_on(same, lambda x: fn.reshape(x, shape=[-1, 3]))
         self.assertTrue(numpy.array_equal(got[0], same[0].reshape(-1, 3)))
+
+    def test_crop_mirror_normalize_pads_channels(self):
+        # pad_output: 3 channels become 4, the fourth filled with
+        # fill_values; the first three as without it. HWC puts it last.
+        mean, std = [10.0, 20.0, 30.0], [2.0, 4.0, 8.0]
+        for layout in ("CHW", "HWC"):
+            got = run_on(self.images, lambda x: fn.crop_mirror_normalize(
+                x, mean=mean, std=std, pad_output=True, fill_values=7.0,
+                output_layout=layout))
+            for image, out in zip(self.images, got):
+                want = (image.astype(numpy.float32) - mean) / std
+                want = numpy.concatenate(
+                    [want, numpy.full(image.shape[:2] + (1,), 7.0)], axis=2)
+                if layout == "CHW":
+                    want = want.transpose(2, 0, 1)
+                self.assertEqual(out.dtype, numpy.float32)
+                self.assertEqual(out.shape, want.shape)
+                self.assertTrue(numpy.allclose(out, want, atol=1e-5))
 
     def test_arithmetic_with_numbers(self):
         got = run_on(self.images, lambda x: (x / 255.0 - 0.5) * 2)

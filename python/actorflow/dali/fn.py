@@ -7,7 +7,6 @@ ValueError naming it. Readers, external sources and augmentations live in
 their own modules (_readers, _external, _augment); decoders and the
 resize/crop family here."""
 
-import math
 import types as _pytypes
 
 from actorflow.dali import types
@@ -20,6 +19,7 @@ from actorflow.dali._augment import (  # noqa: F401
     slice, transpose, warp_affine)
 from actorflow.dali._external import external_source  # noqa: F401
 from actorflow.dali._readers import readers
+from actorflow import _actorflow
 from actorflow.pipeline import _add_operator
 
 # ---- decoders ----
@@ -103,53 +103,89 @@ def random_resized_crop(data, *, size, random_area=(0.08, 1.0),
     return node
 
 
+_RESIZE_MODES = ("default", "stretch", "not_larger", "not_smaller")
+
+
+def _resize_pair(arg, value):
+    """(height, width) floats from one value or a pair; 0 is a side not
+    given, as in DALI."""
+    value = _fixed("resize", arg, value)
+    if isinstance(value, (int, float)):
+        value = [value, value]
+    value = [float(v) for v in value]
+    if len(value) != 2 or any(not v >= 0 for v in value):
+        raise ValueError(f"fn.resize: {arg}={value}: one size or (height, "
+                         "width), none negative")
+    return value
+
+
 def resize(data, *, resize_x=None, resize_y=None, resize_shorter=None,
            resize_longer=None, size=None, mode="default", max_size=None,
            interp_type=None, antialias=True, min_filter=None,
            mag_filter=None, dtype=None, device="cpu", name=None, **rest):
-    """resize_x and resize_y, size (height, width), resize_shorter, or
-    mode "not_smaller" with both sides equal."""
+    """One of: resize_x and/or resize_y, or size (height, width; 0 for a
+    side not given), sized by mode ("default", "stretch", "not_larger",
+    "not_smaller"); resize_shorter; resize_longer. max_size (one value or
+    (height, width)) limits the result, as DALI's does."""
     _check_rest("resize", rest)
     _interp("resize", interp_type)
     for f in (min_filter, mag_filter):
         _interp("resize", f)
     _device("resize", device)
-    for arg, value in (("resize_longer", resize_longer),
-                       ("max_size", max_size)):
+    if mode not in _RESIZE_MODES:
+        raise ValueError(f"fn.resize: mode '{mode}': one of "
+                         f"{', '.join(_RESIZE_MODES)}")
+    y = x = 0.0
+    if resize_y is not None:
+        y = _resize_pair("resize_y", resize_y)[0]
+    if resize_x is not None:
+        x = _resize_pair("resize_x", resize_x)[0]
+    if size is not None:
+        if x or y:
+            raise ValueError("fn.resize: size with resize_x / resize_y")
+        y, x = _resize_pair("size", size)
+    sides = {}
+    for arg, value in (("resize_shorter", resize_shorter),
+                       ("resize_longer", resize_longer)):
         if value is not None:
-            raise ValueError(f"fn.resize: '{arg}': not supported by "
-                             "actorflow.dali")
-    x = None if resize_x is None else _fixed("resize", "resize_x", resize_x)
-    y = None if resize_y is None else _fixed("resize", "resize_y", resize_y)
+            sides[arg] = _resize_pair(arg, value)[0]
+    if (x > 0 or y > 0) + len(sides) != 1 or 0 in sides.values():
+        raise ValueError(
+            "fn.resize: give one of resize_x / resize_y / size, "
+            "resize_shorter or resize_longer (each above 0)")
+    if sides and mode != "default":
+        raise ValueError(f"fn.resize: mode '{mode}' with {next(iter(sides))}"
+                         ", which keeps the aspect ratio itself")
+    limit = [0.0, 0.0] if max_size is None else _resize_pair("max_size",
+                                                             max_size)
     attrs = {}
-    if resize_shorter is not None:
-        if x is not None or y is not None or size is not None:
-            raise ValueError("fn.resize: resize_shorter with another size")
-        attrs["shorter"] = int(round(float(
-            _fixed("resize", "resize_shorter", resize_shorter))))
+    if "resize_shorter" in sides:
+        attrs["shorter"] = int(round(sides["resize_shorter"]))
+        y = x = float(attrs["shorter"])
+        rule_mode = "not_smaller"
+    elif "resize_longer" in sides:
+        attrs["longer"] = int(round(sides["resize_longer"]))
+        y = x = float(attrs["longer"])
+        rule_mode = "not_larger"
+    elif x > 0 and y > 0 and mode in ("default", "stretch") and \
+            max_size is None:
+        attrs["size"] = [int(round(y)), int(round(x))]
+        rule_mode = None  # one size for every sample
     else:
-        if size is not None:
-            y, x = _hw("resize", "size", size)
-        if x is None or y is None:
-            raise ValueError(
-                "fn.resize: give resize_x and resize_y (or size), or "
-                "resize_shorter; one side alone is not in actorflow.dali")
-        x, y = int(round(float(x))), int(round(float(y)))
-        if mode == "not_smaller" and x == y:
-            attrs["shorter"] = x
-        elif mode in ("default", "stretch"):
-            attrs["size"] = [y, x]
-        else:
-            raise ValueError(f"fn.resize: mode '{mode}' with {x} x {y}: "
-                             "default, stretch, or not_smaller with a square")
+        attrs.update(resize_y=y, resize_x=x, mode=mode)
+        rule_mode = mode
+    if max_size is not None:
+        attrs["max_size"] = limit
     node = _add_operator("resize", [data], 1, "cpu", name, attrs)
     node = _node(node, like=data, device=device)
     node.bound = None
-    if "shorter" in attrs and data.bound is not None:
-        shorter = attrs["shorter"]
-        node.bound = lambda sizes: max(
-            shorter, max(math.ceil(shorter * max(h, w) / min(h, w)) + 1
-                         for h, w in sizes))
+    if rule_mode is not None and data.bound is not None:
+        # Each image's own size: the batch's box is the largest of them
+        # (one pixel of room for rounding).
+        def bound(sizes, rule=(y, x, rule_mode, *limit)):
+            return 1 + max(max(_actorflow._resize_size(h, w, *rule))
+                           for h, w in sizes)
+        node.bound = bound
     if dtype is not None and types.to_numpy_dtype(dtype).name != "uint8":
         node = cast(node, dtype=dtype)
     return node
@@ -205,10 +241,11 @@ def crop_mirror_normalize(data, *, dtype=types.FLOAT, output_layout="CHW",
                           crop=None, crop_h=0, crop_w=0, crop_pos_x=0.5,
                           crop_pos_y=0.5, mirror=0, mean=0.0, std=1.0,
                           scale=1.0, shift=0.0, pad_output=False,
-                          out_of_bounds_policy="error", device="cpu",
-                          name=None, **rest):
+                          fill_values=0.0, out_of_bounds_policy="error",
+                          device="cpu", name=None, **rest):
     """uint8 HWC -> float32 CHW: ((v - mean) / std) * scale + shift of the
-    (mirrored) window."""
+    (mirrored) window. pad_output: channels added up to a power of two (3
+    -> 4), filled with fill_values (one value, or one per channel)."""
     _check_rest("crop_mirror_normalize", rest)
     _device("crop_mirror_normalize", device)
     if types.to_numpy_dtype(dtype).name != "float32":
@@ -217,9 +254,6 @@ def crop_mirror_normalize(data, *, dtype=types.FLOAT, output_layout="CHW",
     if output_layout not in ("CHW", "HWC"):
         raise ValueError(f"fn.crop_mirror_normalize: output_layout "
                          f"'{output_layout}': CHW or HWC")
-    if pad_output:
-        raise ValueError("fn.crop_mirror_normalize: pad_output is not in "
-                         "actorflow.dali")
     if out_of_bounds_policy != "error":
         raise ValueError("fn.crop_mirror_normalize: out_of_bounds_policy: "
                          "'error' only")
@@ -239,6 +273,10 @@ def crop_mirror_normalize(data, *, dtype=types.FLOAT, output_layout="CHW",
     attrs = {"mean": [m - shift * s / scale for m, s in zip(means, stds)],
              "std": [s / scale for s in stds]}
     _probability("crop_mirror_normalize", "mirror", mirror, attrs)
+    if _fixed("crop_mirror_normalize", "pad_output", pad_output):
+        attrs["pad_output"] = True
+        attrs["fill_values"] = _floats(
+            _fixed("crop_mirror_normalize", "fill_values", fill_values))
     size = _crop_size("crop_mirror_normalize", crop, crop_h, crop_w)
     if size is not None:
         # The crop as its own operator, so that a decode and resize before
