@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kernels/convert.h"
+#include "pipeline/image_codec.h"
 
 namespace actorflow::internal::pipeline {
 namespace {
@@ -243,6 +244,100 @@ absl::Status Rotate(const SampleRef& in, double degrees, int64_t out_h,
   const double m[6] = {c, -s, icx - c * ocx + s * ocy,
                        s, c,  icy - s * ocx - c * ocy};
   return WarpAffine(in, m, out_h, out_w, fill, out);
+}
+
+namespace {
+
+// Output pixel (y, x) from the input at point(y, x) = (px, py) (see
+// Water): the pixel holding it, or bilinear about pixel centres.
+template <typename Point>
+absl::Status Displace(const char* op, const SampleRef& in, bool linear,
+                      const std::vector<float>& fill, Point point,
+                      Sample* out) {
+  absl::Status ok = ExpectImage(op, in);
+  if (!ok.ok()) return ok;
+  const int64_t h = in.shape[0], w = in.shape[1], c = in.shape[2];
+  std::vector<float> fills;
+  ok = FillFor(op, fill, c, &fills);
+  if (!ok.ok()) return ok;
+  out->Reshape(in.type, in.shape);
+  ByType(in, [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = in.as<T>();
+    T* dst = out->as<T>();
+    for (int64_t y = 0; y < h; ++y) {
+      for (int64_t x = 0; x < w; ++x) {
+        const auto [px, py] = point(y, x);
+        T* to = dst + (y * w + x) * c;
+        if (linear) {
+          Sample2d<T>(src, h, w, c, py - 0.5, px - 0.5, fills.data(), to);
+          continue;
+        }
+        const double fy = std::floor(py), fx = std::floor(px);
+        if (fy < 0 || fx < 0 || fy >= h || fx >= w) {
+          for (int64_t k = 0; k < c; ++k) to[k] = Store<T>(fills[k]);
+          continue;
+        }
+        const T* from =
+            src + (static_cast<int64_t>(fy) * w + static_cast<int64_t>(fx)) * c;
+        std::copy(from, from + c, to);
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Water(const SampleRef& in, const Wave& along_x,
+                   const Wave& along_y, bool linear,
+                   const std::vector<float>& fill, Sample* out) {
+  // In float, as DALI computes it: the nearest pixel of a point on a
+  // boundary is the same.
+  return Displace(
+      "water", in, linear, fill,
+      [&](int64_t y, int64_t x) {
+        const float fy = static_cast<float>(y);
+        const float fx = static_cast<float>(x);
+        return std::pair<double, double>{
+            fx + along_x.ampl * std::sin(along_x.freq * fy + along_x.phase),
+            fy + along_y.ampl * std::cos(along_y.freq * fx + along_y.phase)};
+      },
+      out);
+}
+
+absl::Status Sphere(const SampleRef& in, bool linear,
+                    const std::vector<float>& fill, Sample* out) {
+  if (in.shape.size() != 3) return ExpectImage("sphere", in);
+  const float mid_y = static_cast<float>(in.shape[0]) * 0.5f;
+  const float mid_x = static_cast<float>(in.shape[1]) * 0.5f;
+  const float d =
+      static_cast<float>(static_cast<int64_t>(std::max(mid_x, mid_y)));
+  return Displace(
+      "sphere", in, linear, fill,
+      [&](int64_t y, int64_t x) {
+        const float dy = static_cast<float>(y) + 0.5f - mid_y;
+        const float dx = static_cast<float>(x) + 0.5f - mid_x;
+        const float r = std::sqrt(dx * dx + dy * dy) / d;
+        return std::pair<double, double>{mid_x + r * dx, mid_y + r * dy};
+      },
+      out);
+}
+
+absl::Status JpegCompressionDistortion(const SampleRef& in, int quality,
+                                       Sample* out) {
+  if (in.type != DT_UINT8 || in.shape.size() != 3 || in.shape[2] != 3 ||
+      in.shape[0] < 1 || in.shape[1] < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "jpeg_compression_distortion: wants an RGB uint8 image, got ",
+        DataTypeName(in.type), " ", ShapeString(in.shape)));
+  }
+  auto encoded = EncodeJpeg(in, std::clamp(quality, 1, 100));
+  if (!encoded.ok()) return encoded.status();
+  return DecodeImage(
+      absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(encoded->data()),
+                          encoded->size()),
+      3, out);
 }
 
 absl::Status Erase(const SampleRef& in, const std::vector<Region>& regions,

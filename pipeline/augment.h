@@ -52,6 +52,34 @@ void RotatedSize(int64_t h, int64_t w, double degrees, int64_t* out_h,
 absl::Status Rotate(const SampleRef& in, double degrees, int64_t out_h,
                     int64_t out_w, const std::vector<float>& fill, Sample* out);
 
+// DALI's displacement filters: output pixel (y, x) takes the input at a
+// point (px, py) computed from y and x, in coordinates where pixel (y, x)
+// covers [x, x + 1) x [y, y + 1): the pixel that holds the point (nearest,
+// DALI's default) or bilinear about pixel centres (`linear`); the fill
+// where the point lies outside. The output has the input's shape.
+// water: px = x + ampl_x sin(freq_x y + phase_x),
+//        py = y + ampl_y cos(freq_y x + phase_y)
+// (from the pixel's corner, as DALI's: bilinear then reads between four
+// pixels even where the waves are flat).
+struct Wave {
+  float ampl = 10;
+  float freq = 0.04908738521234052f;  // 2 pi / 128
+  float phase = 0;
+};
+absl::Status Water(const SampleRef& in, const Wave& along_x,
+                   const Wave& along_y, bool linear,
+                   const std::vector<float>& fill, Sample* out);
+// sphere (a fisheye): a pixel centre at offset (dx, dy) from the image's
+// centre reads the point at offset (r dx, r dy), r = |(dx, dy)| / d, d the
+// larger half side in whole pixels.
+absl::Status Sphere(const SampleRef& in, bool linear,
+                    const std::vector<float>& fill, Sample* out);
+
+// JPEG's artefacts: an RGB uint8 image encoded at `quality` (clamped to
+// 1..100) and decoded again.
+absl::Status JpegCompressionDistortion(const SampleRef& in, int quality,
+                                       Sample* out);
+
 // Regions [y, y + h) x [x, x + w) (clipped to the image) set to the fill.
 struct Region {
   int64_t y = 0, x = 0, h = 0, w = 0;

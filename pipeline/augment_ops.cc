@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -348,6 +349,85 @@ class PasteOp final : public SampleOp {
   std::vector<float> fill_;
 };
 
+// water and sphere, DALI's displacement filters: attr `linear` (false:
+// the nearest pixel, DALI's default), fill_value, and a per-sample `mask`
+// (0: the image passes unchanged). water takes its waves' ampl_x/_y,
+// freq_x/_y and phase_x/_y.
+class DisplaceOp final : public SampleOp {
+ public:
+  explicit DisplaceOp(bool water) : water_(water) {}
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto linear = ctx.BoolAttrOr("linear", false);
+    auto fill = ctx.FloatListAttr("fill_value");
+    if (!linear.ok()) return linear.status();
+    if (!fill.ok()) return fill.status();
+    linear_ = *linear;
+    fill_ = FloatsOf(*fill);
+    absl::Status ok = mask_.Init(ctx, "mask", 1);
+    if (!ok.ok() || !water_) return ok;
+    const Wave wave;
+    for (auto [to, name, fallback] :
+         {std::tuple{&x_.ampl, "ampl_x", wave.ampl},
+          std::tuple{&y_.ampl, "ampl_y", wave.ampl},
+          std::tuple{&x_.freq, "freq_x", wave.freq},
+          std::tuple{&y_.freq, "freq_y", wave.freq},
+          std::tuple{&x_.phase, "phase_x", wave.phase},
+          std::tuple{&y_.phase, "phase_y", wave.phase}}) {
+      auto value = ctx.FloatAttrOr(name, fallback);
+      if (!value.ok()) return value.status();
+      *to = static_cast<float>(*value);
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok = ExpectImageSpec(water_ ? "water" : "sphere", in);
+    if (!ok.ok()) return ok;
+    return in;
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng* rng,
+                     Sample* out) override {
+    if (mask_.Draw(rng) == 0) {
+      out->Reshape(in.type, in.shape);
+      std::copy(in.data, in.data + in.bytes, out->storage.data());
+      return absl::OkStatus();
+    }
+    return water_ ? Water(in, x_, y_, linear_, fill_, out)
+                  : Sphere(in, linear_, fill_, out);
+  }
+
+ private:
+  bool water_;
+  bool linear_ = false;
+  std::vector<float> fill_;
+  ScalarArg mask_;
+  Wave x_, y_;
+};
+
+// jpeg_compression_distortion: `quality` per sample (95).
+class JpegDistortionOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    return quality_.Init(ctx, "quality", 95);
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    if (in.type != DT_UINT8 || in.max_shape.size() != 3 ||
+        in.max_shape[2] != 3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "jpeg_compression_distortion: takes RGB uint8 HWC images, got ",
+          DataTypeName(in.type), " samples of ", ShapeString(in.max_shape)));
+    }
+    return in;
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng* rng,
+                     Sample* out) override {
+    return JpegCompressionDistortion(
+        in, static_cast<int>(std::lround(quality_.Draw(rng))), out);
+  }
+
+ private:
+  ScalarArg quality_;
+};
+
 class GaussianBlurOp final : public SampleOp {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
@@ -668,6 +748,17 @@ const std::map<std::string, AugmentOp>& AugmentOps() {
       {"gaussian_blur",
        {[] { return std::make_unique<GaussianBlurOp>(); },
         {"sigma", "window_size"}}},
+      {"water",
+       {[] { return std::make_unique<DisplaceOp>(true); },
+        Join({"linear", "fill_value", "ampl_x", "ampl_y", "freq_x", "freq_y",
+              "phase_x", "phase_y"},
+             {"mask"})}},
+      {"sphere",
+       {[] { return std::make_unique<DisplaceOp>(false); },
+        Join({"linear", "fill_value"}, {"mask"})}},
+      {"jpeg_compression_distortion",
+       {[] { return std::make_unique<JpegDistortionOp>(); },
+        Join({}, {"quality"})}},
       {"slice",
        {[] { return std::make_unique<SliceOp>(); },
         {"start", "shape", "rel_start", "rel_shape", "axis_names"}}},

@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "actor/act_context.h"
+#include "pipeline/image_codec.h"
 #include "pipeline/sample_args.h"
 #include "pipeline/sample_ops.h"
 #include "plan/plan_builder.h"
@@ -173,6 +174,117 @@ TEST_CASE("erase, paste, gaussian_blur, transpose and one_hot") {
   CHECK(out.shape == SampleShape{2, 3});
   CHECK(Values(out) == std::vector<double>{-1, -1, 1, 1, -1, -1});
   CHECK_FALSE(OneHot(labels.ref(), 2, 1, 0, &out).ok());
+}
+
+TEST_CASE("water and sphere read each pixel from their displaced point") {
+  // A 6 x 9 ramp, pixel (y, x) = 10 y + x, so a value names its source.
+  std::vector<double> ramp;
+  for (int y = 0; y < 6; ++y) {
+    for (int x = 0; x < 9; ++x) ramp.push_back(10 * y + x);
+  }
+  const Sample image = Image(DT_UINT8, {6, 9, 1}, ramp);
+  Sample out;
+  // Waves of amplitude 1.5 and a period of 8 pixels: each output pixel
+  // holds the input pixel under its displaced point, or the fill (77).
+  Wave x_wave{1.5f, 0.785398f, 0.3f}, y_wave{1.5f, 0.785398f, 0};
+  REQUIRE(Water(image.ref(), x_wave, y_wave, false, {77}, &out).ok());
+  REQUIRE(out.shape == image.shape);
+  int filled = 0;
+  for (int y = 0; y < 6; ++y) {
+    for (int x = 0; x < 9; ++x) {
+      const float px = x + 1.5f * std::sin(0.785398f * y + 0.3f);
+      const float py = y + 1.5f * std::cos(0.785398f * x);
+      const int sx = static_cast<int>(std::floor(px));
+      const int sy = static_cast<int>(std::floor(py));
+      const bool inside = sx >= 0 && sy >= 0 && sx < 9 && sy < 6;
+      INFO("(" << y << ", " << x << ") reads (" << py << ", " << px << ")");
+      CHECK(out.storage[y * 9 + x] == (inside ? 10 * sy + sx : 77));
+      filled += !inside;
+    }
+  }
+  CHECK(filled > 0);  // the waves reach past the border
+  // No amplitude: the image itself when nearest. Water's points are pixel
+  // corners (DALI's), so bilinear reads between four pixels: inside, the
+  // ramp's 10 y + x - 5.5, rounded half up.
+  REQUIRE(Water(image.ref(), {0, 1, 0}, {0, 1, 0}, false, {}, &out).ok());
+  CHECK(out.storage == image.storage);
+  REQUIRE(Water(image.ref(), {0, 1, 0}, {0, 1, 0}, true, {}, &out).ok());
+  for (int y = 1; y < 6; ++y) {
+    for (int x = 1; x < 9; ++x) CHECK(out.storage[y * 9 + x] == 10 * y + x - 5);
+  }
+  // sphere: the centre stays, the corners (radius beyond the half side)
+  // read from outside.
+  std::vector<double> big;
+  for (int i = 0; i < 20 * 20; ++i) big.push_back(i % 251);
+  const Sample square = Image(DT_UINT8, {20, 20, 1}, big);
+  REQUIRE(Sphere(square.ref(), false, {5}, &out).ok());
+  CHECK(out.storage[10 * 20 + 10] == square.storage[10 * 20 + 10]);
+  CHECK(out.storage[0] == 5);
+  CHECK(out.storage[20 * 20 - 1] == 5);
+  // Off-centre pixel (y 12, x 15): its centre (2.5, 5.5) from the middle,
+  // r = |(2.5, 5.5)| / 10, read at the middle + r times that.
+  const float r = std::sqrt(2.5f * 2.5f + 5.5f * 5.5f) / 10;
+  const int sy = static_cast<int>(std::floor(10 + r * 2.5f));
+  const int sx = static_cast<int>(std::floor(10 + r * 5.5f));
+  CHECK(out.storage[12 * 20 + 15] == square.storage[sy * 20 + sx]);
+  // The ops: a mask of 0 passes the image; sphere takes float32 too.
+  Sample passed;
+  SampleRng rng(1, 2, 3, 4);
+  REQUIRE(MakeOp("water", {{"mask", FloatAttr(0)}})
+              ->Apply(image.ref(), &rng, &passed)
+              .ok());
+  CHECK(passed.storage == image.storage);
+  const Sample floats =
+      Image(DT_FLOAT32, {4, 4, 2}, std::vector<double>(32, 1));
+  REQUIRE(MakeOp("sphere", {{"linear", BoolAttr(true)}})
+              ->Apply(floats.ref(), &rng, &out)
+              .ok());
+  CHECK(out.type == DT_FLOAT32);
+  CHECK(out.shape == floats.shape);
+}
+
+TEST_CASE("jpeg_compression_distortion is an encode and decode at quality") {
+  std::vector<double> noise;
+  uint32_t state = 7;
+  for (int i = 0; i < 32 * 48 * 3; ++i) {
+    state = state * 1664525u + 1013904223u;
+    noise.push_back((state >> 24) & 0xFF);
+  }
+  const Sample image = Image(DT_UINT8, {32, 48, 3}, noise);
+  auto error_at = [&](int quality, Sample* out) {
+    REQUIRE(JpegCompressionDistortion(image.ref(), quality, out).ok());
+    REQUIRE(out->shape == image.shape);
+    double sum = 0;
+    for (size_t i = 0; i < image.storage.size(); ++i) {
+      sum += std::abs(int{out->storage[i]} - int{image.storage[i]});
+    }
+    return sum / image.storage.size();
+  };
+  Sample low, high, clamped;
+  const double low_error = error_at(5, &low);
+  const double high_error = error_at(95, &high);
+  CHECK(high_error < low_error);
+  // The same bytes as encoding and decoding by hand.
+  auto encoded = EncodeJpeg(image.ref(), 5);
+  REQUIRE(encoded.ok());
+  Sample by_hand;
+  REQUIRE(DecodeImage(absl::MakeConstSpan(
+                          reinterpret_cast<const uint8_t*>(encoded->data()),
+                          encoded->size()),
+                      3, &by_hand)
+              .ok());
+  CHECK(by_hand.storage == low.storage);
+  // Out-of-range qualities clamp to 1 and 100.
+  error_at(0, &clamped);
+  Sample one;
+  error_at(1, &one);
+  CHECK(clamped.storage == one.storage);
+  // Only RGB bytes.
+  Sample out;
+  const Sample gray = Image(DT_UINT8, {4, 4, 1}, {});
+  CHECK_THAT(
+      std::string(JpegCompressionDistortion(gray.ref(), 50, &out).message()),
+      Catch::Contains("wants an RGB uint8 image"));
 }
 
 TEST_CASE("per-sample arguments: drawn from the sample's generator") {

@@ -379,35 +379,38 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   CHECK(Contains(missing.last_line, "cannot open: No such file or directory"));
 
   CliResult kernels = RunCli("kernels");
-#define kPipelineKernels                      \
-  "pipeline.batch cpu\n"                      \
-  "pipeline.brightness_contrast cpu\n"        \
-  "pipeline.cast cpu\n"                       \
-  "pipeline.chain cpu\n"                      \
-  "pipeline.color_twist cpu\n"                \
-  "pipeline.crop cpu\n"                       \
-  "pipeline.crop_mirror_normalize cpu\n"      \
-  "pipeline.decode cpu\n"                     \
-  "pipeline.decode_random_crop cpu\n"         \
-  "pipeline.decode_random_resized_crop cpu\n" \
-  "pipeline.decode_resize cpu\n"              \
-  "pipeline.erase cpu\n"                      \
-  "pipeline.external_source cpu\n"            \
-  "pipeline.file_reader cpu\n"                \
-  "pipeline.flip cpu\n"                       \
-  "pipeline.gaussian_blur cpu\n"              \
-  "pipeline.hsv cpu\n"                        \
-  "pipeline.idx_reader cpu\n"                 \
-  "pipeline.one_hot cpu\n"                    \
-  "pipeline.paste cpu\n"                      \
-  "pipeline.random_resized_crop cpu\n"        \
-  "pipeline.reshape cpu\n"                    \
-  "pipeline.resize cpu\n"                     \
-  "pipeline.rotate cpu\n"                     \
-  "pipeline.scale_shift cpu\n"                \
-  "pipeline.slice cpu\n"                      \
-  "pipeline.transpose cpu\n"                  \
-  "pipeline.warp_affine cpu\n"                \
+#define kPipelineKernels                       \
+  "pipeline.batch cpu\n"                       \
+  "pipeline.brightness_contrast cpu\n"         \
+  "pipeline.cast cpu\n"                        \
+  "pipeline.chain cpu\n"                       \
+  "pipeline.color_twist cpu\n"                 \
+  "pipeline.crop cpu\n"                        \
+  "pipeline.crop_mirror_normalize cpu\n"       \
+  "pipeline.decode cpu\n"                      \
+  "pipeline.decode_random_crop cpu\n"          \
+  "pipeline.decode_random_resized_crop cpu\n"  \
+  "pipeline.decode_resize cpu\n"               \
+  "pipeline.erase cpu\n"                       \
+  "pipeline.external_source cpu\n"             \
+  "pipeline.file_reader cpu\n"                 \
+  "pipeline.flip cpu\n"                        \
+  "pipeline.gaussian_blur cpu\n"               \
+  "pipeline.hsv cpu\n"                         \
+  "pipeline.idx_reader cpu\n"                  \
+  "pipeline.jpeg_compression_distortion cpu\n" \
+  "pipeline.one_hot cpu\n"                     \
+  "pipeline.paste cpu\n"                       \
+  "pipeline.random_resized_crop cpu\n"         \
+  "pipeline.reshape cpu\n"                     \
+  "pipeline.resize cpu\n"                      \
+  "pipeline.rotate cpu\n"                      \
+  "pipeline.scale_shift cpu\n"                 \
+  "pipeline.slice cpu\n"                       \
+  "pipeline.sphere cpu\n"                      \
+  "pipeline.transpose cpu\n"                   \
+  "pipeline.warp_affine cpu\n"                 \
+  "pipeline.water cpu\n"                       \
   "pipeline.webdataset_reader cpu\n"
   CHECK(kernels.exit_code == 0);
   // GPU kernels exist in builds with CUDA (whether or not a GPU is here).

@@ -552,8 +552,8 @@ class DaliTest(unittest.TestCase):
                 fn.resize(images, resize_x=10, mode="fit")
             with self.assertRaisesRegex(ValueError, "'roi_start'"):
                 fn.resize(images, size=[4, 4], roi_start=[0, 0])
-            with self.assertRaisesRegex(NotImplementedError, "fn.water"):
-                fn.water(images)
+            with self.assertRaisesRegex(NotImplementedError, "fn.jitter"):
+                fn.jitter(images)
             with self.assertRaisesRegex(TypeError, "between two nodes"):
                 images * images
             with self.assertRaisesRegex(ValueError, "'angle'|crop_pos"):
@@ -711,6 +711,50 @@ class AugmentationTest(unittest.TestCase):
                 self.assertEqual(out.dtype, numpy.float32)
                 self.assertEqual(out.shape, want.shape)
                 self.assertTrue(numpy.allclose(out, want, atol=1e-5))
+
+    def test_water_sphere_and_jpeg_distortion(self):
+        # The augmentation gallery's three distortions, against numpy and
+        # PIL references of their definitions.
+        def nearest(image, px, py, fill=0):
+            h, w = image.shape[:2]
+            sx, sy = numpy.floor(px).astype(int), numpy.floor(py).astype(int)
+            inside = (sx >= 0) & (sy >= 0) & (sx < w) & (sy < h)
+            want = numpy.full_like(image, fill)
+            want[inside] = image[sy[inside], sx[inside]]
+            return want
+
+        got = run_on(self.images, lambda x: fn.water(x))
+        for image, out in zip(self.images, got):
+            y, x = numpy.mgrid[0:image.shape[0], 0:image.shape[1]].astype(
+                numpy.float32)
+            freq = numpy.float32(2 * math.pi / 128)
+            px = x + numpy.float32(10) * numpy.sin(freq * y)
+            py = y + numpy.float32(10) * numpy.cos(freq * x)
+            self.assertTrue(numpy.array_equal(out, nearest(image, px, py)))
+        got = run_on(self.images, lambda x: fn.sphere(x, fill_value=9))
+        for image, out in zip(self.images, got):
+            h, w = image.shape[:2]
+            y, x = numpy.mgrid[0:h, 0:w].astype(numpy.float32)
+            mid_y, mid_x = numpy.float32(h / 2), numpy.float32(w / 2)
+            d = numpy.float32(int(max(mid_x, mid_y)))
+            dy, dx = y + 0.5 - mid_y, x + 0.5 - mid_x
+            r = numpy.sqrt(dx * dx + dy * dy) / d
+            want = nearest(image, mid_x + r * dx, mid_y + r * dy, fill=9)
+            # float32 both; a point on a pixel edge may round either way
+            self.assertLess((out != want).any(axis=2).mean(), 0.01)
+        for quality in (5, 90):
+            got = run_on(self.images, lambda x: fn.jpeg_compression_distortion(
+                x, quality=quality))
+            for image, out in zip(self.images, got):
+                buffer = io.BytesIO()
+                Image.fromarray(image).save(buffer, "JPEG", quality=quality)
+                want = numpy.asarray(Image.open(buffer).convert("RGB"))
+                self.assertEqual(out.shape, image.shape)
+                self.assertLess(numpy.abs(out.astype(int) - want).mean(), 1.0)
+        # A mask of 0 leaves the image alone.
+        got = run_on(self.images, lambda x: fn.water(x, mask=0))
+        for image, out in zip(self.images, got):
+            self.assertTrue(numpy.array_equal(out, image))
 
     def test_arithmetic_with_numbers(self):
         got = run_on(self.images, lambda x: (x / 255.0 - 0.5) * 2)

@@ -128,6 +128,50 @@ def warp_affine(data, *, matrix, size=None, fill_value=None,
                     bound_same=size is None)
 
 
+def _displace(op, data, attrs, interp_type, fill_value, mask, device,
+              name):
+    """water and sphere: DALI's displacement filters (nearest by default)."""
+    if interp_type not in (None, types.INTERP_NN, types.INTERP_LINEAR):
+        raise ValueError(f"fn.{op}: interp_type {interp_type}: INTERP_NN or "
+                         "INTERP_LINEAR")
+    attrs["linear"] = interp_type == types.INTERP_LINEAR
+    attrs["fill_value"] = _fill(fill_value)
+    _per_sample(op, "mask", mask, attrs)
+    return _augment(op, data, attrs, device, name)
+
+
+def water(data, *, ampl_x=10.0, ampl_y=10.0, freq_x=2 * math.pi / 128,
+          freq_y=2 * math.pi / 128, phase_x=0.0, phase_y=0.0,
+          interp_type=None, fill_value=0.0, mask=1, device="cpu", name=None,
+          **rest):
+    """Waves along each axis: pixel (y, x) reads (x + ampl_x sin(freq_x y +
+    phase_x), y + ampl_y cos(freq_y x + phase_y))."""
+    _check_rest("water", rest)
+    attrs = {arg: float(_fixed("water", arg, value)) for arg, value in (
+        ("ampl_x", ampl_x), ("ampl_y", ampl_y), ("freq_x", freq_x),
+        ("freq_y", freq_y), ("phase_x", phase_x), ("phase_y", phase_y))}
+    return _displace("water", data, attrs, interp_type, fill_value, mask,
+                     device, name)
+
+
+def sphere(data, *, interp_type=None, fill_value=0.0, mask=1, device="cpu",
+           name=None, **rest):
+    """A fisheye about the image's centre."""
+    _check_rest("sphere", rest)
+    return _displace("sphere", data, {}, interp_type, fill_value, mask,
+                     device, name)
+
+
+def jpeg_compression_distortion(data, *, quality=95, device="cpu", name=None,
+                                **rest):
+    """JPEG's artefacts: each RGB image encoded at `quality` (1 to 100, per
+    sample) and decoded."""
+    _check_rest("jpeg_compression_distortion", rest)
+    attrs = {}
+    _per_sample("jpeg_compression_distortion", "quality", quality, attrs)
+    return _augment("jpeg_compression_distortion", data, attrs, device, name)
+
+
 def erase(data, *, anchor, shape, axis_names="HW", fill_value=None,
           normalized_anchor=False, normalized_shape=False, normalized=None,
           device="cpu", name=None, **rest):

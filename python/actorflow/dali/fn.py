@@ -15,8 +15,8 @@ from actorflow.dali._args import (  # noqa: F401
     _probability, random)
 from actorflow.dali._augment import (  # noqa: F401
     brightness, brightness_contrast, cast, color_twist, contrast, erase,
-    gaussian_blur, hsv, hue, one_hot, paste, reshape, rotate, saturation,
-    slice, transpose, warp_affine)
+    gaussian_blur, hsv, hue, jpeg_compression_distortion, one_hot, paste,
+    reshape, rotate, saturation, slice, sphere, transpose, warp_affine, water)
 from actorflow.dali._external import external_source  # noqa: F401
 from actorflow.dali._readers import readers
 from actorflow import _actorflow
@@ -320,8 +320,8 @@ def _missing(op):
     return call
 
 
-for _op in ("normalize", "jitter", "water", "sphere", "coord_transform",
-            "pad", "cat", "stack", "resize_crop_mirror", "noise"):
+for _op in ("normalize", "jitter", "coord_transform", "pad", "cat", "stack",
+            "resize_crop_mirror", "noise"):
     globals()[_op] = _missing(_op)
 readers.tfrecord = _missing("readers.tfrecord")
 readers.numpy = _missing("readers.numpy")
