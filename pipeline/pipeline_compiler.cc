@@ -29,6 +29,7 @@ using ::actorflow::internal::StringListAttr;
 namespace pipeline = ::actorflow::internal::pipeline;
 
 // The pipeline's kernels and operators (internal: pipeline/).
+using pipeline::CaffeReaderKernel;
 using pipeline::FileReaderKernel;
 using pipeline::IdxReaderKernel;
 using pipeline::kChunkBlob;
@@ -63,6 +64,9 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
         {"idx_reader",
          {"images", "labels", "shard_id", "num_shards", "stick_to_shard",
           "shuffle_window", "limit"}},
+        {"caffe_reader",
+         {"path", "image_available", "label_available", "shard_id",
+          "num_shards", "stick_to_shard", "shuffle_window", "limit"}},
         {"external_source", {"dtype", "shape"}},
         {"decode", {"color", "max_pixels"}},
         {"decode_random_crop",
@@ -97,7 +101,8 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
 }
 
 bool IsReader(const std::string& op) {
-  return op == "file_reader" || op == "idx_reader" || op == "webdataset_reader";
+  return op == "file_reader" || op == "idx_reader" ||
+         op == "webdataset_reader" || op == "caffe_reader";
 }
 bool IsDense(const std::string& op) {
   return op == "cast" || op == "normalize";
@@ -362,6 +367,7 @@ void Pipeline::Compiler::AddOperator(int i) {
   absl::StatusOr<std::unique_ptr<SampleOp>> sample_op = MakeSampleOp(op);
   if (!sample_op.ok()) {
     Problem(i, absl::StrCat("unknown operator; operators: file_reader, "
+                            "webdataset_reader, caffe_reader, "
                             "idx_reader, external_source, ",
                             absl::StrJoin(SampleOpNames(), ", "),
                             ", batch, normalize"));
@@ -436,6 +442,14 @@ void Pipeline::Compiler::AddSource(int i) {
     specs.push_back(SampleSpec{*type, shape});
   } else if (op == "file_reader") {
     specs = {SampleSpec{DT_UINT8, {-1}}, SampleSpec{DT_INT32, {}}};
+  } else if (op == "caffe_reader") {
+    // The image's bound and rank come from the records (below).
+    auto flag = [&](const char* name) {
+      return def.attrs.count(name) == 0 || def.attrs.at(name).b();
+    };
+    if (flag("image_available")) specs.push_back(SampleSpec{DT_UINT8, {-1}});
+    if (flag("label_available")) specs.push_back(SampleSpec{DT_INT32, {}});
+    specs.resize(def.outputs.size(), SampleSpec{DT_UINT8, {-1}});
   } else if (op == "webdataset_reader") {
     // Each component's bytes, read as its dtype (ProbeReader checks them).
     for (size_t k = 0; k < def.outputs.size(); ++k) {
@@ -468,6 +482,13 @@ void Pipeline::Compiler::AddSource(int i) {
             static_cast<int64_t>(DataTypeSize(specs[k].type))};
       }
     }
+    if (auto* caffe = dynamic_cast<CaffeReaderKernel*>(probed.get());
+        caffe != nullptr && caffe->LargestSample(0) >= 0) {
+      // Encoded: bytes up to the largest record; raw: the records' shape.
+      specs[0].max_shape = caffe->raw_shape().empty()
+                               ? std::vector<int64_t>{caffe->LargestSample(0)}
+                               : caffe->raw_shape();
+    }
   }
   for (size_t k = 0; k < def.outputs.size(); ++k) {
     Node node{"source", specs[k], false, {reg}, {task}};
@@ -482,6 +503,8 @@ std::unique_ptr<ReaderKernel> Pipeline::Compiler::ProbeReader(
     reader = std::make_unique<FileReaderKernel>();
   } else if (p_.ops_[i].op == "webdataset_reader") {
     reader = std::make_unique<WebDatasetReaderKernel>();
+  } else if (p_.ops_[i].op == "caffe_reader") {
+    reader = std::make_unique<CaffeReaderKernel>();
   } else {
     reader = std::make_unique<IdxReaderKernel>();
   }

@@ -1,5 +1,6 @@
-// The readers: a sample source over files (pipeline.file_reader) or IDX
-// arrays (pipeline.idx_reader), sharded and shuffled per epoch.
+// The readers: a sample source over files (pipeline.file_reader), IDX
+// arrays (pipeline.idx_reader), WebDataset tars (pipeline.webdataset_reader)
+// or a Caffe LMDB (pipeline.caffe_reader), sharded and shuffled per epoch.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -352,8 +353,95 @@ absl::Status WebDatasetReaderKernel::Fill(int64_t index, int k,
   return absl::OkStatus();
 }
 
+absl::StatusOr<int64_t> CaffeReaderKernel::Open(const KernelInitContext& ctx) {
+  auto path = ctx.StringAttr("path");
+  auto image = ctx.BoolAttrOr("image_available", true);
+  auto label = ctx.BoolAttrOr("label_available", true);
+  absl::Status ok = FirstError({path.status(), image.status(), label.status()});
+  if (!ok.ok()) return ok;
+  const size_t wanted = size_t{*image} + size_t{*label};
+  if (wanted == 0 || outputs().size() != wanted) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attrs 'image_available' and 'label_available' give ", wanted,
+        " output(s), attr 'outputs' names ", outputs().size()));
+  }
+  auto db = CaffeLmdb::Open(*path);
+  if (!db.ok()) {
+    return absl::Status(db.status().code(),
+                        absl::StrCat("attr 'path': ", db.status().message()));
+  }
+  path_ = *path;
+  db_ = std::move(*db);
+  image_ = *image;
+  label_ = *label;
+  raw_shape_.clear();
+  actorflow::pipeline::CaffeDatum first;
+  ok = db_->Read(0, &first);
+  if (!ok.ok()) return ok;
+  if (image_ && !IsEncoded(first)) {
+    raw_shape_ = {first.height(), first.width(), first.channels()};
+  }
+  labels_.assign(db_->size(), kUnread);
+  return db_->size();
+}
+
+int64_t CaffeReaderKernel::LargestSample(int k) const {
+  if (!image_ || k != 0 || db_ == nullptr) return -1;
+  return raw_shape_.empty() ? db_->largest_record()
+                            : raw_shape_[0] * raw_shape_[1] * raw_shape_[2];
+}
+
+absl::Status CaffeReaderKernel::Fill(int64_t index, int k,
+                                     SampleSlots::Slot* slot, bool*) {
+  slot->name = absl::StrCat(path_, ":", db_->key(index));
+  const bool image = image_ && k == 0;
+  if (!image && labels_[index] != kUnread) {
+    slot->sample.Reshape(DT_INT32, {});
+    *slot->sample.as<int32_t>() = static_cast<int32_t>(labels_[index]);
+    return absl::OkStatus();
+  }
+  actorflow::pipeline::CaffeDatum datum;
+  absl::Status ok = db_->Read(index, &datum);
+  if (!ok.ok()) return ok;
+  if (datum.has_label()) labels_[index] = datum.label();
+  if (!image) {
+    if (!datum.has_label()) {
+      return absl::NotFoundError(
+          absl::StrCat("record '", db_->key(index), "' has no label"));
+    }
+    slot->sample.Reshape(DT_INT32, {});
+    *slot->sample.as<int32_t>() = datum.label();
+    return absl::OkStatus();
+  }
+  const std::string& data = datum.data();
+  if (raw_shape_.empty() != IsEncoded(datum)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "record '", db_->key(index), "' is ",
+        IsEncoded(datum) ? "encoded" : "raw", ", the first record ",
+        raw_shape_.empty() ? "encoded" : "raw"));
+  }
+  if (!raw_shape_.empty()) {
+    const std::vector<int64_t> shape = {datum.height(), datum.width(),
+                                        datum.channels()};
+    if (shape != raw_shape_ ||
+        static_cast<int64_t>(data.size()) != shape[0] * shape[1] * shape[2]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "record '", db_->key(index), "': ", data.size(), " raw bytes of ",
+          shape[0], " x ", shape[1], " x ", shape[2], ", the first record ",
+          raw_shape_[0], " x ", raw_shape_[1], " x ", raw_shape_[2]));
+    }
+    slot->sample.Reshape(DT_UINT8, raw_shape_);
+  } else {
+    const int64_t bytes[] = {static_cast<int64_t>(data.size())};
+    slot->sample.Reshape(DT_UINT8, bytes);
+  }
+  std::memcpy(slot->sample.storage.data(), data.data(), data.size());
+  return absl::OkStatus();
+}
+
 ACTORFLOW_REGISTER_KERNEL("pipeline.file_reader", FileReaderKernel);
 ACTORFLOW_REGISTER_KERNEL("pipeline.webdataset_reader", WebDatasetReaderKernel);
 ACTORFLOW_REGISTER_KERNEL("pipeline.idx_reader", IdxReaderKernel);
+ACTORFLOW_REGISTER_KERNEL("pipeline.caffe_reader", CaffeReaderKernel);
 
 }  // namespace actorflow::internal::pipeline

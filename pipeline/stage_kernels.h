@@ -11,6 +11,7 @@
 
 #include "actorflow/kernel.h"
 #include "base/mutex.h"
+#include "pipeline/caffe_lmdb.h"
 #include "pipeline/dataset.h"
 #include "pipeline/sample_dealer.h"
 #include "pipeline/sample_list.h"
@@ -119,6 +120,35 @@ class WebDatasetReaderKernel final : public ReaderKernel {
   std::vector<DataType> types_;                 // per output
   std::vector<TarSample> samples_;
   std::vector<std::unique_ptr<std::ifstream>> files_;  // opened when read
+};
+
+// `pipeline.caffe_reader`: attr `path` (a Caffe LMDB: its directory, or
+// its data.mdb), `image_available` and `label_available` (true): which of
+// the two outputs there are, in that order. The image is a datum's encoded
+// bytes (uint8 [bytes]), or, when the first record's `encoded` is false,
+// its raw data as uint8 [height, width, channels] (every record then the
+// same shape); the label an int32 scalar.
+class CaffeReaderKernel final : public ReaderKernel {
+ public:
+  int64_t LargestSample(int k) const override;
+  // The image output's shape when the records are raw; empty if encoded.
+  const std::vector<int64_t>& raw_shape() const { return raw_shape_; }
+
+ protected:
+  absl::StatusOr<int64_t> Open(const KernelInitContext& ctx) override;
+  absl::Status Fill(int64_t index, int k, SampleSlots::Slot* slot,
+                    bool* lazy) override;
+
+ private:
+  static constexpr int64_t kUnread = int64_t{1} << 40;
+  std::string path_;
+  std::unique_ptr<CaffeLmdb> db_;
+  bool image_ = true;
+  bool label_ = true;
+  std::vector<int64_t> raw_shape_;
+  // Each record's label once its image was read (kUnread before), so that
+  // the label output does not parse the record again.
+  std::vector<int64_t> labels_;
 };
 
 // `pipeline.external_source`: each piece splits the batch fed to its

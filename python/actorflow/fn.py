@@ -138,8 +138,21 @@ def _webdataset_reader(*, name=None, **kwargs):
                          kwargs)
 
 
+def _caffe_reader(*, name=None, **kwargs):
+    """A Caffe LMDB: `path` (its directory), `image_available`,
+    `label_available` (both true: two outputs), `shard_id`, `num_shards`,
+    `stick_to_shard`, `shuffle_window`, `limit`. Returns (images, labels)
+    or the one available."""
+    count = int(kwargs.get("image_available", True)) + int(
+        kwargs.get("label_available", True))
+    return _add_operator("caffe_reader", [], max(count, 1), "cpu", name,
+                         kwargs)
+
+
 readers = _types.SimpleNamespace(file=_file_reader, idx=_idx_reader,
-                                 webdataset=_webdataset_reader)
+                                 webdataset=_webdataset_reader,
+                                 caffe=_caffe_reader)
+readers.caffe.__name__ = "caffe"
 readers.file.__name__ = "file"
 readers.webdataset.__name__ = "webdataset"
 readers.idx.__name__ = "idx"

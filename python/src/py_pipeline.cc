@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "actorflow/pipeline.h"
+#include "pipeline/caffe_lmdb.h"
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
 #include "python/src/py_arrays.h"
@@ -274,7 +275,36 @@ py::tuple ResizeSize(int64_t in_h, int64_t in_w, double height, double width,
   return py::make_tuple(h, w);
 }
 
+// (height, width) of every record's image in a Caffe LMDB, in key order:
+// for the batch's bound of decoded images.
+std::vector<std::pair<int64_t, int64_t>> CaffeImageSizes(
+    const std::string& path) {
+  auto db = pipeline::CaffeLmdb::Open(path);
+  ThrowIfError(db.status());
+  std::vector<std::pair<int64_t, int64_t>> sizes;
+  actorflow::pipeline::CaffeDatum datum;
+  for (int64_t i = 0; i < (*db)->size(); ++i) {
+    ThrowIfError((*db)->Read(i, &datum));
+    if (!pipeline::IsEncoded(datum)) {
+      sizes.emplace_back(datum.height(), datum.width());
+      continue;
+    }
+    auto header = pipeline::ReadImageHeader(absl::MakeConstSpan(
+        reinterpret_cast<const uint8_t*>(datum.data().data()),
+        datum.data().size()));
+    if (!header.ok()) {
+      ThrowIfError(
+          absl::Status(header.status().code(),
+                       absl::StrCat("LMDB '", path, "' record '", (*db)->key(i),
+                                    "': ", header.status().message())));
+    }
+    sizes.emplace_back(header->height, header->width);
+  }
+  return sizes;
+}
+
 void RegisterPipelines(py::module_& m) {
+  m.def("_caffe_image_sizes", &CaffeImageSizes, py::arg("path"));
   m.def("_image_size", &ImageSize, py::arg("encoded"));
   m.def("_resize_size", &ResizeSize, py::arg("in_h"), py::arg("in_w"),
         py::arg("height"), py::arg("width"), py::arg("mode"),

@@ -133,6 +133,91 @@ class DaliTest(unittest.TestCase):
         self.assertEqual(len(rotated), 8)
         self.assertGreater(len(set(rotated.shape())), 1)
 
+    def test_augmentation_gallery_over_a_caffe_lmdb(self):
+        # DALI's augmentation gallery as written there, its imports changed,
+        # over a Caffe LMDB holding the test images (record i: file i).
+        import lmdb
+        from proto import caffe_datum_pb2
+
+        db_folder = os.path.join(self.root, "lmdb")
+        sizes = []
+        with lmdb.open(db_folder, map_size=64 << 20) as env:
+            with env.begin(write=True) as txn:
+                for i, path in enumerate(self.paths):
+                    with open(path, "rb") as f:
+                        datum = caffe_datum_pb2.CaffeDatum(
+                            data=f.read(), label=self.labels[i],
+                            encoded=True)
+                    with Image.open(path) as im:
+                        sizes.append((im.size[1], im.size[0]))
+                    txn.put(f"{i:08d}".encode(), datum.SerializeToString())
+
+        augmentations = {}
+        augmentations["erase"] = lambda images: fn.erase(
+            images, anchor=[0.3, 0.2], shape=[0.5, 0.6],
+            normalized_anchor=True, normalized_shape=True, axis_names="HW")
+        augmentations["slice"] = lambda images: fn.slice(
+            images, rel_start=[0.3, 0.2], rel_shape=[0.5, 0.6],
+            axis_names="HW")
+        augmentations["water"] = lambda images: fn.water(images)
+        augmentations["sphere"] = lambda images: fn.sphere(images)
+        augmentations["rotate"] = lambda images: fn.rotate(
+            images, angle=30, interp_type=types.INTERP_LINEAR, fill_value=0)
+        augmentations["warp_affine"] = lambda images: fn.warp_affine(
+            images, matrix=[1.0, 0.8, 0.0, 0.0, 1.2, 0.0],
+            interp_type=types.INTERP_LINEAR)
+        augmentations["brightness_contrast"] = \
+            lambda images: fn.brightness_contrast(images, brightness=0.5,
+                                                  contrast=1.5)
+        augmentations["jpeg compression distortion"] = (
+            lambda images: fn.jpeg_compression_distortion(images, quality=5))
+        augmentations["hsv"] = lambda images: fn.hsv(images, hue=45.0,
+                                                     saturation=0.2)
+        augmentations["paste"] = lambda images: fn.paste(
+            images, ratio=2.0, fill_value=(55, 155, 155), paste_x=0.1,
+            paste_y=0.7)
+        augmentations["vertical and horizontal flip"] = lambda images: \
+            fn.flip(images, vertical=1, horizontal=1)
+
+        @pipeline_def()
+        def augmentation_gallery_pipe(path):
+            encoded, labels = fn.readers.caffe(path=path, random_shuffle=True)
+            images = fn.decoders.image(encoded, device="mixed",
+                                       output_type=types.RGB)
+            return tuple([labels, images] +
+                         [aug(images) for aug in augmentations.values()])
+
+        pipe = augmentation_gallery_pipe(path=db_folder, batch_size=32,
+                                         num_threads=2, device_id=0, seed=10)
+        pipe.build()
+        pipe_out = pipe.run()
+        self.assertEqual(len(pipe_out), 2 + len(augmentations))
+        labels, images = pipe_out[0].as_cpu(), pipe_out[1].as_cpu()
+        self.assertEqual(numpy.array(labels.as_tensor()).shape, (32, 1))
+        out = dict(zip(augmentations, pipe_out[2:]))
+        for i in range(32):
+            image = images.at(i)
+            h, w = image.shape[:2]
+            self.assertIn((h, w), sizes)
+            for name in ("erase", "water", "sphere", "warp_affine",
+                         "brightness_contrast", "hsv",
+                         "jpeg compression distortion"):
+                self.assertEqual(out[name].at(i).shape, image.shape, name)
+            self.assertTrue(numpy.array_equal(
+                out["vertical and horizontal flip"].at(i), image[::-1, ::-1]))
+            self.assertEqual(out["paste"].at(i).shape, (2 * h, 2 * w, 3))
+            def half_up(v):
+                return math.floor(v + 0.5)
+            y, x = half_up(0.3 * h), half_up(0.2 * w)
+            self.assertTrue(numpy.array_equal(
+                out["slice"].at(i),
+                image[y:y + half_up(0.5 * h), x:x + half_up(0.6 * w)]))
+            self.assertGreater(out["rotate"].at(i).shape[0], h)
+        # 30 records in a batch of 32: the reader ran on into its next
+        # epoch, as DALI's does.
+        (meta,) = pipe.reader_meta().values()
+        self.assertEqual(meta["epoch_size"], 30)
+
     def test_readers_run_on_across_epochs_with_full_batches(self):
         root = self.root
         for pad in (False, True):

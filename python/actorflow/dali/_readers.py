@@ -1,5 +1,5 @@
-"""fn.readers: DALI's file and webdataset readers on actorflow's
-file_reader and webdataset_reader."""
+"""fn.readers: DALI's file, webdataset and caffe readers on actorflow's
+file_reader, webdataset_reader and caffe_reader."""
 
 import fnmatch
 import os
@@ -7,7 +7,7 @@ import types as _pytypes
 
 from actorflow.dali import types
 from actorflow.dali._args import _check_rest, _node
-from actorflow.dali.pipeline import Pipeline
+from actorflow.dali.pipeline import Pipeline, _image_size
 from actorflow.pipeline import _add_operator
 
 # ---- readers ----
@@ -82,7 +82,9 @@ def _file_reader(*, file_root=None, files=None, labels=None, file_list=None,
     data, label = _add_operator("file_reader", [], 2, "cpu", name, attrs)
     pipe = Pipeline.current()
     if isinstance(pipe, Pipeline):
-        pipe._reader_files = attrs.get("files")
+        files = attrs.get("files")
+        pipe._reader_sizes = None if files is None else (
+            lambda: [_image_size(path) for path in files])
         pipe._add_reader(data.name, {
             "number_of_shards": int(num_shards), "shard_id": int(shard_id),
             "pad_last_batch": bool(pad_last_batch),
@@ -125,7 +127,7 @@ def _webdataset_reader(*, paths, ext, index_paths=None,
         nodes = (nodes,)
     pipe = Pipeline.current()
     if isinstance(pipe, Pipeline):
-        pipe._reader_files = None
+        pipe._reader_sizes = None
         pipe._add_reader(nodes[0].name, {
             "number_of_shards": int(num_shards), "shard_id": int(shard_id),
             "pad_last_batch": bool(pad_last_batch),
@@ -134,7 +136,48 @@ def _webdataset_reader(*, paths, ext, index_paths=None,
     return nodes[0] if len(nodes) == 1 else nodes
 
 
+def _caffe_reader(*, path, image_available=True, label_available=True,
+                  shard_id=0, num_shards=1, random_shuffle=False,
+                  initial_fill=1024, stick_to_shard=False,
+                  pad_last_batch=False, name=None, device="cpu", **rest):
+    """A Caffe LMDB (`path`: its directory): (images, labels), or the one
+    that is available. Images: each record's encoded bytes (raw records:
+    uint8 [height, width, channels]); labels: int32 [1]."""
+    _check_rest("readers.caffe", rest)
+    if not image_available and not label_available:
+        raise ValueError("fn.readers.caffe: image_available and "
+                         "label_available are both False: nothing to read")
+    attrs = {"path": os.fspath(path),
+             "image_available": bool(image_available),
+             "label_available": bool(label_available),
+             "shard_id": int(shard_id), "num_shards": int(num_shards),
+             "stick_to_shard": bool(stick_to_shard)}
+    if random_shuffle:
+        attrs["shuffle_window"] = max(2, int(initial_fill))
+    count = int(bool(image_available)) + int(bool(label_available))
+    nodes = _add_operator("caffe_reader", [], count, "cpu", name, attrs)
+    if not isinstance(nodes, tuple):
+        nodes = (nodes,)
+    pipe = Pipeline.current()
+    if isinstance(pipe, Pipeline):
+        from actorflow import _actorflow
+        pipe._reader_sizes = lambda: _actorflow._caffe_image_sizes(
+            attrs["path"])
+        pipe._add_reader(nodes[0].name, {
+            "number_of_shards": int(num_shards), "shard_id": int(shard_id),
+            "pad_last_batch": bool(pad_last_batch),
+            "stick_to_shard": bool(stick_to_shard)})
+    out = []
+    if image_available:
+        out.append(_node(nodes[0]))
+    if label_available:
+        out.append(_node(nodes[-1], unit_dim=True))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
 readers = _pytypes.SimpleNamespace(file=_file_reader,
-                                   webdataset=_webdataset_reader)
+                                   webdataset=_webdataset_reader,
+                                   caffe=_caffe_reader)
 readers.file.__name__ = "file"
 readers.webdataset.__name__ = "webdataset"
+readers.caffe.__name__ = "caffe"

@@ -325,6 +325,5 @@ for _op in ("normalize", "jitter", "coord_transform", "pad", "cat", "stack",
     globals()[_op] = _missing(_op)
 readers.tfrecord = _missing("readers.tfrecord")
 readers.numpy = _missing("readers.numpy")
-readers.caffe = _missing("readers.caffe")
 readers.mxnet = _missing("readers.mxnet")
 readers.coco = _missing("readers.coco")

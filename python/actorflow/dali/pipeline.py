@@ -144,7 +144,8 @@ class Pipeline(_base.Pipeline):
         self._readers = {}  # op name -> reader_meta without sizes
         self._feeds = []  # _ExternalFeed, in declaration order
         self._carry = None  # per output: samples read ahead of a batch
-        self._reader_files = None  # the reader's files, when listed here
+        # () -> (height, width) of each of the reader's images, when known
+        self._reader_sizes = None
 
     # ---- definition ----
 
@@ -174,12 +175,12 @@ class Pipeline(_base.Pipeline):
         unbounded = [n for n in self._output_nodes if n.bound is not None]
         if not unbounded:
             return
-        if self._reader_files is None:
+        if self._reader_sizes is None:
             raise ValueError(
                 f"outputs {[n.name for n in unbounded]}: images of unknown "
-                "size from a reader whose files are not listed here "
-                "(file_list): resize or crop them to one size")
-        sizes = [_image_size(path) for path in self._reader_files]
+                "size from a reader whose images are not listed here "
+                "(file_list, webdataset): resize or crop them to one size")
+        sizes = self._reader_sizes()
         largest = max(n.bound(sizes) for n in unbounded)
         self.__enter__()
         try:
