@@ -797,6 +797,41 @@ class AugmentationTest(unittest.TestCase):
                 self.assertEqual(out.shape, want.shape)
                 self.assertTrue(numpy.allclose(out, want, atol=1e-5))
 
+    def test_float16_outputs(self):
+        # FLOAT16 from crop_mirror_normalize or cast: float32 values
+        # rounded to half as they leave the pipeline, as torch.float16
+        # through the iterator; an operator after it is refused.
+        mean, std = [10.0, 20.0, 30.0], [50.0, 60.0, 70.0]
+
+        def normalized(dtype):
+            return run_on(self.images[:1] * 2, lambda x: (
+                fn.crop_mirror_normalize(x, crop=(16, 20), mean=mean,
+                                         std=std, dtype=dtype)))
+
+        wide, half = normalized(types.FLOAT), normalized(types.FLOAT16)
+        self.assertEqual(half[0].dtype, numpy.float16)
+        self.assertTrue(numpy.array_equal(half[0],
+                                          wide[0].astype(numpy.float16)))
+        got = run_on(self.images[:1], lambda x: fn.cast(
+            x, dtype=types.FLOAT16))
+        self.assertEqual(got[0].dtype, numpy.float16)
+        self.assertTrue(numpy.array_equal(got[0], self.images[0]))
+        pipe = Pipeline(batch_size=2, num_threads=1)
+        with pipe:
+            x = fn.external_source(source=lambda: self.images[:1] * 2,
+                                   layout="HWC")
+            out = fn.crop_mirror_normalize(x, crop=(16, 20),
+                                           dtype=types.FLOAT16)
+            with self.assertRaisesRegex(ValueError, "FLOAT16"):
+                fn.flip(out)
+            with self.assertRaisesRegex(ValueError, "FLOAT16"):
+                out * 2
+            pipe.set_outputs(out)
+        (step,) = next(iter(DALIGenericIterator(pipe, ["data"], size=2)))
+        batch = step["data"]
+        self.assertEqual(batch.dtype, torch.float16)
+        self.assertEqual(tuple(batch.shape), (2, 3, 16, 20))
+
     def test_water_sphere_and_jpeg_distortion(self):
         # The augmentation gallery's three distortions, against numpy and
         # PIL references of their definitions.

@@ -9,11 +9,17 @@ from actorflow.dali._args import (_check_rest, _device, _fixed, _floats,
 from actorflow.pipeline import _add_operator
 
 def cast(data, *, dtype, device="cpu", name=None, **rest):
+    """To `dtype`; FLOAT16 is float32 converted as it leaves the pipeline
+    (the runtime has no half type), so only the last operator gives it."""
     _check_rest("cast", rest)
     _device("cast", device)
+    to = types.to_numpy_dtype(dtype).name
+    half = to == "float16"
     node = _add_operator("cast", [data], 1, "cpu", name,
-                         {"to": types.to_numpy_dtype(dtype).name})
-    return _node(node, like=data, device=device)
+                         {"to": "float32" if half else to})
+    node = _node(node, like=data, device=device)
+    node.half = half
+    return node
 
 
 # ---- augmentations ----

@@ -248,9 +248,10 @@ def crop_mirror_normalize(data, *, dtype=types.FLOAT, output_layout="CHW",
     -> 4), filled with fill_values (one value, or one per channel)."""
     _check_rest("crop_mirror_normalize", rest)
     _device("crop_mirror_normalize", device)
-    if types.to_numpy_dtype(dtype).name != "float32":
+    half = types.to_numpy_dtype(dtype).name == "float16"
+    if types.to_numpy_dtype(dtype).name != "float32" and not half:
         raise ValueError(f"fn.crop_mirror_normalize: dtype {dtype}: FLOAT "
-                         "only")
+                         "or FLOAT16")
     if output_layout not in ("CHW", "HWC"):
         raise ValueError(f"fn.crop_mirror_normalize: output_layout "
                          f"'{output_layout}': CHW or HWC")
@@ -293,6 +294,7 @@ def crop_mirror_normalize(data, *, dtype=types.FLOAT, output_layout="CHW",
         node.bound = None
     if output_layout == "HWC":
         node = transpose(node, perm=[1, 2, 0], device=device)
+    node.half = half  # computed in float32, converted on the way out
     return node
 
 

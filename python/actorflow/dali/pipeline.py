@@ -27,11 +27,14 @@ class DataNode(_base.DataNode):
         # Images whose size only the files tell: a function from the
         # files' (height, width) to the largest side a sample can have.
         self.bound = None
+        # FLOAT16: computed in float32 and converted as it leaves the
+        # pipeline (the runtime has no half type); outputs only.
+        self.half = False
 
     def _like(self, **changes):
         node = DataNode(self._pipeline, self.name)
-        node.layout, node.unit_dim, node.device, node.bound = (
-            self.layout, self.unit_dim, self.device, self.bound)
+        node.layout, node.unit_dim, node.device, node.bound, node.half = (
+            self.layout, self.unit_dim, self.device, self.bound, self.half)
         for key, value in changes.items():
             setattr(node, key, value)
         return node
@@ -160,6 +163,17 @@ class Pipeline(_base.Pipeline):
         super().set_outputs(*nodes)
         self._output_nodes = list(nodes)
 
+    def _declare(self, op, inputs, num_outputs, device, name, attrs, source):
+        for node in inputs:
+            if getattr(node, "half", False):
+                raise ValueError(
+                    f"operator '{op}': its input {node.name} is FLOAT16, "
+                    "which actorflow.dali makes as an output leaves the "
+                    "pipeline (operators compute in float32): give FLOAT16 "
+                    "to the last operator only")
+        return super()._declare(op, inputs, num_outputs, device, name, attrs,
+                                source)
+
     def build(self):
         if not self._built:
             self._define()
@@ -277,7 +291,8 @@ class Pipeline(_base.Pipeline):
                 data = data.reshape(-1, 1)
                 shapes = numpy.ones((len(batch), 1), numpy.int64)
             lists.append(tensors.TensorListCPU.from_batch(
-                data, shapes, node.layout if node is not None else ""))
+                data, shapes, node.layout if node is not None else "",
+                numpy.float16 if node is not None and node.half else None))
         return tuple(lists)
 
     def run(self, **pipeline_inputs):

@@ -63,16 +63,17 @@ class TensorListCPU:
         self._dense = None
 
     @classmethod
-    def from_batch(cls, data, shapes, layout=""):
+    def from_batch(cls, data, shapes, layout="", dtype=None):
         """From a padded batch [n, box...] and per-sample shapes [n, rank];
-        copies what it keeps."""
+        copies what it keeps (converted to `dtype` if given)."""
         box = numpy.asarray(data.shape[1:], numpy.int64)
         if shapes.shape[0] and numpy.all(shapes == box):
             out = cls([], layout)
-            out._dense = numpy.array(data)
+            out._dense = numpy.array(data, dtype=dtype)
             out._samples = list(out._dense)
             return out
-        return cls([numpy.array(data[(i,) + tuple(slice(0, int(d)) for d in row)])
+        return cls([numpy.array(data[(i,) + tuple(slice(0, int(d)) for d in row)],
+                                dtype=dtype)
                     for i, row in enumerate(shapes)], layout)
 
     def __len__(self):
