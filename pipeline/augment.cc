@@ -498,16 +498,32 @@ absl::Status Transpose(const SampleRef& in, const std::vector<int64_t>& perm,
   return absl::OkStatus();
 }
 
-absl::Status ScaleShift(const SampleRef& in, float scale, float shift,
-                        Sample* out) {
+absl::Status ScaleShift(const SampleRef& in, const std::vector<float>& scale,
+                        const std::vector<float>& shift, Sample* out) {
+  const int64_t last = in.shape.empty() ? 1 : in.shape.back();
+  for (const auto* values : {&scale, &shift}) {
+    const int64_t size = static_cast<int64_t>(values->size());
+    if (size != 1 && size != last) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("scale_shift: ", size, " values for samples of ",
+                       ShapeString(in.shape),
+                       " (give 1, or one per element of the last "
+                       "axis)"));
+    }
+  }
   out->Reshape(DT_FLOAT32, in.shape);
   const int64_t n = ShapeElemCnt(in.shape);
   float* dst = out->as<float>();
+  // Per element of the last axis: i % last picks the value.
+  const int64_t scales = static_cast<int64_t>(scale.size());
+  const int64_t shifts = static_cast<int64_t>(shift.size());
   return VisitDataType(in.type, [&](auto tag) {
     using From = typename decltype(tag)::type;
     const From* src = in.as<From>();
     for (int64_t i = 0; i < n; ++i) {
-      dst[i] = ConvertElement<float>(src[i]) * scale + shift;
+      const int64_t k = last > 0 ? i % last : 0;
+      dst[i] = ConvertElement<float>(src[i]) * scale[scales == 1 ? 0 : k] +
+               shift[shifts == 1 ? 0 : k];
     }
     return absl::OkStatus();
   });

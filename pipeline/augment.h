@@ -103,9 +103,11 @@ std::vector<float> GaussianKernel(double sigma, int64_t window);
 absl::Status Transpose(const SampleRef& in, const std::vector<int64_t>& perm,
                        Sample* out);
 
-// Any sample -> float32: in * scale + shift, element by element.
-absl::Status ScaleShift(const SampleRef& in, float scale, float shift,
-                        Sample* out);
+// Any sample -> float32: in * scale + shift, element by element. scale and
+// shift hold one value, or one per element of the last axis (a channel
+// each, for HWC images).
+absl::Status ScaleShift(const SampleRef& in, const std::vector<float>& scale,
+                        const std::vector<float>& shift, Sample* out);
 
 // An integer sample (any shape) -> float32 with one more axis of
 // `classes`: on where the index is the value, off elsewhere.

@@ -645,18 +645,34 @@ class ReshapeOp final : public SampleOp {
 };
 
 // scale_shift: in * scale + shift as float32 (arithmetic with constants).
+// scale_shift: attrs `scale` and `shift`, each one value (f) or one per
+// element of the samples' last axis (f-list).
 class ScaleShiftOp final : public SampleOp {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
-    auto scale = ctx.FloatAttrOr("scale", 1);
-    auto shift = ctx.FloatAttrOr("shift", 0);
-    if (!scale.ok()) return scale.status();
-    if (!shift.ok()) return shift.status();
-    scale_ = static_cast<float>(*scale);
-    shift_ = static_cast<float>(*shift);
+    for (auto [to, name, fallback] : {std::tuple{&scale_, "scale", 1.0},
+                                      std::tuple{&shift_, "shift", 0.0}}) {
+      auto list = ctx.FloatListAttr(name);
+      if (list.ok() && !list->empty()) {
+        to->assign(list->begin(), list->end());
+        continue;
+      }
+      auto value = ctx.FloatAttrOr(name, fallback);
+      if (!value.ok()) return value.status();
+      *to = {static_cast<float>(*value)};
+    }
     return absl::OkStatus();
   }
   absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    const int64_t last = in.max_shape.empty() ? 1 : in.max_shape.back();
+    for (const auto* values : {&scale_, &shift_}) {
+      const int64_t size = static_cast<int64_t>(values->size());
+      if (size != 1 && last >= 0 && size != last) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "scale_shift: attrs 'scale' and 'shift' need 1 value or ", last,
+            " (the last axis of ", ShapeString(in.max_shape), "), got ", size));
+      }
+    }
     return SampleSpec{DT_FLOAT32, in.max_shape};
   }
   absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
@@ -664,7 +680,7 @@ class ScaleShiftOp final : public SampleOp {
   }
 
  private:
-  float scale_ = 1, shift_ = 0;
+  std::vector<float> scale_ = {1}, shift_ = {0};
 };
 
 class OneHotOp final : public SampleOp {

@@ -155,9 +155,15 @@ TEST_CASE("erase, paste, gaussian_blur, transpose and one_hot") {
   CHECK(Values(out) == std::vector<double>(16, 77));
   CHECK_FALSE(GaussianBlur(flat.ref(), 1, 1, 4, 3, &out).ok());
 
-  REQUIRE(ScaleShift(in.ref(), 0.5f, -1.0f, &out).ok());
+  REQUIRE(ScaleShift(in.ref(), {0.5f}, {-1.0f}, &out).ok());
   CHECK(out.type == DT_FLOAT32);
   CHECK(Values(out) == std::vector<double>{-0.5, 0, 0.5, 4.5, 5, 5.5});
+  // One value per channel (the last axis).
+  Sample rgb = Image(DT_UINT8, {1, 2, 3}, {1, 2, 3, 11, 12, 13});
+  REQUIRE(ScaleShift(rgb.ref(), {1, 2, 3}, {0, 10, 20}, &out).ok());
+  CHECK(Values(out) == std::vector<double>{1, 14, 29, 11, 34, 59});
+  CHECK_THAT(std::string(ScaleShift(rgb.ref(), {1, 2}, {0}, &out).message()),
+             Catch::Contains("2 values for samples of [1, 2, 3]"));
 
   REQUIRE(Transpose(in.ref(), {2, 0, 1}, &out).ok());
   CHECK(out.shape == SampleShape{1, 2, 3});

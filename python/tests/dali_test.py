@@ -885,6 +885,30 @@ class AugmentationTest(unittest.TestCase):
         got = run_on(self.images, lambda x: 1 - fn.cast(x, dtype=types.INT32))
         for image, out in zip(self.images, got):
             self.assertTrue(numpy.array_equal(out, 1.0 - image))
+        # Per-channel numbers broadcast along the last axis, as DALI's.
+        mean = numpy.array([123.7, 116.3, 103.5])
+        got = run_on(self.images, lambda x: (x - mean) / [58.4, 57.1, 57.4])
+        for image, out in zip(self.images, got):
+            want = (image.astype(numpy.float32) - mean.astype(numpy.float32))\
+                / numpy.float32([58.4, 57.1, 57.4])
+            numpy.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+        got = run_on(self.images, lambda x: types.Constant([1, 2, 3]) * x)
+        for image, out in zip(self.images, got):
+            self.assertTrue(numpy.array_equal(out, image * [1.0, 2.0, 3.0]))
+        pipe = Pipeline(batch_size=1, num_threads=1)
+        with pipe:
+            x = fn.external_source(source=lambda: self.images[:1],
+                                   layout="HWC")
+            pipe.set_outputs(x * [1.0, 2.0])
+        # Named when the samples' channels are known (the first run here:
+        # an external source's shape is known when it is fed).
+        with self.assertRaisesRegex(ValueError, r"need 1 value or 3 \(the "
+                                    r"last axis of \[20, 30, 3\]\), got 2"):
+            pipe.build()
+            pipe.run()
+        with pipe:
+            with self.assertRaisesRegex(TypeError, "one number per element"):
+                x * numpy.ones((2, 2))
 
     def test_one_hot_of_reader_labels(self):
         root = tempfile.mkdtemp()

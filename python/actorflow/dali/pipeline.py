@@ -47,51 +47,65 @@ class DataNode(_base.DataNode):
         return self._like(device="cpu")
 
     # Arithmetic with numbers: each sample's elements as float32, times a
-    # scale plus a shift (operator scale_shift). Between two data nodes it
-    # is not there.
+    # scale plus a shift (operator scale_shift). A list, array or Constant
+    # of several numbers gives one per element of the last axis (a channel
+    # each, for HWC images), as DALI broadcasts them. Between two data
+    # nodes it is not there.
     def _scale_shift(self, scale, shift):
+        def attr(values):
+            return values[0] if len(values) == 1 else values
         node = self._pipeline._declare(
             "scale_shift", [self], 1, "cpu", None,
-            {"scale": float(scale), "shift": float(shift)}, None)
+            {"scale": attr(scale), "shift": attr(shift)}, None)
         node.layout, node.unit_dim, node.device, node.bound = (
             self.layout, self.unit_dim, self.device, self.bound)
         return node
 
     def _number(self, other, op):
-        if isinstance(other, types.Constant) and other.value.size == 1:
-            other = other.value.item()
+        """other as a list of floats: one, or one per last-axis element."""
+        if isinstance(other, types.Constant):
+            other = other.value
+        if isinstance(other, (list, tuple)):
+            other = numpy.asarray(other)
+        if isinstance(other, numpy.ndarray):
+            if other.ndim <= 1 and other.size >= 1 and \
+                    other.dtype.kind in "iuf":
+                return [float(v) for v in other.reshape(-1)]
+            other = object()  # refused below, named
         if isinstance(other, bool) or not isinstance(
                 other, (int, float, numpy.integer, numpy.floating)):
             raise TypeError(
                 f"{self!r} {op} {other!r}: arithmetic on data nodes takes "
-                "numbers (scalars); between two nodes it is not in "
-                "actorflow.dali (docs/python.md, 'Coming from DALI')")
-        return float(other)
+                "numbers, or one number per element of the last axis; "
+                "between two nodes it is not in actorflow.dali "
+                "(docs/python.md, 'Coming from DALI')")
+        return [float(other)]
 
     def __add__(self, other):
-        return self._scale_shift(1.0, self._number(other, "+"))
+        return self._scale_shift([1.0], self._number(other, "+"))
 
     def __sub__(self, other):
-        return self._scale_shift(1.0, -self._number(other, "-"))
+        return self._scale_shift([1.0],
+                                 [-v for v in self._number(other, "-")])
 
     def __rsub__(self, other):
-        return self._scale_shift(-1.0, self._number(other, "-"))
+        return self._scale_shift([-1.0], self._number(other, "-"))
 
     def __mul__(self, other):
-        return self._scale_shift(self._number(other, "*"), 0.0)
+        return self._scale_shift(self._number(other, "*"), [0.0])
 
     def __truediv__(self, other):
-        divisor = self._number(other, "/")
-        if divisor == 0:
-            raise ZeroDivisionError(f"{self!r} / 0")
-        return self._scale_shift(1.0 / divisor, 0.0)
+        divisors = self._number(other, "/")
+        if 0 in divisors:
+            raise ZeroDivisionError(f"{self!r} / {other!r}: a zero divisor")
+        return self._scale_shift([1.0 / d for d in divisors], [0.0])
 
     def __rtruediv__(self, other):
         raise TypeError(f"{other!r} / {self!r}: a number divided by a data "
                         "node is not in actorflow.dali")
 
     def __neg__(self):
-        return self._scale_shift(-1.0, 0.0)
+        return self._scale_shift([-1.0], [0.0])
 
     __radd__ = __add__
     __rmul__ = __mul__
