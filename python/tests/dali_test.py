@@ -218,6 +218,22 @@ class DaliTest(unittest.TestCase):
         (meta,) = pipe.reader_meta().values()
         self.assertEqual(meta["epoch_size"], 30)
 
+        # actorflow's own API over the same database: labels as stored, in
+        # key order, and each image decoded from its record's file.
+        from actorflow import fn as own_fn
+        from actorflow.pipeline import Pipeline as OwnPipeline
+        own = OwnPipeline(batch_size=10, num_threads=1)
+        with own:
+            encoded, labels = own_fn.readers.caffe(path=db_folder)
+            own.set_outputs(own_fn.resize(own_fn.decoders.image(encoded),
+                                          size=[8, 8]), labels)
+        own.build()
+        images, labels = own.run()
+        self.assertEqual(numpy.array(labels.as_array()).ravel().tolist(),
+                         self.labels[:10])
+        self.assertEqual(numpy.array(images.as_array()).shape,
+                         (10, 8, 8, 3))
+
     def test_readers_run_on_across_epochs_with_full_batches(self):
         root = self.root
         for pad in (False, True):
