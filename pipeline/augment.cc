@@ -529,6 +529,68 @@ absl::Status ScaleShift(const SampleRef& in, const std::vector<float>& scale,
   });
 }
 
+absl::StatusOr<ArithOp> ParseArithOp(const std::string& name) {
+  if (name == "add") return ArithOp::kAdd;
+  if (name == "sub") return ArithOp::kSub;
+  if (name == "mul") return ArithOp::kMul;
+  if (name == "div") return ArithOp::kDiv;
+  return absl::InvalidArgumentError(
+      absl::StrCat("\"add\", \"sub\", \"mul\" or \"div\", got \"", name, "\""));
+}
+
+absl::Status Arith(const SampleRef& a, const SampleRef& b, ArithOp op,
+                   Sample* out) {
+  const int64_t na = ShapeElemCnt(a.shape), nb = ShapeElemCnt(b.shape);
+  const bool same = a.shape == b.shape;
+  if (!same && na != 1 && nb != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("arithmetic between samples of ", ShapeString(a.shape),
+                     " and ", ShapeString(b.shape),
+                     ": the shapes must be equal, or one sample "
+                     "a single value"));
+  }
+  // Each side as float32 (the output's type), then the operation.
+  auto floats = [](const SampleRef& s, std::vector<float>* to) {
+    to->resize(ShapeElemCnt(s.shape));
+    return VisitDataType(s.type, [&](auto tag) {
+      using From = typename decltype(tag)::type;
+      const From* src = s.as<From>();
+      for (size_t i = 0; i < to->size(); ++i) {
+        (*to)[i] = ConvertElement<float>(src[i]);
+      }
+      return absl::OkStatus();
+    });
+  };
+  std::vector<float> x, y;
+  absl::Status ok = floats(a, &x);
+  if (ok.ok()) ok = floats(b, &y);
+  if (!ok.ok()) return ok;
+  // The output has a's shape unless a is the single value.
+  const bool like_a = same || nb == 1;
+  out->Reshape(DT_FLOAT32, like_a ? a.shape : b.shape);
+  const int64_t n = like_a ? na : nb;
+  float* dst = out->as<float>();
+  const int64_t step_x = like_a ? 1 : 0, step_y = like_a && !same ? 0 : 1;
+  for (int64_t i = 0; i < n; ++i) {
+    const float u = x[i * step_x], v = y[i * step_y];
+    switch (op) {
+      case ArithOp::kAdd:
+        dst[i] = u + v;
+        break;
+      case ArithOp::kSub:
+        dst[i] = u - v;
+        break;
+      case ArithOp::kMul:
+        dst[i] = u * v;
+        break;
+      case ArithOp::kDiv:
+        dst[i] = u / v;
+        break;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status OneHot(const SampleRef& in, int64_t classes, float on, float off,
                     Sample* out) {
   if (classes < 1) {

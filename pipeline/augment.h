@@ -2,9 +2,11 @@
 #define ACTORFLOW_PIPELINE_AUGMENT_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "pipeline/sample.h"
 
 // DALI's image augmentations as plain functions on HWC images of uint8 or
@@ -108,6 +110,14 @@ absl::Status Transpose(const SampleRef& in, const std::vector<int64_t>& perm,
 // each, for HWC images).
 absl::Status ScaleShift(const SampleRef& in, const std::vector<float>& scale,
                         const std::vector<float>& shift, Sample* out);
+
+// Two samples -> float32, element by element: a + b, a - b, a * b or a / b
+// (IEEE: a division by zero is an infinity or NaN). The shapes are equal,
+// or one sample holds one element, which meets every element of the other.
+enum class ArithOp { kAdd, kSub, kMul, kDiv };
+absl::StatusOr<ArithOp> ParseArithOp(const std::string& name);
+absl::Status Arith(const SampleRef& a, const SampleRef& b, ArithOp op,
+                   Sample* out);
 
 // An integer sample (any shape) -> float32 with one more axis of
 // `classes`: on where the index is the value, off elsewhere.

@@ -645,29 +645,31 @@ class ReshapeOp final : public SampleOp {
 };
 
 // scale_shift: in * scale + shift as float32 (arithmetic with constants).
-// scale_shift: attrs `scale` and `shift`, each one value (f) or one per
-// element of the samples' last axis (f-list).
+// scale_shift: attrs `scale` and `shift`, each one value per element of
+// the samples' last axis (f-list), or one value for all, fixed or drawn
+// per sample (a ScalarArg: `coin * images` in actorflow.dali).
 class ScaleShiftOp final : public SampleOp {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
-    for (auto [to, name, fallback] : {std::tuple{&scale_, "scale", 1.0},
-                                      std::tuple{&shift_, "shift", 0.0}}) {
-      auto list = ctx.FloatListAttr(name);
-      if (list.ok() && !list->empty()) {
-        to->assign(list->begin(), list->end());
+    for (auto [list, arg, name, fallback] :
+         {std::tuple{&scales_, &scale_, "scale", 1.0},
+          std::tuple{&shifts_, &shift_, "shift", 0.0}}) {
+      auto values = ctx.FloatListAttr(name);
+      list->clear();
+      if (values.ok() && !values->empty()) {
+        list->assign(values->begin(), values->end());
         continue;
       }
-      auto value = ctx.FloatAttrOr(name, fallback);
-      if (!value.ok()) return value.status();
-      *to = {static_cast<float>(*value)};
+      absl::Status ok = arg->Init(ctx, name, fallback);
+      if (!ok.ok()) return ok;
     }
     return absl::OkStatus();
   }
   absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
     const int64_t last = in.max_shape.empty() ? 1 : in.max_shape.back();
-    for (const auto* values : {&scale_, &shift_}) {
+    for (const auto* values : {&scales_, &shifts_}) {
       const int64_t size = static_cast<int64_t>(values->size());
-      if (size != 1 && last >= 0 && size != last) {
+      if (size > 1 && last >= 0 && size != last) {
         return absl::InvalidArgumentError(absl::StrCat(
             "scale_shift: attrs 'scale' and 'shift' need 1 value or ", last,
             " (the last axis of ", ShapeString(in.max_shape), "), got ", size));
@@ -675,12 +677,22 @@ class ScaleShiftOp final : public SampleOp {
     }
     return SampleSpec{DT_FLOAT32, in.max_shape};
   }
-  absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
-    return ScaleShift(in, scale_, shift_, out);
+  absl::Status Apply(const SampleRef& in, SampleRng* rng,
+                     Sample* out) override {
+    const std::vector<float> scale =
+        scales_.empty()
+            ? std::vector<float>{static_cast<float>(scale_.Draw(rng))}
+            : scales_;
+    const std::vector<float> shift =
+        shifts_.empty()
+            ? std::vector<float>{static_cast<float>(shift_.Draw(rng))}
+            : shifts_;
+    return ScaleShift(in, scale, shift, out);
   }
 
  private:
-  std::vector<float> scale_ = {1}, shift_ = {0};
+  std::vector<float> scales_, shifts_;  // given as lists
+  ScalarArg scale_, shift_;             // else one value (per sample)
 };
 
 class OneHotOp final : public SampleOp {
@@ -781,7 +793,8 @@ const std::map<std::string, AugmentOp>& AugmentOps() {
       {"transpose", {[] { return std::make_unique<TransposeOp>(); }, {"perm"}}},
       {"reshape", {[] { return std::make_unique<ReshapeOp>(); }, {"shape"}}},
       {"scale_shift",
-       {[] { return std::make_unique<ScaleShiftOp>(); }, {"scale", "shift"}}},
+       {[] { return std::make_unique<ScaleShiftOp>(); },
+        Join({}, {"scale", "shift"})}},
       {"one_hot",
        {[] { return std::make_unique<OneHotOp>(); },
         {"num_classes", "on_value", "off_value"}}},

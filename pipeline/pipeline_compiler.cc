@@ -34,6 +34,7 @@ using pipeline::FileReaderKernel;
 using pipeline::IdxReaderKernel;
 using pipeline::kChunkBlob;
 using pipeline::MakeSampleOp;
+using pipeline::ParseArithOp;
 using pipeline::ReaderKernel;
 using pipeline::ReadIdxHeader;
 using pipeline::SampleDealers;
@@ -90,6 +91,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
         {"cast", {"to"}},
         {"normalize", {"mean", "std", "axis"}},
         {"batch", {"max_shape"}},
+        {"arith", {"op"}},
     };
     for (auto& [name, attrs] : pipeline::AugmentOpAttrs()) {
       (*table)[name] = attrs;
@@ -245,6 +247,7 @@ class Pipeline::Compiler {
   void CountConsumers() {
     for (const OperatorDef& def : p_.ops_) {
       for (const std::string& in : def.inputs) ++consumers_[in];
+      static_deal_ = static_deal_ || def.op == "arith";
     }
     for (const std::string& out : p_.output_names_) ++consumers_[out];
   }
@@ -271,6 +274,7 @@ class Pipeline::Compiler {
   void AddSampleOperator(int i, const Node& in, SampleOp& sample_op);
   void FuseIntoChain(int i, const Node& in, const SampleSpec& spec);
   void AddStages(int i, const Node& in, const SampleSpec& spec);
+  void AddArith(int i, const Node& a, const Node& b);
   void CheckSourcesAndOutputs();
   // A fetch per output and per output's shapes, copied off the GPU by the
   // job compiler where the output is on it.
@@ -294,6 +298,10 @@ class Pipeline::Compiler {
   Ref schedule_register_;
   int sources_ = 0;
   bool has_reader_ = false;
+  // With arith, a worker takes positions p % workers == worker from every
+  // source (not first come): any two per-sample nodes then hold the same
+  // samples on each worker, which arith pairs.
+  bool static_deal_ = false;
   int batch_op_ = -1;
 };
 
@@ -348,6 +356,10 @@ void Pipeline::Compiler::AddOperator(int i) {
   }
   if (op == "batch") {
     AddBatchOperator(i);
+    return;
+  }
+  if (op == "arith") {
+    if (ExpectIo(i, 2, 1, 1)) AddArith(i, *inputs[0], *inputs[1]);
     return;
   }
   const bool batched_input = inputs.size() == 1 && inputs[0]->kind == "batched";
@@ -771,9 +783,88 @@ void Pipeline::Compiler::AddStages(int i, const Node& in,
     attrs["fuse_decode"] = BoolAttr(options_.fuse_decode);
     // The first stage after the reader claims samples as its workers get
     // free; later stages keep what their worker's first stage took.
-    attrs["deal"] = StringAttr(in.kind == "source" ? "dynamic" : "all");
+    attrs["deal"] = StringAttr(in.kind != "source" ? "all"
+                               : static_deal_      ? "static"
+                                                   : "dynamic");
     Consume(task, "in",
             in.kind == "source" ? in.registers[0] : in.registers[w]);
+    node.registers.push_back(AddOutput(task, "out", depth_));
+    node.tasks.push_back(task);
+  }
+  Declare(i, def.outputs[0], node);
+}
+
+// Each worker's registers of two per-sample nodes hold the same samples
+// (those at p % workers == worker: static_deal_), in the same order, and
+// that worker's arith stage pairs them; a source's register holds all, of
+// which it takes its own.
+void Pipeline::Compiler::AddArith(int i, const Node& a, const Node& b) {
+  const OperatorDef& def = p_.ops_[i];
+  if (def.device != "cpu") {
+    Problem(i, "per-sample operators run on cpu");
+    return;
+  }
+  for (const Node* in : {&a, &b}) {
+    if (in->kind == "batched") {
+      Problem(i, absl::StrCat("takes per-sample data; '",
+                              def.inputs[in == &a ? 0 : 1],
+                              "' is already batched"));
+      return;
+    }
+  }
+  auto op = ParseArithOp(def.attrs.count("op") ? def.attrs.at("op").s()
+                                               : std::string());
+  if (!op.ok()) {
+    Problem(i, absl::StrCat("attr 'op': ", op.status().message()));
+    return;
+  }
+  // The bound: the larger of the two, dimension by dimension, when the
+  // ranks agree; else the one that is not a single value.
+  auto single = [](const SampleSpec& s) {
+    return s.bounded() && ShapeElemCnt(s.max_shape) == 1;
+  };
+  SampleSpec spec{DT_FLOAT32, a.spec.max_shape};
+  if (single(a.spec) && !single(b.spec)) spec.max_shape = b.spec.max_shape;
+  if (!single(a.spec) && !single(b.spec)) {
+    if (a.spec.max_shape.size() != b.spec.max_shape.size()) {
+      Problem(i,
+              absl::StrCat("its inputs' samples, ",
+                           ShapeString(a.spec.max_shape), " and ",
+                           ShapeString(b.spec.max_shape), ", differ in rank"));
+      return;
+    }
+    for (size_t d = 0; d < spec.max_shape.size(); ++d) {
+      const int64_t x = a.spec.max_shape[d], y = b.spec.max_shape[d];
+      spec.max_shape[d] = x < 0 || y < 0 ? -1 : std::max(x, y);
+    }
+  }
+  Node node{"sample", spec, false, {}, {}};
+  node.chain = def.name;
+  for (int w = 0; w < workers_; ++w) {
+    const std::string name =
+        workers_ == 1 ? def.name : absl::StrCat(def.name, "@", w);
+    OpConf* task = AddOp(UniqueTask(i, name), "pipeline.arith", w);
+    auto& attrs = *task->mutable_attr();
+    attrs["op"] = StringAttr(def.attrs.at("op").s());
+    attrs["input_a"] = StringAttr(def.inputs[0]);
+    attrs["input_b"] = StringAttr(def.inputs[1]);
+    attrs["output"] = StringAttr(def.outputs[0]);
+    attrs["op_name"] = StringAttr(def.name);
+    attrs["batch_size"] = IntAttr(n_);
+    attrs["skip_errors"] = BoolAttr(skip_);
+    attrs["worker"] = IntAttr(w);
+    attrs["workers"] = IntAttr(workers_);
+    // A source's one register holds every sample: this worker's are those
+    // at p % workers == worker, as its stages take them (static_deal_).
+    attrs["deal_a"] = StringAttr(a.kind == "source" ? "static" : "all");
+    attrs["deal_b"] = StringAttr(b.kind == "source" ? "static" : "all");
+    // Input 0 then 1; x + x reads one register (a task consumes a
+    // register once).
+    auto register_of = [&](const Node& in) {
+      return in.kind == "source" ? in.registers[0] : in.registers[w];
+    };
+    Consume(task, "in", register_of(a));
+    if (def.inputs[1] != def.inputs[0]) Consume(task, "in", register_of(b));
     node.registers.push_back(AddOutput(task, "out", depth_));
     node.tasks.push_back(task);
   }

@@ -11,6 +11,7 @@
 
 #include "actorflow/kernel.h"
 #include "base/mutex.h"
+#include "pipeline/augment.h"
 #include "pipeline/caffe_lmdb.h"
 #include "pipeline/dataset.h"
 #include "pipeline/sample_dealer.h"
@@ -161,6 +162,32 @@ class ExternalSourceKernel final : public Kernel {
  private:
   std::string output_;
   int64_t batch_size_ = 1;
+  SampleSlots slots_;
+};
+
+// `pipeline.arith`: one worker's samples of two per-sample nodes combined
+// element by element (attr `op`: "add", "sub", "mul", "div"; see Arith).
+// Inputs 0 and 1 are the same worker's registers of the two nodes (one
+// input when they are the same node), blobs `input_a` and `input_b`: both
+// hold the samples that worker took, in the same order. `deal_a`/`deal_b`
+// "static": the input is a source's register, holding every sample, of
+// which the worker takes those at p % workers == worker (attrs `worker`,
+// `workers`), as its stages do. A sample dropped in
+// either is dropped, with its error.
+class ArithStageKernel final : public Kernel {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override;
+  absl::Status Forward(KernelContext* ctx) override;
+
+ private:
+  ArithOp op_ = ArithOp::kAdd;
+  std::string input_a_, input_b_, output_;
+  std::string op_name_;
+  bool skip_errors_ = false;
+  int second_input_ = 1;  // 0 when both operands are one node
+  int64_t worker_ = 0, workers_ = 1;
+  bool static_[2] = {false, false};  // a source's register: p % workers
+  Sample file_a_, file_b_;           // lazily read files' bytes
   SampleSlots slots_;
 };
 

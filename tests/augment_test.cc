@@ -293,6 +293,34 @@ TEST_CASE("jpeg_compression_distortion is an encode and decode at quality") {
       Catch::Contains("wants an RGB uint8 image"));
 }
 
+TEST_CASE("arith: element by element, or one value against all") {
+  const Sample a = Image(DT_UINT8, {1, 2, 2}, {1, 2, 3, 4});
+  const Sample b = Image(DT_FLOAT32, {1, 2, 2}, {0.5, 2, -1, 8});
+  Sample out;
+  REQUIRE(Arith(a.ref(), b.ref(), ArithOp::kSub, &out).ok());
+  CHECK(out.type == DT_FLOAT32);
+  CHECK(Values(out) == std::vector<double>{0.5, 0, 4, -4});
+  REQUIRE(Arith(a.ref(), b.ref(), ArithOp::kDiv, &out).ok());
+  CHECK(Values(out) == std::vector<double>{2, 1, -3, 0.5});
+  // A single value meets every element, on either side.
+  const Sample coin = Image(DT_UINT8, {1}, {3});
+  REQUIRE(Arith(coin.ref(), a.ref(), ArithOp::kMul, &out).ok());
+  CHECK(out.shape == a.shape);
+  CHECK(Values(out) == std::vector<double>{3, 6, 9, 12});
+  REQUIRE(Arith(a.ref(), coin.ref(), ArithOp::kAdd, &out).ok());
+  CHECK(Values(out) == std::vector<double>{4, 5, 6, 7});
+  // An empty sample against a single value stays empty.
+  const Sample empty = Image(DT_UINT8, {0, 3}, {});
+  REQUIRE(Arith(empty.ref(), coin.ref(), ArithOp::kAdd, &out).ok());
+  CHECK(out.shape == empty.shape);
+  const Sample other = Image(DT_UINT8, {2, 2, 1}, {1, 2, 3, 4});
+  CHECK_THAT(
+      std::string(Arith(a.ref(), other.ref(), ArithOp::kAdd, &out).message()),
+      Catch::Contains("samples of [1, 2, 2] and [2, 2, 1]"));
+  CHECK(ParseArithOp("mul").value() == ArithOp::kMul);
+  CHECK_FALSE(ParseArithOp("pow").ok());
+}
+
 TEST_CASE("per-sample arguments: drawn from the sample's generator") {
   const uint64_t seed = testing::TestSeed("per-sample arguments");
   INFO("seed " << seed << " (ACTORFLOW_SEED replays it)");

@@ -380,8 +380,10 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
 
   CliResult kernels = RunCli("kernels");
 #define kPipelineKernels                       \
+  "pipeline.arith cpu\n"                       \
   "pipeline.batch cpu\n"                       \
   "pipeline.brightness_contrast cpu\n"         \
+  "pipeline.caffe_reader cpu\n"                \
   "pipeline.cast cpu\n"                        \
   "pipeline.chain cpu\n"                       \
   "pipeline.color_twist cpu\n"                 \

@@ -189,6 +189,134 @@ TEST_CASE("a crop to the whole image passes through a chain unchanged") {
   CHECK(pipe.Finish().ok());
 }
 
+TEST_CASE("arith combines two per-sample nodes of the same samples") {
+  // small = resize 20 x 20; diff = small - flip(small); twice = small +
+  // small. Two workers, so each pairs the samples its own stages took.
+  auto raw = ReadIdx(kTestImages);
+  REQUIRE(raw.ok());
+  PipelineOptions options;
+  options.batch_size = 8;
+  options.num_threads = 2;
+  Pipeline pipe(options);
+  pipe.Add(OperatorDef{.op = "idx_reader",
+                       .outputs = {"images", "labels"},
+                       .attrs = {{"images", StringAttr(kTestImages)},
+                                 {"labels", StringAttr(kTestLabels)},
+                                 {"limit", IntAttr(16)}}});
+  pipe.Add(OperatorDef{.op = "resize",
+                       .inputs = {"images"},
+                       .outputs = {"small"},
+                       .attrs = {{"size", IntListAttr({20, 20})}}});
+  pipe.Add(OperatorDef{.op = "flip",
+                       .inputs = {"small"},
+                       .outputs = {"flipped"},
+                       .attrs = {{"horizontal", FloatAttr(1.0)}}});
+  pipe.Add(OperatorDef{.op = "arith",
+                       .inputs = {"small", "flipped"},
+                       .outputs = {"diff"},
+                       .attrs = {{"op", StringAttr("sub")}}});
+  pipe.Add(OperatorDef{.op = "arith",
+                       .inputs = {"small", "small"},
+                       .outputs = {"twice"},
+                       .attrs = {{"op", StringAttr("add")}}});
+  pipe.SetOutputs({"diff", "twice"});
+  REQUIRE_OK(pipe.Build());
+  REQUIRE(pipe.Run().ok());
+  int64_t seen = 0;
+  while (true) {
+    auto out = pipe.Outputs();
+    if (absl::IsOutOfRange(out.status())) break;
+    REQUIRE(out.ok());
+    auto diff = out->outputs[0].data().data<float>();
+    auto twice = out->outputs[1].data().data<float>();
+    REQUIRE(diff.ok());
+    REQUIRE(twice.ok());
+    for (int64_t i = 0; i < out->outputs[0].num_samples(); ++i, ++seen) {
+      Sample image, small, flipped;
+      image.Reshape(DT_UINT8, {28, 28, 1});
+      std::memcpy(image.storage.data(), raw->data.data() + seen * 784, 784);
+      REQUIRE_OK(Resize(image.ref(), 20, 20, &small));
+      REQUIRE_OK(Flip(small.ref(), true, false, &flipped));
+      INFO("sample " << seen);
+      for (int64_t k = 0; k < 400; ++k) {
+        REQUIRE((*diff)[i * 400 + k] ==
+                static_cast<float>(small.storage[k]) -
+                    static_cast<float>(flipped.storage[k]));
+        REQUIRE((*twice)[i * 400 + k] == 2.0f * small.storage[k]);
+      }
+    }
+    REQUIRE(pipe.Run().ok());
+  }
+  CHECK(seen == 16);
+  CHECK(pipe.Finish().ok());
+
+  // An unknown op is named.
+  Pipeline wrong(options);
+  wrong.Add(OperatorDef{.op = "idx_reader",
+                        .outputs = {"images", "labels"},
+                        .attrs = {{"images", StringAttr(kTestImages)},
+                                  {"labels", StringAttr(kTestLabels)}}});
+  wrong.Add(OperatorDef{.op = "arith",
+                        .name = "power",
+                        .inputs = {"images", "images"},
+                        .outputs = {"power"},
+                        .attrs = {{"op", StringAttr("pow")}}});
+  wrong.SetOutputs({"power"});
+  CHECK_THAT(std::string(wrong.Build().message()),
+             Catch::Contains("operator 'power' (arith): attr 'op': \"add\""));
+}
+
+TEST_CASE("arith takes the reader's samples too, each worker its own") {
+  // images (the reader's) + small (a stage's): the arith stage takes from
+  // the reader's register the positions its worker's stages took.
+  auto raw = ReadIdx(kTestImages);
+  REQUIRE(raw.ok());
+  for (int threads : {1, 3}) {
+    PipelineOptions options;
+    options.batch_size = 5;
+    options.num_threads = threads;
+    Pipeline pipe(options);
+    pipe.Add(OperatorDef{.op = "idx_reader",
+                         .outputs = {"images", "labels"},
+                         .attrs = {{"images", StringAttr(kTestImages)},
+                                   {"labels", StringAttr(kTestLabels)},
+                                   {"limit", IntAttr(15)}}});
+    pipe.Add(OperatorDef{.op = "flip",
+                         .inputs = {"images"},
+                         .outputs = {"flipped"},
+                         .attrs = {{"horizontal", FloatAttr(1.0)}}});
+    pipe.Add(OperatorDef{.op = "arith",
+                         .inputs = {"images", "flipped"},
+                         .outputs = {"sum"},
+                         .attrs = {{"op", StringAttr("add")}}});
+    pipe.SetOutputs({"sum"});
+    REQUIRE_OK(pipe.Build());
+    REQUIRE(pipe.Run().ok());
+    int64_t seen = 0;
+    while (true) {
+      auto out = pipe.Outputs();
+      if (absl::IsOutOfRange(out.status())) break;
+      REQUIRE(out.ok());
+      auto sum = out->outputs[0].data().data<float>();
+      REQUIRE(sum.ok());
+      for (int64_t i = 0; i < out->outputs[0].num_samples(); ++i, ++seen) {
+        const uint8_t* image = raw->data.data() + seen * 784;
+        INFO(threads << " threads, sample " << seen);
+        for (int y = 0; y < 28; ++y) {
+          for (int x = 0; x < 28; ++x) {
+            REQUIRE((*sum)[i * 784 + y * 28 + x] ==
+                    static_cast<float>(image[y * 28 + x]) +
+                        static_cast<float>(image[y * 28 + 27 - x]));
+          }
+        }
+      }
+      REQUIRE(pipe.Run().ok());
+    }
+    CHECK(seen == 15);
+    CHECK(pipe.Finish().ok());
+  }
+}
+
 TEST_CASE("a pipeline whose only output is scalar labels hands them out") {
   // Labels are scalars: the batch of them has no sample dimensions at all.
   auto raw_labels = ReadIdx(kTestLabels);

@@ -655,8 +655,8 @@ class DaliTest(unittest.TestCase):
                 fn.resize(images, size=[4, 4], roi_start=[0, 0])
             with self.assertRaisesRegex(NotImplementedError, "fn.jitter"):
                 fn.jitter(images)
-            with self.assertRaisesRegex(TypeError, "between two nodes"):
-                images * images
+            with self.assertRaisesRegex(TypeError, "takes numbers"):
+                images * "two"
             with self.assertRaisesRegex(ValueError, "'angle'|crop_pos"):
                 fn.crop(images, crop=(4, 4), crop_pos_x=0.1)
             with self.assertRaisesRegex(ValueError, "mirror"):
@@ -923,8 +923,43 @@ class AugmentationTest(unittest.TestCase):
             pipe.build()
             pipe.run()
         with pipe:
-            with self.assertRaisesRegex(TypeError, "one number per element"):
+            with self.assertRaisesRegex(TypeError, "one per element of the "
+                                        "last axis"):
                 x * numpy.ones((2, 2))
+
+    def test_arithmetic_between_nodes_and_with_random_values(self):
+        # DALI's blend, one coin per sample: coin * flipped + (1 - coin) *
+        # image is the flipped image or the image itself, whole.
+        got = run_on(self.images[:1] * 8, lambda x: (
+            lambda coin: coin * fn.flip(x) + (1 - coin) * x)(
+                fn.random.coin_flip(probability=0.5)), threads=2)
+        kinds = set()
+        for out in got:
+            image = self.images[0].astype(numpy.float32)
+            if numpy.array_equal(out, image):
+                kinds.add("kept")
+            else:
+                self.assertTrue(numpy.array_equal(out, image[:, ::-1]))
+                kinds.add("flipped")
+        self.assertEqual(kinds, {"kept", "flipped"})  # 8 coins, seed 3
+        # Two external sources, element by element, and a one-valued
+        # sample against every element.
+        masks = [(image[:, :, :1] > 128).astype(numpy.uint8).repeat(3, 2)
+                 for image in self.images]
+        scales = [numpy.array([k + 2], numpy.float32) for k in range(3)]
+        pipe = Pipeline(batch_size=3, num_threads=2)
+        with pipe:
+            x = fn.external_source(source=lambda: self.images, layout="HWC")
+            m = fn.external_source(source=lambda: masks, layout="HWC")
+            s = fn.external_source(source=lambda: scales)
+            pipe.set_outputs(x * m, x / s - x, x + x)
+        masked, scaled, doubled = pipe.run()
+        for k, image in enumerate(self.images):
+            wide = image.astype(numpy.float32)
+            self.assertTrue(numpy.array_equal(masked.at(k), wide * masks[k]))
+            numpy.testing.assert_allclose(scaled.at(k),
+                                          wide / (k + 2) - wide, rtol=1e-6)
+            self.assertTrue(numpy.array_equal(doubled.at(k), 2 * wide))
 
     def test_one_hot_of_reader_labels(self):
         root = tempfile.mkdtemp()

@@ -98,12 +98,16 @@ class RandomArgument:
         return self._affine(-1.0, float(other))
 
     def __add__(self, other):
+        if hasattr(other, "_by_random"):  # a data node: per sample
+            return other + self
         return self._affine(1.0, float(other))
 
     def __sub__(self, other):
         return self._affine(1.0, -float(other))
 
     def __mul__(self, other):
+        if hasattr(other, "_by_random"):  # a data node: per sample
+            return other * self
         return self._affine(float(other), 0.0)
 
     def __truediv__(self, other):

@@ -46,23 +46,49 @@ class DataNode(_base.DataNode):
     def cpu(self):
         return self._like(device="cpu")
 
-    # Arithmetic with numbers: each sample's elements as float32, times a
-    # scale plus a shift (operator scale_shift). A list, array or Constant
+    # Arithmetic. With numbers: each sample's elements as float32, times a
+    # scale plus a shift (operator scale_shift); a list, array or Constant
     # of several numbers gives one per element of the last axis (a channel
-    # each, for HWC images), as DALI broadcasts them. Between two data
-    # nodes it is not there.
+    # each, for HWC images), as DALI broadcasts them. With a fn.random
+    # value (+ and *): that value per sample (`coin * images`). Between two
+    # data nodes (+ - * /): operator arith, element by element, or a
+    # single-valued sample against every element; float32 out.
     def _scale_shift(self, scale, shift):
         def attr(values):
             return values[0] if len(values) == 1 else values
-        node = self._pipeline._declare(
-            "scale_shift", [self], 1, "cpu", None,
-            {"scale": attr(scale), "shift": attr(shift)}, None)
-        node.layout, node.unit_dim, node.device, node.bound = (
-            self.layout, self.unit_dim, self.device, self.bound)
+        return self._derive("scale_shift", [self],
+                            {"scale": attr(scale), "shift": attr(shift)})
+
+    def _derive(self, op, inputs, attrs):
+        node = self._pipeline._declare(op, inputs, 1, "cpu", None, attrs,
+                                       None)
+        node.layout = next((n.layout for n in inputs if n.layout), "")
+        node.unit_dim = all(n.unit_dim for n in inputs)
+        node.device = "gpu" if any(n.device == "gpu" for n in inputs) \
+            else "cpu"
+        node.bound = next((n.bound for n in inputs if n.bound is not None),
+                          None)
         return node
+
+    def _by_random(self, value, arg):
+        """scale_shift with `arg` (scale or shift) drawn per sample."""
+        from actorflow.dali._args import _per_sample
+        attrs = {"scale": 1.0, "shift": 0.0}
+        _per_sample("scale_shift", arg, value, attrs)
+        return self._derive("scale_shift", [self], attrs)
+
+    def _binary(self, other, op, symbol):
+        """arith with another node, else None (other is no data node)."""
+        if not isinstance(other, _base.DataNode):
+            return None
+        if other._pipeline is not self._pipeline:
+            raise ValueError(f"{self!r} {symbol} {other!r}: the nodes are "
+                             "of different pipelines")
+        return self._derive("arith", [self, other], {"op": op})
 
     def _number(self, other, op):
         """other as a list of floats: one, or one per last-axis element."""
+        given = other
         if isinstance(other, types.Constant):
             other = other.value
         if isinstance(other, (list, tuple)):
@@ -75,26 +101,43 @@ class DataNode(_base.DataNode):
         if isinstance(other, bool) or not isinstance(
                 other, (int, float, numpy.integer, numpy.floating)):
             raise TypeError(
-                f"{self!r} {op} {other!r}: arithmetic on data nodes takes "
-                "numbers, or one number per element of the last axis; "
-                "between two nodes it is not in actorflow.dali "
-                "(docs/python.md, 'Coming from DALI')")
+                f"{self!r} {op} {given!r}: arithmetic on data nodes takes "
+                "numbers (one, or one per element of the last axis), "
+                "fn.random values (+ and *), or data nodes")
         return [float(other)]
 
     def __add__(self, other):
-        return self._scale_shift([1.0], self._number(other, "+"))
+        if hasattr(other, "stream_code"):
+            return self._by_random(other, "shift")
+        node = self._binary(other, "add", "+")
+        return node if node is not None else self._scale_shift(
+            [1.0], self._number(other, "+"))
 
     def __sub__(self, other):
-        return self._scale_shift([1.0],
-                                 [-v for v in self._number(other, "-")])
+        if hasattr(other, "stream_code"):
+            negated = -other
+            if negated is NotImplemented:
+                raise TypeError(f"{self!r} - {other!r}: add the value's "
+                                "negation instead (a coin flip has none)")
+            return self._by_random(negated, "shift")
+        node = self._binary(other, "sub", "-")
+        return node if node is not None else self._scale_shift(
+            [1.0], [-v for v in self._number(other, "-")])
 
     def __rsub__(self, other):
         return self._scale_shift([-1.0], self._number(other, "-"))
 
     def __mul__(self, other):
-        return self._scale_shift(self._number(other, "*"), [0.0])
+        if hasattr(other, "stream_code"):
+            return self._by_random(other, "scale")
+        node = self._binary(other, "mul", "*")
+        return node if node is not None else self._scale_shift(
+            self._number(other, "*"), [0.0])
 
     def __truediv__(self, other):
+        node = self._binary(other, "div", "/")
+        if node is not None:
+            return node
         divisors = self._number(other, "/")
         if 0 in divisors:
             raise ZeroDivisionError(f"{self!r} / {other!r}: a zero divisor")
