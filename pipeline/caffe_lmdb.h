@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -32,10 +33,18 @@ class CaffeLmdb {
   int64_t largest_record() const { return largest_; }
   // Record i, parsed. An error names its key.
   absl::Status Read(int64_t i, actorflow::pipeline::CaffeDatum* datum) const;
+  // Record i's image size (height, width): from the header at the start of
+  // its encoded data, or the datum's own fields when raw. Reads the
+  // record's fields in place, without copying its data.
+  absl::StatusOr<std::pair<int64_t, int64_t>> ImageSize(int64_t i) const;
 
  private:
   CaffeLmdb() = default;
   struct Env;
+  // A record's bytes in the map, valid while the Value (its read
+  // transaction) lives.
+  struct Value;
+  absl::Status Get(int64_t i, Value* value) const;
   std::unique_ptr<Env> env_;
   std::vector<std::string> keys_;
   int64_t largest_ = 0;

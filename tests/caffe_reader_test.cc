@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_format.h"
 #include "actorflow/pipeline.h"
+#include "pipeline/caffe_lmdb.h"
 #include "pipeline/fixtures.h"
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
@@ -177,6 +178,32 @@ TEST_CASE("raw records come out as height x width x channels") {
   CHECK(pipe.Finish().ok());
 }
 
+TEST_CASE("CaffeLmdb reads each record's image size in place") {
+  auto records = PhotoRecords(4);
+  CaffeDatum raw;
+  raw.set_height(7);
+  raw.set_width(9);
+  raw.set_channels(1);
+  raw.set_data(std::string(63, 'x'));
+  raw.set_encoded(false);
+  records.emplace_back("raw", raw.SerializeAsString());
+  records.emplace_back("zz", "\xff\xff garbage");
+  auto db = CaffeLmdb::Open(WriteLmdb("sizes", records));
+  REQUIRE(db.ok());
+  REQUIRE((*db)->size() == 6);
+  for (int i = 0; i < 4; ++i) {
+    auto size = (*db)->ImageSize(i);
+    REQUIRE(size.ok());
+    CHECK(*size == std::pair<int64_t, int64_t>{30 + 3 * i, 40 + 2 * i});
+  }
+  auto size = (*db)->ImageSize(4);  // "raw" sorts after the digits
+  REQUIRE(size.ok());
+  CHECK(*size == std::pair<int64_t, int64_t>{7, 9});
+  CHECK_THAT(std::string((*db)->ImageSize(5).status().message()),
+             Catch::Contains("record 'zz': not a Caffe Datum with data"));
+  CHECK(absl::IsNotFound(CaffeLmdb::Open("/nonexistent/lmdb").status()));
+}
+
 TEST_CASE("caffe_reader errors name the path, the record and the attr") {
   auto build_error = [](const std::string& path,
                         std::vector<std::string> outputs,
@@ -192,7 +219,7 @@ TEST_CASE("caffe_reader errors name the path, the record and the attr") {
   };
   CHECK_THAT(build_error("/nonexistent/db", {"images", "labels"}, {}),
              Catch::Contains("operator 'reader' (caffe_reader): attr 'path': "
-                             "LMDB '/nonexistent/db': no such file"));
+                             "LMDB '/nonexistent/db': No such file"));
   const std::string photos = WriteLmdb("few", PhotoRecords(2));
   CHECK_THAT(build_error(photos, {"images", "labels"},
                          {{"label_available", BoolAttr(false)}}),

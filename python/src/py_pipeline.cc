@@ -282,23 +282,14 @@ std::vector<std::pair<int64_t, int64_t>> CaffeImageSizes(
   auto db = pipeline::CaffeLmdb::Open(path);
   ThrowIfError(db.status());
   std::vector<std::pair<int64_t, int64_t>> sizes;
-  actorflow::pipeline::CaffeDatum datum;
   for (int64_t i = 0; i < (*db)->size(); ++i) {
-    ThrowIfError((*db)->Read(i, &datum));
-    if (!pipeline::IsEncoded(datum)) {
-      sizes.emplace_back(datum.height(), datum.width());
-      continue;
+    auto size = (*db)->ImageSize(i);
+    if (!size.ok()) {
+      ThrowIfError(absl::Status(
+          size.status().code(),
+          absl::StrCat("LMDB '", path, "' ", size.status().message())));
     }
-    auto header = pipeline::ReadImageHeader(absl::MakeConstSpan(
-        reinterpret_cast<const uint8_t*>(datum.data().data()),
-        datum.data().size()));
-    if (!header.ok()) {
-      ThrowIfError(
-          absl::Status(header.status().code(),
-                       absl::StrCat("LMDB '", path, "' record '", (*db)->key(i),
-                                    "': ", header.status().message())));
-    }
-    sizes.emplace_back(header->height, header->width);
+    sizes.push_back(*size);
   }
   return sizes;
 }
