@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/convert.h"
+#include "pipeline/resample.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -274,21 +275,28 @@ void RuleSize(int64_t in_h, int64_t in_w, const ResizeRule& rule,
 }
 
 absl::Status Resize(const SampleRef& in, int64_t height, int64_t width,
-                    Sample* out) {
+                    Sample* out, bool antialias) {
   absl::Status ok = ExpectImage("resize", in);
   if (!ok.ok()) return ok;
   return ResizeWindow(in, ResizeArea{in.shape[0], in.shape[1], 0, 0}, height,
-                      width, CropWindow{}, height, width, out);
+                      width, CropWindow{}, height, width, out, antialias);
 }
 
 void SourceRows(int64_t in_size, int64_t out_size, int64_t first, int64_t count,
-                int64_t* begin, int64_t* end) {
-  const std::vector<Tap> taps = Taps(in_size, out_size, first, count, 0);
+                int64_t* begin, int64_t* end, bool antialias) {
   *begin = in_size;
   *end = 0;
-  for (const Tap& tap : taps) {
-    *begin = std::min(*begin, tap.lo);
-    *end = std::max(*end, tap.hi + 1);
+  if (antialias && in_size > out_size) {
+    const FilterTaps taps = TriangleTaps(in_size, out_size, first, count, 0);
+    for (int64_t i = 0; i < count; ++i) {
+      *begin = std::min(*begin, taps.begin[i]);
+      *end = std::max(*end, taps.begin[i] + taps.size[i]);
+    }
+  } else {
+    for (const Tap& tap : Taps(in_size, out_size, first, count, 0)) {
+      *begin = std::min(*begin, tap.lo);
+      *end = std::max(*end, tap.hi + 1);
+    }
   }
   if (*begin > *end) *begin = *end = 0;
 }
@@ -296,7 +304,7 @@ void SourceRows(int64_t in_size, int64_t out_size, int64_t first, int64_t count,
 absl::Status ResizeWindow(const SampleRef& in, const ResizeArea& area,
                           int64_t height, int64_t width,
                           const CropWindow& window, int64_t out_h,
-                          int64_t out_w, Sample* out) {
+                          int64_t out_w, Sample* out, bool antialias) {
   absl::Status ok = ExpectImage("resize", in);
   if (ok.ok()) ok = ExpectType("resize", in, {DT_UINT8, DT_FLOAT32});
   if (!ok.ok()) return ok;
@@ -311,10 +319,12 @@ absl::Status ResizeWindow(const SampleRef& in, const ResizeArea& area,
         absl::StrCat("resize: window ", out_h, "x", out_w, " at (", window.y,
                      ", ", window.x, ") leaves the size ", height, "x", width));
   }
+  // Antialiasing changes only what shrinks; growing, bilinear is exact.
+  antialias = antialias && (area.full_h > height || area.full_w > width);
   // The source rows and columns the window's taps read must be held.
   int64_t y0, y1, x0, x1;
-  SourceRows(area.full_h, height, window.y, out_h, &y0, &y1);
-  SourceRows(area.full_w, width, window.x, out_w, &x0, &x1);
+  SourceRows(area.full_h, height, window.y, out_h, &y0, &y1, antialias);
+  SourceRows(area.full_w, width, window.x, out_w, &x0, &x1, antialias);
   if (y0 < area.y || x0 < area.x || y1 > area.y + in.shape[0] ||
       x1 > area.x + in.shape[1]) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -325,7 +335,9 @@ absl::Status ResizeWindow(const SampleRef& in, const ResizeArea& area,
   }
   const int64_t shape[] = {out_h, out_w, in.shape[2]};
   out->Reshape(in.type, shape);
-  if (in.type == DT_UINT8) {
+  if (antialias) {
+    ResampleWindow(in, area, height, width, window, out_h, out_w, out);
+  } else if (in.type == DT_UINT8) {
     ResizeImpl<uint8_t>(in, area, height, width, window, out_h, out_w, out);
   } else {
     ResizeImpl<float>(in, area, height, width, window, out_h, out_w, out);
@@ -542,7 +554,8 @@ absl::Status DecodeResizeCrop(absl::Span<const uint8_t> encoded,
     return ResizeWindow(
         scratch->ref(),
         ResizeArea{box.height, box.width, region.y - box.y, region.x - box.x},
-        spec.crop_h, spec.crop_w, CropWindow{}, spec.crop_h, spec.crop_w, out);
+        spec.crop_h, spec.crop_w, CropWindow{}, spec.crop_h, spec.crop_w, out,
+        spec.antialias);
   }
   // The resized size (the image's own without a resize).
   int64_t rh = h, rw = w;
@@ -582,10 +595,13 @@ absl::Status DecodeResizeCrop(absl::Span<const uint8_t> encoded,
   }
   options.scale_eighths = DctScaleFor(h, w, rh, rw);
   int64_t y0, y1, x0, x1;
-  SourceRows(ScaledSize(h, options.scale_eighths), rh, window.y, out_h, &y0,
-             &y1);
-  SourceRows(ScaledSize(w, options.scale_eighths), rw, window.x, out_w, &x0,
-             &x1);
+  // Antialiased only where the (scaled) decode still shrinks, as
+  // ResizeWindow decides.
+  const int64_t sh = ScaledSize(h, options.scale_eighths);
+  const int64_t sw = ScaledSize(w, options.scale_eighths);
+  const bool antialias = spec.antialias && (sh > rh || sw > rw);
+  SourceRows(sh, rh, window.y, out_h, &y0, &y1, antialias);
+  SourceRows(sw, rw, window.x, out_w, &x0, &x1, antialias);
   options.y = y0;
   options.h = y1 - y0;
   options.x = x0;
@@ -595,7 +611,7 @@ absl::Status DecodeResizeCrop(absl::Span<const uint8_t> encoded,
   return ResizeWindow(
       scratch->ref(),
       ResizeArea{region.full_height, region.full_width, region.y, region.x}, rh,
-      rw, window, out_h, out_w, out);
+      rw, window, out_h, out_w, out, antialias);
 }
 
 absl::Status CastSample(const SampleRef& in, DataType to, Sample* out) {

@@ -18,9 +18,11 @@
 namespace actorflow::internal::pipeline {
 
 // Bilinear resize of a uint8 or float32 HWC image to height x width, pixel
-// centres aligned (the half-pixel convention), edges clamped.
+// centres aligned (the half-pixel convention), edges clamped. `antialias`:
+// where the image shrinks, the triangle filter widened by the scale
+// instead (pipeline/resample.h), so no source pixel is skipped.
 absl::Status Resize(const SampleRef& in, int64_t height, int64_t width,
-                    Sample* out);
+                    Sample* out, bool antialias = false);
 // Where a crop window starts: centred, or uniformly at random from `rng`.
 struct CropWindow {
   int64_t y = 0;
@@ -41,11 +43,11 @@ struct ResizeArea {
 absl::Status ResizeWindow(const SampleRef& in, const ResizeArea& area,
                           int64_t height, int64_t width,
                           const CropWindow& window, int64_t out_h,
-                          int64_t out_w, Sample* out);
+                          int64_t out_w, Sample* out, bool antialias = false);
 // The source indices [begin, end) that outputs [first, first + count) of
 // a resize from in_size to out_size read.
 void SourceRows(int64_t in_size, int64_t out_size, int64_t first, int64_t count,
-                int64_t* begin, int64_t* end);
+                int64_t* begin, int64_t* end, bool antialias = false);
 
 // The size Resize should make so the shorter side becomes `shorter` and the
 // aspect ratio is kept (rounded to the nearest pixel, at least 1).
@@ -135,6 +137,8 @@ struct DecodeCropSpec {
   // exactly decode, random_resized_crop[, resize].
   double area_lo = 0, area_hi = 0, ratio_lo = 0, ratio_hi = 0;
   int64_t area_attempts = 0;
+  // The resize antialiased (Resize's `antialias`).
+  bool antialias = false;
 };
 // `scratch` holds the decoded region between calls (reused). *bad_data
 // says whether a failure is the file's (unreadable, too large) or the

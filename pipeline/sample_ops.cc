@@ -125,8 +125,11 @@ class DecodeCropOp final : public SampleOp {
           "attrs: give exactly one of 'size' ([height, width]) and "
           "'shorter' (the shorter side's length, > 0)");
     }
+    auto antialias = ctx.BoolAttrOr("antialias", false);
+    if (!antialias.ok()) return antialias.status();
     resize_ = *resize;
     shorter_ = *shorter;
+    antialias_ = *antialias;
     if (crop_) {
       auto size = SizeAttr(ctx, "size", /*required=*/true);
       auto random = ctx.BoolAttrOr("random", true);
@@ -154,6 +157,7 @@ class DecodeCropOp final : public SampleOp {
     DecodeCropSpec spec;
     spec.decode = options_;
     spec.shorter = shorter_;
+    spec.antialias = antialias_;
     if (!resize_.empty()) {
       spec.resize_h = resize_[0];
       spec.resize_w = resize_[1];
@@ -173,6 +177,7 @@ class DecodeCropOp final : public SampleOp {
   DecodeOptions options_;
   std::vector<int64_t> resize_;
   int64_t shorter_ = 0;
+  bool antialias_ = false;
   std::vector<int64_t> crop_size_;
   bool random_ = true;
   Sample decoded_;
@@ -191,9 +196,11 @@ class ResizeOp final : public SampleOp {
     auto x = ctx.FloatAttrOr("resize_x", 0);
     auto mode_name = ctx.StringAttrOr("mode", "");
     auto max_size = ctx.FloatListAttr("max_size");
+    auto antialias = ctx.BoolAttrOr("antialias", false);
     for (const absl::Status& s :
          {size.status(), shorter.status(), longer.status(), y.status(),
-          x.status(), mode_name.status(), max_size.status()}) {
+          x.status(), mode_name.status(), max_size.status(),
+          antialias.status()}) {
       if (!s.ok()) return s;
     }
     const int given =
@@ -221,6 +228,7 @@ class ResizeOp final : public SampleOp {
           "attr 'max_size': one limit for both sides or [height, width], "
           "none negative");
     }
+    antialias_ = *antialias;
     rule_ = ResizeRule{};
     rule_.mode = *mode;
     if (!size->empty()) {
@@ -256,12 +264,13 @@ class ResizeOp final : public SampleOp {
     if (in.shape.size() != 3) return Resize(in, 1, 1, out);  // the error
     int64_t h = 0, w = 0;
     RuleSize(in.shape[0], in.shape[1], rule_, &h, &w);
-    return Resize(in, h, w, out);
+    return Resize(in, h, w, out, antialias_);
   }
 
  private:
   ResizeRule rule_;
   bool fixed_ = false;
+  bool antialias_ = false;
 };
 
 class CropOp final : public SampleOp {
@@ -327,8 +336,9 @@ class RandomResizedCropOp final : public SampleOp {
     auto ratio =
         RangeAttr(ctx, "random_aspect_ratio", 3.0f / 4.0f, 4.0f / 3.0f, 0.0f);
     auto attempts = ctx.IntAttrOr("num_attempts", 10);
-    for (const absl::Status& s :
-         {size.status(), area.status(), ratio.status(), attempts.status()}) {
+    auto antialias = ctx.BoolAttrOr("antialias", false);
+    for (const absl::Status& s : {size.status(), area.status(), ratio.status(),
+                                  attempts.status(), antialias.status()}) {
       if (!s.ok()) return s;
     }
     if ((*area)[1] > 1) {
@@ -345,9 +355,11 @@ class RandomResizedCropOp final : public SampleOp {
     area_ = *area;
     ratio_ = *ratio;
     attempts_ = *attempts;
+    antialias_ = *antialias;
     return absl::OkStatus();
   }
   const std::vector<int64_t>& size() const { return size_; }
+  bool antialias() const { return antialias_; }
   const std::vector<double>& area() const { return area_; }
   const std::vector<double>& ratio() const { return ratio_; }
   int64_t attempts() const { return attempts_; }
@@ -368,13 +380,14 @@ class RandomResizedCropOp final : public SampleOp {
     if (size_.empty()) return Crop(in, at, box.height, box.width, out);
     absl::Status ok = Crop(in, at, box.height, box.width, &window_);
     if (!ok.ok()) return ok;
-    return Resize(window_.ref(), size_[0], size_[1], out);
+    return Resize(window_.ref(), size_[0], size_[1], out, antialias_);
   }
 
  private:
   std::vector<int64_t> size_;
   std::vector<double> area_, ratio_;
   int64_t attempts_ = 10;
+  bool antialias_ = false;
   Sample window_;
 };
 
@@ -405,6 +418,7 @@ class DecodeAreaCropOp final : public SampleOp {
     spec_.ratio_lo = crop_.ratio()[0];
     spec_.ratio_hi = crop_.ratio()[1];
     spec_.area_attempts = crop_.attempts();
+    spec_.antialias = crop_.antialias();
     return absl::OkStatus();
   }
   absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {

@@ -19,11 +19,14 @@ AttrValue* FindOwnAttr(TaskProto* task, const std::string& name) {
   return it == attrs.end() ? nullptr : &it->second;
 }
 
-// A resize the fused decoders can take: to a size or a shorter side, with
-// nothing else (mode, max_size, ...) that they would not honour.
+// A resize the fused decoders can take: to a size or a shorter side
+// (antialiased or not), with nothing else (mode, max_size, ...) that they
+// would not honour.
 bool PlainResize(const TaskProto& task) {
   for (const auto& [name, value] : task.kernel().attr()) {
-    if (name != "size" && name != "shorter") return false;
+    if (name != "size" && name != "shorter" && name != "antialias") {
+      return false;
+    }
   }
   return true;
 }
@@ -50,11 +53,18 @@ size_t FuseAreaCrop(std::vector<Planned>* planned, size_t j,
   step.op = "decode_random_resized_crop";
   step.op_index = crop.op_index;
   auto& attrs = *step.own.mutable_kernel()->mutable_attr();
-  for (const char* name :
-       {"size", "random_area", "random_aspect_ratio", "num_attempts"}) {
+  for (const char* name : {"size", "random_area", "random_aspect_ratio",
+                           "num_attempts", "antialias"}) {
     if (AttrValue* v = FindOwnAttr(&crop.own, name)) attrs[name] = *v;
   }
-  if (resize != nullptr) attrs["size"] = *FindOwnAttr(&resize->own, "size");
+  if (resize != nullptr) {
+    // The resize is the fused step's: its size and filter.
+    attrs["size"] = *FindOwnAttr(&resize->own, "size");
+    attrs.erase("antialias");
+    if (AttrValue* v = FindOwnAttr(&resize->own, "antialias")) {
+      attrs["antialias"] = *v;
+    }
+  }
   fused->push_back(std::move(step));
   return resize != nullptr ? j + 2 : j + 1;
 }
@@ -105,10 +115,13 @@ std::vector<Planned> FuseDecoders(std::vector<Planned> planned) {
         if (AttrValue* v = FindOwnAttr(&resize->own, "shorter")) {
           attrs["resize_shorter"] = *v;
         }
+        if (AttrValue* v = FindOwnAttr(&resize->own, "antialias")) {
+          attrs["antialias"] = *v;
+        }
       }
     } else {
       step.op = "decode_resize";
-      for (const char* name : {"size", "shorter"}) {
+      for (const char* name : {"size", "shorter", "antialias"}) {
         if (AttrValue* v = FindOwnAttr(&resize->own, name)) attrs[name] = *v;
       }
     }

@@ -78,7 +78,7 @@ SampleRef BytesRef(const Bytes& bytes, const int64_t* size) {
 // The unfused chain: decode, [resize to `shorter`,] crop, each with its
 // own generator as a pipeline stage seeds it (crop's is op index 2).
 Sample Unfused(const Bytes& bytes, int64_t shorter, int64_t crop, bool random,
-               uint64_t position) {
+               uint64_t position, bool antialias = false) {
   const int64_t size = static_cast<int64_t>(bytes.size());
   auto decode = MakeOp("decode", {});
   Sample decoded, resized, cropped;
@@ -86,7 +86,8 @@ Sample Unfused(const Bytes& bytes, int64_t shorter, int64_t crop, bool random,
   REQUIRE(decode->Apply(BytesRef(bytes, &size), &rng0, &decoded).ok());
   SampleRef current = decoded.ref();
   if (shorter > 0) {
-    auto resize = MakeOp("resize", {{"shorter", IntAttr(shorter)}});
+    auto resize = MakeOp("resize", {{"shorter", IntAttr(shorter)},
+                                    {"antialias", BoolAttr(antialias)}});
     SampleRng rng1(7, 1, 0, position);
     REQUIRE(resize->Apply(current, &rng1, &resized).ok());
     current = resized.ref();
@@ -99,10 +100,11 @@ Sample Unfused(const Bytes& bytes, int64_t shorter, int64_t crop, bool random,
 }
 
 Sample Fused(const Bytes& bytes, int64_t shorter, int64_t crop, bool random,
-             uint64_t position) {
+             uint64_t position, bool antialias = false) {
   const int64_t size = static_cast<int64_t>(bytes.size());
   std::map<std::string, AttrValue> attrs = {{"size", IntListAttr({crop, crop})},
-                                            {"random", BoolAttr(random)}};
+                                            {"random", BoolAttr(random)},
+                                            {"antialias", BoolAttr(antialias)}};
   if (shorter > 0) attrs["resize_shorter"] = IntAttr(shorter);
   auto op = MakeOp("decode_random_crop", attrs);
   Sample out;
@@ -202,9 +204,10 @@ TEST_CASE("decode_random_crop after a resize: the unfused chain's window") {
     const Bytes jpeg375 = PhotoJpeg(seed + i, 375, 500);   // scale 8/8
     const Bytes jpeg750 = PhotoJpeg(seed + i, 750, 1000);  // scale 4/8
     const Bytes png = PhotoPng(seed + i, 375, 500);
-    {
-      const Sample want = Unfused(jpeg375, 256, 224, true, seed + i);
-      const Sample got = Fused(jpeg375, 256, 224, true, seed + i);
+    for (bool antialias : {false, true}) {
+      INFO("antialias " << antialias);
+      const Sample want = Unfused(jpeg375, 256, 224, true, seed + i, antialias);
+      const Sample got = Fused(jpeg375, 256, 224, true, seed + i, antialias);
       CHECK(got.storage == want.storage);
       const Sample want_png = Unfused(png, 256, 224, true, seed + i);
       const Sample got_png = Fused(png, 256, 224, true, seed + i);
@@ -237,9 +240,10 @@ TEST_CASE(
     const Bytes png = PhotoPng(seed + i, 200, 260);
     for (const Bytes* file : {&jpeg, &png}) {
       const int64_t size = static_cast<int64_t>(file->size());
-      for (int64_t target : {0, 224}) {
+      for (int64_t target : {0, 224, -224}) {  // -224: antialiased
         std::map<std::string, AttrValue> attrs = area;
-        if (target > 0) attrs["size"] = IntListAttr({target, target});
+        if (target != 0) attrs["size"] = IntListAttr({224, 224});
+        attrs["antialias"] = BoolAttr(target < 0);
         for (uint64_t position = 0; position < 8; ++position) {
           Sample decoded, want, got;
           SampleRng unused(7, 0, 0, position);
@@ -257,7 +261,7 @@ TEST_CASE(
           REQUIRE(ok.ok());
           CHECK(got.shape == want.shape);
           CHECK(got.storage == want.storage);
-          if (target > 0) CHECK(got.shape == SampleShape{224, 224, 3});
+          if (target != 0) CHECK(got.shape == SampleShape{224, 224, 3});
         }
       }
     }

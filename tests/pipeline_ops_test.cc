@@ -261,6 +261,82 @@ TEST_CASE("byte resize is its per-value definition exactly, any size") {
   }
 }
 
+TEST_CASE("antialiased resize: the widened triangle filter, exactly") {
+  // Each output value by its definition, in double: source pixels whose
+  // centres lie within `support` = max(scale, 1) of the output's centre,
+  // weighted 1 - distance / support and normalized.
+  auto reference = [](const Sample& in, int64_t height, int64_t width,
+                      int64_t y, int64_t x, int64_t k) {
+    auto weights = [](int64_t size, int64_t out_size, int64_t o) {
+      const double scale = static_cast<double>(size) / out_size;
+      const double support = std::max(scale, 1.0);
+      const double center = (o + 0.5) * scale;
+      std::vector<std::pair<int64_t, double>> w;
+      double total = 0;
+      for (int64_t i = 0; i < size; ++i) {
+        const double d = std::abs(i + 0.5 - center) / support;
+        if (d < 1) {
+          w.emplace_back(i, 1 - d);
+          total += 1 - d;
+        }
+      }
+      for (auto& [i, v] : w) v /= total;
+      return w;
+    };
+    double sum = 0;
+    for (auto [sy, wy] : weights(in.shape[0], height, y)) {
+      for (auto [sx, wx] : weights(in.shape[1], width, x)) {
+        sum += wy * wx * in.storage[(sy * in.shape[1] + sx) * in.shape[2] + k];
+      }
+    }
+    return sum;
+  };
+  const uint64_t seed = testing::TestSeed("antialiased resize");
+  std::mt19937_64 gen(seed);
+  for (int round = 0; round < 20; ++round) {
+    const int64_t c = round % 2 == 0 ? 3 : 1;
+    const int64_t h = 10 + static_cast<int64_t>(gen() % 40);
+    const int64_t w = 10 + static_cast<int64_t>(gen() % 40);
+    std::vector<double> v(h * w * c);
+    for (double& x : v) x = static_cast<double>(gen() % 256);
+    const Sample image = Values(DT_UINT8, {h, w, c}, v);
+    const int64_t height = 3 + static_cast<int64_t>(gen() % h);
+    const int64_t width = 3 + static_cast<int64_t>(gen() % (2 * w));
+    Sample out;
+    REQUIRE(Resize(image.ref(), height, width, &out, /*antialias=*/true).ok());
+    for (int64_t y = 0; y < height; ++y) {
+      for (int64_t x = 0; x < width; ++x) {
+        for (int64_t k = 0; k < c; ++k) {
+          const double want = reference(image, height, width, y, x, k);
+          INFO(h << "x" << w << " -> " << height << "x" << width << " at (" << y
+                 << ", " << x << ", " << k << "): " << want);
+          // float sums against double: at most a rounding step apart.
+          REQUIRE(std::abs(out.storage[(y * width + x) * c + k] -
+                           std::floor(want + 0.5)) <= 1);
+        }
+      }
+    }
+  }
+  // A flat image stays flat; growing, it is the bilinear resize exactly.
+  Sample flat = Values(DT_UINT8, {9, 13, 1}, std::vector<double>(117, 201));
+  Sample out, bilinear;
+  REQUIRE(Resize(flat.ref(), 4, 5, &out, true).ok());
+  for (uint8_t v : out.storage) CHECK(v == 201);
+  Sample image = FashionImage(2);
+  REQUIRE(Resize(image.ref(), 40, 50, &out, true).ok());
+  REQUIRE(Resize(image.ref(), 40, 50, &bilinear).ok());
+  CHECK(out.storage == bilinear.storage);
+  // Shrinking, every source pixel counts: a one-pixel line survives a
+  // 4x reduction antialiased and vanishes from the bilinear one's taps.
+  std::vector<double> line(32 * 32, 0);
+  for (int x = 0; x < 32; ++x) line[12 * 32 + x] = 255;  // row 12: no tap
+  Sample lined = Values(DT_UINT8, {32, 32, 1}, line);
+  REQUIRE(Resize(lined.ref(), 8, 8, &out, true).ok());
+  REQUIRE(Resize(lined.ref(), 8, 8, &bilinear).ok());
+  CHECK(out.storage[3 * 8] > 0);
+  CHECK(bilinear.storage[3 * 8] == 0);
+}
+
 TEST_CASE("crop, flip and crop_mirror_normalize move the right pixels") {
   // 3x4 image, one channel, pixel (y, x) = 10y + x.
   std::vector<double> v;

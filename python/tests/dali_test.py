@@ -795,6 +795,28 @@ class AugmentationTest(unittest.TestCase):
         got = run_on(same, lambda x: fn.reshape(x, shape=[-1, 3]))
         self.assertTrue(numpy.array_equal(got[0], same[0].reshape(-1, 3)))
 
+    def test_resize_antialiases_as_pil_does(self):
+        # DALI's default (antialias=True; INTERP_TRIANGULAR always) against
+        # PIL's BILINEAR, which filters the same way (PIL rounds between its
+        # two passes: a level apart at most, rarely).
+        for interp in (None, types.INTERP_TRIANGULAR):
+            got = run_on(self.images, lambda x: fn.resize(
+                x, size=(9, 11), interp_type=interp))
+            for image, out in zip(self.images, got):
+                want = numpy.asarray(Image.fromarray(image).resize(
+                    (11, 9), Image.BILINEAR)).astype(int)
+                diff = numpy.abs(out.astype(int) - want)
+                self.assertLessEqual(diff.max(), 2)
+                self.assertLess(diff.mean(), 0.5)
+        # antialias=False with INTERP_LINEAR: two taps per axis, which skip
+        # most of a 2x-shrunk image's pixels.
+        got = run_on(self.images[:1], lambda x: fn.resize(
+            x, size=(10, 15), antialias=False))
+        image = self.images[0].astype(numpy.float32)
+        want = (image[0::2, 0::2] + image[1::2, 0::2] + image[0::2, 1::2] +
+                image[1::2, 1::2])[:10, :15] / 4
+        self.assertLessEqual(numpy.abs(got[0] - want).max(), 0.5)
+
     def test_crop_mirror_normalize_pads_channels(self):
         # pad_output: 3 channels become 4, the fourth filled with
         # fill_values; the first three as without it. HWC puts it last.

@@ -493,7 +493,8 @@ class PipelineTest(unittest.TestCase):
             pipe.build()
         self.assertIn("operator 'resize_2' (resize): unknown attr 'bogus' "
                       "(resize takes: size, shorter, longer, resize_x, "
-                      "resize_y, mode, max_size)", str(caught.exception))
+                      "resize_y, mode, max_size, antialias)",
+                      str(caught.exception))
         with self.assertRaises(ValueError) as caught:
             Pipeline(batch_size=2, on_error="ignore")
         self.assertEqual(str(caught.exception),

@@ -83,7 +83,16 @@ def _interp(op, interp_type):
     if interp_type not in _LINEAR:
         raise ValueError(
             f"fn.{op}: interp_type {interp_type}: INTERP_LINEAR or "
-            "INTERP_TRIANGULAR (both bilinear here)")
+            "INTERP_TRIANGULAR")
+
+
+def _antialias(op, antialias, *filters):
+    """DALI's rule: linear filtering antialiases where the image shrinks
+    when `antialias` (the default) or when a filter is INTERP_TRIANGULAR."""
+    for f in filters:
+        _interp(op, f)
+    return bool(_fixed(op, "antialias", antialias)) or \
+        types.INTERP_TRIANGULAR in filters
 
 
 def random_resized_crop(data, *, size, random_area=(0.08, 1.0),
@@ -91,13 +100,14 @@ def random_resized_crop(data, *, size, random_area=(0.08, 1.0),
                         interp_type=None, antialias=True, device="cpu",
                         name=None, **rest):
     _check_rest("random_resized_crop", rest)
-    _interp("random_resized_crop", interp_type)
+    smooth = _antialias("random_resized_crop", antialias, interp_type)
     _device("random_resized_crop", device)
     node = _add_operator("random_resized_crop", [data], 1, "cpu", name,
                          {"size": _hw("random_resized_crop", "size", size),
                           "random_area": _floats(random_area),
                           "random_aspect_ratio": _floats(random_aspect_ratio),
-                          "num_attempts": int(num_attempts)})
+                          "num_attempts": int(num_attempts),
+                          "antialias": smooth})
     node = _node(node, like=data, device=device)
     node.bound = None
     return node
@@ -128,9 +138,8 @@ def resize(data, *, resize_x=None, resize_y=None, resize_shorter=None,
     "not_smaller"); resize_shorter; resize_longer. max_size (one value or
     (height, width)) limits the result, as DALI's does."""
     _check_rest("resize", rest)
-    _interp("resize", interp_type)
-    for f in (min_filter, mag_filter):
-        _interp("resize", f)
+    smooth = _antialias("resize", antialias, interp_type, min_filter,
+                        mag_filter)
     _device("resize", device)
     if mode not in _RESIZE_MODES:
         raise ValueError(f"fn.resize: mode '{mode}': one of "
@@ -176,6 +185,7 @@ def resize(data, *, resize_x=None, resize_y=None, resize_shorter=None,
         rule_mode = mode
     if max_size is not None:
         attrs["max_size"] = limit
+    attrs["antialias"] = smooth
     node = _add_operator("resize", [data], 1, "cpu", name, attrs)
     node = _node(node, like=data, device=device)
     node.bound = None
