@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace actorflow::internal::pipeline {
 
 FilterTaps TriangleTaps(int64_t in_size, int64_t out_size, int64_t first,
@@ -12,7 +16,9 @@ FilterTaps TriangleTaps(int64_t in_size, int64_t out_size, int64_t first,
   const double widen = std::max(scale, 1.0);
   const double support = widen;  // the triangle's half width
   FilterTaps taps;
-  taps.width = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
+  // An open interval 2 * support long holds at most ceil(2 * support)
+  // pixel centres; one more for rounding at its ends.
+  taps.width = static_cast<int64_t>(std::ceil(2 * support)) + 1;
   taps.begin.resize(count);
   taps.size.resize(count);
   taps.weights.assign(count * taps.width, 0.0f);
@@ -23,18 +29,18 @@ FilterTaps TriangleTaps(int64_t in_size, int64_t out_size, int64_t first,
         0, static_cast<int64_t>(std::floor(center - support + 0.5)));
     const int64_t hi = std::min<int64_t>(
         in_size, static_cast<int64_t>(std::floor(center + support + 0.5)));
+    // Raw weights first, then normalized. A pixel exactly at the
+    // support's edge weighs 0; the nearest weighs more (its centre lies
+    // within half a pixel of the output's).
+    float* to = taps.weights.data() + i * taps.width;
     double total = 0;
-    std::vector<double> w;
     for (int64_t x = lo; x < hi; ++x) {
       const double d = std::abs((x + 0.5 - center) / widen);
-      w.push_back(d < 1 ? 1 - d : 0);
-      total += w.back();
+      to[x - lo] = static_cast<float>(d < 1 ? 1 - d : 0);
+      total += to[x - lo];
     }
-    // A pixel exactly at the support's edge weighs 0; at least one weighs
-    // more (the nearest lies within half a pixel of the centre).
-    float* to = taps.weights.data() + i * taps.width;
-    for (size_t k = 0; k < w.size(); ++k) {
-      to[k] = static_cast<float>(w[k] / total);
+    for (int64_t k = 0; k < hi - lo; ++k) {
+      to[k] = static_cast<float>(to[k] / total);
     }
     taps.begin[i] = lo - origin;
     taps.size[i] = hi - lo;
@@ -55,6 +61,64 @@ T Store(float value) {
   }
 }
 
+// One held row filtered along the width: to[x * c + k].
+template <typename T>
+void FilterRow(const T* from, const FilterTaps& xs, int64_t c, int64_t out_w,
+               float* to) {
+  for (int64_t x = 0; x < out_w; ++x) {
+    const float* w = xs.weights.data() + x * xs.width;
+    const T* p = from + xs.begin[x] * c;
+    for (int64_t k = 0; k < c; ++k) {
+      float sum = 0;
+      for (int64_t j = 0; j < xs.size[x]; ++j) {
+        sum += w[j] * static_cast<float>(p[j * c + k]);
+      }
+      to[x * c + k] = sum;
+    }
+  }
+}
+
+#if defined(__SSE2__)
+// FilterRow for RGB bytes: the bytes the taps read become floats first
+// (in `floats`), then each output pixel is one vector summed over the
+// taps' `width` (the weights past a pixel's own taps are 0). Its fourth lane
+// (the next pixel's first value) the next pixel overwrites: `to` has a float of
+// room after the row.
+void FilterRowRgb(const uint8_t* from, const FilterTaps& xs, int64_t out_w,
+                  std::vector<float>* floats, float* to) {
+  const int64_t b0 = xs.begin[0] * 3;
+  const int64_t b1 = (xs.begin[out_w - 1] + xs.size[out_w - 1]) * 3;
+  // Room for every pixel's full `width` taps (the unused weigh 0) and the
+  // fourth lane of the last.
+  floats->assign(b1 - b0 + xs.width * 3 + 1, 0.0f);
+  float* f = floats->data();
+  const __m128i zero = _mm_setzero_si128();
+  int64_t i = b0;
+  for (; i + 16 <= b1; i += 16) {  // sixteen bytes at a time
+    const __m128i bytes =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + i));
+    const __m128i low = _mm_unpacklo_epi8(bytes, zero);
+    const __m128i high = _mm_unpackhi_epi8(bytes, zero);
+    float* at = f + (i - b0);
+    _mm_storeu_ps(at, _mm_cvtepi32_ps(_mm_unpacklo_epi16(low, zero)));
+    _mm_storeu_ps(at + 4, _mm_cvtepi32_ps(_mm_unpackhi_epi16(low, zero)));
+    _mm_storeu_ps(at + 8, _mm_cvtepi32_ps(_mm_unpacklo_epi16(high, zero)));
+    _mm_storeu_ps(at + 12, _mm_cvtepi32_ps(_mm_unpackhi_epi16(high, zero)));
+  }
+  for (; i < b1; ++i) f[i - b0] = static_cast<float>(from[i]);
+  for (int64_t x = 0; x < out_w; ++x) {
+    const float* w = xs.weights.data() + x * xs.width;
+    const float* p = f + (xs.begin[x] * 3 - b0);
+    __m128 sum = _mm_setzero_ps();
+    for (int64_t j = 0; j < xs.width; ++j) {  // a fixed count: unrolled
+      sum = _mm_add_ps(sum,
+                       _mm_mul_ps(_mm_set1_ps(w[j]), _mm_loadu_ps(p + j * 3)));
+    }
+    _mm_storeu_ps(to + x * 3, sum);
+  }
+}
+#endif
+
 template <typename T>
 void Resample(const SampleRef& in, const ResizeArea& area, int64_t height,
               int64_t width, const CropWindow& window, int64_t out_h,
@@ -64,42 +128,68 @@ void Resample(const SampleRef& in, const ResizeArea& area, int64_t height,
       TriangleTaps(area.full_h, height, window.y, out_h, area.y);
   const FilterTaps xs =
       TriangleTaps(area.full_w, width, window.x, out_w, area.x);
-  // The held rows the window reads, each filtered along the width once.
+  // The held rows the window reads, each filtered along the width once
+  // (a float of room after each: FilterRowRgb).
   int64_t r0 = in.shape[0], r1 = 0;
   for (int64_t y = 0; y < out_h; ++y) {
     r0 = std::min(r0, ys.begin[y]);
     r1 = std::max(r1, ys.begin[y] + ys.size[y]);
   }
-  const int64_t row_len = out_w * c;
-  std::vector<float> rows(std::max<int64_t>(0, r1 - r0) * row_len);
+  const int64_t row_len = out_w * c, stride = row_len + 1;
+  std::vector<float> rows(std::max<int64_t>(0, r1 - r0) * stride);
+  std::vector<float> floats;
   const T* src = in.as<T>();
   for (int64_t r = r0; r < r1; ++r) {
     const T* from = src + r * in_w * c;
-    float* to = rows.data() + (r - r0) * row_len;
-    for (int64_t x = 0; x < out_w; ++x) {
-      const float* w = xs.weights.data() + x * xs.width;
-      const T* p = from + xs.begin[x] * c;
-      for (int64_t k = 0; k < c; ++k) {
-        float sum = 0;
-        for (int64_t j = 0; j < xs.size[x]; ++j) {
-          sum += w[j] * static_cast<float>(p[j * c + k]);
-        }
-        to[x * c + k] = sum;
+    float* to = rows.data() + (r - r0) * stride;
+#if defined(__SSE2__)
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      if (c == 3) {
+        FilterRowRgb(from, xs, out_w, &floats, to);
+        continue;
       }
     }
+#endif
+    FilterRow(from, xs, c, out_w, to);
   }
+  // Along the height: each output row a weighted sum of filtered rows.
   T* dst = out->as<T>();
   std::vector<float> sum(row_len);
   for (int64_t y = 0; y < out_h; ++y) {
     const float* w = ys.weights.data() + y * ys.width;
     std::fill(sum.begin(), sum.end(), 0.0f);
     for (int64_t j = 0; j < ys.size[y]; ++j) {
-      const float* row = rows.data() + (ys.begin[y] + j - r0) * row_len;
-      for (int64_t i = 0; i < row_len; ++i) sum[i] += w[j] * row[i];
+      const float* row = rows.data() + (ys.begin[y] + j - r0) * stride;
+      int64_t i = 0;
+#if defined(__SSE2__)
+      const __m128 wj = _mm_set1_ps(w[j]);
+      for (; i + 4 <= row_len; i += 4) {
+        _mm_storeu_ps(sum.data() + i,
+                      _mm_add_ps(_mm_loadu_ps(sum.data() + i),
+                                 _mm_mul_ps(wj, _mm_loadu_ps(row + i))));
+      }
+#endif
+      for (; i < row_len; ++i) sum[i] += w[j] * row[i];
     }
-    for (int64_t i = 0; i < row_len; ++i) {
-      dst[y * row_len + i] = Store<T>(sum[i]);
+    int64_t i = 0;
+#if defined(__SSE2__)
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      // Store<uint8_t>, eight at a time.
+      const __m128 zero = _mm_setzero_ps(), top = _mm_set1_ps(255.0f),
+                   half = _mm_set1_ps(0.5f);
+      auto lane = [&](int64_t at) {
+        const __m128 v = _mm_loadu_ps(sum.data() + at);
+        return _mm_cvttps_epi32(
+            _mm_add_ps(_mm_min_ps(top, _mm_max_ps(zero, v)), half));
+      };
+      for (; i + 8 <= row_len; i += 8) {
+        const __m128i words = _mm_packs_epi32(lane(i), lane(i + 4));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + y * row_len + i),
+                         _mm_packus_epi16(words, words));
+      }
     }
+#endif
+    for (; i < row_len; ++i) dst[y * row_len + i] = Store<T>(sum[i]);
   }
 }
 
