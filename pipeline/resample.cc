@@ -89,8 +89,8 @@ void FilterRowRgb(const uint8_t* from, const FilterTaps& xs, int64_t out_w,
   const int64_t b0 = xs.begin[0] * 3;
   const int64_t b1 = (xs.begin[out_w - 1] + xs.size[out_w - 1]) * 3;
   // Room for every pixel's full `width` taps (the unused weigh 0) and the
-  // fourth lane of the last, zeroed.
-  floats->resize(b1 - b0 + xs.width * 3 + 1);
+  // fourth lane of the last.
+  floats->assign(b1 - b0 + xs.width * 3 + 1, 0.0f);
   float* f = floats->data();
   const __m128i zero = _mm_setzero_si128();
   int64_t i = b0;
@@ -106,7 +106,6 @@ void FilterRowRgb(const uint8_t* from, const FilterTaps& xs, int64_t out_w,
     _mm_storeu_ps(at + 12, _mm_cvtepi32_ps(_mm_unpackhi_epi16(high, zero)));
   }
   for (; i < b1; ++i) f[i - b0] = static_cast<float>(from[i]);
-  std::fill(f + (b1 - b0), f + floats->size(), 0.0f);
   for (int64_t x = 0; x < out_w; ++x) {
     const float* w = xs.weights.data() + x * xs.width;
     const float* p = f + (xs.begin[x] * 3 - b0);
@@ -137,11 +136,8 @@ void Resample(const SampleRef& in, const ResizeArea& area, int64_t height,
     r1 = std::max(r1, ys.begin[y] + ys.size[y]);
   }
   const int64_t row_len = out_w * c, stride = row_len + 1;
-  // The thread's scratch, kept between calls: growing it is the only time
-  // it is zeroed, and every value read is written first.
-  static thread_local std::vector<float> rows, floats, sum;
-  rows.resize(std::max<int64_t>(0, r1 - r0) * stride);
-  sum.resize(row_len);
+  std::vector<float> rows(std::max<int64_t>(0, r1 - r0) * stride);
+  std::vector<float> floats;
   const T* src = in.as<T>();
   for (int64_t r = r0; r < r1; ++r) {
     const T* from = src + r * in_w * c;
@@ -158,6 +154,7 @@ void Resample(const SampleRef& in, const ResizeArea& area, int64_t height,
   }
   // Along the height: each output row a weighted sum of filtered rows.
   T* dst = out->as<T>();
+  std::vector<float> sum(row_len);
   for (int64_t y = 0; y < out_h; ++y) {
     const float* w = ys.weights.data() + y * ys.width;
     std::fill(sum.begin(), sum.end(), 0.0f);
