@@ -710,8 +710,10 @@ void Pipeline::Compiler::AddSampleOperator(int i, const Node& in,
     return;
   }
   // Fused into the chain that makes its input, when nothing else reads
-  // that input: the sample then never leaves the worker's scratch.
-  if (in.kind == "sample" && consumers_[def.inputs[0]] == 1) {
+  // that input: the sample then never leaves the worker's scratch. (An
+  // arith stage is no chain: what follows it gets stages of its own.)
+  if (in.kind == "sample" && consumers_[def.inputs[0]] == 1 &&
+      in.tasks[0]->op_type() != "pipeline.arith") {
     FuseIntoChain(i, in, *spec);
   } else {
     AddStages(i, in, *spec);

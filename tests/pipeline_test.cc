@@ -190,8 +190,9 @@ TEST_CASE("a crop to the whole image passes through a chain unchanged") {
 }
 
 TEST_CASE("arith combines two per-sample nodes of the same samples") {
-  // small = resize 20 x 20; diff = small - flip(small); twice = small +
-  // small. Two workers, so each pairs the samples its own stages took.
+  // small = resize 20 x 20; diff = small - flip(small); twice = flip(small
+  // + small), both ways. Two workers, so each pairs the samples its own
+  // stages took.
   auto raw = ReadIdx(kTestImages);
   REQUIRE(raw.ok());
   PipelineOptions options;
@@ -217,8 +218,14 @@ TEST_CASE("arith combines two per-sample nodes of the same samples") {
                        .attrs = {{"op", StringAttr("sub")}}});
   pipe.Add(OperatorDef{.op = "arith",
                        .inputs = {"small", "small"},
-                       .outputs = {"twice"},
+                       .outputs = {"doubled"},
                        .attrs = {{"op", StringAttr("add")}}});
+  // An operator after arith (its own stages: arith is no chain).
+  pipe.Add(OperatorDef{
+      .op = "flip",
+      .inputs = {"doubled"},
+      .outputs = {"twice"},
+      .attrs = {{"vertical", FloatAttr(1.0)}, {"horizontal", FloatAttr(1.0)}}});
   pipe.SetOutputs({"diff", "twice"});
   REQUIRE_OK(pipe.Build());
   REQUIRE(pipe.Run().ok());
@@ -242,7 +249,8 @@ TEST_CASE("arith combines two per-sample nodes of the same samples") {
         REQUIRE((*diff)[i * 400 + k] ==
                 static_cast<float>(small.storage[k]) -
                     static_cast<float>(flipped.storage[k]));
-        REQUIRE((*twice)[i * 400 + k] == 2.0f * small.storage[k]);
+        // twice: small doubled, turned half round (flipped both ways).
+        REQUIRE((*twice)[i * 400 + 399 - k] == 2.0f * small.storage[k]);
       }
     }
     REQUIRE(pipe.Run().ok());
