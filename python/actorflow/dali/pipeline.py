@@ -14,8 +14,9 @@ from actorflow.dali import tensors, types
 
 
 class DataNode(_base.DataNode):
-    """An operator's output; `node * 2`, `node / 255 - 0.5`, ... add
-    operators (scale_shift). `.gpu()` marks it for the GPU: a framework
+    """An operator's output; `node * 2`, `node / 255 - 0.5`, `coin *
+    node` add operators (scale_shift), `node * other_node` one (arith).
+    `.gpu()` marks it for the GPU: a framework
     iterator then hands it out as a CUDA tensor where torch sees a GPU
     (operators themselves run on the host; docs/python.md)."""
 
