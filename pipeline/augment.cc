@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "kernels/convert.h"
 #include "pipeline/image_codec.h"
+#include "pipeline/pixel_store.h"
 
 namespace actorflow::internal::pipeline {
 namespace {
@@ -40,16 +41,6 @@ absl::Status FillFor(const char* op, const std::vector<float>& fill,
   return absl::OkStatus();
 }
 
-template <typename T>
-T Store(float v) {
-  if constexpr (std::is_same_v<T, uint8_t>) {
-    return static_cast<uint8_t>(
-        static_cast<int>(std::min(255.0f, std::max(0.0f, v)) + 0.5f));
-  } else {
-    return v;
-  }
-}
-
 // Calls f(T{}) with T the image's element type (uint8_t or float).
 template <typename F>
 void ByType(const SampleRef& in, F&& f) {
@@ -68,7 +59,7 @@ void FillRect(T* dst, int64_t w, int64_t c, int64_t y0, int64_t y1, int64_t x0,
   for (int64_t y = y0; y < y1; ++y) {
     for (int64_t x = x0; x < x1; ++x) {
       for (int64_t k = 0; k < c; ++k) {
-        dst[(y * w + x) * c + k] = Store<T>(fills[k]);
+        dst[(y * w + x) * c + k] = StorePixel<T>(fills[k]);
       }
     }
   }
@@ -79,7 +70,7 @@ template <typename T>
 void Sample2d(const T* src, int64_t h, int64_t w, int64_t c, double sy,
               double sx, const float* fill, T* to) {
   if (sy < -0.5 || sx < -0.5 || sy > h - 0.5 || sx > w - 0.5) {
-    for (int64_t k = 0; k < c; ++k) to[k] = Store<T>(fill[k]);
+    for (int64_t k = 0; k < c; ++k) to[k] = StorePixel<T>(fill[k]);
     return;
   }
   sy = std::min(std::max(sy, 0.0), static_cast<double>(h - 1));
@@ -92,7 +83,7 @@ void Sample2d(const T* src, int64_t h, int64_t w, int64_t c, double sy,
     const float a = src[(y0 * w + x0) * c + k], b = src[(y0 * w + x1) * c + k];
     const float d = src[(y1 * w + x0) * c + k], e = src[(y1 * w + x1) * c + k];
     const float top = a + (b - a) * fx, bottom = d + (e - d) * fx;
-    to[k] = Store<T>(top + (bottom - top) * fy);
+    to[k] = StorePixel<T>(top + (bottom - top) * fy);
   }
 }
 
@@ -112,8 +103,8 @@ absl::Status BrightnessContrast(const SampleRef& in, float brightness,
     T* dst = out->as<T>();
     for (int64_t i = 0; i < n; ++i) {
       const float v = static_cast<float>(src[i]);
-      dst[i] = Store<T>(shift * range +
-                        brightness * (center + contrast * (v - center)));
+      dst[i] = StorePixel<T>(shift * range +
+                             brightness * (center + contrast * (v - center)));
     }
   });
   return absl::OkStatus();
@@ -175,8 +166,8 @@ absl::Status ApplyColorMatrix(const SampleRef& in, const ColorMatrix& matrix,
     for (int64_t p = 0; p < pixels; ++p) {
       const float r = src[3 * p], g = src[3 * p + 1], b = src[3 * p + 2];
       for (int c = 0; c < 3; ++c) {
-        dst[3 * p + c] = Store<T>(matrix.m[c][0] * r + matrix.m[c][1] * g +
-                                  matrix.m[c][2] * b + matrix.offset[c]);
+        dst[3 * p + c] = StorePixel<T>(matrix.m[c][0] * r + matrix.m[c][1] * g +
+                                       matrix.m[c][2] * b + matrix.offset[c]);
       }
     }
   });
@@ -275,7 +266,7 @@ absl::Status Displace(const char* op, const SampleRef& in, bool linear,
         }
         const double fy = std::floor(py), fx = std::floor(px);
         if (fy < 0 || fx < 0 || fy >= h || fx >= w) {
-          for (int64_t k = 0; k < c; ++k) to[k] = Store<T>(fills[k]);
+          for (int64_t k = 0; k < c; ++k) to[k] = StorePixel<T>(fills[k]);
           continue;
         }
         const T* from =
@@ -454,7 +445,7 @@ absl::Status GaussianBlur(const SampleRef& in, double sigma_y, double sigma_x,
         for (int64_t t = 0; t < window_y; ++t) {
           sum += ky[t] * rows[mirror(y + t - ry, h) * w * c + i];
         }
-        dst[y * w * c + i] = Store<T>(sum);
+        dst[y * w * c + i] = StorePixel<T>(sum);
       }
     }
   });

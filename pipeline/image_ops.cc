@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/convert.h"
+#include "pipeline/pixel_store.h"
 #include "pipeline/resample.h"
 
 #if defined(__SSE2__)
@@ -112,37 +113,22 @@ void HorizontalPassRgb(const uint8_t* __restrict row,
   HorizontalPass<uint8_t, 3>(row, xs, 3, x, out);
 }
 
-inline uint8_t RoundToByte(float value) {
-  // Rounded half up (the value is clamped non-negative first).
-  return static_cast<uint8_t>(
-      static_cast<int>(std::min(255.0f, std::max(0.0f, value)) + 0.5f));
-}
-
 template <typename T>
 void VerticalPass(const float* __restrict upper, const float* __restrict lower,
                   float fy, int64_t n, T* __restrict out) {
   int64_t i = 0;
   if constexpr (std::is_same_v<T, uint8_t>) {
 #if defined(__SSE2__)
-    // RoundToByte, eight at a time: max and min as the scalar's (no NaN
-    // reaches here), truncation of the non-negative value plus a half.
-    const __m128 f = _mm_set1_ps(fy), zero = _mm_setzero_ps(),
-                 top = _mm_set1_ps(255.0f), half = _mm_set1_ps(0.5f);
+    const __m128 f = _mm_set1_ps(fy);
     auto lane = [&](int64_t at) {
       const __m128 u = _mm_loadu_ps(upper + at);
-      const __m128 v =
-          _mm_add_ps(u, _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(lower + at), u), f));
-      return _mm_cvttps_epi32(
-          _mm_add_ps(_mm_min_ps(top, _mm_max_ps(zero, v)), half));
+      return _mm_add_ps(u,
+                        _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(lower + at), u), f));
     };
-    for (; i + 8 <= n; i += 8) {
-      const __m128i words = _mm_packs_epi32(lane(i), lane(i + 4));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i),
-                       _mm_packus_epi16(words, words));
-    }
+    for (; i + 8 <= n; i += 8) StoreBytes8(lane(i), lane(i + 4), out + i);
 #endif
     for (; i < n; ++i) {
-      out[i] = RoundToByte(upper[i] + (lower[i] - upper[i]) * fy);
+      out[i] = StorePixel<uint8_t>(upper[i] + (lower[i] - upper[i]) * fy);
     }
   } else {
     for (; i < n; ++i) out[i] = upper[i] + (lower[i] - upper[i]) * fy;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "pipeline/pixel_store.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -49,17 +51,6 @@ FilterTaps TriangleTaps(int64_t in_size, int64_t out_size, int64_t first,
 }
 
 namespace {
-
-template <typename T>
-T Store(float value) {
-  if constexpr (std::is_same_v<T, uint8_t>) {
-    // Rounded half up (the value is clamped non-negative first).
-    return static_cast<uint8_t>(
-        static_cast<int>(std::min(255.0f, std::max(0.0f, value)) + 0.5f));
-  } else {
-    return value;
-  }
-}
 
 // One held row filtered along the width: to[x * c + k].
 template <typename T>
@@ -174,22 +165,13 @@ void Resample(const SampleRef& in, const ResizeArea& area, int64_t height,
     int64_t i = 0;
 #if defined(__SSE2__)
     if constexpr (std::is_same_v<T, uint8_t>) {
-      // Store<uint8_t>, eight at a time.
-      const __m128 zero = _mm_setzero_ps(), top = _mm_set1_ps(255.0f),
-                   half = _mm_set1_ps(0.5f);
-      auto lane = [&](int64_t at) {
-        const __m128 v = _mm_loadu_ps(sum.data() + at);
-        return _mm_cvttps_epi32(
-            _mm_add_ps(_mm_min_ps(top, _mm_max_ps(zero, v)), half));
-      };
       for (; i + 8 <= row_len; i += 8) {
-        const __m128i words = _mm_packs_epi32(lane(i), lane(i + 4));
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + y * row_len + i),
-                         _mm_packus_epi16(words, words));
+        StoreBytes8(_mm_loadu_ps(sum.data() + i),
+                    _mm_loadu_ps(sum.data() + i + 4), dst + y * row_len + i);
       }
     }
 #endif
-    for (; i < row_len; ++i) dst[y * row_len + i] = Store<T>(sum[i]);
+    for (; i < row_len; ++i) dst[y * row_len + i] = StorePixel<T>(sum[i]);
   }
 }
 
