@@ -58,6 +58,23 @@ std::unique_ptr<Pipeline> IdxPipeline(PipelineOptions options,
   return pipe;
 }
 
+// The test set's first `limit` images and labels.
+OperatorDef FirstTestImages(int64_t limit) {
+  return OperatorDef{.op = "idx_reader",
+                     .outputs = {"images", "labels"},
+                     .attrs = {{"images", StringAttr(kTestImages)},
+                               {"labels", StringAttr(kTestLabels)},
+                               {"limit", IntAttr(limit)}}};
+}
+
+// Image i of an IDX array of 28 x 28 images, as a sample.
+Sample IdxImage(const IdxArray& images, int64_t i) {
+  Sample image;
+  image.Reshape(DT_UINT8, {28, 28, 1});
+  std::memcpy(image.storage.data(), images.data.data() + i * 784, 784);
+  return image;
+}
+
 // Every batch of one epoch, hashed in order; Run()s `depth` ahead.
 uint64_t EpochHash(Pipeline* pipe, int depth, int64_t* images = nullptr,
                    int64_t* batches = nullptr) {
@@ -147,11 +164,7 @@ TEST_CASE("a crop to the whole image passes through a chain unchanged") {
   options.batch_size = 4;
   options.num_threads = 1;
   Pipeline pipe(options);
-  pipe.Add(OperatorDef{.op = "idx_reader",
-                       .outputs = {"images", "labels"},
-                       .attrs = {{"images", StringAttr(kTestImages)},
-                                 {"labels", StringAttr(kTestLabels)},
-                                 {"limit", IntAttr(4)}}});
+  pipe.Add(FirstTestImages(4));
   pipe.Add(OperatorDef{.op = "resize",
                        .inputs = {"images"},
                        .outputs = {"small"},
@@ -176,10 +189,8 @@ TEST_CASE("a crop to the whole image passes through a chain unchanged") {
   const auto images = out->outputs[0].data();
   REQUIRE(images.shape() == absl::Span<const int64_t>({4, 10, 10, 1}));
   for (int64_t i = 0; i < 4; ++i) {
-    Sample image, small, flipped, want;
-    image.Reshape(DT_UINT8, {28, 28, 1});
-    std::memcpy(image.storage.data(), raw->data.data() + i * 784, 784);
-    REQUIRE_OK(Resize(image.ref(), 20, 20, &small));
+    Sample small, flipped, want;
+    REQUIRE_OK(Resize(IdxImage(*raw, i).ref(), 20, 20, &small));
     REQUIRE_OK(Flip(small.ref(), true, false, &flipped));
     REQUIRE_OK(Crop(flipped.ref(), CropWindow{5, 5}, 10, 10, &want));
     INFO("sample " << i);
@@ -199,11 +210,7 @@ TEST_CASE("arith combines two per-sample nodes of the same samples") {
   options.batch_size = 8;
   options.num_threads = 2;
   Pipeline pipe(options);
-  pipe.Add(OperatorDef{.op = "idx_reader",
-                       .outputs = {"images", "labels"},
-                       .attrs = {{"images", StringAttr(kTestImages)},
-                                 {"labels", StringAttr(kTestLabels)},
-                                 {"limit", IntAttr(16)}}});
+  pipe.Add(FirstTestImages(16));
   pipe.Add(OperatorDef{.op = "resize",
                        .inputs = {"images"},
                        .outputs = {"small"},
@@ -239,10 +246,8 @@ TEST_CASE("arith combines two per-sample nodes of the same samples") {
     REQUIRE(diff.ok());
     REQUIRE(twice.ok());
     for (int64_t i = 0; i < out->outputs[0].num_samples(); ++i, ++seen) {
-      Sample image, small, flipped;
-      image.Reshape(DT_UINT8, {28, 28, 1});
-      std::memcpy(image.storage.data(), raw->data.data() + seen * 784, 784);
-      REQUIRE_OK(Resize(image.ref(), 20, 20, &small));
+      Sample small, flipped;
+      REQUIRE_OK(Resize(IdxImage(*raw, seen).ref(), 20, 20, &small));
       REQUIRE_OK(Flip(small.ref(), true, false, &flipped));
       INFO("sample " << seen);
       for (int64_t k = 0; k < 400; ++k) {
@@ -284,11 +289,7 @@ TEST_CASE("arith takes the reader's samples too, each worker its own") {
     options.batch_size = 5;
     options.num_threads = threads;
     Pipeline pipe(options);
-    pipe.Add(OperatorDef{.op = "idx_reader",
-                         .outputs = {"images", "labels"},
-                         .attrs = {{"images", StringAttr(kTestImages)},
-                                   {"labels", StringAttr(kTestLabels)},
-                                   {"limit", IntAttr(15)}}});
+    pipe.Add(FirstTestImages(15));
     pipe.Add(OperatorDef{.op = "flip",
                          .inputs = {"images"},
                          .outputs = {"flipped"},
