@@ -245,7 +245,8 @@ class Pipeline::Compiler {
                   {BlobProto(kChunkBlob, DT_INT64, {3}, false)});
   }
   // How many operators and outputs read each node: a node read once, by a
-  // per-sample operator, is fused away.
+  // per-sample operator, is fused away. And whether any operator is arith
+  // (static_deal_), which every stage's dealing depends on.
   void CountConsumers() {
     for (const OperatorDef& def : p_.ops_) {
       for (const std::string& in : def.inputs) ++consumers_[in];
