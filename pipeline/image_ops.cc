@@ -125,7 +125,8 @@ void VerticalPass(const float* __restrict upper, const float* __restrict lower,
       return _mm_add_ps(u,
                         _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(lower + at), u), f));
     };
-    for (; i + 8 <= n; i += 8) StoreBytes8(lane(i), lane(i + 4), out + i);
+    const ByteStore8 store;
+    for (; i + 8 <= n; i += 8) store(lane(i), lane(i + 4), out + i);
 #endif
     for (; i < n; ++i) {
       out[i] = StorePixel<uint8_t>(upper[i] + (lower[i] - upper[i]) * fy);

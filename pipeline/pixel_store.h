@@ -25,19 +25,27 @@ inline T StorePixel(float value) {
 }
 
 #if defined(__SSE2__)
-// StorePixel<uint8_t> of eight values (four in `low`, four in `high`) into
-// out[0, 8): max and min as the scalar's (no NaN reaches here).
-inline void StoreBytes8(__m128 low, __m128 high, uint8_t* out) {
-  const __m128 zero = _mm_setzero_ps(), top = _mm_set1_ps(255.0f),
-               half = _mm_set1_ps(0.5f);
-  auto round = [&](__m128 v) {
+// StorePixel<uint8_t> eight values at a time (made once, outside the loop
+// that stores: it holds the constants): max and min as the scalar's (no
+// NaN reaches here).
+class ByteStore8 {
+ public:
+  // Four values in `low`, four in `high`, to out[0, 8).
+  void operator()(__m128 low, __m128 high, uint8_t* out) const {
+    const __m128i words = _mm_packs_epi32(Round(low), Round(high));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out),
+                     _mm_packus_epi16(words, words));
+  }
+
+ private:
+  __m128i Round(__m128 v) const {
     return _mm_cvttps_epi32(
-        _mm_add_ps(_mm_min_ps(top, _mm_max_ps(zero, v)), half));
-  };
-  const __m128i words = _mm_packs_epi32(round(low), round(high));
-  _mm_storel_epi64(reinterpret_cast<__m128i*>(out),
-                   _mm_packus_epi16(words, words));
-}
+        _mm_add_ps(_mm_min_ps(top_, _mm_max_ps(zero_, v)), half_));
+  }
+  const __m128 zero_ = _mm_setzero_ps();
+  const __m128 top_ = _mm_set1_ps(255.0f);
+  const __m128 half_ = _mm_set1_ps(0.5f);
+};
 #endif
 
 }  // namespace actorflow::internal::pipeline

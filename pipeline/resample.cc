@@ -165,9 +165,20 @@ void Resample(const SampleRef& in, const ResizeArea& area, int64_t height,
     int64_t i = 0;
 #if defined(__SSE2__)
     if constexpr (std::is_same_v<T, uint8_t>) {
+      // StorePixel<uint8_t>, eight at a time, written out: through
+      // ByteStore8 this loop measured 7% slower (290 -> 311 us per 224 x
+      // 224 window, alternated), the compiler arranging it otherwise.
+      const __m128 zero = _mm_setzero_ps(), top = _mm_set1_ps(255.0f),
+                   half = _mm_set1_ps(0.5f);
+      auto lane = [&](int64_t at) {
+        const __m128 v = _mm_loadu_ps(sum.data() + at);
+        return _mm_cvttps_epi32(
+            _mm_add_ps(_mm_min_ps(top, _mm_max_ps(zero, v)), half));
+      };
       for (; i + 8 <= row_len; i += 8) {
-        StoreBytes8(_mm_loadu_ps(sum.data() + i),
-                    _mm_loadu_ps(sum.data() + i + 4), dst + y * row_len + i);
+        const __m128i words = _mm_packs_epi32(lane(i), lane(i + 4));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + y * row_len + i),
+                         _mm_packus_epi16(words, words));
       }
     }
 #endif
