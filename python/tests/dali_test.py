@@ -619,6 +619,9 @@ class DaliTest(unittest.TestCase):
             (dict(resize_x=16, resize_y=16, mode="not_smaller",
                   max_size=(0, 20)),
              dict(y=16, x=16, mode="not_smaller", limit=(0, 20))),
+            # The validation recipe's form: a shorter-side resize, fused.
+            (dict(size=24, mode="not_smaller"),
+             dict(y=24, x=24, mode="not_smaller")),
             (dict(size=(30, 40), max_size=(25, 0)), dict(y=25, x=40)),
         ]
         root = self.root

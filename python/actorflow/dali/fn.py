@@ -176,6 +176,12 @@ def resize(data, *, resize_x=None, resize_y=None, resize_shorter=None,
         attrs["longer"] = int(round(sides["resize_longer"]))
         y = x = float(attrs["longer"])
         rule_mode = "not_larger"
+    elif x > 0 and x == y and y.is_integer() and mode == "not_smaller" \
+            and max_size is None:
+        # The same size by the same arithmetic as the rule's (RuleSize and
+        # ShorterSideSize), and a plain resize fuses with its decoder.
+        attrs["shorter"] = int(round(y))
+        rule_mode = mode
     elif x > 0 and y > 0 and mode in ("default", "stretch") and \
             max_size is None:
         attrs["size"] = [int(round(y)), int(round(x))]
