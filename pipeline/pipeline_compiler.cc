@@ -80,7 +80,12 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
           "num_attempts", "antialias"}},
         {"resize",
          {"size", "shorter", "longer", "resize_x", "resize_y", "mode",
-          "max_size", "antialias"}},
+          "max_size", "antialias",
+          // A side drawn per sample (pipeline/sample_args.h).
+          "shorter_uniform", "shorter_normal", "shorter_stream",
+          "longer_uniform", "longer_normal", "longer_stream",
+          "resize_x_uniform", "resize_x_normal", "resize_x_stream",
+          "resize_y_uniform", "resize_y_normal", "resize_y_stream"}},
         {"crop", {"size", "random"}},
         {"random_resized_crop",
          {"size", "random_area", "random_aspect_ratio", "num_attempts",

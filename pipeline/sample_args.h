@@ -11,13 +11,13 @@
 #include "pipeline/sample.h"
 
 // A scalar argument of a per-sample operator that may differ per sample:
-// attr `name` (one value for every sample), or drawn for each sample from
-// the operator's generator: `name_uniform` [lo, hi], `name_normal` [mean,
-// stddev] or `name_coin_flip` p (1 with probability p, else 0). At most one
-// of the four. The draws come from the sample's own generator, so they are
-// the same whatever thread runs the sample; with `name_stream` s (a random
-// value given to several operators) from that value's generator
-// (SampleRng::ForStream), so every operator given it draws the same.
+// attr `name` (one value for every sample, a float or an int), or drawn for
+// each sample from the operator's generator: `name_uniform` [lo, hi],
+// `name_normal` [mean, stddev] or `name_coin_flip` p (1 with probability p,
+// else 0). At most one of the four. The draws come from the sample's own
+// generator, so they are the same whatever thread runs the sample; with
+// `name_stream` s (a random value given to several operators) from that value's
+// generator (SampleRng::ForStream), so every operator given it draws the same.
 namespace actorflow::internal::pipeline {
 
 // A uniform draw in [0, 1) for a probability: from the sample's own
@@ -51,6 +51,11 @@ class ScalarArg {
     value_ = fallback;
     int given = 0;
     auto fixed = ctx.FloatAttrOr(name, fallback);
+    if (!fixed.ok()) {
+      // A whole number given as an int attr is the same value.
+      auto whole = ctx.IntAttrOr(name, 0);
+      if (whole.ok()) fixed = static_cast<double>(*whole);
+    }
     auto uniform = ctx.FloatListAttr(name + "_uniform");
     auto normal = ctx.FloatListAttr(name + "_normal");
     auto coin = ctx.FloatAttrOr(name + "_coin_flip", -1);

@@ -1,6 +1,7 @@
 #include "pipeline/sample_ops.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -190,22 +191,33 @@ class ResizeOp final : public SampleOp {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
     auto size = SizeAttr(ctx, "size", /*required=*/false);
-    auto shorter = ctx.IntAttrOr("shorter", 0);
-    auto longer = ctx.IntAttrOr("longer", 0);
-    auto y = ctx.FloatAttrOr("resize_y", 0);
-    auto x = ctx.FloatAttrOr("resize_x", 0);
     auto mode_name = ctx.StringAttrOr("mode", "");
     auto max_size = ctx.FloatListAttr("max_size");
     auto antialias = ctx.BoolAttrOr("antialias", false);
-    for (const absl::Status& s :
-         {size.status(), shorter.status(), longer.status(), y.status(),
-          x.status(), mode_name.status(), max_size.status(),
-          antialias.status()}) {
-      if (!s.ok()) return s;
+    absl::Status ok;
+    for (const absl::Status& s : {size.status(), mode_name.status(),
+                                  max_size.status(), antialias.status()}) {
+      if (ok.ok()) ok = s;
     }
-    const int given =
-        !size->empty() + (*shorter > 0) + (*longer > 0) + (*y > 0 || *x > 0);
-    if (given != 1 || *shorter < 0 || *longer < 0 || *y < 0 || *x < 0) {
+    // The sides: each one value, or drawn per sample (ScalarArg).
+    for (auto [name, arg] :
+         {std::pair{"shorter", &shorter_}, std::pair{"longer", &longer_},
+          std::pair{"resize_y", &y_}, std::pair{"resize_x", &x_}}) {
+      if (ok.ok()) ok = arg->Init(ctx, name, 0);
+      if (ok.ok() && (arg->varies() ? arg->low() <= 0 : arg->low() < 0)) {
+        ok = absl::InvalidArgumentError(absl::StrCat(
+            "attr '", name, "': a side's length must stay above 0 (",
+            arg->varies() ? "drawn, its lowest is " : "given ", arg->low(),
+            ")"));
+      }
+    }
+    if (!ok.ok()) return ok;
+    auto given = [](const ScalarArg& arg) {
+      return arg.varies() || arg.high() > 0;
+    };
+    const int sides = !size->empty() + given(shorter_) + given(longer_) +
+                      (given(y_) || given(x_));
+    if (sides != 1) {
       return absl::InvalidArgumentError(
           "attrs: give exactly one of 'size' ([height, width]), 'shorter', "
           "'longer' (a side's length, > 0), or 'resize_y' and/or "
@@ -216,7 +228,7 @@ class ResizeOp final : public SampleOp {
       return absl::InvalidArgumentError(
           absl::StrCat("attr 'mode': ", mode.status().message()));
     }
-    if (!mode_name->empty() && (*shorter > 0 || *longer > 0)) {
+    if (!mode_name->empty() && (given(shorter_) || given(longer_))) {
       return absl::InvalidArgumentError(
           "attr 'mode': not with 'shorter' or 'longer', which keep the "
           "aspect ratio themselves");
@@ -229,25 +241,27 @@ class ResizeOp final : public SampleOp {
           "none negative");
     }
     antialias_ = *antialias;
+    varies_ =
+        shorter_.varies() || longer_.varies() || y_.varies() || x_.varies();
     rule_ = ResizeRule{};
     rule_.mode = *mode;
     if (!size->empty()) {
       rule_.height = static_cast<double>((*size)[0]);
       rule_.width = static_cast<double>((*size)[1]);
-    } else if (*shorter > 0 || *longer > 0) {
-      rule_.height = rule_.width = static_cast<double>(*shorter + *longer);
+    } else if (given(shorter_) || given(longer_)) {
+      rule_.height = rule_.width = shorter_.high() + longer_.high();
       rule_.mode =
-          *shorter > 0 ? ResizeMode::kNotSmaller : ResizeMode::kNotLarger;
+          given(shorter_) ? ResizeMode::kNotSmaller : ResizeMode::kNotLarger;
     } else {
-      rule_.height = *y;
-      rule_.width = *x;
+      rule_.height = y_.high();
+      rule_.width = x_.high();
     }
     if (!max_size->empty()) {
       rule_.max_height = max_size->front();
       rule_.max_width = max_size->back();
     }
     // Both sides asked for, each only limited: every sample the same size.
-    fixed_ = rule_.height > 0 && rule_.width > 0 &&
+    fixed_ = !varies_ && rule_.height > 0 && rule_.width > 0 &&
              (rule_.mode == ResizeMode::kDefault ||
               rule_.mode == ResizeMode::kStretch);
     return absl::OkStatus();
@@ -260,15 +274,32 @@ class ResizeOp final : public SampleOp {
     RuleSize(1, 1, rule_, &h, &w);
     return SampleSpec{in.type, {h, w, in.max_shape[2]}};
   }
-  absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
+  absl::Status Apply(const SampleRef& in, SampleRng* rng,
+                     Sample* out) override {
     if (in.shape.size() != 3) return Resize(in, 1, 1, out);  // the error
+    ResizeRule rule = rule_;
+    if (varies_) {
+      // A side given one value draws nothing (Draw gives it back).
+      const double shorter = shorter_.Draw(rng), longer = longer_.Draw(rng);
+      const double y = y_.Draw(rng), x = x_.Draw(rng);
+      if (rule.mode == ResizeMode::kNotSmaller && shorter > 0) {
+        rule.height = rule.width = shorter;
+      } else if (rule.mode == ResizeMode::kNotLarger && longer > 0) {
+        rule.height = rule.width = longer;
+      } else {
+        rule.height = y;
+        rule.width = x;
+      }
+    }
     int64_t h = 0, w = 0;
-    RuleSize(in.shape[0], in.shape[1], rule_, &h, &w);
+    RuleSize(in.shape[0], in.shape[1], rule, &h, &w);
     return Resize(in, h, w, out, antialias_);
   }
 
  private:
+  ScalarArg shorter_, longer_, y_, x_;
   ResizeRule rule_;
+  bool varies_ = false;  // a side is drawn per sample
   bool fixed_ = false;
   bool antialias_ = false;
 };

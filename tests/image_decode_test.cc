@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -399,7 +400,11 @@ TEST_CASE("resize with DALI's attrs: each sample's own size, or one size") {
   CHECK_THAT(init_error({{"shorter", IntAttr(5)}, {"longer", IntAttr(5)}}),
              Catch::Contains("give exactly one of"));
   CHECK_THAT(init_error({{"resize_x", FloatAttr(-3)}}),
-             Catch::Contains("give exactly one of"));
+             Catch::Contains("attr 'resize_x': a side's length must stay "
+                             "above 0 (given -3)"));
+  CHECK_THAT(init_error({{"shorter_coin_flip", FloatAttr(0.5)}}),
+             Catch::Contains("attr 'shorter': a side's length must stay "
+                             "above 0 (drawn, its lowest is 0)"));
   CHECK_THAT(
       init_error({{"shorter", IntAttr(5)}, {"mode", StringAttr("stretch")}}),
       Catch::Contains("attr 'mode': not with 'shorter'"));
@@ -409,6 +414,40 @@ TEST_CASE("resize with DALI's attrs: each sample's own size, or one size") {
   CHECK_THAT(init_error({{"resize_x", FloatAttr(5)},
                          {"max_size", FloatListAttr({1, 2, 3})}}),
              Catch::Contains("attr 'max_size'"));
+}
+
+TEST_CASE("resize sides drawn per sample: each sample its own draw") {
+  Sample image;
+  image.Reshape(DT_UINT8, {30, 40, 3});
+  for (size_t i = 0; i < image.storage.size(); ++i) {
+    image.storage[i] = static_cast<uint8_t>(i * 5);
+  }
+  auto shorter = MakeOp("resize", {{"shorter_uniform", FloatListAttr({8, 24})},
+                                   {"shorter_stream", IntAttr(7)}});
+  // The same value given to resize_x (one stream): the same draw.
+  auto wide = MakeOp("resize", {{"resize_x_uniform", FloatListAttr({8, 24})},
+                                {"resize_x_stream", IntAttr(7)},
+                                {"resize_y", FloatAttr(12)}});
+  REQUIRE(shorter->Infer(SampleSpec{DT_UINT8, {30, 40, 3}})->max_shape ==
+          std::vector<int64_t>{-1, -1, 3});
+  std::set<int64_t> seen;
+  for (uint64_t position = 0; position < 20; ++position) {
+    SampleRng rng(9, 1, 0, position), rng2(9, 2, 0, position);
+    Sample a, b, want;
+    REQUIRE(shorter->Apply(image.ref(), &rng, &a).ok());
+    REQUIRE(wide->Apply(image.ref(), &rng2, &b).ok());
+    const int64_t side = a.shape[0];  // the shorter of 30 x 40
+    INFO("position " << position << ": " << a.shape[0] << "x" << a.shape[1]);
+    CHECK(side >= 8);
+    CHECK(side <= 24);
+    CHECK(b.shape[1] == side);
+    CHECK(b.shape[0] == 12);
+    // Pixel for pixel the resize to that size.
+    REQUIRE(Resize(image.ref(), a.shape[0], a.shape[1], &want).ok());
+    CHECK(a.storage == want.storage);
+    seen.insert(side);
+  }
+  CHECK(seen.size() > 5);
 }
 
 TEST_CASE("a header that claims 60000 x 60000 is refused before allocating") {

@@ -641,6 +641,48 @@ class DaliTest(unittest.TestCase):
         # A fixed size is one dense batch.
         self.assertTrue(outputs[-1].is_dense_tensor())
 
+    def test_resize_sides_drawn_per_sample(self):
+        # The scale augmentation: resize_shorter=fn.random.uniform. One
+        # random node given to two resizes is one value per sample.
+        root = self.root
+
+        @pipeline_def
+        def scaled():
+            jpegs, _ = fn.readers.file(file_root=root)
+            images = fn.decoders.image(jpegs)
+            side = fn.random.uniform(range=(20, 40))
+            return (fn.resize(images, resize_shorter=side),
+                    fn.resize(images, resize_x=side, resize_y=16),
+                    fn.resize(images, resize_shorter=side, antialias=False))
+
+        def shapes(threads):
+            pipe = scaled(batch_size=10, num_threads=threads, seed=4)
+            return [[out.shape() for out in pipe.run()] for _ in range(2)]
+
+        runs = shapes(1)
+        sides = set()
+        for step, (short, wide, plain) in enumerate(runs):
+            for i, (a, b, c) in enumerate(zip(short, wide, plain)):
+                with Image.open(self.paths[step * 10 + i]) as im:
+                    w, h = im.size
+                side = min(a[:2])
+                sides.add(side)
+                self.assertTrue(20 <= side <= 40, a)
+                # The other side by DALI's rule for some value that rounds
+                # to this side.
+                scale = side / min(h, w)
+                self.assertLessEqual(
+                    abs(max(a[:2]) - max(h, w) * scale), max(h, w) / min(h, w))
+                self.assertEqual(b, (16, side, 3))
+                self.assertEqual(c, a)
+        self.assertGreater(len(sides), 5)
+        # The same seed, the same draws, whatever the threads.
+        self.assertEqual(shapes(3), runs)
+        with Pipeline(batch_size=2, num_threads=1):
+            with self.assertRaisesRegex(ValueError, "a per-sample side"):
+                fn.resize(fn.external_source(name="x"),
+                          resize_shorter=fn.random.coin_flip())
+
     def test_what_is_not_there_is_named(self):
         root = self.root
         pipe = Pipeline(batch_size=2, num_threads=1)

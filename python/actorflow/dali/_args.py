@@ -220,6 +220,17 @@ def _per_sample(op, arg, value, attrs, ours=None):
     attrs[ours] = float(value)
 
 
+def _largest_draw(value):
+    """The largest value a fn.random argument given to _per_sample draws:
+    uniform's top, normal's mean + 6 stddev (where the C++ ScalarArg's
+    high() puts it: pipeline/sample_args.h)."""
+    if value.kind == "uniform":
+        return float(max(value.params["range"]))
+    if value.kind == "normal":
+        return value.params["mean"] + 6 * value.params["stddev"]
+    return 1.0
+
+
 def _hw(op, arg, value):
     """A (height, width) pair from a scalar or a pair."""
     value = _fixed(op, arg, value)

@@ -12,7 +12,7 @@ import types as _pytypes
 from actorflow.dali import types
 from actorflow.dali._args import (  # noqa: F401
     RandomArgument, _check_rest, _device, _fixed, _floats, _hw, _node,
-    _probability, random)
+    _largest_draw, _per_sample, _probability, random)
 from actorflow.dali._augment import (  # noqa: F401
     brightness, brightness_contrast, cast, color_twist, contrast, erase,
     gaussian_blur, hsv, hue, jpeg_compression_distortion, one_hot, paste,
@@ -144,11 +144,28 @@ def resize(data, *, resize_x=None, resize_y=None, resize_shorter=None,
     if mode not in _RESIZE_MODES:
         raise ValueError(f"fn.resize: mode '{mode}': one of "
                          f"{', '.join(_RESIZE_MODES)}")
+    attrs = {}
+    # A side may be drawn per sample: fn.random.uniform / normal. The rule
+    # then sizes the batch's box by the largest value it can draw.
+    drawn = {}
+
+    def side(arg, value):
+        if isinstance(value, RandomArgument):
+            if value.kind == "coin_flip" or (
+                    value.kind == "uniform" and
+                    value.params["values"] is not None):
+                raise ValueError(
+                    f"fn.resize: {arg}={value!r}: a per-sample side is "
+                    "fn.random.uniform(range=...) or fn.random.normal")
+            drawn[arg] = value
+            return _largest_draw(value)
+        return _resize_pair(arg, value)[0]
+
     y = x = 0.0
     if resize_y is not None:
-        y = _resize_pair("resize_y", resize_y)[0]
+        y = side("resize_y", resize_y)
     if resize_x is not None:
-        x = _resize_pair("resize_x", resize_x)[0]
+        x = side("resize_x", resize_x)
     if size is not None:
         if x or y:
             raise ValueError("fn.resize: size with resize_x / resize_y")
@@ -157,7 +174,7 @@ def resize(data, *, resize_x=None, resize_y=None, resize_shorter=None,
     for arg, value in (("resize_shorter", resize_shorter),
                        ("resize_longer", resize_longer)):
         if value is not None:
-            sides[arg] = _resize_pair(arg, value)[0]
+            sides[arg] = side(arg, value)
     if (x > 0 or y > 0) + len(sides) != 1 or 0 in sides.values():
         raise ValueError(
             "fn.resize: give one of resize_x / resize_y / size, "
@@ -167,28 +184,37 @@ def resize(data, *, resize_x=None, resize_y=None, resize_shorter=None,
                          ", which keeps the aspect ratio itself")
     limit = [0.0, 0.0] if max_size is None else _resize_pair("max_size",
                                                              max_size)
-    attrs = {}
     if "resize_shorter" in sides:
-        attrs["shorter"] = int(round(sides["resize_shorter"]))
-        y = x = float(attrs["shorter"])
+        y = x = sides["resize_shorter"]
         rule_mode = "not_smaller"
+        if "resize_shorter" not in drawn:
+            attrs["shorter"] = int(round(y))
+            y = x = float(attrs["shorter"])
     elif "resize_longer" in sides:
-        attrs["longer"] = int(round(sides["resize_longer"]))
-        y = x = float(attrs["longer"])
+        y = x = sides["resize_longer"]
         rule_mode = "not_larger"
+        if "resize_longer" not in drawn:
+            attrs["longer"] = int(round(y))
+            y = x = float(attrs["longer"])
     elif x > 0 and x == y and y.is_integer() and mode == "not_smaller" \
-            and max_size is None:
+            and max_size is None and not drawn:
         # The same size by the same arithmetic as the rule's (RuleSize and
         # ShorterSideSize), and a plain resize fuses with its decoder.
         attrs["shorter"] = int(round(y))
         rule_mode = mode
     elif x > 0 and y > 0 and mode in ("default", "stretch") and \
-            max_size is None:
+            max_size is None and not drawn:
         attrs["size"] = [int(round(y)), int(round(x))]
         rule_mode = None  # one size for every sample
     else:
-        attrs.update(resize_y=y, resize_x=x, mode=mode)
+        for arg, value in (("resize_y", y), ("resize_x", x)):
+            if arg not in drawn:
+                attrs[arg] = value
+        attrs["mode"] = mode
         rule_mode = mode
+    ours = {"resize_shorter": "shorter", "resize_longer": "longer"}
+    for arg, value in drawn.items():
+        _per_sample("resize", arg, value, attrs, ours=ours.get(arg, arg))
     if max_size is not None:
         attrs["max_size"] = limit
     attrs["antialias"] = smooth
