@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "pipeline/augment.h"
 #include "pipeline/image_ops.h"
+#include "pipeline/noise.h"
 #include "pipeline/sample_args.h"
 #include "pipeline/sample_ops.h"
 
@@ -428,6 +429,68 @@ class JpegDistortionOp final : public SampleOp {
   ScalarArg quality_;
 };
 
+// noise.gaussian, noise.salt_and_pepper and noise.shot (pipeline/noise.h):
+// their parameters per sample; salt_val and pepper_val one value each.
+class NoiseOp final : public SampleOp {
+ public:
+  enum class Kind { kGaussian, kSaltAndPepper, kShot };
+  explicit NoiseOp(Kind kind) : kind_(kind) {}
+  absl::Status Init(const KernelInitContext& ctx) override {
+    switch (kind_) {
+      case Kind::kGaussian:
+        return InitArgs(ctx, {{&a_, 0}, {&b_, 1}}, {"mean", "stddev"});
+      case Kind::kShot:
+        return a_.Init(ctx, "factor", 20);
+      case Kind::kSaltAndPepper:
+        break;
+    }
+    auto salt = ctx.FloatAttrOr("salt_val", NAN);
+    auto pepper = ctx.FloatAttrOr("pepper_val", NAN);
+    auto per_channel = ctx.BoolAttrOr("per_channel", false);
+    for (const absl::Status& s :
+         {salt.status(), pepper.status(), per_channel.status()}) {
+      if (!s.ok()) return s;
+    }
+    salt_ = *salt;
+    pepper_ = *pepper;
+    per_channel_ = *per_channel;
+    return InitArgs(ctx, {{&a_, 0.05}, {&b_, 0.5}}, {"prob", "salt_vs_pepper"});
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    if (in.type != DT_UINT8 && in.type != DT_FLOAT32) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("noise: takes uint8 or float32 samples, got ",
+                       DataTypeName(in.type)));
+    }
+    return in;
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng* rng,
+                     Sample* out) override {
+    const double a = a_.Draw(rng), b = b_.Draw(rng);
+    switch (kind_) {
+      case Kind::kGaussian:
+        return GaussianNoise(in, a, b, rng, out);
+      case Kind::kShot:
+        return ShotNoise(in, a, rng, out);
+      case Kind::kSaltAndPepper:
+        break;
+    }
+    const float salt =
+        std::isnan(salt_) ? DefaultSalt(in.type) : static_cast<float>(salt_);
+    const float pepper = std::isnan(pepper_) ? DefaultPepper(in.type)
+                                             : static_cast<float>(pepper_);
+    return SaltAndPepperNoise(in, a, b, salt, pepper, per_channel_, rng, out);
+  }
+
+ private:
+  const Kind kind_;
+  // gaussian: mean, stddev; salt_and_pepper: prob, salt_vs_pepper; shot:
+  // factor (b_ unused: it draws nothing).
+  ScalarArg a_, b_;
+  double salt_ = NAN, pepper_ = NAN;
+  bool per_channel_ = false;
+};
+
 class GaussianBlurOp final : public SampleOp {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
@@ -798,6 +861,16 @@ const std::map<std::string, AugmentOp>& AugmentOps() {
       {"one_hot",
        {[] { return std::make_unique<OneHotOp>(); },
         {"num_classes", "on_value", "off_value"}}},
+      {"gaussian_noise",
+       {[] { return std::make_unique<NoiseOp>(NoiseOp::Kind::kGaussian); },
+        Join({}, {"mean", "stddev"})}},
+      {"salt_and_pepper_noise",
+       {[] { return std::make_unique<NoiseOp>(NoiseOp::Kind::kSaltAndPepper); },
+        Join({"salt_val", "pepper_val", "per_channel"},
+             {"prob", "salt_vs_pepper"})}},
+      {"shot_noise",
+       {[] { return std::make_unique<NoiseOp>(NoiseOp::Kind::kShot); },
+        Join({}, {"factor"})}},
   };
   return *ops;
 }

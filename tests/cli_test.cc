@@ -398,6 +398,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.file_reader cpu\n"                 \
   "pipeline.flip cpu\n"                        \
   "pipeline.gaussian_blur cpu\n"               \
+  "pipeline.gaussian_noise cpu\n"              \
   "pipeline.hsv cpu\n"                         \
   "pipeline.idx_reader cpu\n"                  \
   "pipeline.jpeg_compression_distortion cpu\n" \
@@ -407,7 +408,9 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.reshape cpu\n"                     \
   "pipeline.resize cpu\n"                      \
   "pipeline.rotate cpu\n"                      \
+  "pipeline.salt_and_pepper_noise cpu\n"       \
   "pipeline.scale_shift cpu\n"                 \
+  "pipeline.shot_noise cpu\n"                  \
   "pipeline.slice cpu\n"                       \
   "pipeline.sphere cpu\n"                      \
   "pipeline.transpose cpu\n"                   \

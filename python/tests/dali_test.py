@@ -782,6 +782,48 @@ class AugmentationTest(unittest.TestCase):
             want = round_half_up(0.9 * (128 + 1.2 * (raw - 128)))
             self.assertLessEqual(numpy.abs(out.astype(int) - want).max(), 1)
 
+    def test_noise_operators(self):
+        flat = [numpy.full((120, 100, 3), 100, numpy.uint8) for _ in range(3)]
+        # gaussian: the noise's mean and deviation, per sample with a
+        # random stddev; uint8 out.
+        got = run_on(flat, lambda x: fn.noise.gaussian(
+            x, mean=2.0, stddev=fn.random.uniform(range=(5, 15))))
+        deviations = []
+        for out in got:
+            self.assertEqual(out.dtype, numpy.uint8)
+            noise = out.astype(numpy.float64) - 100
+            self.assertLess(abs(noise.mean() - 2.0), 0.3)
+            self.assertTrue(4.5 < noise.std() < 15.5, noise.std())
+            deviations.append(round(noise.std(), 3))
+        self.assertEqual(len(set(deviations)), 3)
+        # salt and pepper: a pixel's channels together, as DALI's default.
+        got = run_on(flat, lambda x: fn.noise.salt_and_pepper(
+            x, prob=0.2, salt_vs_pepper=0.5))
+        for out in got:
+            self.assertTrue(numpy.all(out == out[..., :1]))
+            hit = out[..., 0] != 100
+            self.assertLess(abs(hit.mean() - 0.2), 0.02)
+            self.assertEqual(set(numpy.unique(out[..., 0][hit])), {0, 255})
+        # shot: multiples of the factor around the value; float in, float
+        # out with float's own values.
+        got = run_on(flat, lambda x: fn.noise.shot(x, factor=5.0))
+        for out in got:
+            self.assertTrue(numpy.all(out % 5 == 0))
+            self.assertLess(abs(out.mean() - 100), 1.0)
+            self.assertLess(abs(out.var() - 500), 40)  # 5 * 100
+        floats = [image.astype(numpy.float32) / 255 for image in self.images]
+        got = run_on(floats, lambda x: fn.noise.salt_and_pepper(
+            x, prob=1.0, per_channel=True))
+        for image, out in zip(floats, got):
+            self.assertEqual(out.dtype, numpy.float32)
+            self.assertEqual(set(numpy.unique(out)), {-1.0, 1.0})
+        # The same seed, the same noise, whatever the threads.
+        one = run_on(flat, lambda x: fn.noise.gaussian(x, stddev=3.0))
+        two = run_on(flat, lambda x: fn.noise.gaussian(x, stddev=3.0),
+                     threads=2, batch_size=3)
+        for a, b in zip(one, two):
+            self.assertTrue(numpy.array_equal(a, b))
+
     def test_geometric_operators(self):
         got = run_on(self.images, lambda x: fn.rotate(x, angle=90))
         for image, out in zip(self.images, got):

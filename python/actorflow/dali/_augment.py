@@ -2,6 +2,7 @@
 arguments; scalar arguments may be fn.random values."""
 
 import math
+from types import SimpleNamespace as _Namespace
 
 from actorflow.dali import types
 from actorflow.dali._args import (_check_rest, _device, _fixed, _floats,
@@ -273,3 +274,46 @@ def one_hot(data, *, num_classes, axis=-1, dtype=types.FLOAT, on_value=1.0,
     if types.to_numpy_dtype(dtype).name != "float32":
         node = cast(node, dtype=dtype)
     return node
+
+
+# ---- noise (fn.noise.*) ----
+
+def _gaussian_noise(data, *, mean=0.0, stddev=1.0, device="cpu", name=None,
+                    **rest):
+    """Each value plus N(mean, stddev) (both per sample), in the input's
+    type (uint8 clamped and rounded)."""
+    _check_rest("noise.gaussian", rest)
+    attrs = {}
+    _per_sample("noise.gaussian", "mean", mean, attrs)
+    _per_sample("noise.gaussian", "stddev", stddev, attrs)
+    return _augment("gaussian_noise", data, attrs, device, name)
+
+
+def _salt_and_pepper_noise(data, *, prob=0.05, salt_vs_pepper=0.5,
+                           salt_val=None, pepper_val=None, per_channel=False,
+                           device="cpu", name=None, **rest):
+    """Each pixel (each value with per_channel) becomes salt or pepper with
+    probability prob (per sample); salt_val / pepper_val default to the
+    type's top and bottom (255 / 0; float: 1 / -1)."""
+    _check_rest("noise.salt_and_pepper", rest)
+    attrs = {"per_channel": bool(per_channel)}
+    _per_sample("noise.salt_and_pepper", "prob", prob, attrs)
+    _per_sample("noise.salt_and_pepper", "salt_vs_pepper", salt_vs_pepper,
+                attrs)
+    for arg, value in (("salt_val", salt_val), ("pepper_val", pepper_val)):
+        if value is not None:
+            attrs[arg] = float(_fixed("noise.salt_and_pepper", arg, value))
+    return _augment("salt_and_pepper_noise", data, attrs, device, name)
+
+
+def _shot_noise(data, *, factor=20.0, device="cpu", name=None, **rest):
+    """Each value v becomes factor * Poisson(max(v, 0) / factor) (factor
+    per sample; 0 leaves the data as it is)."""
+    _check_rest("noise.shot", rest)
+    attrs = {}
+    _per_sample("noise.shot", "factor", factor, attrs)
+    return _augment("shot_noise", data, attrs, device, name)
+
+
+noise = _Namespace(gaussian=_gaussian_noise,
+                   salt_and_pepper=_salt_and_pepper_noise, shot=_shot_noise)
