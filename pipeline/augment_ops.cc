@@ -13,6 +13,7 @@
 #include "pipeline/noise.h"
 #include "pipeline/sample_args.h"
 #include "pipeline/sample_ops.h"
+#include "pipeline/standardize.h"
 
 namespace actorflow::internal::pipeline {
 namespace {
@@ -868,6 +869,7 @@ const std::map<std::string, AugmentOp>& AugmentOps() {
        {[] { return std::make_unique<NoiseOp>(NoiseOp::Kind::kSaltAndPepper); },
         Join({"salt_val", "pepper_val", "per_channel"},
              {"prob", "salt_vs_pepper"})}},
+      {"standardize", {MakeStandardizeOp, StandardizeAttrs()}},
       {"shot_noise",
        {[] { return std::make_unique<NoiseOp>(NoiseOp::Kind::kShot); },
         Join({}, {"factor"})}},

@@ -413,6 +413,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.shot_noise cpu\n"                  \
   "pipeline.slice cpu\n"                       \
   "pipeline.sphere cpu\n"                      \
+  "pipeline.standardize cpu\n"                 \
   "pipeline.transpose cpu\n"                   \
   "pipeline.warp_affine cpu\n"                 \
   "pipeline.water cpu\n"                       \

@@ -782,6 +782,35 @@ class AugmentationTest(unittest.TestCase):
             want = round_half_up(0.9 * (128 + 1.2 * (raw - 128)))
             self.assertLessEqual(numpy.abs(out.astype(int) - want).max(), 1)
 
+    def test_normalize(self):
+        images = [image.astype(numpy.float64) for image in self.images]
+        got = run_on(self.images, lambda x: fn.normalize(x))
+        for image, out in zip(images, got):
+            self.assertEqual(out.dtype, numpy.float32)
+            want = (image - image.mean()) / image.std()
+            self.assertLess(numpy.abs(out - want).max(), 1e-5)
+        # Per channel (DALI's axis_names on an HWC layout), with Bessel's
+        # correction, scale and shift.
+        got = run_on(self.images, lambda x: fn.normalize(
+            x, axis_names="HW", ddof=1, scale=64.0, shift=128.0))
+        for image, out in zip(images, got):
+            mean = image.mean(axis=(0, 1))
+            std = image.std(axis=(0, 1), ddof=1)
+            want = 64 * (image - mean) / std + 128
+            self.assertLess(numpy.abs(out - want).max(), 1e-3)
+        got = run_on(self.images, lambda x: fn.normalize(
+            x, mean=types.Constant(100.0), stddev=50, epsilon=0.0))
+        for image, out in zip(images, got):
+            self.assertLess(numpy.abs(out - (image - 100) / 50).max(), 1e-6)
+        with Pipeline(batch_size=2, num_threads=1):
+            x = fn.external_source(name="x", layout="HWC")
+            with self.assertRaisesRegex(ValueError, "batch=True"):
+                fn.normalize(x, batch=True)
+            with self.assertRaisesRegex(ValueError, "'D' not in|D not in"):
+                fn.normalize(x, axis_names="D")
+            with self.assertRaisesRegex(ValueError, "one number"):
+                fn.normalize(x, mean=[1.0, 2.0, 3.0])
+
     def test_noise_operators(self):
         flat = [numpy.full((120, 100, 3), 100, numpy.uint8) for _ in range(3)]
         # gaussian: the noise's mean and deviation, per sample with a

@@ -2,6 +2,7 @@
 arguments; scalar arguments may be fn.random values."""
 
 import math
+import numbers
 from types import SimpleNamespace as _Namespace
 
 from actorflow.dali import types
@@ -272,6 +273,52 @@ def one_hot(data, *, num_classes, axis=-1, dtype=types.FLOAT, on_value=1.0,
                     device, name, bound_same=False)
     node.unit_dim = False
     if types.to_numpy_dtype(dtype).name != "float32":
+        node = cast(node, dtype=dtype)
+    return node
+
+
+def normalize(data, *, axes=None, axis_names=None, batch=False, ddof=0,
+              dtype=None, epsilon=0.0, mean=None, scale=1.0, shift=0.0,
+              stddev=None, device="cpu", name=None, **rest):
+    """scale * (data - mean) / stddev + shift, per sample: mean and stddev
+    one number each, or computed over `axes` / `axis_names` (default: the
+    whole sample); epsilon added to the variance, ddof its correction."""
+    _check_rest("normalize", rest)
+    if batch:
+        raise ValueError(
+            "fn.normalize: batch=True (statistics over the whole batch) is "
+            "not in actorflow.dali: each sample is normalized on its own")
+    attrs = {}
+    if axes is not None and axis_names is not None:
+        raise ValueError("fn.normalize: axes or axis_names, not both")
+    if axis_names is not None:
+        layout = getattr(data, "layout", "") or ""
+        missing = [a for a in axis_names if a not in layout]
+        if missing:
+            raise ValueError(
+                f"fn.normalize: axis_names '{axis_names}': "
+                f"{', '.join(missing)} not in the data's layout "
+                f"'{layout}'")
+        axes = [layout.index(a) for a in axis_names]
+    if axes is not None:
+        axes = [axes] if isinstance(axes, int) else list(axes)
+        if any(int(a) < 0 for a in axes):
+            raise ValueError(f"fn.normalize: axes {axes}: none negative")
+        attrs["axes"] = [int(a) for a in axes]
+    for arg, value in (("mean", mean), ("stddev", stddev)):
+        if value is None:
+            continue
+        value = _fixed("normalize", arg, value)
+        if not isinstance(value, numbers.Real):
+            raise ValueError(
+                f"fn.normalize: {arg}={value!r}: one number (a mean or "
+                "stddev per element is not in actorflow.dali)")
+        attrs[arg] = float(value)
+    attrs.update(scale=float(_fixed("normalize", "scale", scale)),
+                 shift=float(_fixed("normalize", "shift", shift)),
+                 epsilon=float(epsilon), ddof=int(ddof))
+    node = _augment("standardize", data, attrs, device, name)
+    if dtype is not None and types.to_numpy_dtype(dtype).name != "float32":
         node = cast(node, dtype=dtype)
     return node
 

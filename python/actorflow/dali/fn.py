@@ -15,9 +15,9 @@ from actorflow.dali._args import (  # noqa: F401
     _largest_draw, _per_sample, _probability, random)
 from actorflow.dali._augment import (  # noqa: F401
     brightness, brightness_contrast, cast, color_twist, contrast, erase,
-    gaussian_blur, hsv, hue, jpeg_compression_distortion, noise, one_hot,
-    paste, reshape, rotate, saturation, slice, sphere, transpose, warp_affine,
-    water)
+    gaussian_blur, hsv, hue, jpeg_compression_distortion, noise, normalize,
+    one_hot, paste, reshape, rotate, saturation, slice, sphere, transpose,
+    warp_affine, water)
 from actorflow.dali._external import external_source  # noqa: F401
 from actorflow.dali._readers import readers
 from actorflow import _actorflow
@@ -365,7 +365,7 @@ def _missing(op):
     return call
 
 
-for _op in ("normalize", "jitter", "coord_transform", "pad", "cat", "stack",
+for _op in ("jitter", "coord_transform", "pad", "cat", "stack",
             "resize_crop_mirror"):
     globals()[_op] = _missing(_op)
 readers.tfrecord = _missing("readers.tfrecord")
