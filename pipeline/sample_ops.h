@@ -53,9 +53,9 @@ class SampleOp {
 absl::StatusOr<std::unique_ptr<SampleOp>> MakeSampleOp(const std::string& name);
 std::vector<std::string> SampleOpNames();
 
-// DALI's augmentations (augment_ops.cc): brightness_contrast, hsv,
-// color_twist, rotate, warp_affine, erase, paste, gaussian_blur, slice,
-// transpose, reshape, one_hot, scale_shift. nullptr for any other name.
+// DALI's augmentations and the other operators augment_ops.cc lists (its
+// AugmentOps table: color, geometry, noise, standardize, ...). nullptr for
+// any other name.
 std::unique_ptr<SampleOp> MakeAugmentOp(const std::string& name);
 // Each one's attributes.
 std::map<std::string, std::vector<std::string>> AugmentOpAttrs();
