@@ -11,6 +11,7 @@
 #include "pipeline/augment.h"
 #include "pipeline/image_ops.h"
 #include "pipeline/noise.h"
+#include "pipeline/npy.h"
 #include "pipeline/sample_args.h"
 #include "pipeline/sample_ops.h"
 #include "pipeline/standardize.h"
@@ -870,6 +871,7 @@ const std::map<std::string, AugmentOp>& AugmentOps() {
         Join({"salt_val", "pepper_val", "per_channel"},
              {"prob", "salt_vs_pepper"})}},
       {"standardize", {MakeStandardizeOp, StandardizeAttrs()}},
+      {"npy_decode", {MakeNpyDecodeOp, NpyDecodeAttrs()}},
       {"shot_noise",
        {[] { return std::make_unique<NoiseOp>(NoiseOp::Kind::kShot); },
         Join({}, {"factor"})}},

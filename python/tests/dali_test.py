@@ -373,6 +373,74 @@ class DaliTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "not a state_dict"):
             loader().load_state_dict({"counter": 3})
 
+    def test_numpy_reader(self):
+        # DALI's fn.readers.numpy over files numpy.save wrote (one in
+        # Fortran order, one in format version 2), of their own shapes.
+        root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, root)
+        rng = numpy.random.default_rng(8)
+        arrays = [rng.integers(-1000, 1000, (3 + i % 4, 5, 2),
+                               dtype=numpy.int32) for i in range(10)]
+        os.makedirs(os.path.join(root, "sub"))
+        for i, a in enumerate(arrays):
+            # Nested files count; other names do not.
+            path = os.path.join(root, "sub" if i >= 6 else "",
+                                f"{i:02d}.npy")
+            if i == 2:
+                numpy.save(path, numpy.asfortranarray(a))
+            elif i == 3:
+                with open(path, "wb") as f:
+                    numpy.lib.format.write_array(f, a, version=(2, 0))
+            else:
+                numpy.save(path, a)
+        with open(os.path.join(root, "notes.txt"), "w") as f:
+            f.write("not an array")
+        order = sorted(
+            [os.path.join(root, f"{i:02d}.npy") for i in range(6)] +
+            [os.path.join(root, "sub", f"{i:02d}.npy") for i in range(6, 10)])
+        want = [arrays[int(os.path.basename(p)[:2])] for p in order]
+
+        @pipeline_def
+        def arrays_pipe(shard_id=0, num_shards=1):
+            return fn.readers.numpy(file_root=root, shard_id=shard_id,
+                                    num_shards=num_shards, name="Reader")
+
+        pipe = arrays_pipe(batch_size=5, num_threads=2, seed=1)
+        for step in range(2):
+            (out,) = pipe.run()
+            self.assertEqual(out.dtype, types.INT32)
+            self.assertFalse(out.is_dense_tensor())
+            for j in range(5):
+                self.assertTrue(numpy.array_equal(out.at(j),
+                                                  want[step * 5 + j]))
+        self.assertEqual(pipe.epoch_size("Reader"), 10)
+        # Two shards together read every file once.
+        seen = []
+        for shard in range(2):
+            pipe = arrays_pipe(batch_size=5, num_threads=1, seed=1,
+                               shard_id=shard, num_shards=2)
+            (out,) = pipe.run()
+            seen += [out.at(j).tobytes() for j in range(len(out))]
+        self.assertEqual(sorted(seen), sorted(a.tobytes() for a in arrays))
+        # files= relative to file_root; one shape, so a dense batch.
+        pipe = Pipeline(batch_size=2, num_threads=1)
+        with pipe:
+            pipe.set_outputs(fn.readers.numpy(file_root=root,
+                                              files=["04.npy", "00.npy"]))
+        (out,) = pipe.run()
+        self.assertTrue(out.is_dense_tensor())
+        self.assertTrue(numpy.array_equal(out.as_array()[0], arrays[4]))
+        # Files that disagree, and what is not here, are named.
+        numpy.save(os.path.join(root, "sub", "odd.npy"),
+                   numpy.zeros((2, 2), numpy.float32))
+        with Pipeline(batch_size=2, num_threads=1):
+            with self.assertRaisesRegex(ValueError, "odd.npy' holds float32"):
+                fn.readers.numpy(file_root=root)
+            with self.assertRaisesRegex(ValueError, "roi_start"):
+                fn.readers.numpy(file_root=root, roi_start=[0, 0])
+            with self.assertRaisesRegex(ValueError, "notes.txt"):
+                fn.readers.numpy(file_root=root, file_filter="*.txt")
+
     def test_webdataset_shards(self):
         # Two tar shards of (jpg, cls, and sometimes json) samples, one key
         # longer than a ustar name holds (a pax header).

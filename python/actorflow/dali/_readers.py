@@ -1,5 +1,6 @@
-"""fn.readers: DALI's file, webdataset and caffe readers on actorflow's
-file_reader, webdataset_reader and caffe_reader."""
+"""fn.readers: DALI's file, webdataset, caffe and numpy readers on
+actorflow's file_reader (numpy: with npy_decode), webdataset_reader and
+caffe_reader."""
 
 import fnmatch
 import os
@@ -175,9 +176,90 @@ def _caffe_reader(*, path, image_available=True, label_available=True,
     return out[0] if len(out) == 1 else tuple(out)
 
 
+def _npy_header(path):
+    """(dtype name, shape) from a .npy file's header."""
+    import numpy
+    try:
+        with open(path, "rb") as f:
+            version = numpy.lib.format.read_magic(f)
+            read = (numpy.lib.format.read_array_header_1_0
+                    if version == (1, 0) else
+                    numpy.lib.format.read_array_header_2_0)
+            shape, _, dtype = read(f)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"fn.readers.numpy: '{path}': {e}") from None
+    return dtype.name, tuple(shape)
+
+
+def _numpy_reader(*, file_root=None, files=None, file_list=None,
+                  file_filter="*.npy", shard_id=0, num_shards=1,
+                  random_shuffle=False, initial_fill=1024,
+                  shuffle_after_epoch=False, stick_to_shard=False,
+                  pad_last_batch=False, name=None, device="cpu", **rest):
+    """NumPy .npy files, one array per sample, of the files' own dtype and
+    shapes: `files` (relative to file_root when given), a `file_list` (a
+    path per line), or every file under file_root matching file_filter,
+    sorted. The headers are read when the pipeline is defined: every file
+    must hold the same dtype and rank; the batch's box is the largest
+    extent along each axis."""
+    roi = sorted(k for k in rest if k.startswith(("roi_", "rel_roi"))
+                 or k in ("out_of_bounds_policy", "fill_value"))
+    if roi:
+        raise ValueError(f"fn.readers.numpy: {', '.join(roi)}: regions of "
+                         "interest are not in actorflow.dali (read the "
+                         "arrays, then fn.slice)")
+    rest = {k: v for k, v in rest.items()
+            if k not in ("use_o_direct", "register_buffers",
+                         "cache_header_information")}
+    _check_rest("readers.numpy", rest)
+    root = "" if file_root is None else os.fspath(file_root)
+    if files is not None:
+        paths = [os.path.join(root, os.fspath(f)) for f in files]
+    elif file_list is not None:
+        with open(os.fspath(file_list)) as listing:
+            paths = [os.path.join(root, line.split()[0])
+                     for line in listing if line.strip()]
+    elif file_root is not None:
+        if not os.path.isdir(root):
+            raise ValueError(f"fn.readers.numpy: file_root '{root}' is not "
+                             "a directory")
+        paths = sorted(os.path.join(d, n) for d, _, names in os.walk(root)
+                       for n in names if fnmatch.fnmatchcase(n, file_filter))
+    else:
+        raise ValueError("fn.readers.numpy: give file_root, files or "
+                         "file_list")
+    if not paths:
+        raise ValueError(f"fn.readers.numpy: no file under '{root}' matches "
+                         f"'{file_filter}'")
+    headers = [_npy_header(p) for p in paths]
+    dtype, first = headers[0]
+    for path, (other, shape) in zip(paths, headers):
+        if other != dtype or len(shape) != len(first):
+            raise ValueError(
+                f"fn.readers.numpy: '{path}' holds {other} {shape} where "
+                f"'{paths[0]}' holds {dtype} {first}: every file must have "
+                "one dtype and rank")
+    largest = [max(shape[a] for _, shape in headers)
+               for a in range(len(first))]
+    data, _ = _file_reader(files=paths, shard_id=shard_id,
+                           num_shards=num_shards,
+                           random_shuffle=random_shuffle,
+                           initial_fill=initial_fill,
+                           shuffle_after_epoch=shuffle_after_epoch,
+                           stick_to_shard=stick_to_shard,
+                           pad_last_batch=pad_last_batch, name=name)
+    pipe = Pipeline.current()
+    if isinstance(pipe, Pipeline):
+        pipe._reader_sizes = None  # no images: the box is known here
+    node = _add_operator("npy_decode", [data], 1, "cpu", None,
+                         {"dtype": dtype, "max_shape": largest})
+    return _node(node, device=device)
+
+
 readers = _pytypes.SimpleNamespace(file=_file_reader,
                                    webdataset=_webdataset_reader,
-                                   caffe=_caffe_reader)
+                                   caffe=_caffe_reader, numpy=_numpy_reader)
 readers.file.__name__ = "file"
 readers.webdataset.__name__ = "webdataset"
 readers.caffe.__name__ = "caffe"
+readers.numpy.__name__ = "numpy"
