@@ -22,7 +22,7 @@ import numpy  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from actorflow.dali import fn, pipeline_def, types  # noqa: E402
+from actorflow.dali import fn, ops, pipeline_def, types  # noqa: E402
 from actorflow.dali.pipeline import Pipeline  # noqa: E402
 from actorflow.dali.plugin.pytorch import (  # noqa: E402
     DALIClassificationIterator, DALIGenericIterator, LastBatchPolicy)
@@ -65,6 +65,36 @@ def create_dali_pipeline(data_dir, crop, size, shard_id, num_shards,
         mirror=mirror)
     labels = labels.gpu() if not dali_cpu else labels
     return images, labels
+
+
+class HybridTrainPipe(Pipeline):
+    """The same training pipeline in DALI's object API (ops and
+    define_graph), as DALI's examples before fn wrote it."""
+
+    def __init__(self, batch_size, num_threads, device_id, data_dir, crop,
+                 seed):
+        super().__init__(batch_size, num_threads, device_id, seed=seed)
+        self.input = ops.readers.File(file_root=data_dir, shard_id=0,
+                                      num_shards=1, random_shuffle=True,
+                                      pad_last_batch=True)
+        self.decode = ops.ImageDecoderRandomCrop(
+            device="mixed", output_type=types.RGB,
+            random_aspect_ratio=[0.8, 1.25], random_area=[0.1, 1.0],
+            num_attempts=100)
+        self.res = ops.Resize(device="gpu", resize_x=crop, resize_y=crop,
+                              interp_type=types.INTERP_TRIANGULAR)
+        self.cmnp = ops.CropMirrorNormalize(
+            device="gpu", dtype=types.FLOAT, output_layout=types.NCHW,
+            crop=(crop, crop), mean=MEAN, std=STD)
+        self.coin = ops.random.CoinFlip(probability=0.5)
+
+    def define_graph(self):
+        rng = self.coin()
+        self.jpegs, self.labels = self.input(name="Reader")
+        images = self.decode(self.jpegs)
+        images = self.res(images)
+        output = self.cmnp(images.gpu(), mirror=rng)
+        return [output, self.labels]
 
 
 def labels_of(paths):
@@ -259,6 +289,31 @@ class DaliTest(unittest.TestCase):
             self.assertEqual(seen, want[:64])
             self.assertEqual(pipe.reader_meta("Reader")["epoch_size_padded"],
                              32 if pad else 30)
+
+    def test_object_api_pipeline_is_the_fn_pipeline(self):
+        # ops + define_graph give, bit for bit, what fn gives.
+        by_ops = HybridTrainPipe(batch_size=4, num_threads=2, device_id=0,
+                                 data_dir=self.root, crop=32, seed=12)
+        by_fn = create_dali_pipeline(
+            batch_size=4, num_threads=2, device_id=0, seed=12,
+            data_dir=self.root, crop=32, size=40, dali_cpu=True,
+            shard_id=0, num_shards=1, is_training=True)
+        steps = 0
+        for a, b in zip(DALIClassificationIterator(by_ops,
+                                                   reader_name="Reader"),
+                        DALIClassificationIterator(by_fn,
+                                                   reader_name="Reader")):
+            self.assertTrue(torch.equal(a[0]["data"], b[0]["data"]))
+            self.assertTrue(torch.equal(a[0]["label"], b[0]["label"]))
+            steps += 1
+        self.assertEqual(steps, 8)  # 30 images, batches of 4, FILL
+        self.assertEqual(repr(ops.Flip(horizontal=1)),
+                         "ops.Flip({'horizontal': 1})")
+        with self.assertRaisesRegex(AttributeError,
+                                    "ops.VideoReader: DALI's operator"):
+            ops.VideoReader(filenames=["a.mp4"])
+        with self.assertRaisesRegex(AttributeError, "ops.readers.Video"):
+            ops.readers.Video()
 
     def test_resnet50_training_and_validation_through_the_iterator(self):
         for training in (True, False):

@@ -16,10 +16,10 @@ DALI").
     images, labels = pipe.run()
 """
 
-from actorflow.dali import fn, types  # noqa: F401
+from actorflow.dali import fn, ops, types  # noqa: F401
 from actorflow.dali.pipeline import DataNode, Pipeline, pipeline_def  # noqa: F401
 from actorflow.dali.tensors import TensorCPU, TensorListCPU  # noqa: F401
 from actorflow.dali import tensors as backend  # noqa: F401
 
-__all__ = ["DataNode", "Pipeline", "TensorCPU", "TensorListCPU", "fn",
+__all__ = ["DataNode", "Pipeline", "TensorCPU", "TensorListCPU", "fn", "ops",
            "pipeline_def", "types"]
