@@ -531,14 +531,30 @@ absl::StatusOr<ArithOp> ParseArithOp(const std::string& name) {
 
 absl::Status Arith(const SampleRef& a, const SampleRef& b, ArithOp op,
                    Sample* out) {
-  const int64_t na = ShapeElemCnt(a.shape), nb = ShapeElemCnt(b.shape);
-  const bool same = a.shape == b.shape;
-  if (!same && na != 1 && nb != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("arithmetic between samples of ", ShapeString(a.shape),
-                     " and ", ShapeString(b.shape),
-                     ": the shapes must be equal, or one sample "
-                     "a single value"));
+  // NumPy's broadcasting: the shapes aligned at their last axes; along each
+  // axis the extents are equal or one of them is 1 (or the axis missing),
+  // which then repeats. step_x[d] / step_y[d]: each side's step along
+  // output axis d (0 where it repeats).
+  const int64_t ra = static_cast<int64_t>(a.shape.size());
+  const int64_t rb = static_cast<int64_t>(b.shape.size());
+  const int64_t rank = std::max(ra, rb);
+  SampleShape shape(rank);
+  std::vector<int64_t> step_x(rank, 0), step_y(rank, 0);
+  int64_t stride_x = 1, stride_y = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    const int64_t ea = d - (rank - ra) >= 0 ? a.shape[d - (rank - ra)] : 1;
+    const int64_t eb = d - (rank - rb) >= 0 ? b.shape[d - (rank - rb)] : 1;
+    if (ea != eb && ea != 1 && eb != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "arithmetic between samples of ", ShapeString(a.shape), " and ",
+          ShapeString(b.shape), ": axis ", d - rank, " has extents ", ea,
+          " and ", eb, " (broadcasting as NumPy: equal, or one of them 1)"));
+    }
+    shape[d] = ea == 1 ? eb : ea;
+    step_x[d] = ea == 1 ? 0 : stride_x;
+    step_y[d] = eb == 1 ? 0 : stride_y;
+    stride_x *= ea;
+    stride_y *= eb;
   }
   // Each side as float32 (the output's type), then the operation.
   auto floats = [](const SampleRef& s, std::vector<float>* to) {
@@ -556,14 +572,13 @@ absl::Status Arith(const SampleRef& a, const SampleRef& b, ArithOp op,
   absl::Status ok = floats(a, &x);
   if (ok.ok()) ok = floats(b, &y);
   if (!ok.ok()) return ok;
-  // The output has a's shape unless a is the single value.
-  const bool like_a = same || nb == 1;
-  out->Reshape(DT_FLOAT32, like_a ? a.shape : b.shape);
-  const int64_t n = like_a ? na : nb;
+  out->Reshape(DT_FLOAT32, shape);
+  const int64_t n = ShapeElemCnt(shape);
   float* dst = out->as<float>();
-  const int64_t step_x = like_a ? 1 : 0, step_y = like_a && !same ? 0 : 1;
+  std::vector<int64_t> index(rank, 0);
+  int64_t ix = 0, iy = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const float u = x[i * step_x], v = y[i * step_y];
+    const float u = x[ix], v = y[iy];
     switch (op) {
       case ArithOp::kAdd:
         dst[i] = u + v;
@@ -577,6 +592,14 @@ absl::Status Arith(const SampleRef& a, const SampleRef& b, ArithOp op,
       case ArithOp::kDiv:
         dst[i] = u / v;
         break;
+    }
+    for (int64_t d = rank - 1; d >= 0; --d) {  // the next index, odometer
+      ix += step_x[d];
+      iy += step_y[d];
+      if (++index[d] < shape[d]) break;
+      ix -= step_x[d] * shape[d];
+      iy -= step_y[d] * shape[d];
+      index[d] = 0;
     }
   }
   return absl::OkStatus();

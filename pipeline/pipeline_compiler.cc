@@ -828,25 +828,19 @@ void Pipeline::Compiler::AddArith(int i, const Node& a, const Node& b) {
     Problem(i, absl::StrCat("attr 'op': ", op.status().message()));
     return;
   }
-  // The bound: the larger of the two, dimension by dimension, when the
-  // ranks agree; else the one that is not a single value.
-  auto single = [](const SampleSpec& s) {
-    return s.bounded() && ShapeElemCnt(s.max_shape) == 1;
-  };
-  SampleSpec spec{DT_FLOAT32, a.spec.max_shape};
-  if (single(a.spec) && !single(b.spec)) spec.max_shape = b.spec.max_shape;
-  if (!single(a.spec) && !single(b.spec)) {
-    if (a.spec.max_shape.size() != b.spec.max_shape.size()) {
-      Problem(i,
-              absl::StrCat("its inputs' samples, ",
-                           ShapeString(a.spec.max_shape), " and ",
-                           ShapeString(b.spec.max_shape), ", differ in rank"));
-      return;
-    }
-    for (size_t d = 0; d < spec.max_shape.size(); ++d) {
-      const int64_t x = a.spec.max_shape[d], y = b.spec.max_shape[d];
-      spec.max_shape[d] = x < 0 || y < 0 ? -1 : std::max(x, y);
-    }
+  // The bound, broadcast as NumPy's (Arith): the shapes aligned at their
+  // last axes, along each the larger bound, or the other where one is 1.
+  const std::vector<int64_t>& sa = a.spec.max_shape;
+  const std::vector<int64_t>& sb = b.spec.max_shape;
+  const size_t rank = std::max(sa.size(), sb.size());
+  SampleSpec spec{DT_FLOAT32, std::vector<int64_t>(rank)};
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t x = d + sa.size() >= rank ? sa[d + sa.size() - rank] : 1;
+    const int64_t y = d + sb.size() >= rank ? sb[d + sb.size() - rank] : 1;
+    spec.max_shape[d] = x == 1           ? y
+                        : y == 1         ? x
+                        : x < 0 || y < 0 ? -1
+                                         : std::max(x, y);
   }
   Node node{"sample", spec, false, {}, {}};
   node.chain = def.name;

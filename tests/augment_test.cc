@@ -293,7 +293,7 @@ TEST_CASE("jpeg_compression_distortion is an encode and decode at quality") {
       Catch::Contains("wants an RGB uint8 image"));
 }
 
-TEST_CASE("arith: element by element, or one value against all") {
+TEST_CASE("arith: element by element, broadcast as NumPy") {
   const Sample a = Image(DT_UINT8, {1, 2, 2}, {1, 2, 3, 4});
   const Sample b = Image(DT_FLOAT32, {1, 2, 2}, {0.5, 2, -1, 8});
   Sample out;
@@ -313,10 +313,26 @@ TEST_CASE("arith: element by element, or one value against all") {
   const Sample empty = Image(DT_UINT8, {0, 3}, {});
   REQUIRE(Arith(empty.ref(), coin.ref(), ArithOp::kAdd, &out).ok());
   CHECK(out.shape == empty.shape);
-  const Sample other = Image(DT_UINT8, {2, 2, 1}, {1, 2, 3, 4});
+  // Broadcast as NumPy: [1, 2, 2] + [2, 2, 1] is [2, 2, 2], out[i][j][k]
+  // = a[0][j][k] + other[i][j][0].
+  const Sample other = Image(DT_UINT8, {2, 2, 1}, {10, 20, 30, 40});
+  REQUIRE(Arith(a.ref(), other.ref(), ArithOp::kAdd, &out).ok());
+  CHECK(out.shape == SampleShape{2, 2, 2});
+  CHECK(Values(out) == std::vector<double>{11, 12, 23, 24, 31, 32, 43, 44});
+  // An image times a one-channel mask, and per channel.
+  const Sample image = Image(DT_UINT8, {1, 2, 3}, {1, 2, 3, 4, 5, 6});
+  const Sample mask = Image(DT_UINT8, {1, 2, 1}, {0, 2});
+  REQUIRE(Arith(image.ref(), mask.ref(), ArithOp::kMul, &out).ok());
+  CHECK(Values(out) == std::vector<double>{0, 0, 0, 8, 10, 12});
+  const Sample channels = Image(DT_FLOAT32, {3}, {1, 10, 100});
+  REQUIRE(Arith(image.ref(), channels.ref(), ArithOp::kMul, &out).ok());
+  CHECK(out.shape == image.shape);
+  CHECK(Values(out) == std::vector<double>{1, 20, 300, 4, 50, 600});
+  const Sample wrong = Image(DT_UINT8, {3, 2}, {1, 2, 3, 4, 5, 6});
   CHECK_THAT(
-      std::string(Arith(a.ref(), other.ref(), ArithOp::kAdd, &out).message()),
-      Catch::Contains("samples of [1, 2, 2] and [2, 2, 1]"));
+      std::string(Arith(a.ref(), wrong.ref(), ArithOp::kAdd, &out).message()),
+      Catch::Contains("samples of [1, 2, 2] and [3, 2]: axis -2 has extents "
+                      "2 and 3 (broadcasting as NumPy"));
   CHECK(ParseArithOp("mul").value() == ArithOp::kMul);
   CHECK_FALSE(ParseArithOp("pow").ok());
 }

@@ -1221,6 +1221,23 @@ class AugmentationTest(unittest.TestCase):
             numpy.testing.assert_allclose(scaled.at(k),
                                           wide / (k + 2) - wide, rtol=1e-6)
             self.assertTrue(numpy.array_equal(doubled.at(k), 2 * wide))
+        # Broadcast as NumPy does: a one-channel mask against RGB, and a
+        # value per channel from a node; numpy's own result is the check.
+        thin = [mask[:, :, :1] for mask in masks]
+        gains = [numpy.array([1, 2, 3], numpy.float32) * (k + 1)
+                 for k in range(3)]
+        pipe = Pipeline(batch_size=3, num_threads=2)
+        with pipe:
+            x = fn.external_source(source=lambda: self.images, layout="HWC")
+            m = fn.external_source(source=lambda: thin, layout="HWC")
+            g = fn.external_source(source=lambda: gains)
+            pipe.set_outputs(x * m, x * g - m)
+        masked, gained = pipe.run()
+        for k, image in enumerate(self.images):
+            wide = image.astype(numpy.float32)
+            self.assertTrue(numpy.array_equal(masked.at(k), wide * thin[k]))
+            self.assertTrue(numpy.array_equal(gained.at(k),
+                                              wide * gains[k] - thin[k]))
 
     def test_one_hot_of_reader_labels(self):
         root = tempfile.mkdtemp()
