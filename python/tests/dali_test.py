@@ -248,6 +248,51 @@ class DaliTest(unittest.TestCase):
         (meta,) = pipe.reader_meta().values()
         self.assertEqual(meta["epoch_size"], 30)
 
+        # DALI's PyTorch basic example as written there (one pipeline per
+        # "GPU", each its shard; a random shorter side; a random crop
+        # place), through DALIGenericIterator with its assertions.
+        BATCH_SIZE, N, label_range = 4, 2, (0, 999)
+
+        @pipeline_def
+        def caffe_pipeline(num_gpus):
+            device_id = Pipeline.current().device_id
+            jpegs, labels = fn.readers.caffe(
+                name='Reader', path=db_folder, random_shuffle=True,
+                shard_id=device_id, num_shards=num_gpus)
+            images = fn.decoders.image(jpegs, device='mixed')
+            images = fn.resize(
+                images,
+                resize_shorter=fn.random.uniform(range=(256, 480)),
+                interp_type=types.INTERP_LINEAR)
+            images = fn.crop_mirror_normalize(
+                images,
+                crop_pos_x=fn.random.uniform(range=(0.0, 1.0)),
+                crop_pos_y=fn.random.uniform(range=(0.0, 1.0)),
+                dtype=types.FLOAT,
+                crop=(227, 227),
+                mean=[128., 128., 128.],
+                std=[1., 1., 1.])
+            return images, labels
+
+        pipes = [caffe_pipeline(batch_size=BATCH_SIZE, num_gpus=N,
+                                device_id=device_id, num_threads=2)
+                 for device_id in range(N)]
+        for pipe in pipes:
+            pipe.build()
+        dali_iter = DALIGenericIterator(pipes, ['data', 'label'],
+                                        reader_name='Reader')
+        steps = 0
+        for i, data in enumerate(dali_iter):
+            for d in data:
+                label = d["label"]
+                image = d["data"]
+                assert (numpy.equal(numpy.mod(label, 1), 0).all())
+                assert ((label >= label_range[0]).all())
+                assert ((label <= label_range[1]).all())
+                self.assertEqual(tuple(image.shape), (BATCH_SIZE, 3, 227, 227))
+            steps += 1
+        self.assertEqual(steps, 4)  # 15 records a shard, batches of 4
+
         # actorflow's own API over the same database: labels as stored, in
         # key order, and each image decoded from its record's file.
         from actorflow import fn as own_fn

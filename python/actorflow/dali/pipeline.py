@@ -197,10 +197,19 @@ class Pipeline(_base.Pipeline):
             num_threads = len(os.sched_getaffinity(0))
         if isinstance(prefetch_queue_depth, dict):
             prefetch_queue_depth = prefetch_queue_depth.get("cpu_size", 2)
-        super().__init__(batch_size, num_threads, device_id, seed,
+        if device_id is not None and device_id < -1:
+            raise ValueError(f"Pipeline: device_id {device_id}: a GPU's "
+                             "index, or -1 / None for none")
+        # Operators run on the host whatever the device (one pipeline per
+        # GPU in DALI's multi-GPU examples): device_id says where the
+        # framework iterators put the outputs marked for a GPU, and
+        # Pipeline.current().device_id gives the shard in those examples.
+        super().__init__(batch_size, num_threads,
+                         None if device_id in (None, -1) else 0, seed,
                          prefetch_queue_depth=prefetch_queue_depth,
                          on_error=on_error, fuse_decode=fuse_decode,
                          restore_from=restore_from, checkpoint=checkpoint)
+        self.device_id = device_id
         self._output_nodes = []
         self._readers = {}  # op name -> reader_meta without sizes
         self._feeds = []  # _ExternalFeed, in declaration order

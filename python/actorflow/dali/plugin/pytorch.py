@@ -104,7 +104,11 @@ class DALIGenericIterator:
         want = [getattr(n, "device", "cpu") == "gpu" for n in nodes]
         if any(want) and not torch.cuda.is_available():
             return [None] * len(want)  # said once by the pipeline
-        return ["cuda" if w else None for w in want]
+        # The pipeline's own GPU where torch has it, as DALI's.
+        index = getattr(pipe, "device_id", None)
+        gpu = (f"cuda:{index}" if isinstance(index, int) and
+               0 <= index < torch.cuda.device_count() else "cuda")
+        return [gpu if w else None for w in want]
 
     # ---- epochs ----
 
