@@ -137,7 +137,7 @@ ShardPlan::ShardPlan(int64_t count, int64_t shard_id, int64_t num_shards,
       num_shards_(num_shards),
       stick_to_shard_(stick_to_shard) {
   per_shard_ = (count + num_shards - 1) / num_shards;
-  if (shuffle && num_shards > 1) {
+  if (shuffle) {
     // Fisher-Yates from a fixed seed: the same on every rank.
     permutation_.resize(count);
     for (int64_t i = 0; i < count; ++i) permutation_[i] = i;

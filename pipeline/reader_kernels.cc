@@ -24,10 +24,11 @@ absl::Status ReaderKernel::Init(const KernelInitContext& ctx) {
   auto seed = ctx.IntAttrOr("seed", 0);
   auto skip = ctx.BoolAttrOr("skip_errors", false);
   auto stick = ctx.BoolAttrOr("stick_to_shard", false);
-  absl::Status ok =
-      FirstError({outputs.status(), batch.status(), shard.status(),
-                  shards.status(), window.status(), limit.status(),
-                  seed.status(), skip.status(), stick.status()});
+  auto shuffle_list = ctx.BoolAttrOr("shuffle_list", false);
+  absl::Status ok = FirstError(
+      {outputs.status(), batch.status(), shard.status(), shards.status(),
+       window.status(), limit.status(), seed.status(), skip.status(),
+       stick.status(), shuffle_list.status()});
   if (ok.ok()) ok = ctx.ExpectInputs(1, 1);
   if (ok.ok()) ok = ctx.ExpectOutput(/*required=*/true);
   if (!ok.ok()) return ok;
@@ -48,8 +49,13 @@ absl::Status ReaderKernel::Init(const KernelInitContext& ctx) {
   skip_errors_ = *skip;
   auto size = Open(ctx);
   if (!size.ok()) return size.status();
-  shards_ = std::make_unique<ShardPlan>(*size, *shard, *shards,
-                                        /*shuffle=*/window_ > 1, *stick);
+  // Shuffling permutes the whole list before it is cut into shards (so
+  // shards are random subsets); with one shard only when asked
+  // (`shuffle_list`, DALI's random_shuffle), else the window alone
+  // shuffles, as EpochOrder does for the in-plan batch kernels.
+  shards_ = std::make_unique<ShardPlan>(
+      *size, *shard, *shards,
+      /*shuffle=*/window_ > 1 && (*shards > 1 || *shuffle_list), *stick);
   dataset_size_ = *size;
   epoch_size_ = shards_->per_shard();
   if (*limit > 0) epoch_size_ = std::min(epoch_size_, *limit);

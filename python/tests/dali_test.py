@@ -163,6 +163,56 @@ class DaliTest(unittest.TestCase):
         self.assertEqual(len(rotated), 8)
         self.assertGreater(len(set(rotated.shape())), 1)
 
+    def test_random_shuffle_shuffles_the_whole_list(self):
+        # DALI's random_shuffle permutes the whole list (a fixed seed), then
+        # a window of initial_fill shuffles on: with one shard too, the
+        # first batch is not the first class's files. Each file's label is
+        # its own number: class * 16 + index.
+        root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, root)
+        files = []
+        for c in range(4):
+            for i in range(16):
+                files.append(f"c{c}_{i:02d}.jpg")
+                with open(os.path.join(root, files[-1]), "wb") as f:
+                    f.write(bytes([c, i]))
+
+        @pipeline_def
+        def shuffled(random_shuffle):
+            _, labels = fn.readers.file(file_root=root, files=files,
+                                        labels=list(range(64)),
+                                        random_shuffle=random_shuffle,
+                                        initial_fill=4)
+            return labels
+
+        for random_shuffle in (True, False):
+            pipe = shuffled(batch_size=8, num_threads=1, seed=3,
+                            random_shuffle=random_shuffle)
+            epoch = [numpy.array(pipe.run()[0].as_tensor()).ravel()
+                     for _ in range(8)]
+            classes = set((epoch[0] // 16).tolist())
+            self.assertEqual(len(classes) > 1, random_shuffle, classes)
+            self.assertEqual(sorted(numpy.concatenate(epoch).tolist()),
+                             list(range(64)))
+        # A file_list elsewhere whose paths are relative to file_root, as
+        # DALI reads it (comments and blank lines skipped).
+        listing = os.path.join(tempfile.mkdtemp(), "list.txt")
+        self.addCleanup(shutil.rmtree, os.path.dirname(listing))
+        with open(listing, "w") as f:
+            f.write("# path label\n\nc3_15.jpg 7\nc1_02.jpg 9\n")
+        pipe = Pipeline(batch_size=2, num_threads=1)
+        with pipe:
+            data, labels = fn.readers.file(file_root=root, file_list=listing)
+            pipe.set_outputs(labels)
+        (labels,) = pipe.run()
+        self.assertEqual(numpy.array(labels.as_tensor()).ravel().tolist(),
+                         [7, 9])
+        with open(listing, "w") as f:
+            f.write("c3_15.jpg seven\n")
+        with Pipeline(batch_size=2, num_threads=1):
+            with self.assertRaisesRegex(ValueError, "list.txt:1: expected"):
+                fn.readers.file(file_root=root, file_list=listing)
+
     def test_augmentation_gallery_over_a_caffe_lmdb(self):
         # DALI's augmentation gallery as written there, its imports changed,
         # over a Caffe LMDB holding the test images (record i: file i).

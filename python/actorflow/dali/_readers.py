@@ -43,6 +43,29 @@ def _list_files(root, filters, case_sensitive):
     return files, labels
 
 
+def _read_file_list(path, root):
+    """(files, labels) from a file list (`path [label]` per line; blank
+    lines and lines starting with # skipped), relative paths under root."""
+    files, labels = [], []
+    try:
+        with open(path) as listing:
+            lines = listing.read().splitlines()
+    except OSError as e:
+        raise ValueError(f"fn.readers.file: file_list '{path}': "
+                         f"{e.strerror}") from None
+    for number, line in enumerate(lines, 1):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) > 2 or (len(fields) == 2 and
+                               not fields[1].lstrip("-").isdigit()):
+            raise ValueError(f"fn.readers.file: {path}:{number}: expected "
+                             f"'path [label]', got '{line.strip()}'")
+        files.append(os.path.join(root, fields[0]))
+        labels.append(int(fields[1]) if len(fields) == 2 else 0)
+    return files, labels
+
+
 def _file_reader(*, file_root=None, files=None, labels=None, file_list=None,
                  file_filters=None, case_sensitive_filter=False,
                  shard_id=0, num_shards=1, random_shuffle=False,
@@ -60,11 +83,17 @@ def _file_reader(*, file_root=None, files=None, labels=None, file_list=None,
         attrs["shuffle_window"] = 2 ** 31 - 1  # the whole shard
     elif random_shuffle:
         attrs["shuffle_window"] = max(2, int(initial_fill))
+        attrs["shuffle_list"] = True  # DALI's: the whole list, then a window
+    if file_root is not None and file_list is not None and files is None:
+        # As in DALI: the list's paths are relative to file_root (without
+        # it, to the list's own directory: the C++ reader's rule).
+        files, labels = _read_file_list(os.fspath(file_list),
+                                        os.fspath(file_root))
+        file_list, file_root = None, None
     given = [k for k, v in (("file_root", file_root), ("files", files),
                             ("file_list", file_list)) if v is not None]
-    if file_root is not None and file_list is not None:
-        attrs["file_list"] = os.fspath(file_list)  # paths relative to it
-        given = ["file_list"]
+    if file_root is not None and files is not None:
+        given = ["files"]  # relative to file_root, as in DALI
     if len(given) != 1:
         raise ValueError("fn.readers.file: give one of file_root, files and "
                          f"file_list (got {given or 'none'})")
@@ -118,6 +147,7 @@ def _webdataset_reader(*, paths, ext, index_paths=None,
              "stick_to_shard": bool(stick_to_shard)}
     if random_shuffle:
         attrs["shuffle_window"] = max(2, int(initial_fill))
+        attrs["shuffle_list"] = True
     if dtypes is not None:
         if not isinstance(dtypes, (list, tuple)):
             dtypes = [dtypes] * len(ext)
@@ -155,6 +185,7 @@ def _caffe_reader(*, path, image_available=True, label_available=True,
              "stick_to_shard": bool(stick_to_shard)}
     if random_shuffle:
         attrs["shuffle_window"] = max(2, int(initial_fill))
+        attrs["shuffle_list"] = True
     count = int(bool(image_available)) + int(bool(label_available))
     nodes = _add_operator("caffe_reader", [], count, "cpu", name, attrs)
     if not isinstance(nodes, tuple):
