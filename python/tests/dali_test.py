@@ -784,6 +784,69 @@ class DaliTest(unittest.TestCase):
                                    for k in range(4)])
             pipe.reset()
 
+        # DALI's example itself: JPEG files read by an iterator class
+        # (numpy bytes, torch uint8 labels), decoded and enhanced without a
+        # resize, so each image keeps its own size; the box comes from the
+        # first batch's headers (twice its largest side).
+        paths, labels_of_paths = self.paths[:10], self.labels[:10]
+
+        class JpegIterator:
+            def __init__(self, batch_size):
+                self.batch_size = batch_size
+
+            def __iter__(self):
+                self.i = 0
+                return self
+
+            def __next__(self):
+                if self.i >= len(paths):
+                    self.__iter__()
+                    raise StopIteration
+                batch, labels = [], []
+                for _ in range(self.batch_size):
+                    k = self.i % len(paths)
+                    batch.append(numpy.fromfile(paths[k], dtype=numpy.uint8))
+                    labels.append(torch.tensor([labels_of_paths[k]],
+                                               dtype=torch.uint8))
+                    self.i += 1
+                return batch, labels
+
+        pipe = Pipeline(batch_size=4, num_threads=2, device_id=0)
+        with pipe:
+            jpegs, labels = fn.external_source(source=JpegIterator(4),
+                                               num_outputs=2,
+                                               dtype=types.UINT8)
+            decode = fn.decoders.image(jpegs, device="mixed",
+                                       output_type=types.RGB)
+            enhance = fn.brightness_contrast(decode, contrast=2)
+            pipe.set_outputs(enhance, labels)
+        pipe.build()
+        for step in range(3):
+            images, labels = pipe.run()
+            for j in range(4):
+                k = (step * 4 + j) % 10
+                with Image.open(paths[k]) as im:
+                    w, h = im.size
+                self.assertEqual(images.as_cpu().at(j).shape, (h, w, 3))
+                self.assertEqual(labels.at(j).tolist(), [labels_of_paths[k]])
+        # An image larger than the first batch's box: an error naming both.
+        def encoded(h, w):
+            out = io.BytesIO()
+            Image.fromarray(numpy.zeros((h, w, 3), numpy.uint8)).save(
+                out, "JPEG")
+            return numpy.frombuffer(out.getvalue(), numpy.uint8)
+
+        fed = iter([[encoded(50, 60)] * 2, [encoded(300, 200)] * 2])
+        pipe = Pipeline(batch_size=2, num_threads=1)
+        with pipe:
+            pipe.set_outputs(fn.decoders.image(fn.external_source(
+                source=lambda: next(fed), shape=[4096])))
+        self.assertEqual(pipe.run()[0].shape(), [(50, 60, 3)] * 2)
+        with self.assertRaisesRegex(ValueError, r"uint8 \[300, 200, 3\], "
+                                    r"which does not fit the batch's uint8 "
+                                    r"\[120, 120, 3\]"):
+            pipe.run()
+
         # batch=False: one sample per call, with DALI's SampleInfo; torch
         # tensors accepted; cycle="quiet" never ends the epoch.
         def sample(info):

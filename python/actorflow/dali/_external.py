@@ -12,12 +12,15 @@ from actorflow.pipeline import _add_operator
 
 def external_source(source=None, num_outputs=None, *, cycle=None, name=None,
                     device="cpu", layout=None, dtype=None, ndim=None,
-                    batch=True, batch_info=False, **rest):
+                    batch=True, batch_info=False, shape=None, **rest):
     """Data from Python: `source` (an iterable, iter()'d at every epoch's
     start, or a callable; with batch=False they give one sample per call,
     a callable taking a SampleInfo), or feed_input(). num_outputs: each
     call gives a tuple of that many batches. cycle: True/"quiet" starts
-    an exhausted iterable over, "raise" (as the default) ends the epoch."""
+    an exhausted iterable over, "raise" (as the default) ends the epoch.
+    shape (ours, not DALI's): the largest sample's shape, one per output
+    or one for all; without it a source is sized from its first batch
+    (twice its largest sample along each axis where the samples differ)."""
     _check_rest("external_source", rest)
     _device("external_source", device)
     pipe = Pipeline.current()
@@ -28,9 +31,11 @@ def external_source(source=None, num_outputs=None, *, cycle=None, name=None,
     dtypes = dtype if isinstance(dtype, (list, tuple)) else [dtype] * count
     layouts = layout if isinstance(layout, (list, tuple)) else \
         [layout] * count
-    if len(dtypes) != count or len(layouts) != count:
-        raise ValueError("fn.external_source: one dtype and layout per "
-                         f"output ({count})")
+    shapes = shape if shape is not None and isinstance(
+        shape[0], (list, tuple)) else [shape] * count
+    if len(dtypes) != count or len(layouts) != count or len(shapes) != count:
+        raise ValueError("fn.external_source: one dtype, layout and shape "
+                         f"per output ({count})")
     nodes = []
     for k in range(count):
         node_name = name if count == 1 else (
@@ -38,7 +43,9 @@ def external_source(source=None, num_outputs=None, *, cycle=None, name=None,
         node = _add_operator(
             "external_source", [], 1, "cpu", node_name,
             {"dtype": None if dtypes[k] is None
-             else types.to_numpy_dtype(dtypes[k]).name, "shape": None})
+             else types.to_numpy_dtype(dtypes[k]).name,
+             "shape": None if shapes[k] is None
+             else [int(d) for d in shapes[k]]})
         nodes.append(_node(node, layout=layouts[k] or "", device=device))
     if source is not None:
         pipe._feeds.append(_ExternalFeed(source, [n.name for n in nodes],

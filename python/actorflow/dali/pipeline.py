@@ -244,25 +244,34 @@ class Pipeline(_base.Pipeline):
     def build(self):
         if not self._built:
             self._define()
-            self._batch_to_largest_image()
+            # Decoded images fed through external sources (no reader to
+            # list them): their box waits for the first batch fed.
+            self._box_from_fed = (
+                not self._readers and bool(self._shapes) and
+                self._reader_sizes is None and
+                any(n.bound is not None for n in self._output_nodes))
+            if not self._box_from_fed:
+                self._batch_to_largest_image()
             super().build()
             if any(n.device == "gpu" for n in self._output_nodes):
                 _say_host_once("gpu")
 
-    def _batch_to_largest_image(self):
+    def _batch_to_largest_image(self, sizes=None, headroom=1):
         """Decoded images batched as they are (DALI's TensorList of
         different shapes): the batch's box is the largest image the
-        reader's files hold, read from their headers."""
+        reader's files hold, read from their headers (or `sizes`, times
+        `headroom`)."""
         unbounded = [n for n in self._output_nodes if n.bound is not None]
         if not unbounded:
             return
-        if self._reader_sizes is None:
+        if sizes is None and self._reader_sizes is None:
             raise ValueError(
                 f"outputs {[n.name for n in unbounded]}: images of unknown "
                 "size from a reader whose images are not listed here "
                 "(file_list, webdataset): resize or crop them to one size")
-        sizes = self._reader_sizes()
-        largest = max(n.bound(sizes) for n in unbounded)
+        if sizes is None:
+            sizes = self._reader_sizes()
+        largest = headroom * max(n.bound(sizes) for n in unbounded)
         self.__enter__()
         try:
             batched = _base._add_operator(
@@ -280,6 +289,37 @@ class Pipeline(_base.Pipeline):
     def _require_built(self):
         if not self._built:
             self.build()
+
+    def _build_native(self):
+        if getattr(self, "_box_from_fed", False):
+            # The first batch's encoded images, from their headers; twice
+            # the largest side, as an external source sizes itself
+            # (actorflow.pipeline._headroom).
+            if not self._pending:
+                return  # built when the first batch is fed (schedule_run)
+            self._box_from_fed = False
+            from actorflow import _actorflow
+            sizes = []
+            for _, batch, shapes in self._pending:
+                if batch.dtype != numpy.uint8 or batch.ndim != 2:
+                    continue
+                for row, shape in zip(batch, shapes):
+                    try:
+                        sizes.append(_actorflow._image_size(
+                            row[:int(shape[0])].tobytes()))
+                    except (ValueError, RuntimeError):
+                        pass  # not an image: labels, say
+            if not sizes:
+                raise ValueError(
+                    "decoded images of unknown size, and the first batch "
+                    "the external sources gave holds no image header: "
+                    "resize or crop them to one size")
+            self._built = False  # the batch operator joins the definition
+            try:
+                self._batch_to_largest_image(sizes, headroom=2)
+            finally:
+                self._built = True
+        super()._build_native()
 
     def _pull_sources(self, epoch_begins):
         super()._pull_sources(epoch_begins)
