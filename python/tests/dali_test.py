@@ -643,6 +643,21 @@ class DaliTest(unittest.TestCase):
                 self.assertEqual([meta.at(i).size for i in range(6)],
                                  [0 if i % 15 % 2 else 2
                                   for i in range(6 * step, 6 * step + 6)])
+            # Decoded without a resize, each image its own size (DALI's
+            # webdataset example): the box from the members' headers.
+            @pipeline_def(batch_size=6, num_threads=2, device_id=0)
+            def decoded():
+                img_raw, cls = fn.readers.webdataset(
+                    paths=shards, ext=["jpg", "cls"],
+                    missing_component_behavior="error")
+                img = fn.decoders.image(img_raw, output_type=types.RGB)
+                return img, cls
+
+            images, cls = decoded().run()
+            for i in range(6):
+                with Image.open(self.paths[i]) as im:
+                    self.assertEqual(images.at(i).shape,
+                                     (im.size[1], im.size[0], 3))
             skip = from_tars("skip")
             self.assertEqual(skip.epoch_size("Reader"), 16)
             with self.assertRaisesRegex(ValueError, "has no 'json' component"):

@@ -122,6 +122,33 @@ def _file_reader(*, file_root=None, files=None, labels=None, file_list=None,
     return _node(data), _node(label, unit_dim=True)
 
 
+def _tar_image_sizes(paths):
+    """(height, width) of every image among the tar files' members, from
+    each member's header (a bound for decoded images: members that are no
+    image are passed over)."""
+    import tarfile
+    from actorflow import _actorflow
+    sizes = []
+    for path in paths:
+        try:
+            with tarfile.open(path) as tar:
+                for member in tar:
+                    if not member.isfile():
+                        continue
+                    data = tar.extractfile(member)
+                    head = data.read(1 << 16)
+                    if head[:2] == b"\xff\xd8" and member.size > len(head):
+                        head += data.read()  # a header past a large EXIF
+                    try:
+                        sizes.append(_actorflow._image_size(head))
+                    except (ValueError, RuntimeError):
+                        pass  # no image: a label, json, ...
+        except (OSError, tarfile.TarError) as e:
+            raise ValueError(f"fn.readers.webdataset: '{path}': {e}") \
+                from None
+    return sizes
+
+
 def _webdataset_reader(*, paths, ext, index_paths=None,
                        missing_component_behavior="", dtypes=None,
                        shard_id=0, num_shards=1, random_shuffle=False,
@@ -158,7 +185,8 @@ def _webdataset_reader(*, paths, ext, index_paths=None,
         nodes = (nodes,)
     pipe = Pipeline.current()
     if isinstance(pipe, Pipeline):
-        pipe._reader_sizes = None
+        tars = list(attrs["paths"])
+        pipe._reader_sizes = lambda: _tar_image_sizes(tars)
         pipe._add_reader(nodes[0].name, {
             "number_of_shards": int(num_shards), "shard_id": int(shard_id),
             "pad_last_batch": bool(pad_last_batch),
