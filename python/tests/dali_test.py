@@ -25,7 +25,8 @@ from PIL import Image  # noqa: E402
 from actorflow.dali import fn, ops, pipeline_def, types  # noqa: E402
 from actorflow.dali.pipeline import Pipeline  # noqa: E402
 from actorflow.dali.plugin.pytorch import (  # noqa: E402
-    DALIClassificationIterator, DALIGenericIterator, LastBatchPolicy)
+    DALIClassificationIterator, DALIGenericIterator, LastBatchPolicy,
+    feed_ndarray)
 from image_fixtures import make_images  # noqa: E402
 
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
@@ -402,6 +403,14 @@ class DaliTest(unittest.TestCase):
             self.assertTrue(torch.equal(a[0]["label"], b[0]["label"]))
             steps += 1
         self.assertEqual(steps, 8)  # 30 images, batches of 4, FILL
+        # DALI's older examples copy outputs with feed_ndarray.
+        images, labels = by_ops.run()
+        into = torch.empty((4, 3, 32, 32), dtype=torch.float32)
+        self.assertIs(feed_ndarray(images, into), into)
+        self.assertTrue(torch.equal(into, torch.from_numpy(
+            numpy.asarray(images.as_tensor()))))
+        with self.assertRaisesRegex(ValueError, "shapes differ"):
+            feed_ndarray(images, torch.empty((4, 3, 32, 31)))
         self.assertEqual(repr(ops.Flip(horizontal=1)),
                          "ops.Flip({'horizontal': 1})")
         with self.assertRaisesRegex(AttributeError,

@@ -1,5 +1,5 @@
 """DALI's PyTorch iterators on actorflow pipelines: DALIGenericIterator,
-DALIClassificationIterator and LastBatchPolicy, counting epochs as DALI
+DALIClassificationIterator and LastBatchPolicy (and feed_ndarray), counting epochs as DALI
 does (reader_name, size, last_batch_policy, last_batch_padded). Each step
 is a list with one dict per pipeline, mapping each name of output_map to
 a torch.Tensor the caller owns (kept across steps). Outputs marked .gpu()
@@ -37,6 +37,26 @@ def _dense(output, name):
                 "one size before a framework iterator")
         return output.as_array()
     return numpy.array(output.as_array())  # an actorflow.pipeline Batch
+
+
+def feed_ndarray(dali_tensor, arr, cuda_stream=None):
+    """DALI's helper: copies a TensorCPU (or a dense TensorListCPU) into
+    the torch tensor `arr`, which must have its shape (and, as in DALI, a
+    matching element size); returns arr. cuda_stream is accepted and
+    unused: the copy is torch's."""
+    if isinstance(dali_tensor, tensors.TensorListCPU):
+        dali_tensor = dali_tensor.as_tensor()
+    source = torch.from_numpy(numpy.ascontiguousarray(
+        numpy.asarray(dali_tensor)))
+    if tuple(source.shape) != tuple(arr.shape):
+        raise ValueError(f"feed_ndarray: shapes differ: {tuple(source.shape)} "
+                         f"into {tuple(arr.shape)}")
+    if source.element_size() != arr.element_size():
+        raise ValueError(f"feed_ndarray: a {source.dtype} tensor into a "
+                         f"{arr.dtype} one")
+    with torch.no_grad():
+        arr.copy_(source.to(arr.dtype))
+    return arr
 
 
 class DALIGenericIterator:
