@@ -861,7 +861,8 @@ class DaliTest(unittest.TestCase):
             return numpy.frombuffer(out.getvalue(), numpy.uint8)
 
         fed = iter([[encoded(50, 60)] * 2, [encoded(300, 200)] * 2])
-        pipe = Pipeline(batch_size=2, num_threads=1)
+        # One batch in flight: the second is pulled by the second run().
+        pipe = Pipeline(batch_size=2, num_threads=1, prefetch_queue_depth=1)
         with pipe:
             pipe.set_outputs(fn.decoders.image(fn.external_source(
                 source=lambda: next(fed), shape=[4096])))
@@ -869,6 +870,12 @@ class DaliTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"uint8 \[300, 200, 3\], "
                                     r"which does not fit the batch's uint8 "
                                     r"\[120, 120, 3\]"):
+            pipe.run()
+        pipe = Pipeline(batch_size=2, num_threads=1)
+        with pipe:
+            pipe.set_outputs(fn.decoders.image(fn.external_source(name="x")))
+        pipe.build()
+        with self.assertRaisesRegex(ValueError, "were fed nothing"):
             pipe.run()
 
         # batch=False: one sample per call, with DALI's SampleInfo; torch

@@ -252,7 +252,11 @@ class Pipeline(_base.Pipeline):
                 any(n.bound is not None for n in self._output_nodes))
             if not self._box_from_fed:
                 self._batch_to_largest_image()
-            super().build()
+            self._building = True
+            try:
+                super().build()
+            finally:
+                self._building = False
             if any(n.device == "gpu" for n in self._output_nodes):
                 _say_host_once("gpu")
 
@@ -296,7 +300,12 @@ class Pipeline(_base.Pipeline):
             # the largest side, as an external source sizes itself
             # (actorflow.pipeline._headroom).
             if not self._pending:
-                return  # built when the first batch is fed (schedule_run)
+                if getattr(self, "_building", False):
+                    return  # built when the first batch is fed
+                raise ValueError(
+                    "decoded images of unknown size from external sources "
+                    "that were fed nothing: feed_input() a batch (or give "
+                    "source=) before run()")
             self._box_from_fed = False
             from actorflow import _actorflow
             sizes = []
