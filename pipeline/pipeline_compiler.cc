@@ -41,6 +41,7 @@ using pipeline::SampleDealers;
 using pipeline::SampleOp;
 using pipeline::SampleOpNames;
 using pipeline::SampleSpec;
+using pipeline::TfRecordReaderKernel;
 using pipeline::WebDatasetReaderKernel;
 namespace {
 
@@ -68,6 +69,10 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
           "shuffle_window", "shuffle_list", "limit"}},
         {"caffe_reader",
          {"path", "image_available", "label_available", "shard_id",
+          "num_shards", "stick_to_shard", "shuffle_window", "shuffle_list",
+          "limit"}},
+        {"tfrecord_reader",
+         {"paths", "features", "kinds", "shapes", "defaults", "shard_id",
           "num_shards", "stick_to_shard", "shuffle_window", "shuffle_list",
           "limit"}},
         {"external_source", {"dtype", "shape"}},
@@ -113,7 +118,8 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
 
 bool IsReader(const std::string& op) {
   return op == "file_reader" || op == "idx_reader" ||
-         op == "webdataset_reader" || op == "caffe_reader";
+         op == "webdataset_reader" || op == "caffe_reader" ||
+         op == "tfrecord_reader";
 }
 bool IsDense(const std::string& op) {
   return op == "cast" || op == "normalize";
@@ -390,7 +396,7 @@ void Pipeline::Compiler::AddOperator(int i) {
   if (!sample_op.ok()) {
     Problem(i, absl::StrCat("unknown operator; operators: file_reader, "
                             "webdataset_reader, caffe_reader, "
-                            "idx_reader, external_source, ",
+                            "tfrecord_reader, idx_reader, external_source, ",
                             absl::StrJoin(SampleOpNames(), ", "),
                             ", batch, normalize"));
     return;
@@ -402,9 +408,10 @@ void Pipeline::Compiler::AddOperator(int i) {
 void Pipeline::Compiler::AddSource(int i) {
   const OperatorDef& def = p_.ops_[i];
   const std::string& op = def.op;
-  const int most_outputs = op == "external_source"     ? 1
-                           : op == "webdataset_reader" ? 64
-                                                       : 2;
+  const int most_outputs =
+      op == "external_source"                                ? 1
+      : op == "webdataset_reader" || op == "tfrecord_reader" ? 64
+                                                             : 2;
   if (!ExpectIo(i, 0, 1, most_outputs)) return;
   if (def.device != "cpu") {
     Problem(i, "runs on cpu only");
@@ -472,6 +479,10 @@ void Pipeline::Compiler::AddSource(int i) {
     if (flag("image_available")) specs.push_back(SampleSpec{DT_UINT8, {-1}});
     if (flag("label_available")) specs.push_back(SampleSpec{DT_INT32, {}});
     specs.resize(def.outputs.size(), SampleSpec{DT_UINT8, {-1}});
+  } else if (op == "tfrecord_reader") {
+    // Types and shapes from the features' declarations (ProbeReader checks
+    // them and bounds the bytes and "var" ones by the largest record).
+    specs.assign(def.outputs.size(), SampleSpec{DT_UINT8, {-1}});
   } else if (op == "webdataset_reader") {
     // Each component's bytes, read as its dtype (ProbeReader checks them).
     for (size_t k = 0; k < def.outputs.size(); ++k) {
@@ -504,6 +515,18 @@ void Pipeline::Compiler::AddSource(int i) {
             static_cast<int64_t>(DataTypeSize(specs[k].type))};
       }
     }
+    if (auto* tf = dynamic_cast<TfRecordReaderKernel*>(probed.get())) {
+      for (size_t k = 0; k < specs.size(); ++k) {
+        const int kk = static_cast<int>(k);
+        specs[k].type = tf->type(kk);
+        specs[k].max_shape = tf->shape(kk);
+        if (specs[k].max_shape == std::vector<int64_t>{-1}) {
+          specs[k].max_shape = {
+              tf->LargestSample(kk) /
+              static_cast<int64_t>(DataTypeSize(specs[k].type))};
+        }
+      }
+    }
     if (auto* caffe = dynamic_cast<CaffeReaderKernel*>(probed.get());
         caffe != nullptr && caffe->LargestSample(0) >= 0) {
       // Encoded: bytes up to the largest record; raw: the records' shape.
@@ -527,6 +550,8 @@ std::unique_ptr<ReaderKernel> Pipeline::Compiler::ProbeReader(
     reader = std::make_unique<WebDatasetReaderKernel>();
   } else if (p_.ops_[i].op == "caffe_reader") {
     reader = std::make_unique<CaffeReaderKernel>();
+  } else if (p_.ops_[i].op == "tfrecord_reader") {
+    reader = std::make_unique<TfRecordReaderKernel>();
   } else {
     reader = std::make_unique<IdxReaderKernel>();
   }

@@ -19,6 +19,8 @@
 #include "pipeline/sample_ops.h"
 #include "pipeline/skip_log.h"
 #include "pipeline/tar_index.h"
+#include "pipeline/tfrecord.h"
+#include "proto/tf_example.pb.h"
 
 // The kernels a pipeline's plan runs (op_types "pipeline.<operator>"):
 // readers (sources driven by the schedule feed), per-sample stages, and
@@ -150,6 +152,40 @@ class CaffeReaderKernel final : public ReaderKernel {
   // Each record's label once its image was read (kUnread before), so that
   // the label output does not parse the record again.
   std::vector<int64_t> labels_;
+};
+
+// `pipeline.tfrecord_reader`: attr `paths` (TFRecord files), and per output
+// one feature of each record's tf.train.Example: `features` (names),
+// `kinds` ("bytes", "int64", "float32"), `shapes` ("" a scalar, "2,3" a
+// fixed shape, "var" every value as a vector; bytes only scalar: the first
+// value's bytes as uint8 [bytes]) and `defaults` (a fixed-shape numeric
+// feature a record lacks is filled with its default; a missing bytes
+// feature is empty, a missing "var" one has no value).
+class TfRecordReaderKernel final : public ReaderKernel {
+ public:
+  size_t max_outputs() const override { return 64; }
+  int64_t LargestSample(int k) const override;
+  // Output k's element type and shape (-1: "var", up to LargestSample).
+  DataType type(int k) const { return features_[k].type; }
+  const std::vector<int64_t>& shape(int k) const { return features_[k].shape; }
+
+ protected:
+  absl::StatusOr<int64_t> Open(const KernelInitContext& ctx) override;
+  absl::Status Fill(int64_t index, int k, SampleSlots::Slot* slot,
+                    bool* lazy) override;
+
+ private:
+  struct Feature {
+    std::string name;
+    DataType type = DT_UINT8;
+    std::vector<int64_t> shape;  // {-1}: var-len
+    double fallback = 0;
+  };
+  std::vector<Feature> features_;
+  std::unique_ptr<TfRecordFiles> files_;
+  // The last record parsed: the outputs of one sample share it.
+  int64_t parsed_ = -1;
+  actorflow::pipeline::TfExample example_;
 };
 
 // `pipeline.external_source`: each piece splits the batch fed to its

@@ -415,6 +415,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.slice cpu\n"                       \
   "pipeline.sphere cpu\n"                      \
   "pipeline.standardize cpu\n"                 \
+  "pipeline.tfrecord_reader cpu\n"             \
   "pipeline.transpose cpu\n"                   \
   "pipeline.warp_affine cpu\n"                 \
   "pipeline.water cpu\n"                       \

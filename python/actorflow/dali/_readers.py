@@ -315,10 +315,80 @@ def _numpy_reader(*, file_root=None, files=None, file_list=None,
     return _node(node, device=device)
 
 
+def _tfrecord_reader(*, path, index_path=None, features, shard_id=0,
+                     num_shards=1, random_shuffle=False, initial_fill=1024,
+                     stick_to_shard=False, pad_last_batch=False, name=None,
+                     device="cpu", **rest):
+    """TFRecord files (`path`: one or a list), each record a
+    tf.train.Example; a dict of one output per entry of `features`
+    (actorflow.dali.tfrecord's FixedLenFeature / VarLenFeature).
+    index_path is accepted and not needed: the files' framing is read when
+    the pipeline is built."""
+    from actorflow.dali import tfrecord as tfrec
+    rest = {k: v for k, v in rest.items()
+            if k not in ("use_o_direct", "dont_use_mmap")}
+    _check_rest("readers.tfrecord", rest)
+    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    if not features:
+        raise ValueError("fn.readers.tfrecord: give features")
+    kinds, shapes, defaults = [], [], []
+    for key, spec in features.items():
+        where = f"fn.readers.tfrecord: feature '{key}'"
+        if spec.dtype not in (tfrec.int64, tfrec.float32, tfrec.string):
+            raise ValueError(f"{where}: dtype {spec.dtype!r} (tfrec.int64, "
+                             "tfrec.float32 or tfrec.string)")
+        if isinstance(spec, tfrec.VarLenFeature):
+            if spec.dtype == tfrec.string:
+                raise ValueError(f"{where}: a VarLenFeature of strings is "
+                                 "not in actorflow.dali")
+            shape = "var"
+        elif isinstance(spec, tfrec.FixedLenFeature):
+            if spec.dtype == tfrec.string and spec.shape:
+                raise ValueError(f"{where}: a string feature is one value "
+                                 "(shape ()) in actorflow.dali")
+            shape = ",".join(str(d) for d in spec.shape)
+        else:
+            raise ValueError(f"{where}: a tfrec.FixedLenFeature or "
+                             "tfrec.VarLenFeature")
+        if spec.dtype == tfrec.string:
+            if spec.default_value not in ("", b"", None):
+                raise ValueError(f"{where}: a string default other than "
+                                 "'' is not in actorflow.dali")
+            fallback = 0.0
+        else:
+            fallback = float(spec.default_value or 0)
+        kinds.append(spec.dtype)
+        shapes.append(shape)
+        defaults.append(fallback)
+    attrs = {"paths": [os.fspath(p) for p in paths],
+             "features": list(features), "kinds": kinds, "shapes": shapes,
+             "defaults": defaults, "shard_id": int(shard_id),
+             "num_shards": int(num_shards),
+             "stick_to_shard": bool(stick_to_shard)}
+    if random_shuffle:
+        attrs["shuffle_window"] = max(2, int(initial_fill))
+        attrs["shuffle_list"] = True
+    nodes = _add_operator("tfrecord_reader", [], len(features), "cpu", name,
+                          attrs)
+    if not isinstance(nodes, tuple):
+        nodes = (nodes,)
+    pipe = Pipeline.current()
+    if isinstance(pipe, Pipeline):
+        pipe._reader_sizes = None  # decoded images: resize or crop them
+        pipe._add_reader(nodes[0].name, {
+            "number_of_shards": int(num_shards), "shard_id": int(shard_id),
+            "pad_last_batch": bool(pad_last_batch),
+            "stick_to_shard": bool(stick_to_shard)})
+    return {key: _node(node, device=device)
+            for key, node in zip(features, nodes)}
+
+
 readers = _pytypes.SimpleNamespace(file=_file_reader,
                                    webdataset=_webdataset_reader,
-                                   caffe=_caffe_reader, numpy=_numpy_reader)
+                                   caffe=_caffe_reader, numpy=_numpy_reader,
+                                   tfrecord=_tfrecord_reader)
 readers.file.__name__ = "file"
 readers.webdataset.__name__ = "webdataset"
 readers.caffe.__name__ = "caffe"
 readers.numpy.__name__ = "numpy"
+readers.tfrecord.__name__ = "tfrecord"

@@ -368,6 +368,5 @@ def _missing(op):
 for _op in ("jitter", "coord_transform", "pad", "cat", "stack",
             "resize_crop_mirror"):
     globals()[_op] = _missing(_op)
-readers.tfrecord = _missing("readers.tfrecord")
 readers.mxnet = _missing("readers.mxnet")
 readers.coco = _missing("readers.coco")

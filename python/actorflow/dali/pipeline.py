@@ -272,7 +272,7 @@ class Pipeline(_base.Pipeline):
             raise ValueError(
                 f"outputs {[n.name for n in unbounded]}: images of unknown "
                 "size from a reader whose images are not listed here "
-                "(file_list): resize or crop them to one size")
+                "(file_list, tfrecord): resize or crop them to one size")
         if sizes is None:
             sizes = self._reader_sizes()
         largest = headroom * max(n.bound(sizes) for n in unbounded)
