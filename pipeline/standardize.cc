@@ -59,8 +59,9 @@ absl::Status Standardize(const SampleRef& in, const StandardizeSpec& spec,
     }
   }
   const int64_t n = ShapeElemCnt(in.shape);
-  std::vector<int64_t> cell_of(n);
-  {
+  // One cell (every axis reduced, the default) needs no map: all zeros.
+  std::vector<int64_t> cell_of(cells == 1 ? 0 : n);
+  if (cells > 1) {
     std::vector<int64_t> index(rank, 0);
     int64_t cell = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -76,7 +77,8 @@ absl::Status Standardize(const SampleRef& in, const StandardizeSpec& spec,
   std::vector<double> mean(cells, spec.mean), inv(cells, 0);
   if (!spec.mean_given) {
     std::fill(mean.begin(), mean.end(), 0.0);
-    for (int64_t i = 0; i < n; ++i) mean[cell_of[i]] += (*values)[i];
+    for (int64_t i = 0; i < n; ++i)
+      mean[cells == 1 ? 0 : cell_of[i]] += (*values)[i];
     for (double& m : mean) m /= static_cast<double>(group);
   }
   if (spec.stddev_given) {
@@ -90,8 +92,9 @@ absl::Status Standardize(const SampleRef& in, const StandardizeSpec& spec,
     }
     std::vector<double> var(cells, 0);
     for (int64_t i = 0; i < n; ++i) {
-      const double d = (*values)[i] - mean[cell_of[i]];
-      var[cell_of[i]] += d * d;
+      const int64_t c = cells == 1 ? 0 : cell_of[i];
+      const double d = (*values)[i] - mean[c];
+      var[c] += d * d;
     }
     for (int64_t c = 0; c < cells; ++c) {
       const double v =
@@ -102,7 +105,7 @@ absl::Status Standardize(const SampleRef& in, const StandardizeSpec& spec,
   out->Reshape(DT_FLOAT32, in.shape);
   float* dst = out->as<float>();
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t c = cell_of[i];
+    const int64_t c = cells == 1 ? 0 : cell_of[i];
     dst[i] = static_cast<float>(spec.scale * ((*values)[i] - mean[c]) * inv[c] +
                                 spec.shift);
   }
