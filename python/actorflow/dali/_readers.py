@@ -1,6 +1,6 @@
-"""fn.readers: DALI's file, webdataset, caffe and numpy readers on
-actorflow's file_reader (numpy: with npy_decode), webdataset_reader and
-caffe_reader."""
+"""fn.readers: DALI's file, webdataset, caffe, numpy and tfrecord readers
+on actorflow's file_reader (numpy: with npy_decode), webdataset_reader,
+caffe_reader and tfrecord_reader."""
 
 import fnmatch
 import os
