@@ -43,6 +43,35 @@ def _list_files(root, filters, case_sensitive):
     return files, labels
 
 
+def _shard_attrs(shard_id, num_shards, stick_to_shard, random_shuffle,
+                 initial_fill, shuffle_after_epoch=False):
+    """Every reader's sharding and shuffling attrs, DALI's way: with
+    random_shuffle the whole list is permuted (shuffle_list) before a
+    window of initial_fill; shuffle_after_epoch shuffles the whole shard."""
+    attrs = {"shard_id": int(shard_id), "num_shards": int(num_shards),
+             "stick_to_shard": bool(stick_to_shard)}
+    if shuffle_after_epoch:
+        attrs["shuffle_window"] = 2 ** 31 - 1  # the whole shard
+    elif random_shuffle:
+        attrs["shuffle_window"] = max(2, int(initial_fill))
+        attrs["shuffle_list"] = True
+    return attrs
+
+
+def _register_reader(node, attrs, pad_last_batch, sizes):
+    """Tells the pipeline being defined of a reader: its reader_meta, and
+    `sizes` (None, or () -> each image's (height, width)) for the box of
+    decoded images."""
+    pipe = Pipeline.current()
+    if isinstance(pipe, Pipeline):
+        pipe._reader_sizes = sizes
+        pipe._add_reader(node.name, {
+            "number_of_shards": attrs["num_shards"],
+            "shard_id": attrs["shard_id"],
+            "pad_last_batch": bool(pad_last_batch),
+            "stick_to_shard": attrs["stick_to_shard"]})
+
+
 def _read_file_list(path, root):
     """(files, labels) from a file list (`path [label]` per line; blank
     lines and lines starting with # skipped), relative paths under root."""
@@ -77,13 +106,8 @@ def _file_reader(*, file_root=None, files=None, labels=None, file_list=None,
     if random_shuffle and shuffle_after_epoch:
         raise ValueError("fn.readers.file: random_shuffle and "
                          "shuffle_after_epoch exclude each other")
-    attrs = {"shard_id": int(shard_id), "num_shards": int(num_shards),
-             "stick_to_shard": bool(stick_to_shard)}
-    if shuffle_after_epoch:
-        attrs["shuffle_window"] = 2 ** 31 - 1  # the whole shard
-    elif random_shuffle:
-        attrs["shuffle_window"] = max(2, int(initial_fill))
-        attrs["shuffle_list"] = True  # DALI's: the whole list, then a window
+    attrs = _shard_attrs(shard_id, num_shards, stick_to_shard,
+                         random_shuffle, initial_fill, shuffle_after_epoch)
     if file_root is not None and file_list is not None and files is None:
         # As in DALI: the list's paths are relative to file_root (without
         # it, to the list's own directory: the C++ reader's rule).
@@ -110,15 +134,9 @@ def _file_reader(*, file_root=None, files=None, labels=None, file_list=None,
             case_sensitive_filter)
         attrs["files"], attrs["labels"] = listed, listed_labels
     data, label = _add_operator("file_reader", [], 2, "cpu", name, attrs)
-    pipe = Pipeline.current()
-    if isinstance(pipe, Pipeline):
-        files = attrs.get("files")
-        pipe._reader_sizes = None if files is None else (
-            lambda: [_image_size(path) for path in files])
-        pipe._add_reader(data.name, {
-            "number_of_shards": int(num_shards), "shard_id": int(shard_id),
-            "pad_last_batch": bool(pad_last_batch),
-            "stick_to_shard": bool(stick_to_shard)})
+    files = attrs.get("files")
+    _register_reader(data, attrs, pad_last_batch, None if files is None else (
+        lambda: [_image_size(path) for path in files]))
     return _node(data), _node(label, unit_dim=True)
 
 
@@ -170,11 +188,8 @@ def _webdataset_reader(*, paths, ext, index_paths=None,
     attrs = {"paths": [os.fspath(p) for p in paths], "ext": list(ext),
              "missing_component_behavior":
                  missing_component_behavior or "empty",
-             "shard_id": int(shard_id), "num_shards": int(num_shards),
-             "stick_to_shard": bool(stick_to_shard)}
-    if random_shuffle:
-        attrs["shuffle_window"] = max(2, int(initial_fill))
-        attrs["shuffle_list"] = True
+             **_shard_attrs(shard_id, num_shards, stick_to_shard,
+                            random_shuffle, initial_fill)}
     if dtypes is not None:
         if not isinstance(dtypes, (list, tuple)):
             dtypes = [dtypes] * len(ext)
@@ -183,14 +198,9 @@ def _webdataset_reader(*, paths, ext, index_paths=None,
                           attrs)
     if not isinstance(nodes, tuple):
         nodes = (nodes,)
-    pipe = Pipeline.current()
-    if isinstance(pipe, Pipeline):
-        tars = list(attrs["paths"])
-        pipe._reader_sizes = lambda: _tar_image_sizes(tars)
-        pipe._add_reader(nodes[0].name, {
-            "number_of_shards": int(num_shards), "shard_id": int(shard_id),
-            "pad_last_batch": bool(pad_last_batch),
-            "stick_to_shard": bool(stick_to_shard)})
+    tars = list(attrs["paths"])
+    _register_reader(nodes[0], attrs, pad_last_batch,
+                     lambda: _tar_image_sizes(tars))
     nodes = tuple(_node(n) for n in nodes)
     return nodes[0] if len(nodes) == 1 else nodes
 
@@ -209,24 +219,15 @@ def _caffe_reader(*, path, image_available=True, label_available=True,
     attrs = {"path": os.fspath(path),
              "image_available": bool(image_available),
              "label_available": bool(label_available),
-             "shard_id": int(shard_id), "num_shards": int(num_shards),
-             "stick_to_shard": bool(stick_to_shard)}
-    if random_shuffle:
-        attrs["shuffle_window"] = max(2, int(initial_fill))
-        attrs["shuffle_list"] = True
+             **_shard_attrs(shard_id, num_shards, stick_to_shard,
+                            random_shuffle, initial_fill)}
     count = int(bool(image_available)) + int(bool(label_available))
     nodes = _add_operator("caffe_reader", [], count, "cpu", name, attrs)
     if not isinstance(nodes, tuple):
         nodes = (nodes,)
-    pipe = Pipeline.current()
-    if isinstance(pipe, Pipeline):
-        from actorflow import _actorflow
-        pipe._reader_sizes = lambda: _actorflow._caffe_image_sizes(
-            attrs["path"])
-        pipe._add_reader(nodes[0].name, {
-            "number_of_shards": int(num_shards), "shard_id": int(shard_id),
-            "pad_last_batch": bool(pad_last_batch),
-            "stick_to_shard": bool(stick_to_shard)})
+    from actorflow import _actorflow
+    _register_reader(nodes[0], attrs, pad_last_batch,
+                     lambda: _actorflow._caffe_image_sizes(attrs["path"]))
     out = []
     if image_available:
         out.append(_node(nodes[0]))
@@ -362,23 +363,15 @@ def _tfrecord_reader(*, path, index_path=None, features, shard_id=0,
         defaults.append(fallback)
     attrs = {"paths": [os.fspath(p) for p in paths],
              "features": list(features), "kinds": kinds, "shapes": shapes,
-             "defaults": defaults, "shard_id": int(shard_id),
-             "num_shards": int(num_shards),
-             "stick_to_shard": bool(stick_to_shard)}
-    if random_shuffle:
-        attrs["shuffle_window"] = max(2, int(initial_fill))
-        attrs["shuffle_list"] = True
+             "defaults": defaults,
+             **_shard_attrs(shard_id, num_shards, stick_to_shard,
+                            random_shuffle, initial_fill)}
     nodes = _add_operator("tfrecord_reader", [], len(features), "cpu", name,
                           attrs)
     if not isinstance(nodes, tuple):
         nodes = (nodes,)
-    pipe = Pipeline.current()
-    if isinstance(pipe, Pipeline):
-        pipe._reader_sizes = None  # decoded images: resize or crop them
-        pipe._add_reader(nodes[0].name, {
-            "number_of_shards": int(num_shards), "shard_id": int(shard_id),
-            "pad_last_batch": bool(pad_last_batch),
-            "stick_to_shard": bool(stick_to_shard)})
+    # Decoded images: resize or crop them (no pass over the records).
+    _register_reader(nodes[0], attrs, pad_last_batch, None)
     return {key: _node(node, device=device)
             for key, node in zip(features, nodes)}
 
