@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "net/job_token.h"
 #include "thread/blocking_counter.h"
 
 namespace actorflow::internal::net {
@@ -245,7 +246,16 @@ void ControlService::WaitForRanksToLeave(absl::Duration timeout) {
 grpc::Status ControlService::Join(grpc::ServerContext* context,
                                   const JoinRequest* request,
                                   JoinReply* reply) {
-  (void)context;
+  grpc::Status allowed = CheckJobToken(options_.token, *context, "Join");
+  if (!allowed.ok()) return allowed;
+  if (request->job_id() != options_.job_id) {
+    // Another job's rank (same token): refused alone, this job goes on.
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("rank ", request->rank(), " belongs to job '",
+                     request->job_id(), "', rank 0 runs job '", options_.job_id,
+                     "' (ACTORFLOW_JOB_ID)"));
+  }
   absl::StatusOr<JoinReply> joined = JoinRank(*request);
   if (!joined.ok()) return ToGrpc(joined.status());
   *reply = std::move(*joined);
@@ -255,14 +265,17 @@ grpc::Status ControlService::Join(grpc::ServerContext* context,
 grpc::Status ControlService::Barrier(grpc::ServerContext* context,
                                      const BarrierRequest* request,
                                      BarrierReply* reply) {
-  (void)context;
   (void)reply;
+  grpc::Status allowed = CheckJobToken(options_.token, *context, "Barrier");
+  if (!allowed.ok()) return allowed;
   return ToGrpc(BarrierRank(request->rank(), request->name()));
 }
 
 grpc::Status ControlService::Watch(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<Event, Beat>* stream) {
+  grpc::Status allowed = CheckJobToken(options_.token, *context, "Watch");
+  if (!allowed.ok()) return allowed;
   Beat beat;
   if (!stream->Read(&beat)) return grpc::Status::OK;
   const int32_t rank = beat.rank();
@@ -354,6 +367,7 @@ class Remote final : public Coordinator {
 
   absl::StatusOr<JoinReply> Join(const JoinRequest& request) override {
     grpc::ClientContext context;
+    AttachJobToken(options_.token, &context);
     context.set_wait_for_ready(true);
     // Rank 0 answers once every rank joined or its own join timeout
     // passed; the extra time covers rank 0 starting later than this one.
@@ -377,6 +391,7 @@ class Remote final : public Coordinator {
 
   absl::Status Barrier(const std::string& name) override {
     grpc::ClientContext context;
+    AttachJobToken(options_.token, &context);
     {
       MutexLock lock(&mu_);
       if (!failure_.ok()) return failure_;
@@ -448,6 +463,7 @@ class Remote final : public Coordinator {
   }
 
   void StartWatch() {
+    AttachJobToken(options_.token, &watch_context_);
     watch_context_.set_wait_for_ready(true);
     stream_ = stub_->Watch(&watch_context_);
     {

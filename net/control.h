@@ -26,6 +26,11 @@ struct ControlOptions {
   absl::Duration join_timeout = absl::Seconds(60);
   // A rank (or rank 0) silent this long is taken to be dead or stopped.
   absl::Duration peer_timeout = absl::Seconds(30);
+  // The job's secret: carried on every call, required by every handler
+  // (job_token.h). Empty: not checked.
+  std::string token;
+  // The job's name; a Join that names another is refused.
+  std::string job_id;
 };
 
 // Heartbeats go out this often: a tenth of the peer timeout, within

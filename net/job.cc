@@ -16,75 +16,6 @@
 #include "net/net_kernels.h"
 
 namespace actorflow::internal::net {
-namespace {
-
-// An integer environment variable; `found` says whether it was set.
-absl::StatusOr<int64_t> EnvInt(const char* name, bool* found) {
-  const char* value = std::getenv(name);
-  *found = value != nullptr && *value != '\0';
-  if (!*found) return 0;
-  int64_t parsed = 0;
-  if (!absl::SimpleAtoi(value, &parsed)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": needs a whole number, got '", value, "'"));
-  }
-  return parsed;
-}
-
-bool IsLoopback(const std::string& host) {
-  return host == "localhost" || absl::StartsWith(host, "127.") ||
-         host == "::1" || host == "[::1]";
-}
-
-}  // namespace
-
-absl::StatusOr<JobConfig> JobConfigFromEnv() {
-  JobConfig config;
-  bool found = false;
-  struct Source {
-    const char* rank;
-    const char* size;
-  };
-  for (Source source :
-       {Source{"RANK", "WORLD_SIZE"},
-        Source{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}}) {
-    bool has_rank = false, has_size = false;
-    absl::StatusOr<int64_t> rank = EnvInt(source.rank, &has_rank);
-    if (!rank.ok()) return rank.status();
-    absl::StatusOr<int64_t> size = EnvInt(source.size, &has_size);
-    if (!size.ok()) return size.status();
-    if (!has_rank && !has_size) continue;
-    if (!has_size || *size < 1 || *size > 65536) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(source.size, ": needs a number of processes >= 1 (with ",
-                       source.rank, ")"));
-    }
-    if (!has_rank || *rank < 0 || *rank >= *size) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(source.rank, ": needs a rank in 0..", *size - 1, " (",
-                       source.size, " is ", *size, ")"));
-    }
-    config.rank = static_cast<int32_t>(*rank);
-    config.world_size = static_cast<int32_t>(*size);
-    found = true;
-    break;
-  }
-  (void)found;
-  if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr) {
-    config.master_addr = addr;
-  }
-  bool has_port = false;
-  absl::StatusOr<int64_t> port = EnvInt("MASTER_PORT", &has_port);
-  if (!port.ok()) return port.status();
-  if (has_port) {
-    if (*port < 1 || *port > 65535) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("MASTER_PORT: needs a port in 1..65535, got ", *port));
-    }
-    config.master_port = static_cast<int32_t>(*port);
-  }
-  return config;
-}
 
 std::string PlanFingerprint(const Plan& plan, int64_t pieces) {
   std::string bytes;
@@ -133,27 +64,41 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
   compiled->reset();
 
   transport_ = std::make_unique<Transport>(rank, local_.sends, local_.recvs,
-                                           config_.peer_timeout);
+                                           config_.peer_timeout, config_.token);
   ControlOptions control_options{config_.world_size, config_.join_timeout,
-                                 config_.peer_timeout};
+                                 config_.peer_timeout, config_.token,
+                                 config_.job_id};
   if (rank == 0) {
     control_ = std::make_unique<ControlService>(
         control_options,
         [this](const absl::Status& status) { OnFailure(status, false); });
   }
+  // Every rank listens where it is reached, never on every interface.
   std::string host = config_.host;
   if (host.empty()) {
-    if (IsLoopback(config_.master_addr)) {
+    if (rank == 0) {
+      host = config_.master_addr;  // where the others reach it already
+    } else if (IsLoopback(config_.master_addr)) {
       host = "127.0.0.1";
     } else {
-      char name[256] = {};
-      gethostname(name, sizeof(name) - 1);
-      host = name;
+      absl::StatusOr<std::string> route = RouteAddressTo(config_.master_addr);
+      if (!route.ok()) {
+        return absl::UnavailableError(absl::StrCat(
+            "rank ", rank, ": ", route.status().message(),
+            " (MASTER_ADDR; --host=ADDR says where this rank is reached)"));
+      }
+      host = *route;
     }
   }
+  // A master named by a host name that this machine maps to a loopback
+  // address (Debian's 127.0.1.1) is reached by other hosts at another
+  // address: only there rank 0 listens on every interface.
   const std::string listen =
-      rank == 0 ? absl::StrCat(config_.master_addr, ":", config_.master_port)
-                : absl::StrCat(IsLoopback(host) ? host : "0.0.0.0", ":0");
+      rank != 0 ? absl::StrCat(host, ":0")
+      : ResolvesOnlyToLoopback(config_.master_addr) &&
+              !IsLoopback(config_.master_addr)
+          ? absl::StrCat("0.0.0.0:", config_.master_port)
+          : absl::StrCat(config_.master_addr, ":", config_.master_port);
   int port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
@@ -189,6 +134,7 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
   join.set_world_size(config_.world_size);
   join.set_address(address);
   join.set_plan_hash(fingerprint);
+  join.set_job_id(config_.job_id);
   if (config_.resume) {
     if (config_.checkpoint_dir.empty()) {
       return absl::InvalidArgumentError(

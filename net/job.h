@@ -15,34 +15,12 @@
 #include "actorflow/session.h"
 #include "base/mutex.h"
 #include "net/control.h"
+#include "net/job_config.h"
 #include "net/plan_partition.h"
 #include "net/transport.h"
 #include "proto/plan.pb.h"
 
 namespace actorflow::internal::net {
-
-// Where this process stands in a job, as torchrun and mpirun say it.
-struct JobConfig {
-  int32_t rank = 0;
-  int32_t world_size = 1;
-  std::string master_addr = "127.0.0.1";
-  int32_t master_port = 29500;
-  // The host other ranks reach this one at; empty: MASTER_ADDR when that is
-  // a loopback address, else this machine's host name.
-  std::string host;
-  absl::Duration join_timeout = absl::Seconds(60);
-  absl::Duration peer_timeout = absl::Seconds(30);
-  // Checkpoints: each rank's go under <checkpoint_dir>/rank-<rank>.
-  std::string checkpoint_dir;
-  // Start from the newest checkpoint that every rank has complete (none:
-  // from the beginning).
-  bool resume = false;
-};
-
-// RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; Open MPI's
-// OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE where RANK and WORLD_SIZE
-// are absent. Errors name the variable. Absent everything: one process.
-absl::StatusOr<JobConfig> JobConfigFromEnv();
 
 // Fingerprint of what a rank runs: the plan (deterministically serialized)
 // and the piece count. Every rank's must equal rank 0's.

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "net/job_token.h"
 #include "thread/thread.h"
 
 namespace actorflow::internal::net {
@@ -48,8 +49,8 @@ grpc::ChannelArguments NetChannelArguments() {
 
 Transport::Transport(int32_t rank, const std::vector<NetEdge>& sends,
                      const std::vector<NetEdge>& recvs,
-                     absl::Duration explain_within)
-    : rank_(rank), explain_within_(explain_within) {
+                     absl::Duration explain_within, std::string token)
+    : rank_(rank), token_(std::move(token)), explain_within_(explain_within) {
   for (const NetEdge& edge : sends) {
     auto out = std::make_unique<Outgoing>();
     out->edge = edge;
@@ -260,6 +261,7 @@ absl::Status Transport::Connect(const std::vector<std::string>& addresses,
     if (!out->channel->WaitForConnected(absl::ToChronoTime(deadline))) {
       return cannot;
     }
+    AttachJobToken(token_, &out->context);
     out->header.set_regst_desc_id(edge.regst_desc_id);
     out->header.set_piece_id(-1);
     out->header.set_src_rank(rank_);
@@ -480,13 +482,25 @@ void Transport::RequestCall() {
 void Transport::OnCallRead(Call* call, bool ok) {
   if (call->inbox == nullptr) {  // the header
     grpc::Status refused = grpc::Status::CANCELLED;
-    Inbox* inbox = ok ? FindInbox(call->header.regst_desc_id()) : nullptr;
-    if (ok && inbox == nullptr) {
+    if (ok) refused = CheckJobToken(token_, call->context, "Push");
+    Inbox* inbox =
+        ok && refused.ok() ? FindInbox(call->header.regst_desc_id()) : nullptr;
+    if (ok && refused.ok() && inbox == nullptr) {
       refused = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                              absl::StrCat("rank ", rank_, " receives no regst ",
                                           call->header.regst_desc_id(),
                                           " (do the ranks run one plan?)"));
     }
+    if (inbox != nullptr && call->header.src_rank() != inbox->src_rank) {
+      // Only the rank the plan says sends this register may open it.
+      refused = grpc::Status(
+          grpc::StatusCode::PERMISSION_DENIED,
+          absl::StrCat("rank ", rank_, " receives regst ", inbox->regst_desc_id,
+                       " from rank ", inbox->src_rank, ", not from rank ",
+                       call->header.src_rank()));
+      inbox = nullptr;
+    }
+    if (refused.ok()) refused = grpc::Status::CANCELLED;
     if (inbox != nullptr) {
       MutexLock lock(&inbox->mu);
       if (inbox->call == nullptr) {

@@ -59,9 +59,11 @@ class Transport final {
   // `explain_within`: how
   // long a broken stream waits for the job's failure to explain it (the
   // control service reports a dead or silent peer within the peer timeout)
-  // before it fails on its own account.
+  // before it fails on its own account. `token`: the job's secret, sent on
+  // every stream and required of every stream received (empty: none).
   Transport(int32_t rank, const std::vector<NetEdge>& sends,
-            const std::vector<NetEdge>& recvs, absl::Duration explain_within);
+            const std::vector<NetEdge>& recvs, absl::Duration explain_within,
+            std::string token = "");
   ~Transport();
 
   // Before the job's server starts: registers the service and the
@@ -219,6 +221,7 @@ class Transport final {
   Inbox* FindInbox(int64_t regst_desc_id);
 
   const int32_t rank_;
+  const std::string token_;
   const absl::Duration explain_within_;
   RegisterTransfer::AsyncService service_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
