@@ -9,24 +9,42 @@
 namespace actorflow::internal::net {
 
 struct LaunchOptions {
+  // Ranks started here (--nproc-per-node), on node `node_rank` of `nnodes`:
+  // ranks node_rank * nproc .. + nproc - 1 of nnodes * nproc.
   int nproc = 1;
+  int nnodes = 1;
+  int node_rank = 0;
   std::string master_addr = "127.0.0.1";
-  int master_port = 0;  // 0: a free port, picked here
+  int master_port = 0;  // 0: a free port, picked here (one node only)
   // The ranks' peer timeout: once one rank has failed, the others get this
   // long (plus a margin) to follow before they are killed.
   absl::Duration peer_timeout = absl::Seconds(30);
+  // The job's secret, given to every rank as ACTORFLOW_JOB_TOKEN.
+  std::string token;
+  // Where each rank's stdout and stderr are kept (rank-R.out, rank-R.err);
+  // empty: nowhere.
+  std::string log_dir;
+  // A failed job is started again, every rank, up to this many times (with
+  // --resume when the ranks checkpoint), after 1, 2, 4, ... (at most 30)
+  // seconds times `backoff_scale`.
+  int max_restarts = 0;
+  double backoff_scale = 1.0;
+  // Whether run_args checkpoint (--checkpoint-dir): a restart resumes.
+  bool checkpoints = false;
   // What follows `actorflow run` for each rank: PLAN and run flags.
   std::vector<std::string> run_args;
 };
 
-// `actorflow launch`: starts nproc processes of this binary on this
-// machine, `actorflow run` with RANK, WORLD_SIZE, MASTER_ADDR and
-// MASTER_PORT set, waits for all of them and prints one JSON line for the
-// job: every rank's sinks together, or the error (a rank killed by a
-// signal; else rank 0's; else the lowest failed rank's). No process
-// outlives it: a rank still running long after another failed is killed,
-// and every rank dies with the launcher (PR_SET_PDEATHSIG). Returns the
-// exit code: 0, 1 (a rank failed), 2 (invalid plan or arguments).
+// `actorflow launch`: starts nproc processes of this binary here,
+// `actorflow run` with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT and ACTORFLOW_JOB_TOKEN set, waits for all of
+// them and prints one JSON line: every rank's sinks together, or the error
+// (a rank killed by a signal; else rank 0's; else the lowest failed
+// rank's), with "restarts". Each rank's stderr reaches the terminal line
+// by line with "[rank R] " before it. No process outlives it: a rank still
+// running long after another failed is killed, and every rank dies with
+// the launcher (PR_SET_PDEATHSIG). Returns the exit code: 0, 1 (a rank
+// failed), 2 (invalid plan or arguments).
 int Launch(const LaunchOptions& options);
 
 // A TCP port on `addr` that nobody listens on now (the kernel's pick for

@@ -14,14 +14,18 @@
 #include <chrono>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "actorflow/job_builder.h"
+#include "net/job_token.h"
 #include "net/launch.h"
 #include "net/plan_partition.h"
 #include "plan/plan_builder.h"
+#include "proto/net.grpc.pb.h"
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
 
@@ -40,32 +44,28 @@ std::string WritePlan(const Plan& plan, const std::string& name) {
   return path;
 }
 
-// One rank of a job started by hand, as mpirun or torchrun start them:
-// `actorflow run PLAN ARGS` with RANK, WORLD_SIZE and MASTER_* set, its
-// stdout and stderr in TEST_TMPDIR/NAME and NAME.err.
+// A process started by hand; for a rank, as mpirun or torchrun start
+// them: `actorflow run PLAN ARGS` with RANK, WORLD_SIZE and MASTER_* set.
 struct HandRank {
   pid_t pid = -1;
   std::string out_path;
 };
 
-HandRank StartRank(const std::string& plan, int rank, int world_size, int port,
-                   const std::vector<std::string>& args,
-                   const std::string& name) {
+// `actorflow ARGV` with `env` added, its stdout and stderr in
+// TEST_TMPDIR/NAME and NAME.err.
+HandRank StartActorflow(std::vector<std::string> argv, const std::string& name,
+                        const std::map<std::string, std::string>& env) {
   HandRank started;
   started.out_path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
   const std::string binary = testing::Runfile("actorflow");
-  std::vector<std::string> argv = {"actorflow", "run", plan};
-  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.begin(), "actorflow");
   started.pid = fork();
   REQUIRE(started.pid >= 0);
   if (started.pid == 0) {
     const std::string err = started.out_path + ".err";
     if (freopen(started.out_path.c_str(), "w", stdout) == nullptr) _exit(126);
     if (freopen(err.c_str(), "w", stderr) == nullptr) _exit(126);
-    setenv("RANK", std::to_string(rank).c_str(), 1);
-    setenv("WORLD_SIZE", std::to_string(world_size).c_str(), 1);
-    setenv("MASTER_ADDR", "127.0.0.1", 1);
-    setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+    for (const auto& [key, value] : env) setenv(key.c_str(), value.c_str(), 1);
     std::vector<char*> raw;
     for (std::string& arg : argv) raw.push_back(arg.data());
     raw.push_back(nullptr);
@@ -73,6 +73,19 @@ HandRank StartRank(const std::string& plan, int rank, int world_size, int port,
     _exit(127);
   }
   return started;
+}
+
+HandRank StartRank(const std::string& plan, int rank, int world_size, int port,
+                   const std::vector<std::string>& args,
+                   const std::string& name,
+                   std::map<std::string, std::string> env = {}) {
+  std::vector<std::string> argv = {"run", plan};
+  argv.insert(argv.end(), args.begin(), args.end());
+  env.emplace("RANK", std::to_string(rank));
+  env.emplace("WORLD_SIZE", std::to_string(world_size));
+  env.emplace("MASTER_ADDR", "127.0.0.1");
+  env.emplace("MASTER_PORT", std::to_string(port));
+  return StartActorflow(argv, name, env);
 }
 
 struct Finished {
@@ -437,6 +450,202 @@ TEST_CASE("ranks that loaded different plans are refused, naming them",
   // Rank 1 hears the refusal too, rather than waiting out a timeout.
   CHECK(one.exit_code == 1);
   CHECK(Contains(one.out, "plan mismatch"));
+}
+
+// A client of a job's services that knows its port but not its token.
+class Intruder {
+ public:
+  explicit Intruder(int port)
+      : channel_(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                     grpc::InsecureChannelCredentials())) {}
+
+  // Each call waits for the server (rank 0 may still be starting).
+  void Prepare(grpc::ClientContext* context) {
+    context->set_wait_for_ready(true);
+    context->set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::seconds(30));
+  }
+  grpc::Status Join() {
+    auto stub = net::Control::NewStub(channel_);
+    grpc::ClientContext context;
+    Prepare(&context);
+    net::JoinRequest request;
+    request.set_rank(1);
+    request.set_world_size(3);
+    request.set_address("127.0.0.1:1");
+    net::JoinReply reply;
+    return stub->Join(&context, request, &reply);
+  }
+  grpc::Status Barrier() {
+    auto stub = net::Control::NewStub(channel_);
+    grpc::ClientContext context;
+    Prepare(&context);
+    net::BarrierRequest request;
+    request.set_rank(1);
+    request.set_name("end");
+    net::BarrierReply reply;
+    return stub->Barrier(&context, request, &reply);
+  }
+  // A beat saying rank 1 failed: were it taken, the job would end.
+  grpc::Status Beat() {
+    auto stub = net::Control::NewStub(channel_);
+    grpc::ClientContext context;
+    Prepare(&context);
+    auto stream = stub->Watch(&context);
+    net::Beat beat;
+    beat.set_rank(1);
+    beat.set_failure("forged");
+    stream->Write(beat);
+    stream->WritesDone();
+    return stream->Finish();
+  }
+  // A register stream opened before its sender's.
+  grpc::Status Push(int64_t regst_desc_id, int32_t src_rank) {
+    auto stub = net::RegisterTransfer::NewStub(channel_);
+    grpc::ClientContext context;
+    Prepare(&context);
+    auto stream = stub->Push(&context);
+    net::RegisterPiece header;
+    header.set_regst_desc_id(regst_desc_id);
+    header.set_piece_id(-1);
+    header.set_src_rank(src_rank);
+    stream->Write(header);
+    stream->WritesDone();
+    return stream->Finish();
+  }
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+TEST_CASE("a job's token keeps out forged calls and other jobs' ranks",
+          "[net][security]") {
+  const std::string plan =
+      testing::Runfile("examples/plans/three_machines.pbtxt");
+  auto whole = RunCli("launch --nproc=3 '" + plan + "'");
+  REQUIRE(whole.exit_code == 0);
+  const int port = PortForJob();
+  const std::map<std::string, std::string> job = {
+      {"ACTORFLOW_JOB_TOKEN", "0123456789abcdef0123456789abcdef"}};
+  HandRank rank0 = StartRank(plan, 0, 3, port, {}, "token_rank0", job);
+  Intruder intruder(port);
+  for (auto [what, status] : std::vector<std::pair<std::string, grpc::Status>>{
+           {"Join", intruder.Join()},
+           {"Barrier", intruder.Barrier()},
+           {"Watch", intruder.Beat()},
+           {"Push", intruder.Push(/*regst_desc_id=*/1, /*src_rank=*/1)}}) {
+    INFO(what << ": " << status.error_message());
+    CHECK(status.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(Contains(status.error_message(), what + ": refused a call"));
+  }
+  // A rank of another job, same plan and port: refused, and it says why.
+  HandRank other = StartRank(plan, 1, 3, port, {}, "token_other",
+                             {{"ACTORFLOW_JOB_TOKEN", "another"}});
+  Finished refused = WaitRank(other);
+  INFO(refused.out);
+  CHECK(refused.exit_code == 1);
+  CHECK(Contains(refused.out, "another job's token"));
+  // The same token under another job id: refused alone too.
+  std::map<std::string, std::string> renamed = job;
+  renamed["ACTORFLOW_JOB_ID"] = "job-b";
+  HandRank stray = StartRank(plan, 1, 3, port, {}, "token_stray", renamed);
+  Finished strayed = WaitRank(stray);
+  INFO(strayed.out);
+  CHECK(strayed.exit_code == 1);
+  CHECK(Contains(strayed.out, "belongs to job 'job-b'"));
+  // The job itself goes on to the one-process sinks.
+  HandRank rank1 = StartRank(plan, 1, 3, port, {}, "token_rank1", job);
+  HandRank rank2 = StartRank(plan, 2, 3, port, {}, "token_rank2", job);
+  Finished zero = WaitRank(rank0);
+  INFO(zero.out);
+  CHECK(zero.exit_code == 0);
+  CHECK(WaitRank(rank1).exit_code == 0);
+  CHECK(WaitRank(rank2).exit_code == 0);
+  CHECK(Field(zero.out, "checksum") == Field(whole.last_line, "checksum"));
+}
+
+TEST_CASE("launch keeps each rank's output in --log-dir and marks its stderr",
+          "[net]") {
+  const std::string plan =
+      testing::Runfile("examples/plans/three_machines.pbtxt");
+  const std::string dir =
+      std::string(std::getenv("TEST_TMPDIR")) + "/launch_logs";
+  auto r = RunCli("launch --nproc=3 --log-dir='" + dir + "' '" + plan + "'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(Field(r.last_line, "restarts") == "0");
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string mark = "[rank " + std::to_string(rank) + "] actorflow: ";
+    CHECK(Contains(r.err, mark));
+    std::ifstream out(dir + "/rank-" + std::to_string(rank) + ".out");
+    const std::string text((std::istreambuf_iterator<char>(out)),
+                           std::istreambuf_iterator<char>());
+    CHECK(Contains(text, "\"rank\":" + std::to_string(rank)));
+    std::ifstream err(dir + "/rank-" + std::to_string(rank) + ".err");
+    const std::string said((std::istreambuf_iterator<char>(err)),
+                           std::istreambuf_iterator<char>());
+    CHECK(Contains(said, "actorflow: "));
+    CHECK_FALSE(Contains(said, "[rank "));
+  }
+}
+
+TEST_CASE("launch --max-restarts starts a failing job again, then says so",
+          "[net]") {
+  const std::string path = WritePlan(FailingPlan(), "failing_restarts.pbtxt");
+  auto r = RunCli(
+      "launch --nproc=2 --max-restarts=2 "
+      "--restart-backoff-scale=0.01 '" +
+      path + "'");
+  INFO(r.err);
+  INFO(r.last_line);
+  CHECK(r.exit_code == 1);
+  CHECK(Field(r.last_line, "restarts") == "2");
+  CHECK(
+      Contains(r.last_line, "the job failed 3 times (2 restarts), each time:"));
+  CHECK(Contains(r.last_line, "boom"));
+  CHECK(Contains(r.err, "restart 1 of 2"));
+  CHECK(Contains(r.err, "restart 2 of 2"));
+}
+
+TEST_CASE("launch on two nodes: one job of both nodes' ranks", "[net]") {
+  const std::string plan =
+      testing::Runfile("examples/plans/three_machines.pbtxt");
+  auto whole = RunCli("launch --nproc=3 '" + plan + "'");
+  REQUIRE(whole.exit_code == 0);
+  const std::string port = std::to_string(PortForJob());
+  std::vector<HandRank> nodes;
+  for (int node = 0; node < 2; ++node) {
+    nodes.push_back(StartActorflow(
+        {"launch", "--nnodes=2", "--node-rank=" + std::to_string(node),
+         "--nproc-per-node=2", "--master-addr=127.0.0.1",
+         "--master-port=" + port, plan},
+        "node" + std::to_string(node),
+        {{"ACTORFLOW_JOB_TOKEN", "the-same-on-both"}}));
+  }
+  Finished zero = WaitRank(nodes[0]);
+  Finished one = WaitRank(nodes[1]);
+  INFO(zero.out);
+  INFO(one.out);
+  CHECK(zero.exit_code == 0);
+  CHECK(one.exit_code == 0);
+  CHECK(Field(zero.out, "world_size") == "4");
+  // The sink runs on rank 0, which node 0 started.
+  CHECK(Field(zero.out, "checksum") == Field(whole.last_line, "checksum"));
+  std::ifstream err(nodes[1].out_path + ".err");
+  const std::string said((std::istreambuf_iterator<char>(err)),
+                         std::istreambuf_iterator<char>());
+  CHECK(Contains(said, "[rank 2] "));
+  CHECK(Contains(said, "[rank 3] "));
+  // Several nodes need one secret and the master's address.
+  auto no_token = RunCli(
+      "launch --nnodes=2 --nproc=1 --master-addr=127.0.0.1 '" + plan + "'", ".",
+      "ACTORFLOW_JOB_TOKEN= ");
+  CHECK(no_token.exit_code == 2);
+  CHECK(Contains(no_token.last_line, "needs ACTORFLOW_JOB_TOKEN"));
+  auto no_master = RunCli("launch --nnodes=2 --nproc=1 '" + plan + "'", ".",
+                          "ACTORFLOW_JOB_TOKEN=x ");
+  CHECK(no_master.exit_code == 2);
+  CHECK(Contains(no_master.last_line, "needs --master-addr"));
 }
 
 TEST_CASE("bad job settings get clear errors", "[net]") {
