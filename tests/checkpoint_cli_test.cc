@@ -426,6 +426,37 @@ TEST_CASE("three ranks: a rank killed at random, the job resumed, same sinks",
   }
 }
 
+TEST_CASE(
+    "launch --max-restarts: ranks crashing, restarted from the newest "
+    "common checkpoint, same sinks",
+    "[checkpoint]") {
+  const std::string dir = testing::TestTempDir("cli_restarts");
+  const std::string args =
+      absl::StrCat("launch --nproc=3 ", kThreeMachines, " --pieces=3000");
+  auto whole = RunCli(args + " --no-progress", Plans());
+  REQUIRE(whole.exit_code == 0);
+  // Every start of every rank dies right after its third checkpoint is in
+  // place: each start gets at least two checkpoints further.
+  auto restarted =
+      RunCli(absl::StrCat(args,
+                          " --no-progress --peer-timeout=5 --max-restarts=8 "
+                          "--restart-backoff-scale=0.01 --checkpoint-every=300 "
+                          "--checkpoint-dir=",
+                          dir),
+             Plans(), "ACTORFLOW_CHECKPOINT_CRASH_AT=renamed:3 ");
+  INFO(restarted.err);
+  INFO(restarted.last_line);
+  CHECK(restarted.exit_code == 0);
+  const int restarts = std::stoi(Field(restarted.last_line, "restarts"));
+  CHECK(restarts >= 2);
+  CHECK(restarts <= 5);
+  CHECK(Contains(restarted.err, "from the newest checkpoint every rank"));
+  CHECK(Field(restarted.last_line, "checksum") ==
+        Field(whole.last_line, "checksum"));
+  CHECK(Contains(restarted.last_line, "\"pieces\":3000,"));
+  CHECK(Contains(restarted.last_line, "\"in_order\":true"));
+}
+
 TEST_CASE("mnist_mlp: killed at random moments, resumed, the same weights",
           "[checkpoint]") {
   const uint64_t seed = testing::TestSeed("mnist_mlp SIGKILL");
