@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "net/job_token.h"
+#include "net/transport.h"
 #include "thread/blocking_counter.h"
 
 namespace actorflow::internal::net {
@@ -357,9 +358,9 @@ class Remote final : public Coordinator {
         options_(options),
         interval_(HeartbeatInterval(options.peer_timeout)),
         on_failure_(std::move(on_failure)) {
-    grpc::ChannelArguments args;
-    channel_ = grpc::CreateCustomChannel(
-        master_, grpc::InsecureChannelCredentials(), args);
+    channel_ =
+        grpc::CreateCustomChannel(master_, grpc::InsecureChannelCredentials(),
+                                  NetChannelArguments(options.peer_timeout));
     stub_ = Control::NewStub(channel_);
   }
 

@@ -106,6 +106,7 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
   if (control_ != nullptr) builder.RegisterService(control_.get());
   builder.SetMaxReceiveMessageSize(-1);
   builder.SetMaxSendMessageSize(-1);
+  AddKeepalive(config_.peer_timeout, &builder);
   // Without this a second job's rank 0 could share MASTER_PORT silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   server_ = builder.BuildAndStart();

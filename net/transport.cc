@@ -37,14 +37,40 @@ std::unique_ptr<RegisterPiece> Reuse(
     if (!stopping_) (op);      \
   } while (false)
 
-grpc::ChannelArguments NetChannelArguments() {
+namespace {
+
+int KeepaliveMs(absl::Duration peer_timeout) {
+  return static_cast<int>(
+      std::max<int64_t>(1000, absl::ToInt64Milliseconds(peer_timeout / 4)));
+}
+
+}  // namespace
+
+grpc::ChannelArguments NetChannelArguments(absl::Duration peer_timeout) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   // Each edge gets its own connection, so one edge's bulk data does not
   // queue behind another's.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  const int keepalive = KeepaliveMs(peer_timeout);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   return args;
+}
+
+void AddKeepalive(absl::Duration peer_timeout, grpc::ServerBuilder* builder) {
+  const int keepalive = KeepaliveMs(peer_timeout);
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive);
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive);
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  // Peers ping this often on purpose: not a reason to hang up on them.
+  builder->AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, keepalive / 2);
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
 }
 
 Transport::Transport(int32_t rank, const std::vector<NetEdge>& sends,
@@ -228,14 +254,17 @@ void Transport::Fail(absl::Status status) {
   }
 }
 
-absl::Status Transport::StreamLost(const std::string& what) {
+absl::Status Transport::StreamLost(const std::string& what, int32_t peer) {
   MutexLock lock(&mu_);
   const absl::Time deadline = absl::Now() + explain_within_;
   while (failure_.ok() && absl::Now() < deadline) {
     failed_.WaitWithTimeout(&mu_, deadline - absl::Now());
   }
   if (!failure_.ok()) return failure_;
-  return absl::UnavailableError(what);
+  return absl::UnavailableError(absl::StrCat(
+      "lost the link between rank ", rank_, " and rank ", peer, ": ", what,
+      "; rank ", peer, " is still in the job (no failure reached rank ", rank_,
+      " within ", absl::FormatDuration(explain_within_), ")"));
 }
 
 // ------------------------------------------------------------ sending
@@ -252,8 +281,9 @@ absl::Status Transport::Connect(const std::vector<std::string>& addresses,
     const NetEdge& edge = out->edge;
     const std::string& address = addresses.at(edge.dst_rank);
     const absl::Time deadline = absl::Now() + timeout;
-    out->channel = grpc::CreateCustomChannel(
-        address, grpc::InsecureChannelCredentials(), NetChannelArguments());
+    out->channel =
+        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
+                                  NetChannelArguments(explain_within_));
     const absl::Status cannot = absl::UnavailableError(
         absl::StrCat("rank ", rank_, ": cannot connect to rank ", edge.dst_rank,
                      " at ", address, " within ", absl::FormatDuration(timeout),
@@ -285,9 +315,10 @@ absl::Status Transport::Connect(const std::vector<std::string>& addresses,
     }
     if (failed) return failure();
     if (broken) {
-      return StreamLost(absl::StrCat(
-          "rank ", rank_, ": the stream to rank ", edge.dst_rank, " for regst ",
-          edge.regst_desc_id, " broke as it opened"));
+      return StreamLost(
+          absl::StrCat("the stream to rank ", edge.dst_rank, " for regst ",
+                       edge.regst_desc_id, " broke as it opened"),
+          edge.dst_rank);
     }
     if (!open) return cannot;
   }
@@ -376,7 +407,7 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
     if (out->failed) {
       failed = true;
     } else if (out->broken || out->phase == Outgoing::Phase::kDone) {
-      lost = absl::StrCat("lost the connection to rank ", dst_rank, " (regst ",
+      lost = absl::StrCat("the stream to rank ", dst_rank, " broke (regst ",
                           regst_desc_id, ", piece ", ctx.piece_id(), ")",
                           out->status.ok() ? "" : ": ",
                           out->status.error_message());
@@ -390,7 +421,7 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
     }
   }
   if (failed) return failure();
-  if (!lost.empty()) return StreamLost(lost);
+  if (!lost.empty()) return StreamLost(lost, dst_rank);
   ConstRegisterView in = ctx.input(0);
   message->set_regst_desc_id(regst_desc_id);
   message->set_piece_id(ctx.piece_id());
@@ -447,7 +478,7 @@ absl::Status Transport::CloseSends() {
       }
     }
     if (failed) return failure();
-    if (!lost.empty()) return StreamLost(lost);
+    if (!lost.empty()) return StreamLost(lost, key.second);
   }
   return absl::OkStatus();
 }
@@ -632,9 +663,10 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
   }
   if (failed) return failure();
   if (taken == nullptr) {
-    return StreamLost(absl::StrCat(
-        "rank ", inbox->src_rank, " closed its stream of regst ", regst_desc_id,
-        " before piece ", ctx.piece_id(), " (did it exit?)"));
+    return StreamLost(
+        absl::StrCat("rank ", inbox->src_rank, "'s stream of regst ",
+                     regst_desc_id, " ended before piece ", ctx.piece_id()),
+        inbox->src_rank);
   }
   absl::Status copied = [&]() -> absl::Status {
     const RegisterPiece& piece = *taken;

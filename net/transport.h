@@ -207,7 +207,9 @@ class Transport final {
   // A broken stream usually means its peer died or failed; the job's
   // failure, which names the cause, normally follows within moments, so it
   // is waited for briefly and preferred over the bare transport error.
-  absl::Status StreamLost(const std::string& what);
+  // None coming means `peer` is still in the job (rank 0 hears from it):
+  // the link between it and this rank was lost, and the error says so.
+  absl::Status StreamLost(const std::string& what, int32_t peer);
   void Poll();
   void RequestCall();
   void OnCallRead(Call* call, bool ok);
@@ -248,8 +250,12 @@ class Transport final {
 void UseOwnPollers();
 
 // Channel arguments every connection of a job uses: no limit on message
-// size (a register may hold gigabytes).
-grpc::ChannelArguments NetChannelArguments();
+// size (a register may hold gigabytes), and keepalive pings a quarter of
+// `peer_timeout` apart (1 s at least), so that a link that silently stops
+// carrying anything breaks within about half the peer timeout.
+grpc::ChannelArguments NetChannelArguments(absl::Duration peer_timeout);
+// The same keepalive on a job's server, and leave for its peers' pings.
+void AddKeepalive(absl::Duration peer_timeout, grpc::ServerBuilder* builder);
 
 }  // namespace actorflow::internal::net
 

@@ -1,0 +1,162 @@
+#!/bin/bash
+# Hosts as network namespaces: three "hosts" (and an intruder) on a bridge,
+# each its own IP and, in a UTS namespace, its own hostname, with no
+# /etc/hosts entry for any of them. Checks, as a cluster would run a job:
+#   1. `actorflow launch` on each host (--nnodes=3) gives the one-host sinks;
+#   2. ranks started by hand with only Slurm's variables do too, while a
+#      rank of another job (another token) on the intruder is refused;
+#   3. a partition between ranks 1 and 2 only (blackhole routes) ends every
+#      rank within seconds, saying the link between them was lost.
+# Needs root, `ip` and `unshare`; skips with the reason otherwise.
+# Usage: hosts_netns_test.sh ACTORFLOW_BINARY PLAN
+set -u
+BIN=$(readlink -f "$1")
+PLAN=$(readlink -f "$2")
+TMP=${TEST_TMPDIR:-$(mktemp -d)}
+TAG=af$$
+NET=10.213.77
+
+skip() { echo "SKIPPED: $*"; exit 0; }
+[ "$(id -u)" = 0 ] || skip "not root: network namespaces need it"
+command -v ip >/dev/null || skip "no ip (iproute2)"
+command -v unshare >/dev/null || skip "no unshare (util-linux)"
+ip netns add "${TAG}probe" 2>/dev/null || skip "ip netns add refused here"
+ip netns del "${TAG}probe"
+
+cleanup() {
+  for pid in $(jobs -p); do kill -9 "$pid" 2>/dev/null; done
+  for h in 0 1 2 3; do ip netns del "${TAG}h$h" 2>/dev/null; done
+  ip link del "${TAG}br" 2>/dev/null
+}
+trap cleanup EXIT
+
+ip link add "${TAG}br" type bridge && ip link set "${TAG}br" up || exit 1
+for h in 0 1 2 3; do
+  ns=${TAG}h$h
+  ip netns add "$ns" &&
+    ip link add "${TAG}v$h" type veth peer name "${TAG}p$h" &&
+    ip link set "${TAG}p$h" netns "$ns" &&
+    ip link set "${TAG}v$h" master "${TAG}br" &&
+    ip link set "${TAG}v$h" up &&
+    ip -n "$ns" addr add "$NET.$((h + 1))/24" dev "${TAG}p$h" &&
+    ip -n "$ns" link set "${TAG}p$h" up &&
+    ip -n "$ns" link set lo up || exit 1
+done
+
+fail=0
+check() {  # check WHAT CONDITION...
+  local what=$1
+  shift
+  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; fail=1; fi
+}
+
+# on HOST CMD...: CMD on that host, under its own hostname.
+on() {
+  local h=$1
+  shift
+  ip netns exec "${TAG}h$h" unshare --uts sh -c 'hostname "$0"; exec "$@"' \
+    "host$h" "$@"
+}
+
+field() { grep -o "\"$2\":[^,}]*" "$1" | tail -1 | cut -d: -f2; }
+
+expected=$("$BIN" launch --nproc=3 "$PLAN" | tail -1)
+want=$(echo "$expected" | grep -o '"checksum":[0-9]*')
+echo "one host: $expected"
+
+echo "--- 1. launch on each of three hosts"
+export ACTORFLOW_JOB_TOKEN=netns-test-token
+for h in 2 1 0; do
+  on $h "$BIN" launch --nnodes=3 --node-rank=$h --nproc=1 \
+    --master-addr=$NET.1 --master-port=29577 "$PLAN" \
+    >"$TMP/launch$h.out" 2>"$TMP/launch$h.err" &
+done
+wait
+cat "$TMP/launch0.out"
+check "node 0's sinks are the one-host sinks" grep -q "$want" "$TMP/launch0.out"
+for h in 0 1 2; do
+  check "node $h ok" grep -q '"status":"ok"' "$TMP/launch$h.out"
+done
+check "rank 1 says where it is from" grep -q '^\[rank 1\] ' "$TMP/launch1.err"
+
+echo "--- 2. Slurm's variables alone; an intruder with another token"
+slurm_rank() {  # HOST RANK TOKEN OUT
+  on "$1" env -u MASTER_ADDR -u MASTER_PORT SLURM_PROCID="$2" SLURM_NTASKS=3 \
+    SLURM_JOB_NODELIST="$NET.[1-3]" SLURM_JOB_ID=4242 \
+    ACTORFLOW_JOB_TOKEN="$3" "$BIN" run "$PLAN" --no-progress \
+    >"$TMP/$4.out" 2>"$TMP/$4.err"
+}
+slurm_rank 0 0 "$ACTORFLOW_JOB_TOKEN" slurm0 &
+rank0=$!
+slurm_rank 3 1 "another-job" intruder
+check "the intruder's rank is refused" grep -q "another job's token" \
+  "$TMP/intruder.out"
+slurm_rank 1 1 "$ACTORFLOW_JOB_TOKEN" slurm1 &
+slurm_rank 2 2 "$ACTORFLOW_JOB_TOKEN" slurm2 &
+wait
+cat "$TMP/slurm0.out"
+check "Slurm's rank 0 gives the one-host sinks" grep -q "$want" \
+  "$TMP/slurm0.out"
+for r in 1 2; do
+  check "Slurm's rank $r ok" grep -q '"status":"ok"' "$TMP/slurm$r.out"
+done
+
+echo "--- 3. a partition between ranks 1 and 2 mid-run"
+CHAIN=$TMP/chain.pbtxt
+cat >"$CHAIN" <<'PLAN'
+total_piece_num: 1000000
+task {
+  task_id: 1 name: "source" stream { machine_id: 0 stream_index: 0 }
+  kernel { op_type: "source" attr { key: "step" value { f: 1 } } }
+  produced_regst_desc { key: "out" value {
+    regst_desc_id: 10 producer_task_id: 1 consumer_task_id: 2
+    register_num: 2 elem_cnt: 64 } }
+}
+task {
+  task_id: 2 name: "a" stream { machine_id: 1 stream_index: 0 }
+  kernel { op_type: "spin" attr { key: "us" value { i: 1000 } } }
+  consumed_regst_desc_id { key: "in" value { regst_desc_id: 10 } }
+  produced_regst_desc { key: "out" value {
+    regst_desc_id: 20 producer_task_id: 2 consumer_task_id: 3
+    register_num: 2 elem_cnt: 64 } }
+}
+task {
+  task_id: 3 name: "b" stream { machine_id: 2 stream_index: 0 }
+  kernel { op_type: "scale" attr { key: "factor" value { f: 2 } } }
+  consumed_regst_desc_id { key: "in" value { regst_desc_id: 20 } }
+  produced_regst_desc { key: "out" value {
+    regst_desc_id: 30 producer_task_id: 3 consumer_task_id: 4
+    register_num: 2 elem_cnt: 64 } }
+}
+task {
+  task_id: 4 name: "sink" stream { machine_id: 0 stream_index: 1 }
+  kernel { op_type: "checksum" }
+  consumed_regst_desc_id { key: "in" value { regst_desc_id: 30 } }
+}
+PLAN
+PEER=4
+for h in 0 1 2; do
+  on $h "$BIN" run "$CHAIN" --progress --peer-timeout=$PEER \
+    --rank=$h --world-size=3 --master-addr=$NET.1 --master-port=29578 \
+    >"$TMP/part$h.out" 2>"$TMP/part$h.err" &
+done
+# Polls rank 0's progress lines (once a second) until pieces flow.
+for _ in $(seq 300); do
+  grep -q '^progress: [1-9]' "$TMP/part0.err" 2>/dev/null && break
+  sleep 0.1
+done
+check "the chain runs" grep -q '^progress: [1-9]' "$TMP/part0.err"
+cut_at=$(date +%s.%N)
+ip -n "${TAG}h1" route add blackhole "$NET.3/32"
+ip -n "${TAG}h2" route add blackhole "$NET.2/32"
+wait
+took=$(echo "$(date +%s.%N) - $cut_at" | bc)
+echo "every rank ended $took s after the cut (peer timeout $PEER s)"
+for h in 0 1 2; do
+  tail -1 "$TMP/part$h.out"
+  check "rank $h failed" grep -q '"status":"error"' "$TMP/part$h.out"
+  check "rank $h names the lost link" grep -Eq \
+    "lost the link between rank (1 and rank 2|2 and rank 1)" "$TMP/part$h.out"
+done
+check "within 4 peer timeouts" [ "$(echo "$took < 4 * $PEER" | bc)" = 1 ]
+exit $fail
