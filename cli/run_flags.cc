@@ -221,9 +221,10 @@ void DeclareRunFlags(RunFlags* run, FlagSet* flags) {
                 WholeNumber("master-port", &job.master_port, 1, 65535,
                             "a port in 1..65535"));
   flags->Custom("host", "HOST",
-                "the address other ranks reach this one at (default: "
-                "127.0.0.1 when the master address is loopback, else the "
-                "host name)",
+                "the address other ranks reach this one at, and where it "
+                "listens (default: 127.0.0.1 when the master address is "
+                "loopback, else the address of the interface the route to "
+                "the master leaves from)",
                 Host("host", &job.host));
   flags->Custom("peer-timeout", "S",
                 "a rank silent this long is dead: every rank fails, naming it "
