@@ -230,6 +230,16 @@ void DeclareRunFlags(RunFlags* run, FlagSet* flags) {
                 "a rank silent this long is dead: every rank fails, naming it "
                 "(default 30)",
                 Duration("peer-timeout", &job.peer_timeout));
+  flags->Custom("tls-cert", "FILE",
+                "this rank's certificate (PEM) for TLS between ranks; with "
+                "--tls-key and --tls-ca, every connection is mutual TLS",
+                Path("--tls-cert needs a file", &job.tls.cert));
+  flags->Custom("tls-key", "FILE", "the private key of --tls-cert (PEM)",
+                Path("--tls-key needs a file", &job.tls.key));
+  flags->Custom("tls-ca", "FILE",
+                "the CA certificate (PEM) that signed every rank's: peers "
+                "are verified against it",
+                Path("--tls-ca needs a file", &job.tls.ca));
   flags->Custom("join-timeout", "S",
                 "how long rank 0 waits for every rank to join (default 60)",
                 Duration("join-timeout", &job.join_timeout));

@@ -358,9 +358,11 @@ class Remote final : public Coordinator {
         options_(options),
         interval_(HeartbeatInterval(options.peer_timeout)),
         on_failure_(std::move(on_failure)) {
-    channel_ =
-        grpc::CreateCustomChannel(master_, grpc::InsecureChannelCredentials(),
-                                  NetChannelArguments(options.peer_timeout));
+    channel_ = grpc::CreateCustomChannel(
+        master_,
+        options.credentials != nullptr ? options.credentials
+                                       : grpc::InsecureChannelCredentials(),
+        NetChannelArguments(options.peer_timeout));
     stub_ = Control::NewStub(channel_);
   }
 

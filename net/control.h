@@ -31,6 +31,8 @@ struct ControlOptions {
   std::string token;
   // The job's name; a Join that names another is refused.
   std::string job_id;
+  // How ranks reach rank 0 (TLS or plaintext); null: plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
 // Heartbeats go out this often: a tenth of the peer timeout, within

@@ -63,11 +63,14 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
   const std::string fingerprint = PlanFingerprint((*compiled)->plan, pieces);
   compiled->reset();
 
+  absl::StatusOr<JobCredentials> credentials = MakeJobCredentials(config_.tls);
+  if (!credentials.ok()) return credentials.status();
   transport_ = std::make_unique<Transport>(rank, local_.sends, local_.recvs,
-                                           config_.peer_timeout, config_.token);
-  ControlOptions control_options{config_.world_size, config_.join_timeout,
+                                           config_.peer_timeout, config_.token,
+                                           credentials->channel);
+  ControlOptions control_options{config_.world_size,   config_.join_timeout,
                                  config_.peer_timeout, config_.token,
-                                 config_.job_id};
+                                 config_.job_id,       credentials->channel};
   if (rank == 0) {
     control_ = std::make_unique<ControlService>(
         control_options,
@@ -101,7 +104,7 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
           : absl::StrCat(config_.master_addr, ":", config_.master_port);
   int port = 0;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, credentials->server, &port);
   transport_->AddTo(&builder);
   if (control_ != nullptr) builder.RegisterService(control_.get());
   builder.SetMaxReceiveMessageSize(-1);

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "net/job_credentials.h"
 
 namespace actorflow::internal::net {
 
@@ -39,6 +40,8 @@ struct JobConfig {
   // The job's name (ACTORFLOW_JOB_ID, else SLURM_JOB_ID, else
   // TORCHELASTIC_RUN_ID): rank 0 refuses a Join that names another.
   std::string job_id;
+  // TLS between ranks (--tls-cert, --tls-key, --tls-ca); none: plaintext.
+  TlsFiles tls;
 };
 
 // The job as the environment states it. Rank and size come from the first

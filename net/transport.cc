@@ -75,8 +75,13 @@ void AddKeepalive(absl::Duration peer_timeout, grpc::ServerBuilder* builder) {
 
 Transport::Transport(int32_t rank, const std::vector<NetEdge>& sends,
                      const std::vector<NetEdge>& recvs,
-                     absl::Duration explain_within, std::string token)
-    : rank_(rank), token_(std::move(token)), explain_within_(explain_within) {
+                     absl::Duration explain_within, std::string token,
+                     std::shared_ptr<grpc::ChannelCredentials> credentials)
+    : rank_(rank),
+      token_(std::move(token)),
+      credentials_(credentials != nullptr ? std::move(credentials)
+                                          : grpc::InsecureChannelCredentials()),
+      explain_within_(explain_within) {
   for (const NetEdge& edge : sends) {
     auto out = std::make_unique<Outgoing>();
     out->edge = edge;
@@ -281,9 +286,8 @@ absl::Status Transport::Connect(const std::vector<std::string>& addresses,
     const NetEdge& edge = out->edge;
     const std::string& address = addresses.at(edge.dst_rank);
     const absl::Time deadline = absl::Now() + timeout;
-    out->channel =
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                  NetChannelArguments(explain_within_));
+    out->channel = grpc::CreateCustomChannel(
+        address, credentials_, NetChannelArguments(explain_within_));
     const absl::Status cannot = absl::UnavailableError(
         absl::StrCat("rank ", rank_, ": cannot connect to rank ", edge.dst_rank,
                      " at ", address, " within ", absl::FormatDuration(timeout),

@@ -61,9 +61,11 @@ class Transport final {
   // control service reports a dead or silent peer within the peer timeout)
   // before it fails on its own account. `token`: the job's secret, sent on
   // every stream and required of every stream received (empty: none).
+  // `credentials`: how streams are opened (null: plaintext).
   Transport(int32_t rank, const std::vector<NetEdge>& sends,
             const std::vector<NetEdge>& recvs, absl::Duration explain_within,
-            std::string token = "");
+            std::string token = "",
+            std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
   ~Transport();
 
   // Before the job's server starts: registers the service and the
@@ -224,6 +226,7 @@ class Transport final {
 
   const int32_t rank_;
   const std::string token_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   const absl::Duration explain_within_;
   RegisterTransfer::AsyncService service_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;

@@ -455,15 +455,16 @@ TEST_CASE("ranks that loaded different plans are refused, naming them",
 // A client of a job's services that knows its port but not its token.
 class Intruder {
  public:
-  explicit Intruder(int port)
+  explicit Intruder(int port, int deadline_s = 30)
       : channel_(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
-                                     grpc::InsecureChannelCredentials())) {}
+                                     grpc::InsecureChannelCredentials())),
+        deadline_s_(deadline_s) {}
 
   // Each call waits for the server (rank 0 may still be starting).
   void Prepare(grpc::ClientContext* context) {
     context->set_wait_for_ready(true);
     context->set_deadline(std::chrono::system_clock::now() +
-                          std::chrono::seconds(30));
+                          std::chrono::seconds(deadline_s_));
   }
   grpc::Status Join() {
     auto stub = net::Control::NewStub(channel_);
@@ -516,6 +517,7 @@ class Intruder {
 
  private:
   std::shared_ptr<grpc::Channel> channel_;
+  const int deadline_s_;
 };
 
 TEST_CASE("a job's token keeps out forged calls and other jobs' ranks",
@@ -562,6 +564,77 @@ TEST_CASE("a job's token keeps out forged calls and other jobs' ranks",
   CHECK(WaitRank(rank1).exit_code == 0);
   CHECK(WaitRank(rank2).exit_code == 0);
   CHECK(Field(zero.out, "checksum") == Field(whole.last_line, "checksum"));
+}
+
+// A CA, and a certificate it signed for 127.0.0.1, under TEST_TMPDIR/NAME;
+// made with openssl as a user would make them.
+std::string MakeCertificates(const std::string& name) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  const std::string script = absl::StrCat(
+      "mkdir -p '", dir, "' && cd '", dir,
+      "' && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out "
+      "ca.pem -days 2 -subj /CN=",
+      name,
+      "-ca 2>/dev/null && openssl req -newkey rsa:2048 -nodes -keyout "
+      "rank.key -out rank.csr -subj /CN=localhost 2>/dev/null && echo "
+      "subjectAltName=IP:127.0.0.1,DNS:localhost > ext.cnf && openssl x509 "
+      "-req -in rank.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out "
+      "rank.pem -days 2 -extfile ext.cnf 2>/dev/null");
+  REQUIRE(std::system(script.c_str()) == 0);
+  return dir;
+}
+
+std::vector<std::string> TlsFlags(const std::string& dir) {
+  return {"--tls-cert=" + dir + "/rank.pem", "--tls-key=" + dir + "/rank.key",
+          "--tls-ca=" + dir + "/ca.pem"};
+}
+
+TEST_CASE("mutual TLS between ranks: the job runs, strangers are refused",
+          "[net][security]") {
+  const std::string plan =
+      testing::Runfile("examples/plans/three_machines.pbtxt");
+  auto whole = RunCli("launch --nproc=3 '" + plan + "'");
+  REQUIRE(whole.exit_code == 0);
+  const std::string ours = MakeCertificates("tls_ours");
+  const std::string theirs = MakeCertificates("tls_theirs");
+  const std::vector<std::string> flags = TlsFlags(ours);
+  const std::string tls = flags[0] + " " + flags[1] + " " + flags[2];
+  auto launched = RunCli("launch --nproc=3 '" + plan + "' " + tls);
+  INFO(launched.err);
+  CHECK(launched.exit_code == 0);
+  CHECK(Field(launched.last_line, "checksum") ==
+        Field(whole.last_line, "checksum"));
+  // By hand: a plaintext client and a rank whose certificate another CA
+  // signed get nowhere; the job's own ranks finish it.
+  const int port = PortForJob();
+  HandRank rank0 = StartRank(plan, 0, 3, port, flags, "tls_rank0");
+  // A plaintext client never gets a connection (its handshake fails).
+  grpc::Status plain = Intruder(port, /*deadline_s=*/3).Join();
+  CHECK(plain.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+  std::vector<std::string> stranger_flags = TlsFlags(theirs);
+  stranger_flags.push_back("--join-timeout=2");
+  HandRank stranger =
+      StartRank(plan, 1, 3, port, stranger_flags, "tls_stranger");
+  Finished refused = WaitRank(stranger);
+  INFO(refused.out);
+  CHECK(refused.exit_code == 1);
+  CHECK(Contains(refused.out, "cannot reach rank 0"));
+  HandRank rank1 = StartRank(plan, 1, 3, port, flags, "tls_rank1");
+  HandRank rank2 = StartRank(plan, 2, 3, port, flags, "tls_rank2");
+  Finished zero = WaitRank(rank0);
+  INFO(zero.out);
+  CHECK(zero.exit_code == 0);
+  CHECK(WaitRank(rank1).exit_code == 0);
+  CHECK(WaitRank(rank2).exit_code == 0);
+  CHECK(Field(zero.out, "checksum") == Field(whole.last_line, "checksum"));
+  // Half the files, or a file that is not PEM: refused before any rank.
+  auto half = RunCli("launch --nproc=3 '" + plan + "' " + flags[0]);
+  CHECK(half.exit_code == 2);
+  CHECK(Contains(half.last_line, "TLS needs all three of --tls-cert"));
+  auto not_pem = RunCli("launch --nproc=3 '" + plan + "' --tls-cert=" + ours +
+                        "/ext.cnf " + flags[1] + " " + flags[2]);
+  CHECK(not_pem.exit_code == 2);
+  CHECK(Contains(not_pem.last_line, "ext.cnf is not a PEM file"));
 }
 
 TEST_CASE("launch keeps each rank's output in --log-dir and marks its stderr",
