@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -36,8 +37,6 @@ void OnSignal(int signal) { g_signal.store(signal); }
 struct Rank {
   int number = 0;  // in the job
   pid_t pid = -1;
-  int out_fd = -1;
-  int err_fd = -1;
   std::string out;
   std::thread reader;
   std::thread err_reader;
@@ -101,33 +100,42 @@ void WriteAll(int fd, const char* data, size_t size) {
   }
 }
 
-// Reads the rank's stderr until it closes: each line to the terminal with
-// "[rank R] " before it, and as it came to the log (when there is one).
-void RelayStderr(int fd, int rank, int log) {
-  const std::string prefix = absl::StrCat("[rank ", rank, "] ");
-  std::string pending;
+// Reads `fd` until it closes, handing each chunk read to `take` and
+// copying it to `log` (when >= 0); then closes both.
+void Drain(int fd, int log,
+           const std::function<void(absl::string_view)>& take) {
   char buf[4096];
-  auto emit = [&](absl::string_view line) {
-    std::string text = absl::StrCat(prefix, line, "\n");
-    MutexLock lock(&g_stderr_mu);
-    WriteAll(STDERR_FILENO, text.data(), text.size());
-  };
   ssize_t got;
   while ((got = read(fd, buf, sizeof(buf))) > 0 ||
          (got < 0 && errno == EINTR)) {
     if (got <= 0) continue;
     if (log >= 0) WriteAll(log, buf, static_cast<size_t>(got));
-    pending.append(buf, static_cast<size_t>(got));
+    take(absl::string_view(buf, static_cast<size_t>(got)));
+  }
+  close(fd);
+  if (log >= 0) close(log);
+}
+
+// Reads the rank's stderr until it closes: each line to the terminal with
+// "[rank R] " before it, and as it came to the log (when there is one).
+void RelayStderr(int fd, int rank, int log) {
+  const std::string prefix = absl::StrCat("[rank ", rank, "] ");
+  std::string pending;
+  auto emit = [&](absl::string_view line) {
+    std::string text = absl::StrCat(prefix, line, "\n");
+    MutexLock lock(&g_stderr_mu);
+    WriteAll(STDERR_FILENO, text.data(), text.size());
+  };
+  Drain(fd, log, [&](absl::string_view chunk) {
+    pending.append(chunk.data(), chunk.size());
     size_t start = 0, nl;
     while ((nl = pending.find('\n', start)) != std::string::npos) {
       emit(absl::string_view(pending).substr(start, nl - start));
       start = nl + 1;
     }
     pending.erase(0, start);
-  }
+  });
   if (!pending.empty()) emit(pending);
-  close(fd);
-  if (log >= 0) close(log);
 }
 
 // Starts rank `rank` (local rank `local`) as `actorflow run` with its
@@ -184,24 +192,14 @@ bool SpawnRank(const LaunchOptions& options, int port, int local,
     return false;
   }
   rank->pid = pid;
-  rank->out_fd = out_fds[0];
-  rank->err_fd = err_fds[0];
   const int out_log = OpenLog(options.log_dir, rank->number, "out");
   const int err_log = OpenLog(options.log_dir, rank->number, "err");
-  rank->reader = std::thread([rank, out_log] {
-    char buf[4096];
-    ssize_t got;
-    while ((got = read(rank->out_fd, buf, sizeof(buf))) > 0 ||
-           (got < 0 && errno == EINTR)) {
-      if (got <= 0) continue;
-      rank->out.append(buf, got);
-      if (out_log >= 0) WriteAll(out_log, buf, static_cast<size_t>(got));
-    }
-    close(rank->out_fd);
-    if (out_log >= 0) close(out_log);
-  });
+  rank->reader =
+      std::thread(Drain, out_fds[0], out_log, [rank](absl::string_view chunk) {
+        rank->out.append(chunk.data(), chunk.size());
+      });
   rank->err_reader =
-      std::thread(RelayStderr, rank->err_fd, rank->number, err_log);
+      std::thread(RelayStderr, err_fds[0], rank->number, err_log);
   return true;
 }
 
