@@ -85,6 +85,7 @@ void Actor::ReleaseBlock(Register* reg) {
 void Actor::Reset() {
   state_ = State::kActing;
   started_ = false;
+  held_ = false;
   supply_ended_ = false;
   initial_pending_ = lag_ != 0;
   ended_in_ = 0;
@@ -143,6 +144,9 @@ void Actor::ProcessMsg(const ActorMsg& msg) {
           break;
         case ActorCmd::kAsyncFailed:
           OnAsyncFailed();
+          break;
+        case ActorCmd::kEndSupply:
+          EndSupplyAt(msg.piece_id);
           break;
         default:  // kFed: Progress looks at the feed port; kWake
           break;
@@ -258,6 +262,24 @@ void Actor::StartWaiting() {
     }
   }
   if (blocked_ != Blocked::kNone) blocked_since_ns_ = SteadyNowNs();
+}
+
+int64_t Actor::HoldSupply() {
+  if (!in_.empty() || WaitsOnCaller()) return -1;
+  if (!held_) {
+    held_ = true;
+    ++blockers_;
+  }
+  return next_piece_;
+}
+
+void Actor::EndSupplyAt(int64_t piece) {
+  if (!in_.empty() || WaitsOnCaller()) return;
+  piece_end_ = std::min(piece_end_, std::max(next_piece_, piece));
+  if (held_) {
+    held_ = false;
+    --blockers_;
+  }
 }
 
 ActorSnapshot Actor::Snapshot() const {

@@ -183,6 +183,14 @@ class Actor {
   }
   // On this actor's thread.
   ActorSnapshot Snapshot() const;
+  // Stopping a run early at a piece agreed elsewhere (Session::HoldSources,
+  // EndRunAt), on this actor's thread. A plain source acts no more until
+  // EndSupplyAt and returns the first piece it has not begun; any other
+  // actor returns -1.
+  int64_t HoldSupply();
+  // A plain source: this run ends before `piece` (or where the source is,
+  // if past it), and the hold is released.
+  void EndSupplyAt(int64_t piece);
   bool finished() const { return state_ == State::kFinished; }
   // One span per act when ActorEnv::trace is set, in act order; read it
   // after the actor's threads have stopped. Written by one thread: the
@@ -320,6 +328,8 @@ class Actor {
 
   State state_ = State::kActing;
   bool started_ = false;  // kStart received
+  // HoldSupply'd: counted in blockers_ too, so no source acts meanwhile.
+  bool held_ = false;
   bool busy_ = false;
   // Set by a source or feed when it will make no more pieces this run.
   bool supply_ended_ = false;

@@ -32,13 +32,16 @@ enum class ActorCmd : uint8_t {
   kDescribe,      // the session takes a snapshot of the actor (hang report)
   kSaveState,     // the session takes the kernel's state (a checkpoint)
   kRestoreState,  // the session gives the kernel its state back (a restore)
+  kHoldSupply,    // a plain source makes no new piece until kEndSupply
+  kEndSupply,     // a plain source's run ends before piece_id; hold released
 };
 
 // The commands the session handles on the actor's thread (ThreadActors
 // routes them there); every other message goes to the actor itself.
 constexpr bool IsSessionCmd(ActorCmd cmd) {
   return cmd == ActorCmd::kConstruct || cmd == ActorCmd::kDescribe ||
-         cmd == ActorCmd::kSaveState || cmd == ActorCmd::kRestoreState;
+         cmd == ActorCmd::kSaveState || cmd == ActorCmd::kRestoreState ||
+         cmd == ActorCmd::kHoldSupply;
 }
 
 // The only thing actors exchange: small, trivially copyable, no ownership.
@@ -49,7 +52,7 @@ constexpr bool IsSessionCmd(ActorCmd cmd) {
 // and back on each hop (see Register).
 struct ActorMsg {
   Register* reg = nullptr;
-  int64_t piece_id = 0;  // kRegisterReady only
+  int64_t piece_id = 0;  // kRegisterReady; kEndSupply: where the run ends
   int32_t dst = 0;       // dense actor index
   int16_t slot = 0;
   ActorMsgKind kind = ActorMsgKind::kCmd;
@@ -74,6 +77,10 @@ struct ActorMsg {
   }
   static ActorMsg Cmd(int32_t dst, ActorCmd cmd) {
     return ActorMsg{nullptr, 0, dst, 0, ActorMsgKind::kCmd, cmd};
+  }
+  static ActorMsg EndSupply(int32_t dst, int64_t piece) {
+    return ActorMsg{
+        nullptr, piece, dst, 0, ActorMsgKind::kCmd, ActorCmd::kEndSupply};
   }
 };
 

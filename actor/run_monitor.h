@@ -47,6 +47,15 @@ class RunMonitor {
   // What KernelContext::cancelled reads.
   const std::atomic<bool>* aborting_flag() const { return &aborting_; }
 
+  // Session::HoldSources: a plain source leaves its loop of acts at the
+  // next piece (an act's consumers on its own thread can keep it in that
+  // loop for the whole run, so a message alone would never reach it). The
+  // source's own hold (Actor::HoldSupply) then keeps it stopped.
+  void SetHolding(bool holding) {
+    holding_.store(holding, std::memory_order_relaxed);
+  }
+  bool holding() const { return holding_.load(std::memory_order_relaxed); }
+
   void OnActorFinished() { running_.Decrement(); }
   BlockingCounter& running() { return running_; }
 
@@ -59,6 +68,7 @@ class RunMonitor {
   BlockingCounter running_;
   const std::function<void(const absl::Status&)> on_failure_;
   std::atomic<bool> aborting_{false};
+  std::atomic<bool> holding_{false};
   mutable Mutex mu_;
   absl::Status first_error_ ABSL_GUARDED_BY(mu_);
 };

@@ -17,7 +17,8 @@ class SourceActor final : public Base {
  private:
   void Drive() override {
     while (this->Unblocked() && this->started_ &&
-           this->next_piece_ < this->piece_end_ && this->GateOpen()) {
+           this->next_piece_ < this->piece_end_ &&
+           !this->env_.monitor->holding() && this->GateOpen()) {
       if (!this->Act(this->next_piece_)) break;
       ++this->next_piece_;
     }

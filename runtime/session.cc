@@ -37,6 +37,12 @@ absl::StatusOr<RunStats> Session::Wait() { return impl_->Wait(); }
 bool Session::running() const { return impl_->running(); }
 RunProgress Session::Progress() const { return impl_->Progress(); }
 
+absl::StatusOr<int64_t> Session::HoldSources(absl::Duration timeout) {
+  return impl_->HoldSources(timeout);
+}
+
+absl::Status Session::EndRunAt(int64_t piece) { return impl_->EndRunAt(piece); }
+
 absl::Status Session::Feed(absl::string_view name, const Tensor& tensor) {
   return impl_->Feed(name, tensor);
 }

@@ -740,6 +740,10 @@ void SessionImpl::Handle(const ActorMsg& msg) {
     case ActorCmd::kRestoreState:
       HandleState(msg.dst, msg.cmd == ActorCmd::kSaveState);
       return;
+    case ActorCmd::kHoldSupply:
+      held_at_[msg.dst] = actors_[msg.dst]->HoldSupply();
+      holding_.Decrement();
+      return;
     case ActorCmd::kConstruct:
       Construct(msg.dst);
       return;
@@ -821,6 +825,7 @@ absl::Status SessionImpl::StartLocked(int64_t pieces,
   }
   for (int a = 0; a < n; ++a) acts_before_[a] = actors_[a]->act_count();
   monitor_->StartRun(n);
+  monitor_->SetHolding(false);  // a hold never ended belongs to the last run
   // Every actor is reset before any source starts, so no register can reach
   // an actor still finished from the last run.
   resetting_.Reset(n);

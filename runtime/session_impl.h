@@ -60,6 +60,8 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   absl::StatusOr<RunStats> Wait();
   bool running() const;
   RunProgress Progress() const;
+  absl::StatusOr<int64_t> HoldSources(absl::Duration timeout);
+  absl::Status EndRunAt(int64_t piece);
 
   absl::Status Feed(absl::string_view name, const Tensor& tensor);
   absl::Status TryFeed(absl::string_view name, const Tensor& tensor);
@@ -188,6 +190,11 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   std::vector<std::optional<ActorSnapshot>> snapshots_;
   std::unique_ptr<std::atomic<bool>[]> snapshot_taken_;
   BlockingCounter describing_{0};
+  // HoldSources: slot a is written on actor a's thread (HoldSupply's
+  // answer), then holding_ counted down; hold_mu_ keeps one hold at a time.
+  Mutex hold_mu_;
+  std::vector<int64_t> held_at_;
+  BlockingCounter holding_{0};
   // Checkpoints: slot a is written on actor a's thread, then stating_
   // counted down; read once the count is zero. state_mu_ keeps one
   // Snapshot or Restore at a time.

@@ -434,6 +434,59 @@ TEST_CASE("snapshots taken as a run goes by equal those taken at rest",
   CHECK(absl::IsInvalidArgument(session->Start(10, {10})));
 }
 
+// Two sources on their own streams, added: they hold at different pieces.
+Plan TwoSources() {
+  TaskDef a{.name = "a", .op_type = "source", .elem_cnt = 4};
+  TaskDef b{.name = "b", .op_type = "source", .elem_cnt = 4};
+  b.stream_index = 1;
+  TaskDef add{.name = "add", .op_type = "add", .inputs = {"a", "b"}};
+  add.stream_index = 2;
+  add.elem_cnt = 4;
+  TaskDef sink{.name = "sink", .op_type = "checksum", .inputs = {"add"}};
+  sink.has_output = false;
+  return MustBuild({a, b, add, sink}, 0);
+}
+
+TEST_CASE("a run held and ended at an agreed piece is a run of that many",
+          "[checkpoint]") {
+  for (const Plan& plan : {Chain(2.0), TwoSources()}) {
+    auto a = MustCreate(plan);
+    // Between runs the frontier is where the next run starts.
+    REQUIRE_OK(a->Run(10).status());
+    absl::StatusOr<int64_t> idle = a->HoldSources();
+    REQUIRE_OK(idle.status());
+    CHECK(*idle == 10);
+    REQUIRE_OK(a->Start(10000000));
+    absl::StatusOr<int64_t> frontier = a->HoldSources();
+    REQUIRE_OK(frontier.status());
+    CHECK(*frontier >= 10);
+    // Held: no source goes past the frontier while the plan drains.
+    const int64_t cut = *frontier + 3;
+    REQUIRE_OK(a->EndRunAt(cut));
+    absl::StatusOr<RunStats> ran = a->Wait();
+    REQUIRE_OK(ran.status());
+    CHECK(ran->pieces == cut - 10);
+    CHECK(a->next_piece() == cut);
+    auto b = MustCreate(plan);
+    REQUIRE_OK(b->Run(cut).status());
+    CHECK(a->Sinks().at("sink").pieces == cut);
+    CHECK(a->Sinks().at("sink").checksum == b->Sinks().at("sink").checksum);
+    // The session goes on from the cut.
+    REQUIRE_OK(a->Run(5).status());
+    REQUIRE_OK(b->Run(5).status());
+    CHECK(a->Sinks().at("sink").checksum == b->Sinks().at("sink").checksum);
+  }
+  // A cut past a snapshot the run still takes is refused.
+  auto c = MustCreate(Chain(2.0));
+  REQUIRE_OK(c->Start(1000, {900}));
+  absl::StatusOr<int64_t> held = c->HoldSources();
+  REQUIRE_OK(held.status());
+  CHECK(absl::IsFailedPrecondition(c->EndRunAt(*held)));
+  REQUIRE_OK(c->EndRunAt(1000));  // the run's own end: released
+  REQUIRE_OK(c->TakeSnapshot(900).status());
+  REQUIRE_OK(c->Wait().status());
+}
+
 TEST_CASE("a restore that a kernel refuses fails the session, naming it",
           "[checkpoint]") {
   const std::string root = testing::TestTempDir("ckpt_refused");

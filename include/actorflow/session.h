@@ -271,6 +271,22 @@ class Session final {
   // Any thread, any time: how far the current (or last) run has got.
   RunProgress Progress() const;
 
+  // Ending a run early at a piece agreed with others (a multi-machine job
+  // preempted: docs/multi_process.md). Any thread; a plan without feeds.
+  // HoldSources: every plain source of the run in progress finishes the
+  // piece it is making and makes no other until EndRunAt; the rest of the
+  // plan goes on draining. Returns the first piece that no source has
+  // begun (between runs: next_piece()). DeadlineExceeded when a source's
+  // kernel has not returned within `timeout` (it stays held).
+  absl::StatusOr<int64_t> HoldSources(
+      absl::Duration timeout = absl::Seconds(10));
+  // The run in progress ends before `piece`, which must be at least what
+  // HoldSources returned: every source makes the pieces below it, the run
+  // drains, and Wait reports those pieces. Releases the hold. Refused when
+  // a snapshot cut of the run (Start) lies at or past `piece`. Between
+  // runs: nothing to end.
+  absl::Status EndRunAt(int64_t piece);
+
   // Copies `tensor` into a free register of feed task `name` and sends it
   // on as the feed's next piece. The tensor must have the blob's data type
   // and rank, and its shape (a dynamic blob: no dimension above it).
