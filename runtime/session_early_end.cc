@@ -52,6 +52,9 @@ absl::Status SessionImpl::EndRunAt(int64_t piece) {
   // Past the run's end: the hold is released all the same.
   piece = std::min(piece, next_piece_ + pieces_);
   pieces_ = piece - next_piece_;
+  // Every source is held on its own until its kEndSupply, which must find
+  // the flag down: nothing else may wake the source after it.
+  monitor_->SetHolding(false);
   for (int a = 0; a < static_cast<int>(actors_.size()); ++a) {
     absl::Status sent = bus_->Send(ActorMsg::EndSupply(a, piece));
     if (!sent.ok()) {
@@ -61,8 +64,6 @@ absl::Status SessionImpl::EndRunAt(int64_t piece) {
       return sent;
     }
   }
-  // Every source is held on its own until its kEndSupply.
-  monitor_->SetHolding(false);
   return absl::OkStatus();
 }
 
