@@ -18,6 +18,9 @@ namespace actorflow::internal::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRunFailed = 1;
 inline constexpr int kExitInvalid = 2;
+// A job stopped by SIGTERM/SIGUSR1 at an agreed cut (checkpointed there
+// with --checkpoint-dir): resume it with --resume.
+inline constexpr int kExitPreempted = 3;
 
 // One command of `actorflow` (run, validate, ...). Its constructor declares
 // its flags on flags(), once: they parse the command line and make its

@@ -137,6 +137,7 @@ class LaunchCommand : public Command {
     options.max_restarts = static_cast<int>(max_restarts_);
     options.backoff_scale = backoff_scale_;
     options.checkpoints = run_.checkpoints();
+    options.preempt_grace = absl::Seconds(run_.preempt_grace_s);
     if (flags().given("master-port")) {
       options.master_port = run_.job.master_port;
     } else if (nnodes_ > 1) {

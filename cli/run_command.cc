@@ -20,6 +20,7 @@
 #include "actorflow/session.h"
 #include "cli/command.h"
 #include "cli/commands.h"
+#include "cli/preempt_signals.h"
 #include "cli/run_flags.h"
 #include "cli/run_report.h"
 #include "diagnosis/chrome_trace.h"
@@ -108,12 +109,17 @@ absl::StatusOr<RunStats> RunInChunks(
     if (session != nullptr && trace != nullptr) {
       AddTrace(session->trace(), trace);
     }
-    done += n;
+    done += stats->pieces;
     absl::Status saved = checkpoint();
     if (!saved.ok()) return saved;
+    if (stats->pieces < n) break;  // the job's cut: preempted
   }
   return all;
 }
+
+// A job stopped at its cut: what the JSON line says of it (the fields
+// after the status); null: it was not preempted.
+using PreemptedFn = std::function<Json()>;
 
 // Runs `run` on `session` (with the progress line) and prints the result:
 // the JSON line, with `fields` ("rank", ...) after the status.
@@ -121,7 +127,8 @@ int RunSession(const std::string& path, Session* session, const RunFlags& flags,
                const Json& fields,
                const std::function<absl::StatusOr<RunStats>()>& run,
                const std::function<absl::Status()>& after = nullptr,
-               const RunTrace* trace = nullptr) {
+               const RunTrace* trace = nullptr,
+               const PreemptedFn& preempted = nullptr) {
   std::optional<ProgressLine> progress;
   const bool terminal = isatty(STDERR_FILENO) == 1;
   const bool forced = flags.progress_on && !flags.progress_off;
@@ -161,7 +168,11 @@ int RunSession(const std::string& path, Session* session, const RunFlags& flags,
   std::fprintf(stderr, "actorflow: %s: %lld pieces, %lld acts in %.3f ms\n",
                path.c_str(), static_cast<long long>(result->pieces),
                static_cast<long long>(result->acts), result->wall_ms);
-  Json line = StatusLine("ok", fields);
+  const Json stopped = preempted ? preempted() : Json();
+  Json line = StatusLine(stopped.is_null() ? "ok" : "preempted", fields);
+  if (!stopped.is_null()) {
+    for (const auto& [key, value] : stopped.items()) line[key] = value;
+  }
   line["pieces"] = result->pieces;
   line["wall_ms"] = JsonRounded(result->wall_ms, 3);
   line["sinks"] = std::move(sinks);
@@ -172,7 +183,7 @@ int RunSession(const std::string& path, Session* session, const RunFlags& flags,
     }
   }
   PrintJsonLine(line);
-  return kExitOk;
+  return stopped.is_null() ? kExitOk : kExitPreempted;
 }
 
 // Pieces [start, total) as one run that takes a snapshot at every multiple
@@ -243,7 +254,8 @@ absl::Status PastTheEnd(int64_t start, int64_t pieces) {
 }
 
 // One process of a multi-machine job: joins, runs its share, waits for
-// every rank.
+// every rank. SIGTERM and SIGUSR1 preempt the whole job (see
+// --preempt-grace).
 int RunJob(const std::string& path, Plan plan, RunFlags flags,
            SessionOptions options) {
   const net::JobConfig& job_config = flags.job;
@@ -254,6 +266,7 @@ int RunJob(const std::string& path, Plan plan, RunFlags flags,
   }
   const int64_t pieces =
       flags.pieces >= 0 ? flags.pieces : plan.total_piece_num();
+  PreemptSignals signals;  // from before the join: none is lost
   absl::StatusOr<std::unique_ptr<net::Job>> job =
       net::Job::Create(plan, pieces, job_config, std::move(options));
   if (!job.ok()) {
@@ -262,22 +275,60 @@ int RunJob(const std::string& path, Plan plan, RunFlags flags,
     }
     return RunFailed("", job.status(), prefix);
   }
-  if (!flags.checkpoints()) {
-    return RunSession(
-        path, (*job)->session(), flags, prefix,
-        [&] { return (*job)->Run(pieces); }, [&] { return (*job)->Finish(); });
-  }
   net::Job* running = job->get();
+  const absl::Duration grace = absl::Seconds(flags.preempt_grace_s);
+  signals.Watch(
+      [running](const std::string& why) {
+        std::fprintf(stderr,
+                     "actorflow: rank %d: %s: preempting the job at a cut\n",
+                     running->config().rank, why.c_str());
+        running->Preempt(why);
+      },
+      grace,
+      [running, grace] {
+        running->Abort(absl::DeadlineExceededError(absl::StrCat(
+            "rank ", running->config().rank, ": preempted (",
+            running->preempt_reason(),
+            "), but the job did not reach its cut and checkpoint within "
+            "--preempt-grace=",
+            absl::FormatDuration(grace))));
+      });
+  const bool checkpoints = flags.checkpoints();
+  const PreemptedFn preempted = [&]() -> Json {
+    const int64_t cut = running->preempted_at();
+    if (cut < 0) return Json();
+    Json fields = {{"preempted_at", cut},
+                   {"reason", running->preempt_reason()}};
+    std::fprintf(stderr,
+                 "actorflow: rank %d: preempted (%s): stopped before piece "
+                 "%lld%s\n",
+                 running->config().rank, running->preempt_reason().c_str(),
+                 static_cast<long long>(cut),
+                 checkpoints ? "; checkpointed there, run again with --resume"
+                             : "; nothing saved (no --checkpoint-dir)");
+    if (checkpoints) fields["checkpoint"] = cut;
+    return fields;
+  };
+  int code;
+  if (!checkpoints) {
+    code = RunSession(
+        path, running->session(), flags, prefix,
+        [&] { return running->Run(pieces); }, [&] { return running->Finish(); },
+        nullptr, preempted);
+    signals.Stop();
+    return code;
+  }
   const int64_t start = std::max<int64_t>(running->resumed_from(), 0);
   if (flags.resume) {
     ReportResume(flags.checkpoint_dir, start, running->config().rank);
     prefix["resumed_from"] = start;
   }
   if (start > pieces) {
+    signals.Stop();
     return RunFailed("", PastTheEnd(start, pieces), prefix);
   }
   RunTrace trace;
-  return RunSession(
+  code = RunSession(
       path, running->session(), flags, prefix,
       [&] {
         return RunInChunks(
@@ -286,7 +337,9 @@ int RunJob(const std::string& path, Plan plan, RunFlags flags,
             [&] { return running->Checkpoint(flags.keep_last).status(); },
             flags.trace_path.empty() ? nullptr : &trace);
       },
-      [&] { return running->Finish(); }, &trace);
+      [&] { return running->Finish(); }, &trace, preempted);
+  signals.Stop();
+  return code;
 }
 
 // One compile (each kernel's Init runs once), one run.

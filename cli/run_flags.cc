@@ -240,6 +240,16 @@ void DeclareRunFlags(RunFlags* run, FlagSet* flags) {
                 "the CA certificate (PEM) that signed every rank's: peers "
                 "are verified against it",
                 Path("--tls-ca needs a file", &job.tls.ca));
+  flags->Custom(
+      "preempt-grace", "S",
+      "in a job, SIGTERM or SIGUSR1 to any rank preempts the whole job: "
+      "every rank ends its run at one agreed piece, checkpoints there "
+      "(with --checkpoint-dir) and exits with status 3; a run resumed "
+      "from that checkpoint ends bit for bit as one never stopped. If "
+      "that takes longer than S seconds (default 25: keep it under your "
+      "scheduler's, such as Slurm's KillWait or Kubernetes' "
+      "terminationGracePeriodSeconds), the job fails instead (exit 1)",
+      Seconds("preempt-grace", 1e6, &run->preempt_grace_s));
   flags->Custom("join-timeout", "S",
                 "how long rank 0 waits for every rank to join (default 60)",
                 Duration("join-timeout", &job.join_timeout));

@@ -31,6 +31,9 @@ struct RunFlags {
   int64_t checkpoint_every = 0;
   bool resume = false;
   int keep_last = 0;
+  // SIGTERM/SIGUSR1 to a rank: how long the job may take to reach its cut,
+  // checkpoint and exit before it gives up (exit 1).
+  double preempt_grace_s = 25;
 
   bool checkpoints() const { return !checkpoint_dir.empty(); }
 };

@@ -35,9 +35,11 @@ absl::Duration HeartbeatInterval(absl::Duration peer_timeout) {
 
 // ---------------------------------------------------------------- master
 
-ControlService::ControlService(ControlOptions options, FailureFn on_failure)
+ControlService::ControlService(ControlOptions options, FailureFn on_failure,
+                               PreemptHandlers preempt)
     : options_(options),
       on_failure_(std::move(on_failure)),
+      preempt_handlers_(std::move(preempt)),
       interval_(HeartbeatInterval(options.peer_timeout)) {
   const int n = options_.world_size;
   MutexLock lock(&mu_);
@@ -47,6 +49,7 @@ ControlService::ControlService(ControlOptions options, FailureFn on_failure)
   watching_.assign(n, false);
   left_.assign(n, false);
   watchers_.resize(n);
+  held_at_.assign(n, -1);
   join_deadline_ = absl::Now() + options_.join_timeout;
   ticker_ = std::thread([this] { Tick(); });
 }
@@ -81,6 +84,44 @@ void ControlService::Fail(int32_t rank, const std::string& message) {
   if (rank != 0 && on_failure_) on_failure_(status);
 }
 
+void ControlService::Preempt(const std::string& why) {
+  {
+    MutexLock lock(&mu_);
+    if (!failure_.ok() || !preempt_.empty() || stopping_) return;
+    preempt_ = why;
+    changed_.SignalAll();  // the ticker tells every rank now
+  }
+  if (preempt_handlers_.hold) preempt_handlers_.hold(why);
+  MaybeDecideCut();  // every other rank may have left already
+}
+
+void ControlService::Held(int32_t rank, int64_t piece) {
+  {
+    MutexLock lock(&mu_);
+    if (preempt_.empty() || held_at_[rank] >= 0) return;
+    held_at_[rank] = piece;
+  }
+  MaybeDecideCut();
+}
+
+void ControlService::MaybeDecideCut() {
+  int64_t cut = -1;
+  {
+    MutexLock lock(&mu_);
+    if (preempt_.empty() || cut_ >= 0 || !failure_.ok()) return;
+    int64_t largest = 0;
+    for (int32_t r = 0; r < options_.world_size; ++r) {
+      // A rank that left has run every piece: no cut can stop it.
+      const int64_t at = left_[r] ? INT64_MAX : held_at_[r];
+      if (at < 0) return;
+      largest = std::max(largest, at);
+    }
+    cut_ = cut = largest;
+    changed_.SignalAll();
+  }
+  if (preempt_handlers_.cut) preempt_handlers_.cut(cut);
+}
+
 void ControlService::Tick() {
   MutexLock lock(&mu_);
   while (!stopping_) {
@@ -100,6 +141,11 @@ void ControlService::Tick() {
     Event event;
     event.set_failed_rank(failed_rank_);
     event.set_failure(std::string(failure_.message()));
+    event.set_preempt(preempt_);
+    if (cut_ >= 0) {
+      event.set_cut_decided(true);
+      event.set_cut(cut_);
+    }
     std::vector<std::shared_ptr<Watcher>> watchers = watchers_;
     mu_.Unlock();
     if (!silent.empty()) {
@@ -297,14 +343,18 @@ grpc::Status ControlService::Watch(
     last_heard_[rank] = absl::Now();
   }
   while (stream->Read(&beat)) {
+    bool left = false;
     {
       MutexLock lock(&mu_);
       last_heard_[rank] = absl::Now();
-      if (beat.done()) left_[rank] = true;
+      if (beat.done() && !left_[rank]) left_[rank] = left = true;
     }
     if (!beat.failure().empty()) {
       Fail(rank, absl::StrCat("rank ", rank, " failed: ", beat.failure()));
     }
+    if (!beat.preempt().empty()) Preempt(beat.preempt());
+    if (beat.held()) Held(rank, beat.held_at());
+    if (left) MaybeDecideCut();
   }
   {
     MutexLock write(&watcher->write_mu);
@@ -342,6 +392,10 @@ class Local final : public Coordinator {
     service_->Fail(0, absl::StrCat("rank 0 failed: ", status.message()));
   }
   void Leave() override {}
+  void RequestPreempt(const std::string& why) override {
+    service_->Preempt(why);
+  }
+  void ReportHeld(int64_t piece) override { service_->Held(0, piece); }
 
  private:
   ControlService* service_;
@@ -352,12 +406,13 @@ class Local final : public Coordinator {
 class Remote final : public Coordinator {
  public:
   Remote(std::string master, int32_t rank, ControlOptions options,
-         FailureFn on_failure)
+         FailureFn on_failure, PreemptHandlers preempt)
       : master_(std::move(master)),
         rank_(rank),
         options_(options),
         interval_(HeartbeatInterval(options.peer_timeout)),
-        on_failure_(std::move(on_failure)) {
+        on_failure_(std::move(on_failure)),
+        preempt_handlers_(std::move(preempt)) {
     channel_ = grpc::CreateCustomChannel(
         master_,
         options.credentials != nullptr ? options.credentials
@@ -426,6 +481,22 @@ class Remote final : public Coordinator {
 
   void Leave() override { Close(/*goodbye=*/true); }
 
+  // Both go out with every beat from now on (rank 0 takes the first), and
+  // the ticker sends one at once.
+  void RequestPreempt(const std::string& why) override {
+    MutexLock lock(&mu_);
+    if (!preempt_.empty()) return;
+    preempt_ = why;
+    changed_.SignalAll();
+  }
+
+  void ReportHeld(int64_t piece) override {
+    MutexLock lock(&mu_);
+    held_ = true;
+    held_at_ = piece;
+    changed_.SignalAll();
+  }
+
  private:
   // Stops the ticker and ends the Watch stream, either with a last beat
   // that says "done" or by cancelling it. The last beat carries this rank's
@@ -493,6 +564,14 @@ class Remote final : public Coordinator {
       if (!event.failure().empty()) {
         Notify(absl::AbortedError(event.failure()));
       }
+      if (!event.preempt().empty() && !told_hold_) {
+        told_hold_ = true;  // this thread's own
+        if (preempt_handlers_.hold) preempt_handlers_.hold(event.preempt());
+      }
+      if (event.cut_decided() && !told_cut_) {
+        told_cut_ = true;
+        if (preempt_handlers_.cut) preempt_handlers_.cut(event.cut());
+      }
     }
     bool stopping;
     {
@@ -515,6 +594,9 @@ class Remote final : public Coordinator {
       Beat beat;
       beat.set_rank(rank_);
       beat.set_failure(report_);
+      beat.set_preempt(preempt_);
+      beat.set_held(held_);
+      beat.set_held_at(held_at_);
       const absl::Duration silent = absl::Now() - last_heard_;
       mu_.Unlock();
       {
@@ -549,6 +631,10 @@ class Remote final : public Coordinator {
   const ControlOptions options_;
   const absl::Duration interval_;
   const FailureFn on_failure_;
+  const PreemptHandlers preempt_handlers_;
+  // Read()'s own: each handler once.
+  bool told_hold_ = false;
+  bool told_cut_ = false;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<Control::Stub> stub_;
   grpc::ClientContext watch_context_;
@@ -562,7 +648,10 @@ class Remote final : public Coordinator {
   CondVar changed_;
   absl::Time last_heard_ ABSL_GUARDED_BY(mu_);
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
-  std::string report_ ABSL_GUARDED_BY(mu_);  // this rank's failure, to send
+  std::string report_ ABSL_GUARDED_BY(mu_);   // this rank's failure, to send
+  std::string preempt_ ABSL_GUARDED_BY(mu_);  // why this rank was stopped
+  bool held_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t held_at_ ABSL_GUARDED_BY(mu_) = 0;
   grpc::ClientContext* barrier_context_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool notified_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
@@ -577,8 +666,9 @@ std::unique_ptr<Coordinator> LocalCoordinator(ControlService* service) {
 
 absl::StatusOr<std::unique_ptr<Coordinator>> ConnectToMaster(
     const std::string& master, int32_t rank, ControlOptions options,
-    FailureFn on_failure) {
-  return std::make_unique<Remote>(master, rank, options, std::move(on_failure));
+    FailureFn on_failure, PreemptHandlers preempt) {
+  return std::make_unique<Remote>(master, rank, options, std::move(on_failure),
+                                  std::move(preempt));
 }
 
 }  // namespace actorflow::internal::net

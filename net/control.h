@@ -42,6 +42,16 @@ absl::Duration HeartbeatInterval(absl::Duration peer_timeout);
 // Called once with the job's failure, on whichever thread learns of it.
 using FailureFn = std::function<void(const absl::Status&)>;
 
+// Preemption as one process hears of it, each once, on a gRPC or ticker
+// thread (they must not block): `hold` (why the job stops) asks it to hold
+// its sources and report where (Coordinator::ReportHeld); `cut` is the
+// piece every rank agreed to end before (INT64_MAX: some rank had already
+// finished, so the job runs to its end).
+struct PreemptHandlers {
+  std::function<void(const std::string& why)> hold;
+  std::function<void(int64_t cut)> cut;
+};
+
 // What one process of a job needs from rank 0: the address exchange, the
 // plan check, barriers, and word of any failure. Rank 0 gets it in process,
 // the other ranks over gRPC.
@@ -56,16 +66,26 @@ class Coordinator {
   virtual void ReportFailure(const absl::Status& status) = 0;
   // This process is done (after the last barrier) and leaves.
   virtual void Leave() = 0;
+  // This process was told to stop (a signal): the whole job stops at a cut.
+  virtual void RequestPreempt(const std::string& why) = 0;
+  // This process holds its sources; none has begun `piece`.
+  virtual void ReportHeld(int64_t piece) = 0;
 };
 
 // Rank 0's Control service. A ticker thread sends every rank a heartbeat
 // (with the job's failure, once there is one) each HeartbeatInterval and
 // fails the job when a rank's heartbeats stop for the peer timeout; a rank
 // whose Watch stream breaks before it said it was done has died.
+//
+// Preemption: the first rank to ask makes every rank hold its sources; once
+// each said where, the cut is the largest of those pieces (no source has
+// gone past it, so every rank can still end its run exactly there). A state
+// change goes out at once, not at the next tick.
 class ControlService final : public Control::Service {
  public:
   // `on_failure`: rank 0's own process learning of the job's failure.
-  ControlService(ControlOptions options, FailureFn on_failure);
+  ControlService(ControlOptions options, FailureFn on_failure,
+                 PreemptHandlers preempt = {});
   ~ControlService() override;
 
   grpc::Status Join(grpc::ServerContext* context, const JoinRequest* request,
@@ -81,6 +101,8 @@ class ControlService final : public Control::Service {
   absl::Status BarrierRank(int32_t rank, const std::string& name);
   // `rank` failed with `message` (its own words, or rank 0's about it).
   void Fail(int32_t rank, const std::string& message);
+  void Preempt(const std::string& why);
+  void Held(int32_t rank, int64_t piece);
   // Waits until every other rank has left (its Watch stream ended), at
   // most `timeout`: rank 0 serves until then.
   void WaitForRanksToLeave(absl::Duration timeout);
@@ -95,12 +117,15 @@ class ControlService final : public Control::Service {
     grpc::ServerContext* context = nullptr;
   };
   void Tick();
+  // Every rank held (or had left): the cut, told to rank 0's process.
+  void MaybeDecideCut() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status FailureLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return failure_;
   }
 
   const ControlOptions options_;
   const FailureFn on_failure_;
+  const PreemptHandlers preempt_handlers_;
   const absl::Duration interval_;
 
   mutable Mutex mu_;
@@ -115,6 +140,9 @@ class ControlService final : public Control::Service {
   std::vector<std::shared_ptr<Watcher>> watchers_ ABSL_GUARDED_BY(mu_);
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   int32_t failed_rank_ ABSL_GUARDED_BY(mu_) = -1;
+  std::string preempt_ ABSL_GUARDED_BY(mu_);  // why; empty: not preempted
+  std::vector<int64_t> held_at_ ABSL_GUARDED_BY(mu_);  // -1: not yet
+  int64_t cut_ ABSL_GUARDED_BY(mu_) = -1;              // -1: not decided
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread ticker_;
 };
@@ -132,7 +160,7 @@ std::unique_ptr<Coordinator> LocalCoordinator(ControlService* service);
 // rank's, or rank 0 silent for the peer timeout or gone.
 absl::StatusOr<std::unique_ptr<Coordinator>> ConnectToMaster(
     const std::string& master, int32_t rank, ControlOptions options,
-    FailureFn on_failure);
+    FailureFn on_failure, PreemptHandlers preempt = {});
 
 }  // namespace actorflow::internal::net
 

@@ -71,10 +71,13 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
   ControlOptions control_options{config_.world_size,   config_.join_timeout,
                                  config_.peer_timeout, config_.token,
                                  config_.job_id,       credentials->channel};
+  PreemptHandlers preempt{[this](const std::string& why) { OnHold(why); },
+                          [this](int64_t cut) { OnCut(cut); }};
   if (rank == 0) {
     control_ = std::make_unique<ControlService>(
         control_options,
-        [this](const absl::Status& status) { OnFailure(status, false); });
+        [this](const absl::Status& status) { OnFailure(status, false); },
+        preempt);
   }
   // Every rank listens where it is reached, never on every interface.
   std::string host = config_.host;
@@ -129,10 +132,12 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
     absl::StatusOr<std::unique_ptr<Coordinator>> remote = ConnectToMaster(
         absl::StrCat(config_.master_addr, ":", config_.master_port), rank,
         control_options,
-        [this](const absl::Status& status) { OnFailure(status, false); });
+        [this](const absl::Status& status) { OnFailure(status, false); },
+        preempt);
     if (!remote.ok()) return remote.status();
     coordinator_ = std::move(*remote);
   }
+  preempter_ = std::thread([this] { HoldAndEndAtCut(); });
   JoinRequest join;
   join.set_rank(rank);
   join.set_world_size(config_.world_size);
@@ -198,6 +203,7 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
         return restored;
       }
     }
+    MutexLock lock(&preempt_mu_);
     next_piece_ = resumed_from_;
   }
   absl::Status connected = transport_->Connect(addresses, config_.join_timeout);
@@ -216,6 +222,11 @@ void Job::OnFailure(const absl::Status& status, bool local) {
     failure_ = status;
     session = live_session_;
   }
+  {
+    MutexLock lock(&preempt_mu_);
+    failed_ = true;
+    preempt_changed_.SignalAll();
+  }
   if (local && coordinator_ != nullptr) coordinator_->ReportFailure(status);
   // The session first: the transfer kernels that Fail wakes then fail
   // second, and the run reports the job's failure rather than theirs.
@@ -223,17 +234,129 @@ void Job::OnFailure(const absl::Status& status, bool local) {
   if (transport_ != nullptr) transport_->Fail(status);
 }
 
+void Job::Preempt(const std::string& why) {
+  coordinator_->RequestPreempt(absl::StrCat(why, " to rank ", config_.rank));
+}
+
+void Job::OnHold(const std::string& why) {
+  MutexLock lock(&preempt_mu_);
+  if (!preempt_why_.empty()) return;
+  preempt_why_ = why;
+  preempt_changed_.SignalAll();
+}
+
+void Job::OnCut(int64_t cut) {
+  MutexLock lock(&preempt_mu_);
+  if (cut_ >= 0) return;
+  cut_ = cut;
+  preempt_changed_.SignalAll();
+}
+
+// The preempter thread: at most one hold and one cut per job.
+void Job::HoldAndEndAtCut() {
+  bool running = false;
+  int64_t frontier = 0;
+  {
+    MutexLock lock(&preempt_mu_);
+    while ((preempt_why_.empty() || starting_) && !stopping_ && !failed_) {
+      preempt_changed_.Wait(&preempt_mu_);
+    }
+    if (stopping_ || failed_) return;
+    running = run_in_progress_;
+    frontier = next_piece_;
+  }
+  if (running) {
+    // A source inside a long act answers when it returns; a peer timeout
+    // is as long as the job waits for any rank.
+    absl::StatusOr<int64_t> held = session_->HoldSources(config_.peer_timeout);
+    if (!held.ok()) {
+      OnFailure(absl::Status(held.status().code(),
+                             absl::StrCat("rank ", config_.rank,
+                                          ": preempted (", preempt_reason(),
+                                          "), but ", held.status().message())),
+                true);
+      return;
+    }
+    frontier = *held;
+  }
+  coordinator_->ReportHeld(frontier);
+  int64_t cut = 0;
+  {
+    MutexLock lock(&preempt_mu_);
+    while (cut_ < 0 && !stopping_ && !failed_) {
+      preempt_changed_.Wait(&preempt_mu_);
+    }
+    if (stopping_ || failed_) return;
+    cut = cut_;
+  }
+  if (running) {
+    absl::Status ended = session_->EndRunAt(cut);
+    if (!ended.ok()) OnFailure(ended, true);
+  }
+}
+
+bool Job::starting() const {
+  MutexLock lock(&preempt_mu_);
+  return starting_;
+}
+
+int64_t Job::next_piece() const {
+  MutexLock lock(&preempt_mu_);
+  return next_piece_;
+}
+
+int64_t Job::preempted_at() const {
+  MutexLock lock(&preempt_mu_);
+  return ran_to_cut_ ? cut_ : -1;
+}
+
+std::string Job::preempt_reason() const {
+  MutexLock lock(&preempt_mu_);
+  return preempt_why_;
+}
+
 absl::StatusOr<RunStats> Job::Run(int64_t pieces) {
   if (pieces < 0) pieces = plan_pieces_;
-  if (session_ == nullptr) {
-    MutexLock lock(&mu_);
-    if (!failure_.ok()) return failure_;
-    next_piece_ += pieces;
-    return RunStats{};
+  {
+    MutexLock lock(&preempt_mu_);
+    // A cut is being agreed: this rank may not pass where it said it was.
+    while (!preempt_why_.empty() && cut_ < 0 && !failed_) {
+      preempt_changed_.Wait(&preempt_mu_);
+    }
+    if (!failed_) {
+      if (cut_ >= 0 && cut_ < next_piece_ + pieces) {
+        pieces = std::max<int64_t>(cut_ - next_piece_, 0);
+        ran_to_cut_ = true;
+      }
+      if (session_ == nullptr || pieces == 0) {
+        RunStats stats;
+        stats.first_piece = next_piece_;
+        stats.pieces = pieces;
+        next_piece_ += pieces;
+        return stats;
+      }
+      starting_ = true;
+    }
   }
-  absl::StatusOr<RunStats> stats = session_->Run(pieces);
-  if (stats.ok()) next_piece_ += pieces;
-  return stats;
+  if (!starting()) {
+    MutexLock lock(&mu_);
+    return failure_;
+  }
+  absl::Status started = session_->Start(pieces);
+  {
+    MutexLock lock(&preempt_mu_);
+    starting_ = false;
+    run_in_progress_ = started.ok();
+    preempt_changed_.SignalAll();
+  }
+  if (!started.ok()) return started;
+  absl::StatusOr<RunStats> ran = session_->Wait();
+  MutexLock lock(&preempt_mu_);
+  run_in_progress_ = false;
+  if (!ran.ok()) return ran;
+  if (ran->pieces < pieces) ran_to_cut_ = true;
+  next_piece_ += ran->pieces;
+  return ran;
 }
 
 std::string Job::checkpoint_root() const {
@@ -251,7 +374,7 @@ absl::StatusOr<WrittenCheckpoint> Job::Checkpoint(int keep_last) {
     if (!snapshot.ok()) return snapshot.status();
     data = std::move(*snapshot);
   } else {
-    data.piece = next_piece_;
+    data.piece = next_piece();
   }
   data.rank = config_.rank;
   data.world_size = config_.world_size;
@@ -291,6 +414,12 @@ absl::Status Job::Finish() {
 }
 
 Job::~Job() {
+  {
+    MutexLock lock(&preempt_mu_);
+    stopping_ = true;
+    preempt_changed_.SignalAll();
+  }
+  if (preempter_.joinable()) preempter_.join();
   // Rank 0 serves until the others are gone (they may still need to hear
   // of a failure); the others say goodbye, so that rank 0 does not take
   // their exit for a crash.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -38,6 +39,13 @@ std::string PlanFingerprint(const Plan& plan, int64_t pieces);
 // message (which names the rank, and its task and piece). A rank that
 // exits, or is silent for peer_timeout, fails the job the same way.
 //
+// Preemption: Preempt on any rank (the CLI calls it on SIGTERM or SIGUSR1)
+// stops the whole job at one cut: every rank holds its sources, rank 0
+// takes the largest piece any has begun, and every rank's run ends before
+// it (Run returns fewer pieces; preempted_at() says where). The caller then
+// checkpoints and finishes as after any run. A Run not yet started waits
+// for the cut.
+//
 // Unless `options.channel.spin_ns` was changed from its default, idle actor
 // threads sleep at once (spin_ns 0), as in a data pipeline.
 class Job {
@@ -57,6 +65,16 @@ class Job {
   absl::Status Barrier();
   // After the last run: ends the transfers and waits for every rank.
   absl::Status Finish();
+  // Any thread, any time after Create: stop the job at a cut (see above);
+  // `why` ("SIGTERM") reaches every rank.
+  void Preempt(const std::string& why);
+  // Any thread: fails the job everywhere, as a local failure would.
+  void Abort(const absl::Status& status) { OnFailure(status, true); }
+  // Once this rank's runs ended at the job's cut, before the pieces asked
+  // for: the cut; else -1.
+  int64_t preempted_at() const;
+  // Why the job was preempted ("SIGTERM to rank 1"); empty: it was not.
+  std::string preempt_reason() const;
   // Between runs (every rank at the same piece): this rank's checkpoint,
   // written under checkpoint_root(); then a barrier, so that once it
   // returns every rank has this piece's checkpoint complete; then this
@@ -68,7 +86,7 @@ class Job {
   // checkpoint every rank had); -1 without resume.
   int64_t resumed_from() const { return resumed_from_; }
   // The first piece of the next run.
-  int64_t next_piece() const { return next_piece_; }
+  int64_t next_piece() const;
   // This rank's session; null when the rank has no tasks.
   Session* session() const { return session_.get(); }
   const LocalPlan& local_plan() const { return local_; }
@@ -79,6 +97,12 @@ class Job {
   absl::Status Start(const Plan& plan, int64_t pieces, SessionOptions options);
   // The job failed (here or elsewhere): stop everything local.
   void OnFailure(const absl::Status& status, bool local);
+  // Rank 0 says: hold (why), then end at the cut. Both only note it for
+  // the preempter thread, which holds the sources and reports where.
+  void OnHold(const std::string& why);
+  void OnCut(int64_t cut);
+  void HoldAndEndAtCut();
+  bool starting() const;
 
   const JobConfig config_;
   LocalPlan local_;
@@ -90,12 +114,27 @@ class Job {
   bool finished_ = false;
   int64_t barriers_ = 0;     // Barrier calls so far: each one's name
   int64_t plan_pieces_ = 0;  // the plan's total_piece_num
-  int64_t next_piece_ = 0;
   int64_t resumed_from_ = -1;
 
   Mutex mu_;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   Session* live_session_ ABSL_GUARDED_BY(mu_) = nullptr;
+
+  // Runs and preemption: the preempter waits while a run is starting, then
+  // either sees it running (and holds its sources) or reports next_piece_,
+  // which no run passes before the cut is known. Never held across a call
+  // into the session, whose failure callback (OnFailure) takes it.
+  mutable Mutex preempt_mu_;
+  CondVar preempt_changed_;
+  int64_t next_piece_ ABSL_GUARDED_BY(preempt_mu_) = 0;
+  bool starting_ ABSL_GUARDED_BY(preempt_mu_) = false;  // in Session::Start
+  bool run_in_progress_ ABSL_GUARDED_BY(preempt_mu_) = false;
+  std::string preempt_why_ ABSL_GUARDED_BY(preempt_mu_);  // hold asked
+  int64_t cut_ ABSL_GUARDED_BY(preempt_mu_) = -1;         // -1: undecided
+  bool ran_to_cut_ ABSL_GUARDED_BY(preempt_mu_) = false;
+  bool failed_ ABSL_GUARDED_BY(preempt_mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(preempt_mu_) = false;
+  std::thread preempter_;
 };
 
 }  // namespace actorflow::internal::net

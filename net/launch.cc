@@ -30,6 +30,10 @@
 namespace actorflow::internal::net {
 namespace {
 
+// What `actorflow run` exits with once its job was preempted
+// (cli/command.h's kExitPreempted; launch passes it on as its own).
+constexpr int kExitPreempted = 3;
+
 std::atomic<int> g_signal{0};
 
 void OnSignal(int signal) { g_signal.store(signal); }
@@ -203,10 +207,11 @@ bool SpawnRank(const LaunchOptions& options, int port, int local,
   return true;
 }
 
-// Waits for every rank to exit, recording how. SIGINT and SIGTERM are
-// passed on to the ranks; once one rank has failed (or a signal came), the
-// rest get the peer timeout and a margin (10 s after a signal) to follow,
-// then are killed. Joins the readers.
+// Waits for every rank to exit, recording how. SIGINT, SIGTERM and SIGUSR1
+// are passed on to the ranks; once one rank has failed (or a signal came),
+// the rest get the peer timeout and a margin (after SIGINT 10 s, after a
+// preemption its grace and 10 s) to follow, then are killed. Joins the
+// readers.
 void Supervise(const LaunchOptions& options, std::vector<Rank>& ranks) {
   int running = static_cast<int>(ranks.size());
   const absl::Duration grace = options.peer_timeout + absl::Seconds(10);
@@ -233,10 +238,14 @@ void Supervise(const LaunchOptions& options, std::vector<Rank>& ranks) {
     }
     if (g_signal.load() != 0 && !forwarded) {
       forwarded = true;
+      const int signal = g_signal.load();
       for (Rank& rank : ranks) {
-        if (!rank.exited) kill(rank.pid, g_signal.load());
+        if (!rank.exited) kill(rank.pid, signal);
       }
-      kill_at = std::min(kill_at, absl::Now() + absl::Seconds(10));
+      const absl::Duration follow =
+          (signal == SIGINT ? absl::ZeroDuration() : options.preempt_grace) +
+          absl::Seconds(10);
+      kill_at = std::min(kill_at, absl::Now() + follow);
     }
     if (absl::Now() >= kill_at) {
       for (Rank& rank : ranks) {
@@ -257,7 +266,7 @@ void Supervise(const LaunchOptions& options, std::vector<Rank>& ranks) {
   }
 }
 
-// What one start of the ranks came to: the exit code (0, 1, 2) and the
+// What one start of the ranks came to: the exit code (0, 1, 2, 3) and the
 // job's JSON line (or, for 2, the line to print as it is).
 struct Outcome {
   int code = 0;
@@ -266,9 +275,9 @@ struct Outcome {
 };
 
 // The job's outcome from the ranks' last lines and exit statuses: every
-// rank's sinks together (0); an invalid plan or arguments, said once (2);
-// else the error: a rank killed by a signal, else the lowest failed rank's
-// (1).
+// rank's sinks together (0; 3 when the ranks were preempted, with where
+// and why); an invalid plan or arguments, said once (2); else the error: a
+// rank killed by a signal, else the lowest failed rank's (1).
 Outcome Summarize(const std::vector<Rank>& ranks, int world_size) {
   const int n = static_cast<int>(ranks.size());
   std::vector<std::string> lines;
@@ -284,7 +293,11 @@ Outcome Summarize(const std::vector<Rank>& ranks, int world_size) {
     return line[key];
   };
   bool all_ok = true;
-  for (const Rank& rank : ranks) all_ok &= rank.exit_code == 0;
+  bool preempted = false;
+  for (const Rank& rank : ranks) {
+    all_ok &= rank.exit_code == 0 || rank.exit_code == kExitPreempted;
+    preempted |= rank.exit_code == kExitPreempted;
+  }
   if (all_ok) {
     std::map<std::string, Json> sinks;  // by task name, as one process lists
     int64_t pieces = 0;
@@ -298,15 +311,24 @@ Outcome Summarize(const std::vector<Rank>& ranks, int world_size) {
       if (p.is_number()) pieces = std::max(pieces, p.get<int64_t>());
       if (w.is_number()) wall_ms = std::max(wall_ms, w.get<double>());
     }
-    Json line = {{"status", "ok"}, {"world_size", world_size}};
-    // --resume: every rank started at the same piece.
-    const Json resumed = field(0, "resumed_from");
-    if (!resumed.is_null()) line["resumed_from"] = resumed;
+    Json line = {{"status", preempted ? "preempted" : "ok"},
+                 {"world_size", world_size}};
+    // --resume: every rank started at the same piece; preempted: every
+    // rank stopped at the same one, for the same reason.
+    for (const char* key :
+         {"resumed_from", "preempted_at", "reason", "checkpoint"}) {
+      for (int i = 0; i < n; ++i) {
+        const Json value = field(i, key);
+        if (value.is_null()) continue;
+        line[key] = value;
+        break;
+      }
+    }
     line["pieces"] = pieces;
     line["wall_ms"] = JsonRounded(wall_ms, 3);
     line["sinks"] = Json::object();
     for (auto& [name, sink] : sinks) line["sinks"][name] = std::move(sink);
-    return Outcome{0, std::move(line), ""};
+    return Outcome{preempted ? kExitPreempted : 0, std::move(line), ""};
   }
   // An invalid plan or arguments: every rank refused it; say it once.
   for (int i = 0; i < n; ++i) {
@@ -381,8 +403,9 @@ void Backoff(absl::Duration wait) {
 int Launch(const LaunchOptions& options) {
   struct sigaction action {};
   action.sa_handler = OnSignal;
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
+  for (int signal : {SIGINT, SIGTERM, SIGUSR1}) {
+    sigaction(signal, &action, nullptr);
+  }
   LaunchOptions run = options;
   std::vector<std::string> errors;
   Outcome outcome;
@@ -401,7 +424,7 @@ int Launch(const LaunchOptions& options) {
       return 2;
     }
     outcome.line["restarts"] = restarts;
-    if (outcome.code == 0) break;
+    if (outcome.code == 0 || outcome.code == kExitPreempted) break;
     errors.push_back(outcome.line["error"].is_string()
                          ? outcome.line["error"].get<std::string>()
                          : outcome.line["error"].dump());

@@ -31,6 +31,9 @@ struct LaunchOptions {
   double backoff_scale = 1.0;
   // Whether run_args checkpoint (--checkpoint-dir): a restart resumes.
   bool checkpoints = false;
+  // The ranks' --preempt-grace: after SIGTERM or SIGUSR1 (passed on to
+  // them), how long they get, plus a margin, before they are killed.
+  absl::Duration preempt_grace = absl::Seconds(25);
   // What follows `actorflow run` for each rank: PLAN and run flags.
   std::vector<std::string> run_args;
 };
@@ -43,8 +46,11 @@ struct LaunchOptions {
 // rank's), with "restarts". Each rank's stderr reaches the terminal line
 // by line with "[rank R] " before it. No process outlives it: a rank still
 // running long after another failed is killed, and every rank dies with
-// the launcher (PR_SET_PDEATHSIG). Returns the exit code: 0, 1 (a rank
-// failed), 2 (invalid plan or arguments).
+// the launcher (PR_SET_PDEATHSIG). SIGINT, SIGTERM and SIGUSR1 are passed
+// on to every rank; the last two preempt the job (every rank stops at one
+// cut and exits 3), and launch then prints "preempted" and restarts
+// nothing. Returns the exit code: 0, 1 (a rank failed), 2 (invalid plan
+// or arguments), 3 (preempted).
 int Launch(const LaunchOptions& options);
 
 // A TCP port on `addr` that nobody listens on now (the kernel's pick for

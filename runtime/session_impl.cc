@@ -641,7 +641,14 @@ absl::Status SessionImpl::WaitWithinLimits(int64_t run_start_ns) {
   const absl::Duration stall = options_.stall;
   const absl::Duration zero = absl::ZeroDuration();
   if (timeout <= zero && stall <= zero) {
-    monitor_->running().Wait();
+    // A failure (or Abort) cancels the run: a kernel that does not return
+    // within cancel_grace then is left behind rather than waited for.
+    while (!monitor_->running().WaitFor(absl::Milliseconds(100))) {
+      if (monitor_->aborting()) {
+        (void)CancelRun();
+        break;
+      }
+    }
     return absl::OkStatus();
   }
   // Progress is sampled: the watchdog looks at the act counts a few times
@@ -656,6 +663,10 @@ absl::Status SessionImpl::WaitWithinLimits(int64_t run_start_ns) {
     absl::Duration wait = poll;
     if (timeout > zero) wait = std::min(wait, start + timeout - absl::Now());
     if (monitor_->running().WaitFor(std::max(wait, zero))) {
+      return absl::OkStatus();
+    }
+    if (monitor_->aborting()) {
+      (void)CancelRun();
       return absl::OkStatus();
     }
     const absl::Time now = absl::Now();

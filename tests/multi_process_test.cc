@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -678,6 +679,128 @@ TEST_CASE("launch --max-restarts starts a failing job again, then says so",
   CHECK(Contains(r.last_line, "boom"));
   CHECK(Contains(r.err, "restart 1 of 2"));
   CHECK(Contains(r.err, "restart 2 of 2"));
+}
+
+// Polls (a file the ranks write, not synchronization) until rank `rank`
+// has a checkpoint under `dir`.
+void AwaitCheckpoint(const std::string& dir, int rank) {
+  const std::string root = dir + "/rank-" + std::to_string(rank);
+  for (int polls = 0; polls < 6000; ++polls) {
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(root, error)) {
+      if (entry.path().filename().string().rfind("ckpt-", 0) == 0) return;
+    }
+    usleep(10000);
+  }
+  FAIL("no checkpoint under " << root << " within 60 s");
+}
+
+TEST_CASE(
+    "SIGTERM to one rank preempts the job at one cut; --resume ends it "
+    "bit for bit",
+    "[net][preempt]") {
+  const std::string plan =
+      testing::Runfile("examples/plans/three_machines.pbtxt");
+  const std::string dir =
+      std::string(std::getenv("TEST_TMPDIR")) + "/preempt_ckpt";
+  const std::vector<std::string> args = {
+      "--pieces=200000", "--checkpoint-dir=" + dir, "--checkpoint-every=5000"};
+  const int port = PortForJob();
+  std::vector<HandRank> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ranks.push_back(
+        StartRank(plan, r, 3, port, args, "preempt" + std::to_string(r)));
+  }
+  AwaitCheckpoint(dir, 1);
+  const auto signalled = std::chrono::steady_clock::now();
+  REQUIRE(kill(ranks[1].pid, SIGTERM) == 0);
+  std::string cut;
+  for (int r = 0; r < 3; ++r) {
+    Finished finished = WaitRank(ranks[r]);
+    INFO("rank " << r << ": " << finished.out);
+    CHECK(finished.exit_code == 3);
+    CHECK(Contains(finished.out, "\"status\":\"preempted\""));
+    CHECK(Contains(finished.out, "\"reason\":\"SIGTERM to rank 1\""));
+    // Every rank stopped at the same piece and checkpointed there.
+    const std::string at = Field(finished.out, "preempted_at");
+    if (r == 0) cut = at;
+    CHECK(at == cut);
+    CHECK(Field(finished.out, "checkpoint") == cut);
+    CHECK(std::filesystem::exists(dir + "/rank-" + std::to_string(r) +
+                                  "/ckpt-" + std::string(12 - cut.size(), '0') +
+                                  cut));
+  }
+  // Well within the default grace (25 s).
+  CHECK(std::chrono::steady_clock::now() - signalled <
+        std::chrono::seconds(25));
+  REQUIRE(std::stoll(cut) < 200000);
+  auto resumed = RunCli("launch --nproc=3 '" + plan + "' --resume " + args[0] +
+                        " " + args[1] + " " + args[2]);
+  INFO(resumed.err);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(Field(resumed.last_line, "resumed_from") == cut);
+  auto alone = RunCli("run examples/plans/quickstart.pbtxt --pieces=200000",
+                      testing::Runfile(""));
+  REQUIRE(alone.exit_code == 0);
+  CHECK(Field(resumed.last_line, "sinks") == Field(alone.last_line, "sinks"));
+}
+
+TEST_CASE("SIGUSR1 to launch preempts its job; no restart follows",
+          "[net][preempt]") {
+  const std::string plan =
+      testing::Runfile("examples/plans/three_machines.pbtxt");
+  const std::string dir =
+      std::string(std::getenv("TEST_TMPDIR")) + "/preempt_launch";
+  HandRank launch = StartActorflow(
+      {"launch", "--nproc=3", "--max-restarts=2", plan, "--pieces=200000",
+       "--checkpoint-dir=" + dir, "--checkpoint-every=5000"},
+      "preempt_launch_out", {});
+  AwaitCheckpoint(dir, 2);
+  REQUIRE(kill(launch.pid, SIGUSR1) == 0);
+  Finished finished = WaitRank(launch);
+  INFO(finished.out);
+  CHECK(finished.exit_code == 3);
+  CHECK(Contains(finished.out, "\"status\":\"preempted\""));
+  CHECK(Contains(finished.out, "SIGUSR1 to rank"));
+  CHECK(Contains(finished.out, "\"restarts\":0"));
+  CHECK(Contains(finished.out, "\"sinks\":{\"sink\""));
+}
+
+TEST_CASE("a preempted job that cannot reach its cut within the grace fails",
+          "[net][preempt]") {
+  // The middle stage spends 30 s on one piece: no cut is reached in 1 s.
+  TaskDef stuck{.name = "stuck", .op_type = "spin"};
+  stuck.attrs["us"] = IntAttr(30000000);
+  const std::string path =
+      WritePlan(ChainPlan(stuck, /*sink_machine=*/2, 10), "stuck.pbtxt");
+  const int port = PortForJob();
+  std::vector<HandRank> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ranks.push_back(StartRank(path, r, 3, port,
+                              {"--preempt-grace=1", "--progress"},
+                              "stuck" + std::to_string(r)));
+  }
+  // Running: rank 1's stage has begun its piece, as its progress says.
+  bool began = false;
+  for (int polls = 0; polls < 6000 && !began; ++polls) {
+    std::ifstream err(ranks[0].out_path + ".err");
+    std::string line;
+    while (std::getline(err, line)) began |= line.rfind("progress: ", 0) == 0;
+    if (!began) usleep(10000);  // polls a file the rank writes
+  }
+  REQUIRE(began);
+  const auto signalled = std::chrono::steady_clock::now();
+  REQUIRE(kill(ranks[0].pid, SIGTERM) == 0);
+  for (int r = 0; r < 3; ++r) {
+    Finished finished = WaitRank(ranks[r]);
+    INFO("rank " << r << ": " << finished.out);
+    CHECK(finished.exit_code == 1);
+    CHECK(Contains(finished.out,
+                   "did not reach its cut and checkpoint within "
+                   "--preempt-grace=1s"));
+  }
+  CHECK(std::chrono::steady_clock::now() - signalled <
+        std::chrono::seconds(20));
 }
 
 TEST_CASE("launch on two nodes: one job of both nodes' ranks", "[net]") {
