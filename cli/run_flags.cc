@@ -230,6 +230,19 @@ void DeclareRunFlags(RunFlags* run, FlagSet* flags) {
                 "a rank silent this long is dead: every rank fails, naming it "
                 "(default 30)",
                 Duration("peer-timeout", &job.peer_timeout));
+  flags->Custom(
+      "hang-timeout", "S",
+      "in a job, when no task on any rank has acted for S seconds (default "
+      "300; 0: never), rank 0 asks every rank what its tasks and edges wait "
+      "for and fails the job with their answers: every rank exits 1 with "
+      "that report",
+      [&job](const std::string& text) -> std::string {
+        if (text == "0") {
+          job.hang_timeout = absl::ZeroDuration();
+          return "";
+        }
+        return Duration("hang-timeout", &job.hang_timeout)(text);
+      });
   flags->Custom("tls-cert", "FILE",
                 "this rank's certificate (PEM) for TLS between ranks; with "
                 "--tls-key and --tls-ca, every connection is mutual TLS",

@@ -46,8 +46,10 @@ class Reporter {
         waits_on_(plan.task_size()) {}
 
   std::string Report() {
-    std::vector<std::string> lines = {
-        absl::StrCat("hang report: ", facts_.reason)};
+    std::vector<std::string> lines;
+    if (!facts_.reason.empty()) {
+      lines.push_back(absl::StrCat("hang report: ", facts_.reason));
+    }
     std::vector<std::string> finished;
     for (int t = 0; t < plan_.task_size(); ++t) {
       const std::optional<ActorSnapshot>& snapshot = facts_.snapshots[t];

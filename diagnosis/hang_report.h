@@ -14,7 +14,8 @@ namespace actorflow::internal {
 // What the session saw when a run hit its deadline or stalled, per task in
 // plan order.
 struct HangFacts {
-  // Why the run was stopped, e.g. "no act for 2 s (--stall)".
+  // Why the run was stopped, e.g. "no act for 2 s (--stall)"; empty: the
+  // report has no header line.
   std::string reason;
   // The task's snapshot, or nothing when its thread did not answer in
   // time (it is busy: usually a kernel that does not return).

@@ -36,10 +36,10 @@ absl::Duration HeartbeatInterval(absl::Duration peer_timeout) {
 // ---------------------------------------------------------------- master
 
 ControlService::ControlService(ControlOptions options, FailureFn on_failure,
-                               PreemptHandlers preempt)
+                               RankHooks preempt)
     : options_(options),
       on_failure_(std::move(on_failure)),
-      preempt_handlers_(std::move(preempt)),
+      hooks_(std::move(preempt)),
       interval_(HeartbeatInterval(options.peer_timeout)) {
   const int n = options_.world_size;
   MutexLock lock(&mu_);
@@ -50,6 +50,9 @@ ControlService::ControlService(ControlOptions options, FailureFn on_failure,
   left_.assign(n, false);
   watchers_.resize(n);
   held_at_.assign(n, -1);
+  acts_.assign(n, 0);
+  waits_.assign(n, "");
+  last_progress_ = absl::Now();
   join_deadline_ = absl::Now() + options_.join_timeout;
   ticker_ = std::thread([this] { Tick(); });
 }
@@ -91,7 +94,7 @@ void ControlService::Preempt(const std::string& why) {
     preempt_ = why;
     changed_.SignalAll();  // the ticker tells every rank now
   }
-  if (preempt_handlers_.hold) preempt_handlers_.hold(why);
+  if (hooks_.hold) hooks_.hold(why);
   MaybeDecideCut();  // every other rank may have left already
 }
 
@@ -119,7 +122,7 @@ void ControlService::MaybeDecideCut() {
     cut_ = cut = largest;
     changed_.SignalAll();
   }
-  if (preempt_handlers_.cut) preempt_handlers_.cut(cut);
+  if (hooks_.cut) hooks_.cut(cut);
 }
 
 void ControlService::Tick() {
@@ -146,11 +149,13 @@ void ControlService::Tick() {
       event.set_cut_decided(true);
       event.set_cut(cut_);
     }
+    event.set_describe(describing_);
     std::vector<std::shared_ptr<Watcher>> watchers = watchers_;
     mu_.Unlock();
     if (!silent.empty()) {
       Fail(-1, silent.front());
     }
+    CheckProgress();
     // Writes happen outside mu_: a rank that stopped reading must not hold
     // up the others or the timeout checks.
     for (const auto& watcher : watchers) {
@@ -160,6 +165,65 @@ void ControlService::Tick() {
     }
     mu_.Lock();
   }
+}
+
+void ControlService::CheckProgress() {
+  if (options_.hang_timeout <= absl::ZeroDuration()) return;
+  // Outside mu_: the hooks take the job's and the session's locks.
+  const int64_t mine = hooks_.acts ? hooks_.acts() : 0;
+  bool describe_here = false;
+  std::string report;
+  {
+    MutexLock lock(&mu_);
+    const int n = options_.world_size;
+    if (std::count(joined_.begin(), joined_.end(), true) < n ||
+        !failure_.ok() || stopping_) {
+      return;
+    }
+    const absl::Time now = absl::Now();
+    if (mine != acts_[0]) {
+      acts_[0] = mine;
+      last_progress_ = now;
+    }
+    if (now - last_progress_ < options_.hang_timeout) {
+      describing_ = false;  // some rank acted: whatever was asked is moot
+      return;
+    }
+    if (!describing_) {
+      describing_ = true;
+      describe_here = true;
+      // Answers come with the next beats; a rank inside a kernel may take
+      // a second to describe itself.
+      describe_deadline_ = now + std::max(absl::Seconds(3), 4 * interval_);
+      waits_.assign(n, "");
+      changed_.SignalAll();
+    } else {
+      bool answered = true;
+      for (int r = 0; r < n; ++r) answered &= left_[r] || !waits_[r].empty();
+      if (answered || now >= describe_deadline_) report = HangReportLocked(now);
+    }
+  }
+  if (describe_here) {
+    std::string waits = hooks_.waits ? hooks_.waits() : "";
+    MutexLock lock(&mu_);
+    waits_[0] = waits.empty() ? " (nothing to say)" : waits;
+  }
+  if (!report.empty()) Fail(-1, report);
+}
+
+std::string ControlService::HangReportLocked(absl::Time now) const {
+  std::string report = absl::StrCat(
+      "the job is hung: no rank acted for ",
+      Secs(absl::Trunc(now - last_progress_, absl::Milliseconds(100))),
+      " (--hang-timeout ", Secs(options_.hang_timeout),
+      "). What each rank waits for:");
+  for (int32_t r = 0; r < options_.world_size; ++r) {
+    absl::StrAppend(&report, "\n--- rank ", r, ":",
+                    left_[r]            ? " finished"
+                    : waits_[r].empty() ? " did not answer within seconds"
+                                        : waits_[r]);
+  }
+  return report;
 }
 
 int64_t CommonCheckpoint(const std::vector<JoinRequest>& joins) {
@@ -346,8 +410,14 @@ grpc::Status ControlService::Watch(
     bool left = false;
     {
       MutexLock lock(&mu_);
-      last_heard_[rank] = absl::Now();
+      const absl::Time now = absl::Now();
+      last_heard_[rank] = now;
       if (beat.done() && !left_[rank]) left_[rank] = left = true;
+      if (beat.acts() != acts_[rank]) {
+        acts_[rank] = beat.acts();
+        last_progress_ = now;
+      }
+      if (describing_ && !beat.waits().empty()) waits_[rank] = beat.waits();
     }
     if (!beat.failure().empty()) {
       Fail(rank, absl::StrCat("rank ", rank, " failed: ", beat.failure()));
@@ -406,13 +476,13 @@ class Local final : public Coordinator {
 class Remote final : public Coordinator {
  public:
   Remote(std::string master, int32_t rank, ControlOptions options,
-         FailureFn on_failure, PreemptHandlers preempt)
+         FailureFn on_failure, RankHooks preempt)
       : master_(std::move(master)),
         rank_(rank),
         options_(options),
         interval_(HeartbeatInterval(options.peer_timeout)),
         on_failure_(std::move(on_failure)),
-        preempt_handlers_(std::move(preempt)) {
+        hooks_(std::move(preempt)) {
     channel_ = grpc::CreateCustomChannel(
         master_,
         options.credentials != nullptr ? options.credentials
@@ -566,11 +636,21 @@ class Remote final : public Coordinator {
       }
       if (!event.preempt().empty() && !told_hold_) {
         told_hold_ = true;  // this thread's own
-        if (preempt_handlers_.hold) preempt_handlers_.hold(event.preempt());
+        if (hooks_.hold) hooks_.hold(event.preempt());
       }
       if (event.cut_decided() && !told_cut_) {
         told_cut_ = true;
-        if (preempt_handlers_.cut) preempt_handlers_.cut(event.cut());
+        if (hooks_.cut) hooks_.cut(event.cut());
+      }
+      if (event.describe() != described_) {
+        // Asked anew (or no longer): the answer goes with every beat.
+        described_ = event.describe();
+        std::string waits;
+        if (described_ && hooks_.waits) waits = hooks_.waits();
+        if (described_ && waits.empty()) waits = " (nothing to say)";
+        MutexLock lock(&mu_);
+        waits_ = std::move(waits);
+        changed_.SignalAll();
       }
     }
     bool stopping;
@@ -597,8 +677,10 @@ class Remote final : public Coordinator {
       beat.set_preempt(preempt_);
       beat.set_held(held_);
       beat.set_held_at(held_at_);
+      beat.set_waits(waits_);
       const absl::Duration silent = absl::Now() - last_heard_;
       mu_.Unlock();
+      if (hooks_.acts) beat.set_acts(hooks_.acts());  // takes the job's locks
       {
         MutexLock write(&write_mu_);
         stream_->Write(beat);
@@ -631,10 +713,11 @@ class Remote final : public Coordinator {
   const ControlOptions options_;
   const absl::Duration interval_;
   const FailureFn on_failure_;
-  const PreemptHandlers preempt_handlers_;
+  const RankHooks hooks_;
   // Read()'s own: each handler once.
   bool told_hold_ = false;
   bool told_cut_ = false;
+  bool described_ = false;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<Control::Stub> stub_;
   grpc::ClientContext watch_context_;
@@ -652,6 +735,7 @@ class Remote final : public Coordinator {
   std::string preempt_ ABSL_GUARDED_BY(mu_);  // why this rank was stopped
   bool held_ ABSL_GUARDED_BY(mu_) = false;
   int64_t held_at_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string waits_ ABSL_GUARDED_BY(mu_);  // asked by rank 0's describe
   grpc::ClientContext* barrier_context_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool notified_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
@@ -666,7 +750,7 @@ std::unique_ptr<Coordinator> LocalCoordinator(ControlService* service) {
 
 absl::StatusOr<std::unique_ptr<Coordinator>> ConnectToMaster(
     const std::string& master, int32_t rank, ControlOptions options,
-    FailureFn on_failure, PreemptHandlers preempt) {
+    FailureFn on_failure, RankHooks preempt) {
   return std::make_unique<Remote>(master, rank, options, std::move(on_failure),
                                   std::move(preempt));
 }

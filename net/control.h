@@ -33,6 +33,9 @@ struct ControlOptions {
   std::string job_id;
   // How ranks reach rank 0 (TLS or plaintext); null: plaintext.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // Once every rank joined, no act on any rank for this long fails the job
+  // with what each rank waits for. Zero: never.
+  absl::Duration hang_timeout = absl::ZeroDuration();
 };
 
 // Heartbeats go out this often: a tenth of the peer timeout, within
@@ -42,14 +45,19 @@ absl::Duration HeartbeatInterval(absl::Duration peer_timeout);
 // Called once with the job's failure, on whichever thread learns of it.
 using FailureFn = std::function<void(const absl::Status&)>;
 
-// Preemption as one process hears of it, each once, on a gRPC or ticker
-// thread (they must not block): `hold` (why the job stops) asks it to hold
-// its sources and report where (Coordinator::ReportHeld); `cut` is the
-// piece every rank agreed to end before (INT64_MAX: some rank had already
-// finished, so the job runs to its end).
-struct PreemptHandlers {
+// What the control plane asks of one process, on a gRPC or ticker thread.
+// Preemption, each once (they must not block): `hold` (why the job stops)
+// asks it to hold its sources and report where (Coordinator::ReportHeld);
+// `cut` is the piece every rank agreed to end before (INT64_MAX: some rank
+// had already finished, so the job runs to its end). Hangs: `acts`, every
+// act this process has made (read each heartbeat); `waits`, what its tasks
+// and edges wait for now (once no rank acted for the hang timeout; may
+// take a second).
+struct RankHooks {
   std::function<void(const std::string& why)> hold;
   std::function<void(int64_t cut)> cut;
+  std::function<int64_t()> acts;
+  std::function<std::string()> waits;
 };
 
 // What one process of a job needs from rank 0: the address exchange, the
@@ -81,11 +89,15 @@ class Coordinator {
 // each said where, the cut is the largest of those pieces (no source has
 // gone past it, so every rank can still end its run exactly there). A state
 // change goes out at once, not at the next tick.
+//
+// Hangs: every beat carries the rank's act count. When none changed on any
+// rank for the hang timeout, rank 0 asks every rank what it waits for and,
+// unless some rank acts meanwhile, fails the job with their answers.
 class ControlService final : public Control::Service {
  public:
   // `on_failure`: rank 0's own process learning of the job's failure.
   ControlService(ControlOptions options, FailureFn on_failure,
-                 PreemptHandlers preempt = {});
+                 RankHooks preempt = {});
   ~ControlService() override;
 
   grpc::Status Join(grpc::ServerContext* context, const JoinRequest* request,
@@ -119,13 +131,17 @@ class ControlService final : public Control::Service {
   void Tick();
   // Every rank held (or had left): the cut, told to rank 0's process.
   void MaybeDecideCut() ABSL_LOCKS_EXCLUDED(mu_);
+  // The ticker's: rank 0's own progress, and the hang check.
+  void CheckProgress() ABSL_LOCKS_EXCLUDED(mu_);
+  std::string HangReportLocked(absl::Time now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FailureLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return failure_;
   }
 
   const ControlOptions options_;
   const FailureFn on_failure_;
-  const PreemptHandlers preempt_handlers_;
+  const RankHooks hooks_;
   const absl::Duration interval_;
 
   mutable Mutex mu_;
@@ -143,6 +159,11 @@ class ControlService final : public Control::Service {
   std::string preempt_ ABSL_GUARDED_BY(mu_);  // why; empty: not preempted
   std::vector<int64_t> held_at_ ABSL_GUARDED_BY(mu_);  // -1: not yet
   int64_t cut_ ABSL_GUARDED_BY(mu_) = -1;              // -1: not decided
+  std::vector<int64_t> acts_ ABSL_GUARDED_BY(mu_);     // by rank
+  absl::Time last_progress_ ABSL_GUARDED_BY(mu_);      // any rank's act
+  bool describing_ ABSL_GUARDED_BY(mu_) = false;       // asked what waits
+  absl::Time describe_deadline_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> waits_ ABSL_GUARDED_BY(mu_);  // the answers
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread ticker_;
 };
@@ -160,7 +181,7 @@ std::unique_ptr<Coordinator> LocalCoordinator(ControlService* service);
 // rank's, or rank 0 silent for the peer timeout or gone.
 absl::StatusOr<std::unique_ptr<Coordinator>> ConnectToMaster(
     const std::string& master, int32_t rank, ControlOptions options,
-    FailureFn on_failure, PreemptHandlers preempt = {});
+    FailureFn on_failure, RankHooks preempt = {});
 
 }  // namespace actorflow::internal::net
 

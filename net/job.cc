@@ -70,9 +70,11 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
                                            credentials->channel);
   ControlOptions control_options{config_.world_size,   config_.join_timeout,
                                  config_.peer_timeout, config_.token,
-                                 config_.job_id,       credentials->channel};
-  PreemptHandlers preempt{[this](const std::string& why) { OnHold(why); },
-                          [this](int64_t cut) { OnCut(cut); }};
+                                 config_.job_id,       credentials->channel,
+                                 config_.hang_timeout};
+  RankHooks preempt{[this](const std::string& why) { OnHold(why); },
+                    [this](int64_t cut) { OnCut(cut); },
+                    [this] { return Acts(); }, [this] { return Waits(); }};
   if (rank == 0) {
     control_ = std::make_unique<ControlService>(
         control_options,
@@ -300,6 +302,26 @@ bool Job::starting() const {
   return starting_;
 }
 
+int64_t Job::Acts() const {
+  bool running;
+  int64_t acts;
+  {
+    MutexLock lock(&preempt_mu_);
+    running = run_in_progress_;
+    acts = acts_done_;
+  }
+  if (running) acts += session_->Progress().acts;
+  return acts;
+}
+
+std::string Job::Waits() const {
+  std::string waits = session_ != nullptr
+                          ? absl::StrCat("\n", session_->DescribeWaits(""))
+                          : std::string(" this rank has no tasks");
+  absl::StrAppend(&waits, transport_->Describe());
+  return waits;
+}
+
 int64_t Job::next_piece() const {
   MutexLock lock(&preempt_mu_);
   return next_piece_;
@@ -356,6 +378,7 @@ absl::StatusOr<RunStats> Job::Run(int64_t pieces) {
   if (!ran.ok()) return ran;
   if (ran->pieces < pieces) ran_to_cut_ = true;
   next_piece_ += ran->pieces;
+  acts_done_ += ran->acts;
   return ran;
 }
 

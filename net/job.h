@@ -102,6 +102,9 @@ class Job {
   void OnHold(const std::string& why);
   void OnCut(int64_t cut);
   void HoldAndEndAtCut();
+  // For rank 0's hang check: every act so far, and what waits now.
+  int64_t Acts() const;
+  std::string Waits() const;
   bool starting() const;
 
   const JobConfig config_;
@@ -132,6 +135,7 @@ class Job {
   std::string preempt_why_ ABSL_GUARDED_BY(preempt_mu_);  // hold asked
   int64_t cut_ ABSL_GUARDED_BY(preempt_mu_) = -1;         // -1: undecided
   bool ran_to_cut_ ABSL_GUARDED_BY(preempt_mu_) = false;
+  int64_t acts_done_ ABSL_GUARDED_BY(preempt_mu_) = 0;  // by ended runs
   bool failed_ ABSL_GUARDED_BY(preempt_mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(preempt_mu_) = false;
   std::thread preempter_;

@@ -28,6 +28,9 @@ struct JobConfig {
   std::string host;
   absl::Duration join_timeout = absl::Seconds(60);
   absl::Duration peer_timeout = absl::Seconds(30);
+  // No act on any rank for this long fails the job with what every rank
+  // waits for (ControlOptions::hang_timeout); zero: never.
+  absl::Duration hang_timeout = absl::Seconds(300);
   // Checkpoints: each rank's go under <checkpoint_dir>/rank-<rank>.
   std::string checkpoint_dir;
   // Start from the newest checkpoint that every rank has complete (none:

@@ -233,6 +233,36 @@ void Transport::Poll() {
   }
 }
 
+std::string Transport::Describe() {
+  std::string text;
+  for (auto& [key, out] : outgoing_) {
+    MutexLock lock(&out->mu);
+    const NetEdge& edge = out->edge;
+    absl::StrAppend(&text, "\n  edge regst ", edge.regst_desc_id, " to rank ",
+                    edge.dst_rank, ": ", out->sent, " pieces sent, ",
+                    out->queue.size(), " queued, ", out->credits, " of ",
+                    edge.register_num, " credits left");
+    if (out->credits == 0) {
+      absl::StrAppend(&text, " (waiting for rank ", edge.dst_rank,
+                      " to take a piece)");
+    }
+    if (out->broken) absl::StrAppend(&text, "; the stream broke");
+  }
+  for (auto& [id, inbox] : inboxes_) {
+    MutexLock lock(&inbox->mu);
+    absl::StrAppend(&text, "\n  edge regst ", id, " from rank ",
+                    inbox->src_rank, ": ", inbox->received,
+                    " pieces received, ", inbox->arrived.size(),
+                    " not yet taken");
+    if (inbox->arrived.empty() && !inbox->ended) {
+      absl::StrAppend(&text, " (waiting for rank ", inbox->src_rank,
+                      " to send)");
+    }
+    if (inbox->ended) absl::StrAppend(&text, "; the stream ended");
+  }
+  return text;
+}
+
 absl::Status Transport::failure() const {
   MutexLock lock(&mu_);
   return failure_;
@@ -421,6 +451,7 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
           " acted without a credit (piece ", ctx.piece_id(), ")"));
     } else {
       --out->credits;
+      ++out->sent;
       message = Reuse(&out->spare);
     }
   }
@@ -558,6 +589,7 @@ void Transport::OnCallRead(Call* call, bool ok) {
   MutexLock lock(&inbox->mu);
   if (ok) {
     inbox->arrived.push_back(std::move(inbox->reading));
+    ++inbox->received;
     inbox->reading = Reuse(&inbox->spare);
     ACTORFLOW_POST(call->stream.Read(inbox->reading.get(), &call->read));
     inbox->gate.WakeIfShut();

@@ -107,6 +107,9 @@ class Transport final {
   // transfer tasks return `status` from then on. The first status wins.
   void Fail(absl::Status status);
   absl::Status failure() const;
+  // Every edge's state, a line each: pieces sent or received, credits, what
+  // it waits for (the job's hang report).
+  std::string Describe();
   // After the job's server shut down and before it is destroyed: fails
   // what is left, shuts the completion queue down and drains it (gRPC's
   // own requests pending on the queue refer to the server). Idempotent;
@@ -166,6 +169,7 @@ class Transport final {
     bool broken ABSL_GUARDED_BY(mu) = false;  // the stream ended early
     bool failed ABSL_GUARDED_BY(mu) = false;  // the job failed
     int32_t credits ABSL_GUARDED_BY(mu) = 0;
+    int64_t sent ABSL_GUARDED_BY(mu) = 0;  // pieces taken with a credit
     // Taken with a credit, not yet written; the front is being written
     // while `writing`.
     std::deque<std::unique_ptr<RegisterPiece>> queue ABSL_GUARDED_BY(mu);
@@ -188,6 +192,7 @@ class Transport final {
     std::vector<std::unique_ptr<RegisterPiece>> spare ABSL_GUARDED_BY(mu);
     // Pieces taken but not yet credited.
     int32_t owed ABSL_GUARDED_BY(mu) = 0;
+    int64_t received ABSL_GUARDED_BY(mu) = 0;
     bool credit_writing ABSL_GUARDED_BY(mu) = false;
     Credit credit ABSL_GUARDED_BY(mu);        // being written
     bool ended ABSL_GUARDED_BY(mu) = false;   // no more reads: closed or broken

@@ -37,6 +37,10 @@ absl::StatusOr<RunStats> Session::Wait() { return impl_->Wait(); }
 bool Session::running() const { return impl_->running(); }
 RunProgress Session::Progress() const { return impl_->Progress(); }
 
+std::string Session::DescribeWaits(const std::string& reason) {
+  return impl_->DescribeWaits(reason);
+}
+
 absl::StatusOr<int64_t> Session::HoldSources(absl::Duration timeout) {
   return impl_->HoldSources(timeout);
 }

@@ -688,7 +688,12 @@ absl::Status SessionImpl::WaitWithinLimits(int64_t run_start_ns) {
   }
 }
 
+std::string SessionImpl::DescribeWaits(const std::string& reason) {
+  return HangReport(compiled_->plan, CollectHangFacts(reason));
+}
+
 HangFacts SessionImpl::CollectHangFacts(const std::string& reason) {
+  MutexLock describing(&describe_mu_);
   const int n = static_cast<int>(actors_.size());
   HangFacts facts;
   facts.reason = reason;

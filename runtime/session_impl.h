@@ -60,6 +60,7 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   absl::StatusOr<RunStats> Wait();
   bool running() const;
   RunProgress Progress() const;
+  std::string DescribeWaits(const std::string& reason);
   absl::StatusOr<int64_t> HoldSources(absl::Duration timeout);
   absl::Status EndRunAt(int64_t piece);
 
@@ -190,6 +191,7 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   std::vector<std::optional<ActorSnapshot>> snapshots_;
   std::unique_ptr<std::atomic<bool>[]> snapshot_taken_;
   BlockingCounter describing_{0};
+  Mutex describe_mu_;  // one CollectHangFacts at a time
   // HoldSources: slot a is written on actor a's thread (HoldSupply's
   // answer), then holding_ counted down; hold_mu_ keeps one hold at a time.
   Mutex hold_mu_;

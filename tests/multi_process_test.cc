@@ -803,6 +803,35 @@ TEST_CASE("a preempted job that cannot reach its cut within the grace fails",
         std::chrono::seconds(20));
 }
 
+TEST_CASE("a job where no rank acts fails with every rank's waits",
+          "[net][hang]") {
+  // Rank 1's stage spends 30 s on its first piece: nothing moves anywhere.
+  TaskDef stuck{.name = "stuck", .op_type = "spin"};
+  stuck.attrs["us"] = IntAttr(30000000);
+  const std::string path =
+      WritePlan(ChainPlan(stuck, /*sink_machine=*/2, 10), "hung.pbtxt");
+  const auto started = std::chrono::steady_clock::now();
+  auto r = RunCli("launch --nproc=3 '" + path + "' --hang-timeout=2");
+  INFO(r.err);
+  INFO(r.last_line);
+  CHECK(r.exit_code == 1);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(20));
+  CHECK(Contains(r.last_line, "the job is hung: no rank acted for "));
+  CHECK(Contains(r.last_line, "(--hang-timeout 2s)"));
+  // Each rank's own account: the stuck kernel, and the edges around it.
+  CHECK(Contains(r.last_line, "--- rank 1:"));
+  CHECK(Contains(r.last_line, "task 'stuck'"));
+  CHECK(Contains(r.last_line, "its kernel is running"));
+  CHECK(Contains(r.last_line, "to rank 1: 2 pieces sent"));
+  CHECK(Contains(r.last_line, "from rank 1: 0 pieces received"));
+  CHECK(Contains(r.last_line, "(waiting for rank 1 to send)"));
+  // Every rank says so.
+  for (int rank = 0; rank < 3; ++rank) {
+    CHECK(Contains(r.err, "[rank " + std::to_string(rank) +
+                              "] actorflow: run failed: the job is hung"));
+  }
+}
+
 TEST_CASE("launch on two nodes: one job of both nodes' ranks", "[net]") {
   const std::string plan =
       testing::Runfile("examples/plans/three_machines.pbtxt");

@@ -270,6 +270,11 @@ class Session final {
   bool running() const;
   // Any thread, any time: how far the current (or last) run has got.
   RunProgress Progress() const;
+  // Any thread: what every task of the run in progress waits for now and
+  // who holds it (the report SessionOptions::stall prints, headed by
+  // `reason` unless it is empty), the run undisturbed. Up to a second when a
+  // kernel is running.
+  std::string DescribeWaits(const std::string& reason);
 
   // Ending a run early at a piece agreed with others (a multi-machine job
   // preempted: docs/multi_process.md). Any thread; a plan without feeds.
