@@ -117,9 +117,13 @@ absl::StatusOr<RunStats> RunInChunks(
   return all;
 }
 
-// A job stopped at its cut: what the JSON line says of it (the fields
-// after the status); null: it was not preempted.
-using PreemptedFn = std::function<Json()>;
+// What a rank of a job adds to its JSON line: where and why the job was
+// preempted (the fields after the status; null: it was not), and the
+// "job" entry of --stats.
+struct JobLine {
+  std::function<Json()> preempted;
+  std::function<Json()> stats;
+};
 
 // Runs `run` on `session` (with the progress line) and prints the result:
 // the JSON line, with `fields` ("rank", ...) after the status.
@@ -127,8 +131,7 @@ int RunSession(const std::string& path, Session* session, const RunFlags& flags,
                const Json& fields,
                const std::function<absl::StatusOr<RunStats>()>& run,
                const std::function<absl::Status()>& after = nullptr,
-               const RunTrace* trace = nullptr,
-               const PreemptedFn& preempted = nullptr) {
+               const RunTrace* trace = nullptr, const JobLine* job = nullptr) {
   std::optional<ProgressLine> progress;
   const bool terminal = isatty(STDERR_FILENO) == 1;
   const bool forced = flags.progress_on && !flags.progress_off;
@@ -168,7 +171,7 @@ int RunSession(const std::string& path, Session* session, const RunFlags& flags,
   std::fprintf(stderr, "actorflow: %s: %lld pieces, %lld acts in %.3f ms\n",
                path.c_str(), static_cast<long long>(result->pieces),
                static_cast<long long>(result->acts), result->wall_ms);
-  const Json stopped = preempted ? preempted() : Json();
+  const Json stopped = job != nullptr ? job->preempted() : Json();
   Json line = StatusLine(stopped.is_null() ? "ok" : "preempted", fields);
   if (!stopped.is_null()) {
     for (const auto& [key, value] : stopped.items()) line[key] = value;
@@ -181,6 +184,7 @@ int RunSession(const std::string& path, Session* session, const RunFlags& flags,
     if (session != nullptr) {
       line["stats"]["runtime"] = ReportRuntime(session->threads());
     }
+    if (job != nullptr) line["stats"]["job"] = job->stats();
   }
   PrintJsonLine(line);
   return stopped.is_null() ? kExitOk : kExitPreempted;
@@ -294,7 +298,11 @@ int RunJob(const std::string& path, Plan plan, RunFlags flags,
             absl::FormatDuration(grace))));
       });
   const bool checkpoints = flags.checkpoints();
-  const PreemptedFn preempted = [&]() -> Json {
+  JobLine job_line;
+  job_line.stats = [running] {
+    return ReportControl(running->control_times());
+  };
+  job_line.preempted = [&]() -> Json {
     const int64_t cut = running->preempted_at();
     if (cut < 0) return Json();
     Json fields = {{"preempted_at", cut},
@@ -314,7 +322,7 @@ int RunJob(const std::string& path, Plan plan, RunFlags flags,
     code = RunSession(
         path, running->session(), flags, prefix,
         [&] { return running->Run(pieces); }, [&] { return running->Finish(); },
-        nullptr, preempted);
+        nullptr, &job_line);
     signals.Stop();
     return code;
   }
@@ -337,7 +345,7 @@ int RunJob(const std::string& path, Plan plan, RunFlags flags,
             [&] { return running->Checkpoint(flags.keep_last).status(); },
             flags.trace_path.empty() ? nullptr : &trace);
       },
-      [&] { return running->Finish(); }, &trace, preempted);
+      [&] { return running->Finish(); }, &trace, &job_line);
   signals.Stop();
   return code;
 }

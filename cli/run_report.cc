@@ -1,7 +1,11 @@
 #include "cli/run_report.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "absl/strings/str_format.h"
@@ -62,6 +66,26 @@ Json ReportRuntime(const ThreadPlacement& placement) {
           {"cpu_threads", placement.cpu_threads},
           {"sharing", placement.sharing},
           {"batching_threads", placement.batching_threads}};
+}
+
+Json ReportControl(const net::ControlTimes& times) {
+  int threads = 0;
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("Threads:", 0) == 0) threads = std::atoi(line.c_str() + 8);
+  }
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  const double rss_mb = static_cast<double>(usage.ru_maxrss) / 1024;
+  std::fprintf(stderr,
+               "job: join %.1f ms, ready barrier %.1f ms, end barrier %.1f "
+               "ms; %d threads, peak RSS %.1f MB\n",
+               times.join_ms, times.ready_ms, times.end_ms, threads, rss_mb);
+  return {{"join_ms", JsonRounded(times.join_ms, 3)},
+          {"ready_barrier_ms", JsonRounded(times.ready_ms, 3)},
+          {"end_barrier_ms", JsonRounded(times.end_ms, 3)},
+          {"threads", threads},
+          {"max_rss_mb", JsonRounded(rss_mb, 1)}};
 }
 
 }  // namespace actorflow::internal::cli

@@ -157,7 +157,9 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
     join.set_resume(true);
     for (const auto& [piece, path] : *mine) join.add_checkpoint(piece);
   }
+  absl::Time since = absl::Now();
   absl::StatusOr<JoinReply> joined = coordinator_->Join(join);
+  control_times_.join_ms = absl::ToDoubleMilliseconds(absl::Now() - since);
   if (!joined.ok()) return joined.status();
   const std::vector<std::string> addresses(joined->address().begin(),
                                            joined->address().end());
@@ -213,7 +215,10 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
     OnFailure(connected, true);
     return connected;
   }
-  return coordinator_->Barrier("ready");
+  since = absl::Now();
+  absl::Status ready = coordinator_->Barrier("ready");
+  control_times_.ready_ms = absl::ToDoubleMilliseconds(absl::Now() - since);
+  return ready;
 }
 
 void Job::OnFailure(const absl::Status& status, bool local) {
@@ -429,7 +434,9 @@ absl::Status Job::Finish() {
   transport_->CloseReceives();
   absl::Status closed = transport_->CloseSends();
   if (!closed.ok()) return closed;
+  const absl::Time since = absl::Now();
   absl::Status ended = coordinator_->Barrier("end");
+  control_times_.end_ms = absl::ToDoubleMilliseconds(absl::Now() - since);
   if (!ended.ok()) return ended;
   coordinator_->Leave();
   finished_ = true;

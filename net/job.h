@@ -23,6 +23,15 @@
 
 namespace actorflow::internal::net {
 
+// How long this rank waited on the control plane: its Join (until every
+// rank had joined), the barrier after it (every rank connected), and the
+// barrier in Finish (every rank done).
+struct ControlTimes {
+  double join_ms = 0;
+  double ready_ms = 0;
+  double end_ms = 0;
+};
+
 // Fingerprint of what a rank runs: the plan (deterministically serialized)
 // and the piece count. Every rank's must equal rank 0's.
 std::string PlanFingerprint(const Plan& plan, int64_t pieces);
@@ -91,6 +100,7 @@ class Job {
   Session* session() const { return session_.get(); }
   const LocalPlan& local_plan() const { return local_; }
   const JobConfig& config() const { return config_; }
+  const ControlTimes& control_times() const { return control_times_; }
 
  private:
   explicit Job(JobConfig config) : config_(std::move(config)) {}
@@ -118,6 +128,7 @@ class Job {
   int64_t barriers_ = 0;     // Barrier calls so far: each one's name
   int64_t plan_pieces_ = 0;  // the plan's total_piece_num
   int64_t resumed_from_ = -1;
+  ControlTimes control_times_;
 
   Mutex mu_;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);

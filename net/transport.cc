@@ -58,6 +58,11 @@ grpc::ChannelArguments NetChannelArguments(absl::Duration peer_timeout) {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  // A rank that starts before rank 0 listens retries soon, not after
+  // gRPC's default second: a job's join waits for its slowest rank.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   return args;
 }
 

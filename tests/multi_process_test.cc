@@ -832,6 +832,128 @@ TEST_CASE("a job where no rank acts fails with every rank's waits",
   }
 }
 
+// source@0 -> hop1@1 -> ... -> hop(n-1)@(n-1) -> sink@0: every rank's
+// edge to the next; hop1 spends `spin_us` a piece.
+Plan RingPlan(int n, int64_t pieces, int spin_us) {
+  std::vector<TaskDef> defs = {{.name = "src", .op_type = "source"}};
+  defs[0].attrs["value"] = FloatAttr(1);
+  for (int m = 1; m < n; ++m) {
+    TaskDef hop{.name = "hop" + std::to_string(m),
+                .op_type = m == 1 && spin_us > 0 ? "spin" : "identity",
+                .inputs = {defs.back().name}};
+    if (m == 1 && spin_us > 0) hop.attrs["us"] = IntAttr(spin_us);
+    defs.push_back(hop);
+  }
+  defs.push_back(
+      {.name = "sink", .op_type = "checksum", .inputs = {defs.back().name}});
+  defs.back().has_output = false;
+  absl::StatusOr<Plan> plan = BuildPlan(defs, pieces);
+  REQUIRE(plan.ok());
+  for (int m = 1; m < n; ++m) {
+    plan->mutable_task(m)->mutable_stream()->set_machine_id(m);
+  }
+  return *plan;
+}
+
+// A source on each rank 1..n-1, each read by its own checksum on rank 0.
+Plan FanInPlan(int n, int64_t pieces) {
+  std::vector<TaskDef> defs;
+  for (int m = 1; m < n; ++m) {
+    TaskDef src{.name = "src" + std::to_string(m), .op_type = "source"};
+    src.attrs["value"] = FloatAttr(m);
+    TaskDef sink{.name = "sink" + std::to_string(m),
+                 .op_type = "checksum",
+                 .inputs = {src.name}};
+    sink.has_output = false;
+    defs.push_back(src);
+    defs.push_back(sink);
+  }
+  absl::StatusOr<Plan> plan = BuildPlan(defs, pieces);
+  REQUIRE(plan.ok());
+  for (int m = 1; m < n; ++m) {
+    plan->mutable_task(2 * (m - 1))->mutable_stream()->set_machine_id(m);
+  }
+  return *plan;
+}
+
+TEST_CASE("64 ranks in a ring and a fan-in join, run and end on two cores",
+          "[net][scale]") {
+  for (const auto& [name, plan] :
+       {std::pair{std::string("ring64"), RingPlan(64, 200, 0)},
+        std::pair{std::string("fanin64"), FanInPlan(64, 200)}}) {
+    INFO(name);
+    const std::string path = WritePlan(plan, name + ".pbtxt");
+    const std::string logs =
+        std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+    const auto started = std::chrono::steady_clock::now();
+    auto r = RunCli("launch --nproc=64 --log-dir='" + logs + "' '" + path +
+                    "' --stats");
+    const double seconds = std::chrono::duration<double>(
+                               std::chrono::steady_clock::now() - started)
+                               .count();
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(Contains(r.last_line, "\"world_size\":64"));
+    CHECK(Contains(r.last_line, "\"pieces\":200,\"checksum\":"));
+    // 64 processes start, join, run 200 pieces and leave: a few seconds
+    // here, bounded loosely for a loaded machine.
+    CHECK(seconds < 60);
+    std::ifstream out(logs + "/rank-0.out");
+    const std::string line((std::istreambuf_iterator<char>(out)),
+                           std::istreambuf_iterator<char>());
+    CHECK(Contains(line, "\"join_ms\":"));
+    CHECK(Contains(line, "\"threads\":"));
+    const size_t job = line.find("\"job\":");
+    WARN(name << ": " << seconds << " s; rank 0: "
+              << (job == std::string::npos ? "" : line.substr(job)));
+  }
+}
+
+TEST_CASE("a random rank of 64 killed fails every rank within the peer timeout",
+          "[net][scale]") {
+  const uint64_t seed = testing::TestSeed("ring64 kill");
+  std::mt19937_64 rng(seed);
+  const int victim = std::uniform_int_distribution<int>(1, 63)(rng);
+  INFO("seed " << seed << " (ACTORFLOW_SEED replays it); rank " << victim);
+  const std::string path =
+      WritePlan(RingPlan(64, 100000, 20000), "ring64_kill.pbtxt");
+  const int port = PortForJob();
+  std::vector<HandRank> ranks;
+  for (int r = 0; r < 64; ++r) {
+    std::vector<std::string> args = {"--peer-timeout=5"};
+    if (r == 0) args.push_back("--progress");
+    ranks.push_back(
+        StartRank(path, r, 64, port, args, "ring64_" + std::to_string(r)));
+  }
+  bool running = false;  // rank 0's sink has taken pieces
+  for (int polls = 0; polls < 6000 && !running; ++polls) {
+    std::ifstream err(ranks[0].out_path + ".err");
+    std::string line;
+    while (std::getline(err, line)) {
+      running |= line.rfind("progress: ", 0) == 0 &&
+                 line.rfind("progress: 0/", 0) != 0;
+    }
+    if (!running) usleep(10000);  // polls a file the rank writes
+  }
+  REQUIRE(running);
+  const auto killed_at = std::chrono::steady_clock::now();
+  REQUIRE(kill(ranks[victim].pid, SIGKILL) == 0);
+  for (int r = 0; r < 64; ++r) {
+    Finished finished = WaitRank(ranks[r]);
+    if (r == victim) {
+      CHECK(finished.exit_code == -1);
+      continue;
+    }
+    INFO("rank " << r << ": " << finished.out);
+    CHECK(finished.exit_code == 1);
+    CHECK(Contains(finished.out, "rank " + std::to_string(victim)));
+  }
+  // Every rank has gone within the peer timeout (and the time 63 processes
+  // take to wind down on two cores).
+  CHECK(std::chrono::steady_clock::now() - killed_at <
+        std::chrono::seconds(5 + 10));
+}
+
 TEST_CASE("launch on two nodes: one job of both nodes' ranks", "[net]") {
   const std::string plan =
       testing::Runfile("examples/plans/three_machines.pbtxt");
