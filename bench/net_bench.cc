@@ -20,10 +20,16 @@
 // `actorflow` does (net::UseOwnPollers; GRPC_POLL_STRATEGY overrides it). Every
 // sample alternates with its baseline's, so both see the same machine; the
 // table shows medians and the median per-pair ratio (how many times better
-// plain gRPC did). Run:
+// plain gRPC did).
+//
+// --tls=1 measures what mutual TLS between ranks costs instead: the same
+// jobs with --tls-cert/--tls-key/--tls-ca (a CA and a certificate for
+// 127.0.0.1 made here with openssl) against the same jobs in plaintext,
+// alternated; the ratio is how many times better plaintext did. Run:
 //
 //   tools/bazel run //bench:net_bench
 //   tools/bazel run //bench:net_bench -- --samples=21 --mib=64
+//   tools/bazel run //bench:net_bench -- --tls=1
 #include <grpcpp/grpcpp.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -35,6 +41,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -54,14 +61,18 @@ namespace {
 constexpr int64_t kBlobBytes[] = {4 << 10, 64 << 10, 1 << 20};
 constexpr int64_t kPingBytes = 64;
 constexpr int kRegisterNum = 16;
-// One port for the baseline's server, then one MASTER_PORT per job.
+// One port for the baseline's server, then one MASTER_PORT per job in
+// plaintext and one per job under TLS.
 constexpr int kJobs = 4;
-constexpr int kPorts = 1 + kJobs;
+constexpr int kPorts = 1 + 2 * kJobs;
+// Where --tls=1 keeps its certificates, for rank 1 too.
+constexpr char kTlsDirVar[] = "ACTORFLOW_NET_BENCH_TLS_DIR";
 
 struct Config {
   int64_t samples = 11;
   int64_t mib = 32;  // per throughput sample
   int64_t round_trips = 2000;
+  int64_t tls = 0;  // 1: TLS against plaintext
 };
 
 [[noreturn]] void Die(const std::string& what) {
@@ -163,11 +174,44 @@ std::vector<JobSpec> Jobs(const Config& config) {
   return jobs;
 }
 
-std::unique_ptr<net::Job> JoinJob(const JobSpec& spec, int rank, int port) {
+// The certificates of --tls=1 (empty: plaintext).
+net::TlsFiles TlsFilesIn(const std::string& dir) {
+  if (dir.empty()) return {};
+  return {dir + "/rank.pem", dir + "/rank.key", dir + "/ca.pem"};
+}
+
+// A CA and one certificate for 127.0.0.1 signed by it, as
+// docs/multi_process.md makes them; returns the directory.
+std::string MakeCertificates() {
+  char dir[] = "/tmp/net_bench_tls.XXXXXX";
+  if (mkdtemp(dir) == nullptr) Die("mkdtemp failed");
+  const std::string d = dir;
+  const std::string script = absl::StrCat(
+      "cd '", d, "' && (",
+      "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem "
+      "-subj /CN=bench-ca -days 1 && ",
+      "openssl req -newkey rsa:2048 -nodes -keyout rank.key -out rank.csr "
+      "-subj /CN=localhost && ",
+      "echo subjectAltName=IP:127.0.0.1,DNS:localhost > ext.cnf && ",
+      "openssl x509 -req -in rank.csr -CA ca.pem -CAkey ca.key "
+      "-CAcreateserial -out rank.pem -days 1 -extfile ext.cnf",
+      ") > openssl.log 2>&1");
+  if (std::system(script.c_str()) != 0) {
+    Die(
+        absl::StrCat("--tls=1 needs openssl (Debian's openssl package): "
+                     "making certificates in ",
+                     d, " failed, see ", d, "/openssl.log"));
+  }
+  return d;
+}
+
+std::unique_ptr<net::Job> JoinJob(const JobSpec& spec, int rank, int port,
+                                  const std::string& tls_dir = "") {
   net::JobConfig job;
   job.rank = rank;
   job.world_size = 2;
   job.master_port = port;
+  job.tls = TlsFilesIn(tls_dir);
   job.join_timeout = absl::Seconds(60);
   job.peer_timeout = absl::Seconds(60);
   auto created = net::Job::Create(spec.plan, spec.pieces, job, BenchKernels());
@@ -214,12 +258,23 @@ int Child(const Config& config, const std::vector<int>& ports) {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr) Die("rank 1: cannot serve the baseline");
   std::vector<JobSpec> jobs = Jobs(config);
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    std::unique_ptr<net::Job> job = JoinJob(jobs[j], 1, ports[1 + j]);
+  auto serve = [&](size_t j, int port, const std::string& tls_dir) {
+    std::unique_ptr<net::Job> job = JoinJob(jobs[j], 1, port, tls_dir);
     for (int64_t i = 0; i < 1 + config.samples; ++i) {
       RunJob(job.get(), jobs[j].pieces);
     }
     Check(job->Finish(), "rank 1: finishing");
+  };
+  const char* tls_dir = std::getenv(kTlsDirVar);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    if (!config.tls) {
+      serve(j, ports[1 + j], "");
+      continue;
+    }
+    // Rank 0 alternates the two jobs' runs: each needs its own thread here.
+    std::thread plain(serve, j, ports[1 + j], "");
+    serve(j, ports[1 + kJobs + j], tls_dir == nullptr ? "" : tls_dir);
+    plain.join();
   }
   server->Shutdown();
   return 0;
@@ -277,7 +332,8 @@ pid_t StartChild(const Config& config, const std::vector<int>& ports) {
       absl::StrJoin(ports, ","),
       absl::StrCat("--samples=", config.samples),
       absl::StrCat("--mib=", config.mib),
-      absl::StrCat("--round-trips=", config.round_trips)};
+      absl::StrCat("--round-trips=", config.round_trips),
+      absl::StrCat("--tls=", config.tls)};
   pid_t pid = fork();
   if (pid < 0) Die("fork failed");
   if (pid == 0) {
@@ -288,6 +344,56 @@ pid_t StartChild(const Config& config, const std::vector<int>& ports) {
     _exit(127);
   }
   return pid;
+}
+
+// --tls=1: every job under mutual TLS against the same in plaintext.
+int CompareTls(const Config& config, const std::vector<int>& ports,
+               pid_t child) {
+  std::printf(
+      "net_bench --tls=1: two processes on 127.0.0.1, %lld samples (medians; "
+      "ratio = plaintext / TLS, per pair)\n\n",
+      static_cast<long long>(config.samples));
+  std::printf("%-26s %14s %14s %8s\n", "", "mutual TLS", "plaintext", "ratio");
+  const std::string tls_dir = std::getenv(kTlsDirVar);
+  std::vector<JobSpec> jobs = Jobs(config);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    std::unique_ptr<net::Job> plain = JoinJob(jobs[j], 0, ports[1 + j]);
+    std::unique_ptr<net::Job> tls =
+        JoinJob(jobs[j], 0, ports[1 + kJobs + j], tls_dir);
+    const int64_t pieces = jobs[j].pieces;
+    const bool throughput = j < std::size(kBlobBytes);
+    auto rate = [&](net::Job* job) {
+      const int64_t start = NowNs();
+      RunJob(job, pieces);
+      const double per_second = pieces / Seconds(start);
+      return throughput ? per_second * kBlobBytes[j] : per_second;
+    };
+    Paired p = PairedMedians(
+        config.samples, [&] { return rate(tls.get()); },
+        [&] { return rate(plain.get()); });
+    if (throughput) {
+      std::printf(
+          "%-26s %9.0f MB/s %9.0f MB/s %7.2fx\n",
+          absl::StrCat("throughput, ", kBlobBytes[j] >> 10, " KiB blobs")
+              .c_str(),
+          p.subject / 1e6, p.baseline / 1e6, p.ratio);
+    } else {
+      std::printf("%-26s %11.1f us %11.1f us %7.2fx\n",
+                  absl::StrCat("round trip, ", kPingBytes, " B").c_str(),
+                  1e6 / p.subject, 1e6 / p.baseline, p.ratio);
+    }
+    std::fflush(stdout);
+    Check(plain->Finish(), "rank 0: finishing");
+    Check(tls->Finish(), "rank 0: finishing");
+  }
+  int status = 0;
+  if (waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0) {
+    Die("rank 1 failed");
+  }
+  std::printf("\nratio: how many times plaintext's figure is better\n");
+  std::system(absl::StrCat("rm -rf '", tls_dir, "'").c_str());
+  return 0;
 }
 
 int Parent(const Config& config) {
@@ -302,7 +408,9 @@ int Parent(const Config& config) {
     if (port == 0) Die("no free port on 127.0.0.1");
     ports.push_back(port);
   }
+  if (config.tls) setenv(kTlsDirVar, MakeCertificates().c_str(), 1);
   const pid_t child = StartChild(config, ports);
+  if (config.tls) return CompareTls(config, ports, child);
   auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", ports[0]),
                                      grpc::InsecureChannelCredentials());
   if (!channel->WaitForConnected(
@@ -392,7 +500,9 @@ int main(int argc, char** argv) {
       "net_bench", argc, argv,
       {{"samples", &config.samples, "samples per figure"},
        {"mib", &config.mib, "MiB per throughput sample"},
-       {"round-trips", &config.round_trips, "round trips per latency sample"}},
+       {"round-trips", &config.round_trips, "round trips per latency sample"},
+       {"tls", &config.tls,
+        "1: mutual TLS between the ranks against plaintext (needs openssl)"}},
       kHelp);
   return child ? Child(config, ports) : Parent(config);
 }
