@@ -214,8 +214,12 @@ void DeclareRunFlags(RunFlags* run, FlagSet* flags) {
                             "a number of processes >= 1"));
   flags->Custom("master-addr", "HOST",
                 "where rank 0 serves the job's control service (overrides "
-                "MASTER_ADDR; default 127.0.0.1)",
-                Host("master-addr", &job.master_addr));
+                "MASTER_ADDR; default 127.0.0.1, under Slurm the first host "
+                "of SLURM_JOB_NODELIST)",
+                [&job](const std::string& text) {
+                  job.master_missing.clear();
+                  return Host("master-addr", &job.master_addr)(text);
+                });
   flags->Custom("master-port", "PORT",
                 "its port (overrides MASTER_PORT; default 29500)",
                 WholeNumber("master-port", &job.master_port, 1, 65535,
@@ -281,6 +285,9 @@ absl::Status CheckRunFlags(RunFlags* run) {
   }
   run->job.checkpoint_dir = run->checkpoint_dir;
   run->job.resume = run->resume;
+  if (run->job.world_size > 1 && !run->job.master_missing.empty()) {
+    return absl::InvalidArgumentError(run->job.master_missing);
+  }
   if (run->job.rank >= run->job.world_size) {
     return absl::InvalidArgumentError(absl::StrCat(
         "rank ", run->job.rank, " is outside 0..", run->job.world_size - 1,

@@ -230,6 +230,8 @@ absl::StatusOr<std::string> RouteAddressTo(const std::string& host) {
 absl::StatusOr<JobConfig> JobConfigFromEnv() {
   JobConfig config;
   bool slurm = false;
+  const Source* launcher = nullptr;
+  int64_t launcher_local_size = 0;
   for (const Source& source : kSources) {
     bool has_rank = false, has_size = false;
     absl::StatusOr<int64_t> rank = EnvInt(source.rank, &has_rank);
@@ -267,6 +269,8 @@ absl::StatusOr<JobConfig> JobConfigFromEnv() {
                                   ? static_cast<int32_t>(local_size)
                                   : config.local_rank + 1;
     slurm = std::strcmp(source.rank, "SLURM_PROCID") == 0;
+    launcher = &source;
+    launcher_local_size = local_size;
     break;
   }
   if (const char* addr = Env("MASTER_ADDR")) {
@@ -282,6 +286,16 @@ absl::StatusOr<JobConfig> JobConfigFromEnv() {
       }
       config.master_addr = hosts->front();
     }
+  } else if (launcher != nullptr && launcher->local_size != nullptr &&
+             launcher_local_size > 0 &&
+             launcher_local_size < config.world_size) {
+    // mpirun across hosts: a loopback master reaches nobody; say so now
+    // rather than time out joining.
+    config.master_missing = absl::StrCat(
+        launcher->local_size, "=", launcher_local_size, " of ",
+        launcher->size, "=", config.world_size,
+        ": the ranks are on several hosts, but MASTER_ADDR is not set; "
+        "give rank 0's host (mpirun -x MASTER_ADDR=HOST, or --master-addr)");
   }
   bool has_port = false;
   absl::StatusOr<int64_t> port = EnvInt("MASTER_PORT", &has_port);

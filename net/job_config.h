@@ -21,6 +21,10 @@ struct JobConfig {
   int32_t local_rank = 0;
   int32_t local_world_size = 1;
   std::string master_addr = "127.0.0.1";
+  // Why that default cannot be right (the launcher says the ranks are on
+  // several hosts, and nothing named the master); empty once a master
+  // address was given. A job refuses to start while it is set.
+  std::string master_missing;
   int32_t master_port = 29500;
   // The host other ranks reach this one at, and where it listens; empty:
   // 127.0.0.1 when MASTER_ADDR is a loopback address, else the address of

@@ -6,8 +6,12 @@
 #   2. ranks started by hand with only Slurm's variables do too, while a
 #      rank of another job (another token) on the intruder is refused;
 #   3. a partition between ranks 1 and 2 only (blackhole routes) ends every
-#      rank within seconds, saying the link between them was lost.
-# Needs root, `ip` and `unshare`; skips with the reason otherwise.
+#      rank within seconds, saying the link between them was lost;
+#   4. real Open MPI (mpirun, its rsh agent running `ip netns exec`) starts
+#      the ranks on the three hosts: without MASTER_ADDR every rank says it
+#      is missing at once; with it, the one-host sinks.
+# Needs root, `ip` and `unshare`; skips with the reason otherwise (part 4
+# without `mpirun`, alone).
 # Usage: hosts_netns_test.sh ACTORFLOW_BINARY PLAN
 set -u
 BIN=$(readlink -f "$1")
@@ -159,4 +163,40 @@ for h in 0 1 2; do
     "lost the link between rank (1 and rank 2|2 and rank 1)" "$TMP/part$h.out"
 done
 check "within 4 peer timeouts" awk -v t="$took" -v p="$PEER" 'BEGIN { exit !(t < 4 * p) }'
+
+echo "--- 4. Open MPI's mpirun across the hosts"
+if ! command -v mpirun >/dev/null; then
+  echo "SKIPPED part 4: no mpirun (Debian's openmpi-bin)"
+  exit $fail
+fi
+# mpirun's rsh agent: "[options] HOST COMMAND" runs COMMAND on that host.
+AGENT=$TMP/netns_agent.sh
+cat >"$AGENT" <<AGENT
+#!/bin/sh
+while [ "\${1#-}" != "\$1" ]; do shift; done
+host=\$1
+shift
+exec ip netns exec "${TAG}h\${host#host}" unshare --uts \\
+  sh -c 'hostname "\$0"; eval "\$1"' "\$host" "\$*"
+AGENT
+chmod +x "$AGENT"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi() {  # mpi OUT ARGS...: mpirun on host 0 over hosts 0..2
+  local out=$1
+  shift
+  timeout 120 ip netns exec "${TAG}h0" unshare --uts \
+    sh -c 'hostname host0; exec "$@"' x \
+    mpirun --mca plm_rsh_agent "$AGENT" --mca oob_tcp_if_include "$NET.0/24" \
+    --mca btl self,tcp --mca btl_tcp_if_include "$NET.0/24" \
+    --host host0,host1,host2 -np 3 "$@" >"$TMP/$out.out" 2>"$TMP/$out.err"
+}
+mpi mpi_nomaster "$BIN" run "$PLAN" --no-progress
+check "without MASTER_ADDR every rank says so" test \
+  "$(grep -c 'the ranks are on several hosts, but MASTER_ADDR is not set' \
+    "$TMP/mpi_nomaster.out")" = 3
+mpi mpi -x MASTER_ADDR=$NET.1 -x MASTER_PORT=29579 -x ACTORFLOW_JOB_TOKEN \
+  "$BIN" run "$PLAN" --no-progress
+grep '"rank":0' "$TMP/mpi.out"
+check "mpirun's rank 0 gives the one-host sinks" grep -q "$want" "$TMP/mpi.out"
+check "mpirun's three ranks ok" test "$(grep -c '"status":"ok"' "$TMP/mpi.out")" = 3
 exit $fail

@@ -136,6 +136,20 @@ TEST_CASE("each launcher's variables give rank, size and master", "[net]") {
     CHECK(config.world_size == 4);
     CHECK(config.local_rank == 1);
     CHECK(config.local_world_size == 2);
+    // Ranks on two hosts and no MASTER_ADDR: loopback would reach nobody.
+    CHECK(config.master_missing ==
+          "MPI_LOCALNRANKS=2 of PMI_SIZE=4: the ranks are on several hosts, "
+          "but MASTER_ADDR is not set; give rank 0's host (mpirun -x "
+          "MASTER_ADDR=HOST, or --master-addr)");
+  }
+  SECTION("every rank on one host needs no MASTER_ADDR") {
+    ScopedEnv env({{"OMPI_COMM_WORLD_RANK", "1"},
+                   {"OMPI_COMM_WORLD_SIZE", "2"},
+                   {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+    JobConfig config = *JobConfigFromEnv();
+    CHECK(config.master_missing.empty());
+    CHECK(config.master_addr == "127.0.0.1");
   }
   SECTION("Slurm alone: the master is the node list's first host") {
     ScopedEnv env({{"SLURM_PROCID", "4"},
