@@ -119,6 +119,13 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port == 0) {
+    absl::Status resolves = Resolves(config_.master_addr);
+    if (rank == 0 && !resolves.ok()) {
+      return absl::UnavailableError(absl::StrCat(
+          "rank 0: ", resolves.message(),
+          " (MASTER_ADDR): rank 0 listens there, and every rank must "
+          "resolve it"));
+    }
     return absl::UnavailableError(absl::StrCat(
         "rank ", rank, ": cannot listen on ", listen,
         rank == 0 ? " (MASTER_ADDR:MASTER_PORT): is the port taken, or the "

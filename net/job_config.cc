@@ -162,6 +162,17 @@ bool IsLoopback(const std::string& host) {
          host == "::1" || host == "[::1]";
 }
 
+absl::Status Resolves(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int error = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (found != nullptr) freeaddrinfo(found);
+  if (error == 0) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat("cannot resolve '", host,
+                                             "': ", gai_strerror(error)));
+}
+
 bool ResolvesOnlyToLoopback(const std::string& host) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;

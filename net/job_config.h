@@ -73,6 +73,9 @@ absl::StatusOr<JobConfig> JobConfigFromEnv();
 absl::StatusOr<std::vector<std::string>> ExpandHostList(
     const std::string& list);
 
+// Whether `host` (a name or an address) resolves here; the error names it.
+absl::Status Resolves(const std::string& host);
+
 // A loopback address or name ("127.x", "localhost", "::1"), as written.
 bool IsLoopback(const std::string& host);
 // Whether every address `host` resolves to here is a loopback one.

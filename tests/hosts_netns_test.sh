@@ -9,11 +9,17 @@
 #      rank within seconds, saying the link between them was lost;
 #   4. real Open MPI (mpirun, its rsh agent running `ip netns exec`) starts
 #      the ranks on the three hosts: without MASTER_ADDR every rank says it
-#      is missing at once; with it, the one-host sinks.
-# Needs root, `ip` and `unshare`; skips with the reason otherwise (part 4
-# without `mpirun`, alone).
+#      is missing at once; with it, the one-host sinks;
+#   5. real Slurm (munged, slurmctld on host 0, a slurmd per host; only the
+#      master's name resolves, through /etc/netns/NS/hosts): `srun -N3`
+#      gives the one-host sinks; `scancel --signal=USR1` mid-run preempts
+#      the job at one cut on every rank, and `srun ... --resume` ends it
+#      with the sinks of a run never stopped.
+# Needs root, `ip` and `unshare`; skips with the reason otherwise (parts 4
+# and 5 alone without `mpirun` or Slurm).
 # Usage: hosts_netns_test.sh ACTORFLOW_BINARY PLAN
 set -u
+export PATH="$PATH:/usr/sbin:/sbin"  # the daemons of part 5
 BIN=$(readlink -f "$1")
 PLAN=$(readlink -f "$2")
 TMP=${TEST_TMPDIR:-$(mktemp -d)}
@@ -27,10 +33,20 @@ command -v unshare >/dev/null || skip "no unshare (util-linux)"
 ip netns add "${TAG}probe" 2>/dev/null || skip "ip netns add refused here"
 ip netns del "${TAG}probe"
 
+SL=""  # part 5's Slurm state
 cleanup() {
   for pid in $(jobs -p); do kill -9 "$pid" 2>/dev/null; done
-  for h in 0 1 2 3; do ip netns del "${TAG}h$h" 2>/dev/null; done
+  if [ -n "$SL" ] && [ -f "$SL/munged.pid" ]; then
+    kill -9 "$(cat "$SL/munged.pid")" 2>/dev/null
+  fi
+  for h in 0 1 2 3; do
+    # Whatever still runs on a host (slurmstepd, a rank) goes with it.
+    ip netns pids "${TAG}h$h" 2>/dev/null | xargs -r kill -9 2>/dev/null
+    ip netns del "${TAG}h$h" 2>/dev/null
+    rm -rf "/etc/netns/${TAG}h$h"
+  done
   ip link del "${TAG}br" 2>/dev/null
+  [ -n "$SL" ] && rm -rf "$SL"
 }
 trap cleanup EXIT
 
@@ -199,4 +215,102 @@ mpi mpi -x MASTER_ADDR=$NET.1 -x MASTER_PORT=29579 -x ACTORFLOW_JOB_TOKEN \
 grep '"rank":0' "$TMP/mpi.out"
 check "mpirun's rank 0 gives the one-host sinks" grep -q "$want" "$TMP/mpi.out"
 check "mpirun's three ranks ok" test "$(grep -c '"status":"ok"' "$TMP/mpi.out")" = 3
+
+echo "--- 5. real Slurm: munged, slurmctld, a slurmd per host; srun -N3"
+for cmd in munged slurmctld slurmd srun sinfo squeue scancel; do
+  if ! command -v $cmd >/dev/null; then
+    echo "SKIPPED part 5: no $cmd (Debian's slurmctld, slurmd, slurm-client, munge)"
+    exit $fail
+  fi
+done
+SL=$(mktemp -d /tmp/afslurm.XXXXXX)  # short: munge's socket path
+dd if=/dev/urandom of="$SL/munge.key" bs=1024 count=1 2>/dev/null
+chmod 400 "$SL/munge.key"
+munged --force --key-file="$SL/munge.key" --socket="$SL/munge.sock" \
+  --pid-file="$SL/munged.pid" --log-file="$SL/munged.log" \
+  --seed-file="$SL/munged.seed" || exit 1
+mkdir -p "$SL/state"
+echo "CgroupPlugin=cgroup/v1" >"$SL/cgroup.conf"
+cat >"$SL/slurm.conf" <<CONF
+ClusterName=afnetns
+SlurmctldHost=host0($NET.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$SL/munge.sock
+CredType=cred/munge
+StateSaveLocation=$SL/state
+SlurmdSpoolDir=$SL/slurmd-%n
+SlurmctldPidFile=$SL/slurmctld.pid
+SlurmdPidFile=$SL/slurmd-%n.pid
+SlurmctldLogFile=$SL/slurmctld.log
+SlurmdLogFile=$SL/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SwitchType=switch/none
+MpiDefault=none
+ReturnToService=2
+SchedulerType=sched/builtin
+SelectType=select/linear
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+NodeName=host0 NodeAddr=$NET.1 CPUs=2 State=UNKNOWN
+NodeName=host1 NodeAddr=$NET.2 CPUs=2 State=UNKNOWN
+NodeName=host2 NodeAddr=$NET.3 CPUs=2 State=UNKNOWN
+PartitionName=all Nodes=host[0-2] Default=YES MaxTime=INFINITE State=UP
+CONF
+export SLURM_CONF=$SL/slurm.conf
+# The first host of SLURM_JOB_NODELIST is the master: the one name that
+# must resolve, on every host.
+for h in 0 1 2; do
+  mkdir -p "/etc/netns/${TAG}h$h"
+  printf '127.0.0.1 localhost\n%s host0\n' "$NET.1" >"/etc/netns/${TAG}h$h/hosts"
+done
+on 0 slurmctld -D -f "$SLURM_CONF" >"$SL/slurmctld.out" 2>&1 &
+for h in 0 1 2; do
+  on $h slurmd -D -N host$h -f "$SLURM_CONF" >"$SL/slurmd$h.out" 2>&1 &
+done
+for _ in $(seq 300); do  # polls until the three nodes are idle
+  [ "$(on 0 sinfo -h -o %t 2>/dev/null)" = idle ] &&
+    [ "$(on 0 sinfo -h -o %D 2>/dev/null)" = 3 ] && break
+  sleep 0.1
+done
+check "three idle Slurm nodes" test "$(on 0 sinfo -h -o %t%D 2>/dev/null)" = idle3
+if [ "$(on 0 sinfo -h -o %t%D 2>/dev/null)" != idle3 ]; then
+  tail -5 "$SL/slurmctld.log" "$SL"/slurmd-host*.log
+  exit 1
+fi
+on 0 srun -N3 --ntasks-per-node=1 "$BIN" run "$PLAN" --no-progress \
+  >"$TMP/srun.out" 2>"$TMP/srun.err"
+grep '"rank":0' "$TMP/srun.out"
+check "srun's rank 0 gives the one-host sinks" grep -q "$want" "$TMP/srun.out"
+check "srun's three ranks ok" test "$(grep -c '"status":"ok"' "$TMP/srun.out")" = 3
+
+LONG="--pieces=40000 --checkpoint-dir=$SL/ckpt --checkpoint-every=2000"
+whole=$("$BIN" launch --nproc=3 "$PLAN" --pieces=40000 | tail -1 |
+  grep -o '"checksum":[0-9]*')
+on 0 srun -N3 --ntasks-per-node=1 "$BIN" run "$PLAN" --no-progress $LONG \
+  >"$TMP/preempt.out" 2>"$TMP/preempt.err" &
+srun_pid=$!
+for _ in $(seq 600); do  # polls the checkpoints rank 2 writes
+  ls "$SL/ckpt/rank-2" 2>/dev/null | grep -q ckpt- && break
+  sleep 0.1
+done
+job=$(on 0 squeue -h -o %i | head -1)
+on 0 scancel --signal=USR1 "$job"
+wait $srun_pid
+cat "$TMP/preempt.out"
+check "every rank preempted" test \
+  "$(grep -c '"status":"preempted"' "$TMP/preempt.out")" = 3
+check "every rank at one cut" test \
+  "$(grep -o '"preempted_at":[0-9]*' "$TMP/preempt.out" | sort -u | wc -l)" = 1
+check "SIGUSR1 named" grep -q 'SIGUSR1 to rank' "$TMP/preempt.out"
+on 0 srun -N3 --ntasks-per-node=1 "$BIN" run "$PLAN" --no-progress $LONG \
+  --resume >"$TMP/resumed.out" 2>"$TMP/resumed.err"
+grep '"rank":0' "$TMP/resumed.out"
+check "resumed from the cut" grep -q "\"resumed_from\":$(grep -o \
+  '"preempted_at":[0-9]*' "$TMP/preempt.out" | head -1 | cut -d: -f2)" \
+  "$TMP/resumed.out"
+check "the resumed run's sinks are those of a run never stopped" \
+  grep -q "$whole" "$TMP/resumed.out"
 exit $fail
