@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -123,6 +124,8 @@ absl::StatusOr<RunStats> RunInChunks(
 struct JobLine {
   std::function<Json()> preempted;
   std::function<Json()> stats;
+  // Rank 0's: every rank's sinks ("job_sinks"); null elsewhere.
+  std::function<Json()> job_sinks;
 };
 
 // Runs `run` on `session` (with the progress line) and prints the result:
@@ -179,6 +182,10 @@ int RunSession(const std::string& path, Session* session, const RunFlags& flags,
   line["pieces"] = result->pieces;
   line["wall_ms"] = JsonRounded(result->wall_ms, 3);
   line["sinks"] = std::move(sinks);
+  if (job != nullptr) {
+    Json all = job->job_sinks();
+    if (!all.is_null()) line["job_sinks"] = std::move(all);
+  }
   if (flags.stats) {
     line["stats"] = ReportStats(*result);
     if (session != nullptr) {
@@ -301,6 +308,18 @@ int RunJob(const std::string& path, Plan plan, RunFlags flags,
   JobLine job_line;
   job_line.stats = [running] {
     return ReportControl(running->control_times());
+  };
+  job_line.job_sinks = [running]() -> Json {
+    if (running->config().rank != 0) return Json();
+    std::map<std::string, Json> sorted;  // by task name, as one process
+    for (const net::SinkReport& sink : running->JobSinks()) {
+      sorted[sink.task()] = {{"pieces", sink.pieces()},
+                             {"checksum", JsonNumber(sink.checksum())},
+                             {"in_order", sink.in_order()}};
+    }
+    Json all = Json::object();
+    for (auto& [task, sink] : sorted) all[task] = std::move(sink);
+    return all;
   };
   job_line.preempted = [&]() -> Json {
     const int64_t cut = running->preempted_at();

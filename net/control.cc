@@ -323,10 +323,11 @@ absl::StatusOr<JoinReply> ControlService::JoinRank(const JoinRequest& request) {
   return reply;
 }
 
-absl::Status ControlService::BarrierRank(int32_t rank,
-                                         const std::string& name) {
+absl::Status ControlService::BarrierRank(int32_t rank, const std::string& name,
+                                         const std::vector<SinkReport>& sinks) {
   (void)rank;
   MutexLock lock(&mu_);
+  sinks_.insert(sinks_.end(), sinks.begin(), sinks.end());
   int32_t& count = barrier_count_[name];
   ++count;
   changed_.SignalAll();
@@ -338,6 +339,11 @@ absl::Status ControlService::BarrierRank(int32_t rank,
     return absl::CancelledError("rank 0 is shutting down");
   }
   return absl::OkStatus();
+}
+
+std::vector<SinkReport> ControlService::Sinks() const {
+  MutexLock lock(&mu_);
+  return sinks_;
 }
 
 void ControlService::WaitForRanksToLeave(absl::Duration timeout) {
@@ -379,7 +385,9 @@ grpc::Status ControlService::Barrier(grpc::ServerContext* context,
   (void)reply;
   grpc::Status allowed = CheckJobToken(options_.token, *context, "Barrier");
   if (!allowed.ok()) return allowed;
-  return ToGrpc(BarrierRank(request->rank(), request->name()));
+  return ToGrpc(BarrierRank(request->rank(), request->name(),
+                            std::vector<SinkReport>(request->sinks().begin(),
+                                                    request->sinks().end())));
 }
 
 grpc::Status ControlService::Watch(
@@ -455,8 +463,9 @@ class Local final : public Coordinator {
   absl::StatusOr<JoinReply> Join(const JoinRequest& request) override {
     return service_->JoinRank(request);
   }
-  absl::Status Barrier(const std::string& name) override {
-    return service_->BarrierRank(0, name);
+  absl::Status Barrier(const std::string& name,
+                       const std::vector<SinkReport>& sinks) override {
+    return service_->BarrierRank(0, name, sinks);
   }
   void ReportFailure(const absl::Status& status) override {
     service_->Fail(0, absl::StrCat("rank 0 failed: ", status.message()));
@@ -517,7 +526,8 @@ class Remote final : public Coordinator {
     return reply;
   }
 
-  absl::Status Barrier(const std::string& name) override {
+  absl::Status Barrier(const std::string& name,
+                       const std::vector<SinkReport>& sinks) override {
     grpc::ClientContext context;
     AttachJobToken(options_.token, &context);
     {
@@ -528,6 +538,7 @@ class Remote final : public Coordinator {
     BarrierRequest request;
     request.set_rank(rank_);
     request.set_name(name);
+    for (const SinkReport& sink : sinks) *request.add_sinks() = sink;
     BarrierReply reply;
     grpc::Status status = stub_->Barrier(&context, request, &reply);
     MutexLock lock(&mu_);

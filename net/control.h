@@ -69,7 +69,9 @@ class Coordinator {
   // Every rank's RegisterTransfer address, by rank, once every rank joined
   // with the same plan hash; and the checkpoint they resume from.
   virtual absl::StatusOr<JoinReply> Join(const JoinRequest& request) = 0;
-  virtual absl::Status Barrier(const std::string& name) = 0;
+  // `sinks`: this rank's, at the last barrier (rank 0 keeps them all).
+  virtual absl::Status Barrier(const std::string& name,
+                               const std::vector<SinkReport>& sinks) = 0;
   // This process failed: tell every other rank.
   virtual void ReportFailure(const absl::Status& status) = 0;
   // This process is done (after the last barrier) and leaves.
@@ -110,7 +112,10 @@ class ControlService final : public Control::Service {
 
   // Rank 0's own calls.
   absl::StatusOr<JoinReply> JoinRank(const JoinRequest& request);
-  absl::Status BarrierRank(int32_t rank, const std::string& name);
+  absl::Status BarrierRank(int32_t rank, const std::string& name,
+                           const std::vector<SinkReport>& sinks = {});
+  // Every rank's sinks, as they came with their barriers.
+  std::vector<SinkReport> Sinks() const;
   // `rank` failed with `message` (its own words, or rank 0's about it).
   void Fail(int32_t rank, const std::string& message);
   void Preempt(const std::string& why);
@@ -150,6 +155,7 @@ class ControlService final : public Control::Service {
   std::vector<JoinRequest> joins_ ABSL_GUARDED_BY(mu_);
   absl::Time join_deadline_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int32_t> barrier_count_ ABSL_GUARDED_BY(mu_);
+  std::vector<SinkReport> sinks_ ABSL_GUARDED_BY(mu_);
   std::vector<absl::Time> last_heard_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> watching_ ABSL_GUARDED_BY(mu_);  // Watch stream open
   std::vector<bool> left_ ABSL_GUARDED_BY(mu_);      // said it was done

@@ -223,7 +223,7 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
     return connected;
   }
   since = absl::Now();
-  absl::Status ready = coordinator_->Barrier("ready");
+  absl::Status ready = coordinator_->Barrier("ready", {});
   control_times_.ready_ms = absl::ToDoubleMilliseconds(absl::Now() - since);
   return ready;
 }
@@ -334,6 +334,10 @@ std::string Job::Waits() const {
   return waits;
 }
 
+std::vector<SinkReport> Job::JobSinks() const {
+  return control_ != nullptr ? control_->Sinks() : std::vector<SinkReport>{};
+}
+
 int64_t Job::next_piece() const {
   MutexLock lock(&preempt_mu_);
   return next_piece_;
@@ -424,7 +428,7 @@ absl::StatusOr<WrittenCheckpoint> Job::Checkpoint(int keep_last) {
   }
   // Only once every rank has this piece may older checkpoints go.
   absl::Status agreed =
-      coordinator_->Barrier(absl::StrCat("checkpoint ", data.piece));
+      coordinator_->Barrier(absl::StrCat("checkpoint ", data.piece), {});
   if (!agreed.ok()) return agreed;
   absl::Status pruned = PruneCheckpoints(checkpoint_root(), keep_last);
   if (!pruned.ok()) return pruned;
@@ -432,7 +436,7 @@ absl::StatusOr<WrittenCheckpoint> Job::Checkpoint(int keep_last) {
 }
 
 absl::Status Job::Barrier() {
-  return coordinator_->Barrier(absl::StrCat("barrier ", ++barriers_));
+  return coordinator_->Barrier(absl::StrCat("barrier ", ++barriers_), {});
 }
 
 absl::Status Job::Finish() {
@@ -441,8 +445,18 @@ absl::Status Job::Finish() {
   transport_->CloseReceives();
   absl::Status closed = transport_->CloseSends();
   if (!closed.ok()) return closed;
+  std::vector<SinkReport> sinks;
+  if (session_ != nullptr) {
+    for (const auto& [task, sink] : session_->Sinks()) {
+      SinkReport& report = sinks.emplace_back();
+      report.set_task(task);
+      report.set_pieces(sink.pieces);
+      report.set_checksum(sink.checksum);
+      report.set_in_order(sink.in_order);
+    }
+  }
   const absl::Time since = absl::Now();
-  absl::Status ended = coordinator_->Barrier("end");
+  absl::Status ended = coordinator_->Barrier("end", sinks);
   control_times_.end_ms = absl::ToDoubleMilliseconds(absl::Now() - since);
   if (!ended.ok()) return ended;
   coordinator_->Leave();

@@ -74,6 +74,9 @@ class Job {
   absl::Status Barrier();
   // After the last run: ends the transfers and waits for every rank.
   absl::Status Finish();
+  // Rank 0, after Finish: every rank's sinks (each rank sends its own to
+  // the last barrier); empty on the other ranks.
+  std::vector<SinkReport> JobSinks() const;
   // Any thread, any time after Create: stop the job at a cut (see above);
   // `why` ("SIGTERM") reaches every rank.
   void Preempt(const std::string& why);

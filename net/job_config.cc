@@ -169,8 +169,8 @@ absl::Status Resolves(const std::string& host) {
   const int error = getaddrinfo(host.c_str(), nullptr, &hints, &found);
   if (found != nullptr) freeaddrinfo(found);
   if (error == 0) return absl::OkStatus();
-  return absl::UnavailableError(absl::StrCat("cannot resolve '", host,
-                                             "': ", gai_strerror(error)));
+  return absl::UnavailableError(
+      absl::StrCat("cannot resolve '", host, "': ", gai_strerror(error)));
 }
 
 bool ResolvesOnlyToLoopback(const std::string& host) {
@@ -303,8 +303,8 @@ absl::StatusOr<JobConfig> JobConfigFromEnv() {
     // mpirun across hosts: a loopback master reaches nobody; say so now
     // rather than time out joining.
     config.master_missing = absl::StrCat(
-        launcher->local_size, "=", launcher_local_size, " of ",
-        launcher->size, "=", config.world_size,
+        launcher->local_size, "=", launcher_local_size, " of ", launcher->size,
+        "=", config.world_size,
         ": the ranks are on several hosts, but MASTER_ADDR is not set; "
         "give rank 0's host (mpirun -x MASTER_ADDR=HOST, or --master-addr)");
   }

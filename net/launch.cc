@@ -328,6 +328,11 @@ Outcome Summarize(const std::vector<Rank>& ranks, int world_size) {
     line["wall_ms"] = JsonRounded(wall_ms, 3);
     line["sinks"] = Json::object();
     for (auto& [name, sink] : sinks) line["sinks"][name] = std::move(sink);
+    // Rank 0 gathered every rank's, on every host: the whole job's.
+    for (int i = 0; i < n; ++i) {
+      const Json all = field(i, "job_sinks");
+      if (all.is_object()) line["sinks"] = all;
+    }
     return Outcome{preempted ? kExitPreempted : 0, std::move(line), ""};
   }
   // An invalid plan or arguments: every rank refused it; say it once.

@@ -955,9 +955,24 @@ TEST_CASE("a random rank of 64 killed fails every rank within the peer timeout",
 }
 
 TEST_CASE("launch on two nodes: one job of both nodes' ranks", "[net]") {
-  const std::string plan =
-      testing::Runfile("examples/plans/three_machines.pbtxt");
-  auto whole = RunCli("launch --nproc=3 '" + plan + "'");
+  // src@0 -> a@1 -> b@2 -> sink@0 and far_sink@3: node 0's line has both
+  // sinks, though node 1 ran far_sink.
+  std::vector<TaskDef> defs = {
+      {.name = "src", .op_type = "source"},
+      {.name = "a", .op_type = "identity", .inputs = {"src"}},
+      {.name = "b", .op_type = "identity", .inputs = {"a"}},
+      {.name = "sink", .op_type = "checksum", .inputs = {"b"}},
+      {.name = "far_sink", .op_type = "checksum", .inputs = {"b"}}};
+  defs[0].attrs["value"] = FloatAttr(1);
+  defs[3].has_output = false;
+  defs[4].has_output = false;
+  absl::StatusOr<Plan> two_sinks = BuildPlan(defs, 500);
+  REQUIRE(two_sinks.ok());
+  for (int t : {1, 2})
+    two_sinks->mutable_task(t)->mutable_stream()->set_machine_id(t);
+  two_sinks->mutable_task(4)->mutable_stream()->set_machine_id(3);
+  const std::string plan = WritePlan(*two_sinks, "two_sinks.pbtxt");
+  auto whole = RunCli("launch --nproc=4 '" + plan + "'");
   REQUIRE(whole.exit_code == 0);
   const std::string port = std::to_string(PortForJob());
   std::vector<HandRank> nodes;
@@ -976,8 +991,10 @@ TEST_CASE("launch on two nodes: one job of both nodes' ranks", "[net]") {
   CHECK(zero.exit_code == 0);
   CHECK(one.exit_code == 0);
   CHECK(Field(zero.out, "world_size") == "4");
-  // The sink runs on rank 0, which node 0 started.
-  CHECK(Field(zero.out, "checksum") == Field(whole.last_line, "checksum"));
+  // Node 0 reports the whole job's sinks, node 1's among them.
+  CHECK(Field(zero.out, "sinks") == Field(whole.last_line, "sinks"));
+  CHECK(Contains(Field(zero.out, "sinks"), "far_sink"));
+  CHECK(Contains(Field(zero.out, "sinks"), "\"sink\""));
   std::ifstream err(nodes[1].out_path + ".err");
   const std::string said((std::istreambuf_iterator<char>(err)),
                          std::istreambuf_iterator<char>());
