@@ -1012,6 +1012,32 @@ TEST_CASE("launch on two nodes: one job of both nodes' ranks", "[net]") {
   CHECK(Contains(no_master.last_line, "needs --master-addr"));
 }
 
+TEST_CASE("launches on two nodes restart their job together", "[net]") {
+  const std::string path = WritePlan(FailingPlan(), "failing_nodes.pbtxt");
+  const std::string port = std::to_string(PortForJob());
+  std::vector<HandRank> nodes;
+  for (int node = 0; node < 2; ++node) {
+    nodes.push_back(StartActorflow(
+        {"launch", "--nnodes=2", "--node-rank=" + std::to_string(node),
+         "--nproc-per-node=1", "--master-addr=127.0.0.1",
+         "--master-port=" + port, "--max-restarts=1",
+         "--restart-backoff-scale=0.1", path},
+        "restart_node" + std::to_string(node),
+        {{"ACTORFLOW_JOB_TOKEN", "restart-token"}}));
+  }
+  // A failure reaches every rank, so both launches restart on the same
+  // backoff, and their ranks join the second job together.
+  for (int node = 0; node < 2; ++node) {
+    Finished finished = WaitRank(nodes[node]);
+    INFO("node " << node << ": " << finished.out);
+    CHECK(finished.exit_code == 1);
+    CHECK(Contains(finished.out, "\"restarts\":1"));
+    CHECK(Contains(finished.out,
+                   "the job failed 2 times (1 restarts), each time:"));
+    CHECK(Contains(finished.out, "piece 7"));
+  }
+}
+
 TEST_CASE("bad job settings get clear errors", "[net]") {
   const std::string plan =
       testing::Runfile("examples/plans/three_machines.pbtxt");
