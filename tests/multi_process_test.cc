@@ -876,36 +876,44 @@ Plan FanInPlan(int n, int64_t pieces) {
   return *plan;
 }
 
-TEST_CASE("64 ranks in a ring and a fan-in join, run and end on two cores",
-          "[net][scale]") {
-  for (const auto& [name, plan] :
-       {std::pair{std::string("ring64"), RingPlan(64, 200, 0)},
-        std::pair{std::string("fanin64"), FanInPlan(64, 200)}}) {
-    INFO(name);
-    const std::string path = WritePlan(plan, name + ".pbtxt");
-    const std::string logs =
-        std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
-    const auto started = std::chrono::steady_clock::now();
-    auto r = RunCli("launch --nproc=64 --log-dir='" + logs + "' '" + path +
-                    "' --stats");
-    const double seconds = std::chrono::duration<double>(
-                               std::chrono::steady_clock::now() - started)
-                               .count();
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    CHECK(Contains(r.last_line, "\"world_size\":64"));
-    CHECK(Contains(r.last_line, "\"pieces\":200,\"checksum\":"));
-    // 64 processes start, join, run 200 pieces and leave: a few seconds
-    // here, bounded loosely for a loaded machine.
-    CHECK(seconds < 60);
-    std::ifstream out(logs + "/rank-0.out");
-    const std::string line((std::istreambuf_iterator<char>(out)),
-                           std::istreambuf_iterator<char>());
-    CHECK(Contains(line, "\"join_ms\":"));
-    CHECK(Contains(line, "\"threads\":"));
-    const size_t job = line.find("\"job\":");
-    WARN(name << ": " << seconds << " s; rank 0: "
-              << (job == std::string::npos ? "" : line.substr(job)));
+// `ranks` processes under launch: they join, run 200 pieces and end.
+void RunWideJob(const std::string& name, const Plan& plan, int ranks) {
+  const std::string path = WritePlan(plan, name + ".pbtxt");
+  const std::string logs = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  const auto started = std::chrono::steady_clock::now();
+  auto r = RunCli("launch --nproc=" + std::to_string(ranks) + " --log-dir='" +
+                  logs + "' '" + path + "' --stats");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+          .count();
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(Contains(r.last_line, "\"world_size\":" + std::to_string(ranks)));
+  CHECK(Contains(r.last_line, "\"pieces\":200,\"checksum\":"));
+  // The processes start, join, run 200 pieces and leave: a few seconds
+  // here, bounded loosely for a loaded machine.
+  CHECK(seconds < 60);
+  std::ifstream out(logs + "/rank-0.out");
+  const std::string line((std::istreambuf_iterator<char>(out)),
+                         std::istreambuf_iterator<char>());
+  CHECK(Contains(line, "\"join_ms\":"));
+  CHECK(Contains(line, "\"threads\":"));
+  const size_t job = line.find("\"job\":");
+  WARN(name << ": " << seconds << " s; rank 0: "
+            << (job == std::string::npos ? "" : line.substr(job)));
+}
+
+TEST_CASE(
+    "32 and 64 ranks in a ring and a fan-in join, run and end on two "
+    "cores",
+    "[net][scale]") {
+  for (int ranks : {32, 64}) {
+    for (const auto& [name, plan] :
+         {std::pair{"ring" + std::to_string(ranks), RingPlan(ranks, 200, 0)},
+          std::pair{"fanin" + std::to_string(ranks), FanInPlan(ranks, 200)}}) {
+      INFO(name);
+      RunWideJob(name, plan, ranks);
+    }
   }
 }
 
