@@ -7,6 +7,7 @@
 #include "pipeline/pipeline_held.h"
 #include "pipeline/sample_ops.h"
 #include "pipeline/skip_log.h"
+#include "pipeline/stall_report.h"
 
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
@@ -93,6 +94,7 @@ absl::Status Pipeline::Build() {
   }
   session_ = std::move(*session);
   built_ = true;
+  stalls_since_ns_ = SteadyNowNs();
   if (!options_.restore_from.empty()) {
     absl::StatusOr<CheckpointInfo> restored = Restore(options_.restore_from);
     if (!restored.ok()) return Fail(restored.status());
@@ -306,6 +308,34 @@ absl::StatusOr<bool> Pipeline::FetchOne(Held* held) {
 }
 
 absl::StatusOr<BatchView> Pipeline::ShareOutputs() {
+  const int64_t asked_ns = SteadyNowNs();
+  absl::StatusOr<BatchView> view = NextOutputs();
+  if (view.ok()) {
+    caller_wait_ns_ += SteadyNowNs() - asked_ns;
+    ++taken_batches_;
+    taken_samples_ +=
+        view->outputs.empty() ? 0 : view->outputs[0].num_samples();
+  }
+  return view;
+}
+
+absl::StatusOr<PipelineStalls> Pipeline::Stalls() {
+  absl::StatusOr<std::map<std::string, TaskStats>> now = Stats();
+  if (!now.ok()) return now.status();
+  const int64_t now_ns = SteadyNowNs();
+  PipelineStalls report = internal::pipeline::ReportStalls(
+      stalls_stats_, *now, now_ns - stalls_since_ns_,
+      taken_batches_ - stalls_batches_, taken_samples_ - stalls_samples_,
+      caller_wait_ns_ - stalls_wait_ns_);
+  stalls_stats_ = std::move(*now);
+  stalls_since_ns_ = now_ns;
+  stalls_batches_ = taken_batches_;
+  stalls_samples_ = taken_samples_;
+  stalls_wait_ns_ = caller_wait_ns_;
+  return report;
+}
+
+absl::StatusOr<BatchView> Pipeline::NextOutputs() {
   absl::Status ok = Usable();
   if (!ok.ok()) return ok;
   if (static_cast<int>(held_.size()) >= depth_) {

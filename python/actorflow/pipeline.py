@@ -321,6 +321,18 @@ class Pipeline:
         return {"operators": self._native.stats(), "batches": self._taken,
                 "caller_wait_ms": self._waited_ns / 1e6}
 
+    def stalls(self):
+        """Where the pipeline stalled since the last stalls() (the first:
+        since build), live: "window_ms", "batches", "batches_per_s",
+        "samples_per_s", "caller_wait" (the share of the window run()
+        waited for a batch), "stages" (per stage, its "threads" and the
+        share of the window they were "busy", "starved" and
+        "back_pressured"), and one "verdict" line: "input-bound 38 %:
+        decode, 2 of 2 threads busy 98 %", or "input is not the
+        bottleneck: the caller waited 2 % of the time"."""
+        self._require_native()
+        return self._native.stalls()
+
     def _skipped_count(self):
         """len(skipped()), without making its dicts (a per-step check)."""
         return self._native.skipped_count() if self._native_built else 0

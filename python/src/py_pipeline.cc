@@ -219,6 +219,31 @@ class PyPipeline {
     }
     return out;
   }
+  // Pipeline::Stalls as a dict: "window_ms", "batches", "batches_per_s",
+  // "samples_per_s", "caller_wait", "stages" ({stage: {"threads", "acts",
+  // "busy", "starved", "back_pressured"}}) and "verdict".
+  py::dict Stalls() {
+    PipelineStalls report = ValueOrThrow(Get()->Stalls());
+    py::dict stages;
+    for (const auto& [name, stage] : report.stages) {
+      py::dict entry;
+      entry["threads"] = stage.threads;
+      entry["acts"] = stage.acts;
+      entry["busy"] = stage.busy;
+      entry["starved"] = stage.starved;
+      entry["back_pressured"] = stage.back_pressured;
+      stages[py::str(name)] = entry;
+    }
+    py::dict out;
+    out["window_ms"] = report.window_ms;
+    out["batches"] = report.batches;
+    out["batches_per_s"] = report.batches_per_s;
+    out["samples_per_s"] = report.samples_per_s;
+    out["caller_wait"] = report.caller_wait;
+    out["stages"] = stages;
+    out["verdict"] = report.verdict;
+    return out;
+  }
   int64_t SkippedCount() {
     return static_cast<int64_t>(Get()->skipped().size());
   }
@@ -311,6 +336,7 @@ void RegisterPipelines(py::module_& m) {
       .def_property_readonly("plan", &PyPipeline::plan)
       .def("epoch_size", &PyPipeline::epoch_size)
       .def("stats", &PyPipeline::Stats)
+      .def("stalls", &PyPipeline::Stalls)
       .def("skipped_count", &PyPipeline::SkippedCount)
       .def("dataset_size", &PyPipeline::dataset_size)
       .def("epoch", &PyPipeline::epoch)

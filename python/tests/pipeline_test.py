@@ -444,6 +444,28 @@ class PipelineTest(unittest.TestCase):
                 self.assertGreaterEqual(figures[column],
                                         ops[task][column], (task, column))
 
+    def test_stalls(self):
+        pipe = reader_pipeline(self.root, batch_size=4)
+        pipe.run()
+        pipe.run()
+        report = pipe.stalls()
+        self.assertEqual(report["batches"], 2)
+        self.assertGreater(report["window_ms"], 0)
+        self.assertGreaterEqual(report["caller_wait"], 0)
+        self.assertLessEqual(report["caller_wait"], 1)
+        decoding = [s for name, s in report["stages"].items()
+                    if "decode" in name]
+        self.assertTrue(decoding, sorted(report["stages"]))
+        for stage in report["stages"].values():
+            self.assertEqual(set(stage), {"threads", "acts", "busy",
+                                          "starved", "back_pressured"})
+        self.assertRegex(report["verdict"],
+                         r"^(input-bound \d+ %: .+, \d+ of \d+ threads? "
+                         r"busy \d+ %|input is not the bottleneck: the "
+                         r"caller waited \d+ % of the time)$")
+        # The next window starts where this one ended.
+        self.assertEqual(pipe.stalls()["batches"], 0)
+
     def test_bad_samples(self):
         root = os.path.join(self.tmp, "broken")
         make_images(root, 6, seed=2)

@@ -1,0 +1,147 @@
+// Pipeline::Stalls: the verdict from two snapshots of the stages' figures
+// (exactly, on made-up figures), and on a running image pipeline: a caller
+// that takes batches as fast as they come is told the decoding stage holds
+// it up; a caller whose own work per batch takes six times as long is told
+// input is not the bottleneck.
+#include "pipeline/stall_report.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "actorflow/pipeline.h"
+#include "pipeline/fixtures.h"
+#include "plan/plan_builder.h"
+#include "tests/test_util.h"
+
+namespace actorflow::internal::pipeline {
+namespace {
+
+TaskStats Figures(int64_t acts, int64_t busy_ms, int64_t starved_ms,
+                  int64_t back_pressured_ms) {
+  TaskStats stats;
+  stats.acts = acts;
+  stats.busy_ns = busy_ms * 1000000;
+  stats.input_wait_ns = starved_ms * 1000000;
+  stats.output_wait_ns = back_pressured_ms * 1000000;
+  return stats;
+}
+
+TEST_CASE("the verdict names the busiest stage while the caller waits",
+          "[pipeline]") {
+  const std::map<std::string, TaskStats> before = {
+      {"reader", Figures(10, 10, 0, 50)},
+      {"decode@0", Figures(10, 100, 0, 0)},
+      {"decode@1", Figures(10, 100, 0, 0)},
+      {"batch", Figures(10, 5, 40, 0)}};
+  // One second later: both decode threads busy 980 ms, the reader mostly
+  // back-pressured, the caller waiting 380 ms of it.
+  const std::map<std::string, TaskStats> after = {
+      {"reader", Figures(60, 30, 0, 900)},
+      {"decode@0", Figures(35, 1080, 10, 0)},
+      {"decode@1", Figures(35, 1080, 10, 0)},
+      {"batch", Figures(30, 15, 900, 0)}};
+  PipelineStalls report =
+      ReportStalls(before, after, 1000000000, 20, 640, 380000000);
+  CHECK(report.verdict == "input-bound 38 %: decode, 2 of 2 threads busy 98 %");
+  CHECK(report.batches_per_s == Approx(20));
+  CHECK(report.samples_per_s == Approx(640));
+  REQUIRE(report.stages.count("decode") == 1);
+  CHECK(report.stages["decode"].threads == 2);
+  CHECK(report.stages["decode"].acts == 50);
+  CHECK(report.stages["decode"].busy == Approx(0.98));
+  CHECK(report.stages["reader"].back_pressured == Approx(0.85));
+  CHECK(report.stages["batch"].starved == Approx(0.86));
+  // A caller that hardly waits: the pipeline keeps ahead.
+  report = ReportStalls(before, after, 1000000000, 20, 640, 20000000);
+  CHECK(report.verdict ==
+        "input is not the bottleneck: the caller waited 2 % of the time");
+  // One busy thread of two, one thread alone.
+  std::map<std::string, TaskStats> uneven = after;
+  uneven["decode@1"] = Figures(15, 200, 800, 0);
+  report = ReportStalls(before, uneven, 1000000000, 20, 640, 500000000);
+  CHECK(report.verdict == "input-bound 50 %: decode, 1 of 2 threads busy 54 %");
+  report = ReportStalls({}, {{"reader", Figures(5, 900, 0, 0)}}, 1000000000, 5,
+                        5, 600000000);
+  CHECK(report.verdict == "input-bound 60 %: reader, 1 of 1 thread busy 90 %");
+  CHECK(ReportStalls(before, before, 1000000000, 0, 0, 0).verdict ==
+        "no batch was asked for in the window");
+}
+
+// file_reader -> decode_resize to 200 x 200 (2 threads) over 128 images
+// of 256 px: 32 batches an epoch, so that the figures below come from
+// one epoch (a new one starts without batches made ahead).
+std::unique_ptr<Pipeline> DecodingPipeline(const std::string& dir) {
+  PipelineOptions options;
+  options.batch_size = 4;
+  options.num_threads = 2;
+  auto pipe = std::make_unique<Pipeline>(options);
+  pipe->Add(OperatorDef{.op = "file_reader",
+                        .outputs = {"files"},
+                        .attrs = {{"dir", StringAttr(dir)}}});
+  pipe->Add(OperatorDef{.op = "decode_resize",
+                        .name = "decode",
+                        .inputs = {"files"},
+                        .outputs = {"images"},
+                        .attrs = {{"size", IntListAttr({200, 200})}}});
+  pipe->SetOutputs({"images"});
+  return pipe;
+}
+
+constexpr int kAhead = 2;  // Run()s ahead of the batches taken
+
+// Schedules kAhead batches: the pipeline works ahead of the caller.
+void Prime(Pipeline* pipe) {
+  for (int i = 0; i < kAhead; ++i) REQUIRE(pipe->Run().ok());
+}
+
+// Takes `batches` batches, spending `work` on each as a trainer's step
+// would, and keeps kAhead scheduled (a new epoch when one ends).
+void Take(Pipeline* pipe, int batches, std::chrono::milliseconds work) {
+  for (int i = 0; i < batches; ++i) {
+    auto out = pipe->Outputs();
+    if (absl::IsOutOfRange(out.status())) {
+      REQUIRE(pipe->Reset().ok());
+      Prime(pipe);
+      out = pipe->Outputs();
+    }
+    REQUIRE(out.ok());
+    REQUIRE(pipe->Run().ok());
+    if (work.count() > 0) std::this_thread::sleep_for(work);  // the step
+  }
+}
+
+TEST_CASE("a running pipeline says where it stalls", "[pipeline]") {
+  const std::string dir = testing::TestTempDir("stall_images");
+  REQUIRE(WriteFashionImages(dir, 128, 256, 0).ok());
+  auto pipe = DecodingPipeline(dir);
+  REQUIRE_OK(pipe->Build());
+  Prime(pipe.get());
+  Take(pipe.get(), 2, std::chrono::milliseconds(0));  // warm up
+  REQUIRE(pipe->Stalls().ok());
+  // As fast as batches come: the decoding holds the caller up.
+  Take(pipe.get(), 12, std::chrono::milliseconds(0));
+  absl::StatusOr<PipelineStalls> hungry = pipe->Stalls();
+  REQUIRE(hungry.ok());
+  INFO(hungry->verdict);
+  CHECK(hungry->batches == 12);
+  CHECK(hungry->verdict.rfind("input-bound ", 0) == 0);
+  CHECK(hungry->verdict.find(": decode, ") != std::string::npos);
+  CHECK(hungry->stages.at("decode").threads == 2);
+  // A trainer whose step takes six times what a batch took to make (at
+  // least 20 ms; longer on a slow or instrumented build): the pipeline
+  // keeps ahead.
+  const auto step = std::chrono::milliseconds(std::max<int64_t>(
+      20, static_cast<int64_t>(6 * hungry->window_ms / hungry->batches)));
+  Take(pipe.get(), 12, step);
+  absl::StatusOr<PipelineStalls> fed = pipe->Stalls();
+  REQUIRE(fed.ok());
+  INFO(fed->verdict);
+  CHECK(fed->verdict.rfind("input is not the bottleneck", 0) == 0);
+  CHECK(fed->caller_wait < 0.05);
+}
+
+}  // namespace
+}  // namespace actorflow::internal::pipeline
