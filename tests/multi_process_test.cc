@@ -351,6 +351,22 @@ TEST_CASE("a kernel failure on one rank ends every rank, naming task and piece",
   CHECK(Contains(one.out, "piece 7"));
 }
 
+// Polls (for up to a minute) the progress lines that `rank` writes once a
+// second (run --progress) until one says its sinks took a piece; with
+// `any_line`, until the first line at all (the run has started).
+bool AwaitProgress(const HandRank& rank, bool any_line = false) {
+  for (int polls = 0; polls < 6000; ++polls) {
+    std::ifstream err(rank.out_path + ".err");
+    std::string line;
+    while (std::getline(err, line)) {
+      if (line.rfind("progress: ", 0) != 0) continue;
+      if (any_line || line.rfind("progress: 0/", 0) != 0) return true;
+    }
+    usleep(10000);  // polls a file the rank writes
+  }
+  return false;
+}
+
 // Three ranks of source(m0) -> a slow stage(m1) -> sink(m2), started by
 // hand with `peer_timeout_s`; returns once the job is running: rank 2's
 // sink has taken pieces, as its progress line (once a second) says.
@@ -368,18 +384,7 @@ std::vector<HandRank> StartRunningJob(const std::string& name,
         {"--peer-timeout=" + std::to_string(peer_timeout_s), "--progress"},
         name + "_rank" + std::to_string(r)));
   }
-  const std::string progress_path = ranks[2].out_path + ".err";
-  bool running = false;
-  for (int polls = 0; polls < 6000 && !running; ++polls) {
-    std::ifstream err(progress_path);
-    std::string line;
-    while (std::getline(err, line)) {
-      running |= line.rfind("progress: ", 0) == 0 &&
-                 line.rfind("progress: 0/", 0) != 0;
-    }
-    if (!running) usleep(10000);  // polls a file the rank writes
-  }
-  REQUIRE(running);
+  REQUIRE(AwaitProgress(ranks[2]));
   return ranks;
 }
 
@@ -781,14 +786,7 @@ TEST_CASE("a preempted job that cannot reach its cut within the grace fails",
                               "stuck" + std::to_string(r)));
   }
   // Running: rank 1's stage has begun its piece, as its progress says.
-  bool began = false;
-  for (int polls = 0; polls < 6000 && !began; ++polls) {
-    std::ifstream err(ranks[0].out_path + ".err");
-    std::string line;
-    while (std::getline(err, line)) began |= line.rfind("progress: ", 0) == 0;
-    if (!began) usleep(10000);  // polls a file the rank writes
-  }
-  REQUIRE(began);
+  REQUIRE(AwaitProgress(ranks[0], /*any_line=*/true));
   const auto signalled = std::chrono::steady_clock::now();
   REQUIRE(kill(ranks[0].pid, SIGTERM) == 0);
   for (int r = 0; r < 3; ++r) {
@@ -933,17 +931,7 @@ TEST_CASE("a random rank of 64 killed fails every rank within the peer timeout",
     ranks.push_back(
         StartRank(path, r, 64, port, args, "ring64_" + std::to_string(r)));
   }
-  bool running = false;  // rank 0's sink has taken pieces
-  for (int polls = 0; polls < 6000 && !running; ++polls) {
-    std::ifstream err(ranks[0].out_path + ".err");
-    std::string line;
-    while (std::getline(err, line)) {
-      running |= line.rfind("progress: ", 0) == 0 &&
-                 line.rfind("progress: 0/", 0) != 0;
-    }
-    if (!running) usleep(10000);  // polls a file the rank writes
-  }
-  REQUIRE(running);
+  REQUIRE(AwaitProgress(ranks[0]));  // rank 0's sink has taken pieces
   const auto killed_at = std::chrono::steady_clock::now();
   REQUIRE(kill(ranks[victim].pid, SIGKILL) == 0);
   for (int r = 0; r < 64; ++r) {
