@@ -7,6 +7,7 @@
 // and the ratios the targets are stated in:
 //   pipeline(2 threads) / sequential   >= 1.8 (on 2 cores)
 //   pipeline(T threads) / oneTBB(T)    >= 1.0
+//   with a Stalls() report after every batch / without  >= 0.99
 //
 //   tools/bazel run //bench:pipeline_bench -- [--images=240] [--size=512]
 //       [--samples=5] [--batch=16]
@@ -201,8 +202,8 @@ std::unique_ptr<Pipeline> MakePipeline(const std::vector<std::string>& files,
 }
 
 // One epoch per sample; Reset between them (the threads stay up, as in a
-// training job).
-Result Actors(Pipeline* pipe, int64_t images) {
+// training job). With `stalls`, a Stalls() report after every batch.
+Result Actors(Pipeline* pipe, int64_t images, bool stalls = false) {
   BatchBuffer out;
   Result r = Measure(images, [&] {
     for (int i = 0; i < 2; ++i) Check(pipe->Run(), "Run");
@@ -212,6 +213,7 @@ Result Actors(Pipeline* pipe, int64_t images) {
       Check(batch.status(), "Outputs");
       out.filled += batch->outputs[0].num_samples();
       Check(pipe->Run(), "Run");
+      if (stalls) Check(pipe->Stalls().status(), "Stalls");
     }
   });
   Check(pipe->Reset(), "Reset");
@@ -275,6 +277,9 @@ int main(int argc, char** argv) {
   auto pipe2 = MakePipeline(files, 2, batch);
   Result act2 = median([&] { return Actors(pipe2.get(), files.size()); });
   print("actorflow, 2 threads", act2);
+  Result act2s =
+      median([&] { return Actors(pipe2.get(), files.size(), true); });
+  print("  + Stalls() every batch", act2s);
   std::printf("ratios (same run):\n");
   std::printf(
       "  actorflow 2 threads / sequential   %.2fx (target >= 1.8 on 2 "
@@ -284,6 +289,8 @@ int main(int argc, char** argv) {
               act1.images_per_s / tbb1.images_per_s);
   std::printf("  actorflow 2 threads / oneTBB 2     %.2fx (target >= 1.0)\n",
               act2.images_per_s / tbb2.images_per_s);
+  std::printf("  with Stalls() every batch / without %.3fx (target >= 0.99)\n",
+              act2s.images_per_s / act2.images_per_s);
   std::filesystem::remove_all(dir);
   return 0;
 }
