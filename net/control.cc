@@ -439,13 +439,25 @@ grpc::Status ControlService::Watch(
     watcher->stream = nullptr;
   }
   bool died;
+  absl::Duration silent;
   {
     MutexLock lock(&mu_);
     watching_[rank] = false;
     died = !left_[rank] && !stopping_;
+    silent = absl::Now() - last_heard_[rank];
     changed_.SignalAll();
   }
-  if (died) {
+  if (died && silent > 2 * interval_) {
+    // Silent before the stream broke: a stopped or hung process, whose
+    // connection keepalive then dropped (a process that exits closes its
+    // connection at once, a heartbeat or so after its last beat).
+    Fail(rank,
+         absl::StrCat("rank ", rank, " stopped answering: no heartbeat for ",
+                      Secs(absl::Trunc(silent, absl::Milliseconds(100))),
+                      ", then its connection to rank 0 broke (peer "
+                      "timeout ",
+                      Secs(options_.peer_timeout), ")"));
+  } else if (died) {
     Fail(rank, absl::StrCat("rank ", rank,
                             " exited or lost its connection to rank 0 before "
                             "the job ended"));
