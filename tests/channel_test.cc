@@ -285,7 +285,11 @@ TEST_CASE("a sender wakes the receiver only when it is parked", "[channel]") {
   receiver.join();
   CHECK(status == ChannelStatus::kOk);
   CHECK(item == 7);
-  CHECK(channel.wake_count() == 1);
+  // The join returning shows the parked receiver got the item. It took one
+  // wake-up, or none when a spurious futex return (frequent under
+  // ThreadSanitizer's signals) let the receiver find the item itself
+  // before the sender looked at the parked bit; never more.
+  CHECK(channel.wake_count() <= 1);
 }
 
 TEST_CASE("every Send that reported kOk is received, even racing Close",
