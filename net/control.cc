@@ -36,10 +36,10 @@ absl::Duration HeartbeatInterval(absl::Duration peer_timeout) {
 // ---------------------------------------------------------------- master
 
 ControlService::ControlService(ControlOptions options, FailureFn on_failure,
-                               RankHooks preempt)
+                               RankHooks hooks)
     : options_(options),
       on_failure_(std::move(on_failure)),
-      hooks_(std::move(preempt)),
+      hooks_(std::move(hooks)),
       interval_(HeartbeatInterval(options.peer_timeout)) {
   const int n = options_.world_size;
   MutexLock lock(&mu_);
@@ -497,13 +497,13 @@ class Local final : public Coordinator {
 class Remote final : public Coordinator {
  public:
   Remote(std::string master, int32_t rank, ControlOptions options,
-         FailureFn on_failure, RankHooks preempt)
+         FailureFn on_failure, RankHooks hooks)
       : master_(std::move(master)),
         rank_(rank),
         options_(options),
         interval_(HeartbeatInterval(options.peer_timeout)),
         on_failure_(std::move(on_failure)),
-        hooks_(std::move(preempt)) {
+        hooks_(std::move(hooks)) {
     channel_ = grpc::CreateCustomChannel(
         master_,
         options.credentials != nullptr ? options.credentials
@@ -773,9 +773,9 @@ std::unique_ptr<Coordinator> LocalCoordinator(ControlService* service) {
 
 absl::StatusOr<std::unique_ptr<Coordinator>> ConnectToMaster(
     const std::string& master, int32_t rank, ControlOptions options,
-    FailureFn on_failure, RankHooks preempt) {
+    FailureFn on_failure, RankHooks hooks) {
   return std::make_unique<Remote>(master, rank, options, std::move(on_failure),
-                                  std::move(preempt));
+                                  std::move(hooks));
 }
 
 }  // namespace actorflow::internal::net

@@ -99,7 +99,7 @@ class ControlService final : public Control::Service {
  public:
   // `on_failure`: rank 0's own process learning of the job's failure.
   ControlService(ControlOptions options, FailureFn on_failure,
-                 RankHooks preempt = {});
+                 RankHooks hooks = {});
   ~ControlService() override;
 
   grpc::Status Join(grpc::ServerContext* context, const JoinRequest* request,
@@ -187,7 +187,7 @@ std::unique_ptr<Coordinator> LocalCoordinator(ControlService* service);
 // rank's, or rank 0 silent for the peer timeout or gone.
 absl::StatusOr<std::unique_ptr<Coordinator>> ConnectToMaster(
     const std::string& master, int32_t rank, ControlOptions options,
-    FailureFn on_failure, RankHooks preempt = {});
+    FailureFn on_failure, RankHooks hooks = {});
 
 }  // namespace actorflow::internal::net
 

@@ -72,14 +72,14 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
                                  config_.peer_timeout, config_.token,
                                  config_.job_id,       credentials->channel,
                                  config_.hang_timeout};
-  RankHooks preempt{[this](const std::string& why) { OnHold(why); },
-                    [this](int64_t cut) { OnCut(cut); },
-                    [this] { return Acts(); }, [this] { return Waits(); }};
+  RankHooks hooks{[this](const std::string& why) { OnHold(why); },
+                  [this](int64_t cut) { OnCut(cut); },
+                  [this] { return Acts(); }, [this] { return Waits(); }};
   if (rank == 0) {
     control_ = std::make_unique<ControlService>(
         control_options,
         [this](const absl::Status& status) { OnFailure(status, false); },
-        preempt);
+        hooks);
   }
   // Every rank listens where it is reached, never on every interface.
   std::string host = config_.host;
@@ -142,7 +142,7 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
         absl::StrCat(config_.master_addr, ":", config_.master_port), rank,
         control_options,
         [this](const absl::Status& status) { OnFailure(status, false); },
-        preempt);
+        hooks);
     if (!remote.ok()) return remote.status();
     coordinator_ = std::move(*remote);
   }
