@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "base/json.h"
 #include "cli/flags.h"
+#include "net/launch.h"
 #include "proto/plan.pb.h"
 
 namespace actorflow::internal::cli {
@@ -20,7 +21,7 @@ inline constexpr int kExitRunFailed = 1;
 inline constexpr int kExitInvalid = 2;
 // A job stopped by SIGTERM/SIGUSR1 at an agreed cut (checkpointed there
 // with --checkpoint-dir): resume it with --resume.
-inline constexpr int kExitPreempted = 3;
+inline constexpr int kExitPreempted = net::kExitPreempted;
 
 // One command of `actorflow` (run, validate, ...). Its constructor declares
 // its flags on flags(), once: they parse the command line and make its

@@ -30,10 +30,6 @@
 namespace actorflow::internal::net {
 namespace {
 
-// What `actorflow run` exits with once its job was preempted
-// (cli/command.h's kExitPreempted; launch passes it on as its own).
-constexpr int kExitPreempted = 3;
-
 std::atomic<int> g_signal{0};
 
 void OnSignal(int signal) { g_signal.store(signal); }

@@ -8,6 +8,10 @@
 
 namespace actorflow::internal::net {
 
+// What `actorflow run` exits with once its job was preempted (every rank
+// stopped at the cut); launch passes it on as its own.
+inline constexpr int kExitPreempted = 3;
+
 struct LaunchOptions {
   // Ranks started here (--nproc-per-node), on node `node_rank` of `nnodes`:
   // ranks node_rank * nproc .. + nproc - 1 of nnodes * nproc.
