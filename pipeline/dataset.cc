@@ -131,20 +131,36 @@ void ShardRange(int64_t count, int64_t shard, int64_t shards, int64_t* begin,
 }
 
 ShardPlan::ShardPlan(int64_t count, int64_t shard_id, int64_t num_shards,
-                     bool shuffle, bool stick_to_shard)
+                     bool shuffle, bool stick_to_shard,
+                     const std::vector<int64_t>& groups)
     : count_(count),
       shard_id_(shard_id),
       num_shards_(num_shards),
       stick_to_shard_(stick_to_shard) {
   per_shard_ = (count + num_shards - 1) / num_shards;
-  if (shuffle) {
-    // Fisher-Yates from a fixed seed: the same on every rank.
-    permutation_.resize(count);
-    for (int64_t i = 0; i < count; ++i) permutation_[i] = i;
-    SampleRng rng(/*seed=*/0x5ba4d, /*op=*/0, 0, 0);
-    for (int64_t i = count - 1; i > 0; --i) {
-      std::swap(permutation_[i], permutation_[rng.Below(i + 1)]);
-    }
+  if (!shuffle) return;
+  // Fisher-Yates from a fixed seed: the same on every rank. Over the
+  // groups when there are any (each a unit), else over the samples.
+  std::vector<int64_t> starts;
+  std::vector<int64_t> sizes = groups;
+  int64_t total = 0;
+  for (int64_t size : sizes) total += size;
+  if (total != count) sizes.assign(count, 1);
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    starts.push_back(start);
+    start += size;
+  }
+  std::vector<int64_t> order(sizes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+  SampleRng rng(/*seed=*/0x5ba4d, /*op=*/0, 0, 0);
+  for (int64_t i = static_cast<int64_t>(order.size()) - 1; i > 0; --i) {
+    std::swap(order[i], order[rng.Below(i + 1)]);
+  }
+  permutation_.reserve(count);
+  for (int64_t g : order) {
+    for (int64_t i = 0; i < sizes[g]; ++i)
+      permutation_.push_back(starts[g] + i);
   }
 }
 

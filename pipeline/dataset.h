@@ -48,10 +48,15 @@ void ShardRange(int64_t count, int64_t shard, int64_t shards, int64_t* begin,
 // same number of samples, ceil(count / num_shards): a shorter one repeats its
 // last sample, so every rank runs as many batches (a data-parallel loop never
 // waits on a rank that ran out).
+//
+// `groups`, if given, cuts the list into consecutive runs of these sizes
+// (summing to `count`: a WebDataset's tar files) that shuffle as units:
+// the permutation moves whole runs and keeps each run's order, so a shard
+// is a few whole runs (cut only at its two ends) and reads them in order.
 class ShardPlan {
  public:
   ShardPlan(int64_t count, int64_t shard_id, int64_t num_shards, bool shuffle,
-            bool stick_to_shard);
+            bool stick_to_shard, const std::vector<int64_t>& groups = {});
   // Samples each shard yields per epoch.
   int64_t per_shard() const { return per_shard_; }
   // The dataset index of the shard's `position`th sample (0 <= position <

@@ -55,7 +55,8 @@ absl::Status ReaderKernel::Init(const KernelInitContext& ctx) {
   // shuffles, as EpochOrder does for the in-plan batch kernels.
   shards_ = std::make_unique<ShardPlan>(
       *size, *shard, *shards,
-      /*shuffle=*/window_ > 1 && (*shards > 1 || *shuffle_list), *stick);
+      /*shuffle=*/window_ > 1 && (*shards > 1 || *shuffle_list), *stick,
+      ShuffleGroups());
   dataset_size_ = *size;
   epoch_size_ = shards_->per_shard();
   if (*limit > 0) epoch_size_ = std::min(epoch_size_, *limit);
@@ -236,8 +237,12 @@ absl::StatusOr<int64_t> WebDatasetReaderKernel::Open(
   auto exts = ctx.StringListAttr("ext");
   auto missing = ctx.StringAttrOr("missing_component_behavior", "empty");
   auto dtypes = ctx.StringListAttr("dtypes");
-  absl::Status ok = FirstError(
-      {paths.status(), exts.status(), missing.status(), dtypes.status()});
+  auto read_ahead = PositiveAttr(ctx, "read_ahead_bytes", 1 << 20, 1);
+  auto blocks = PositiveAttr(ctx, "read_ahead_blocks", 4, 1);
+  auto attempts = PositiveAttr(ctx, "http_attempts", 6, 1);
+  absl::Status ok = FirstError({paths.status(), exts.status(), missing.status(),
+                                dtypes.status(), read_ahead.status(),
+                                blocks.status(), attempts.status()});
   if (!ok.ok()) return ok;
   if (paths->empty()) {
     return absl::InvalidArgumentError("attr 'paths': the tar files to read");
@@ -258,7 +263,6 @@ absl::StatusOr<int64_t> WebDatasetReaderKernel::Open(
         "\"error\", got \"",
         *missing, "\""));
   }
-  paths_ = *paths;
   exts_.clear();
   types_.clear();
   for (size_t k = 0; k < exts->size(); ++k) {
@@ -270,13 +274,27 @@ absl::StatusOr<int64_t> WebDatasetReaderKernel::Open(
     }
     types_.push_back(*type);
   }
-  auto samples = IndexWebDataset(paths_);
+  ShardReadOptions options;
+  options.read_ahead_bytes = *read_ahead;
+  options.read_ahead_blocks = static_cast<int>(*blocks);
+  options.retry.attempts = static_cast<int>(*attempts);
+  files_ = std::make_unique<ShardFiles>(options);
+  for (const std::string& path : *paths) {
+    auto added = files_->Add(path);
+    if (!added.ok()) {
+      return absl::Status(
+          added.status().code(),
+          absl::StrCat("attr 'paths': ", added.status().message()));
+    }
+  }
+  auto samples = IndexWebDataset(files_.get());
   if (!samples.ok()) {
     return absl::Status(
         samples.status().code(),
         absl::StrCat("attr 'paths': ", samples.status().message()));
   }
   samples_.clear();
+  per_file_.assign(paths->size(), 0);
   for (TarSample& sample : *samples) {
     std::string lacks;
     for (size_t k = 0; k < exts_.size() && lacks.empty(); ++k) {
@@ -292,13 +310,14 @@ absl::StatusOr<int64_t> WebDatasetReaderKernel::Open(
                        "' component (missing_component_behavior \"error\")"));
     }
     if (!lacks.empty() && *missing == "skip") continue;
+    if (!sample.components.empty()) {
+      ++per_file_[sample.components.begin()->second.file];
+    }
     samples_.push_back(std::move(sample));
   }
   if (samples_.empty()) {
     return absl::NotFoundError("attr 'paths': the tar files hold no sample");
   }
-  files_.clear();
-  files_.resize(paths_.size());
   return static_cast<int64_t>(samples_.size());
 }
 
@@ -335,26 +354,29 @@ absl::Status WebDatasetReaderKernel::Fill(int64_t index, int k,
     slot->sample.Reshape(type, {0});
     return absl::OkStatus();
   }
-  slot->name = absl::StrCat(paths_[component->file], ":", sample.key, ".", ext);
+  slot->name =
+      absl::StrCat(files_->path(component->file), ":", sample.key, ".", ext);
+  if (component->available < component->size) {
+    return absl::DataLossError(absl::StrCat(
+        "truncated: the tar file ends after ", component->available, " of its ",
+        component->size, " bytes"));
+  }
   const int64_t size = DataTypeSize(type);
   if (component->size % size != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("component '", ext, "' has ", component->size,
                      " bytes, not a whole number of ", DataTypeName(type)));
   }
-  auto& file = files_[component->file];
-  if (file == nullptr) {
-    file = std::make_unique<std::ifstream>(paths_[component->file],
-                                           std::ios::binary);
-  }
   const int64_t shape[] = {component->size / size};
   slot->sample.Reshape(type, shape);
-  file->clear();
-  file->seekg(component->offset);
-  if (!file->read(reinterpret_cast<char*>(slot->sample.storage.data()),
-                  component->size)) {
+  auto read =
+      files_->Read(component->file, component->offset, component->size,
+                   reinterpret_cast<char*>(slot->sample.storage.data()));
+  if (!read.ok()) return read.status();
+  if (*read < component->size) {
     return absl::DataLossError(absl::StrCat("cannot read ", component->size,
-                                            " bytes at ", component->offset));
+                                            " bytes at ", component->offset,
+                                            ": the file ends first"));
   }
   return absl::OkStatus();
 }

@@ -43,6 +43,9 @@ class ReaderKernel : public Kernel {
   virtual int64_t LargestSample(int k) const { return -1; }
   // Samples in the whole dataset, before sharding and padding.
   int64_t dataset_size() const { return dataset_size_; }
+  // After Open: the runs of samples that shard and shuffle as units (see
+  // ShardPlan), or empty: each sample alone.
+  virtual std::vector<int64_t> ShuffleGroups() const { return {}; }
   // Counts each chunk read into `counter` (after the chunk is complete).
   void CountChunksInto(std::atomic<int64_t>* counter) { counter_ = counter; }
 
@@ -101,16 +104,23 @@ class IdxReaderKernel final : public ReaderKernel {
   IdxArray labels_;
 };
 
-// `pipeline.webdataset_reader`: attrs `paths` (tar files), `ext` (one
-// entry per output: a component's extensions, alternatives separated by
-// ';'), `missing_component_behavior` ("empty": a sample without the
-// component gives an empty one (the default), "skip": such samples are
-// left out, "error": the reader refuses them), `dtypes` (one per output,
-// "uint8" by default: the component's bytes read as that type, 1-D).
+// `pipeline.webdataset_reader`: attrs `paths` (tar files: local paths or
+// http(s):// URLs), `ext` (one entry per output: a component's extensions,
+// alternatives separated by ';'), `missing_component_behavior` ("empty": a
+// sample without the component gives an empty one (the default), "skip":
+// such samples are left out, "error": the reader refuses them), `dtypes`
+// (one per output, "uint8" by default: the component's bytes read as that
+// type, 1-D); for URLs `read_ahead_bytes` (1 MiB: the least one request
+// fetches), `read_ahead_blocks` (4: fetched blocks kept) and
+// `http_attempts` (6: tries per request before the read fails). A member
+// cut off by the end of a truncated file is an error of that sample, named
+// like a corrupt file (and skipped with skip_errors).
 class WebDatasetReaderKernel final : public ReaderKernel {
  public:
   size_t max_outputs() const override { return 64; }
   int64_t LargestSample(int k) const override;
+  // Each tar file is a unit: ranks get whole files, shuffling moves them.
+  std::vector<int64_t> ShuffleGroups() const override { return per_file_; }
 
  protected:
   absl::StatusOr<int64_t> Open(const KernelInitContext& ctx) override;
@@ -118,11 +128,11 @@ class WebDatasetReaderKernel final : public ReaderKernel {
                     bool* lazy) override;
 
  private:
-  std::vector<std::string> paths_;
   std::vector<std::vector<std::string>> exts_;  // per output
   std::vector<DataType> types_;                 // per output
   std::vector<TarSample> samples_;
-  std::vector<std::unique_ptr<std::ifstream>> files_;  // opened when read
+  std::vector<int64_t> per_file_;  // samples of each tar file, in order
+  std::unique_ptr<ShardFiles> files_;
 };
 
 // `pipeline.caffe_reader`: attr `path` (a Caffe LMDB: its directory, or

@@ -1,8 +1,7 @@
 #include "pipeline/tar_index.h"
 
-#include <cerrno>
+#include <algorithm>
 #include <cstring>
-#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -62,17 +61,18 @@ std::string PaxPath(const std::string& records) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<TarMember>> ListTar(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot open '", path, "': ", std::strerror(errno)));
-  }
+absl::StatusOr<std::vector<TarMember>> ListTar(ShardFiles* files, int file) {
+  const std::string& path = files->path(file);
+  const int64_t file_size = files->size(file);
   std::vector<TarMember> members;
   std::string long_name;  // from a GNU 'L' or pax header, for the next one
   char header[kBlock];
+  std::string data;
   int64_t offset = 0;
-  while (in.read(header, kBlock)) {
+  while (offset + kBlock <= file_size) {
+    auto read = files->Read(file, offset, kBlock, header);
+    if (!read.ok()) return read.status();
+    if (*read < kBlock) break;
     offset += kBlock;
     if (header[0] == '\0') break;  // the end: two zero blocks
     if (!ChecksumOk(header)) {
@@ -88,9 +88,10 @@ absl::StatusOr<std::vector<TarMember>> ListTar(const std::string& path) {
     const char type = header[156];
     const int64_t padded = (size + kBlock - 1) / kBlock * kBlock;
     if (type == 'L' || type == 'x') {
-      std::string data(size, '\0');
-      if (!in.read(data.data(), size)) break;
-      in.seekg(padded - size, std::ios::cur);
+      data.resize(size);
+      read = files->Read(file, offset, size, data.data());
+      if (!read.ok()) return read.status();
+      if (*read < size) break;
       offset += padded;
       long_name = type == 'L' ? Field(data.data(), data.size()) : PaxPath(data);
       continue;
@@ -104,29 +105,23 @@ absl::StatusOr<std::vector<TarMember>> ListTar(const std::string& path) {
         name = prefix + "/" + name;
       }
     }
+    const int64_t available = std::min(size, file_size - offset);
     if (type == '0' || type == '\0' || type == '7') {
-      members.push_back(TarMember{name, offset, size});
+      members.push_back(TarMember{name, offset, size, available});
     }
-    in.seekg(padded, std::ios::cur);
+    if (available < size) break;  // the file ends inside this member
     offset += padded;
-  }
-  if (in.bad()) {
-    return absl::DataLossError(absl::StrCat("'", path, "': read error"));
-  }
-  if (!members.empty() &&
-      members.back().offset + members.back().size > offset) {
-    return absl::DataLossError(absl::StrCat("'", path, "': truncated (member '",
-                                            members.back().name,
-                                            "' runs past the end)"));
   }
   return members;
 }
 
 absl::StatusOr<std::vector<TarSample>> IndexWebDataset(
-    const std::vector<std::string>& paths) {
+    ShardFiles* files, std::vector<int64_t>* per_file) {
   std::vector<TarSample> samples;
-  for (size_t f = 0; f < paths.size(); ++f) {
-    auto members = ListTar(paths[f]);
+  if (per_file != nullptr) per_file->clear();
+  for (int f = 0; f < files->count(); ++f) {
+    const size_t before = samples.size();
+    auto members = ListTar(files, f);
     if (!members.ok()) return members.status();
     bool first = true;  // a sample never spans two files
     for (const TarMember& m : *members) {
@@ -141,7 +136,10 @@ absl::StatusOr<std::vector<TarSample>> IndexWebDataset(
         first = false;
       }
       samples.back().components[ext] =
-          TarComponent{static_cast<int>(f), m.offset, m.size};
+          TarComponent{f, m.offset, m.size, m.available};
+    }
+    if (per_file != nullptr) {
+      per_file->push_back(static_cast<int64_t>(samples.size() - before));
     }
   }
   return samples;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "pipeline/shard_files.h"
 
 // The members of tar files (POSIX ustar, with GNU long names and pax path
 // records), grouped into WebDataset samples: consecutive members sharing a
@@ -18,25 +19,30 @@ namespace actorflow::internal::pipeline {
 struct TarMember {
   std::string name;
   int64_t offset = 0;  // of the data, in the tar file
-  int64_t size = 0;
+  int64_t size = 0;    // as its header says
+  // Bytes the file holds: less than `size` for the last member of a
+  // truncated tar file, which is listed (to be named when read) and ends
+  // the list.
+  int64_t available = 0;
 };
 
-// Regular files only, in the order they are stored. An error names the
-// file and the offset of a header that is not a tar header.
-absl::StatusOr<std::vector<TarMember>> ListTar(const std::string& path);
+// Regular files only, in the order they are stored, of shard `file`. An
+// error names the file and the offset of a header that is not a tar header.
+absl::StatusOr<std::vector<TarMember>> ListTar(ShardFiles* files, int file);
 
 struct TarComponent {
-  int file = 0;  // index into the paths
-  int64_t offset = 0, size = 0;
+  int file = 0;  // index into the shards
+  int64_t offset = 0, size = 0, available = 0;
 };
 struct TarSample {
   std::string key;
   std::map<std::string, TarComponent> components;  // by extension
 };
 
-// Every sample of `paths`, in order.
+// Every sample of the shards in `files`, in order; `per_file` (if not
+// null) gets how many samples each shard holds.
 absl::StatusOr<std::vector<TarSample>> IndexWebDataset(
-    const std::vector<std::string>& paths);
+    ShardFiles* files, std::vector<int64_t>* per_file = nullptr);
 
 }  // namespace actorflow::internal::pipeline
 

@@ -2,6 +2,7 @@
 // (Debian's dataset-fashion-mnist) encoded and decoded with libjpeg-turbo
 // and libpng, corrupt and truncated files, and the image operators checked
 // against values worked out by hand.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -507,6 +508,50 @@ TEST_CASE("ShardPlan: equal shards covering every sample, fewer too") {
       }
     }
   }
+}
+
+TEST_CASE("ShardPlan: groups shuffle as units, each kept in order") {
+  // Five tar files of 4, 7, 1, 6 and 6 samples over 3 ranks.
+  const std::vector<int64_t> groups = {4, 7, 1, 6, 6};
+  std::vector<int64_t> group_of;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    group_of.insert(group_of.end(), groups[g], static_cast<int64_t>(g));
+  }
+  std::set<int64_t> covered;
+  std::vector<int64_t> all;
+  for (int64_t shard = 0; shard < 3; ++shard) {
+    ShardPlan plan(24, shard, 3, /*shuffle=*/true, /*stick_to_shard=*/true,
+                   groups);
+    REQUIRE(plan.per_shard() == 8);
+    for (int64_t p = 0; p < 8; ++p) all.push_back(plan.Index(0, p));
+  }
+  // Read in order: each group's samples are consecutive and ascending,
+  // so a rank's run crosses each group at most once.
+  for (size_t i = 1; i < all.size(); ++i) {
+    if (group_of[all[i]] == group_of[all[i - 1]]) {
+      CHECK(all[i] == all[i - 1] + 1);
+    }
+  }
+  std::set<int64_t> groups_seen;
+  int64_t changes = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i == 0 || group_of[all[i]] != group_of[all[i - 1]]) {
+      CHECK(groups_seen.insert(group_of[all[i]]).second);
+      ++changes;
+    }
+  }
+  CHECK(changes == 5);
+  covered.insert(all.begin(), all.end());
+  CHECK(covered.size() == 24);
+  // Shuffled: not the files' order.
+  std::vector<int64_t> sorted = all;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(sorted != all);
+  // Groups that do not add up to the count are ignored (each sample a
+  // unit), as when none are given.
+  ShardPlan plain(24, 0, 3, true, true);
+  ShardPlan wrong(24, 0, 3, true, true, {4, 4});
+  for (int64_t p = 0; p < 8; ++p) CHECK(plain.Index(0, p) == wrong.Index(0, p));
 }
 
 TEST_CASE("directories list images by path, labelled by subdirectory") {

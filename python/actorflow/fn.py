@@ -124,10 +124,12 @@ def _image_random_crop_decoder(data, *, device="cpu", name=None, **kwargs):
 
 
 def _webdataset_reader(*, name=None, **kwargs):
-    """WebDataset tar shards: `paths`, `ext` (one output per entry;
-    alternatives separated by ';'), `missing_component_behavior`,
-    `dtypes`, `shard_id`, `num_shards`, `stick_to_shard`,
-    `shuffle_window`, `limit`. Returns one node per entry of `ext`."""
+    """WebDataset tar shards: `paths` (local paths or http(s):// URLs),
+    `ext` (one output per entry; alternatives separated by ';'),
+    `missing_component_behavior`, `dtypes`, `shard_id`, `num_shards`,
+    `stick_to_shard`, `shuffle_window`, `limit`; for URLs
+    `read_ahead_bytes`, `read_ahead_blocks`, `http_attempts`. Returns one
+    node per entry of `ext`."""
     ext = kwargs.get("ext")
     if isinstance(ext, str):
         kwargs["ext"] = ext = [ext]

@@ -173,10 +173,10 @@ def _webdataset_reader(*, paths, ext, index_paths=None,
                        initial_fill=1024, stick_to_shard=False,
                        pad_last_batch=False, case_sensitive_extensions=True,
                        name=None, device="cpu", **rest):
-    """WebDataset tar shards (local files): one output per entry of `ext`
-    (alternatives separated by ';'), each a sample's component as bytes
-    (or `dtypes`). index_paths are accepted and not needed: the tar headers
-    are read when the pipeline is built."""
+    """WebDataset tar shards (local paths or http(s):// URLs): one output
+    per entry of `ext` (alternatives separated by ';'), each a sample's
+    component as bytes (or `dtypes`). index_paths are accepted and not
+    needed: the tar headers are read when the pipeline is built."""
     _check_rest("readers.webdataset", rest)
     if not case_sensitive_extensions:
         raise ValueError("fn.readers.webdataset: case_sensitive_extensions="

@@ -1,0 +1,191 @@
+"""Tar shards over HTTP: a real server on loopback (shard_server.py) that
+resets and cuts short answers on purpose gives the same batches as the same
+shards read from local files, nothing lost or read twice; a member cut off by
+a truncated shard is named and skipped; ranks get whole shards."""
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import unittest
+import urllib.request
+
+import sanitizers
+
+sanitizers.preload_if_asked()
+
+import numpy  # noqa: E402
+
+from actorflow import fn  # noqa: E402
+from actorflow.pipeline import Pipeline  # noqa: E402
+from image_fixtures import make_images  # noqa: E402
+
+SHARDS = 6
+PER_SHARD = 20
+CUT_AT = 9  # the truncated shard ends inside this member's data
+
+
+def write_shards(images, out_dir):
+    """SHARDS tar files of PER_SHARD (jpg, cls) samples, cls the sample's
+    number; the last one cut off inside member CUT_AT's jpg."""
+    os.makedirs(out_dir)
+    names = []
+    for s in range(SHARDS):
+        name = f"shard{s}.tar"
+        path = os.path.join(out_dir, name)
+        cut = None
+        with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tar:
+            for i in range(PER_SHARD):
+                number = s * PER_SHARD + i
+                key = f"s{s}/{number:04d}"
+                if s == SHARDS - 1 and i == CUT_AT:
+                    cut = tar.fileobj.tell() + 512 + 100  # inside its data
+                tar.add(images[number % len(images)], arcname=key + ".jpg")
+                data = numpy.array([number], numpy.int64).tobytes()
+                info = tarfile.TarInfo(key + ".cls")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        if cut is not None:
+            with open(path, "r+b") as f:
+                f.truncate(cut)
+        names.append(name)
+    return names
+
+
+def run_epochs(paths, epochs=2, **reader):
+    """Per epoch, [(images, numbers)] of its batches; and the skipped
+    samples' names."""
+    pipe = Pipeline(batch_size=8, num_threads=2, prefetch_queue_depth=2,
+                    seed=5, on_error="skip_sample")
+    with pipe:
+        jpg, cls = fn.readers.webdataset(
+            paths=paths, ext=["jpg", "cls"], dtypes=["uint8", "int64"],
+            name="reader", **reader)
+        images = fn.resize(fn.decoders.image(jpg), size=[24, 24])
+        pipe.set_outputs(images, cls)
+    pipe.build()
+    out = []
+    for _ in range(epochs):
+        batches = []
+        while True:
+            try:
+                images, numbers = pipe.run()
+            except StopIteration:
+                break
+            batches.append((images.as_array().copy(),
+                            numbers.as_array().ravel().tolist()))
+        out.append(batches)
+        pipe.reset()
+    return out, sorted({s["file"] for s in pipe.skipped()})
+
+
+class ShardsOverHttpTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        images = make_images(os.path.join(cls.tmp, "images"), 40, seed=11)
+        cls.dir = os.path.join(cls.tmp, "shards")
+        cls.names = write_shards(images, cls.dir)
+        cls.server = cls.start_server("--reset-every", "7",
+                                      "--short-every", "5")
+
+    @classmethod
+    def start_server(cls, *faults):
+        server = subprocess.Popen(
+            [sys.executable, os.path.join(os.path.dirname(__file__),
+                                          "shard_server.py"),
+             cls.dir, *faults], stdout=subprocess.PIPE, text=True)
+        line = server.stdout.readline()
+        if not line.startswith("port "):
+            server.kill()
+            cls.stop_server(server)
+            raise RuntimeError(f"shard_server.py said {line!r}")
+        server.url = f"http://127.0.0.1:{int(line.split()[1])}"
+        return server
+
+    @staticmethod
+    def stop_server(server):
+        server.terminate()
+        server.wait()
+        server.stdout.close()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop_server(cls.server)
+        shutil.rmtree(cls.tmp)
+
+    def local(self):
+        return [os.path.join(self.dir, n) for n in self.names]
+
+    def urls(self, server=None):
+        return [f"{(server or self.server).url}/{n}" for n in self.names]
+
+    def stats(self):
+        with urllib.request.urlopen(self.server.url + "/stats") as answer:
+            return json.load(answer)
+
+    def test_same_batches_as_local_files_through_resets(self):
+        want, want_skipped = run_epochs(self.local(), shuffle_window=16)
+        before = self.stats()
+        got, skipped = run_epochs(self.urls(), shuffle_window=16)
+        after = self.stats()
+        self.assertGreater(after["resets"] - before["resets"], 0)
+        self.assertGreater(after["shorts"] - before["shorts"], 0)
+        self.assertEqual([len(e) for e in got], [len(e) for e in want])
+        for epoch_got, epoch_want in zip(got, want):
+            for (gi, gn), (wi, wn) in zip(epoch_got, epoch_want):
+                self.assertEqual(gn, wn)
+                self.assertTrue(numpy.array_equal(gi, wi))
+        # Every good sample once per epoch, in an order of its own; the cut
+        # one named.
+        good = SHARDS * PER_SHARD - (PER_SHARD - CUT_AT)
+        orders = []
+        for batches in got:
+            numbers = [n for _, ns in batches for n in ns]
+            self.assertEqual(len(numbers), len(set(numbers)))
+            self.assertEqual(len(numbers), good)
+            orders.append(numbers)
+        self.assertNotEqual(orders[0], orders[1])
+        cut = (SHARDS - 1) * PER_SHARD + CUT_AT
+        self.assertEqual(skipped, [f"{self.urls()[-1]}:s{SHARDS - 1}/"
+                                   f"{cut:04d}.jpg"])
+        self.assertEqual(want_skipped, [f"{self.local()[-1]}:s{SHARDS - 1}/"
+                                        f"{cut:04d}.jpg"])
+
+    def test_ranks_get_whole_shards(self):
+        # Two ranks, shuffled: each reads a run of whole shards (cut only
+        # at the ends of its range), and together they read every sample.
+        seen = []
+        for rank in range(2):
+            (got,), _ = run_epochs(self.urls(), epochs=1, shard_id=rank,
+                                   num_shards=2, shuffle_window=8,
+                                   stick_to_shard=True)
+            numbers = [n for _, ns in got for n in ns]
+            shards = {n // PER_SHARD for n in numbers}
+            # 60 samples of 120: three shards, or parts of four.
+            self.assertLessEqual(len(shards), 4)
+            seen.append(set(numbers))
+        self.assertFalse(seen[0] & seen[1])
+        cut = set(range((SHARDS - 1) * PER_SHARD + CUT_AT,
+                        SHARDS * PER_SHARD))
+        self.assertEqual(seen[0] | seen[1] | cut,
+                         set(range(SHARDS * PER_SHARD)))
+
+    def test_errors_name_the_url(self):
+        with self.assertRaisesRegex(ValueError, "nothing.tar': HTTP 404"):
+            run_epochs([self.server.url + "/nothing.tar"])
+        # A server that is gone: refused connections, retried, then named.
+        gone = self.start_server()
+        urls = self.urls(gone)
+        self.stop_server(gone)
+        with self.assertRaisesRegex(
+                ValueError, r"shard0.tar': Failed to connect .*\(2 attempts\)"):
+            run_epochs(urls, http_attempts=2)
+
+
+if __name__ == "__main__":
+    unittest.main()
