@@ -63,7 +63,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
         {"webdataset_reader",
          {"paths", "ext", "missing_component_behavior", "dtypes", "shard_id",
           "num_shards", "stick_to_shard", "shuffle_window", "shuffle_list",
-          "limit", "read_ahead_bytes", "read_ahead_blocks", "http_attempts"}},
+          "limit", "read_ahead_bytes", "http_attempts"}},
         {"idx_reader",
          {"images", "labels", "shard_id", "num_shards", "stick_to_shard",
           "shuffle_window", "shuffle_list", "limit"}},

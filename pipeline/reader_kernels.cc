@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -69,10 +70,31 @@ absl::Status ReaderKernel::Forward(KernelContext* ctx) {
   if (chunk->epoch != order_epoch_) {
     order_ = EpochOrder(epoch_size(), window_, seed_, chunk->epoch);
     order_epoch_ = chunk->epoch;
+    announced_ = 0;
   }
   RegisterView out = ctx->output(0);
   const int64_t first = chunk->chunk * batch_size_;
   const int64_t last = std::min(epoch_size(), first + batch_size_);
+  // By output t the window has taken positions [0, t + window): see
+  // EpochOrder.
+  const int64_t reach =
+      std::min(epoch_size(), last + std::max<int64_t>(window_, 1) - 1);
+  if (announced_ < reach) {
+    std::vector<bool> given;  // positions a resumed epoch gave before
+    if (announced_ == 0 && first > 0) {
+      given.assign(epoch_size(), false);
+      for (int64_t t = 0; t < first; ++t) given[order_[t]] = true;
+    }
+    std::vector<int64_t> indices;
+    for (int64_t p = announced_; p < reach; ++p) {
+      if (given.empty() || !given[p]) {
+        indices.push_back(shards_->Index(chunk->epoch, p));
+      }
+    }
+    announced_ = reach;
+    absl::Status ahead = Upcoming(chunk->epoch, indices);
+    if (!ahead.ok()) return ahead;
+  }
   for (size_t k = 0; k < outputs_.size(); ++k) {
     SampleListWriter writer(out.blob(outputs_[k]), &slots_);
     for (int64_t position = first; position < last; ++position) {
@@ -237,12 +259,11 @@ absl::StatusOr<int64_t> WebDatasetReaderKernel::Open(
   auto exts = ctx.StringListAttr("ext");
   auto missing = ctx.StringAttrOr("missing_component_behavior", "empty");
   auto dtypes = ctx.StringListAttr("dtypes");
-  auto read_ahead = PositiveAttr(ctx, "read_ahead_bytes", 1 << 20, 1);
-  auto blocks = PositiveAttr(ctx, "read_ahead_blocks", 4, 1);
+  auto read_ahead = PositiveAttr(ctx, "read_ahead_bytes", 64 << 20, 0);
   auto attempts = PositiveAttr(ctx, "http_attempts", 6, 1);
-  absl::Status ok = FirstError({paths.status(), exts.status(), missing.status(),
-                                dtypes.status(), read_ahead.status(),
-                                blocks.status(), attempts.status()});
+  absl::Status ok =
+      FirstError({paths.status(), exts.status(), missing.status(),
+                  dtypes.status(), read_ahead.status(), attempts.status()});
   if (!ok.ok()) return ok;
   if (paths->empty()) {
     return absl::InvalidArgumentError("attr 'paths': the tar files to read");
@@ -275,11 +296,15 @@ absl::StatusOr<int64_t> WebDatasetReaderKernel::Open(
     types_.push_back(*type);
   }
   ShardReadOptions options;
-  options.read_ahead_bytes = *read_ahead;
-  options.read_ahead_blocks = static_cast<int>(*blocks);
   options.retry.attempts = static_cast<int>(*attempts);
   files_ = std::make_unique<ShardFiles>(options);
+  read_ahead_bytes_ = *read_ahead;
+  ahead_.clear();
+  ahead_bytes_ = 0;
+  ahead_epoch_ = -1;
+  remote_ = false;
   for (const std::string& path : *paths) {
+    remote_ = remote_ || IsHttpUrl(path);
     auto added = files_->Add(path);
     if (!added.ok()) {
       return absl::Status(
@@ -337,6 +362,30 @@ int64_t WebDatasetReaderKernel::LargestSample(int k) const {
 
 absl::Status WebDatasetReaderKernel::Fill(int64_t index, int k,
                                           SampleSlots::Slot* slot, bool*) {
+  auto held = ahead_.find(index);
+  const std::string* fetched = nullptr;
+  if (held != ahead_.end() && held->second.fetched) {
+    fetched = &held->second.outputs[k];
+  }
+  absl::Status filled = FillComponent(index, k, fetched, slot);
+  if (held != ahead_.end()) {
+    Ahead& sample = held->second;
+    if (++sample.taken == static_cast<int>(exts_.size())) {
+      sample.taken = 0;
+      if (--sample.uses == 0) {
+        for (const std::string& bytes : sample.outputs) {
+          ahead_bytes_ -= static_cast<int64_t>(bytes.size());
+        }
+        ahead_.erase(held);
+      }
+    }
+  }
+  return filled;
+}
+
+absl::Status WebDatasetReaderKernel::FillComponent(int64_t index, int k,
+                                                   const std::string* fetched,
+                                                   SampleSlots::Slot* slot) {
   const TarSample& sample = samples_[index];
   const TarComponent* component = nullptr;
   std::string ext;
@@ -369,6 +418,10 @@ absl::Status WebDatasetReaderKernel::Fill(int64_t index, int k,
   }
   const int64_t shape[] = {component->size / size};
   slot->sample.Reshape(type, shape);
+  if (fetched != nullptr) {
+    std::memcpy(slot->sample.storage.data(), fetched->data(), fetched->size());
+    return absl::OkStatus();
+  }
   auto read =
       files_->Read(component->file, component->offset, component->size,
                    reinterpret_cast<char*>(slot->sample.storage.data()));
@@ -377,6 +430,76 @@ absl::Status WebDatasetReaderKernel::Fill(int64_t index, int k,
     return absl::DataLossError(absl::StrCat("cannot read ", component->size,
                                             " bytes at ", component->offset,
                                             ": the file ends first"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WebDatasetReaderKernel::Upcoming(
+    int64_t epoch, const std::vector<int64_t>& indices) {
+  if (!remote_) return absl::OkStatus();  // local reads need no head start
+  if (epoch != ahead_epoch_) {
+    ahead_.clear();
+    ahead_bytes_ = 0;
+    ahead_epoch_ = epoch;
+  }
+  // The components to fetch, within the budget; the rest are read when
+  // filled.
+  struct Wanted {
+    int file;
+    int64_t offset, size;
+    std::string* into;
+  };
+  std::vector<Wanted> wanted;
+  for (int64_t index : indices) {
+    Ahead& sample = ahead_[index];
+    if (sample.uses++ > 0 || ahead_bytes_ >= read_ahead_bytes_) continue;
+    sample.fetched = true;
+    sample.outputs.resize(exts_.size());
+    for (size_t k = 0; k < exts_.size(); ++k) {
+      for (const std::string& ext : exts_[k]) {
+        auto it = samples_[index].components.find(ext);
+        if (it == samples_[index].components.end()) continue;
+        const TarComponent& c = it->second;
+        // A truncated member stays unread: Fill names it.
+        if (c.available == c.size && c.size > 0) {
+          wanted.push_back(
+              Wanted{c.file, c.offset, c.size, &sample.outputs[k]});
+          ahead_bytes_ += c.size;
+        }
+        break;
+      }
+    }
+  }
+  std::sort(wanted.begin(), wanted.end(), [](const Wanted& a, const Wanted& b) {
+    return std::tie(a.file, a.offset) < std::tie(b.file, b.offset);
+  });
+  // One request per run of components close together in one file (tar
+  // headers and padding between them come along).
+  constexpr int64_t kGap = 64 << 10;
+  std::string run;
+  for (size_t i = 0; i < wanted.size();) {
+    size_t j = i + 1;
+    int64_t end = wanted[i].offset + wanted[i].size;
+    while (j < wanted.size() && wanted[j].file == wanted[i].file &&
+           wanted[j].offset >= end && wanted[j].offset - end <= kGap) {
+      end = wanted[j].offset + wanted[j].size;
+      ++j;
+    }
+    run.clear();
+    absl::Status read = files_->ReadRun(wanted[i].file, wanted[i].offset,
+                                        end - wanted[i].offset, &run);
+    if (!read.ok()) return read;
+    for (size_t w = i; w < j; ++w) {
+      const int64_t at = wanted[w].offset - wanted[i].offset;
+      if (at + wanted[w].size > static_cast<int64_t>(run.size())) {
+        return absl::DataLossError(absl::StrCat(
+            "'", files_->path(wanted[w].file), "': the server sent ",
+            run.size(), " bytes at ", wanted[i].offset, " where its size says ",
+            end - wanted[i].offset));
+      }
+      wanted[w].into->assign(run, at, wanted[w].size);
+    }
+    i = j;
   }
   return absl::OkStatus();
 }

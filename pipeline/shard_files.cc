@@ -68,36 +68,76 @@ absl::StatusOr<int64_t> ShardFiles::Read(int file, int64_t offset,
   return done;
 }
 
+absl::Status ShardFiles::ReadRun(int file, int64_t offset, int64_t length,
+                                 std::string* out) {
+  const Shard& shard = shards_[file];
+  length = std::max<int64_t>(0, std::min(length, shard.size - offset));
+  if (shard.remote) return http_->Read(shard.path, offset, length, out);
+  const size_t before = out->size();
+  out->resize(before + length);
+  auto read = Read(file, offset, length, out->data() + before);
+  if (!read.ok()) return read.status();
+  out->resize(before + *read);
+  return absl::OkStatus();
+}
+
 absl::Status ShardFiles::ReadRemote(int file, int64_t offset, int64_t length,
                                     char* out) {
-  for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
-    const int64_t end = it->begin + static_cast<int64_t>(it->bytes.size());
-    if (it->file == file && it->begin <= offset && offset + length <= end) {
-      std::memcpy(out, it->bytes.data() + (offset - it->begin), length);
-      blocks_.splice(blocks_.begin(), blocks_, it);
-      return absl::OkStatus();
+  if (length == 0) return absl::OkStatus();
+  const int64_t block = options_.block_bytes;
+  const int64_t first = offset / block;
+  const int64_t last = (offset + length - 1) / block;
+  absl::Status fetched = Fetch(file, first, last);
+  if (!fetched.ok()) return fetched;
+  for (int64_t k = first; k <= last; ++k) {
+    Block& held = blocks_.at({file, k});
+    used_.splice(used_.begin(), used_, held.used);
+    const int64_t begin = std::max(offset, k * block);
+    const int64_t end = std::min(offset + length, (k + 1) * block);
+    if (end - k * block > static_cast<int64_t>(held.bytes.size())) {
+      return absl::DataLossError(absl::StrCat(
+          "'", shards_[file].path, "': the server sent ", held.bytes.size(),
+          " bytes at ", k * block, " where its size says ",
+          std::min(block, shards_[file].size - k * block)));
     }
+    std::memcpy(out + (begin - offset), held.bytes.data() + (begin - k * block),
+                end - begin);
   }
-  // A miss: fetch from `offset` on, at least a block (the samples that
-  // follow in the shard are the ones read next).
-  Block block;
-  block.file = file;
-  block.begin = offset;
-  const int64_t fetch = std::min(std::max(length, options_.read_ahead_bytes),
-                                 shards_[file].size - offset);
-  absl::Status read =
-      http_->Read(shards_[file].path, offset, fetch, &block.bytes);
-  if (!read.ok()) return read;
-  if (static_cast<int64_t>(block.bytes.size()) < length) {
-    return absl::DataLossError(absl::StrCat(
-        "'", shards_[file].path, "': the server sent ", block.bytes.size(),
-        " bytes at ", offset, " where its size says ", length));
+  // Evict only after the copy: a read may need more blocks than are held.
+  while (static_cast<int>(used_.size()) > std::max(options_.blocks, 1)) {
+    blocks_.erase(used_.back());
+    used_.pop_back();
   }
-  std::memcpy(out, block.bytes.data(), length);
-  blocks_.push_front(std::move(block));
-  while (static_cast<int>(blocks_.size()) >
-         std::max(options_.read_ahead_blocks, 1)) {
-    blocks_.pop_back();
+  return absl::OkStatus();
+}
+
+absl::Status ShardFiles::Fetch(int file, int64_t first, int64_t last) {
+  const int64_t block = options_.block_bytes;
+  for (int64_t k = first; k <= last;) {
+    if (blocks_.count({file, k}) > 0) {
+      ++k;
+      continue;
+    }
+    // A run of missing blocks: one request.
+    int64_t end = k;
+    while (end + 1 <= last && blocks_.count({file, end + 1}) == 0) ++end;
+    const int64_t begin_byte = k * block;
+    const int64_t bytes =
+        std::min((end + 1) * block, shards_[file].size) - begin_byte;
+    std::string run;
+    absl::Status read =
+        http_->Read(shards_[file].path, begin_byte, bytes, &run);
+    if (!read.ok()) return read;
+    for (int64_t b = k; b <= end; ++b) {
+      const int64_t at = (b - k) * block;
+      used_.push_front({file, b});
+      Block& held = blocks_[{file, b}];
+      held.used = used_.begin();
+      if (at < static_cast<int64_t>(run.size())) {
+        held.bytes.assign(run, at, block);
+      }
+    }
+    k = end + 1;
   }
   return absl::OkStatus();
 }

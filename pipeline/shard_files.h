@@ -3,8 +3,10 @@
 
 #include <cstdint>
 #include <list>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -17,13 +19,12 @@ namespace actorflow::internal::pipeline {
 
 struct ShardReadOptions {
   HttpRetry retry;
-  // A remote read fetches at least this many bytes from where it starts
-  // (the samples after it, in a shard's order, come with it) ...
-  int64_t read_ahead_bytes = 1 << 20;
-  // ... and keeps at most this many such blocks: a reader's memory for
-  // remote shards is read_ahead_bytes x read_ahead_blocks beyond its
-  // registers.
-  int read_ahead_blocks = 4;
+  // Remote shards are read in aligned blocks of this many bytes (a read
+  // fetches the blocks it touches that are not held, in one request) ...
+  int64_t block_bytes = 1 << 20;
+  // ... and the last `blocks` blocks used are held: a reader's memory for
+  // remote data is block_bytes x blocks beyond its registers.
+  int blocks = 4;
 };
 
 class ShardFiles {
@@ -44,6 +45,12 @@ class ShardFiles {
   absl::StatusOr<int64_t> Read(int file, int64_t offset, int64_t length,
                                char* out);
 
+  // Bytes [offset, offset + length) of shard `file` appended to `out`, for
+  // a remote shard in one request that bypasses the blocks held (fewer
+  // only where the shard ends).
+  absl::Status ReadRun(int file, int64_t offset, int64_t length,
+                       std::string* out);
+
   // Remote requests made and retried so far (0 for local shards).
   int64_t requests() const { return http_ ? http_->requests() : 0; }
   int64_t retries() const { return http_ ? http_->retries() : 0; }
@@ -55,17 +62,22 @@ class ShardFiles {
     int fd = -1;  // local shards
     bool remote = false;
   };
+  // Blocks held, by (shard, block number); `used` orders them (most
+  // recent first) for eviction.
+  using BlockKey = std::pair<int, int64_t>;
   struct Block {
-    int file = 0;
-    int64_t begin = 0;
     std::string bytes;
+    std::list<BlockKey>::iterator used;
   };
   absl::Status ReadRemote(int file, int64_t offset, int64_t length, char* out);
+  // Fetches blocks [first, last] of shard `file` that are not held.
+  absl::Status Fetch(int file, int64_t first, int64_t last);
 
   ShardReadOptions options_;
   std::vector<Shard> shards_;
   std::unique_ptr<HttpClient> http_;  // made for the first URL
-  std::list<Block> blocks_;           // most recently used first
+  std::map<BlockKey, Block> blocks_;
+  std::list<BlockKey> used_;
 };
 
 }  // namespace actorflow::internal::pipeline

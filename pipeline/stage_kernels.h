@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,6 +57,15 @@ class ReaderKernel : public Kernel {
   // May leave a file unread, setting *lazy (see SampleHeader::lazy_file).
   virtual absl::Status Fill(int64_t index, int k, SampleSlots::Slot* slot,
                             bool* lazy) = 0;
+  // Before a piece is filled: the dataset indices of the samples the
+  // epoch's order reaches by the end of it (what its shuffle window holds
+  // then), in the order they enter the window, each position once per
+  // epoch, leaving out those a resumed epoch gave before it stopped. A
+  // reader of remote data fetches them here, in that order, ahead of Fill.
+  virtual absl::Status Upcoming(int64_t epoch,
+                                const std::vector<int64_t>& indices) {
+    return absl::OkStatus();
+  }
   const std::vector<std::string>& outputs() const { return outputs_; }
 
  private:
@@ -70,6 +80,7 @@ class ReaderKernel : public Kernel {
   std::atomic<int64_t>* counter_ = nullptr;
   int64_t order_epoch_ = -1;
   std::vector<int64_t> order_;
+  int64_t announced_ = 0;  // positions of order_epoch_ given to Upcoming
   SampleSlots slots_;
 };
 
@@ -110,8 +121,8 @@ class IdxReaderKernel final : public ReaderKernel {
 // sample without the component gives an empty one (the default), "skip":
 // such samples are left out, "error": the reader refuses them), `dtypes`
 // (one per output, "uint8" by default: the component's bytes read as that
-// type, 1-D); for URLs `read_ahead_bytes` (1 MiB: the least one request
-// fetches), `read_ahead_blocks` (4: fetched blocks kept) and
+// type, 1-D); for URLs `read_ahead_bytes` (64 MiB: the most sample bytes
+// fetched ahead of use, in the order samples enter the shuffle window) and
 // `http_attempts` (6: tries per request before the read fails). A member
 // cut off by the end of a truncated file is an error of that sample, named
 // like a corrupt file (and skipped with skip_errors).
@@ -133,6 +144,26 @@ class WebDatasetReaderKernel final : public ReaderKernel {
   std::vector<TarSample> samples_;
   std::vector<int64_t> per_file_;  // samples of each tar file, in order
   std::unique_ptr<ShardFiles> files_;
+  bool remote_ = false;  // some shard is a URL
+
+  // Remote samples fetched ahead by Upcoming, until Fill takes them: at
+  // most about read_ahead_bytes_ (the rest is read when filled).
+  absl::Status Upcoming(int64_t epoch,
+                        const std::vector<int64_t>& indices) override;
+  // Output k of sample `index`, from `fetched` if not null.
+  absl::Status FillComponent(int64_t index, int k, const std::string* fetched,
+                             SampleSlots::Slot* slot);
+  struct Ahead {
+    std::vector<std::string> outputs;  // per output; empty until fetched
+    bool fetched = false;
+    int uses = 0;   // announced and not yet filled (a padded shard
+                    // repeats its last sample)
+    int taken = 0;  // outputs filled of the current use
+  };
+  std::map<int64_t, Ahead> ahead_;
+  int64_t ahead_bytes_ = 0;
+  int64_t ahead_epoch_ = -1;
+  int64_t read_ahead_bytes_ = 0;
 };
 
 // `pipeline.caffe_reader`: attr `path` (a Caffe LMDB: its directory, or
