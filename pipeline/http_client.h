@@ -1,6 +1,7 @@
 #ifndef ACTORFLOW_PIPELINE_HTTP_CLIENT_H_
 #define ACTORFLOW_PIPELINE_HTTP_CLIENT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -44,6 +45,10 @@ class HttpClient {
   absl::Status Read(const std::string& url, int64_t offset, int64_t length,
                     std::string* out);
 
+  // Once `*cancel` is true, the request in flight and any retry fail at
+  // once (CancelledError). Null (the default): never cancelled.
+  void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
+
   // Requests retried so far (each retry of each request counts once).
   int64_t retries() const { return retries_; }
   // Requests made so far, retries included.
@@ -55,9 +60,15 @@ class HttpClient {
   // One request; `attempt` says what it read and whether to retry.
   void Perform(const std::string& url, bool head, Attempt* attempt);
   absl::Duration Backoff(int failures) const;
+  void PauseBeforeRetry(absl::Duration wait) const;
+
+  bool Cancelled() const {
+    return cancel_ != nullptr && cancel_->load(std::memory_order_relaxed);
+  }
 
   void* curl_;  // CURL*
   HttpRetry retry_;
+  const std::atomic<bool>* cancel_ = nullptr;
   int64_t retries_ = 0;
   int64_t requests_ = 0;
 };

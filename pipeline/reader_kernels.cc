@@ -64,37 +64,60 @@ absl::Status ReaderKernel::Init(const KernelInitContext& ctx) {
   return ctx.SetOutputBlobs("out", SampleListBlobs(outputs_, batch_size_));
 }
 
+absl::Status ReaderKernel::AnnounceUpcoming(int64_t epoch, int64_t first,
+                                            int64_t last) {
+  const int64_t n = epoch_size();
+  // By output t the window has taken positions [0, t + window): see
+  // EpochOrder. Beyond that, the head start the reader asks for, which runs
+  // on into the next epoch (whose first positions are known already).
+  const int64_t ahead = pieces_ahead() * batch_size_;
+  int64_t want = last + std::max<int64_t>(window_, 1) - 1 + ahead;
+  if (ahead == 0) want = std::min(want, n);
+  std::vector<bool> given;  // positions a resumed epoch gave before
+  if (announce_epoch_ != epoch && announce_epoch_ != epoch + 1) {
+    // Not announced before (the first piece, a resume, a skipped rest):
+    // from the epoch's start.
+    announce_epoch_ = epoch;
+    announced_ = 0;
+    if (first > 0) {
+      given.assign(n, false);
+      for (int64_t t = 0; t < first; ++t) given[order_[t]] = true;
+    }
+  }
+  for (int64_t e = epoch; e <= epoch + 1 && want > 0; ++e, want -= n) {
+    if (e < announce_epoch_) continue;  // all of it announced
+    if (e > announce_epoch_) {
+      announce_epoch_ = e;
+      announced_ = 0;
+    }
+    const int64_t upto = std::min(n, want);
+    std::vector<int64_t> indices;
+    for (int64_t p = announced_; p < upto; ++p) {
+      if (e != epoch || given.empty() || !given[p]) {
+        indices.push_back(shards_->Index(e, p));
+      }
+    }
+    announced_ = std::max(announced_, upto);
+    if (!indices.empty()) {
+      absl::Status upcoming = Upcoming(e, indices);
+      if (!upcoming.ok()) return upcoming;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ReaderKernel::Forward(KernelContext* ctx) {
   auto chunk = ReadChunk(ctx->input(0));
   if (!chunk.ok()) return chunk.status();
   if (chunk->epoch != order_epoch_) {
     order_ = EpochOrder(epoch_size(), window_, seed_, chunk->epoch);
     order_epoch_ = chunk->epoch;
-    announced_ = 0;
   }
   RegisterView out = ctx->output(0);
   const int64_t first = chunk->chunk * batch_size_;
   const int64_t last = std::min(epoch_size(), first + batch_size_);
-  // By output t the window has taken positions [0, t + window): see
-  // EpochOrder.
-  const int64_t reach =
-      std::min(epoch_size(), last + std::max<int64_t>(window_, 1) - 1);
-  if (announced_ < reach) {
-    std::vector<bool> given;  // positions a resumed epoch gave before
-    if (announced_ == 0 && first > 0) {
-      given.assign(epoch_size(), false);
-      for (int64_t t = 0; t < first; ++t) given[order_[t]] = true;
-    }
-    std::vector<int64_t> indices;
-    for (int64_t p = announced_; p < reach; ++p) {
-      if (given.empty() || !given[p]) {
-        indices.push_back(shards_->Index(chunk->epoch, p));
-      }
-    }
-    announced_ = reach;
-    absl::Status ahead = Upcoming(chunk->epoch, indices);
-    if (!ahead.ok()) return ahead;
-  }
+  absl::Status announced = AnnounceUpcoming(chunk->epoch, first, last);
+  if (!announced.ok()) return announced;
   for (size_t k = 0; k < outputs_.size(); ++k) {
     SampleListWriter writer(out.blob(outputs_[k]), &slots_);
     for (int64_t position = first; position < last; ++position) {
@@ -102,6 +125,7 @@ absl::Status ReaderKernel::Forward(KernelContext* ctx) {
       like.position = position;
       like.epoch = chunk->epoch;
       like.index = shards_->Index(chunk->epoch, order_[position]);
+      filling_epoch_ = chunk->epoch;
       SampleSlots::Slot* slot = writer.Next();
       bool lazy = false;
       absl::Status filled = Fill(like.index, static_cast<int>(k), slot, &lazy);
@@ -301,8 +325,9 @@ absl::StatusOr<int64_t> WebDatasetReaderKernel::Open(
   read_ahead_bytes_ = *read_ahead;
   ahead_.clear();
   ahead_bytes_ = 0;
-  ahead_epoch_ = -1;
+  purged_epoch_ = -1;
   remote_ = false;
+  prefetcher_.reset();
   for (const std::string& path : *paths) {
     remote_ = remote_ || IsHttpUrl(path);
     auto added = files_->Add(path);
@@ -343,6 +368,7 @@ absl::StatusOr<int64_t> WebDatasetReaderKernel::Open(
   if (samples_.empty()) {
     return absl::NotFoundError("attr 'paths': the tar files hold no sample");
   }
+  if (remote_) prefetcher_ = std::make_unique<RemotePrefetcher>(options.retry);
   return static_cast<int64_t>(samples_.size());
 }
 
@@ -362,29 +388,44 @@ int64_t WebDatasetReaderKernel::LargestSample(int k) const {
 
 absl::Status WebDatasetReaderKernel::Fill(int64_t index, int k,
                                           SampleSlots::Slot* slot, bool*) {
+  const int64_t epoch = filling_epoch();
+  if (epoch > purged_epoch_) {
+    // Uses announced for an epoch before this one will never come (a
+    // pipeline reset skipped them): drop them.
+    for (auto it = ahead_.begin(); it != ahead_.end();) {
+      Ahead& sample = it->second;
+      sample.uses.erase(sample.uses.begin(), sample.uses.lower_bound(epoch));
+      it = sample.uses.empty() ? DropAhead(it) : std::next(it);
+    }
+    purged_epoch_ = epoch;
+  }
   auto held = ahead_.find(index);
-  const std::string* fetched = nullptr;
+  const Fetched* fetched = nullptr;
   if (held != ahead_.end() && held->second.fetched) {
     fetched = &held->second.outputs[k];
   }
   absl::Status filled = FillComponent(index, k, fetched, slot);
   if (held != ahead_.end()) {
     Ahead& sample = held->second;
-    if (++sample.taken == static_cast<int>(exts_.size())) {
+    auto uses = sample.uses.find(epoch);
+    if (uses != sample.uses.end() &&
+        ++sample.taken == static_cast<int>(exts_.size())) {
       sample.taken = 0;
-      if (--sample.uses == 0) {
-        for (const std::string& bytes : sample.outputs) {
-          ahead_bytes_ -= static_cast<int64_t>(bytes.size());
-        }
-        ahead_.erase(held);
-      }
+      if (--uses->second == 0) sample.uses.erase(uses);
+      if (sample.uses.empty()) DropAhead(held);
     }
   }
   return filled;
 }
 
+std::map<int64_t, WebDatasetReaderKernel::Ahead>::iterator
+WebDatasetReaderKernel::DropAhead(std::map<int64_t, Ahead>::iterator it) {
+  for (const Fetched& bytes : it->second.outputs) ahead_bytes_ -= bytes.size;
+  return ahead_.erase(it);
+}
+
 absl::Status WebDatasetReaderKernel::FillComponent(int64_t index, int k,
-                                                   const std::string* fetched,
+                                                   const Fetched* fetched,
                                                    SampleSlots::Slot* slot) {
   const TarSample& sample = samples_[index];
   const TarComponent* component = nullptr;
@@ -419,7 +460,16 @@ absl::Status WebDatasetReaderKernel::FillComponent(int64_t index, int k,
   const int64_t shape[] = {component->size / size};
   slot->sample.Reshape(type, shape);
   if (fetched != nullptr) {
-    std::memcpy(slot->sample.storage.data(), fetched->data(), fetched->size());
+    RemotePrefetcher::Run& run = *fetched->run;
+    absl::Status read = RemotePrefetcher::Wait(&run);
+    if (!read.ok()) return read;
+    if (fetched->at + fetched->size > static_cast<int64_t>(run.bytes.size())) {
+      return absl::DataLossError(absl::StrCat(
+          "'", run.url, "': the server sent ", run.bytes.size(), " bytes at ",
+          run.offset, " where its size says ", run.length));
+    }
+    std::memcpy(slot->sample.storage.data(), run.bytes.data() + fetched->at,
+                fetched->size);
     return absl::OkStatus();
   }
   auto read =
@@ -437,22 +487,21 @@ absl::Status WebDatasetReaderKernel::FillComponent(int64_t index, int k,
 absl::Status WebDatasetReaderKernel::Upcoming(
     int64_t epoch, const std::vector<int64_t>& indices) {
   if (!remote_) return absl::OkStatus();  // local reads need no head start
-  if (epoch != ahead_epoch_) {
-    ahead_.clear();
-    ahead_bytes_ = 0;
-    ahead_epoch_ = epoch;
-  }
   // The components to fetch, within the budget; the rest are read when
   // filled.
   struct Wanted {
     int file;
     int64_t offset, size;
-    std::string* into;
+    Fetched* into;
   };
   std::vector<Wanted> wanted;
   for (int64_t index : indices) {
     Ahead& sample = ahead_[index];
-    if (sample.uses++ > 0 || ahead_bytes_ >= read_ahead_bytes_) continue;
+    const bool known = !sample.uses.empty();
+    ++sample.uses[epoch];
+    // Known: fetched already (or read when filled); one fetch serves every
+    // use, this epoch's and the next's.
+    if (known || ahead_bytes_ >= read_ahead_bytes_) continue;
     sample.fetched = true;
     sample.outputs.resize(exts_.size());
     for (size_t k = 0; k < exts_.size(); ++k) {
@@ -474,30 +523,24 @@ absl::Status WebDatasetReaderKernel::Upcoming(
     return std::tie(a.file, a.offset) < std::tie(b.file, b.offset);
   });
   // One request per run of components close together in one file (tar
-  // headers and padding between them come along).
+  // headers and padding between them come along), of at most kRunBytes
+  // unless one component is larger.
   constexpr int64_t kGap = 64 << 10;
-  std::string run;
   for (size_t i = 0; i < wanted.size();) {
     size_t j = i + 1;
     int64_t end = wanted[i].offset + wanted[i].size;
     while (j < wanted.size() && wanted[j].file == wanted[i].file &&
-           wanted[j].offset >= end && wanted[j].offset - end <= kGap) {
+           wanted[j].offset >= end && wanted[j].offset - end <= kGap &&
+           wanted[j].offset + wanted[j].size - wanted[i].offset <=
+               RemotePrefetcher::kRunBytes) {
       end = wanted[j].offset + wanted[j].size;
       ++j;
     }
-    run.clear();
-    absl::Status read = files_->ReadRun(wanted[i].file, wanted[i].offset,
-                                        end - wanted[i].offset, &run);
-    if (!read.ok()) return read;
+    auto run = prefetcher_->Fetch(files_->path(wanted[i].file),
+                                  wanted[i].offset, end - wanted[i].offset);
     for (size_t w = i; w < j; ++w) {
-      const int64_t at = wanted[w].offset - wanted[i].offset;
-      if (at + wanted[w].size > static_cast<int64_t>(run.size())) {
-        return absl::DataLossError(absl::StrCat(
-            "'", files_->path(wanted[w].file), "': the server sent ",
-            run.size(), " bytes at ", wanted[i].offset, " where its size says ",
-            end - wanted[i].offset));
-      }
-      wanted[w].into->assign(run, at, wanted[w].size);
+      *wanted[w].into =
+          Fetched{run, wanted[w].offset - wanted[i].offset, wanted[w].size};
     }
     i = j;
   }

@@ -15,6 +15,7 @@
 #include "pipeline/augment.h"
 #include "pipeline/caffe_lmdb.h"
 #include "pipeline/dataset.h"
+#include "pipeline/remote_prefetch.h"
 #include "pipeline/sample_dealer.h"
 #include "pipeline/sample_list.h"
 #include "pipeline/sample_ops.h"
@@ -66,6 +67,12 @@ class ReaderKernel : public Kernel {
                                 const std::vector<int64_t>& indices) {
     return absl::OkStatus();
   }
+  // How many pieces beyond the window Upcoming should see coming (into the
+  // next epoch near the end of one): a reader that fetches on another
+  // thread asks for a head start.
+  virtual int64_t pieces_ahead() const { return 0; }
+  // The epoch of the piece being filled (for Fill).
+  int64_t filling_epoch() const { return filling_epoch_; }
   const std::vector<std::string>& outputs() const { return outputs_; }
 
  private:
@@ -80,7 +87,12 @@ class ReaderKernel : public Kernel {
   std::atomic<int64_t>* counter_ = nullptr;
   int64_t order_epoch_ = -1;
   std::vector<int64_t> order_;
-  int64_t announced_ = 0;  // positions of order_epoch_ given to Upcoming
+  // Given to Upcoming: every position of the epochs before
+  // announce_epoch_, and [0, announced_) of it.
+  absl::Status AnnounceUpcoming(int64_t epoch, int64_t first, int64_t last);
+  int64_t announce_epoch_ = -1;
+  int64_t announced_ = 0;
+  int64_t filling_epoch_ = 0;
   SampleSlots slots_;
 };
 
@@ -132,6 +144,9 @@ class WebDatasetReaderKernel final : public ReaderKernel {
   int64_t LargestSample(int k) const override;
   // Each tar file is a unit: ranks get whole files, shuffling moves them.
   std::vector<int64_t> ShuffleGroups() const override { return per_file_; }
+  // Two pieces: the next piece's samples are in flight while this one is
+  // filled.
+  int64_t pieces_ahead() const override { return remote_ ? 2 : 0; }
 
  protected:
   absl::StatusOr<int64_t> Open(const KernelInitContext& ctx) override;
@@ -144,25 +159,35 @@ class WebDatasetReaderKernel final : public ReaderKernel {
   std::vector<TarSample> samples_;
   std::vector<int64_t> per_file_;  // samples of each tar file, in order
   std::unique_ptr<ShardFiles> files_;
-  bool remote_ = false;  // some shard is a URL
+  bool remote_ = false;                           // some shard is a URL
+  std::unique_ptr<RemotePrefetcher> prefetcher_;  // for remote shards
 
   // Remote samples fetched ahead by Upcoming, until Fill takes them: at
   // most about read_ahead_bytes_ (the rest is read when filled).
   absl::Status Upcoming(int64_t epoch,
                         const std::vector<int64_t>& indices) override;
+  // A component's bytes within a fetched run, which its samples share.
+  struct Fetched {
+    std::shared_ptr<RemotePrefetcher::Run> run;
+    int64_t at = 0, size = 0;
+  };
   // Output k of sample `index`, from `fetched` if not null.
-  absl::Status FillComponent(int64_t index, int k, const std::string* fetched,
+  absl::Status FillComponent(int64_t index, int k, const Fetched* fetched,
                              SampleSlots::Slot* slot);
   struct Ahead {
-    std::vector<std::string> outputs;  // per output; empty until fetched
+    std::vector<Fetched> outputs;  // per output; empty until fetched
     bool fetched = false;
-    int uses = 0;   // announced and not yet filled (a padded shard
-                    // repeats its last sample)
+    // Per epoch, uses announced and not yet filled (a padded shard repeats
+    // its last sample; the next epoch's first samples are announced before
+    // this one ends).
+    std::map<int64_t, int> uses;
     int taken = 0;  // outputs filled of the current use
   };
+  std::map<int64_t, Ahead>::iterator DropAhead(
+      std::map<int64_t, Ahead>::iterator it);
   std::map<int64_t, Ahead> ahead_;
   int64_t ahead_bytes_ = 0;
-  int64_t ahead_epoch_ = -1;
+  int64_t purged_epoch_ = -1;
   int64_t read_ahead_bytes_ = 0;
 };
 
