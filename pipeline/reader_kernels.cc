@@ -81,7 +81,7 @@ absl::Status ReaderKernel::AnnounceUpcoming(int64_t epoch, int64_t first,
     announced_ = 0;
     if (first > 0) {
       given.assign(n, false);
-      for (int64_t t = 0; t < first; ++t) given[order_[t]] = true;
+      for (int64_t t = 0; t < std::min(first, n); ++t) given[order_[t]] = true;
     }
   }
   for (int64_t e = epoch; e <= epoch + 1 && want > 0; ++e, want -= n) {
@@ -116,8 +116,10 @@ absl::Status ReaderKernel::Forward(KernelContext* ctx) {
   RegisterView out = ctx->output(0);
   const int64_t first = chunk->chunk * batch_size_;
   const int64_t last = std::min(epoch_size(), first + batch_size_);
-  absl::Status announced = AnnounceUpcoming(chunk->epoch, first, last);
-  if (!announced.ok()) return announced;
+  if (pieces_ahead() > 0) {
+    absl::Status announced = AnnounceUpcoming(chunk->epoch, first, last);
+    if (!announced.ok()) return announced;
+  }
   for (size_t k = 0; k < outputs_.size(); ++k) {
     SampleListWriter writer(out.blob(outputs_[k]), &slots_);
     for (int64_t position = first; position < last; ++position) {

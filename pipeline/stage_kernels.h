@@ -69,7 +69,7 @@ class ReaderKernel : public Kernel {
   }
   // How many pieces beyond the window Upcoming should see coming (into the
   // next epoch near the end of one): a reader that fetches on another
-  // thread asks for a head start.
+  // thread asks for a head start. 0: Upcoming is not called.
   virtual int64_t pieces_ahead() const { return 0; }
   // The epoch of the piece being filled (for Fill).
   int64_t filling_epoch() const { return filling_epoch_; }

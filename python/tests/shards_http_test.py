@@ -56,11 +56,9 @@ def write_shards(images, out_dir):
     return names
 
 
-def run_epochs(paths, epochs=2, **reader):
-    """Per epoch, [(images, numbers)] of its batches; and the skipped
-    samples' names."""
+def make_pipeline(paths, restore_from=None, **reader):
     pipe = Pipeline(batch_size=8, num_threads=2, prefetch_queue_depth=2,
-                    seed=5, on_error="skip_sample")
+                    seed=5, on_error="skip_sample", restore_from=restore_from)
     with pipe:
         jpg, cls = fn.readers.webdataset(
             paths=paths, ext=["jpg", "cls"], dtypes=["uint8", "int64"],
@@ -68,6 +66,26 @@ def run_epochs(paths, epochs=2, **reader):
         images = fn.resize(fn.decoders.image(jpg), size=[24, 24])
         pipe.set_outputs(images, cls)
     pipe.build()
+    return pipe
+
+
+def take(pipe, batches):
+    """The numbers of the next `batches` batches, each a list, going on
+    into the next epoch ("end" marks where one ends)."""
+    out = []
+    while len(out) < batches:
+        try:
+            out.append(pipe.run()[1].as_array().ravel().tolist())
+        except StopIteration:
+            out.append("end")
+            pipe.reset()
+    return out
+
+
+def run_epochs(paths, epochs=2, **reader):
+    """Per epoch, [(images, numbers)] of its batches; and the skipped
+    samples' names."""
+    pipe = make_pipeline(paths, **reader)
     out = []
     for _ in range(epochs):
         batches = []
@@ -182,6 +200,19 @@ class ShardsOverHttpTest(unittest.TestCase):
                         SHARDS * PER_SHARD))
         self.assertEqual(seen[0] | seen[1] | cut,
                          set(range(SHARDS * PER_SHARD)))
+
+    def test_resume_mid_epoch(self):
+        # A checkpoint five batches into an epoch, with samples fetched
+        # ahead and some held in the shuffle window: the restored pipeline
+        # hands out the batches the live one does, into the next epoch.
+        live = make_pipeline(self.urls(), shuffle_window=32)
+        take(live, 5)
+        where = os.path.join(self.tmp, "resume")
+        live.checkpoint(where)
+        want = take(live, 20)
+        restored = make_pipeline(self.urls(), restore_from=where,
+                                 shuffle_window=32)
+        self.assertEqual(take(restored, 20), want)
 
     def test_errors_name_the_url(self):
         with self.assertRaisesRegex(ValueError, "nothing.tar': HTTP 404"):
