@@ -24,6 +24,7 @@
 #include "cli/preempt_signals.h"
 #include "cli/run_flags.h"
 #include "cli/run_report.h"
+#include "cli/stall_line.h"
 #include "diagnosis/chrome_trace.h"
 #include "net/job.h"
 #include "plan/plan_util.h"
@@ -131,7 +132,7 @@ struct JobLine {
 // Runs `run` on `session` (with the progress line) and prints the result:
 // the JSON line, with `fields` ("rank", ...) after the status.
 int RunSession(const std::string& path, Session* session, const RunFlags& flags,
-               const Json& fields,
+               const Json& fields, const std::vector<std::string>& last_tasks,
                const std::function<absl::StatusOr<RunStats>()>& run,
                const std::function<absl::Status()>& after = nullptr,
                const RunTrace* trace = nullptr, const JobLine* job = nullptr) {
@@ -143,8 +144,14 @@ int RunSession(const std::string& path, Session* session, const RunFlags& flags,
                      /*final_line=*/forced);
     progress->Start();
   }
+  std::optional<StallLine> stalls;
+  if (session != nullptr && (flags.stats || flags.stats_every_s > 0)) {
+    stalls.emplace(session, last_tasks, flags.stats_every_s, stderr);
+    stalls->Start();
+  }
   absl::StatusOr<RunStats> result = run();
   if (progress) progress->Stop();
+  if (stalls) stalls->Stop();
   if (result.ok() && after) {
     absl::Status finished = after();
     if (!finished.ok()) result = finished;
@@ -190,6 +197,12 @@ int RunSession(const std::string& path, Session* session, const RunFlags& flags,
     line["stats"] = ReportStats(*result);
     if (session != nullptr) {
       line["stats"]["runtime"] = ReportRuntime(session->threads());
+    }
+    if (stalls) {
+      Json whole = stalls->Whole(*result);
+      std::fprintf(stderr, "stalls: %s\n",
+                   whole["verdict"].get<std::string>().c_str());
+      line["stats"]["stalls"] = std::move(whole);
     }
     if (job != nullptr) line["stats"]["job"] = job->stats();
   }
@@ -277,6 +290,8 @@ int RunJob(const std::string& path, Plan plan, RunFlags flags,
   }
   const int64_t pieces =
       flags.pieces >= 0 ? flags.pieces : plan.total_piece_num();
+  // The whole plan's: a rank without any reports its busiest stage alone.
+  const std::vector<std::string> last_tasks = LastTaskNames(plan);
   PreemptSignals signals;  // from before the join: none is lost
   absl::StatusOr<std::unique_ptr<net::Job>> job =
       net::Job::Create(plan, pieces, job_config, std::move(options));
@@ -339,7 +354,7 @@ int RunJob(const std::string& path, Plan plan, RunFlags flags,
   int code;
   if (!checkpoints) {
     code = RunSession(
-        path, running->session(), flags, prefix,
+        path, running->session(), flags, prefix, last_tasks,
         [&] { return running->Run(pieces); }, [&] { return running->Finish(); },
         nullptr, &job_line);
     signals.Stop();
@@ -356,7 +371,7 @@ int RunJob(const std::string& path, Plan plan, RunFlags flags,
   }
   RunTrace trace;
   code = RunSession(
-      path, running->session(), flags, prefix,
+      path, running->session(), flags, prefix, last_tasks,
       [&] {
         return RunInChunks(
             start, pieces, flags.checkpoint_every, running->session(),
@@ -383,9 +398,10 @@ int RunPlanFile(const std::string& path, const RunFlags& flags) {
         ": feed and fetch tasks connect a plan to a program; run this plan "
         "through a Session (actorflow/session.h), not the command")});
   }
+  const std::vector<std::string> last_tasks = LastTaskNames(*loaded);
   SessionOptions options;
   options.trace = !flags.trace_path.empty();
-  options.stats = flags.stats;
+  options.stats = flags.stats || flags.stats_every_s > 0;
   options.check_memory_sharing = flags.check_memory_sharing;
   options.usable_cpus = flags.cpus;
   options.stream_sharing = flags.sharing;
@@ -411,7 +427,7 @@ int RunPlanFile(const std::string& path, const RunFlags& flags) {
     return RunFailed("", session.status());
   }
   if (!flags.checkpoints()) {
-    return RunSession(path, session->get(), flags, Json::object(),
+    return RunSession(path, session->get(), flags, Json::object(), last_tasks,
                       [&] { return (*session)->Run(flags.pieces); });
   }
   int64_t start = 0;
@@ -433,14 +449,15 @@ int RunPlanFile(const std::string& path, const RunFlags& flags) {
   write.keep_last = flags.keep_last;
   CheckpointWriter writer(flags.checkpoint_dir, write);
   Session* running = session->get();
-  return RunSession(
-      path, running, flags, resumed, [&]() -> absl::StatusOr<RunStats> {
-        absl::StatusOr<RunStats> stats = RunWithCheckpoints(
-            running, start, total, flags.checkpoint_every, &writer);
-        absl::Status flushed = writer.Flush();
-        if (stats.ok() && !flushed.ok()) return flushed;
-        return stats;
-      });
+  return RunSession(path, running, flags, resumed, last_tasks,
+                    [&]() -> absl::StatusOr<RunStats> {
+                      absl::StatusOr<RunStats> stats =
+                          RunWithCheckpoints(running, start, total,
+                                             flags.checkpoint_every, &writer);
+                      absl::Status flushed = writer.Flush();
+                      if (stats.ok() && !flushed.ok()) return flushed;
+                      return stats;
+                    });
 }
 
 class RunCommand : public Command {

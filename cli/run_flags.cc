@@ -132,7 +132,17 @@ void DeclareRunFlags(RunFlags* run, FlagSet* flags) {
               "task's register_num, or speed its consumers up); and what the "
               "run found of its CPUs (usable count, how streams share "
               "threads). The JSON line gets them under \"stats\", keyed by "
-              "task name, the CPUs under \"runtime\"");
+              "task name, the CPUs under \"runtime\", where it stalled (by "
+              "stage, with a verdict: see --stats-every) under \"stalls\"");
+  flags->Custom("stats-every", "S",
+                "while the run goes on, a line on stderr every S seconds "
+                "saying where it stalled in that window: pieces/s and a "
+                "verdict, \"input-bound 38 %: decode, 2 of 2 threads busy "
+                "98 %\" (the share of the time the plan's last tasks waited "
+                "for input, and the stage whose threads were busiest), or "
+                "\"the last tasks are the bottleneck: ...\"; --stats adds "
+                "the whole run's verdict",
+                Seconds("stats-every", 1e6, &run->stats_every_s));
   flags->Bool("check-memory-sharing", &run->check_memory_sharing,
               "check the registers that share memory (mem_block_id) as the "
               "plan runs: a register written while another of its block "

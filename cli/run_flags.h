@@ -18,6 +18,7 @@ struct RunFlags {
   int64_t max_register_bytes = kDefaultMaxRegisterBytes;
   std::string trace_path;
   bool stats = false;
+  double stats_every_s = 0;  // --stats-every: 0: no live lines
   bool check_memory_sharing = false;
   int cpus = 0;  // 0: the process's usable CPUs
   StreamSharing sharing = StreamSharing::kAuto;

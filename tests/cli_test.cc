@@ -753,7 +753,7 @@ TEST_CASE("--stats: a table on stderr, the figures in the JSON line", "[cli]") {
   const Json line = ParseJson(r.last_line);
   REQUIRE(line.contains("stats"));
   const Json& stats = line["stats"];
-  CHECK(stats.size() == 6);  // the tasks, and "runtime"
+  CHECK(stats.size() == 7);  // the tasks, "runtime" and "stalls"
   for (const char* task : {"source", "double", "triple", "add", "sink"}) {
     INFO(task);
     REQUIRE(stats.contains(task));
@@ -785,6 +785,29 @@ TEST_CASE("--stats: a table on stderr, the figures in the JSON line", "[cli]") {
   CHECK(busy >= 0);
   CHECK(runtime["cpu_threads"] == std::min(3, std::max(1, usable - busy)));
   CHECK(Contains(r.err, "usable CPUs: " + std::to_string(usable) + " ("));
+  // Where it stalled, by stage (each task a stage of one here), the sink
+  // standing for the caller: one verdict, also on stderr.
+  const Json& stalls = stats["stalls"];
+  for (const char* task : {"source", "double", "triple", "add", "sink"}) {
+    INFO(task);
+    REQUIRE(stalls["stages"].contains(task));
+    CHECK(stalls["stages"][task]["threads"] == 1);
+    CHECK(stalls["stages"][task]["acts"] == 1000);
+    for (const char* share : {"busy", "starved", "back_pressured"}) {
+      const double value = stalls["stages"][task][share].get<double>();
+      CHECK(value >= 0);
+      CHECK(value <= 1.01);
+    }
+  }
+  const double wait = stalls["last_tasks_wait"].get<double>();
+  CHECK(wait == Approx(stalls["stages"]["sink"]["starved"].get<double>()));
+  const std::string verdict = stalls["verdict"].get<std::string>();
+  CHECK_THAT(verdict,
+             Catch::Matches("input-bound [0-9]+ %: (source|double|triple|add|"
+                            "sink), [01] of 1 thread busy [0-9]+ %|the last "
+                            "tasks are the bottleneck: they waited [0-9] % of "
+                            "the time for input"));
+  CHECK(Contains(r.err, "stalls: " + verdict + "\n"));
   // Without --stats there is no table and no "stats".
   CliResult plain = RunCli("run " + Runfile("examples/plans/quickstart.pbtxt"));
   CHECK_FALSE(Contains(plain.last_line, "\"stats\""));
@@ -900,10 +923,25 @@ TEST_CASE("--progress forces the progress line, --no-progress hides it",
   CHECK_FALSE(Contains(RunCli("run " + quickstart).err, "progress:"));
 }
 
+TEST_CASE("--stats-every: a stalls line per window, the last one at the end",
+          "[cli]") {
+  // However short the run, the last window's line comes when it ends.
+  CliResult r = RunCli("run --stats-every=60 " +
+                       Runfile("examples/plans/quickstart.pbtxt"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Matches("(.|\n)*stalls [0-9.]+-[0-9.]+ s: [0-9]+ "
+                                   "pieces/s; (input-bound|the last tasks)"
+                                   "(.|\n)*"));
+  // Live lines only: no table, no "stats" in the JSON line.
+  CHECK_FALSE(Contains(r.err, "busy ms"));
+  CHECK_FALSE(Contains(r.last_line, "\"stats\""));
+}
+
 TEST_CASE("--timeout and --stall need a positive number of seconds", "[cli]") {
   const std::string quickstart = Runfile("examples/plans/quickstart.pbtxt");
-  for (const char* bad : {"--timeout=0", "--timeout=-1",
-                          "--timeout=", "--stall=abc", "--stall=nan"}) {
+  for (const char* bad : {"--timeout=0", "--timeout=-1", "--timeout=",
+                          "--stall=abc", "--stall=nan", "--stats-every=0"}) {
     INFO(bad);
     CliResult r = RunCli(std::string("run ") + bad + " " + quickstart);
     CHECK(r.exit_code == 2);

@@ -316,14 +316,17 @@ class Pipeline:
         for its input: what feeds it is slow) and "back_pressured_ms"
         (waiting for a free output: what reads it is slow); "batches"
         taken and "caller_wait_ms", the time run()/outputs() waited for
-        them (near zero: the pipeline keeps ahead of the caller)."""
+        them (near zero: the pipeline keeps ahead of the caller). And,
+        live, "stalls": stalls()'s report since the last stats() or
+        stalls() (per stage shares, samples_per_s, the verdict line)."""
         self._require_native()
         return {"operators": self._native.stats(), "batches": self._taken,
-                "caller_wait_ms": self._waited_ns / 1e6}
+                "caller_wait_ms": self._waited_ns / 1e6,
+                "stalls": self._native.stalls()}
 
     def stalls(self):
-        """Where the pipeline stalled since the last stalls() (the first:
-        since build), live: "window_ms", "batches", "batches_per_s",
+        """Where the pipeline stalled since the last stalls() or stats()
+        (the first: since build), live: "window_ms", "batches", "batches_per_s",
         "samples_per_s", "caller_wait" (the share of the window run()
         waited for a batch), "stages" (per stage, its "threads" and the
         share of the window they were "busy", "starved" and

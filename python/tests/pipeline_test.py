@@ -463,7 +463,13 @@ class PipelineTest(unittest.TestCase):
                          r"^(input-bound \d+ %: .+, \d+ of \d+ threads? "
                          r"busy \d+ %|input is not the bottleneck: the "
                          r"caller waited \d+ % of the time)$")
-        # The next window starts where this one ended.
+        # The next window starts where this one ended, for stats() too,
+        # which carries the same live report.
+        self.assertEqual(pipe.stalls()["batches"], 0)
+        pipe.run()
+        live = pipe.stats()["stalls"]
+        self.assertEqual(live["batches"], 1)
+        self.assertIn("verdict", live)
         self.assertEqual(pipe.stalls()["batches"], 0)
 
     def test_bad_samples(self):
