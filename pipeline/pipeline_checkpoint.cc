@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "actorflow/pipeline.h"
 #include "pipeline/pipeline_held.h"
+#include "plan/plan_signature.h"
 
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
@@ -37,6 +38,33 @@ void AddView(KernelState* state, const std::string& name,
   state->AddValues<int64_t>(
       name + "_max",
       absl::MakeConstSpan(view.max_shape().data(), view.max_shape().size()));
+}
+
+// What decides a pipeline's batches, whatever its worker threads and
+// prefetch depth: the task signatures of its plan (or of a checkpoint's)
+// with each stage's worker copies ("chain@w", or "chain" alone) folded into
+// one, their worker attributes and wiring left out (outputs too: their
+// blobs follow from the attributes). Equal for the same pipeline at any
+// num_threads: determinism across thread counts is the pipeline's promise,
+// so a checkpoint of one resumes at another.
+google::protobuf::RepeatedPtrField<TaskSignature> Definition(
+    const std::vector<TaskSignature>& signature) {
+  google::protobuf::RepeatedPtrField<TaskSignature> tasks;
+  for (const TaskSignature& task : signature) {
+    const std::string& name = task.name();
+    const size_t at = name.rfind('@');
+    if (at != std::string::npos && name.substr(at + 1) != "0") continue;
+    TaskSignature& kept = *tasks.Add();
+    kept = task;
+    if (at != std::string::npos) kept.set_name(name.substr(0, at));
+    for (const char* attr :
+         {"worker", "workers", "inputs_per_output", "input_index"}) {
+      kept.mutable_attr()->erase(attr);
+    }
+    kept.clear_input();
+    kept.clear_output();
+  }
+  return tasks;
 }
 
 }  // namespace
@@ -125,6 +153,37 @@ absl::StatusOr<CheckpointInfo> Pipeline::Checkpoint(
   return info;
 }
 
+absl::StatusOr<CheckpointInfo> Pipeline::RestoreSession(
+    const std::string& dir) {
+  absl::StatusOr<std::string> path = ResolveCheckpoint(dir);
+  if (!path.ok()) return path.status();
+  absl::StatusOr<CheckpointData> data = ReadCheckpoint(*path);
+  if (!data.ok()) return data.status();
+  // A checkpoint of this pipeline at another num_threads has other worker
+  // tasks: the pipeline's definition decides, and the session only matches
+  // the states kept to their tasks.
+  const auto saved = Definition(
+      std::vector<TaskSignature>(data->plan.begin(), data->plan.end()));
+  const auto here = Definition(internal::SignPlan(plan_));
+  if (internal::SignatureFingerprint(saved) !=
+      internal::SignatureFingerprint(here)) {
+    std::string diff = internal::DiffSignatures(
+        saved, std::vector<TaskSignature>(here.begin(), here.end()));
+    if (diff.empty()) diff = "the pipelines' fingerprints differ";
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint '", *path, "' is of another plan: ", diff));
+  }
+  RestoreOptions options;
+  options.caller_checks_plan = true;
+  absl::Status restored = session_->RestoreFrom(*data, *path, options);
+  if (!restored.ok()) return restored;
+  CheckpointInfo info;
+  info.path = *path;
+  info.piece = data->piece;
+  info.user = std::move(data->user);
+  return info;
+}
+
 absl::StatusOr<CheckpointInfo> Pipeline::Restore(const std::string& dir) {
   if (!built_) {
     return absl::FailedPreconditionError("Restore: Build the pipeline first");
@@ -138,7 +197,7 @@ absl::StatusOr<CheckpointInfo> Pipeline::Restore(const std::string& dir) {
     return absl::FailedPreconditionError(
         "Restore: after Build, before the first Run or FeedInput");
   }
-  absl::StatusOr<CheckpointInfo> info = session_->Restore(dir);
+  absl::StatusOr<CheckpointInfo> info = RestoreSession(dir);
   if (!info.ok()) return info.status();
   const KernelState& user = info->user;
   auto malformed = [&](const absl::Status& status) {

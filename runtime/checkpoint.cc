@@ -17,6 +17,8 @@
 #include <filesystem>
 #include <map>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -527,6 +529,41 @@ absl::Status CheckSamePlan(const std::string& path, const CheckpointData& data,
   if (diff.empty()) diff = "the plans' fingerprints differ";
   return absl::FailedPreconditionError(
       absl::StrCat("checkpoint '", path, "' is of another plan: ", diff));
+}
+
+absl::Status CheckSameStatefulTasks(const std::string& path,
+                                    const CheckpointData& data,
+                                    const std::vector<TaskSignature>& plan,
+                                    const std::vector<std::string>& stateful) {
+  auto refuse = [&](const std::string& why) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint '", path, "' is of another plan: ", why));
+  };
+  absl::flat_hash_map<std::string, const TaskSignature*> saved, here;
+  for (const TaskSignature& task : data.plan) saved[task.name()] = &task;
+  for (const TaskSignature& task : plan) here[task.name()] = &task;
+  for (const std::string& name : stateful) {
+    auto was = saved.find(name);
+    if (was == saved.end()) {
+      return refuse(absl::StrCat("task '", name,
+                                 "' keeps state but is not in the checkpoint"));
+    }
+    const TaskSignature& a = *was->second;
+    const TaskSignature& b = *here.at(name);
+    if (a.op_type() != b.op_type()) {
+      return refuse(absl::StrCat("task '", name, "' is ", a.op_type(),
+                                 " in the checkpoint, ", b.op_type(), " here"));
+    }
+  }
+  const absl::flat_hash_set<std::string> keeps(stateful.begin(),
+                                               stateful.end());
+  for (const TaskState& task : data.tasks) {
+    if (!keeps.contains(task.task)) {
+      return refuse(absl::StrCat("the checkpoint holds state for task '",
+                                 task.task, "', which keeps none here"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 ACTORFLOW_NAMESPACE_END

@@ -71,12 +71,14 @@ absl::StatusOr<CheckpointInfo> Session::Checkpoint(
     const std::string& root, const CheckpointOptions& options) {
   return impl_->Checkpoint(root, options);
 }
-absl::StatusOr<CheckpointInfo> Session::Restore(const std::string& dir) {
-  return impl_->Restore(dir);
+absl::StatusOr<CheckpointInfo> Session::Restore(const std::string& dir,
+                                                const RestoreOptions& options) {
+  return impl_->Restore(dir, options);
 }
 absl::Status Session::RestoreFrom(const CheckpointData& data,
-                                  const std::string& path) {
-  return impl_->RestoreFrom(data, path);
+                                  const std::string& path,
+                                  const RestoreOptions& options) {
+  return impl_->RestoreFrom(data, path, options);
 }
 const std::optional<CheckpointInfo>& Session::restored() const {
   return impl_->restored();

@@ -78,6 +78,14 @@ bool SessionImpl::AtRest(int64_t* acts) const {
   return true;
 }
 
+std::vector<std::string> SessionImpl::StatefulTasks() const {
+  std::vector<std::string> names;
+  for (const auto& actor : actors_) {
+    if (actor->kernel().has_state()) names.push_back(actor->task().name());
+  }
+  return names;
+}
+
 const std::vector<TaskSignature>& SessionImpl::Signature() {
   if (signature_.empty()) signature_ = SignPlan(compiled_->plan);
   return signature_;
@@ -209,12 +217,13 @@ absl::StatusOr<CheckpointInfo> SessionImpl::Checkpoint(
   return info;
 }
 
-absl::StatusOr<CheckpointInfo> SessionImpl::Restore(const std::string& dir) {
+absl::StatusOr<CheckpointInfo> SessionImpl::Restore(
+    const std::string& dir, const RestoreOptions& options) {
   absl::StatusOr<std::string> path = ResolveCheckpoint(dir);
   if (!path.ok()) return path.status();
   absl::StatusOr<CheckpointData> data = ReadCheckpoint(*path);
   if (!data.ok()) return data.status();
-  absl::Status restored = RestoreFrom(*data, *path);
+  absl::Status restored = RestoreFrom(*data, *path, options);
   if (!restored.ok()) return restored;
   CheckpointInfo info;
   info.path = *path;
@@ -225,7 +234,8 @@ absl::StatusOr<CheckpointInfo> SessionImpl::Restore(const std::string& dir) {
 }
 
 absl::Status SessionImpl::RestoreFrom(const CheckpointData& data,
-                                      const std::string& path) {
+                                      const std::string& path,
+                                      const RestoreOptions& options) {
   MutexLock lock(&mu_);
   absl::Status failed = monitor_->status();
   if (!failed.ok()) return failed;
@@ -235,7 +245,10 @@ absl::Status SessionImpl::RestoreFrom(const CheckpointData& data,
         "run (or into a new session)");
   }
   MutexLock state_lock(&state_mu_);
-  absl::Status same = CheckSamePlan(path, data, Signature());
+  absl::Status same =
+      options.caller_checks_plan
+          ? CheckSameStatefulTasks(path, data, Signature(), StatefulTasks())
+          : CheckSamePlan(path, data, Signature());
   if (!same.ok()) return same;
   if (data.piece < 0) {
     return absl::DataLossError(

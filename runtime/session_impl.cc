@@ -152,7 +152,7 @@ absl::StatusOr<std::unique_ptr<SessionImpl>> SessionImpl::Create(
   if (!status.ok()) return status;  // the destructor joins what started
   if (!session->options_.restore_from.empty()) {
     absl::StatusOr<CheckpointInfo> restored =
-        session->Restore(session->options_.restore_from);
+        session->Restore(session->options_.restore_from, RestoreOptions());
     if (!restored.ok()) return restored.status();
   }
   return session;

@@ -74,8 +74,10 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   absl::StatusOr<CheckpointData> Snapshot(absl::Duration timeout);
   absl::StatusOr<CheckpointInfo> Checkpoint(const std::string& root,
                                             const CheckpointOptions& options);
-  absl::StatusOr<CheckpointInfo> Restore(const std::string& dir);
-  absl::Status RestoreFrom(const CheckpointData& data, const std::string& path);
+  absl::StatusOr<CheckpointInfo> Restore(const std::string& dir,
+                                         const RestoreOptions& options);
+  absl::Status RestoreFrom(const CheckpointData& data, const std::string& path,
+                           const RestoreOptions& options);
   const std::optional<CheckpointInfo>& restored() const { return restored_; }
   int64_t next_piece() const;
 
@@ -155,6 +157,8 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   // acted past `acts` by then (the caller tries again).
   absl::StatusOr<CheckpointData> TakeStates(int64_t acts, absl::Time deadline)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
+  // The names of the tasks whose kernels keep state.
+  std::vector<std::string> StatefulTasks() const;
   const std::vector<TaskSignature>& Signature()
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
 

@@ -369,6 +369,62 @@ TEST_CASE("bound kernels with state: a restored session goes on exactly",
              Catch::StartsWith("Restore: this session has run already"));
 }
 
+TEST_CASE("caller_checks_plan: states matched to tasks by name alone",
+          "[checkpoint]") {
+  const std::string root = testing::TestTempDir("ckpt_caller_checks");
+  std::map<std::string, double> a_sums;
+  SessionOptions a_options;
+  a_options.kernels = RunningSum(&a_sums);
+  auto a = MustCreate(SumChain(), a_options);
+  REQUIRE_OK(a->Run(7).status());
+  auto info = a->Checkpoint(root);
+  REQUIRE_OK(info.status());
+  RestoreOptions loose;
+  loose.caller_checks_plan = true;
+  // Another plan (a stateless task more) that the caller vouches for: the
+  // stateful task finds its state and the run goes on from the cut.
+  auto longer = [] {
+    TaskDef src{.name = "src", .op_type = "source"};
+    TaskDef scale{.name = "scale", .op_type = "scale", .inputs = {"src"}};
+    scale.attrs["factor"] = FloatAttr(1);
+    TaskDef sum{.name = "sum", .op_type = "running_sum", .inputs = {"scale"}};
+    sum.stream_index = 1;
+    TaskDef sink{.name = "sink", .op_type = "checksum", .inputs = {"sum"}};
+    sink.has_output = false;
+    return MustBuild({src, scale, sum, sink}, 0);
+  };
+  std::map<std::string, double> b_sums;
+  SessionOptions b_options;
+  b_options.kernels = RunningSum(&b_sums);
+  auto b = MustCreate(longer(), b_options);
+  CHECK(absl::IsFailedPrecondition(b->Restore(root).status()));
+  REQUIRE_OK(b->Restore(root, loose).status());
+  CHECK(b_sums["sum"] == a_sums["sum"]);
+  CHECK(b->next_piece() == 7);
+  // A stateful task the checkpoint lacks, and state for a task that keeps
+  // none here: refused by name.
+  TaskDef src{.name = "src", .op_type = "source"};
+  TaskDef other{.name = "other", .op_type = "running_sum", .inputs = {"src"}};
+  TaskDef sink{.name = "sink", .op_type = "checksum", .inputs = {"other"}};
+  sink.has_output = false;
+  std::map<std::string, double> c_sums;
+  SessionOptions c_options;
+  c_options.kernels = RunningSum(&c_sums);
+  auto c = MustCreate(MustBuild({src, other, sink}, 0), c_options);
+  CHECK_THAT(Message(c->Restore(root, loose).status()),
+             Catch::Equals("checkpoint '" + info->path +
+                           "' is of another plan: task 'other' keeps state "
+                           "but is not in the checkpoint"));
+  std::map<std::string, double> d_sums;
+  SessionOptions d_options;
+  d_options.kernels = RunningSum(&d_sums, /*with_state=*/false);
+  auto d = MustCreate(SumChain(), d_options);
+  CHECK_THAT(Message(d->Restore(root, loose).status()),
+             Catch::Equals("checkpoint '" + info->path +
+                           "' is of another plan: the checkpoint holds state "
+                           "for task 'sum', which keeps none here"));
+}
+
 // src -> running_sum (stream 1, asynchronous if asked) -> sink.
 Plan AsyncSumChain(bool host_async) {
   Plan plan = SumChain();

@@ -37,13 +37,14 @@ struct Setup {
   std::string dir;
   OnError on_error = OnError::kFail;
   uint64_t seed = 0;
+  int threads = 2;
 };
 
 std::unique_ptr<Pipeline> Make(const Setup& setup,
                                const std::string& restore_from = "") {
   PipelineOptions options;
   options.batch_size = 4;
-  options.num_threads = 2;
+  options.num_threads = setup.threads;
   options.prefetch_depth = kDepth;
   options.seed = setup.seed;
   options.on_error = setup.on_error;
@@ -164,6 +165,44 @@ TEST_CASE("samples held over after skipped files survive a restore",
   auto restored = Make(setup, root);
   REQUIRE_OK(restored->Build());
   CHECK(restored->skipped().size() == pipe->skipped().size());
+}
+
+TEST_CASE("a checkpoint resumes at another num_threads", "[checkpoint]") {
+  // Skipped files (samples held over in the batch stage), shuffling and
+  // random crops: the batches depend on none of the worker threads, so a
+  // checkpoint taken at 2 resumes at 1 and at 3 exactly where it was.
+  Setup setup;
+  setup.dir = testing::TestTempDir("pipeline_ckpt_threads");
+  REQUIRE_OK(WriteFashionImages(setup.dir, 30, 24, 3));
+  setup.seed = 5;
+  setup.on_error = OnError::kSkipSample;
+  const std::vector<uint64_t> reference = Reference(setup);
+  const uint64_t seed = testing::TestSeed("pipeline checkpoint threads");
+  std::mt19937_64 random(seed);
+  const int64_t cut =
+      1 + static_cast<int64_t>(random() % (reference.size() - 2));
+  INFO("cut after " << cut << " of " << reference.size() << " batches");
+  const std::string root = testing::TestTempDir("pipeline_ckpt_threads_out");
+  auto live = Make(setup);
+  REQUIRE_OK(live->Build());
+  Reader reader(live.get());
+  reader.Read(cut);
+  REQUIRE_OK(live->Checkpoint(root).status());
+  REQUIRE_OK(live->Finish());
+  for (int threads : {1, 3}) {
+    INFO(threads << " threads");
+    Setup other = setup;
+    other.threads = threads;
+    auto restored = Make(other, root);
+    REQUIRE_OK(restored->Build());
+    std::vector<uint64_t> resumed;
+    Reader(restored.get(), cut).Read(1 << 20, [&](int64_t, uint64_t h) {
+      resumed.push_back(h);
+    });
+    CHECK(resumed ==
+          std::vector<uint64_t>(reference.begin() + cut, reference.end()));
+    REQUIRE_OK(restored->Finish());
+  }
 }
 
 TEST_CASE("pipeline checkpoints refuse what they cannot keep, by name",

@@ -96,6 +96,14 @@ absl::Status PruneCheckpoints(const std::string& root, int keep);
 // and what differs (a task, an attribute, a blob's shape ...).
 absl::Status CheckSamePlan(const std::string& path, const CheckpointData& data,
                            const std::vector<TaskSignature>& plan);
+// The same, looser (RestoreOptions::caller_checks_plan): only the tasks
+// named in `stateful` (this plan's tasks that keep state) are looked for
+// in the checkpoint's plan, with the same op_type, and the checkpoint may
+// hold state for no other task.
+absl::Status CheckSameStatefulTasks(const std::string& path,
+                                    const CheckpointData& data,
+                                    const std::vector<TaskSignature>& plan,
+                                    const std::vector<std::string>& stateful);
 
 // Crash testing: with ACTORFLOW_CHECKPOINT_CRASH_AT=STEP (or STEP:N, the
 // N-th time, from 1) the writing process kills itself with SIGKILL right

@@ -213,8 +213,10 @@ class Pipeline {
       const std::string& root, const CheckpointOptions& options = {});
   // After Build, before the first Run or FeedInput: the state of the
   // checkpoint in `dir` (a checkpoint, or the newest under a root). A
-  // checkpoint of another pipeline is refused, naming what differs. The
-  // next batches are those the checkpointed pipeline would have handed out
+  // checkpoint of another pipeline is refused; one of this pipeline at
+  // another num_threads is not (nor at another prefetch depth that holds
+  // the batches it had prefetched). The next
+  // batches are those the checkpointed pipeline would have handed out
   // next; an external source is fed from where its checkpoint left off.
   absl::StatusOr<CheckpointInfo> Restore(const std::string& dir);
 
@@ -261,6 +263,9 @@ class Pipeline {
   struct OwnedTensor;
   // A batch out of the plan into memory of its own, its registers released.
   static std::unique_ptr<Held> CopyOut(const Held& held);
+  // The session's part of Restore: a checkpoint of this pipeline at other
+  // num_threads is matched by the pipeline's definition, not by its plan.
+  absl::StatusOr<CheckpointInfo> RestoreSession(const std::string& dir);
   // Writes the pipeline as a job (one operator per worker and stage) and
   // compiles it into plan_ (pipeline_compiler.cc).
   absl::Status Compile();

@@ -168,6 +168,17 @@ struct ThreadPlacement {
   std::map<std::string, std::string> thread_of_stream;
 };
 
+// How Session::Restore matches a checkpoint to the session's plan.
+struct RestoreOptions {
+  // The caller has checked that the checkpoint fits this plan (a pipeline
+  // compares its own definition, which leaves out its worker threads), so
+  // the plans are not compared: each task that keeps state must find its
+  // state (by task name, with the same op_type), and the checkpoint may
+  // hold state for no other task. By default the plans must
+  // be the same.
+  bool caller_checks_plan = false;
+};
+
 // A run in progress as seen from outside it (Session::Progress).
 struct RunProgress {
   bool running = false;
@@ -329,10 +340,12 @@ class Session final {
   // made next. Refuses a checkpoint of another plan, naming what differs;
   // missing, truncated or corrupt files name the file. A restore that fails
   // part way fails the session.
-  absl::StatusOr<CheckpointInfo> Restore(const std::string& dir);
+  absl::StatusOr<CheckpointInfo> Restore(const std::string& dir,
+                                         const RestoreOptions& options = {});
   // The same from a checkpoint in memory; `path` names it in errors.
   absl::Status RestoreFrom(const CheckpointData& data,
-                           const std::string& path = "(in memory)");
+                           const std::string& path = "(in memory)",
+                           const RestoreOptions& options = {});
   // What SessionOptions::restore_from (or the last Restore) restored.
   const std::optional<CheckpointInfo>& restored() const;
   // The first piece of the next run.

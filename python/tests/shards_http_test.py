@@ -56,9 +56,10 @@ def write_shards(images, out_dir):
     return names
 
 
-def make_pipeline(paths, restore_from=None, **reader):
-    pipe = Pipeline(batch_size=8, num_threads=2, prefetch_queue_depth=2,
-                    seed=5, on_error="skip_sample", restore_from=restore_from)
+def make_pipeline(paths, restore_from=None, num_threads=2, **reader):
+    pipe = Pipeline(batch_size=8, num_threads=num_threads,
+                    prefetch_queue_depth=2, seed=5, on_error="skip_sample",
+                    restore_from=restore_from)
     with pipe:
         jpg, cls = fn.readers.webdataset(
             paths=paths, ext=["jpg", "cls"], dtypes=["uint8", "int64"],
@@ -210,9 +211,12 @@ class ShardsOverHttpTest(unittest.TestCase):
         where = os.path.join(self.tmp, "resume")
         live.checkpoint(where)
         want = take(live, 20)
-        restored = make_pipeline(self.urls(), restore_from=where,
-                                 shuffle_window=32)
-        self.assertEqual(take(restored, 20), want)
+        # At the same num_threads, and at others (the batches depend on
+        # none of the worker threads).
+        for threads in (2, 1, 3):
+            restored = make_pipeline(self.urls(), restore_from=where,
+                                     num_threads=threads, shuffle_window=32)
+            self.assertEqual(take(restored, 20), want, threads)
 
     def test_errors_name_the_url(self):
         with self.assertRaisesRegex(ValueError, "nothing.tar': HTTP 404"):
