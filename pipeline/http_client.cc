@@ -70,6 +70,7 @@ struct HttpClient::Attempt {
   int64_t received = 0;
   bool done = false;  // every wanted byte is in `out`
   int64_t content_length = -1;
+  int64_t modified = -1;
   char error[CURL_ERROR_SIZE] = {};
 };
 
@@ -172,6 +173,7 @@ void HttpClient::Perform(const std::string& url, bool head, Attempt* a) {
   }
   if (head) {
     curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    curl_easy_setopt(curl, CURLOPT_FILETIME, 1L);
   } else {
     const std::string range = absl::StrCat(a->begin, "-", a->end - 1);
     curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
@@ -187,10 +189,13 @@ void HttpClient::Perform(const std::string& url, bool head, Attempt* a) {
     curl_off_t length = -1;
     curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
     a->content_length = length;
+    long modified = -1;
+    curl_easy_getinfo(curl, CURLINFO_FILETIME, &modified);
+    a->modified = modified;
   }
 }
 
-absl::StatusOr<int64_t> HttpClient::Size(const std::string& url) {
+absl::StatusOr<HttpClient::Stat> HttpClient::Head(const std::string& url) {
   for (int failures = 0;;) {
     Attempt a;
     Perform(url, /*head=*/true, &a);
@@ -200,7 +205,7 @@ absl::StatusOr<int64_t> HttpClient::Size(const std::string& url) {
         return absl::FailedPreconditionError(absl::StrCat(
             "'", url, "': the server gives no Content-Length for HEAD"));
       }
-      return a.content_length;
+      return Stat{a.content_length, a.modified};
     }
     bool transient = false;
     absl::Status error =

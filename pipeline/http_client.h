@@ -36,8 +36,13 @@ class HttpClient {
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
-  // The size of `url` in bytes, from a HEAD request.
-  absl::StatusOr<int64_t> Size(const std::string& url);
+  struct Stat {
+    int64_t size = 0;
+    int64_t modified = -1;  // Last-Modified, seconds since 1970; -1: none
+  };
+  // The size of `url` in bytes and when it last changed, from a HEAD
+  // request.
+  absl::StatusOr<Stat> Head(const std::string& url);
 
   // Appends bytes [offset, offset + length) of `url` to `out`: fewer only
   // where the file ends first. Servers that ignore Range are read from the

@@ -25,9 +25,10 @@ absl::StatusOr<int> ShardFiles::Add(const std::string& path) {
   shard.path = path;
   if (IsHttpUrl(path)) {
     if (http_ == nullptr) http_ = std::make_unique<HttpClient>(options_.retry);
-    auto size = http_->Size(path);
-    if (!size.ok()) return size.status();
-    shard.size = *size;
+    auto stat = http_->Head(path);
+    if (!stat.ok()) return stat.status();
+    shard.size = stat->size;
+    shard.modified = stat->modified;
     shard.remote = true;
   } else {
     shard.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -38,6 +38,9 @@ class ShardFiles {
   int count() const { return static_cast<int>(shards_.size()); }
   const std::string& path(int file) const { return shards_[file].path; }
   int64_t size(int file) const { return shards_[file].size; }
+  bool remote(int file) const { return shards_[file].remote; }
+  // A remote shard's Last-Modified, seconds since 1970; -1: not known.
+  int64_t modified(int file) const { return shards_[file].modified; }
 
   // Reads bytes [offset, offset + length) of shard `file` into `out` and
   // returns how many: fewer only where the shard ends. An error names the
@@ -61,6 +64,7 @@ class ShardFiles {
     int64_t size = 0;
     int fd = -1;  // local shards
     bool remote = false;
+    int64_t modified = -1;  // a remote shard's Last-Modified (-1: unknown)
   };
   // Blocks held, by (shard, block number); `used` orders them (most
   // recent first) for eviction.

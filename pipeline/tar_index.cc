@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "pipeline/tar_index_cache.h"
 
 namespace actorflow::internal::pipeline {
 namespace {
@@ -62,6 +63,20 @@ std::string PaxPath(const std::string& records) {
 }  // namespace
 
 absl::StatusOr<std::vector<TarMember>> ListTar(ShardFiles* files, int file) {
+  if (!files->remote(file)) return ScanTar(files, file);
+  const std::string& url = files->path(file);
+  if (auto cached =
+          LoadTarIndex(url, files->size(file), files->modified(file))) {
+    return *std::move(cached);
+  }
+  auto members = ScanTar(files, file);
+  if (members.ok()) {
+    SaveTarIndex(url, files->size(file), files->modified(file), *members);
+  }
+  return members;
+}
+
+absl::StatusOr<std::vector<TarMember>> ScanTar(ShardFiles* files, int file) {
   const std::string& path = files->path(file);
   const int64_t file_size = files->size(file);
   std::vector<TarMember> members;

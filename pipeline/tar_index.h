@@ -28,7 +28,12 @@ struct TarMember {
 
 // Regular files only, in the order they are stored, of shard `file`. An
 // error names the file and the offset of a header that is not a tar header.
+// A remote shard's list comes from the local cache when it holds one for
+// the same URL, size and Last-Modified (tar_index_cache.h), and goes there
+// after a scan.
 absl::StatusOr<std::vector<TarMember>> ListTar(ShardFiles* files, int file);
+// The scan itself: every header read from the shard.
+absl::StatusOr<std::vector<TarMember>> ScanTar(ShardFiles* files, int file);
 
 struct TarComponent {
   int file = 0;  // index into the shards

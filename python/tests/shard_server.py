@@ -3,14 +3,15 @@
     shard_server.py DIR [--reset-every N] [--short-every N]
 
 Serves DIR's files over HTTP/1.1 on a loopback port (printed on stdout as
-"port N" once it listens), with keep-alive, HEAD and single byte ranges
-("Range: bytes=A-B"), as nginx does. Faults, counted over GET requests:
+"port N" once it listens), with keep-alive, HEAD (with Last-Modified) and
+single byte ranges ("Range: bytes=A-B"), as nginx does. Faults, counted over GET requests:
 every Nth answer of --reset-every is cut off by a TCP reset after half its
 body; every Nth of --short-every closes the connection after half its body
 (a short read). GET /stats answers the counts as JSON. Stops on SIGTERM.
 """
 
 import argparse
+import email.utils
 import json
 import os
 import re
@@ -61,6 +62,8 @@ def make_handler(root, counts, reset_every, short_every):
             self.send_response(200)
             self.send_header("Content-Length", str(os.path.getsize(path)))
             self.send_header("Accept-Ranges", "bytes")
+            self.send_header("Last-Modified", email.utils.formatdate(
+                os.path.getmtime(path), usegmt=True))
             self.end_headers()
 
         def do_GET(self):

@@ -109,6 +109,8 @@ class ShardsOverHttpTest(unittest.TestCase):
         images = make_images(os.path.join(cls.tmp, "images"), 40, seed=11)
         cls.dir = os.path.join(cls.tmp, "shards")
         cls.names = write_shards(images, cls.dir)
+        # The remote shards' index cache, this test's own.
+        os.environ["ACTORFLOW_CACHE_DIR"] = os.path.join(cls.tmp, "cache")
         cls.server = cls.start_server("--reset-every", "7",
                                       "--short-every", "5")
 
@@ -217,6 +219,28 @@ class ShardsOverHttpTest(unittest.TestCase):
             restored = make_pipeline(self.urls(), restore_from=where,
                                      num_threads=threads, shuffle_window=32)
             self.assertEqual(take(restored, 20), want, threads)
+
+    def test_index_cached_for_the_next_build(self):
+        # A build scans each shard's headers once; the next build over the
+        # same URLs reads none, until a shard changes.
+        os.environ["ACTORFLOW_CACHE_DIR"] = os.path.join(self.tmp, "fresh")
+        try:
+            gets = []
+            for _ in range(2):
+                before = self.stats()["gets"]
+                make_pipeline(self.urls()).close()
+                gets.append(self.stats()["gets"] - before)
+            self.assertGreaterEqual(gets[0], SHARDS)
+            self.assertEqual(gets[1], 0)
+            changed = os.path.join(self.dir, self.names[0])
+            stamp = os.path.getmtime(changed) + 60
+            os.utime(changed, (stamp, stamp))
+            before = self.stats()["gets"]
+            make_pipeline(self.urls()).close()
+            self.assertGreaterEqual(self.stats()["gets"] - before, 1)
+        finally:
+            os.environ["ACTORFLOW_CACHE_DIR"] = os.path.join(self.tmp,
+                                                             "cache")
 
     def test_errors_name_the_url(self):
         with self.assertRaisesRegex(ValueError, "nothing.tar': HTTP 404"):
