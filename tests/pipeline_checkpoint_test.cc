@@ -104,6 +104,21 @@ std::vector<uint64_t> Reference(const Setup& setup) {
   return hashes;
 }
 
+// A new pipeline restored from `root` hands out the reference's batches
+// after the first `cut`.
+void CheckResumes(const Setup& setup, const std::string& root,
+                  const std::vector<uint64_t>& reference, int64_t cut) {
+  auto restored = Make(setup, root);
+  REQUIRE_OK(restored->Build());
+  std::vector<uint64_t> resumed;
+  Reader(restored.get(), cut).Read(1 << 20, [&](int64_t, uint64_t h) {
+    resumed.push_back(h);
+  });
+  CHECK(resumed ==
+        std::vector<uint64_t>(reference.begin() + cut, reference.end()));
+  REQUIRE_OK(restored->Finish());
+}
+
 void CheckCutsResume(const Setup& setup, const char* name) {
   const std::vector<uint64_t> reference = Reference(setup);
   REQUIRE(reference.size() > 10);
@@ -128,15 +143,7 @@ void CheckCutsResume(const Setup& setup, const char* name) {
           std::vector<uint64_t>(reference.begin() + cut, reference.end()));
     REQUIRE_OK(live->Finish());
     // ... and so does a new one restored from the checkpoint.
-    auto restored = Make(setup, root);
-    REQUIRE_OK(restored->Build());
-    std::vector<uint64_t> resumed;
-    Reader(restored.get(), cut).Read(1 << 20, [&](int64_t, uint64_t h) {
-      resumed.push_back(h);
-    });
-    CHECK(resumed ==
-          std::vector<uint64_t>(reference.begin() + cut, reference.end()));
-    REQUIRE_OK(restored->Finish());
+    CheckResumes(setup, root, reference, cut);
   }
 }
 
@@ -193,15 +200,7 @@ TEST_CASE("a checkpoint resumes at another num_threads", "[checkpoint]") {
     INFO(threads << " threads");
     Setup other = setup;
     other.threads = threads;
-    auto restored = Make(other, root);
-    REQUIRE_OK(restored->Build());
-    std::vector<uint64_t> resumed;
-    Reader(restored.get(), cut).Read(1 << 20, [&](int64_t, uint64_t h) {
-      resumed.push_back(h);
-    });
-    CHECK(resumed ==
-          std::vector<uint64_t>(reference.begin() + cut, reference.end()));
-    REQUIRE_OK(restored->Finish());
+    CheckResumes(other, root, reference, cut);
   }
 }
 
