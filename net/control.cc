@@ -132,7 +132,12 @@ void ControlService::Tick() {
     if (stopping_) break;
     const absl::Time now = absl::Now();
     std::vector<std::string> silent;
-    for (int32_t r = 1; r < options_.world_size; ++r) {
+    // While ranks still join, those that did wait in Join, where no beat
+    // comes: the join timeout bounds that wait, the peer timeout what
+    // follows.
+    const bool everyone_joined =
+        std::count(joined_.begin(), joined_.end(), true) == options_.world_size;
+    for (int32_t r = 1; r < options_.world_size && everyone_joined; ++r) {
       if (joined_[r] && !left_[r] &&
           now - last_heard_[r] > options_.peer_timeout) {
         silent.push_back(
@@ -261,8 +266,13 @@ absl::StatusOr<JoinReply> ControlService::JoinRank(const JoinRequest& request) {
   if (refused.empty()) {
     MutexLock lock(&mu_);
     if (joined_[rank]) {
-      refused = absl::StrCat(
-          "rank ", rank, " joined twice (two processes with RANK=", rank, "?)");
+      // The same request again is the same process, whose first call was
+      // cut off (a starved connection's keepalive): it waits with the rest.
+      if (joins_[rank].SerializeAsString() != request.SerializeAsString()) {
+        refused =
+            absl::StrCat("rank ", rank,
+                         " joined twice (two processes with RANK=", rank, "?)");
+      }
     } else {
       joined_[rank] = true;
       joins_[rank] = request;
@@ -284,6 +294,9 @@ absl::StatusOr<JoinReply> ControlService::JoinRank(const JoinRequest& request) {
       changed_.WaitWithTimeout(&mu_, join_deadline_ - absl::Now());
     }
     if (!failure_.ok()) return failure_;
+    // A rank waiting here for the others cannot beat: its silence counts
+    // from the answer on (Tick looks only once everyone joined).
+    last_heard_[rank] = absl::Now();
     if (!all_joined()) {
       std::vector<int> missing;
       for (int r = 0; r < n; ++r) {
@@ -515,15 +528,28 @@ class Remote final : public Coordinator {
   ~Remote() override { Close(/*goodbye=*/false); }
 
   absl::StatusOr<JoinReply> Join(const JoinRequest& request) override {
-    grpc::ClientContext context;
-    AttachJobToken(options_.token, &context);
-    context.set_wait_for_ready(true);
     // Rank 0 answers once every rank joined or its own join timeout
     // passed; the extra time covers rank 0 starting later than this one.
-    context.set_deadline(
-        absl::ToChronoTime(absl::Now() + 2 * options_.join_timeout));
+    const absl::Time deadline = absl::Now() + 2 * options_.join_timeout;
     JoinReply reply;
-    grpc::Status status = stub_->Join(&context, request, &reply);
+    grpc::Status status;
+    for (int cut_off = 0;; ++cut_off) {
+      grpc::ClientContext context;
+      AttachJobToken(options_.token, &context);
+      // The first call waits for rank 0 to listen; a call again after a
+      // connection was cut finds it listening, or fails at once.
+      context.set_wait_for_ready(cut_off == 0);
+      context.set_deadline(absl::ToChronoTime(deadline));
+      status = stub_->Join(&context, request, &reply);
+      // A connection cut mid-call (rank 0 starved of CPU past a keepalive
+      // ping, as 64 ranks starting on two cores can be) is asked again,
+      // a few times: rank 0 takes the same request as the same rank.
+      if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
+          cut_off >= 4 || absl::Now() >= deadline) {
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(50));
+    }
     if (!status.ok()) {
       if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
           status.error_code() == grpc::StatusCode::UNAVAILABLE) {

@@ -44,6 +44,16 @@ int KeepaliveMs(absl::Duration peer_timeout) {
       std::max<int64_t>(1000, absl::ToInt64Milliseconds(peer_timeout / 4)));
 }
 
+// How long a keepalive ping may wait for its answer: half the peer timeout,
+// so that a dead connection is still found within it (a ping every quarter,
+// answered within a half), while a peer starved of CPU for a second or two
+// (64 ranks starting on two cores) keeps its connection, and a long call on
+// it (a join waiting for the slowest rank) goes on.
+int KeepaliveTimeoutMs(absl::Duration peer_timeout) {
+  return static_cast<int>(
+      std::max<int64_t>(1000, absl::ToInt64Milliseconds(peer_timeout / 2)));
+}
+
 }  // namespace
 
 grpc::ChannelArguments NetChannelArguments(absl::Duration peer_timeout) {
@@ -55,7 +65,7 @@ grpc::ChannelArguments NetChannelArguments(absl::Duration peer_timeout) {
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   const int keepalive = KeepaliveMs(peer_timeout);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, KeepaliveTimeoutMs(peer_timeout));
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   // A rank that starts before rank 0 listens retries soon, not after
@@ -69,7 +79,8 @@ grpc::ChannelArguments NetChannelArguments(absl::Duration peer_timeout) {
 void AddKeepalive(absl::Duration peer_timeout, grpc::ServerBuilder* builder) {
   const int keepalive = KeepaliveMs(peer_timeout);
   builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive);
-  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive);
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                              KeepaliveTimeoutMs(peer_timeout));
   builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   // Peers ping this often on purpose: not a reason to hang up on them.
