@@ -69,19 +69,6 @@ absl::StatusOr<int64_t> ShardFiles::Read(int file, int64_t offset,
   return done;
 }
 
-absl::Status ShardFiles::ReadRun(int file, int64_t offset, int64_t length,
-                                 std::string* out) {
-  const Shard& shard = shards_[file];
-  length = std::max<int64_t>(0, std::min(length, shard.size - offset));
-  if (shard.remote) return http_->Read(shard.path, offset, length, out);
-  const size_t before = out->size();
-  out->resize(before + length);
-  auto read = Read(file, offset, length, out->data() + before);
-  if (!read.ok()) return read.status();
-  out->resize(before + *read);
-  return absl::OkStatus();
-}
-
 absl::Status ShardFiles::ReadRemote(int file, int64_t offset, int64_t length,
                                     char* out) {
   if (length == 0) return absl::OkStatus();

@@ -48,16 +48,6 @@ class ShardFiles {
   absl::StatusOr<int64_t> Read(int file, int64_t offset, int64_t length,
                                char* out);
 
-  // Bytes [offset, offset + length) of shard `file` appended to `out`, for
-  // a remote shard in one request that bypasses the blocks held (fewer
-  // only where the shard ends).
-  absl::Status ReadRun(int file, int64_t offset, int64_t length,
-                       std::string* out);
-
-  // Remote requests made and retried so far (0 for local shards).
-  int64_t requests() const { return http_ ? http_->requests() : 0; }
-  int64_t retries() const { return http_ ? http_->retries() : 0; }
-
  private:
   struct Shard {
     std::string path;
