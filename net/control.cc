@@ -132,19 +132,29 @@ void ControlService::Tick() {
     if (stopping_) break;
     const absl::Time now = absl::Now();
     std::vector<std::string> silent;
-    // While ranks still join, those that did wait in Join, where no beat
-    // comes: the join timeout bounds that wait, the peer timeout what
-    // follows.
+    // A rank is judged by the peer timeout once its heartbeat stream is
+    // open. Before that (waiting in Join, where no beat comes, then
+    // starting its session on a machine that may be starving it) the join
+    // timeout bounds it, counted from rank 0's answer: a loaded machine
+    // slows a job's start, and only a silent running rank fails it.
     const bool everyone_joined =
         std::count(joined_.begin(), joined_.end(), true) == options_.world_size;
     for (int32_t r = 1; r < options_.world_size && everyone_joined; ++r) {
-      if (joined_[r] && !left_[r] &&
-          now - last_heard_[r] > options_.peer_timeout) {
-        silent.push_back(
-            absl::StrCat("rank ", r, " stopped answering: no heartbeat for ",
-                         Secs(now - last_heard_[r]), " (peer timeout ",
-                         Secs(options_.peer_timeout), ")"));
-      }
+      if (!joined_[r] || left_[r]) continue;
+      const bool beating = watchers_[r] != nullptr;
+      const absl::Duration limit =
+          beating ? options_.peer_timeout : options_.join_timeout;
+      if (now - last_heard_[r] <= limit) continue;
+      silent.push_back(
+          beating ? absl::StrCat("rank ", r,
+                                 " stopped answering: no heartbeat for ",
+                                 Secs(now - last_heard_[r]), " (peer timeout ",
+                                 Secs(options_.peer_timeout), ")")
+                  : absl::StrCat("rank ", r,
+                                 " started no heartbeat within the join "
+                                 "timeout (",
+                                 Secs(options_.join_timeout),
+                                 ") after every rank joined"));
     }
     Event event;
     event.set_failed_rank(failed_rank_);
@@ -294,8 +304,9 @@ absl::StatusOr<JoinReply> ControlService::JoinRank(const JoinRequest& request) {
       changed_.WaitWithTimeout(&mu_, join_deadline_ - absl::Now());
     }
     if (!failure_.ok()) return failure_;
-    // A rank waiting here for the others cannot beat: its silence counts
-    // from the answer on (Tick looks only once everyone joined).
+    // A rank waiting here for the others cannot beat: the wait for its
+    // first beat counts from the answer on (Tick looks once everyone
+    // joined).
     last_heard_[rank] = absl::Now();
     if (!all_joined()) {
       std::vector<int> missing;
@@ -536,10 +547,15 @@ class Remote final : public Coordinator {
     for (int cut_off = 0;; ++cut_off) {
       grpc::ClientContext context;
       AttachJobToken(options_.token, &context);
-      // The first call waits for rank 0 to listen; a call again after a
-      // connection was cut finds it listening, or fails at once.
-      context.set_wait_for_ready(cut_off == 0);
-      context.set_deadline(absl::ToChronoTime(deadline));
+      // The first call waits for rank 0 to listen until the deadline; a
+      // call again after a connection was cut waits for it to answer again
+      // within the peer timeout, so a rank 0 that is gone fails this rank
+      // soon.
+      context.set_wait_for_ready(true);
+      context.set_deadline(absl::ToChronoTime(
+          cut_off == 0
+              ? deadline
+              : std::min(deadline, absl::Now() + options_.peer_timeout)));
       status = stub_->Join(&context, request, &reply);
       // A connection cut mid-call (rank 0 starved of CPU past a keepalive
       // ping, as 64 ranks starting on two cores can be) is asked again,
@@ -548,7 +564,6 @@ class Remote final : public Coordinator {
           cut_off >= 4 || absl::Now() >= deadline) {
         break;
       }
-      absl::SleepFor(absl::Milliseconds(50));
     }
     if (!status.ok()) {
       if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
@@ -679,6 +694,7 @@ class Remote final : public Coordinator {
       {
         MutexLock lock(&mu_);
         last_heard_ = absl::Now();
+        heard_ = true;
       }
       if (!event.failure().empty()) {
         Notify(absl::AbortedError(event.failure()));
@@ -728,17 +744,22 @@ class Remote final : public Coordinator {
       beat.set_held_at(held_at_);
       beat.set_waits(waits_);
       const absl::Duration silent = absl::Now() - last_heard_;
+      // Until rank 0's first event, as rank 0 does for this rank's first
+      // beat: the join timeout.
+      const bool heard = heard_;
+      const absl::Duration limit =
+          heard ? options_.peer_timeout : options_.join_timeout;
       mu_.Unlock();
       if (hooks_.acts) beat.set_acts(hooks_.acts());  // takes the job's locks
       {
         MutexLock write(&write_mu_);
         stream_->Write(beat);
       }
-      if (silent > options_.peer_timeout) {
-        Notify(absl::UnavailableError(
-            absl::StrCat("rank 0 (", master_,
-                         ") stopped answering: no heartbeat for ", Secs(silent),
-                         " (peer timeout ", Secs(options_.peer_timeout), ")")));
+      if (silent > limit) {
+        Notify(absl::UnavailableError(absl::StrCat(
+            "rank 0 (", master_, ") stopped answering: no heartbeat for ",
+            Secs(silent), heard ? " (peer timeout " : " (join timeout ",
+            Secs(limit), ")")));
         watch_context_.TryCancel();
       }
       mu_.Lock();
@@ -779,6 +800,7 @@ class Remote final : public Coordinator {
   Mutex mu_;
   CondVar changed_;
   absl::Time last_heard_ ABSL_GUARDED_BY(mu_);
+  bool heard_ ABSL_GUARDED_BY(mu_) = false;  // an event came from rank 0
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   std::string report_ ABSL_GUARDED_BY(mu_);   // this rank's failure, to send
   std::string preempt_ ABSL_GUARDED_BY(mu_);  // why this rank was stopped

@@ -44,14 +44,15 @@ int KeepaliveMs(absl::Duration peer_timeout) {
       std::max<int64_t>(1000, absl::ToInt64Milliseconds(peer_timeout / 4)));
 }
 
-// How long a keepalive ping may wait for its answer: half the peer timeout,
-// so that a dead connection is still found within it (a ping every quarter,
-// answered within a half), while a peer starved of CPU for a second or two
-// (64 ranks starting on two cores) keeps its connection, and a long call on
-// it (a join waiting for the slowest rank) goes on.
+// How long a keepalive ping may wait for its answer (gRPC also makes it the
+// socket's TCP_USER_TIMEOUT): the whole peer timeout. A peer starved of CPU
+// for seconds (64 ranks starting on two cores, a CPU quota) keeps its
+// connections and the long calls on them (a join waiting for the slowest
+// rank); a peer that is gone is found by the heartbeats within the peer
+// timeout, and by this within a quarter more.
 int KeepaliveTimeoutMs(absl::Duration peer_timeout) {
   return static_cast<int>(
-      std::max<int64_t>(1000, absl::ToInt64Milliseconds(peer_timeout / 2)));
+      std::max<int64_t>(1000, absl::ToInt64Milliseconds(peer_timeout)));
 }
 
 }  // namespace
@@ -71,8 +72,12 @@ grpc::ChannelArguments NetChannelArguments(absl::Duration peer_timeout) {
   // A rank that starts before rank 0 listens retries soon, not after
   // gRPC's default second: a job's join waits for its slowest rank.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // gRPC also takes this as how long one connection attempt may wait for
+  // the server's first frame. Kept at gRPC's 20 s: a short one fails every
+  // attempt on a peer starved of CPU (64 ranks starting on two cores), and
+  // each abandoned attempt costs that peer more CPU.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 20000);
   return args;
 }
 
@@ -338,9 +343,15 @@ absl::Status Transport::Connect(const std::vector<std::string>& addresses,
         absl::StrCat("rank ", rank_, ": cannot connect to rank ", edge.dst_rank,
                      " at ", address, " within ", absl::FormatDuration(timeout),
                      " (to send regst ", edge.regst_desc_id, ")"));
-    if (!out->channel->WaitForConnected(absl::ToChronoTime(deadline))) {
-      return cannot;
+    // In slices: a job that failed meanwhile (the peer died) ends the wait.
+    bool connected = false;
+    while (!connected && absl::Now() < deadline) {
+      absl::Status failed = failure();
+      if (!failed.ok()) return failed;
+      connected = out->channel->WaitForConnected(absl::ToChronoTime(
+          std::min(deadline, absl::Now() + absl::Milliseconds(100))));
     }
+    if (!connected) return cannot;
     AttachJobToken(token_, &out->context);
     out->header.set_regst_desc_id(edge.regst_desc_id);
     out->header.set_piece_id(-1);

@@ -259,8 +259,9 @@ void UseOwnPollers();
 
 // Channel arguments every connection of a job uses: no limit on message
 // size (a register may hold gigabytes), and keepalive pings a quarter of
-// `peer_timeout` apart (1 s at least), so that a link that silently stops
-// carrying anything breaks within about half the peer timeout.
+// `peer_timeout` apart (1 s at least), each answered within the peer
+// timeout, so that a link that silently stops carrying anything breaks
+// within about 1.25 peer timeouts.
 grpc::ChannelArguments NetChannelArguments(absl::Duration peer_timeout);
 // The same keepalive on a job's server, and leave for its peers' pings.
 void AddKeepalive(absl::Duration peer_timeout, grpc::ServerBuilder* builder);

@@ -18,6 +18,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -47,9 +48,22 @@ std::string WritePlan(const Plan& plan, const std::string& name) {
 
 // A process started by hand; for a rank, as mpirun or torchrun start
 // them: `actorflow run PLAN ARGS` with RANK, WORLD_SIZE and MASTER_* set.
+// One the test did not wait for (a check failed first) is killed with it,
+// so that no rank outlives its test.
 struct HandRank {
   pid_t pid = -1;
   std::string out_path;
+
+  HandRank() = default;
+  HandRank(HandRank&& other) noexcept
+      : pid(std::exchange(other.pid, -1)),
+        out_path(std::move(other.out_path)) {}
+  HandRank& operator=(HandRank&&) = delete;
+  ~HandRank() {
+    if (pid <= 0) return;
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
 };
 
 // `actorflow ARGV` with `env` added, its stdout and stderr in
@@ -60,6 +74,8 @@ HandRank StartActorflow(std::vector<std::string> argv, const std::string& name,
   started.out_path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
   const std::string binary = testing::Runfile("actorflow");
   argv.insert(argv.begin(), "actorflow");
+  // Output still buffered here would be written again by the child.
+  fflush(nullptr);
   started.pid = fork();
   REQUIRE(started.pid >= 0);
   if (started.pid == 0) {
@@ -94,9 +110,10 @@ struct Finished {
   std::string out;
 };
 
-Finished WaitRank(const HandRank& rank) {
+Finished WaitRank(HandRank& rank) {
   int status = 0;
   REQUIRE(waitpid(rank.pid, &status, 0) == rank.pid);
+  rank.pid = -1;
   Finished finished;
   if (WIFEXITED(status)) finished.exit_code = WEXITSTATUS(status);
   std::ifstream out(rank.out_path);
@@ -389,7 +406,7 @@ std::vector<HandRank> StartRunningJob(const std::string& name,
 }
 
 // Ranks 0 and 2 exit 1 within `within_s` of `since`, naming rank 1.
-void ExpectOthersFail(const std::vector<HandRank>& ranks,
+void ExpectOthersFail(std::vector<HandRank>& ranks,
                       std::chrono::steady_clock::time_point since,
                       double within_s, const std::string& why) {
   for (int r : {0, 2}) {

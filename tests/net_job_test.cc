@@ -4,6 +4,8 @@
 // register stops the producer on the other machine within the register
 // bound, credits granted in batches included. A job that fails while
 // starting tears its server and completion queue down in the right order.
+// A rank that joined is held to the join timeout, not the peer timeout,
+// until its first heartbeat.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -17,6 +19,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "net/control.h"
 #include "net/job.h"
 #include "net/launch.h"
 #include "plan/plan_builder.h"
@@ -281,6 +284,68 @@ TEST_CASE("a rank that cannot reach its master fails and tears down cleanly",
     REQUIRE(!job.ok());
     CHECK(absl::StrContains(job.status().message(), "cannot reach rank 0"));
   }
+}
+
+TEST_CASE(
+    "a rank that joined but never beats fails the job at the join timeout, "
+    "not the peer timeout",
+    "[net]") {
+  // A start slowed by a loaded machine must not look like a dead rank: the
+  // peer timeout applies from a rank's first beat on.
+  net::ControlOptions options;
+  options.world_size = 2;
+  options.join_timeout = absl::Milliseconds(1500);
+  options.peer_timeout = absl::Milliseconds(200);
+  std::mutex mu;
+  std::condition_variable changed;
+  std::string failure;
+  auto failed_at = std::chrono::steady_clock::now();
+  net::ControlService service(options, [&](const absl::Status& status) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!failure.empty()) return;
+    failure = std::string(status.message());
+    failed_at = std::chrono::steady_clock::now();
+    changed.notify_all();
+  });
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  REQUIRE(server != nullptr);
+  std::unique_ptr<net::Coordinator> local = net::LocalCoordinator(&service);
+  net::JoinRequest zero;
+  zero.set_world_size(2);
+  zero.set_plan_hash("the same plan");
+  std::thread rank0([&] { CHECK(local->Join(zero).ok()); });
+  // Rank 1 joins by hand and never opens its heartbeat stream.
+  net::JoinRequest one = zero;
+  one.set_rank(1);
+  auto stub = net::Control::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(30));
+  net::JoinReply reply;
+  const grpc::Status joined = stub->Join(&context, one, &reply);
+  const auto answered = std::chrono::steady_clock::now();
+  rank0.join();
+  REQUIRE(joined.ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    changed.wait_for(lock, std::chrono::seconds(30),
+                     [&] { return !failure.empty(); });
+  }
+  INFO(failure);
+  CHECK(absl::StrContains(failure,
+                          "rank 1 started no heartbeat within the join "
+                          "timeout (1.5s) after every rank joined"));
+  // Not at the peer timeout (0.2 s after the answer): rank 0 set the
+  // answer's time before this process got it.
+  CHECK(failed_at - answered > std::chrono::milliseconds(1000));
+  service.Stop();
+  server->Shutdown(std::chrono::system_clock::now());
 }
 
 }  // namespace
