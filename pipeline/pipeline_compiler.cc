@@ -103,6 +103,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
          {"crop", "crop_pos", "mirror", "mirror_stream", "mean", "std",
           "pad_output", "fill_values"}},
         {"cast", {"to"}},
+        {"sleep", {"ms"}},
         {"normalize", {"mean", "std", "axis"}},
         {"batch", {"max_shape"}},
         {"arith", {"op"}},

@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
 #include "pipeline/sample_args.h"
@@ -634,6 +636,40 @@ class CastOp final : public SampleOp {
   DataType to_ = DT_FLOAT32;
 };
 
+// Passes each sample on unchanged after `ms` milliseconds: a slow stage on
+// purpose, to rehearse what the stall report says about one.
+class SleepOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto ms = ctx.FloatAttrOr("ms", -1);
+    if (!ms.ok()) {  // a whole number of milliseconds comes as an int
+      auto whole = ctx.IntAttrOr("ms", -1);
+      if (!whole.ok()) return ms.status();
+      ms = static_cast<double>(*whole);
+    }
+    if (!(*ms >= 0 && *ms <= 60000)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attr 'ms': milliseconds per sample, 0 to 60000, got ", *ms));
+    }
+    pause_ = absl::Milliseconds(*ms);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    return in;
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng* rng,
+                     Sample* out) override {
+    (void)rng;
+    absl::SleepFor(pause_);
+    out->Reshape(in.type, in.shape);
+    std::copy(in.data, in.data + in.bytes, out->storage.data());
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Duration pause_;
+};
+
 }  // namespace
 
 std::vector<std::string> SampleOpNames() {
@@ -646,7 +682,8 @@ std::vector<std::string> SampleOpNames() {
                                     "decode_resize",
                                     "flip",
                                     "random_resized_crop",
-                                    "resize"};
+                                    "resize",
+                                    "sleep"};
   for (const auto& [name, attrs] : AugmentOpAttrs()) names.push_back(name);
   std::sort(names.begin(), names.end());
   return names;
@@ -672,6 +709,7 @@ absl::StatusOr<std::unique_ptr<SampleOp>> MakeSampleOp(
     return std::make_unique<CropMirrorNormalizeOp>();
   }
   if (name == "cast") return std::make_unique<CastOp>();
+  if (name == "sleep") return std::make_unique<SleepOp>();
   if (std::unique_ptr<SampleOp> op = MakeAugmentOp(name)) return op;
   return absl::NotFoundError(absl::StrCat("no sample operator '", name, "'"));
 }

@@ -48,8 +48,8 @@ class SampleOp {
   virtual bool PassesThrough(const SampleRef& in) const { return false; }
 };
 
-// "decode", "resize", "crop", "flip", "crop_mirror_normalize", "cast";
-// NotFound for anything else.
+// "decode", "resize", "crop", "flip", "crop_mirror_normalize", "cast",
+// "sleep"; NotFound for anything else.
 absl::StatusOr<std::unique_ptr<SampleOp>> MakeSampleOp(const std::string& name);
 std::vector<std::string> SampleOpNames();
 

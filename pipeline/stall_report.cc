@@ -24,6 +24,13 @@ PipelineStalls ReportStalls(const std::map<std::string, TaskStats>& before,
     StageStalls& stage = report.stages[name];
     stage.threads = share.threads;
     stage.acts = share.acts;
+    // Each act of a stage is one chunk of a batch's size (the window's
+    // batches tell how many samples that is).
+    if (batches > 0) {
+      stage.samples_per_s = share.acts *
+                            (static_cast<double>(samples) / batches) /
+                            (window / 1e9);
+    }
     stage.busy = share.busy;
     stage.starved = share.starved;
     stage.back_pressured = share.back_pressured;

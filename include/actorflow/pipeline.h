@@ -107,6 +107,9 @@ struct OperatorDef {
 struct StageStalls {
   int threads = 0;
   int64_t acts = 0;
+  // Samples the stage's threads went through per second of the window (its
+  // acts, a batch's worth of samples each).
+  double samples_per_s = 0;
   double busy = 0;
   double starved = 0;
   double back_pressured = 0;

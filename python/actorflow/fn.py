@@ -65,6 +65,13 @@ def flip(data, *, device="cpu", name=None, **kwargs):
     return _add_operator("flip", [data], 1, device, name, kwargs)
 
 
+def sleep(data, *, ms, device="cpu", name=None):
+    """Passes each sample on unchanged after `ms` milliseconds (0 to
+    60000): a slow stage on purpose, to rehearse what stalls() says about
+    one. Not DALI's."""
+    return _add_operator("sleep", [data], 1, device, name, {"ms": ms})
+
+
 def crop_mirror_normalize(data, *, device="cpu", name=None, **kwargs):
     """uint8 HWC -> float32 CHW: `crop`, `crop_pos`, `mirror`, `mean`,
     `std`."""

@@ -328,9 +328,10 @@ class Pipeline:
         """Where the pipeline stalled since the last stalls() or stats()
         (the first: since build), live: "window_ms", "batches", "batches_per_s",
         "samples_per_s", "caller_wait" (the share of the window run()
-        waited for a batch), "stages" (per stage, its "threads" and the
-        share of the window they were "busy", "starved" and
-        "back_pressured"), and one "verdict" line: "input-bound 38 %:
+        waited for a batch), "stages" (per stage, its "threads", "acts",
+        "samples_per_s" it went through, and the share of the window they
+        were "busy", "starved" and "back_pressured"), and one "verdict"
+        line: "input-bound 38 %:
         decode, 2 of 2 threads busy 98 %", or "input is not the
         bottleneck: the caller waited 2 % of the time"."""
         self._require_native()

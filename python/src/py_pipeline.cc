@@ -221,7 +221,7 @@ class PyPipeline {
   }
   // Pipeline::Stalls as a dict: "window_ms", "batches", "batches_per_s",
   // "samples_per_s", "caller_wait", "stages" ({stage: {"threads", "acts",
-  // "busy", "starved", "back_pressured"}}) and "verdict".
+  // "samples_per_s", "busy", "starved", "back_pressured"}}) and "verdict".
   py::dict Stalls() {
     PipelineStalls report = ValueOrThrow(Get()->Stalls());
     py::dict stages;
@@ -229,6 +229,7 @@ class PyPipeline {
       py::dict entry;
       entry["threads"] = stage.threads;
       entry["acts"] = stage.acts;
+      entry["samples_per_s"] = stage.samples_per_s;
       entry["busy"] = stage.busy;
       entry["starved"] = stage.starved;
       entry["back_pressured"] = stage.back_pressured;

@@ -457,8 +457,12 @@ class PipelineTest(unittest.TestCase):
                     if "decode" in name]
         self.assertTrue(decoding, sorted(report["stages"]))
         for stage in report["stages"].values():
-            self.assertEqual(set(stage), {"threads", "acts", "busy",
-                                          "starved", "back_pressured"})
+            self.assertEqual(set(stage), {"threads", "acts", "samples_per_s",
+                                          "busy", "starved", "back_pressured"})
+            self.assertGreaterEqual(stage["samples_per_s"], 0)
+        # Every stage went through the window's samples (and whatever it
+        # made ahead of the caller).
+        self.assertGreater(min(s["samples_per_s"] for s in decoding), 0)
         self.assertRegex(report["verdict"],
                          r"^(input-bound \d+ %: .+, \d+ of \d+ threads? "
                          r"busy \d+ %|input is not the bottleneck: the "
@@ -471,6 +475,29 @@ class PipelineTest(unittest.TestCase):
         self.assertEqual(live["batches"], 1)
         self.assertIn("verdict", live)
         self.assertEqual(pipe.stalls()["batches"], 0)
+
+    def test_sleep_passes_samples_through(self):
+        def pipeline(ms):
+            pipe = Pipeline(batch_size=4, num_threads=2, seed=3)
+            with pipe:
+                jpegs, labels = fn.readers.file(dir=self.root)
+                images = fn.decoders.image(jpegs)
+                images = fn.resize(images, size=[32, 32])
+                if ms is not None:
+                    images = fn.sleep(images, ms=ms)
+                pipe.set_outputs(images, labels)
+            pipe.build()
+            return pipe
+        plain = epoch(pipeline(None))
+        slowed = epoch(pipeline(1))
+        self.assertEqual(len(plain), len(slowed))
+        for (a, la), (b, lb) in zip(plain, slowed):
+            numpy.testing.assert_array_equal(a, b)
+            numpy.testing.assert_array_equal(la, lb)
+        half = epoch(pipeline(0.5))  # a float of milliseconds
+        self.assertEqual(len(half), len(plain))
+        with self.assertRaisesRegex(Exception, r"attr 'ms'.*0 to 60000"):
+            pipeline(-2)
 
     def test_bad_samples(self):
         root = os.path.join(self.tmp, "broken")
