@@ -74,10 +74,10 @@ TEST_CASE("the verdict names the busiest stage while the caller waits",
         "no batch was asked for in the window");
 }
 
-// file_reader -> decode_resize to 200 x 200 (2 threads) over 128 images
-// of 256 px: 32 batches an epoch, so that the figures below come from
-// one epoch (a new one starts without batches made ahead).
-std::unique_ptr<Pipeline> DecodingPipeline(const std::string& dir) {
+// A pipeline of batch 4 on 2 threads whose images come from file_reader
+// over `dir` and decode_resize ("decode") to `side` x `side`, as `images`.
+std::unique_ptr<Pipeline> DecodeInto(const std::string& dir, int side,
+                                     const std::string& images) {
   PipelineOptions options;
   options.batch_size = 4;
   options.num_threads = 2;
@@ -88,8 +88,16 @@ std::unique_ptr<Pipeline> DecodingPipeline(const std::string& dir) {
   pipe->Add(OperatorDef{.op = "decode_resize",
                         .name = "decode",
                         .inputs = {"files"},
-                        .outputs = {"images"},
-                        .attrs = {{"size", IntListAttr({200, 200})}}});
+                        .outputs = {images},
+                        .attrs = {{"size", IntListAttr({side, side})}}});
+  return pipe;
+}
+
+// file_reader -> decode_resize to 200 x 200 (2 threads) over 128 images
+// of 256 px: 32 batches an epoch, so that the figures below come from
+// one epoch (a new one starts without batches made ahead).
+std::unique_ptr<Pipeline> DecodingPipeline(const std::string& dir) {
+  auto pipe = DecodeInto(dir, 200, "images");
   pipe->SetOutputs({"images"});
   return pipe;
 }
@@ -152,10 +160,7 @@ TEST_CASE("a running pipeline says where it stalls", "[pipeline]") {
 // sleep of `ms` per sample fused into the end of the chosen one.
 std::unique_ptr<Pipeline> TwoStagePipeline(const std::string& dir,
                                            const std::string& slow, int ms) {
-  PipelineOptions options;
-  options.batch_size = 4;
-  options.num_threads = 2;
-  auto pipe = std::make_unique<Pipeline>(options);
+  auto pipe = DecodeInto(dir, 64, slow == "decode" ? "decoded" : "images");
   auto sleep = [&](const std::string& in, const std::string& out) {
     pipe->Add(OperatorDef{.op = "sleep",
                           .name = "sleep",
@@ -163,14 +168,6 @@ std::unique_ptr<Pipeline> TwoStagePipeline(const std::string& dir,
                           .outputs = {out},
                           .attrs = {{"ms", IntAttr(ms)}}});
   };
-  pipe->Add(OperatorDef{.op = "file_reader",
-                        .outputs = {"files"},
-                        .attrs = {{"dir", StringAttr(dir)}}});
-  pipe->Add(OperatorDef{.op = "decode_resize",
-                        .name = "decode",
-                        .inputs = {"files"},
-                        .outputs = {slow == "decode" ? "decoded" : "images"},
-                        .attrs = {{"size", IntListAttr({64, 64})}}});
   if (slow == "decode") sleep("decoded", "images");
   pipe->Add(OperatorDef{.op = "flip",
                         .name = "flip",
