@@ -241,8 +241,9 @@ void DeclareRunFlags(RunFlags* run, FlagSet* flags) {
                 "the master leaves from)",
                 Host("host", &job.host));
   flags->Custom("peer-timeout", "S",
-                "a rank silent this long is dead: every rank fails, naming it "
-                "(default 30)",
+                "a rank silent this long after its first heartbeat is dead: "
+                "every rank fails, naming it (default 30; before that first "
+                "beat, --join-timeout bounds it)",
                 Duration("peer-timeout", &job.peer_timeout));
   flags->Custom(
       "hang-timeout", "S",
@@ -278,7 +279,8 @@ void DeclareRunFlags(RunFlags* run, FlagSet* flags) {
       "terminationGracePeriodSeconds), the job fails instead (exit 1)",
       Seconds("preempt-grace", 1e6, &run->preempt_grace_s));
   flags->Custom("join-timeout", "S",
-                "how long rank 0 waits for every rank to join (default 60)",
+                "how long rank 0 waits for every rank to join, then for each "
+                "rank's first heartbeat (default 60)",
                 Duration("join-timeout", &job.join_timeout));
 }
 
