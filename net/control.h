@@ -84,8 +84,10 @@ class Coordinator {
 
 // Rank 0's Control service. A ticker thread sends every rank a heartbeat
 // (with the job's failure, once there is one) each HeartbeatInterval and
-// fails the job when a rank's heartbeats stop for the peer timeout; a rank
-// whose Watch stream breaks before it said it was done has died.
+// fails the job when a rank's heartbeats stop for the peer timeout (or,
+// before its first one, when the join timeout passed since every rank
+// joined); a rank whose Watch stream breaks before it said it was done has
+// died.
 //
 // Preemption: the first rank to ask makes every rank hold its sources; once
 // each said where, the cut is the largest of those pieces (no source has
@@ -184,7 +186,8 @@ std::unique_ptr<Coordinator> LocalCoordinator(ControlService* service);
 // Any other rank's: connects to rank 0 at `master` (host:port), waiting up
 // to options.join_timeout for it to come up, then keeps a Watch stream
 // with heartbeats both ways. `on_failure` gets the job's failure: another
-// rank's, or rank 0 silent for the peer timeout or gone.
+// rank's, or rank 0 silent for the peer timeout (the join timeout until
+// its first heartbeat) or gone.
 absl::StatusOr<std::unique_ptr<Coordinator>> ConnectToMaster(
     const std::string& master, int32_t rank, ControlOptions options,
     FailureFn on_failure, RankHooks hooks = {});
