@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "actorflow/kernel.h"
 #include "pipeline/sample.h"
@@ -37,6 +38,18 @@ inline double UniformFor(SampleRng* rng, int64_t stream) {
   return (stream & kInvertedStream) ? 1.0 - u : u;
 }
 
+// A float attr, where a whole number given as an int attr is the same
+// value; `fallback` when absent.
+inline absl::StatusOr<double> NumberAttrOr(const KernelInitContext& ctx,
+                                           const std::string& name,
+                                           double fallback) {
+  auto number = ctx.FloatAttrOr(name, fallback);
+  if (number.ok()) return number;
+  auto whole = ctx.IntAttrOr(name, 0);
+  if (!whole.ok()) return number.status();
+  return static_cast<double>(*whole);
+}
+
 class ScalarArg {
  public:
   // The attrs a per-sample argument `name` may be given as.
@@ -50,12 +63,7 @@ class ScalarArg {
     name_ = name;
     value_ = fallback;
     int given = 0;
-    auto fixed = ctx.FloatAttrOr(name, fallback);
-    if (!fixed.ok()) {
-      // A whole number given as an int attr is the same value.
-      auto whole = ctx.IntAttrOr(name, 0);
-      if (whole.ok()) fixed = static_cast<double>(*whole);
-    }
+    auto fixed = NumberAttrOr(ctx, name, fallback);
     auto uniform = ctx.FloatListAttr(name + "_uniform");
     auto normal = ctx.FloatListAttr(name + "_normal");
     auto coin = ctx.FloatAttrOr(name + "_coin_flip", -1);

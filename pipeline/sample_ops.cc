@@ -641,12 +641,8 @@ class CastOp final : public SampleOp {
 class SleepOp final : public SampleOp {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
-    auto ms = ctx.FloatAttrOr("ms", -1);
-    if (!ms.ok()) {  // a whole number of milliseconds comes as an int
-      auto whole = ctx.IntAttrOr("ms", -1);
-      if (!whole.ok()) return ms.status();
-      ms = static_cast<double>(*whole);
-    }
+    auto ms = NumberAttrOr(ctx, "ms", -1);
+    if (!ms.ok()) return ms.status();
     if (!(*ms >= 0 && *ms <= 60000)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "attr 'ms': milliseconds per sample, 0 to 60000, got ", *ms));
