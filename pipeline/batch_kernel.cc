@@ -30,6 +30,20 @@ absl::Status BatchKernel::Init(const KernelInitContext& ctx) {
         "entry per output, at least one output");
   }
   batch_size_ = *batch;
+  auto lanes = ctx.IntAttrOr("lanes", 0);
+  auto first_lane = ctx.IntAttrOr("first_lane", 0);
+  auto positions = ctx.IntAttrOr("positions", 0);
+  ok = FirstError({lanes.status(), first_lane.status(), positions.status()});
+  if (!ok.ok()) return ok;
+  elastic_ = *lanes > 0;
+  if (elastic_ && (*first_lane < 0 || *first_lane + batch_size_ > *lanes ||
+                   *positions < 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attrs 'lanes', 'first_lane', 'positions': lanes [", *first_lane,
+        ", ", *first_lane + batch_size_, ") are not within ", *lanes,
+        " lanes, or ", *positions, " positions is negative"));
+  }
+  lanes_ = LaneLayout{*lanes, *first_lane, batch_size_, *positions};
   outputs_.clear();
   size_t next_index = 0;
   size_t next_dim = 0;
@@ -168,6 +182,7 @@ absl::Status BatchKernel::Forward(KernelContext* ctx) {
                        outputs_[0].name, "' ", samples[0].size()));
     }
   }
+  if (elastic_) return ForwardLanes(ctx, *chunk, samples);
   // Positions every output kept; the others are dropped (and logged once).
   std::vector<size_t> kept;
   for (size_t s = 0; s < samples[0].size(); ++s) {
@@ -228,21 +243,116 @@ absl::Status BatchKernel::Forward(KernelContext* ctx) {
     }
     if (row < emit) ++row;
   }
-  for (size_t k = 0; k < n_out; ++k) {
-    std::vector<int64_t> dims = {emit};
-    dims.insert(dims.end(), outputs_[k].spec.max_shape.begin(),
-                outputs_[k].spec.max_shape.end());
-    absl::Status ok = data[k].set_shape(dims);
+  return SetRows(ctx, emit);
+}
+
+absl::Status BatchKernel::SetRows(KernelContext* ctx, int64_t rows) {
+  for (const Output& out : outputs_) {
+    std::vector<int64_t> dims = {rows};
+    dims.insert(dims.end(), out.spec.max_shape.begin(),
+                out.spec.max_shape.end());
+    absl::Status ok = ctx->output("out_" + out.name).blob(0).set_shape(dims);
     const int64_t shape_dims[] = {
-        emit, static_cast<int64_t>(outputs_[k].spec.max_shape.size())};
-    if (ok.ok()) ok = shapes[k].set_shape(shape_dims);
+        rows, static_cast<int64_t>(out.spec.max_shape.size())};
+    if (ok.ok()) {
+      ok = ctx->output("shape_" + out.name).blob(0).set_shape(shape_dims);
+    }
     if (!ok.ok()) return ok;
   }
   return absl::OkStatus();
 }
 
+absl::Status BatchKernel::Hold(const std::vector<const SampleHeader*>& sample,
+                               Pending* held) {
+  held->resize(outputs_.size());
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    auto ref = Materialize(*sample[k], &file_);
+    if (!ref.ok()) {
+      return absl::Status(ref.status().code(),
+                          absl::StrCat("output '", outputs_[k].name, "': ",
+                                       DescribeSample(*sample[k]), ": ",
+                                       ref.status().message()));
+    }
+    (*held)[k].Reshape(ref->type, ref->shape);
+    std::memcpy((*held)[k].storage.data(), ref->data, ref->bytes);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchKernel::ForwardLanes(
+    KernelContext* ctx, const ChunkInfo& chunk,
+    const std::vector<std::vector<const SampleHeader*>>& samples) {
+  const int64_t own = lanes_.own;
+  if (chunk.epoch != lanes_epoch_) {
+    lanes_epoch_ = chunk.epoch;
+    lane_next_ = cursors_ != nullptr ? cursors_->For(chunk.epoch, own)
+                                     : std::vector<int64_t>(own, 0);
+    lane_held_.assign(own, {});
+  }
+  std::vector<const SampleHeader*> sample(outputs_.size());
+  for (size_t s = 0; s < samples[0].size(); ++s) {
+    const int64_t position = samples[0][s]->position;
+    const int64_t lane = lanes_.LaneOf(position) - lanes_.first;
+    if (lane < 0 || lane >= own) {
+      return absl::InternalError(absl::StrCat(
+          "batch: position ", position, " of chunk ", chunk.chunk,
+          " is in none of lanes [", lanes_.first, ", ", lanes_.first + own,
+          ")"));
+    }
+    // Indices before the cursor went out (or were skipped) before a
+    // restore: read again only because their chunk was.
+    const int64_t index = lanes_.IndexInLane(position);
+    if (index < lane_next_[lane]) continue;
+    lane_next_[lane] = index + 1;
+    const SampleHeader* dropped = nullptr;
+    for (size_t k = 0; k < outputs_.size(); ++k) {
+      sample[k] = samples[k][s];
+      if (sample[k]->dropped && dropped == nullptr) dropped = sample[k];
+    }
+    if (dropped != nullptr) {
+      if (log_ != nullptr) {
+        const SampleRef text = RefOf(*dropped);
+        log_->Add(SkippedSample{
+            dropped->epoch, dropped->position, std::string(NameOf(*dropped)),
+            std::string(reinterpret_cast<const char*>(text.data),
+                        text.bytes)});
+      }
+      continue;
+    }
+    lane_held_[lane].emplace_back();
+    absl::Status held = Hold(sample, &lane_held_[lane].back());
+    if (!held.ok()) return held;
+  }
+  // Chunk c brings index c of every lane: a lane whose last index came has
+  // nothing more to wait for.
+  bool ready = true;
+  for (int64_t l = 0; l < own && ready; ++l) {
+    ready = !lane_held_[l].empty() ||
+            chunk.chunk >= lanes_.LaneLength(lanes_.first + l) - 1;
+  }
+  int64_t row = 0;
+  for (int64_t l = 0; l < own && ready; ++l) {
+    if (lane_held_[l].empty()) continue;
+    for (size_t k = 0; k < outputs_.size(); ++k) {
+      absl::Status ok =
+          Place(outputs_[k], lane_held_[l].front()[k].ref(), "a sample",
+                ctx->output("out_" + outputs_[k].name).blob(0),
+                ctx->output("shape_" + outputs_[k].name).blob(0), row);
+      if (!ok.ok()) return ok;
+    }
+    lane_held_[l].pop_front();
+    ++row;
+  }
+  return SetRows(ctx, row);
+}
+
 absl::Status BatchKernel::SaveState(const KernelStateContext&,
                                     KernelState* state) {
+  if (elastic_) {
+    return absl::FailedPreconditionError(
+        "batch: an elastic pipeline checkpoints its lanes' places, not the "
+        "session (Pipeline::Checkpoint)");
+  }
   state->AddScalar<int64_t>("backlog_epoch", backlog_epoch_);
   state->AddScalar<int64_t>("held", static_cast<int64_t>(backlog_.size()));
   for (size_t i = 0; i < backlog_.size(); ++i) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "pipeline/elastic_lanes.h"
 #include "pipeline/pipeline_held.h"
 #include "pipeline/sample_ops.h"
 #include "pipeline/skip_log.h"
@@ -44,7 +45,8 @@ absl::StatusOr<OutputView> BatchView::output(absl::string_view name) const {
 
 Pipeline::Pipeline(PipelineOptions options)
     : options_(std::move(options)),
-      log_(std::make_unique<pipeline::SkipLog>()) {}
+      log_(std::make_unique<pipeline::SkipLog>()),
+      cursors_(std::make_unique<pipeline::LaneCursors>()) {}
 
 Pipeline::~Pipeline() {
   held_.clear();  // borrowed registers go back before the session ends
@@ -104,8 +106,9 @@ absl::Status Pipeline::Build() {
 
 void Pipeline::BindKernels(KernelBindings* kernels) {
   pipeline::SkipLog* log = log_.get();
-  kernels->Bind("pipeline.batch", [log] {
-    return std::unique_ptr<Kernel>(new BatchKernel(log));
+  const pipeline::LaneCursors* cursors = cursors_.get();
+  kernels->Bind("pipeline.batch", [log, cursors] {
+    return std::unique_ptr<Kernel>(new BatchKernel(log, cursors));
   });
   SampleDealers* dealers = dealers_.get();
   std::vector<std::string> stage_op_types = {"pipeline.chain"};
@@ -151,6 +154,11 @@ bool Pipeline::MoreToIssue() const {
       if (source.fed.empty()) return false;
     }
     return true;
+  }
+  // An elastic epoch is the same number of batches on every rank; each
+  // piece that was no batch calls for one more chunk.
+  if (lanes_ != nullptr) {
+    return next_chunk_ < lanes_->BatchesPerEpoch() + not_ready_;
   }
   if (next_chunk_ < chunks_per_epoch_) return true;
   // Samples held over for lack of a full batch need one more (final)
@@ -370,9 +378,20 @@ absl::StatusOr<BatchView> Pipeline::NextOutputs() {
       ready_.pop_front();
     } else {
       held = std::make_unique<Held>();
+      const int64_t chunk = next_chunk_ - in_flight_;  // the one fetched
       auto full = FetchOne(held.get());
       if (!full.ok()) return full.status();
-      if (!*full) continue;  // every sample held over for the next batch
+      if (lanes_ != nullptr) {
+        // Before the rank's last samples came, zero rows mean a lane still
+        // waits for its next good sample; from then on every chunk makes
+        // a batch, and the epoch's last may have no rows left.
+        if (!*full && chunk < lanes_->LastOwnChunk()) {
+          ++not_ready_;
+          continue;
+        }
+      } else if (!*full) {
+        continue;  // every sample held over for the next batch
+      }
     }
     --requested_;
     ok = Pump();  // keep the prefetch full while the caller works
@@ -442,6 +461,7 @@ absl::Status Pipeline::Reset() {
   if (!ok.ok()) return ok;
   ++epoch_;
   next_chunk_ = 0;
+  not_ready_ = 0;
   requested_ = 0;
   delivered_ = 0;
   batches_ = 0;

@@ -10,7 +10,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "actorflow/pipeline.h"
+#include "pipeline/pipeline_definition.h"
 #include "pipeline/pipeline_held.h"
+#include "pipeline/skip_log.h"
+#include "pipeline/skipped_state.h"
 #include "plan/plan_signature.h"
 
 namespace actorflow {
@@ -22,9 +25,6 @@ namespace {
 constexpr char kCounters[] =
     "pipeline.counters";  // epoch, chunk, samples, batches
 constexpr char kReady[] = "pipeline.ready";
-constexpr char kSkippedWhere[] = "pipeline.skipped.where";
-constexpr char kSkippedLengths[] = "pipeline.skipped.lengths";
-constexpr char kSkippedText[] = "pipeline.skipped.text";
 
 std::string ReadyName(size_t i, size_t k, const char* what) {
   return absl::StrCat("pipeline.ready.", i, ".", k, ".", what);
@@ -38,33 +38,6 @@ void AddView(KernelState* state, const std::string& name,
   state->AddValues<int64_t>(
       name + "_max",
       absl::MakeConstSpan(view.max_shape().data(), view.max_shape().size()));
-}
-
-// What decides a pipeline's batches, whatever its worker threads and
-// prefetch depth: the task signatures of its plan (or of a checkpoint's)
-// with each stage's worker copies ("chain@w", or "chain" alone) folded into
-// one, their worker attributes and wiring left out (outputs too: their
-// blobs follow from the attributes). Equal for the same pipeline at any
-// num_threads: determinism across thread counts is the pipeline's promise,
-// so a checkpoint of one resumes at another.
-google::protobuf::RepeatedPtrField<TaskSignature> Definition(
-    const std::vector<TaskSignature>& signature) {
-  google::protobuf::RepeatedPtrField<TaskSignature> tasks;
-  for (const TaskSignature& task : signature) {
-    const std::string& name = task.name();
-    const size_t at = name.rfind('@');
-    if (at != std::string::npos && name.substr(at + 1) != "0") continue;
-    TaskSignature& kept = *tasks.Add();
-    kept = task;
-    if (at != std::string::npos) kept.set_name(name.substr(0, at));
-    for (const char* attr :
-         {"worker", "workers", "inputs_per_output", "input_index"}) {
-      kept.mutable_attr()->erase(attr);
-    }
-    kept.clear_input();
-    kept.clear_output();
-  }
-  return tasks;
 }
 
 }  // namespace
@@ -90,6 +63,7 @@ absl::StatusOr<CheckpointInfo> Pipeline::Checkpoint(
     const std::string& root, const CheckpointOptions& options) {
   absl::Status ok = Usable();
   if (!ok.ok()) return ok;
+  if (lanes_ != nullptr) return CheckpointLanes(root, options);
   for (const ExternalSource& source : externals_) {
     if (!source.fed.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -124,21 +98,7 @@ absl::StatusOr<CheckpointInfo> Pipeline::Checkpoint(
       AddView(&user, ReadyName(i, k, "shapes"), ready_[i]->shapes_view(k));
     }
   }
-  std::vector<int64_t> where, lengths;
-  std::string text;
-  for (const SkippedSample& sample : log_->Snapshot()) {
-    where.insert(where.end(), {sample.epoch, sample.position});
-    lengths.insert(lengths.end(), {static_cast<int64_t>(sample.name.size()),
-                                   static_cast<int64_t>(sample.error.size())});
-    absl::StrAppend(&text, sample.name, sample.error);
-  }
-  const int64_t skipped = static_cast<int64_t>(where.size() / 2);
-  user.AddValues<int64_t>(kSkippedWhere, where, {skipped, 2});
-  user.AddValues<int64_t>(kSkippedLengths, lengths, {skipped, 2});
-  user.AddValues<uint8_t>(
-      kSkippedText,
-      absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(text.data()),
-                          text.size()));
+  internal::pipeline::SaveSkipped(log_->Snapshot(), &user);
   CheckpointInfo info;
   info.pause_ms = static_cast<double>(SteadyNowNs() - start) / 1e6;
   CheckpointWriteOptions write;
@@ -162,9 +122,11 @@ absl::StatusOr<CheckpointInfo> Pipeline::RestoreSession(
   // A checkpoint of this pipeline at another num_threads has other worker
   // tasks: the pipeline's definition decides, and the session only matches
   // the states kept to their tasks.
-  const auto saved = Definition(
-      std::vector<TaskSignature>(data->plan.begin(), data->plan.end()));
-  const auto here = Definition(internal::SignPlan(plan_));
+  const auto saved = internal::pipeline::PipelineDefinition(
+      std::vector<TaskSignature>(data->plan.begin(), data->plan.end()),
+      /*elastic=*/false);
+  const auto here = internal::pipeline::PipelineDefinition(
+      internal::SignPlan(plan_), /*elastic=*/false);
   if (internal::SignatureFingerprint(saved) !=
       internal::SignatureFingerprint(here)) {
     std::string diff = internal::DiffSignatures(
@@ -184,7 +146,7 @@ absl::StatusOr<CheckpointInfo> Pipeline::RestoreSession(
   return info;
 }
 
-absl::StatusOr<CheckpointInfo> Pipeline::Restore(const std::string& dir) {
+absl::Status Pipeline::CanRestore() const {
   if (!built_) {
     return absl::FailedPreconditionError("Restore: Build the pipeline first");
   }
@@ -197,6 +159,25 @@ absl::StatusOr<CheckpointInfo> Pipeline::Restore(const std::string& dir) {
     return absl::FailedPreconditionError(
         "Restore: after Build, before the first Run or FeedInput");
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CheckpointInfo> Pipeline::Restore(
+    const std::vector<std::string>& dirs) {
+  if (lanes_ != nullptr) return RestoreLanes(dirs);
+  if (dirs.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Restore: ", dirs.size(),
+        " directories; only an elastic pipeline (a reader with attr "
+        "'elastic') resumes from several ranks' checkpoints"));
+  }
+  return Restore(dirs[0]);
+}
+
+absl::StatusOr<CheckpointInfo> Pipeline::Restore(const std::string& dir) {
+  absl::Status ok = CanRestore();
+  if (!ok.ok()) return ok;
+  if (lanes_ != nullptr) return RestoreLanes({dir});
   absl::StatusOr<CheckpointInfo> info = RestoreSession(dir);
   if (!info.ok()) return info.status();
   const KernelState& user = info->user;
@@ -240,38 +221,15 @@ absl::StatusOr<CheckpointInfo> Pipeline::Restore(const std::string& dir) {
     }
     batches.push_back(std::move(held));
   }
-  const StateEntry* where = user.Find(kSkippedWhere);
-  const StateEntry* lengths = user.Find(kSkippedLengths);
-  const StateEntry* text = user.Find(kSkippedText);
-  if (where == nullptr || lengths == nullptr || text == nullptr ||
-      where->elem_cnt() != lengths->elem_cnt() || where->elem_cnt() % 2 != 0) {
-    return malformed(absl::NotFoundError("the skipped samples are missing"));
-  }
-  std::vector<int64_t> w(where->elem_cnt()), l(lengths->elem_cnt());
-  std::memcpy(w.data(), where->bytes.data(), where->bytes.size());
-  std::memcpy(l.data(), lengths->bytes.data(), lengths->bytes.size());
-  std::vector<SkippedSample> skipped;
-  size_t at = 0;
-  for (size_t j = 0; j + 1 < w.size(); j += 2) {
-    SkippedSample sample;
-    sample.epoch = w[j];
-    sample.position = w[j + 1];
-    if (l[j] < 0 || l[j + 1] < 0 || at + l[j] + l[j + 1] > text->bytes.size()) {
-      return malformed(
-          absl::DataLossError("the skipped samples' text is short"));
-    }
-    sample.name = text->bytes.substr(at, l[j]);
-    at += l[j];
-    sample.error = text->bytes.substr(at, l[j + 1]);
-    at += l[j + 1];
-    skipped.push_back(std::move(sample));
-  }
+  absl::StatusOr<std::vector<SkippedSample>> skipped =
+      internal::pipeline::LoadSkipped(user);
+  if (!skipped.ok()) return malformed(skipped.status());
   epoch_ = counters[0];
   next_chunk_ = counters[1];
   delivered_ = counters[2];
   batches_ = counters[3];
   ready_ = std::move(batches);
-  log_->Replace(std::move(skipped));
+  log_->Replace(std::move(*skipped));
   // What the program saved is the caller's; the pipeline's own stays here.
   KernelState own;
   for (const StateEntry& entry : user.entries()) {

@@ -59,22 +59,22 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
     auto* table = new std::map<std::string, std::vector<std::string>>{
         {"file_reader",
          {"dir", "files", "labels", "file_list", "shard_id", "num_shards",
-          "stick_to_shard", "shuffle_window", "shuffle_list", "limit"}},
+          "stick_to_shard", "shuffle_window", "shuffle_list", "limit", "elastic"}},
         {"webdataset_reader",
          {"paths", "ext", "missing_component_behavior", "dtypes", "shard_id",
           "num_shards", "stick_to_shard", "shuffle_window", "shuffle_list",
-          "limit", "read_ahead_bytes", "http_attempts"}},
+          "limit", "elastic", "read_ahead_bytes", "http_attempts"}},
         {"idx_reader",
          {"images", "labels", "shard_id", "num_shards", "stick_to_shard",
-          "shuffle_window", "shuffle_list", "limit"}},
+          "shuffle_window", "shuffle_list", "limit", "elastic"}},
         {"caffe_reader",
          {"path", "image_available", "label_available", "shard_id",
           "num_shards", "stick_to_shard", "shuffle_window", "shuffle_list",
-          "limit"}},
+          "limit", "elastic"}},
         {"tfrecord_reader",
          {"paths", "features", "kinds", "shapes", "defaults", "shard_id",
           "num_shards", "stick_to_shard", "shuffle_window", "shuffle_list",
-          "limit"}},
+          "limit", "elastic"}},
         {"external_source", {"dtype", "shape"}},
         {"decode", {"color", "max_pixels"}},
         {"decode_random_crop",
@@ -571,6 +571,9 @@ std::unique_ptr<ReaderKernel> Pipeline::Compiler::ProbeReader(
   p_.epoch_size_ = reader->epoch_size();
   p_.dataset_size_ = reader->dataset_size();
   p_.chunks_per_epoch_ = (p_.epoch_size_ + n_ - 1) / n_;
+  if (init.ok() && reader->lanes() != nullptr) {
+    p_.lanes_ = std::make_unique<pipeline::LaneLayout>(*reader->lanes());
+  }
   if (!init.ok()) reader.reset();
   return reader;
 }
@@ -662,6 +665,11 @@ void Pipeline::Compiler::AddBatch(const OperatorDef& batch_def, int bi) {
   attrs["ranks"] = IntListAttr(ranks);
   attrs["max_shapes"] = IntListAttr(shapes);
   attrs["batch_size"] = IntAttr(n_);
+  if (p_.lanes_ != nullptr) {
+    attrs["lanes"] = IntAttr(p_.lanes_->lanes);
+    attrs["first_lane"] = IntAttr(p_.lanes_->first);
+    attrs["positions"] = IntAttr(p_.lanes_->positions);
+  }
   for (size_t k = 0; k < batched.size(); ++k) {
     const std::string& in_name = batch_def.inputs[k];
     Node& out = batched[k];

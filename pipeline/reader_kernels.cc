@@ -26,10 +26,11 @@ absl::Status ReaderKernel::Init(const KernelInitContext& ctx) {
   auto skip = ctx.BoolAttrOr("skip_errors", false);
   auto stick = ctx.BoolAttrOr("stick_to_shard", false);
   auto shuffle_list = ctx.BoolAttrOr("shuffle_list", false);
+  auto elastic = ctx.BoolAttrOr("elastic", false);
   absl::Status ok = FirstError(
       {outputs.status(), batch.status(), shard.status(), shards.status(),
        window.status(), limit.status(), seed.status(), skip.status(),
-       stick.status(), shuffle_list.status()});
+       stick.status(), shuffle_list.status(), elastic.status()});
   if (ok.ok()) ok = ctx.ExpectInputs(1, 1);
   if (ok.ok()) ok = ctx.ExpectOutput(/*required=*/true);
   if (!ok.ok()) return ok;
@@ -43,8 +44,14 @@ absl::Status ReaderKernel::Init(const KernelInitContext& ctx) {
     return absl::InvalidArgumentError(absl::StrCat(
         "attr 'shard_id': ", *shard, " is not below num_shards ", *shards));
   }
+  if (*elastic && *stick) {
+    return absl::InvalidArgumentError(
+        "attr 'stick_to_shard': an elastic reader's ranks share every "
+        "epoch's one order; leave it out");
+  }
   outputs_ = *outputs;
   batch_size_ = *batch;
+  elastic_ = *elastic;
   window_ = *window;
   seed_ = static_cast<uint64_t>(*seed);
   skip_errors_ = *skip;
@@ -54,13 +61,29 @@ absl::Status ReaderKernel::Init(const KernelInitContext& ctx) {
   // shards are random subsets); with one shard only when asked
   // (`shuffle_list`, DALI's random_shuffle), else the window alone
   // shuffles, as EpochOrder does for the in-plan batch kernels.
-  shards_ = std::make_unique<ShardPlan>(
-      *size, *shard, *shards,
-      /*shuffle=*/window_ > 1 && (*shards > 1 || *shuffle_list), *stick,
-      ShuffleGroups());
   dataset_size_ = *size;
-  epoch_size_ = shards_->per_shard();
-  if (*limit > 0) epoch_size_ = std::min(epoch_size_, *limit);
+  if (elastic_) {
+    // One order for every rank: the list permuted (by tar file) as for
+    // several shards, then the window; each rank reads its lanes of it.
+    shards_ = std::make_unique<ShardPlan>(
+        *size, 0, 1, /*shuffle=*/window_ > 1 || *shuffle_list, false,
+        ShuffleGroups());
+    lanes_.lanes = batch_size_ * *shards;
+    lanes_.first = batch_size_ * *shard;
+    lanes_.own = batch_size_;
+    lanes_.positions = *limit > 0 ? std::min(*size, *limit) : *size;
+    epoch_size_ = 0;
+    for (int64_t l = lanes_.first; l < lanes_.first + lanes_.own; ++l) {
+      epoch_size_ += lanes_.LaneLength(l);
+    }
+  } else {
+    shards_ = std::make_unique<ShardPlan>(
+        *size, *shard, *shards,
+        /*shuffle=*/window_ > 1 && (*shards > 1 || *shuffle_list), *stick,
+        ShuffleGroups());
+    epoch_size_ = shards_->per_shard();
+    if (*limit > 0) epoch_size_ = std::min(epoch_size_, *limit);
+  }
   return ctx.SetOutputBlobs("out", SampleListBlobs(outputs_, batch_size_));
 }
 
@@ -106,23 +129,76 @@ absl::Status ReaderKernel::AnnounceUpcoming(int64_t epoch, int64_t first,
   return absl::OkStatus();
 }
 
+std::vector<int64_t> ReaderKernel::LanePositions(int64_t chunk) const {
+  std::vector<int64_t> positions;
+  const int64_t start = chunk * lanes_.lanes + lanes_.first;
+  for (int64_t p = start;
+       p < std::min(start + lanes_.own, lanes_.positions); ++p) {
+    positions.push_back(p);
+  }
+  return positions;
+}
+
+absl::Status ReaderKernel::AnnounceLanes(int64_t epoch, int64_t chunk) {
+  const int64_t batches = lanes_.BatchesPerEpoch();
+  if (batches == 0) return absl::OkStatus();
+  // Chunks counted across epochs; a chunk past an epoch's batches (one
+  // that flushes lanes behind after skips) reads nothing, so its head
+  // start is the next epoch's first chunks.
+  const int64_t now = epoch * batches + std::min(chunk, batches);
+  int64_t next = announce_epoch_ * batches + announced_;
+  if (announce_epoch_ != epoch && announce_epoch_ != epoch + 1) {
+    next = now;  // not announced before: the first piece, or a resume
+  }
+  for (; next <= now + pieces_ahead(); ++next) {
+    const int64_t e = next / batches;
+    std::vector<int64_t> other;  // the next epoch's order, rarely needed
+    if (e != order_epoch_) {
+      other = EpochOrder(lanes_.positions, window_, seed_, e);
+    }
+    const std::vector<int64_t>& order = e == order_epoch_ ? order_ : other;
+    std::vector<int64_t> indices;
+    for (int64_t p : LanePositions(next % batches)) {
+      indices.push_back(shards_->Index(e, order[p]));
+    }
+    if (!indices.empty()) {
+      absl::Status upcoming = Upcoming(e, indices);
+      if (!upcoming.ok()) return upcoming;
+    }
+  }
+  announce_epoch_ = next / batches;
+  announced_ = next % batches;
+  return absl::OkStatus();
+}
+
 absl::Status ReaderKernel::Forward(KernelContext* ctx) {
   auto chunk = ReadChunk(ctx->input(0));
   if (!chunk.ok()) return chunk.status();
   if (chunk->epoch != order_epoch_) {
-    order_ = EpochOrder(epoch_size(), window_, seed_, chunk->epoch);
+    order_ = EpochOrder(elastic_ ? lanes_.positions : epoch_size(), window_,
+                        seed_, chunk->epoch);
     order_epoch_ = chunk->epoch;
   }
   RegisterView out = ctx->output(0);
-  const int64_t first = chunk->chunk * batch_size_;
-  const int64_t last = std::min(epoch_size(), first + batch_size_);
-  if (pieces_ahead() > 0) {
-    absl::Status announced = AnnounceUpcoming(chunk->epoch, first, last);
-    if (!announced.ok()) return announced;
+  std::vector<int64_t> positions;
+  if (elastic_) {
+    positions = LanePositions(chunk->chunk);
+    if (pieces_ahead() > 0) {
+      absl::Status announced = AnnounceLanes(chunk->epoch, chunk->chunk);
+      if (!announced.ok()) return announced;
+    }
+  } else {
+    const int64_t first = chunk->chunk * batch_size_;
+    const int64_t last = std::min(epoch_size(), first + batch_size_);
+    for (int64_t p = first; p < last; ++p) positions.push_back(p);
+    if (pieces_ahead() > 0) {
+      absl::Status announced = AnnounceUpcoming(chunk->epoch, first, last);
+      if (!announced.ok()) return announced;
+    }
   }
   for (size_t k = 0; k < outputs_.size(); ++k) {
     SampleListWriter writer(out.blob(outputs_[k]), &slots_);
-    for (int64_t position = first; position < last; ++position) {
+    for (int64_t position : positions) {
       SampleHeader like{};
       like.position = position;
       like.epoch = chunk->epoch;

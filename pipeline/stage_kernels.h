@@ -15,6 +15,7 @@
 #include "pipeline/augment.h"
 #include "pipeline/caffe_lmdb.h"
 #include "pipeline/dataset.h"
+#include "pipeline/elastic_lanes.h"
 #include "pipeline/remote_prefetch.h"
 #include "pipeline/sample_dealer.h"
 #include "pipeline/sample_list.h"
@@ -50,6 +51,9 @@ class ReaderKernel : public Kernel {
   virtual std::vector<int64_t> ShuffleGroups() const { return {}; }
   // Counts each chunk read into `counter` (after the chunk is complete).
   void CountChunksInto(std::atomic<int64_t>* counter) { counter_ = counter; }
+  // With attr `elastic`: the global schedule this rank (shard_id of
+  // num_shards) reads its lanes of (elastic_lanes.h); else null.
+  const LaneLayout* lanes() const { return elastic_ ? &lanes_ : nullptr; }
 
  protected:
   // Reads the dataset's description (not its data) and returns its size.
@@ -90,6 +94,13 @@ class ReaderKernel : public Kernel {
   // Given to Upcoming: every position of the epochs before
   // announce_epoch_, and [0, announced_) of it.
   absl::Status AnnounceUpcoming(int64_t epoch, int64_t first, int64_t last);
+  // The same for an elastic reader: each of its positions once per epoch,
+  // in chunk order, from chunk `chunk` to pieces_ahead() chunks past it.
+  absl::Status AnnounceLanes(int64_t epoch, int64_t chunk);
+  // This rank's positions in chunk `chunk` (elastic), in order.
+  std::vector<int64_t> LanePositions(int64_t chunk) const;
+  bool elastic_ = false;
+  LaneLayout lanes_;
   int64_t announce_epoch_ = -1;
   int64_t announced_ = 0;
   int64_t filling_epoch_ = 0;
@@ -350,11 +361,14 @@ class SampleStageKernel final : public Kernel {
 // completes none makes an empty piece (n = 0).
 class BatchKernel final : public Kernel {
  public:
-  explicit BatchKernel(SkipLog* log = nullptr) : log_(log) {}
+  explicit BatchKernel(SkipLog* log = nullptr,
+                       const LaneCursors* cursors = nullptr)
+      : log_(log), cursors_(cursors) {}
   absl::Status Init(const KernelInitContext& ctx) override;
   absl::Status Forward(KernelContext* ctx) override;
   // The samples held over for the next batch: "backlog_epoch" (int64),
-  // "held" (int64: how many) and "held.<i>.<k>", sample i of output k.
+  // "held" (int64: how many) and "held.<i>.<k>", sample i of output k. (An
+  // elastic pipeline checkpoints without the session: none.)
   bool has_state() const override { return true; }
   absl::Status SaveState(const KernelStateContext& ctx,
                          KernelState* state) override;
@@ -372,13 +386,32 @@ class BatchKernel final : public Kernel {
   absl::Status Place(const Output& out, const SampleRef& sample,
                      const std::string& where, TensorView data,
                      TensorView shapes, int64_t row) const;
+  // Copies a sample's outputs into `held`.
+  absl::Status Hold(const std::vector<const SampleHeader*>& sample,
+                    Pending* held);
+  // With attr `lanes` (an elastic reader's global batch): row l of a batch
+  // is the next good sample of lane first_lane + l (elastic_lanes.h). A
+  // chunk makes a batch once every lane has one or has run out, else a
+  // piece of zero rows.
+  absl::Status ForwardLanes(
+      KernelContext* ctx, const ChunkInfo& chunk,
+      const std::vector<std::vector<const SampleHeader*>>& samples);
+  absl::Status SetRows(KernelContext* ctx, int64_t rows);
 
   SkipLog* log_;
+  const LaneCursors* cursors_;
   Sample file_;  // a lazily read file's bytes
   int64_t batch_size_ = 1;
   std::vector<Output> outputs_;
   int64_t backlog_epoch_ = -1;
   std::deque<Pending> backlog_;
+  // Elastic (attr `lanes` given): per lane of epoch lanes_epoch_, the next
+  // index to take and the good samples waiting.
+  bool elastic_ = false;
+  LaneLayout lanes_;
+  int64_t lanes_epoch_ = -1;
+  std::vector<int64_t> lane_next_;
+  std::vector<std::deque<Pending>> lane_held_;
 };
 
 }  // namespace actorflow::internal::pipeline

@@ -38,6 +38,8 @@ namespace actorflow::internal::pipeline {
 // kernels point at.
 class SampleDealers;
 class SkipLog;
+class LaneCursors;
+struct LaneLayout;
 }  // namespace actorflow::internal::pipeline
 
 namespace actorflow {
@@ -222,6 +224,17 @@ class Pipeline {
   // batches are those the checkpointed pipeline would have handed out
   // next; an external source is fed from where its checkpoint left off.
   absl::StatusOr<CheckpointInfo> Restore(const std::string& dir);
+  // An elastic pipeline (a reader with attr `elastic`; docs/pipelines.md,
+  // "At scale") checkpoints only its place: the epoch, the batches handed
+  // out and the samples skipped in its lanes, a few bytes per skip, no
+  // sample data. It resumes from the checkpoint directories of every rank
+  // of the run that wrote them, at any number of ranks and threads: `dirs`
+  // (roots, one per old rank, in any order) are searched for the newest
+  // batch that every one of them has a checkpoint of. The global batches
+  // after it are those of an uninterrupted run. `user` is the first
+  // directory's. An error names a rank's checkpoint that is missing, of
+  // another pipeline or of another global batch size.
+  absl::StatusOr<CheckpointInfo> Restore(const std::vector<std::string>& dirs);
 
   // Any thread: stops the pipeline with `status`, as an operator's error
   // would; a blocked Outputs wakes and returns it. Callers interrupted by
@@ -269,6 +282,13 @@ class Pipeline {
   // The session's part of Restore: a checkpoint of this pipeline at other
   // num_threads is matched by the pipeline's definition, not by its plan.
   absl::StatusOr<CheckpointInfo> RestoreSession(const std::string& dir);
+  // The elastic forms of Checkpoint and Restore
+  // (pipeline_elastic_checkpoint.cc).
+  absl::StatusOr<CheckpointInfo> CheckpointLanes(
+      const std::string& root, const CheckpointOptions& options);
+  absl::StatusOr<CheckpointInfo> RestoreLanes(
+      const std::vector<std::string>& dirs);
+  absl::Status CanRestore() const;
   // Writes the pipeline as a job (one operator per worker and stage) and
   // compiles it into plan_ (pipeline_compiler.cc).
   absl::Status Compile();
@@ -297,6 +317,7 @@ class Pipeline {
   // outlive it.
   std::unique_ptr<internal::pipeline::SkipLog> log_;
   std::unique_ptr<internal::pipeline::SampleDealers> dealers_;
+  std::unique_ptr<internal::pipeline::LaneCursors> cursors_;
   std::atomic<int64_t> chunks_read_{0};
   std::unique_ptr<Session> session_;
 
@@ -314,6 +335,8 @@ class Pipeline {
   int64_t epoch_size_ = 0;
   int64_t dataset_size_ = 0;
   int64_t chunks_per_epoch_ = 0;
+  // An elastic reader's lanes (null: none).
+  std::unique_ptr<internal::pipeline::LaneLayout> lanes_;
   int depth_ = 2;
   // This epoch.
   int64_t epoch_ = 0;
@@ -322,6 +345,9 @@ class Pipeline {
   int64_t requested_ = 0;  // Run()s not yet answered by a batch
   int64_t delivered_ = 0;  // samples handed out
   int64_t batches_ = 0;
+  // Elastic: pieces of zero rows that were no batch (a lane waiting for a
+  // sample after skips), each calling for one more chunk.
+  int64_t not_ready_ = 0;
   // Since Build, for Stalls(): what Outputs handed out and how long the
   // caller waited in it; and where the last Stalls() window ended.
   int64_t taken_batches_ = 0;

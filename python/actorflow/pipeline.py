@@ -135,7 +135,10 @@ class Pipeline:
     0 (or None, -1): GPU operators run on device 0. restore_from (or DALI's
     checkpoint=): a checkpoint (or a directory of them, the newest taken)
     written by checkpoint(); the batches then go on exactly where it left
-    off. enable_checkpointing is DALI's: checkpoints are always on."""
+    off. With an elastic reader (elastic=True), a list of directories: every
+    rank's of the run that wrote them, at any number of ranks then and now
+    (docs/pipelines.md, "At scale"). enable_checkpointing is DALI's:
+    checkpoints are always on."""
 
     _node_class = DataNode  # what operators return
 
@@ -190,7 +193,12 @@ class Pipeline:
                 "Pipeline: give restore_from or checkpoint (its DALI name), "
                 "not both")
         restore = restore_from if restore_from is not None else checkpoint
-        self._restore_from = None if restore is None else os.fspath(restore)
+        if restore is None:
+            self._restore_from = None
+        elif isinstance(restore, (list, tuple)):
+            self._restore_from = [os.fspath(d) for d in restore]
+        else:
+            self._restore_from = [os.fspath(restore)]
 
     # ---- definition ----
 

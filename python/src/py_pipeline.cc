@@ -198,10 +198,11 @@ class PyPipeline {
     py::gil_scoped_acquire gil;
     return CheckpointDict(ValueOrThrow(std::move(info)));
   }
-  py::dict Restore(const std::string& dir) {
+  // One directory, or (an elastic pipeline) every old rank's.
+  py::dict Restore(const std::vector<std::string>& dirs) {
     Pipeline* pipe = Get();
     py::gil_scoped_release nogil;
-    absl::StatusOr<CheckpointInfo> info = pipe->Restore(dir);
+    absl::StatusOr<CheckpointInfo> info = pipe->Restore(dirs);
     py::gil_scoped_acquire gil;
     return CheckpointDict(ValueOrThrow(std::move(info)));
   }
@@ -352,7 +353,7 @@ void RegisterPipelines(py::module_& m) {
       .def("reset", &PyPipeline::Reset)
       .def("checkpoint", &PyPipeline::Checkpoint, py::arg("directory"),
            py::arg("keep_last") = 0)
-      .def("restore", &PyPipeline::Restore, py::arg("directory"))
+      .def("restore", &PyPipeline::Restore, py::arg("directories"))
       .def("skipped", &PyPipeline::Skipped)
       .def("close", &PyPipeline::Close);
 }

@@ -261,7 +261,7 @@ class DALIGenericIterator:
                                 "load_state_dict: the checkpoint holds "
                                 f"'{member.name}'")
                     tar.extractall(directory)
-                pipe._native.restore(os.path.join(directory, "checkpoint"))
+                pipe._native.restore([os.path.join(directory, "checkpoint")])
             if hasattr(pipe, "_carry"):
                 pipe._carry = saved["carry"]
         self._counter = state["counter"]
