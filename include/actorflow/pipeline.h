@@ -247,6 +247,9 @@ class Pipeline {
   absl::Status Finish();
 
   int64_t epoch() const { return epoch_; }
+  // Batches handed out in this epoch (after a Restore: those handed out
+  // before the checkpoint), so the next batch's index.
+  int64_t batches() const { return batches_; }
   // Chunks (a batch's worth of samples) the reader has read since Build:
   // never more than prefetch_depth ahead of the batches taken.
   int64_t chunks_read() const {

@@ -106,7 +106,8 @@ def batch(*data, device="cpu", name=None, **kwargs):
 def _file_reader(*, name=None, **kwargs):
     """Files' bytes and labels: `dir` (DALI: `file_root`), `files`,
     `labels`, `file_list`, `shard_id`, `num_shards`, `stick_to_shard`,
-    `shuffle_window`, `limit`. Returns (data, labels)."""
+    `shuffle_window`, `limit`, `elastic` (one global schedule that resumes
+    at any number of ranks). Returns (data, labels)."""
     kwargs = _renamed(kwargs, {"file_root": "dir"})
     return _add_operator("file_reader", [], 2, "cpu", name, kwargs)
 
@@ -134,7 +135,7 @@ def _webdataset_reader(*, name=None, **kwargs):
     """WebDataset tar shards: `paths` (local paths or http(s):// URLs),
     `ext` (one output per entry; alternatives separated by ';'),
     `missing_component_behavior`, `dtypes`, `shard_id`, `num_shards`,
-    `stick_to_shard`, `shuffle_window`, `limit`; for URLs
+    `stick_to_shard`, `shuffle_window`, `limit`, `elastic`; for URLs
     `read_ahead_bytes`, `read_ahead_blocks`, `http_attempts`. Returns one
     node per entry of `ext`."""
     ext = kwargs.get("ext")

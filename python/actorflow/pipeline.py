@@ -307,6 +307,19 @@ class Pipeline:
         return self._native.checkpoint(os.fspath(directory), keep_last)["path"]
 
     @property
+    def epoch(self):
+        """The epoch under way (0 first; reset() moves to the next)."""
+        self._require_native()
+        return self._native.epoch()
+
+    @property
+    def batches(self):
+        """Batches handed out in this epoch: the next one's index (after a
+        restore, where the checkpoint left off)."""
+        self._require_native()
+        return self._native.batches()
+
+    @property
     def plan(self):
         """The compiled Plan (actorflow.validate, dot, save work on it)."""
         self._require_native()

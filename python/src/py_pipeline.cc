@@ -149,6 +149,7 @@ class PyPipeline {
   int64_t epoch_size() { return Get()->epoch_size(); }
   int64_t dataset_size() { return Get()->dataset_size(); }
   int64_t epoch() { return Get()->epoch(); }
+  int64_t batches() { return Get()->batches(); }
   void Schedule() { ThrowIfError(Get()->Run()); }
 
   // The next batch as [(name, data, shapes)], held until Release (share) or
@@ -342,6 +343,7 @@ void RegisterPipelines(py::module_& m) {
       .def("skipped_count", &PyPipeline::SkippedCount)
       .def("dataset_size", &PyPipeline::dataset_size)
       .def("epoch", &PyPipeline::epoch)
+      .def("batches", &PyPipeline::batches)
       .def("schedule", &PyPipeline::Schedule)
       .def("take",
            [](py::object self, bool share) {

@@ -56,8 +56,9 @@ def write_shards(images, out_dir):
     return names
 
 
-def make_pipeline(paths, restore_from=None, num_threads=2, **reader):
-    pipe = Pipeline(batch_size=8, num_threads=num_threads,
+def make_pipeline(paths, restore_from=None, num_threads=2, batch_size=8,
+                  **reader):
+    pipe = Pipeline(batch_size=batch_size, num_threads=num_threads,
                     prefetch_queue_depth=2, seed=5, on_error="skip_sample",
                     restore_from=restore_from)
     with pipe:
@@ -184,6 +185,26 @@ class ShardsOverHttpTest(unittest.TestCase):
                                    f"{cut:04d}.jpg"])
         self.assertEqual(want_skipped, [f"{self.local()[-1]}:s{SHARDS - 1}/"
                                         f"{cut:04d}.jpg"])
+
+    def test_elastic_ranks_over_http_match_local_files(self):
+        # Elastic ranks fetch their lanes' samples ahead over a faulty
+        # server and hand out what one rank reading local files does.
+        (want,), _ = run_epochs(self.local(), epochs=1, shuffle_window=16,
+                                elastic=True)
+        joined = []
+        for rank in range(2):
+            (got,), _ = run_epochs(self.urls(), epochs=1, shard_id=rank,
+                                   num_shards=2, shuffle_window=16,
+                                   elastic=True, batch_size=4)
+            joined.append(got)
+        self.assertEqual(len(joined[0]), len(joined[1]))
+        self.assertEqual(len(joined[0]), len(want))
+        for (wi, wn), (ai, an), (bi, bn) in zip(want, *joined):
+            # The global batch of 8: rank 0's 4 rows, then rank 1's.
+            self.assertEqual(wn, an + bn)
+            if len(ai) and len(bi):
+                self.assertTrue(numpy.array_equal(
+                    wi, numpy.concatenate([ai, bi])))
 
     def test_ranks_get_whole_shards(self):
         # Two ranks, shuffled: each reads a run of whole shards (cut only
