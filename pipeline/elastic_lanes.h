@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "actorflow/skipped_sample.h"
 #include "base/mutex.h"
 
 // The global schedule of an elastic reader (docs/pipelines.md, "At
@@ -57,6 +58,45 @@ struct LaneLayout {
     return std::min(cursor, LaneLength(lane));
   }
 };
+
+// For each of the rank's lanes, its cursor after `batches` batches of
+// `epoch`, from the skips in `log` (any rank's: other lanes and epochs are
+// left out).
+inline std::vector<int64_t> CursorsAfter(const LaneLayout& lanes,
+                                         int64_t epoch, int64_t batches,
+                                         const std::vector<SkippedSample>& log) {
+  std::vector<std::vector<int64_t>> skipped(lanes.own);
+  for (const SkippedSample& sample : log) {
+    const int64_t lane = lanes.LaneOf(sample.position) - lanes.first;
+    if (sample.epoch != epoch || lane < 0 || lane >= lanes.own) continue;
+    skipped[lane].push_back(lanes.IndexInLane(sample.position));
+  }
+  std::vector<int64_t> cursors(lanes.own);
+  for (int64_t l = 0; l < lanes.own; ++l) {
+    std::sort(skipped[l].begin(), skipped[l].end());
+    cursors[l] = lanes.Cursor(lanes.first + l, batches, skipped[l]);
+  }
+  return cursors;
+}
+
+// The skips of `log` that the rank's lanes had reached by `cursors` in
+// `epoch` (and every earlier epoch's): those past a cursor are read, and
+// logged, again.
+inline std::vector<SkippedSample> SkipsBefore(
+    const LaneLayout& lanes, int64_t epoch,
+    const std::vector<int64_t>& cursors, std::vector<SkippedSample> log) {
+  std::vector<SkippedSample> kept;
+  for (SkippedSample& sample : log) {
+    const int64_t lane = lanes.LaneOf(sample.position) - lanes.first;
+    if (lane < 0 || lane >= lanes.own || sample.epoch > epoch) continue;
+    if (sample.epoch == epoch &&
+        lanes.IndexInLane(sample.position) >= cursors[lane]) {
+      continue;
+    }
+    kept.push_back(std::move(sample));
+  }
+  return kept;
+}
 
 // Where a restored elastic pipeline's lanes resume: for epoch `epoch`, the
 // first index in each of the rank's lanes not yet used (positions before

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "pipeline/autotune.h"
 #include "pipeline/elastic_lanes.h"
 #include "pipeline/pipeline_held.h"
 #include "pipeline/sample_ops.h"
@@ -82,6 +83,19 @@ absl::Status Pipeline::Build() {
   if (built_) return absl::FailedPreconditionError("Build: already built");
   absl::Status status = Compile();
   if (!status.ok()) return status;
+  status = StartSession();
+  if (!status.ok()) return status;
+  built_ = true;
+  stalls_since_ns_ = SteadyNowNs();
+  if (options_.autotune) StartTuner();
+  if (!options_.restore_from.empty()) {
+    absl::StatusOr<CheckpointInfo> restored = Restore(options_.restore_from);
+    if (!restored.ok()) return Fail(restored.status());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Pipeline::StartSession() {
   SessionOptions session_options;
   session_options.trace = options_.trace;
   session_options.stats = options_.stats;
@@ -95,12 +109,6 @@ absl::Status Pipeline::Build() {
         absl::StrCat("pipeline plan: ", session.status().message()));
   }
   session_ = std::move(*session);
-  built_ = true;
-  stalls_since_ns_ = SteadyNowNs();
-  if (!options_.restore_from.empty()) {
-    absl::StatusOr<CheckpointInfo> restored = Restore(options_.restore_from);
-    if (!restored.ok()) return Fail(restored.status());
-  }
   return absl::OkStatus();
 }
 
@@ -316,6 +324,10 @@ absl::StatusOr<bool> Pipeline::FetchOne(Held* held) {
 }
 
 absl::StatusOr<BatchView> Pipeline::ShareOutputs() {
+  if (built_ && error_.ok()) {
+    absl::Status tuned = TuneStep();
+    if (!tuned.ok()) return tuned;
+  }
   const int64_t asked_ns = SteadyNowNs();
   absl::StatusOr<BatchView> view = NextOutputs();
   if (view.ok()) {

@@ -200,10 +200,7 @@ absl::StatusOr<CheckpointInfo> Pipeline::RestoreLanes(
         ": give the checkpoint directory of every rank"));
   }
   const int64_t epoch = ranks[0].epoch, batches = ranks[0].batches;
-  // This rank's lanes: the skipped indices of each in the epoch resumed,
-  // and every skip of them (earlier epochs' too) for the log.
-  std::vector<std::vector<int64_t>> skipped(lanes_->own);
-  std::vector<SkippedSample> mine;
+  std::vector<SkippedSample> all;
   for (const RankCheckpoint& rank : ranks) {
     absl::StatusOr<std::vector<SkippedSample>> log =
         pipeline::LoadSkipped(rank.data.user);
@@ -211,41 +208,23 @@ absl::StatusOr<CheckpointInfo> Pipeline::RestoreLanes(
       return absl::DataLossError(absl::StrCat(
           "checkpoint '", rank.path, "': ", log.status().message()));
     }
-    for (SkippedSample& sample : *log) {
-      const int64_t lane = lanes_->LaneOf(sample.position) - lanes_->first;
-      if (lane < 0 || lane >= lanes_->own) continue;
-      if (sample.epoch == epoch) {
-        skipped[lane].push_back(lanes_->IndexInLane(sample.position));
-      }
-      if (sample.epoch <= epoch) mine.push_back(std::move(sample));
-    }
+    all.insert(all.end(), log->begin(), log->end());
   }
-  std::vector<int64_t> cursors(lanes_->own);
-  delivered_ = 0;
-  for (int64_t l = 0; l < lanes_->own; ++l) {
-    std::sort(skipped[l].begin(), skipped[l].end());
-    cursors[l] = lanes_->Cursor(lanes_->first + l, batches, skipped[l]);
-    const int64_t before = std::lower_bound(skipped[l].begin(),
-                                            skipped[l].end(), cursors[l]) -
-                           skipped[l].begin();
-    delivered_ += cursors[l] - before;
-  }
-  // Skips past a lane's cursor were logged ahead of what went out: the
-  // resumed run reads them again and logs them then.
-  std::vector<SkippedSample> log;
-  for (SkippedSample& sample : mine) {
-    const int64_t lane = lanes_->LaneOf(sample.position) - lanes_->first;
-    if (sample.epoch == epoch &&
-        lanes_->IndexInLane(sample.position) >= cursors[lane]) {
-      continue;
-    }
-    log.push_back(std::move(sample));
-  }
+  std::vector<int64_t> cursors =
+      pipeline::CursorsAfter(*lanes_, epoch, batches, all);
+  // This rank's lanes' skips up to their cursors (earlier epochs' too);
+  // those past a cursor were logged ahead of what went out, and the
+  // resumed run reads them again.
+  std::vector<SkippedSample> log =
+      pipeline::SkipsBefore(*lanes_, epoch, cursors, std::move(all));
   std::sort(log.begin(), log.end(),
             [](const SkippedSample& a, const SkippedSample& b) {
               return std::tie(a.epoch, a.position) <
                      std::tie(b.epoch, b.position);
             });
+  delivered_ = 0;
+  for (int64_t l = 0; l < lanes_->own; ++l) delivered_ += cursors[l];
+  for (const SkippedSample& sample : log) delivered_ -= sample.epoch == epoch;
   log_->Replace(std::move(log));
   cursors_->Set(epoch, std::move(cursors));
   epoch_ = epoch;

@@ -36,6 +36,7 @@
 namespace actorflow::internal::pipeline {
 // The runtime's, outside the versioned namespace: what the pipeline's
 // kernels point at.
+class Autotuner;
 class SampleDealers;
 class SkipLog;
 class LaneCursors;
@@ -85,6 +86,34 @@ struct PipelineOptions {
   bool fuse_decode = true;
   // Which CUDA devices are usable (tests pass their own).
   DeviceProbe probe = cuda::DeviceAvailable;
+  // Choose num_threads and prefetch_depth while running, from the images/s
+  // the caller gets (Pipeline::Autotune(); docs/pipelines.md, "At scale"):
+  // neither changes a batch. num_threads and prefetch_depth above are where
+  // it starts.
+  bool autotune = false;
+  // The most worker threads it tries (0: the CPUs this process may use).
+  int autotune_cpus = 0;
+  // The memory the pipeline may add to the process's resident set, in
+  // bytes (0: no limit): configurations predicted to pass it are not tried.
+  int64_t autotune_memory_bytes = 0;
+};
+
+// One configuration the tuner ran for a window of batches.
+struct AutotuneTrial {
+  int threads = 0;
+  int depth = 0;
+  double images_per_s = 0;   // samples per second as the caller took them
+  int64_t memory_bytes = 0;  // resident memory above the pipeline's start
+};
+
+// Where the tuner stands (Pipeline::Autotune).
+struct AutotuneReport {
+  bool enabled = false;
+  int threads = 0;  // running now
+  int depth = 0;
+  bool settled = false;  // it has chosen and tries nothing more
+  int64_t batches_to_settle = 0;  // batches taken when it settled
+  std::vector<AutotuneTrial> trials;
 };
 
 // One operator: `op` is what it does ("file_reader", "decode", ...), its
@@ -271,6 +300,8 @@ class Pipeline {
   // takes the batches: where the pipeline stalled since the last call (see
   // PipelineStalls). Costs what Stats costs; nothing between calls.
   absl::StatusOr<PipelineStalls> Stalls();
+  // The tuner's trials and choice (PipelineOptions::autotune).
+  AutotuneReport Autotune() const;
 
  private:
   class Compiler;  // pipeline_compiler.cc
@@ -292,6 +323,17 @@ class Pipeline {
   absl::StatusOr<CheckpointInfo> RestoreLanes(
       const std::vector<std::string>& dirs);
   absl::Status CanRestore() const;
+  // The tuner's step before a batch is taken (pipeline_autotune.cc): ends
+  // a measuring window when one is full and moves to the configuration
+  // the tuner names next.
+  absl::Status TuneStep();
+  void StartTuner();
+  // Creates session_ for plan_, its kernels bound to this pipeline's.
+  absl::Status StartSession();
+  // Rebuilds the plan and session at `threads` and `depth` at a cut: what
+  // is in flight is taken out first (as Checkpoint does) and the kernels'
+  // state carried over in memory, so the batches go on unchanged.
+  absl::Status Reconfigure(int threads, int depth);
   // Writes the pipeline as a job (one operator per worker and stage) and
   // compiles it into plan_ (pipeline_compiler.cc).
   absl::Status Compile();
@@ -311,7 +353,7 @@ class Pipeline {
   absl::StatusOr<bool> FetchOne(Held* held);
   bool MoreToIssue() const;
 
-  const PipelineOptions options_;
+  PipelineOptions options_;  // num_threads, prefetch_depth: the tuner's
   std::vector<OperatorDef> ops_;
   std::vector<std::string> output_names_;
   std::vector<std::string> declare_errors_;
@@ -361,6 +403,15 @@ class Pipeline {
   int64_t stalls_samples_ = 0;
   int64_t stalls_wait_ns_ = 0;
   std::map<std::string, TaskStats> stalls_stats_;
+  // The tuner (null unless autotune) and its window: where it started
+  // (batches taken, samples, time) and the resident memory at Build.
+  std::unique_ptr<internal::pipeline::Autotuner> tuner_;
+  int64_t tune_window_batches_ = 0;
+  int64_t tune_window_samples_ = 0;
+  int64_t tune_window_ns_ = 0;
+  int64_t tune_warmup_ = 0;  // batches to let pass before a window opens
+  int64_t tune_settled_at_ = 0;
+  int64_t rss_at_build_ = 0;
   std::deque<std::unique_ptr<Held>> held_;
   // Batches made and not yet handed out, in memory of their own: taken out
   // of the plan by a Checkpoint, or given back by a Restore. They go out

@@ -138,7 +138,12 @@ class Pipeline:
     off. With an elastic reader (elastic=True), a list of directories: every
     rank's of the run that wrote them, at any number of ranks then and now
     (docs/pipelines.md, "At scale"). enable_checkpointing is DALI's:
-    checkpoints are always on."""
+    checkpoints are always on. autotune=True: the pipeline chooses its
+    worker threads and prefetch depth while it runs, from the images/s it
+    hands out (num_threads and prefetch_queue_depth are where it starts),
+    within autotune_cpus threads (default: the CPUs this process may use)
+    and autotune_memory bytes of added resident memory (default: no limit);
+    it never changes a batch. autotune_report() says what it tried."""
 
     _node_class = DataNode  # what operators return
 
@@ -148,7 +153,8 @@ class Pipeline:
     def __init__(self, batch_size, num_threads=1, device_id=None, seed=0, *,
                  prefetch_queue_depth=2, on_error="fail", fuse_decode=True,
                  restore_from=None, checkpoint=None,
-                 enable_checkpointing=True):
+                 enable_checkpointing=True, autotune=False, autotune_cpus=None,
+                 autotune_memory=None):
         # device_id as DALI has it: GPU operators run on device 0, the only
         # one a pipeline uses; None and -1 (no GPU) are accepted too.
         if device_id not in (None, -1, 0):
@@ -163,9 +169,11 @@ class Pipeline:
                 f"{prefetch_queue_depth}")
         if seed is None or seed < 0:
             seed = 0
-        self._native = _actorflow._Pipeline(batch_size, num_threads,
-                                            prefetch_queue_depth, seed,
-                                            on_error, fuse_decode)
+        self._native = _actorflow._Pipeline(
+            batch_size, num_threads, prefetch_queue_depth, seed, on_error,
+            fuse_decode, autotune=bool(autotune),
+            autotune_cpus=int(autotune_cpus or 0),
+            autotune_memory_bytes=int(autotune_memory or 0))
         self.batch_size = batch_size
         self.num_threads = num_threads
         self.prefetch_queue_depth = prefetch_queue_depth
@@ -305,6 +313,14 @@ class Pipeline:
         included. keep_last: keep only the newest so many there."""
         self._require_native()
         return self._native.checkpoint(os.fspath(directory), keep_last)["path"]
+
+    def autotune_report(self):
+        """The tuner's state: "enabled", the "threads" and "depth" running
+        now, "settled" (it tries nothing more), "batches_to_settle", and
+        its "trials" (each "threads", "depth", "images_per_s",
+        "memory_bytes")."""
+        self._require_native()
+        return self._native.autotune()
 
     @property
     def epoch(self):

@@ -100,7 +100,9 @@ AttrValue ToAttr(const std::string& op, const std::string& key,
 class PyPipeline {
  public:
   PyPipeline(int64_t batch_size, int num_threads, int prefetch_depth,
-             uint64_t seed, const std::string& on_error, bool fuse_decode) {
+             uint64_t seed, const std::string& on_error, bool fuse_decode,
+             bool autotune, int autotune_cpus,
+             int64_t autotune_memory_bytes) {
     PipelineOptions options;
     options.batch_size = batch_size;
     options.num_threads = num_threads;
@@ -116,6 +118,9 @@ class PyPipeline {
           "\"")));
     }
     options.fuse_decode = fuse_decode;
+    options.autotune = autotune;
+    options.autotune_cpus = autotune_cpus;
+    options.autotune_memory_bytes = autotune_memory_bytes;
     pipe_ = std::make_unique<Pipeline>(options);
   }
   ~PyPipeline() { Close(); }
@@ -247,6 +252,28 @@ class PyPipeline {
     out["verdict"] = report.verdict;
     return out;
   }
+  // {"enabled", "threads", "depth", "settled", "batches_to_settle",
+  //  "trials": [{"threads", "depth", "images_per_s", "memory_bytes"}]}.
+  py::dict Autotune() {
+    AutotuneReport report = Get()->Autotune();
+    py::list trials;
+    for (const AutotuneTrial& t : report.trials) {
+      py::dict trial;
+      trial["threads"] = t.threads;
+      trial["depth"] = t.depth;
+      trial["images_per_s"] = t.images_per_s;
+      trial["memory_bytes"] = t.memory_bytes;
+      trials.append(trial);
+    }
+    py::dict out;
+    out["enabled"] = report.enabled;
+    out["threads"] = report.threads;
+    out["depth"] = report.depth;
+    out["settled"] = report.settled;
+    out["batches_to_settle"] = report.batches_to_settle;
+    out["trials"] = trials;
+    return out;
+  }
   int64_t SkippedCount() {
     return static_cast<int64_t>(Get()->skipped().size());
   }
@@ -329,10 +356,13 @@ void RegisterPipelines(py::module_& m) {
         py::arg("height"), py::arg("width"), py::arg("mode"),
         py::arg("max_height"), py::arg("max_width"));
   py::class_<PyPipeline>(m, "_Pipeline")
-      .def(py::init<int64_t, int, int, uint64_t, const std::string&, bool>(),
+      .def(py::init<int64_t, int, int, uint64_t, const std::string&, bool,
+                    bool, int, int64_t>(),
            py::arg("batch_size"), py::arg("num_threads"),
            py::arg("prefetch_depth"), py::arg("seed"), py::arg("on_error"),
-           py::arg("fuse_decode"))
+           py::arg("fuse_decode"), py::arg("autotune") = false,
+           py::arg("autotune_cpus") = 0, py::arg("autotune_memory_bytes") = 0)
+      .def("autotune", &PyPipeline::Autotune)
       .def("add", &PyPipeline::Add)
       .def("set_outputs", &PyPipeline::SetOutputs)
       .def("build", &PyPipeline::Build)
