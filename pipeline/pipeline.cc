@@ -178,7 +178,11 @@ bool Pipeline::MoreToIssue() const {
 absl::Status Pipeline::Pump() {
   // Batches already made (ready_) count against the prefetch.
   const int64_t ready = static_cast<int64_t>(ready_.size());
-  while (in_flight_ + ready < depth_ && in_flight_ + ready < requested_ &&
+  // A tuned pipeline keeps its (tuned) depth in the making once asked for
+  // a batch: the caller primed as many Run()s as the depth it started at.
+  const int64_t wanted =
+      tuner_ != nullptr && requested_ > 0 ? depth_ : requested_;
+  while (in_flight_ + ready < depth_ && in_flight_ + ready < wanted &&
          MoreToIssue()) {
     const int64_t chunk = next_chunk_;
     const bool final = !externals_.empty() || chunk >= chunks_per_epoch_ - 1;
