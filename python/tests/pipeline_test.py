@@ -476,6 +476,37 @@ class PipelineTest(unittest.TestCase):
         self.assertIn("verdict", live)
         self.assertEqual(pipe.stalls()["batches"], 0)
 
+    def test_autotune_never_changes_a_batch(self):
+        def pipeline(tune):
+            pipe = Pipeline(batch_size=2, num_threads=1, seed=3,
+                            prefetch_queue_depth=1, autotune=tune,
+                            autotune_cpus=3)
+            with pipe:
+                jpegs, labels = fn.readers.file(dir=self.root,
+                                                shuffle_window=8)
+                images = fn.decoders.image_random_crop(jpegs, size=[16, 16])
+                images = fn.flip(images)
+                pipe.set_outputs(images, labels)
+            pipe.build()
+            return pipe
+        plain, tuned = pipeline(False), pipeline(True)
+        # Epochs of 10 batches: enough for windows of 16 batches and 50 ms
+        # to end and the tuner to move at least once.
+        for _ in range(30):
+            want, got = epoch(plain), epoch(tuned)
+            self.assertEqual(len(want), len(got))
+            for (a, la), (b, lb) in zip(want, got):
+                numpy.testing.assert_array_equal(a, b)
+                numpy.testing.assert_array_equal(la, lb)
+            plain.reset()
+            tuned.reset()
+        report = tuned.autotune_report()
+        self.assertTrue(report["enabled"])
+        self.assertGreaterEqual(len(report["trials"]), 2)
+        self.assertEqual(set(report["trials"][0]),
+                         {"threads", "depth", "images_per_s", "memory_bytes"})
+        self.assertFalse(plain.autotune_report()["enabled"])
+
     def test_sleep_passes_samples_through(self):
         def pipeline(ms):
             pipe = Pipeline(batch_size=4, num_threads=2, seed=3)
