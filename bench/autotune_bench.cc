@@ -167,17 +167,18 @@ int main(int argc, char** argv) {
               {"windows", &windows, "windows per figure (median shown)"},
               {"check", &check, "batches compared, tuned against untuned"},
               {"memory-mb", &memory_mb, "the tuner's memory budget, MiB"},
-              {"only", &only, "which jobs, a bit each (1: JPEG, 2: PNG, 4: "
-                              "heavy augmentation)"}},
+              {"only", &only,
+               "which jobs, a bit each (1: JPEG, 2: PNG, 4: "
+               "heavy augmentation)"}},
              "Images/s of the pipeline tuner against a grid search over "
              "threads 1-4 x prefetch depth 1, 2, 4, for three jobs.");
   const char* tmp = std::getenv("TMPDIR");
   const std::string root = std::string(tmp ? tmp : "/tmp") +
                            "/actorflow_autotune_bench_" +
                            std::to_string(getpid());
-  Check(internal::pipeline::WritePhotoImages(root + "/jpeg", images, 375, 500,
-                                             4),
-        "writing photos");
+  Check(
+      internal::pipeline::WritePhotoImages(root + "/jpeg", images, 375, 500, 4),
+      "writing photos");
   Check(WritePngPhotos(root + "/png", images), "writing PNGs");
   const std::vector<Job> jobs = {
       {"photo JPEG -> 224 crop", root + "/jpeg",
@@ -258,8 +259,7 @@ int main(int argc, char** argv) {
     // Built first and left idle while the tuner runs: a session built
     // while another pipeline of the process computes counts its threads as
     // CPUs busy elsewhere and takes fewer threads.
-    auto grid_best =
-        Make(job, batch, best_threads, best_depth, false, 0);
+    auto grid_best = Make(job, batch, best_threads, best_depth, false, 0);
     auto tuned = Make(job, batch, 1, 1, true, memory_mb << 20);
     Taker taker(tuned.get(), 1);
     const uint64_t got = Checksum(&taker, check);
@@ -271,8 +271,7 @@ int main(int argc, char** argv) {
     const AutotuneReport report = tuned->Autotune();
     Taker best_taker(grid_best.get(), best_depth);
     const Paired paired = PairedMedians(
-        static_cast<int>(windows) * 2,
-        [&] { return best_taker.Rate(window); },
+        static_cast<int>(windows) * 2, [&] { return best_taker.Rate(window); },
         [&] { return taker.Rate(window); });
     Check(grid_best->Finish(), "finish");
     int64_t most_memory = 0;
@@ -285,8 +284,7 @@ int main(int argc, char** argv) {
         paired.baseline, paired.ratio,
         report.settled ? absl::StrCat(report.batches_to_settle).c_str() : "no",
         static_cast<double>(most_memory) / (1 << 20),
-        static_cast<long long>(memory_mb),
-        got == want ? "same" : "DIFFER");
+        static_cast<long long>(memory_mb), got == want ? "same" : "DIFFER");
     std::fflush(stdout);
     std::fprintf(stderr, "  %s: tuned to %d threads, depth %d (%zu trials)\n",
                  job.name.c_str(), report.threads, report.depth,

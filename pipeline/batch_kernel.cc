@@ -39,9 +39,9 @@ absl::Status BatchKernel::Init(const KernelInitContext& ctx) {
   if (elastic_ && (*first_lane < 0 || *first_lane + batch_size_ > *lanes ||
                    *positions < 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "attrs 'lanes', 'first_lane', 'positions': lanes [", *first_lane,
-        ", ", *first_lane + batch_size_, ") are not within ", *lanes,
-        " lanes, or ", *positions, " positions is negative"));
+        "attrs 'lanes', 'first_lane', 'positions': lanes [", *first_lane, ", ",
+        *first_lane + batch_size_, ") are not within ", *lanes, " lanes, or ",
+        *positions, " positions is negative"));
   }
   lanes_ = LaneLayout{*lanes, *first_lane, batch_size_, *positions};
   outputs_.clear();
@@ -269,8 +269,8 @@ absl::Status BatchKernel::Hold(const std::vector<const SampleHeader*>& sample,
     auto ref = Materialize(*sample[k], &file_);
     if (!ref.ok()) {
       return absl::Status(ref.status().code(),
-                          absl::StrCat("output '", outputs_[k].name, "': ",
-                                       DescribeSample(*sample[k]), ": ",
+                          absl::StrCat("output '", outputs_[k].name,
+                                       "': ", DescribeSample(*sample[k]), ": ",
                                        ref.status().message()));
     }
     (*held)[k].Reshape(ref->type, ref->shape);
@@ -294,10 +294,10 @@ absl::Status BatchKernel::ForwardLanes(
     const int64_t position = samples[0][s]->position;
     const int64_t lane = lanes_.LaneOf(position) - lanes_.first;
     if (lane < 0 || lane >= own) {
-      return absl::InternalError(absl::StrCat(
-          "batch: position ", position, " of chunk ", chunk.chunk,
-          " is in none of lanes [", lanes_.first, ", ", lanes_.first + own,
-          ")"));
+      return absl::InternalError(
+          absl::StrCat("batch: position ", position, " of chunk ", chunk.chunk,
+                       " is in none of lanes [", lanes_.first, ", ",
+                       lanes_.first + own, ")"));
     }
     // Indices before the cursor went out (or were skipped) before a
     // restore: read again only because their chunk was.
@@ -314,8 +314,7 @@ absl::Status BatchKernel::ForwardLanes(
         const SampleRef text = RefOf(*dropped);
         log_->Add(SkippedSample{
             dropped->epoch, dropped->position, std::string(NameOf(*dropped)),
-            std::string(reinterpret_cast<const char*>(text.data),
-                        text.bytes)});
+            std::string(reinterpret_cast<const char*>(text.data), text.bytes)});
       }
       continue;
     }

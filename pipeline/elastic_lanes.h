@@ -24,10 +24,10 @@
 namespace actorflow::internal::pipeline {
 
 struct LaneLayout {
-  int64_t lanes = 1;       // the global batch size
-  int64_t first = 0;       // this rank's first lane
-  int64_t own = 1;         // how many lanes it owns (its batch size)
-  int64_t positions = 0;   // samples in an epoch
+  int64_t lanes = 1;      // the global batch size
+  int64_t first = 0;      // this rank's first lane
+  int64_t own = 1;        // how many lanes it owns (its batch size)
+  int64_t positions = 0;  // samples in an epoch
 
   int64_t LaneOf(int64_t position) const { return position % lanes; }
   int64_t IndexInLane(int64_t position) const { return position / lanes; }
@@ -62,9 +62,9 @@ struct LaneLayout {
 // For each of the rank's lanes, its cursor after `batches` batches of
 // `epoch`, from the skips in `log` (any rank's: other lanes and epochs are
 // left out).
-inline std::vector<int64_t> CursorsAfter(const LaneLayout& lanes,
-                                         int64_t epoch, int64_t batches,
-                                         const std::vector<SkippedSample>& log) {
+inline std::vector<int64_t> CursorsAfter(
+    const LaneLayout& lanes, int64_t epoch, int64_t batches,
+    const std::vector<SkippedSample>& log) {
   std::vector<std::vector<int64_t>> skipped(lanes.own);
   for (const SkippedSample& sample : log) {
     const int64_t lane = lanes.LaneOf(sample.position) - lanes.first;
@@ -83,8 +83,8 @@ inline std::vector<int64_t> CursorsAfter(const LaneLayout& lanes,
 // `epoch` (and every earlier epoch's): those past a cursor are read, and
 // logged, again.
 inline std::vector<SkippedSample> SkipsBefore(
-    const LaneLayout& lanes, int64_t epoch,
-    const std::vector<int64_t>& cursors, std::vector<SkippedSample> log) {
+    const LaneLayout& lanes, int64_t epoch, const std::vector<int64_t>& cursors,
+    std::vector<SkippedSample> log) {
   std::vector<SkippedSample> kept;
   for (SkippedSample& sample : log) {
     const int64_t lane = lanes.LaneOf(sample.position) - lanes.first;

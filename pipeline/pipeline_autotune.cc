@@ -91,12 +91,10 @@ absl::Status Pipeline::TuneStep() {
       now - tune_window_ns_ < kWindowNs) {
     return absl::OkStatus();
   }
-  const double seconds =
-      static_cast<double>(now - tune_window_ns_) / 1e9;
+  const double seconds = static_cast<double>(now - tune_window_ns_) / 1e9;
   const double rate =
       seconds > 0
-          ? static_cast<double>(taken_samples_ - tune_window_samples_) /
-                seconds
+          ? static_cast<double>(taken_samples_ - tune_window_samples_) / seconds
           : 0;
   tuner_->Record(rate, std::max<int64_t>(ResidentBytes() - rss_at_build_, 0));
   if (tuner_->settled()) tune_settled_at_ = taken_batches_;
@@ -150,8 +148,8 @@ absl::Status Pipeline::Reconfigure(int threads, int depth) {
     const int64_t made = batches_ + static_cast<int64_t>(ready_.size());
     std::vector<int64_t> cursors =
         pipeline::CursorsAfter(*lanes_, epoch_, made, log_->Snapshot());
-    log_->Replace(pipeline::SkipsBefore(*lanes_, epoch_, cursors,
-                                        log_->Snapshot()));
+    log_->Replace(
+        pipeline::SkipsBefore(*lanes_, epoch_, cursors, log_->Snapshot()));
     cursors_->Set(epoch_, std::move(cursors));
     next_chunk_ = made;
     not_ready_ = 0;

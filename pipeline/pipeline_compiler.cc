@@ -59,7 +59,8 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
     auto* table = new std::map<std::string, std::vector<std::string>>{
         {"file_reader",
          {"dir", "files", "labels", "file_list", "shard_id", "num_shards",
-          "stick_to_shard", "shuffle_window", "shuffle_list", "limit", "elastic"}},
+          "stick_to_shard", "shuffle_window", "shuffle_list", "limit",
+          "elastic"}},
         {"webdataset_reader",
          {"paths", "ext", "missing_component_behavior", "dtypes", "shard_id",
           "num_shards", "stick_to_shard", "shuffle_window", "shuffle_list",

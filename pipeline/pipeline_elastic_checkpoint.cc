@@ -48,9 +48,8 @@ absl::StatusOr<RankCheckpoint> ReadRank(const std::string& path) {
   absl::Status ok = data->user.Read<int64_t>(kPlace, absl::MakeSpan(place));
   if (!ok.ok()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "checkpoint '", path,
-        "' is not of an elastic pipeline (no '", kPlace, "': ", ok.message(),
-        ")"));
+        "checkpoint '", path, "' is not of an elastic pipeline (no '", kPlace,
+        "': ", ok.message(), ")"));
   }
   rank.lanes = pipeline::LaneLayout{place[0], place[1], place[2], place[3]};
   rank.epoch = place[4];
@@ -128,7 +127,8 @@ absl::StatusOr<CheckpointInfo> Pipeline::CheckpointLanes(
   info.pause_ms = static_cast<double>(SteadyNowNs() - start) / 1e6;
   CheckpointWriteOptions write;
   write.keep_last = options.keep_last;
-  absl::StatusOr<WrittenCheckpoint> written = WriteCheckpoint(root, data, write);
+  absl::StatusOr<WrittenCheckpoint> written =
+      WriteCheckpoint(root, data, write);
   if (!written.ok()) return written.status();
   info.path = written->path;
   info.piece = written->piece;
@@ -170,9 +170,8 @@ absl::StatusOr<CheckpointInfo> Pipeline::RestoreLanes(
           saved_definition,
           std::vector<TaskSignature>(here.begin(), here.end()));
       if (diff.empty()) diff = "the pipelines' fingerprints differ";
-      return absl::FailedPreconditionError(
-          absl::StrCat("checkpoint '", path, "' is of another pipeline: ",
-                       diff));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint '", path, "' is of another pipeline: ", diff));
     }
     ranks.push_back(std::move(*rank));
   }
@@ -188,16 +187,15 @@ absl::StatusOr<CheckpointInfo> Pipeline::RestoreLanes(
           "Restore: the checkpoints cover lanes [0, ", covered, ") and then ",
           rank.lanes.first < covered ? "again from " : "only from ",
           rank.lanes.first, " ('", rank.path, "') of the global batch's ",
-          lanes_->lanes,
-          ": give the checkpoint directory of every rank once"));
+          lanes_->lanes, ": give the checkpoint directory of every rank once"));
     }
     covered += rank.lanes.own;
   }
   if (covered != lanes_->lanes) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "Restore: the checkpoints cover lanes [0, ", covered, ") of the ",
-        "global batch's ", lanes_->lanes,
-        ": give the checkpoint directory of every rank"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("Restore: the checkpoints cover lanes [0, ", covered,
+                     ") of the ", "global batch's ", lanes_->lanes,
+                     ": give the checkpoint directory of every rank"));
   }
   const int64_t epoch = ranks[0].epoch, batches = ranks[0].batches;
   std::vector<SkippedSample> all;
@@ -205,8 +203,8 @@ absl::StatusOr<CheckpointInfo> Pipeline::RestoreLanes(
     absl::StatusOr<std::vector<SkippedSample>> log =
         pipeline::LoadSkipped(rank.data.user);
     if (!log.ok()) {
-      return absl::DataLossError(absl::StrCat(
-          "checkpoint '", rank.path, "': ", log.status().message()));
+      return absl::DataLossError(absl::StrCat("checkpoint '", rank.path,
+                                              "': ", log.status().message()));
     }
     all.insert(all.end(), log->begin(), log->end());
   }
@@ -238,7 +236,8 @@ absl::StatusOr<CheckpointInfo> Pipeline::RestoreLanes(
     if (rank.path != (*paths)[0]) continue;
     // What the program saved is the caller's; the pipeline's own stays.
     for (const StateEntry& entry : rank.data.user.entries()) {
-      if (entry.name.rfind("pipeline.", 0) != 0) (void)info.user.AddEntry(entry);
+      if (entry.name.rfind("pipeline.", 0) != 0)
+        (void)info.user.AddEntry(entry);
     }
   }
   return info;

@@ -132,8 +132,8 @@ absl::Status ReaderKernel::AnnounceUpcoming(int64_t epoch, int64_t first,
 std::vector<int64_t> ReaderKernel::LanePositions(int64_t chunk) const {
   std::vector<int64_t> positions;
   const int64_t start = chunk * lanes_.lanes + lanes_.first;
-  for (int64_t p = start;
-       p < std::min(start + lanes_.own, lanes_.positions); ++p) {
+  for (int64_t p = start; p < std::min(start + lanes_.own, lanes_.positions);
+       ++p) {
     positions.push_back(p);
   }
   return positions;

@@ -51,8 +51,7 @@ absl::StatusOr<std::vector<SkippedSample>> LoadSkipped(
     SkippedSample sample;
     sample.epoch = w[j];
     sample.position = w[j + 1];
-    if (l[j] < 0 || l[j + 1] < 0 ||
-        at + l[j] + l[j + 1] > text->bytes.size()) {
+    if (l[j] < 0 || l[j + 1] < 0 || at + l[j] + l[j + 1] > text->bytes.size()) {
       return absl::DataLossError("the skipped samples' text is short");
     }
     sample.name = text->bytes.substr(at, l[j]);

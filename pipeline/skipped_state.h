@@ -13,8 +13,7 @@
 // bytes) and "pipeline.skipped.text" (the names and errors end to end).
 namespace actorflow::internal::pipeline {
 
-void SaveSkipped(const std::vector<SkippedSample>& samples,
-                 KernelState* state);
+void SaveSkipped(const std::vector<SkippedSample>& samples, KernelState* state);
 // An error says which entry is missing or short.
 absl::StatusOr<std::vector<SkippedSample>> LoadSkipped(
     const KernelState& state);

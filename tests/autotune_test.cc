@@ -3,6 +3,8 @@
 // holds), and on running pipelines, that tuning never changes a batch: the
 // tuned pipeline, rebuilt at new thread counts and depths mid-epoch, hands
 // out the untuned one's batches bit for bit, elastic or not, with skips.
+#include "pipeline/autotune.h"
+
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
@@ -13,7 +15,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "actorflow/pipeline.h"
-#include "pipeline/autotune.h"
 #include "pipeline/fixtures.h"
 #include "plan/plan_builder.h"
 #include "tests/test_util.h"
@@ -25,8 +26,7 @@ using testing::TestTempDir;
 
 // Runs a tuner on rate(threads, depth) until it settles; returns the
 // trials it took.
-int Settle(Autotuner* tuner,
-           const std::function<double(int, int)>& rate,
+int Settle(Autotuner* tuner, const std::function<double(int, int)>& rate,
            const std::function<int64_t(int, int)>& memory = {}) {
   int trials = 0;
   while (!tuner->settled() && trials < 50) {
@@ -47,7 +47,7 @@ TEST_CASE("autotune: the fastest configuration wins") {
   CHECK(tuner.settled());
   CHECK(tuner.threads() == 3);
   CHECK(tuner.depth() == 3);
-  CHECK(trials <= 9);  // 4 counts, then a few depths
+  CHECK(trials <= 9);                          // 4 counts, then a few depths
   CHECK(tuner.trials().front().threads == 1);  // where it started
 }
 
@@ -65,7 +65,8 @@ TEST_CASE("autotune: nothing predicted over the memory budget is tried") {
     return int64_t{10'000'000} * t * (d + 1);
   };
   Autotuner tuner(8, 100'000'000, 1, 2);
-  Settle(&tuner, [](int t, int d) { return 100.0 * t + d; }, memory);
+  Settle(
+      &tuner, [](int t, int d) { return 100.0 * t + d; }, memory);
   for (const AutotuneTrial& trial : tuner.trials()) {
     INFO(trial.threads << " threads, depth " << trial.depth);
     CHECK(trial.memory_bytes <= 100'000'000);

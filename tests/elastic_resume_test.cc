@@ -114,22 +114,22 @@ std::unique_ptr<Pipeline> Make(int64_t rank, int64_t ranks, int threads,
   options.seed = 11;
   options.on_error = OnError::kSkipSample;
   auto pipe = std::make_unique<Pipeline>(options);
-  pipe->Add(OperatorDef{
-      .op = "webdataset_reader",
-      .outputs = {"jpg", "cls"},
-      .attrs = {{"paths", StringListAttr(Shards())},
-                {"ext", StringListAttr({"jpg", "cls"})},
-                {"dtypes", StringListAttr({"uint8", "int64"})},
-                {"shuffle_window", IntAttr(64)},
-                {"shard_id", IntAttr(rank)},
-                {"num_shards", IntAttr(ranks)},
-                {"elastic", BoolAttr(true)}}});
+  pipe->Add(
+      OperatorDef{.op = "webdataset_reader",
+                  .outputs = {"jpg", "cls"},
+                  .attrs = {{"paths", StringListAttr(Shards())},
+                            {"ext", StringListAttr({"jpg", "cls"})},
+                            {"dtypes", StringListAttr({"uint8", "int64"})},
+                            {"shuffle_window", IntAttr(64)},
+                            {"shard_id", IntAttr(rank)},
+                            {"num_shards", IntAttr(ranks)},
+                            {"elastic", BoolAttr(true)}}});
   pipe->Add(OperatorDef{.op = "decode", .inputs = {"jpg"}, .outputs = {"rgb"}});
-  pipe->Add(OperatorDef{.op = "crop",
-                        .inputs = {"rgb"},
-                        .outputs = {"image"},
-                        .attrs = {{"size", IntListAttr({6, 6})},
-                                  {"random", BoolAttr(true)}}});
+  pipe->Add(OperatorDef{
+      .op = "crop",
+      .inputs = {"rgb"},
+      .outputs = {"image"},
+      .attrs = {{"size", IntListAttr({6, 6})}, {"random", BoolAttr(true)}}});
   pipe->SetOutputs({"image", "cls"});
   REQUIRE_OK(pipe->Build());
   if (!restore.empty()) REQUIRE_OK(pipe->Restore(restore).status());
@@ -140,15 +140,17 @@ std::vector<Row> RowsOf(const BatchView& batch) {
   std::vector<Row> rows;
   const OutputView& image = batch.outputs[0];
   const OutputView& cls = batch.outputs[1];
-  const int64_t box = image.data().byte_size() /
-                      std::max<int64_t>(image.num_samples(), 1);
+  const int64_t box =
+      image.data().byte_size() / std::max<int64_t>(image.num_samples(), 1);
   for (int64_t i = 0; i < image.num_samples(); ++i) {
     const auto* bytes =
         static_cast<const uint8_t*>(image.data().raw_data()) + i * box;
     uint64_t hash = 1469598103934665603ull;
-    for (int64_t b = 0; b < box; ++b) hash = (hash ^ bytes[b]) * 1099511628211ull;
+    for (int64_t b = 0; b < box; ++b)
+      hash = (hash ^ bytes[b]) * 1099511628211ull;
     int64_t id = 0;
-    std::memcpy(&id, static_cast<const char*>(cls.data().raw_data()) + i * 8, 8);
+    std::memcpy(&id, static_cast<const char*>(cls.data().raw_data()) + i * 8,
+                8);
     rows.push_back(Row{id, hash});
   }
   return rows;
@@ -157,9 +159,8 @@ std::vector<Row> RowsOf(const BatchView& batch) {
 // Takes batches as a training loop does (kDepth Run()s ahead) to the end of
 // epoch kEpochs - 1; `each(batch)` may return false to stop. Returns the
 // batches per epoch.
-std::map<int64_t, int64_t> Drive(Pipeline* pipe,
-                                 const std::function<bool(const BatchView&)>&
-                                     each) {
+std::map<int64_t, int64_t> Drive(
+    Pipeline* pipe, const std::function<bool(const BatchView&)>& each) {
   std::map<int64_t, int64_t> per_epoch;
   bool primed = false;
   while (true) {
@@ -279,8 +280,7 @@ std::map<std::pair<int64_t, int64_t>, std::vector<Row>> Recorded(
   while (in.read(reinterpret_cast<char*>(record), sizeof(record))) {
     auto& batch = rows[{record[0], record[1]}];
     if (record[2] < 0) continue;  // the batch's marker
-    batch.push_back(
-        Row{record[2], static_cast<uint64_t>(record[3])});
+    batch.push_back(Row{record[2], static_cast<uint64_t>(record[3])});
   }
   return rows;
 }
@@ -331,15 +331,17 @@ Run Resumed(const std::string& root, int64_t old_ranks, int64_t ranks,
   return run;
 }
 
-TEST_CASE("elastic: killed at 2 x 2, resumed at 4 x 3 and 1 x 1, the "
-          "global batches are an uninterrupted run's") {
+TEST_CASE(
+    "elastic: killed at 2 x 2, resumed at 4 x 3 and 1 x 1, the "
+    "global batches are an uninterrupted run's") {
   const uint64_t seed = TestSeed("elastic_resume_test");
   std::mt19937_64 rng(seed);
   const int64_t batches = (kSamples + kGlobalBatch - 1) / kGlobalBatch;
   const std::string root = TestTempDir("elastic_killed");
   // Each rank dies on its own batch, within a checkpoint's reach of the
   // other (keep_last 3 keeps one both have).
-  const int64_t die_at = 25 + static_cast<int64_t>(rng() % (kEpochs * batches - 50));
+  const int64_t die_at =
+      25 + static_cast<int64_t>(rng() % (kEpochs * batches - 50));
   const int64_t die_at_1 = die_at + static_cast<int64_t>(rng() % 15);
   std::printf("ranks die at batches %lld and %lld (of %lld per epoch)\n",
               static_cast<long long>(die_at), static_cast<long long>(die_at_1),
@@ -375,7 +377,8 @@ TEST_CASE("elastic: killed at 2 x 2, resumed at 4 x 3 and 1 x 1, the "
       CHECK(per_epoch.at(e) == batches);
     }
   }
-  CHECK(reference.skips.size() == static_cast<size_t>(kEpochs * kSamples / 100));
+  CHECK(reference.skips.size() ==
+        static_cast<size_t>(kEpochs * kSamples / 100));
 
   for (auto [ranks, threads] : {std::pair<int64_t, int>{4, 3}, {1, 1}}) {
     INFO("resumed at " << ranks << " x " << threads);

@@ -111,7 +111,7 @@ struct AutotuneReport {
   bool enabled = false;
   int threads = 0;  // running now
   int depth = 0;
-  bool settled = false;  // it has chosen and tries nothing more
+  bool settled = false;           // it has chosen and tries nothing more
   int64_t batches_to_settle = 0;  // batches taken when it settled
   std::vector<AutotuneTrial> trials;
 };

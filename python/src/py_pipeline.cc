@@ -101,8 +101,7 @@ class PyPipeline {
  public:
   PyPipeline(int64_t batch_size, int num_threads, int prefetch_depth,
              uint64_t seed, const std::string& on_error, bool fuse_decode,
-             bool autotune, int autotune_cpus,
-             int64_t autotune_memory_bytes) {
+             bool autotune, int autotune_cpus, int64_t autotune_memory_bytes) {
     PipelineOptions options;
     options.batch_size = batch_size;
     options.num_threads = num_threads;
@@ -356,8 +355,8 @@ void RegisterPipelines(py::module_& m) {
         py::arg("height"), py::arg("width"), py::arg("mode"),
         py::arg("max_height"), py::arg("max_width"));
   py::class_<PyPipeline>(m, "_Pipeline")
-      .def(py::init<int64_t, int, int, uint64_t, const std::string&, bool,
-                    bool, int, int64_t>(),
+      .def(py::init<int64_t, int, int, uint64_t, const std::string&, bool, bool,
+                    int, int64_t>(),
            py::arg("batch_size"), py::arg("num_threads"),
            py::arg("prefetch_depth"), py::arg("seed"), py::arg("on_error"),
            py::arg("fuse_decode"), py::arg("autotune") = false,
