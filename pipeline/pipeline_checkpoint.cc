@@ -99,12 +99,18 @@ absl::StatusOr<CheckpointInfo> Pipeline::Checkpoint(
     }
   }
   internal::pipeline::SaveSkipped(log_->Snapshot(), &user);
+  return Write(root, *cut, options.keep_last, start);
+}
+
+absl::StatusOr<CheckpointInfo> Pipeline::Write(const std::string& root,
+                                               const CheckpointData& data,
+                                               int keep_last,
+                                               int64_t started_ns) {
   CheckpointInfo info;
-  info.pause_ms = static_cast<double>(SteadyNowNs() - start) / 1e6;
+  info.pause_ms = static_cast<double>(SteadyNowNs() - started_ns) / 1e6;
   CheckpointWriteOptions write;
-  write.keep_last = options.keep_last;
-  absl::StatusOr<WrittenCheckpoint> written =
-      WriteCheckpoint(root, *cut, write);
+  write.keep_last = keep_last;
+  absl::StatusOr<WrittenCheckpoint> written = WriteCheckpoint(root, data, write);
   if (!written.ok()) return written.status();
   info.path = written->path;
   info.piece = written->piece;

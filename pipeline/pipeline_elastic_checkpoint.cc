@@ -123,18 +123,7 @@ absl::StatusOr<CheckpointInfo> Pipeline::CheckpointLanes(
   // Skips logged past what went out (the batch kernel runs ahead of the
   // caller) are dropped again at a restore, which reads them anew.
   pipeline::SaveSkipped(log_->Snapshot(), &data.user);
-  CheckpointInfo info;
-  info.pause_ms = static_cast<double>(SteadyNowNs() - start) / 1e6;
-  CheckpointWriteOptions write;
-  write.keep_last = options.keep_last;
-  absl::StatusOr<WrittenCheckpoint> written =
-      WriteCheckpoint(root, data, write);
-  if (!written.ok()) return written.status();
-  info.path = written->path;
-  info.piece = written->piece;
-  info.bytes = written->bytes;
-  info.write_ms = written->write_ms;
-  return info;
+  return Write(root, data, options.keep_last, start);
 }
 
 absl::StatusOr<CheckpointInfo> Pipeline::RestoreLanes(

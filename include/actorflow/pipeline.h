@@ -46,6 +46,7 @@ struct LaneLayout;
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
 
+struct CheckpointData;
 class KernelBindings;
 class Session;
 
@@ -323,6 +324,12 @@ class Pipeline {
   absl::StatusOr<CheckpointInfo> RestoreLanes(
       const std::vector<std::string>& dirs);
   absl::Status CanRestore() const;
+  // Writes `data` under `root` (keeping keep_last) and reports it; the
+  // pause counts from `started_ns`.
+  static absl::StatusOr<CheckpointInfo> Write(const std::string& root,
+                                              const CheckpointData& data,
+                                              int keep_last,
+                                              int64_t started_ns);
   // The tuner's step before a batch is taken (pipeline_autotune.cc): ends
   // a measuring window when one is full and moves to the configuration
   // the tuner names next.
