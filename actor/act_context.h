@@ -35,6 +35,8 @@ struct KernelContext::Rep {
     int end = 0;
   };
   const TaskProto* task = nullptr;
+  // Where ReportHeldBytes writes (the actor's; null: nowhere).
+  std::atomic<int64_t>* held_bytes = nullptr;
   std::vector<Group> input_groups;
   std::vector<Group> output_groups;
 };

@@ -45,6 +45,7 @@ Actor::Actor(ActorSpec& spec, ActorEnv env)
                : 0) {
   ctx_.set_stream(spec.stream);
   ctx_.set_task(task_);
+  ctx_.mutable_rep().held_bytes = &held_bytes_;
   ctx_.set_cancelled(env_.monitor != nullptr ? env_.monitor->aborting_flag()
                                              : nullptr);
   int in_slot = 0;
@@ -62,6 +63,7 @@ Actor::Actor(ActorSpec& spec, ActorEnv env)
     ctx_.mutable_rep().output_groups.push_back({name, out_slot, out_slot + 1});
     ++out_slot;
     total_registers_ += desc->register_num;
+    register_memory_ += desc->register_num * desc->layout.bytes;
     resets_shapes_ |= desc->has_dynamic_blob;
     checks_blocks_ |= desc->checked_block != nullptr;
   }

@@ -179,6 +179,8 @@ class Actor {
     s.busy_ns = stats_.busy_ns.load(std::memory_order_relaxed);
     s.input_wait_ns = stats_.input_wait_ns.load(std::memory_order_relaxed);
     s.output_wait_ns = stats_.output_wait_ns.load(std::memory_order_relaxed);
+    s.register_bytes =
+        register_memory_ + held_bytes_.load(std::memory_order_relaxed);
     return s;
   }
   // On this actor's thread.
@@ -363,6 +365,11 @@ class Actor {
                   std::memory_order_relaxed);
   }
   Counters stats_;
+  // For TaskStats::register_bytes: the output registers' memory, and what
+  // the kernel last said it keeps for them (not reset between runs: the
+  // memory stays).
+  int64_t register_memory_ = 0;
+  std::atomic<int64_t> held_bytes_{0};
 
  private:
   // Inline in the direct deliveries: a call there cost some 6 instructions

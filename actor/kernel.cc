@@ -380,6 +380,12 @@ const std::string& KernelContext::op_type() const {
   return rep_->task->kernel().op_type();
 }
 
+void KernelContext::ReportHeldBytes(int64_t bytes) const {
+  if (rep_->held_bytes != nullptr) {
+    rep_->held_bytes->store(bytes, std::memory_order_relaxed);
+  }
+}
+
 int KernelContext::num_inputs(absl::string_view name) const {
   const Group* group = FindGroup(rep_->input_groups, name);
   return group == nullptr ? 0 : group->end - group->begin;

@@ -28,19 +28,22 @@ Json ReportStats(const RunStats& run) {
   for (const auto& [name, task] : run.tasks) {
     width = std::max(width, name.size());
   }
-  std::fprintf(stderr, "%-*s %10s %12s %16s %17s\n", static_cast<int>(width),
-               "task", "acts", "busy ms", "blocked in ms", "blocked out ms");
+  std::fprintf(stderr, "%-*s %10s %12s %16s %17s %15s\n",
+               static_cast<int>(width), "task", "acts", "busy ms",
+               "blocked in ms", "blocked out ms", "register bytes");
   Json json = Json::object();
   for (const auto& [name, task] : run.tasks) {
     std::fprintf(
-        stderr, "%-*s %10lld %12s %16s %17s\n", static_cast<int>(width),
+        stderr, "%-*s %10lld %12s %16s %17s %15lld\n", static_cast<int>(width),
         name.c_str(), static_cast<long long>(task.acts),
         Millis(task.busy_ns).c_str(), Millis(task.input_wait_ns).c_str(),
-        Millis(task.output_wait_ns).c_str());
+        Millis(task.output_wait_ns).c_str(),
+        static_cast<long long>(task.register_bytes));
     json[name] = {{"acts", task.acts},
                   {"busy_ms", JsonMillis(task.busy_ns)},
                   {"blocked_on_inputs_ms", JsonMillis(task.input_wait_ns)},
-                  {"blocked_on_outputs_ms", JsonMillis(task.output_wait_ns)}};
+                  {"blocked_on_outputs_ms", JsonMillis(task.output_wait_ns)},
+                  {"register_bytes", task.register_bytes}};
   }
   return json;
 }

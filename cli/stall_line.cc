@@ -9,6 +9,22 @@
 #include "diagnosis/stage_shares.h"
 
 namespace actorflow::internal::cli {
+namespace {
+
+// 2048 -> "2.0 KiB".
+std::string HumanBytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? absl::StrCat(bytes, " B")
+                   : absl::StrFormat("%.1f %s", value, units[unit]);
+}
+
+}  // namespace
 
 std::vector<std::string> LastTaskNames(const Plan& plan) {
   std::set<int64_t> read;
@@ -88,7 +104,8 @@ Json StallLine::Whole(const RunStats& run) const {
                     {"acts", share.acts},
                     {"busy", share.busy},
                     {"starved", share.starved},
-                    {"back_pressured", share.back_pressured}};
+                    {"back_pressured", share.back_pressured},
+                    {"register_bytes", share.register_bytes}};
   }
   Json out = {{"verdict", Verdict(none, run.tasks, window_ns, wait)},
               {"stages", std::move(stages)}};
@@ -107,11 +124,16 @@ void StallLine::Show() {
   if (window_ms <= 0 && now.pieces_done == before_pieces_) return;
   const int64_t window_ns = static_cast<int64_t>(window_ms * 1e6);
   const double wait = LastTasksWait(before_, now.tasks, window_ns);
+  int64_t register_bytes = 0;
+  for (const auto& [name, task] : now.tasks) {
+    register_bytes += task.register_bytes;
+  }
   std::fprintf(
-      out_, "stalls %.1f-%.1f s: %.0f pieces/s; %s\n", before_ms_ / 1e3,
-      now.elapsed_ms / 1e3,
+      out_, "stalls %.1f-%.1f s: %.0f pieces/s; %s; registers %s\n",
+      before_ms_ / 1e3, now.elapsed_ms / 1e3,
       (now.pieces_done - before_pieces_) / std::max(window_ms / 1e3, 1e-9),
-      Verdict(before_, now.tasks, window_ns, wait).c_str());
+      Verdict(before_, now.tasks, window_ns, wait).c_str(),
+      HumanBytes(register_bytes).c_str());
   std::fflush(out_);
   before_ = now.tasks;
   before_ms_ = now.elapsed_ms;

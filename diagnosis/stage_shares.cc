@@ -34,6 +34,7 @@ std::map<std::string, StageShares> SharesByStage(
     stage.starved += (now.input_wait_ns - then.input_wait_ns) / window;
     stage.back_pressured += (now.output_wait_ns - then.output_wait_ns) / window;
     if (busy >= 0.5) ++stage.busy_threads;
+    stage.register_bytes += now.register_bytes;
   }
   for (auto& [name, stage] : stages) {
     stage.busy /= stage.threads;

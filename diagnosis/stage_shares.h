@@ -22,6 +22,8 @@ struct StageShares {
   double starved = 0;
   double back_pressured = 0;
   int busy_threads = 0;  // tasks busy at least half the window
+  // The stage's tasks' TaskStats::register_bytes at the window's end.
+  int64_t register_bytes = 0;
 };
 
 // "decode+crop@1" -> "decode+crop"; other names stay.

@@ -124,7 +124,7 @@ absl::Status ArithStageKernel::Forward(KernelContext* ctx) {
     ok = writer.Commit(a, failed);
     if (!ok.ok()) return ok;
   }
-  ok = writer.Finish();
+  ok = writer.Finish(*ctx);
   if (!ok.ok()) return ok;
   return WriteChunk(out, *chunk);
 }

@@ -153,6 +153,26 @@ absl::Status BatchKernel::Place(const Output& out, const SampleRef& sample,
 }
 
 absl::Status BatchKernel::Forward(KernelContext* ctx) {
+  absl::Status ok = Assemble(ctx);
+  ctx->ReportHeldBytes(HeldBytes());
+  return ok;
+}
+
+int64_t BatchKernel::HeldBytes() const {
+  int64_t bytes = static_cast<int64_t>(file_.storage.capacity());
+  auto add = [&bytes](const std::deque<Pending>& queue) {
+    for (const Pending& sample : queue) {
+      for (const Sample& output : sample) {
+        bytes += static_cast<int64_t>(output.storage.capacity());
+      }
+    }
+  };
+  add(backlog_);
+  for (const std::deque<Pending>& lane : lane_held_) add(lane);
+  return bytes;
+}
+
+absl::Status BatchKernel::Assemble(KernelContext* ctx) {
   auto chunk = ReadChunk(ctx->input(0));
   if (!chunk.ok()) return chunk.status();
   if (chunk->epoch != backlog_epoch_) {

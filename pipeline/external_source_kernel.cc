@@ -122,7 +122,7 @@ absl::Status ExternalSourceKernel::Forward(KernelContext* ctx) {
     absl::Status ok = writer.Commit(like, false);
     if (!ok.ok()) return ok;
   }
-  absl::Status ok = writer.Finish();
+  absl::Status ok = writer.Finish(*ctx);
   if (!ok.ok()) return ok;
   return WriteChunk(out, *chunk);
 }

@@ -219,7 +219,7 @@ absl::Status ReaderKernel::Forward(KernelContext* ctx) {
       absl::Status committed = writer.Commit(like, dropped, lazy);
       if (!committed.ok()) return committed;
     }
-    absl::Status finished = writer.Finish();
+    absl::Status finished = writer.Finish(*ctx);
     if (!finished.ok()) return finished;
   }
   if (counter_ != nullptr) counter_->fetch_add(1, std::memory_order_relaxed);

@@ -142,7 +142,8 @@ inline std::string DescribeSample(const SampleHeader& h) {
   return text;
 }
 
-// A stage's per-register buffers (see the invariant above).
+// A stage's per-register buffers (see the invariant above), and the bytes
+// their samples hold, recounted for a register each time it is written.
 class SampleSlots {
  public:
   struct Slot {
@@ -151,18 +152,36 @@ class SampleSlots {
   };
   // The slots of the register whose header blob is `blob`.
   std::vector<Slot>& For(const TensorView& blob) {
-    return slots_[blob.mutable_raw_data()];
+    return slots_[blob.mutable_raw_data()].slots;
   }
+  // After a register's slots were written: recounts that register's bytes.
+  void Recount(const TensorView& blob) {
+    Register& reg = slots_[blob.mutable_raw_data()];
+    int64_t bytes = 0;
+    for (const Slot& slot : reg.slots) {
+      bytes += static_cast<int64_t>(slot.sample.storage.capacity());
+    }
+    bytes_ += bytes - reg.bytes;
+    reg.bytes = bytes;
+  }
+  // Every register's, as last recounted (what KernelContext::
+  // ReportHeldBytes reports for the stage).
+  int64_t bytes() const { return bytes_; }
 
  private:
-  absl::flat_hash_map<const void*, std::vector<Slot>> slots_;
+  struct Register {
+    std::vector<Slot> slots;
+    int64_t bytes = 0;
+  };
+  absl::flat_hash_map<const void*, Register> slots_;
+  int64_t bytes_ = 0;
 };
 
 // Fills one header blob of a register being produced.
 class SampleListWriter {
  public:
   SampleListWriter(TensorView blob, SampleSlots* slots)
-      : blob_(blob), slots_(&slots->For(blob)) {
+      : blob_(blob), owner_(slots), slots_(&slots->For(blob)) {
     headers_ = reinterpret_cast<SampleHeader*>(blob.mutable_raw_data());
     capacity_ = blob.max_shape()[0];
     // Headers point into the slots (a short name lives inside its Slot):
@@ -208,8 +227,11 @@ class SampleListWriter {
     ++count_;
     return absl::OkStatus();
   }
-  // Sets the blob's piece shape to the samples committed.
-  absl::Status Finish() {
+  // Sets the blob's piece shape to the samples committed, and reports the
+  // stage's slot bytes for `ctx`'s task (TaskStats::register_bytes).
+  absl::Status Finish(const KernelContext& ctx) {
+    owner_->Recount(blob_);
+    ctx.ReportHeldBytes(owner_->bytes());
     const int64_t shape[] = {count_, kHeaderWords};
     return blob_.set_shape(shape);
   }
@@ -217,6 +239,7 @@ class SampleListWriter {
 
  private:
   TensorView blob_;
+  SampleSlots* owner_;
   std::vector<SampleSlots::Slot>* slots_;
   SampleHeader* headers_ = nullptr;
   int64_t capacity_ = 0;

@@ -317,7 +317,7 @@ absl::Status SampleStageKernel::Forward(KernelContext* ctx) {
     ok = writer.Commit(h, dropped);
     if (!ok.ok()) return ok;
   }
-  absl::Status ok = writer.Finish();
+  absl::Status ok = writer.Finish(*ctx);
   if (!ok.ok()) return ok;
   return WriteChunk(out, *chunk);
 }

@@ -397,6 +397,10 @@ class BatchKernel final : public Kernel {
       KernelContext* ctx, const ChunkInfo& chunk,
       const std::vector<std::vector<const SampleHeader*>>& samples);
   absl::Status SetRows(KernelContext* ctx, int64_t rows);
+  // Forward's work; Forward adds the report of HeldBytes.
+  absl::Status Assemble(KernelContext* ctx);
+  // The bytes of the samples held over and waiting in lanes.
+  int64_t HeldBytes() const;
 
   SkipLog* log_;
   const LaneCursors* cursors_;

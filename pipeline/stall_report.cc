@@ -34,6 +34,7 @@ PipelineStalls ReportStalls(const std::map<std::string, TaskStats>& before,
     stage.busy = share.busy;
     stage.starved = share.starved;
     stage.back_pressured = share.back_pressured;
+    stage.register_bytes = share.register_bytes;
   }
   if (batches == 0 && caller_wait_ns == 0) {
     report.verdict = "no batch was asked for in the window";

@@ -770,6 +770,10 @@ TEST_CASE("--stats: a table on stderr, the figures in the JSON line", "[cli]") {
   }
   // A source blocks on no input.
   CHECK(stats["source"]["blocked_on_inputs_ms"] == 0);
+  // Each of the source's 2 registers holds 256 floats; the sink has none.
+  CHECK(stats["source"]["register_bytes"] == 2 * 256 * 4);
+  CHECK(stats["sink"]["register_bytes"] == 0);
+  CHECK(Contains(r.err, "register bytes"));
   // What the run found of its CPUs, and its threads: the quick start's
   // three CPU streams on a thread each when the CPUs allow, else on as many
   // threads as the usable CPUs less those busy elsewhere.
@@ -794,6 +798,8 @@ TEST_CASE("--stats: a table on stderr, the figures in the JSON line", "[cli]") {
     REQUIRE(stalls["stages"].contains(task));
     CHECK(stalls["stages"][task]["threads"] == 1);
     CHECK(stalls["stages"][task]["acts"] == 1000);
+    CHECK(stalls["stages"][task]["register_bytes"] ==
+          stats[task]["register_bytes"]);
     for (const char* share : {"busy", "starved", "back_pressured"}) {
       const double value = stalls["stages"][task][share].get<double>();
       CHECK(value >= 0);
@@ -933,7 +939,7 @@ TEST_CASE("--stats-every: a stalls line per window, the last one at the end",
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Matches("(.|\n)*stalls [0-9.]+-[0-9.]+ s: [0-9]+ "
                                    "pieces/s; (input-bound|the last tasks)"
-                                   "(.|\n)*"));
+                                   "[^\n]*; registers 8.0 KiB\n(.|\n)*"));
   // Live lines only: no table, no "stats" in the JSON line.
   CHECK_FALSE(Contains(r.err, "busy ms"));
   CHECK_FALSE(Contains(r.last_line, "\"stats\""));

@@ -142,6 +142,11 @@ TEST_CASE("a running pipeline says where it stalls", "[pipeline]") {
   CHECK(hungry->verdict.rfind("input-bound ", 0) == 0);
   CHECK(hungry->verdict.find(": decode, ") != std::string::npos);
   CHECK(hungry->stages.at("decode").threads == 2);
+  // Its registers hold decoded samples (200 x 200 x 3 bytes, 4 a batch)
+  // for at least one batch, and no more than its registers' count allows.
+  const int64_t decoded = hungry->stages.at("decode").register_bytes;
+  CHECK(decoded >= 4 * 200 * 200 * 3);
+  CHECK(decoded <= 2 * 16 * 4 * 200 * 200 * 3);
   // A trainer whose step takes six times what a batch took to make (at
   // least 20 ms; longer on a slow or instrumented build): the pipeline
   // keeps ahead.

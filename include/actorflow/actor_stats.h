@@ -25,6 +25,11 @@ struct TaskStats {
   int64_t busy_ns = 0;
   int64_t input_wait_ns = 0;
   int64_t output_wait_ns = 0;
+  // Not a sum over the run but the memory the task's outputs hold now:
+  // every output's register_num registers, plus what its kernel keeps
+  // for them beside (KernelContext::ReportHeldBytes: a pipeline stage's
+  // samples, which its registers' headers point into).
+  int64_t register_bytes = 0;
 };
 
 // What one actor was doing when asked (for the hang report). Taken on the

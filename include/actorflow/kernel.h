@@ -148,6 +148,10 @@ class KernelContext {
   // The task's name and op_type, as the plan states them.
   const std::string& task_name() const;
   const std::string& op_type() const;
+  // The bytes this kernel keeps for its output registers beyond their own
+  // memory (buffers a register points into), as of now: shown in
+  // TaskStats::register_bytes beside the registers. Any act may restate it.
+  void ReportHeldBytes(int64_t bytes) const;
   // The cudaStream_t to launch on (GPU streams); null on CPU streams. The
   // thread's current device is the stream's, stream().device_index.
   void* cuda_stream() const { return cuda_stream_; }

@@ -145,6 +145,10 @@ struct StageStalls {
   double busy = 0;
   double starved = 0;
   double back_pressured = 0;
+  // The memory its registers hold at the window's end: every thread's
+  // output registers and the samples they point to (TaskStats::
+  // register_bytes).
+  int64_t register_bytes = 0;
 };
 
 // Where a running pipeline stalls, since the last Stalls() (the first: since

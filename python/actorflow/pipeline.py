@@ -350,8 +350,10 @@ class Pipeline:
         """Where the time went since the build: "operators", per task of
         the plan (an operator, or a fused chain, named as in `plan`): its
         "acts" (batches), "busy_ms" (in its work), "starved_ms" (waiting
-        for its input: what feeds it is slow) and "back_pressured_ms"
-        (waiting for a free output: what reads it is slow); "batches"
+        for its input: what feeds it is slow), "back_pressured_ms"
+        (waiting for a free output: what reads it is slow) and
+        "register_bytes" (the memory its output registers and the samples
+        they point to take now); "batches"
         taken and "caller_wait_ms", the time run()/outputs() waited for
         them (near zero: the pipeline keeps ahead of the caller). And,
         live, "stalls": stalls()'s report since the last stats() or
@@ -366,8 +368,10 @@ class Pipeline:
         (the first: since build), live: "window_ms", "batches", "batches_per_s",
         "samples_per_s", "caller_wait" (the share of the window run()
         waited for a batch), "stages" (per stage, its "threads", "acts",
-        "samples_per_s" it went through, and the share of the window they
-        were "busy", "starved" and "back_pressured"), and one "verdict"
+        "samples_per_s" it went through, the share of the window they
+        were "busy", "starved" and "back_pressured", and the
+        "register_bytes" its registers and their samples hold at the
+        window's end), and one "verdict"
         line: "input-bound 38 %:
         decode, 2 of 2 threads busy 98 %", or "input is not the
         bottleneck: the caller waited 2 % of the time"."""

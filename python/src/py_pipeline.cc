@@ -211,7 +211,8 @@ class PyPipeline {
     py::gil_scoped_acquire gil;
     return CheckpointDict(ValueOrThrow(std::move(info)));
   }
-  // {task: {"acts", "busy_ms", "starved_ms", "back_pressured_ms"}}.
+  // {task: {"acts", "busy_ms", "starved_ms", "back_pressured_ms",
+  // "register_bytes"}}.
   py::dict Stats() {
     auto stats = ValueOrThrow(Get()->Stats());
     py::dict out;
@@ -221,13 +222,15 @@ class PyPipeline {
       entry["busy_ms"] = static_cast<double>(s.busy_ns) / 1e6;
       entry["starved_ms"] = static_cast<double>(s.input_wait_ns) / 1e6;
       entry["back_pressured_ms"] = static_cast<double>(s.output_wait_ns) / 1e6;
+      entry["register_bytes"] = s.register_bytes;
       out[py::str(task)] = entry;
     }
     return out;
   }
   // Pipeline::Stalls as a dict: "window_ms", "batches", "batches_per_s",
   // "samples_per_s", "caller_wait", "stages" ({stage: {"threads", "acts",
-  // "samples_per_s", "busy", "starved", "back_pressured"}}) and "verdict".
+  // "samples_per_s", "busy", "starved", "back_pressured", "register_bytes"}})
+  // and "verdict".
   py::dict Stalls() {
     PipelineStalls report = ValueOrThrow(Get()->Stalls());
     py::dict stages;
@@ -239,6 +242,7 @@ class PyPipeline {
       entry["busy"] = stage.busy;
       entry["starved"] = stage.starved;
       entry["back_pressured"] = stage.back_pressured;
+      entry["register_bytes"] = stage.register_bytes;
       stages[py::str(name)] = entry;
     }
     py::dict out;

@@ -42,6 +42,7 @@ py::dict RunStatsDict(const RunStats& stats) {
           static_cast<double>(task.input_wait_ns) / 1e6;
       entry["blocked_on_outputs_ms"] =
           static_cast<double>(task.output_wait_ns) / 1e6;
+      entry["register_bytes"] = task.register_bytes;
       tasks[py::str(name)] = entry;
     }
     out["tasks"] = tasks;

@@ -430,7 +430,7 @@ class PipelineTest(unittest.TestCase):
         ops = first["operators"]
         columns = {"acts", "busy_ms", "starved_ms", "back_pressured_ms"}
         for task, figures in ops.items():
-            self.assertEqual(set(figures), columns, task)
+            self.assertEqual(set(figures), columns | {"register_bytes"}, task)
         # The decoding stages (per worker) did the work of two batches.
         decoding = [f for t, f in ops.items() if "decode" in t]
         self.assertTrue(decoding, sorted(ops))
@@ -458,8 +458,13 @@ class PipelineTest(unittest.TestCase):
         self.assertTrue(decoding, sorted(report["stages"]))
         for stage in report["stages"].values():
             self.assertEqual(set(stage), {"threads", "acts", "samples_per_s",
-                                          "busy", "starved", "back_pressured"})
+                                          "busy", "starved", "back_pressured",
+                                          "register_bytes"})
             self.assertGreaterEqual(stage["samples_per_s"], 0)
+        # The images it made (56 x 56 x 3 bytes at least, 4 a batch) sit in
+        # the decoding stage's registers.
+        self.assertGreaterEqual(sum(s["register_bytes"] for s in decoding),
+                                4 * 56 * 56 * 3)
         # Every stage went through the window's samples (and whatever it
         # made ahead of the caller).
         self.assertGreater(min(s["samples_per_s"] for s in decoding), 0)
