@@ -1,5 +1,7 @@
 #include "pipeline/remote_prefetch.h"
 
+#include <pthread.h>
+
 #include <utility>
 
 namespace actorflow::internal::pipeline {
@@ -19,31 +21,44 @@ RemotePrefetcher::~RemotePrefetcher() {
   thread_.join();
 }
 
+namespace {
+
+// The spare class of a run of `length` bytes: the power of two at or above
+// it, at least 64 KiB; 0 (no reuse) past kRunBytes.
+int64_t BufferClass(int64_t length) {
+  if (length > RemotePrefetcher::kRunBytes) return 0;
+  int64_t size = 64 << 10;
+  while (size < length) size *= 2;
+  return size;
+}
+
+}  // namespace
+
 std::shared_ptr<RemotePrefetcher::Run> RemotePrefetcher::Fetch(
     const std::string& url, int64_t offset, int64_t length) {
-  constexpr size_t kSpares = 8;
   std::shared_ptr<Spares> spares = spares_;
   std::shared_ptr<Run> run(new Run, [spares](Run* done) {
-    if (done->bytes.capacity() == kRunBytes) {
+    if (done->buffer_class > 0) {
       done->bytes.clear();
       MutexLock lock(&spares->mu);
-      if (spares->buffers.size() < kSpares) {
-        spares->buffers.push_back(std::move(done->bytes));
+      if (spares->bytes + done->buffer_class <= kSpareBytes) {
+        spares->by_class[done->buffer_class].push_back(std::move(done->bytes));
+        spares->bytes += done->buffer_class;
       }
     }
     delete done;
   });
-  if (length <= kRunBytes) {
+  run->buffer_class = BufferClass(length);
+  if (run->buffer_class > 0) {
     MutexLock lock(&spares->mu);
-    if (!spares->buffers.empty()) {
-      run->bytes = std::move(spares->buffers.back());
-      spares->buffers.pop_back();
+    auto it = spares->by_class.find(run->buffer_class);
+    if (it != spares->by_class.end() && !it->second.empty()) {
+      run->bytes = std::move(it->second.back());
+      it->second.pop_back();
+      spares->bytes -= run->buffer_class;
     }
   }
-  if (length <= kRunBytes && run->bytes.capacity() != kRunBytes) {
-    run->bytes = std::string();
-    run->bytes.reserve(kRunBytes);
-  }
+  run->bytes.reserve(run->buffer_class > 0 ? run->buffer_class : length);
   run->url = url;
   run->offset = offset;
   run->length = length;
@@ -60,6 +75,7 @@ absl::Status RemotePrefetcher::Wait(Run* run) {
 }
 
 void RemotePrefetcher::Loop() {
+  pthread_setname_np(pthread_self(), "http-prefetch");
   for (;;) {
     std::shared_ptr<Run> run;
     {

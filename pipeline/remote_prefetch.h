@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -26,15 +27,17 @@ class RemotePrefetcher {
     std::string url;
     int64_t offset = 0, length = 0;
     std::string bytes;
+    int64_t buffer_class = 0;  // the spare class `bytes` came from; 0: none
     absl::Status status;
     Mutex mu;
     CondVar done_cv;
     bool done ABSL_GUARDED_BY(mu) = false;
   };
 
-  // The longest run worth asking for in one request; runs up to it reuse
-  // buffers of this capacity.
+  // The longest run worth asking for in one request.
   static constexpr int64_t kRunBytes = 4 << 20;
+  // Run buffers kept for reuse, in all (see Spares).
+  static constexpr int64_t kSpareBytes = 64 << 20;
 
   explicit RemotePrefetcher(HttpRetry retry);
   // Cancels the fetch in flight and the queued ones, and joins the thread.
@@ -51,14 +54,17 @@ class RemotePrefetcher {
  private:
   void Loop();
 
-  // Buffers of kRunBytes capacity that no run holds any more: a fresh
-  // multi-megabyte buffer per run costs a page fault every 4 KiB (more
-  // than the copy into it: the allocator returns freed large blocks to the
-  // system). Shared with the runs' deleters, which may outlive the
-  // prefetcher.
+  // Run buffers that no run holds any more, by capacity class (a power of
+  // two from 64 KiB to kRunBytes), at most kSpareBytes together. A fresh
+  // buffer per run costs a page fault and a page cleared every 4 KiB that
+  // the socket copy then writes (more than the copy itself: the allocator
+  // returns freed large blocks to the system); a buffer of the run's own
+  // class keeps what is resident near what the runs in flight hold.
+  // Shared with the runs' deleters, which may outlive the prefetcher.
   struct Spares {
     Mutex mu;
-    std::vector<std::string> buffers ABSL_GUARDED_BY(mu);
+    std::map<int64_t, std::vector<std::string>> by_class ABSL_GUARDED_BY(mu);
+    int64_t bytes ABSL_GUARDED_BY(mu) = 0;
   };
   std::shared_ptr<Spares> spares_ = std::make_shared<Spares>();
 
