@@ -160,15 +160,15 @@ absl::Status BatchKernel::Forward(KernelContext* ctx) {
 
 int64_t BatchKernel::HeldBytes() const {
   int64_t bytes = static_cast<int64_t>(file_.storage.capacity());
-  auto add = [&bytes](const std::deque<Pending>& queue) {
-    for (const Pending& sample : queue) {
-      for (const Sample& output : sample) {
-        bytes += static_cast<int64_t>(output.storage.capacity());
-      }
+  auto add = [&bytes](const Pending& sample) {
+    for (const Sample& output : sample) {
+      bytes += static_cast<int64_t>(output.storage.capacity());
     }
   };
-  add(backlog_);
-  for (const std::deque<Pending>& lane : lane_held_) add(lane);
+  for (const Pending& sample : backlog_) add(sample);
+  for (const std::deque<Waiting>& lane : lane_held_) {
+    for (const Waiting& sample : lane) add(sample.outputs);
+  }
   return bytes;
 }
 
@@ -338,8 +338,8 @@ absl::Status BatchKernel::ForwardLanes(
       }
       continue;
     }
-    lane_held_[lane].emplace_back();
-    absl::Status held = Hold(sample, &lane_held_[lane].back());
+    lane_held_[lane].push_back(Waiting{{}, DescribeSample(*sample[0])});
+    absl::Status held = Hold(sample, &lane_held_[lane].back().outputs);
     if (!held.ok()) return held;
   }
   // Chunk c brings index c of every lane: a lane whose last index came has
@@ -354,7 +354,8 @@ absl::Status BatchKernel::ForwardLanes(
     if (lane_held_[l].empty()) continue;
     for (size_t k = 0; k < outputs_.size(); ++k) {
       absl::Status ok =
-          Place(outputs_[k], lane_held_[l].front()[k].ref(), "a sample",
+          Place(outputs_[k], lane_held_[l].front().outputs[k].ref(),
+                lane_held_[l].front().where,
                 ctx->output("out_" + outputs_[k].name).blob(0),
                 ctx->output("shape_" + outputs_[k].name).blob(0), row);
       if (!ok.ok()) return ok;

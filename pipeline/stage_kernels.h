@@ -383,6 +383,11 @@ class BatchKernel final : public Kernel {
   };
   // A sample waiting for the next batch: one per output.
   using Pending = std::vector<Sample>;
+  // A lane's good sample waiting for its row, and how errors name it.
+  struct Waiting {
+    Pending outputs;
+    std::string where;  // DescribeSample
+  };
   absl::Status Place(const Output& out, const SampleRef& sample,
                      const std::string& where, TensorView data,
                      TensorView shapes, int64_t row) const;
@@ -415,7 +420,7 @@ class BatchKernel final : public Kernel {
   LaneLayout lanes_;
   int64_t lanes_epoch_ = -1;
   std::vector<int64_t> lane_next_;
-  std::vector<std::deque<Pending>> lane_held_;
+  std::vector<std::deque<Waiting>> lane_held_;
 };
 
 }  // namespace actorflow::internal::pipeline

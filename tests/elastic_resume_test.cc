@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "actorflow/pipeline.h"
+#include "pipeline/fixtures.h"
 #include "pipeline/image_codec.h"
 #include "plan/plan_builder.h"
 #include "tests/test_util.h"
@@ -470,6 +471,56 @@ TEST_CASE("elastic: restores that cannot work are refused, naming why") {
     REQUIRE_FALSE(restored.ok());
     CHECK(absl::StrContains(restored.status().message(), "/nothing'"));
   }
+}
+
+TEST_CASE("elastic: a sample that does not fit the batch is named") {
+  // Seven 8 x 8 photos and, last in file order, one of 12 x 12 where the
+  // batch holds 8 x 8: the error names its file, as without elastic.
+  const std::string dir = TestTempDir("elastic_too_large");
+  const std::string large = TestTempDir("elastic_too_large_src");
+  REQUIRE_OK(WritePhotoImages(dir, 7, 8, 8, 1));
+  REQUIRE_OK(WritePhotoImages(large, 1, 12, 12, 1));
+  std::filesystem::path source;
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(large)) {
+    if (entry.is_regular_file()) source = entry.path();
+  }
+  std::filesystem::path class_dir;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_directory()) class_dir = entry.path();
+  }
+  REQUIRE_FALSE(source.empty());
+  REQUIRE_FALSE(class_dir.empty());
+  const std::string big = (class_dir / "zz_large.jpg").string();
+  std::filesystem::copy_file(source, big);
+
+  PipelineOptions options;
+  options.batch_size = 4;
+  options.num_threads = 1;
+  Pipeline pipe(options);
+  pipe.Add(OperatorDef{
+      .op = "file_reader",
+      .outputs = {"files", "labels"},
+      .attrs = {{"dir", StringAttr(dir)}, {"elastic", BoolAttr(true)}}});
+  pipe.Add(
+      OperatorDef{.op = "decode", .inputs = {"files"}, .outputs = {"images"}});
+  pipe.Add(OperatorDef{.op = "batch",
+                       .inputs = {"images"},
+                       .outputs = {"batched"},
+                       .attrs = {{"max_shape", IntListAttr({8, 8, 3})}}});
+  pipe.SetOutputs({"batched"});
+  REQUIRE_OK(pipe.Build());
+  absl::Status failed;
+  for (int i = 0; i < 2 && failed.ok(); ++i) {
+    failed = pipe.Run();
+    if (failed.ok()) failed = pipe.Outputs().status();
+  }
+  INFO(failed.message());
+  CHECK(absl::IsInvalidArgument(failed));
+  CHECK(absl::StrContains(failed.message(), "zz_large.jpg"));
+  CHECK(absl::StrContains(failed.message(),
+                          "uint8 [12, 12, 3], which does not fit the batch's "
+                          "uint8 [8, 8, 3]"));
 }
 
 }  // namespace
