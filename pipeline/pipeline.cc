@@ -327,6 +327,27 @@ absl::StatusOr<bool> Pipeline::FetchOne(Held* held) {
   return held->data[0].view().shape()[0] > 0;
 }
 
+bool Pipeline::CountsAsBatch(int64_t chunk, bool full) {
+  if (full) return true;
+  if (lanes_ == nullptr) return false;
+  if (chunk < lanes_->LastOwnChunk()) {
+    ++not_ready_;
+    return false;
+  }
+  return true;
+}
+
+absl::Status Pipeline::DrainInFlight() {
+  while (in_flight_ > 0) {
+    const int64_t chunk = next_chunk_ - in_flight_;
+    Held borrowed;
+    absl::StatusOr<bool> full = FetchOne(&borrowed);
+    if (!full.ok()) return full.status();
+    if (CountsAsBatch(chunk, *full)) ready_.push_back(CopyOut(borrowed));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<BatchView> Pipeline::ShareOutputs() {
   if (built_ && error_.ok()) {
     absl::Status tuned = TuneStep();
@@ -397,17 +418,7 @@ absl::StatusOr<BatchView> Pipeline::NextOutputs() {
       const int64_t chunk = next_chunk_ - in_flight_;  // the one fetched
       auto full = FetchOne(held.get());
       if (!full.ok()) return full.status();
-      if (lanes_ != nullptr) {
-        // Before the rank's last samples came, zero rows mean a lane still
-        // waits for its next good sample; from then on every chunk makes
-        // a batch, and the epoch's last may have no rows left.
-        if (!*full && chunk < lanes_->LastOwnChunk()) {
-          ++not_ready_;
-          continue;
-        }
-      } else if (!*full) {
-        continue;  // every sample held over for the next batch
-      }
+      if (!CountsAsBatch(chunk, *full)) continue;
     }
     --requested_;
     ok = Pump();  // keep the prefetch full while the caller works

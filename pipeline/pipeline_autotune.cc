@@ -109,17 +109,8 @@ absl::Status Pipeline::TuneStep() {
 absl::Status Pipeline::Reconfigure(int threads, int depth) {
   // Every scheduled batch out of the plan into memory of its own; the
   // plan then comes to rest, and these go out first.
-  while (in_flight_ > 0) {
-    const int64_t chunk = next_chunk_ - in_flight_;
-    Held borrowed;
-    absl::StatusOr<bool> full = FetchOne(&borrowed);
-    if (!full.ok()) return full.status();
-    if (lanes_ != nullptr && !*full && chunk < lanes_->LastOwnChunk()) {
-      ++not_ready_;  // no batch: a lane waited for a sample
-      continue;
-    }
-    if (*full || lanes_ != nullptr) ready_.push_back(CopyOut(borrowed));
-  }
+  absl::Status drained = DrainInFlight();
+  if (!drained.ok()) return drained;
   // The kernels' state, carried over in memory. An elastic pipeline's
   // follows from its place and skip log instead (as at a restore).
   CheckpointData state;

@@ -79,12 +79,8 @@ absl::StatusOr<CheckpointInfo> Pipeline::Checkpoint(
   const int64_t start = SteadyNowNs();
   // Every scheduled batch out of the plan into memory of its own: the plan
   // then comes to rest, and these go out first, now and after a restore.
-  while (in_flight_ > 0) {
-    Held borrowed;
-    absl::StatusOr<bool> full = FetchOne(&borrowed);
-    if (!full.ok()) return full.status();
-    if (*full) ready_.push_back(CopyOut(borrowed));
-  }
+  absl::Status drained = DrainInFlight();
+  if (!drained.ok()) return drained;
   absl::StatusOr<CheckpointData> cut = session_->Snapshot(options.timeout);
   if (!cut.ok()) return cut.status();
   cut->user = options.user;
@@ -110,7 +106,8 @@ absl::StatusOr<CheckpointInfo> Pipeline::Write(const std::string& root,
   info.pause_ms = static_cast<double>(SteadyNowNs() - started_ns) / 1e6;
   CheckpointWriteOptions write;
   write.keep_last = keep_last;
-  absl::StatusOr<WrittenCheckpoint> written = WriteCheckpoint(root, data, write);
+  absl::StatusOr<WrittenCheckpoint> written =
+      WriteCheckpoint(root, data, write);
   if (!written.ok()) return written.status();
   info.path = written->path;
   info.piece = written->piece;

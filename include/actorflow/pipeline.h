@@ -361,7 +361,17 @@ class Pipeline {
                                         const Tensor& shapes);
   // Releases what is held and fetches (and drops) what is in flight.
   absl::Status Drain();
+  // The next piece in flight (true: it has rows).
   absl::StatusOr<bool> FetchOne(Held* held);
+  // Whether a piece of chunk `chunk` fetched with (`full`) or without rows
+  // is a batch to hand out. Without rows: every sample was held over for
+  // the next batch; or, elastic, before the rank's last samples came, a
+  // lane still waits (counted in not_ready_: one more chunk is issued),
+  // and from then on it is the epoch's last batch with no rows left.
+  bool CountsAsBatch(int64_t chunk, bool full);
+  // Every piece in flight out of the plan into memory of its own (ready_,
+  // which goes out first): the plan comes to rest.
+  absl::Status DrainInFlight();
   bool MoreToIssue() const;
 
   PipelineOptions options_;  // num_threads, prefetch_depth: the tuner's
