@@ -152,11 +152,12 @@ absl::Status ReaderKernel::AnnounceLanes(int64_t epoch, int64_t chunk) {
   }
   for (; next <= now + pieces_ahead(); ++next) {
     const int64_t e = next / batches;
-    std::vector<int64_t> other;  // the next epoch's order, rarely needed
-    if (e != order_epoch_) {
-      other = EpochOrder(lanes_.positions, window_, seed_, e);
+    if (e != order_epoch_ && e != ahead_order_epoch_) {
+      ahead_order_ = EpochOrder(lanes_.positions, window_, seed_, e);
+      ahead_order_epoch_ = e;
     }
-    const std::vector<int64_t>& order = e == order_epoch_ ? order_ : other;
+    const std::vector<int64_t>& order =
+        e == order_epoch_ ? order_ : ahead_order_;
     std::vector<int64_t> indices;
     for (int64_t p : LanePositions(next % batches)) {
       indices.push_back(shards_->Index(e, order[p]));
@@ -175,8 +176,13 @@ absl::Status ReaderKernel::Forward(KernelContext* ctx) {
   auto chunk = ReadChunk(ctx->input(0));
   if (!chunk.ok()) return chunk.status();
   if (chunk->epoch != order_epoch_) {
-    order_ = EpochOrder(elastic_ ? lanes_.positions : epoch_size(), window_,
-                        seed_, chunk->epoch);
+    if (chunk->epoch == ahead_order_epoch_) {
+      order_.swap(ahead_order_);
+      ahead_order_epoch_ = -1;
+    } else {
+      order_ = EpochOrder(elastic_ ? lanes_.positions : epoch_size(), window_,
+                          seed_, chunk->epoch);
+    }
     order_epoch_ = chunk->epoch;
   }
   RegisterView out = ctx->output(0);

@@ -91,6 +91,10 @@ class ReaderKernel : public Kernel {
   std::atomic<int64_t>* counter_ = nullptr;
   int64_t order_epoch_ = -1;
   std::vector<int64_t> order_;
+  // An elastic reader's next epoch's order, made once for the head start
+  // (AnnounceLanes) and taken over when that epoch begins.
+  int64_t ahead_order_epoch_ = -1;
+  std::vector<int64_t> ahead_order_;
   // Given to Upcoming: every position of the epochs before
   // announce_epoch_, and [0, announced_) of it.
   absl::Status AnnounceUpcoming(int64_t epoch, int64_t first, int64_t last);
