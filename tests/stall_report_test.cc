@@ -147,6 +147,9 @@ TEST_CASE("a running pipeline says where it stalls", "[pipeline]") {
   const int64_t decoded = hungry->stages.at("decode").register_bytes;
   CHECK(decoded >= 4 * 200 * 200 * 3);
   CHECK(decoded <= 2 * 16 * 4 * 200 * 200 * 3);
+  // The batching stage's registers are the batches themselves.
+  REQUIRE(hungry->stages.count("batch") == 1);
+  CHECK(hungry->stages.at("batch").register_bytes >= 4 * 200 * 200 * 3);
   // A trainer whose step takes six times what a batch took to make (at
   // least 20 ms; longer on a slow or instrumented build): the pipeline
   // keeps ahead.
