@@ -150,30 +150,30 @@ class SampleSlots {
     Sample sample;
     std::string name;
   };
-  // The slots of the register whose header blob is `blob`.
-  std::vector<Slot>& For(const TensorView& blob) {
-    return slots_[blob.mutable_raw_data()].slots;
-  }
-  // After a register's slots were written: recounts that register's bytes.
-  void Recount(const TensorView& blob) {
-    Register& reg = slots_[blob.mutable_raw_data()];
+  // One register's slots, and their bytes as last recounted.
+  struct Register {
+    std::vector<Slot> slots;
     int64_t bytes = 0;
-    for (const Slot& slot : reg.slots) {
+  };
+  // The register whose header blob is `blob`.
+  Register& For(const TensorView& blob) {
+    return registers_[blob.mutable_raw_data()];
+  }
+  // After `reg`'s slots were written: recounts its bytes.
+  void Recount(Register* reg) {
+    int64_t bytes = 0;
+    for (const Slot& slot : reg->slots) {
       bytes += static_cast<int64_t>(slot.sample.storage.capacity());
     }
-    bytes_ += bytes - reg.bytes;
-    reg.bytes = bytes;
+    bytes_ += bytes - reg->bytes;
+    reg->bytes = bytes;
   }
   // Every register's, as last recounted (what KernelContext::
   // ReportHeldBytes reports for the stage).
   int64_t bytes() const { return bytes_; }
 
  private:
-  struct Register {
-    std::vector<Slot> slots;
-    int64_t bytes = 0;
-  };
-  absl::flat_hash_map<const void*, Register> slots_;
+  absl::flat_hash_map<const void*, Register> registers_;
   int64_t bytes_ = 0;
 };
 
@@ -181,7 +181,10 @@ class SampleSlots {
 class SampleListWriter {
  public:
   SampleListWriter(TensorView blob, SampleSlots* slots)
-      : blob_(blob), owner_(slots), slots_(&slots->For(blob)) {
+      : blob_(blob),
+        owner_(slots),
+        register_(&slots->For(blob)),
+        slots_(&register_->slots) {
     headers_ = reinterpret_cast<SampleHeader*>(blob.mutable_raw_data());
     capacity_ = blob.max_shape()[0];
     // Headers point into the slots (a short name lives inside its Slot):
@@ -230,7 +233,7 @@ class SampleListWriter {
   // Sets the blob's piece shape to the samples committed, and reports the
   // stage's slot bytes for `ctx`'s task (TaskStats::register_bytes).
   absl::Status Finish(const KernelContext& ctx) {
-    owner_->Recount(blob_);
+    owner_->Recount(register_);
     ctx.ReportHeldBytes(owner_->bytes());
     const int64_t shape[] = {count_, kHeaderWords};
     return blob_.set_shape(shape);
@@ -240,7 +243,8 @@ class SampleListWriter {
  private:
   TensorView blob_;
   SampleSlots* owner_;
-  std::vector<SampleSlots::Slot>* slots_;
+  SampleSlots::Register* register_;
+  std::vector<SampleSlots::Slot>* slots_;  // register_'s
   SampleHeader* headers_ = nullptr;
   int64_t capacity_ = 0;
   int64_t count_ = 0;
