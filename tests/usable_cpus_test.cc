@@ -143,7 +143,14 @@ TEST_CASE("threads busy elsewhere: the fewest runnable, less the caller") {
   const fs::path root = testing::TestTempDir("usable_busy");
   Write(root / "proc/stat",
         "cpu  1 2 3 4\nintr 5\nprocs_running 3\nprocs_blocked 0\n");
+  // A core busy in every look keeps the looks going across their whole
+  // window (nanosleep sleeps at least as long as asked): a thread that runs
+  // for a few milliseconds (a kernel worker, a short job) is not taken for
+  // a busy core, which would cost a session half its threads for life.
+  const auto start = std::chrono::steady_clock::now();
   CHECK(BusyElsewhere(root.string()) == 2);
+  CHECK(std::chrono::steady_clock::now() - start >=
+        std::chrono::milliseconds(9));
   Write(root / "proc/stat", "procs_running 1\n");
   CHECK(BusyElsewhere(root.string()) == 0);
   // Nothing to read: nothing known to be busy.

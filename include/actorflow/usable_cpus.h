@@ -32,7 +32,7 @@ struct UsableCpus {
   std::string quota_file;  // where the smallest quota was read
   // Threads of other processes (or other threads of this one) that kept
   // running the whole time it looked (the fewest runnable threads the
-  // kernel counted over about a millisecond, less the caller): a
+  // kernel counted over about ten milliseconds, less the caller): a
   // process burning a core, a trainer beside a pipeline. 0 when nobody
   // looked (LookForBusy) or the count was given.
   int busy_elsewhere = 0;
@@ -64,17 +64,18 @@ inline constexpr char kUsableCpusEnv[] = "ACTORFLOW_CPUS";
 
 // DetectUsableCpus, then `override_count` when > 0 (SessionOptions'), else
 // ACTORFLOW_CPUS when set, else (with `look_for_busy`) it also counts the
-// CPUs busy elsewhere now: it looks for about a millisecond, as a session
-// does when it is made. A malformed ACTORFLOW_CPUS is an error naming it.
+// CPUs busy elsewhere now, looking as a session does when it is made (once
+// on an idle machine, else for about ten milliseconds). A malformed
+// ACTORFLOW_CPUS is an error naming it.
 absl::StatusOr<UsableCpus> ResolveUsableCpus(int override_count = 0,
                                              bool look_for_busy = true);
 
-// The threads that kept running over about a millisecond besides the
+// The threads that kept running over about ten milliseconds besides the
 // caller, by the kernel's count of runnable threads (/proc/stat's
 // procs_running under `root`); 0 when it cannot tell.
 int BusyElsewhere(const std::string& root = "");
 
-// Sets `cpus->busy_elsewhere` from BusyElsewhere() (about a millisecond),
+// Sets `cpus->busy_elsewhere` from BusyElsewhere() (up to ten milliseconds),
 // unless the count was given (SessionOptions, ACTORFLOW_CPUS): what
 // ResolveUsableCpus does with `look_for_busy`, for a caller that knows only
 // later whether it needs the figure.
