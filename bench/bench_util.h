@@ -89,6 +89,31 @@ inline Paired PairedMedians(int samples, const std::function<double()>& subject,
   return Paired{Median(s), Median(b), Median(r)};
 }
 
+// Several measurements taken in turn, round after round (one warm-up round
+// first): each one's samples, in round order, so that a ratio can be taken
+// per round as PairedMedians does.
+inline std::vector<std::vector<double>> AlternatedSamples(
+    int samples, const std::vector<std::function<double()>>& measures) {
+  for (const auto& measure : measures) measure();
+  std::vector<std::vector<double>> values(measures.size());
+  for (int i = 0; i < samples; ++i) {
+    for (size_t m = 0; m < measures.size(); ++m) {
+      values[m].push_back(measures[m]());
+    }
+  }
+  return values;
+}
+
+// The median over rounds of a[i] / b[i].
+inline double MedianRatio(const std::vector<double>& a,
+                          const std::vector<double>& b) {
+  std::vector<double> ratios;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    ratios.push_back(a[i] / b[i]);
+  }
+  return Median(ratios);
+}
+
 }  // namespace actorflow::internal::bench
 
 #endif  // ACTORFLOW_BENCH_BENCH_UTIL_H_

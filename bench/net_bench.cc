@@ -2,13 +2,18 @@
 // between the same two processes, on 127.0.0.1:
 //
 //   throughput  a two-rank job: fill (rank 0) -> take (rank 1), blobs of
-//               4 KiB, 64 KiB and 1 MiB, register_num 16 (at 4 KiB, as
-//               many bytes in flight as HTTP/2's initial 64 KiB window
+//               4 KiB, 64 KiB, 1 MiB and 16 MiB, register_num 16 (at 4 KiB,
+//               as many bytes in flight as HTTP/2's initial 64 KiB window
 //               lets the baseline have). A sample is one Run of --mib MiB
-//               on both ranks and a Job::Barrier, so it ends once rank 1
-//               has taken every piece. Baseline: the same bytes as messages
-//               of the same size on one client stream (PingPong.Drain),
-//               answered once after the last.
+//               (at least --min-pieces pieces) on both ranks and a
+//               Job::Barrier, so it ends once rank 1 has taken every piece.
+//               Baselines, each moving the same bytes in pieces of the same
+//               size: messages on one client stream (PingPong.Drain), answered
+//               once after the last; a plain blocking send loop on a TCP socket
+//               to rank 1, which recv()s them into one buffer and answers one
+//               byte after the last (the socket's own speed); memcpy in
+//               this process between two rings of 16 buffers (the
+//               memory's speed).
 //   latency     a two-rank job with a cycle: ping (rank 0, an initial
 //               register) -> relay (rank 1) -> back to ping, so one 64-byte
 //               piece is in flight at a time and a Run of R pieces is R
@@ -30,11 +35,17 @@
 //   tools/bazel run //bench:net_bench
 //   tools/bazel run //bench:net_bench -- --samples=21 --mib=64
 //   tools/bazel run //bench:net_bench -- --tls=1
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -59,19 +70,21 @@
 namespace actorflow::internal::bench {
 namespace {
 
-constexpr int64_t kBlobBytes[] = {4 << 10, 64 << 10, 1 << 20};
+constexpr int64_t kBlobBytes[] = {4 << 10, 64 << 10, 1 << 20, 16 << 20};
 constexpr int64_t kPingBytes = 64;
 constexpr int kRegisterNum = 16;
 // One port for the baseline's server, then one MASTER_PORT per job in
-// plaintext and one per job under TLS.
-constexpr int kJobs = 4;
-constexpr int kPorts = 1 + 2 * kJobs;
+// plaintext and one per job under TLS, then the raw TCP baseline's.
+constexpr int kJobs = std::size(kBlobBytes) + 1;
+constexpr int kPorts = 1 + 2 * kJobs + 1;
+constexpr int kRawTcpPort = kPorts - 1;
 // Where --tls=1 keeps its certificates, for rank 1 too.
 constexpr char kTlsDirVar[] = "ACTORFLOW_NET_BENCH_TLS_DIR";
 
 struct Config {
   int64_t samples = 11;
-  int64_t mib = 32;  // per throughput sample
+  int64_t mib = 32;         // per throughput sample
+  int64_t min_pieces = 32;  // per throughput sample, whatever --mib gives
   int64_t round_trips = 2000;
   int64_t tls = 0;  // 1: TLS against plaintext
 };
@@ -169,7 +182,8 @@ struct JobSpec {
 std::vector<JobSpec> Jobs(const Config& config) {
   std::vector<JobSpec> jobs;
   for (int64_t bytes : kBlobBytes) {
-    jobs.push_back({ThroughputPlan(bytes), (config.mib << 20) / bytes});
+    jobs.push_back({ThroughputPlan(bytes),
+                    std::max((config.mib << 20) / bytes, config.min_pieces)});
   }
   jobs.push_back({LatencyPlan(), config.round_trips});
   return jobs;
@@ -247,12 +261,93 @@ class PingPongServer final : public PingPong::Service {
   }
 };
 
-// Serves the baseline and runs rank 1 of every job, as many runs as rank 0
+// Whole reads and writes on a blocking socket; false once it fails or ends.
+bool ReadAll(int fd, void* data, int64_t bytes) {
+  auto* at = static_cast<char*>(data);
+  while (bytes > 0) {
+    const ssize_t got = recv(fd, at, bytes, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    at += got;
+    bytes -= got;
+  }
+  return true;
+}
+
+bool WriteAll(int fd, const void* data, int64_t bytes) {
+  const auto* at = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t sent = send(fd, at, bytes, MSG_NOSIGNAL);
+    if (sent < 0 && errno == EINTR) continue;
+    if (sent <= 0) return false;
+    at += sent;
+    bytes -= sent;
+  }
+  return true;
+}
+
+// The raw TCP baseline's receiving end, listening on `port` of 127.0.0.1
+// once this returns. Each sample: rank 0 sends {piece bytes, pieces}, then
+// the pieces; this reads each into one buffer (the register a receiver
+// would fill) and answers one byte after the last.
+class RawTcpSink {
+ public:
+  explicit RawTcpSink(int port) {
+    listener_ = socket(AF_INET, SOCK_STREAM, 0);
+    const int one = 1;
+    setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (listener_ < 0 ||
+        bind(listener_, reinterpret_cast<sockaddr*>(&address),
+             sizeof(address)) != 0 ||
+        listen(listener_, 1) != 0) {
+      Die(absl::StrCat("rank 1: cannot listen on 127.0.0.1:", port));
+    }
+    thread_ = std::thread([this] { Serve(); });
+  }
+  // Returns once rank 0 has closed its connection (or never made one and
+  // the listener is shut).
+  ~RawTcpSink() {
+    shutdown(listener_, SHUT_RDWR);
+    thread_.join();
+    close(listener_);
+  }
+
+ private:
+  void Serve() {
+    const int fd = accept(listener_, nullptr, nullptr);
+    if (fd < 0) return;  // shut before rank 0 connected
+    std::vector<char> buffer;
+    int64_t header[2];
+    while (ReadAll(fd, header, sizeof(header))) {
+      buffer.resize(header[0]);
+      bool ok = true;
+      for (int64_t i = 0; i < header[1] && ok; ++i) {
+        ok = ReadAll(fd, buffer.data(), header[0]);
+      }
+      const char done = 1;
+      if (!ok || !WriteAll(fd, &done, 1)) break;
+    }
+    close(fd);
+  }
+
+  int listener_ = -1;
+  std::thread thread_;
+};
+
+// Serves the baselines and runs rank 1 of every job, as many runs as rank 0
 // (a warm-up and the samples).
 int Child(const Config& config, const std::vector<int>& ports) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // Listening before the gRPC server answers: once rank 0 reaches that,
+  // it may connect here.
+  RawTcpSink raw_tcp(ports[kRawTcpPort]);
   PingPongServer service;
   grpc::ServerBuilder builder;
+  builder.SetMaxReceiveMessageSize(-1);  // 16 MiB pieces
   builder.AddListeningPort(absl::StrCat("127.0.0.1:", ports[0]),
                            grpc::InsecureServerCredentials());
   builder.RegisterService(&service);
@@ -326,6 +421,59 @@ double EchoRate(PingPong::Stub* stub, int64_t round_trips) {
   return round_trips / Seconds(start);
 }
 
+// "64 KiB", "16 MiB".
+std::string BlobSize(int64_t bytes) {
+  return bytes >= (1 << 20) ? absl::StrCat(bytes >> 20, " MiB")
+                            : absl::StrCat(bytes >> 10, " KiB");
+}
+
+// Bytes per second through a plain blocking send loop to RawTcpSink.
+double RawTcpRate(int fd, int64_t bytes, int64_t messages) {
+  static std::string buffer;
+  buffer.assign(bytes, 'x');
+  const int64_t start = NowNs();
+  const int64_t header[2] = {bytes, messages};
+  bool ok = WriteAll(fd, header, sizeof(header));
+  for (int64_t i = 0; i < messages && ok; ++i) {
+    ok = WriteAll(fd, buffer.data(), bytes);
+  }
+  char done = 0;
+  if (!ok || !ReadAll(fd, &done, 1)) Die("baseline: the raw TCP socket broke");
+  return bytes * messages / Seconds(start);
+}
+
+int ConnectRawTcp(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&address),
+                        sizeof(address)) != 0) {
+    Die(absl::StrCat("baseline: cannot connect to 127.0.0.1:", port));
+  }
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+// Bytes per second of memcpy from a ring of kRegisterNum buffers of
+// `bytes` to another: what moving the pieces costs with no network at all.
+double MemcpyRate(int64_t bytes, int64_t messages) {
+  static std::vector<std::vector<char>> from, to;
+  if (from.empty() || static_cast<int64_t>(from[0].size()) != bytes) {
+    from.assign(kRegisterNum, std::vector<char>(bytes, 'x'));
+    to.assign(kRegisterNum, std::vector<char>(bytes, 0));
+  }
+  const int64_t start = NowNs();
+  for (int64_t i = 0; i < messages; ++i) {
+    char* into = to[i % kRegisterNum].data();
+    std::memcpy(into, from[i % kRegisterNum].data(), bytes);
+    asm volatile("" : : "r"(into) : "memory");  // the copy is used
+  }
+  return bytes * messages / Seconds(start);
+}
+
 pid_t StartChild(const Config& config, const std::vector<int>& ports) {
   std::vector<std::string> args = {
       "net_bench",
@@ -333,6 +481,7 @@ pid_t StartChild(const Config& config, const std::vector<int>& ports) {
       absl::StrJoin(ports, ","),
       absl::StrCat("--samples=", config.samples),
       absl::StrCat("--mib=", config.mib),
+      absl::StrCat("--min-pieces=", config.min_pieces),
       absl::StrCat("--round-trips=", config.round_trips),
       absl::StrCat("--tls=", config.tls)};
   pid_t pid = fork();
@@ -375,7 +524,7 @@ int CompareTls(const Config& config, const std::vector<int>& ports,
     if (throughput) {
       std::printf(
           "%-26s %9.0f MB/s %9.0f MB/s %7.2fx\n",
-          absl::StrCat("throughput, ", kBlobBytes[j] >> 10, " KiB blobs")
+          absl::StrCat("throughput, ", BlobSize(kBlobBytes[j]), " blobs")
               .c_str(),
           p.subject / 1e6, p.baseline / 1e6, p.ratio);
     } else {
@@ -420,30 +569,38 @@ int Parent(const Config& config) {
     Die("rank 1 did not serve the baseline within 60 s");
   }
   std::unique_ptr<PingPong::Stub> stub = PingPong::NewStub(channel);
+  const int raw_tcp = ConnectRawTcp(ports[kRawTcpPort]);
 
   std::printf(
       "net_bench: two processes on 127.0.0.1, %lld samples (medians; "
-      "ratio = plain gRPC / actorflow, per pair)\n\n",
+      "ratios per round)\n\n",
       static_cast<long long>(config.samples));
-  std::printf("%-26s %14s %14s %8s\n", "", "actorflow", "plain gRPC", "ratio");
+  std::printf("%-26s %14s %14s %14s %14s %8s %8s %8s\n", "", "actorflow",
+              "plain gRPC", "raw TCP", "memcpy", "gRPC/af", "af/TCP",
+              "af/copy");
   std::vector<JobSpec> jobs = Jobs(config);
   for (size_t j = 0; j < jobs.size(); ++j) {
     std::unique_ptr<net::Job> job = JoinJob(jobs[j], 0, ports[1 + j]);
     const int64_t pieces = jobs[j].pieces;
     if (j < std::size(kBlobBytes)) {
       const int64_t bytes = kBlobBytes[j];
-      Paired p = PairedMedians(
-          config.samples,
-          [&] {
-            const int64_t start = NowNs();
-            RunJob(job.get(), pieces);
-            return bytes * pieces / Seconds(start);
-          },
-          [&] { return DrainRate(stub.get(), bytes, pieces); });
+      const std::vector<std::vector<double>> rates = AlternatedSamples(
+          config.samples, {[&] {
+                             const int64_t start = NowNs();
+                             RunJob(job.get(), pieces);
+                             return bytes * pieces / Seconds(start);
+                           },
+                           [&] { return DrainRate(stub.get(), bytes, pieces); },
+                           [&] { return RawTcpRate(raw_tcp, bytes, pieces); },
+                           [&] { return MemcpyRate(bytes, pieces); }});
       std::printf(
-          "%-26s %9.0f MB/s %9.0f MB/s %7.2fx\n",
-          absl::StrCat("throughput, ", bytes >> 10, " KiB blobs").c_str(),
-          p.subject / 1e6, p.baseline / 1e6, p.ratio);
+          "%-26s %9.0f MB/s %9.0f MB/s %9.0f MB/s %9.0f MB/s %7.2fx %7.2f "
+          "%7.3f\n",
+          absl::StrCat("throughput, ", BlobSize(bytes), " blobs").c_str(),
+          Median(rates[0]) / 1e6, Median(rates[1]) / 1e6,
+          Median(rates[2]) / 1e6, Median(rates[3]) / 1e6,
+          MedianRatio(rates[1], rates[0]), MedianRatio(rates[0], rates[2]),
+          MedianRatio(rates[0], rates[3]));
     } else {
       Paired p = PairedMedians(
           config.samples,
@@ -453,29 +610,32 @@ int Parent(const Config& config) {
             return pieces / Seconds(start);
           },
           [&] { return EchoRate(stub.get(), pieces); });
-      std::printf("%-26s %11.1f us %11.1f us %7.2fx\n",
+      std::printf("%-26s %11.1f us %11.1f us %14s %14s %7.2fx\n",
                   absl::StrCat("round trip, ", kPingBytes, " B").c_str(),
-                  1e6 / p.subject, 1e6 / p.baseline, p.ratio);
+                  1e6 / p.subject, 1e6 / p.baseline, "-", "-", p.ratio);
     }
     std::fflush(stdout);
     Check(job->Finish(), "rank 0: finishing");
   }
+  close(raw_tcp);  // rank 1's sink ends with it
   int status = 0;
   if (waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
       WEXITSTATUS(status) != 0) {
     Die("rank 1 failed");
   }
   std::printf(
-      "\nratio: how many times plain gRPC's figure is better (target: at most "
-      "1.5x)\n");
+      "\ngRPC/af: how many times plain gRPC's figure is better (target: at "
+      "most 1.5x);\naf/TCP, af/copy: actorflow's throughput as a fraction "
+      "of raw TCP's and of memcpy's\n");
   return 0;
 }
 
 constexpr char kHelp[] =
     "net_bench: registers between two processes (actorflow's net_send and\n"
-    "net_recv over gRPC) against plain gRPC streaming, on 127.0.0.1.\n"
-    "Throughput in MB/s at 4 KiB, 64 KiB and 1 MiB blobs, and the round\n"
-    "trip of a 64-byte piece; medians, alternated with the baseline.";
+    "net_recv over gRPC) against plain gRPC streaming, a raw TCP socket\n"
+    "and memcpy, on 127.0.0.1. Throughput in MB/s at 4 KiB, 64 KiB, 1 MiB\n"
+    "and 16 MiB blobs, and the round trip of a 64-byte piece; medians,\n"
+    "alternated with the baselines.";
 
 }  // namespace
 }  // namespace actorflow::internal::bench
@@ -502,9 +662,12 @@ int main(int argc, char** argv) {
       "net_bench", argc, argv,
       {{"samples", &config.samples, "samples per figure"},
        {"mib", &config.mib, "MiB per throughput sample"},
+       {"min-pieces", &config.min_pieces,
+        "pieces per throughput sample at least, whatever --mib gives"},
        {"round-trips", &config.round_trips, "round trips per latency sample"},
        {"tls", &config.tls,
-        "1: mutual TLS between the ranks against plaintext (needs openssl)"}},
+        "1: mutual TLS between the ranks against plaintext (needs openssl)",
+        0}},
       kHelp);
   return child ? Child(config, ports) : Parent(config);
 }

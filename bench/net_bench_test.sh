@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# net_bench prints every row with its baselines and both processes end, in
+# plaintext and with --tls=1. No timing is asserted here: the figures are
+# the bench's output, not a test's.
+set -uo pipefail
+bench=$1
+tmp=${TEST_TMPDIR:-$(mktemp -d)}
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$bench" --help | grep -q "against plain gRPC streaming, a raw TCP socket" ||
+  fail "--help"
+"$bench" --samples=0 >/dev/null 2>"$tmp/err"
+[[ $? == 2 ]] && grep -q -- "--samples" "$tmp/err" ||
+  fail "--samples=0 must be refused, naming the flag"
+
+small=(--samples=1 --mib=1 --min-pieces=2 --round-trips=50)
+timeout 300 "$bench" "${small[@]}" >"$tmp/out" 2>&1 ||
+  { cat "$tmp/out"; fail "net_bench failed (or did not end)"; }
+cat "$tmp/out"
+grep -q "actorflow  *plain gRPC  *raw TCP  *memcpy" "$tmp/out" ||
+  fail "no baseline columns"
+for size in "4 KiB" "64 KiB" "1 MiB" "16 MiB"; do
+  grep -Eq "^throughput, $size blobs( +[0-9]+ MB/s){4} +[0-9.]+x" "$tmp/out" ||
+    fail "no throughput row with its baselines at $size"
+done
+grep -Eq "^round trip, 64 B +[0-9.]+ us +[0-9.]+ us" "$tmp/out" ||
+  fail "no round-trip row"
+
+timeout 300 "$bench" "${small[@]}" --tls=1 >"$tmp/tls" 2>&1 ||
+  { cat "$tmp/tls"; fail "net_bench --tls=1 failed (or did not end)"; }
+grep -q "^throughput, 16 MiB blobs" "$tmp/tls" || fail "no TLS rows"
+echo PASS
