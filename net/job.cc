@@ -248,6 +248,24 @@ void Job::OnFailure(const absl::Status& status, bool local) {
   if (transport_ != nullptr) transport_->Fail(status);
 }
 
+void Job::Abort(const absl::Status& status) {
+  OnFailure(status, /*local=*/true);
+  // OnFailure leaves the session of a local failure alone: the session
+  // reported it itself, and must not be called back from its on_failure.
+  // An abort comes from outside the session (a deadline, a caller), so it
+  // stops the session here. Failing the transport alone ends the run only
+  // through a transfer task that a wake-up reaches; under load, rank 0 of a
+  // preempted job past its grace ran on after every other rank had ended.
+  Session* session;
+  absl::Status failure;
+  {
+    MutexLock lock(&mu_);
+    session = live_session_;
+    failure = failure_;
+  }
+  if (session != nullptr) session->Abort(failure);
+}
+
 void Job::Preempt(const std::string& why) {
   coordinator_->RequestPreempt(absl::StrCat(why, " to rank ", config_.rank));
 }

@@ -80,8 +80,9 @@ class Job {
   // Any thread, any time after Create: stop the job at a cut (see above);
   // `why` ("SIGTERM") reaches every rank.
   void Preempt(const std::string& why);
-  // Any thread: fails the job everywhere, as a local failure would.
-  void Abort(const absl::Status& status) { OnFailure(status, true); }
+  // Any thread: fails the job everywhere, as a local failure would, and
+  // stops this rank's session.
+  void Abort(const absl::Status& status);
   // Once this rank's runs ended at the job's cut, before the pieces asked
   // for: the cut; else -1.
   int64_t preempted_at() const;
