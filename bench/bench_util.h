@@ -67,31 +67,9 @@ inline void ParseFlags(const char* program, int argc, char** argv,
   set.ParseOrExit(argc, argv);
 }
 
-// Medians of two measurements taken in alternation, so that both see the
-// same machine (this one is shared and its speed drifts), and the median of
-// their per-pair ratio baseline / subject.
-struct Paired {
-  double subject = 0;
-  double baseline = 0;
-  double ratio = 0;
-};
-
-inline Paired PairedMedians(int samples, const std::function<double()>& subject,
-                            const std::function<double()>& baseline) {
-  subject();  // warm-up
-  baseline();
-  std::vector<double> s, b, r;
-  for (int i = 0; i < samples; ++i) {
-    s.push_back(subject());
-    b.push_back(baseline());
-    r.push_back(b.back() / s.back());
-  }
-  return Paired{Median(s), Median(b), Median(r)};
-}
-
 // Several measurements taken in turn, round after round (one warm-up round
 // first): each one's samples, in round order, so that a ratio can be taken
-// per round as PairedMedians does.
+// per round (MedianRatio). PairedMedians is the case of two.
 inline std::vector<std::vector<double>> AlternatedSamples(
     int samples, const std::vector<std::function<double()>>& measures) {
   for (const auto& measure : measures) measure();
@@ -112,6 +90,23 @@ inline double MedianRatio(const std::vector<double>& a,
     ratios.push_back(a[i] / b[i]);
   }
   return Median(ratios);
+}
+
+// Medians of two measurements taken in alternation, so that both see the
+// same machine (this one is shared and its speed drifts), and the median of
+// their per-pair ratio baseline / subject.
+struct Paired {
+  double subject = 0;
+  double baseline = 0;
+  double ratio = 0;
+};
+
+inline Paired PairedMedians(int samples, const std::function<double()>& subject,
+                            const std::function<double()>& baseline) {
+  const std::vector<std::vector<double>> values =
+      AlternatedSamples(samples, {subject, baseline});
+  return Paired{Median(values[0]), Median(values[1]),
+                MedianRatio(values[1], values[0])};
 }
 
 }  // namespace actorflow::internal::bench

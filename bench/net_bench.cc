@@ -261,6 +261,15 @@ class PingPongServer final : public PingPong::Service {
   }
 };
 
+// 127.0.0.1:port, for the raw TCP baseline's two ends.
+sockaddr_in Loopback(int port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return address;
+}
+
 // Whole reads and writes on a blocking socket; false once it fails or ends.
 bool ReadAll(int fd, void* data, int64_t bytes) {
   auto* at = static_cast<char*>(data);
@@ -296,10 +305,7 @@ class RawTcpSink {
     listener_ = socket(AF_INET, SOCK_STREAM, 0);
     const int one = 1;
     setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(port);
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sockaddr_in address = Loopback(port);
     if (listener_ < 0 ||
         bind(listener_, reinterpret_cast<sockaddr*>(&address),
              sizeof(address)) != 0 ||
@@ -444,10 +450,7 @@ double RawTcpRate(int fd, int64_t bytes, int64_t messages) {
 
 int ConnectRawTcp(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in address = Loopback(port);
   if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&address),
                         sizeof(address)) != 0) {
     Die(absl::StrCat("baseline: cannot connect to 127.0.0.1:", port));
