@@ -33,13 +33,23 @@ def rewrite_block(path, name, lines):
         f.write(head + "\n".join([begin, *lines, end]) + tail)
 
 
-def child_env(with_sanitizer=True):
+def child_env(with_sanitizer=True, keep_freed_memory=False):
     """The environment for a benchmark's side in a process of its own: this
     one's module path, one BLAS/OpenMP thread, and without the ASan runtime
-    preload for a side that is PyTorch alone."""
+    preload for a side that is PyTorch alone.
+
+    keep_freed_memory, a PyTorch peer's best setup: torch allocates fresh
+    tensors for every sample, and glibc's malloc hands large freed blocks
+    back to the kernel, so each one is paged in anew (on a VM a page fault
+    can cost tens of microseconds). Keeping freed memory for reuse, as the
+    allocators PyTorch's performance advice names (jemalloc, tcmalloc) do,
+    spares that."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(sys.path)
     env["OMP_NUM_THREADS"] = env["OPENBLAS_NUM_THREADS"] = "1"
     if not with_sanitizer:
         env.pop("LD_PRELOAD", None)
+    if keep_freed_memory:
+        env["MALLOC_MMAP_THRESHOLD_"] = env["MALLOC_TRIM_THRESHOLD_"] = \
+            str(1 << 30)
     return env

@@ -15,7 +15,9 @@ JPEGs (500 x 375, with texture, 10 class folders) made by
 //examples/pipeline:make_images unless --dir. Each side runs in its own
 process, alternated --samples times; a sample is the median images/s of
 its epochs after the first. Prints the median of the samples per side and
-the ratio actorflow / DataLoader (target: at least 3 for both recipes).
+the ratio actorflow / DataLoader (target: at least 3 for both recipes),
+and per side the CPU time and minor page faults per image of its whole
+process tree (DataLoader's workers included), from /proc.
 --doc=FILE rewrites the block between "<!-- dali_peer:begin -->" and
 "<!-- dali_peer:end -->" there (docs/performance.md) with the table.
 """
@@ -84,11 +86,11 @@ def actorflow_side(args):
         pipe, reader_name="Reader", last_batch_policy=LastBatchPolicy.PARTIAL,
         auto_reset=True)
     for epoch in range(args.epochs):
-        start, images = time.perf_counter(), 0
+        start, images, used = time.perf_counter(), 0, tree_usage()
         for data in loader:
             images += data[0]["data"].shape[0]
             data[0]["label"].squeeze(-1).long()
-        report(epoch, images, time.perf_counter() - start)
+        report(epoch, images, time.perf_counter() - start, used)
 
 
 def dataloader_side(args):
@@ -123,19 +125,47 @@ def dataloader_side(args):
         Images(), batch_size=args.batch, shuffle=args.recipe == "train",
         num_workers=args.threads, persistent_workers=True)
     for epoch in range(args.epochs):
-        start, images = time.perf_counter(), 0
+        start, images, used = time.perf_counter(), 0, tree_usage()
         for batch, labels in loader:
             images += batch.shape[0]
-        report(epoch, images, time.perf_counter() - start)
+        report(epoch, images, time.perf_counter() - start, used)
 
 
-def report(epoch, images, seconds):
+def tree_usage():
+    """(CPU seconds, minor page faults) of this process and its children
+    (DataLoader's workers) so far, from /proc."""
+    me = str(os.getpid())
+    tick = os.sysconf("SC_CLK_TCK")
+    cpu = faults = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                # Fields after the command's closing parenthesis: state is
+                # the first, ppid the second, minflt the eighth, utime and
+                # stime the twelfth and thirteenth.
+                rest = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # a process that ended meanwhile
+        if pid == me or rest[1] == me:
+            cpu += (int(rest[11]) + int(rest[12])) / tick
+            faults += int(rest[7])
+    return cpu, faults
+
+
+def report(epoch, images, seconds, used):
+    cpu, faults = tree_usage()
     print(json.dumps({"epoch": epoch + 1, "images": images,
-                      "images_per_s": images / seconds}), flush=True)
+                      "images_per_s": images / seconds,
+                      "cpu_ms_per_image": (cpu - used[0]) * 1e3 / images,
+                      "faults_per_image": (faults - used[1]) / images}),
+          flush=True)
 
 
 def child(args, side, recipe):
-    env = doc_block.child_env(with_sanitizer=side != "dataloader")
+    env = doc_block.child_env(with_sanitizer=side != "dataloader",
+                              keep_freed_memory=side == "dataloader")
     cmd = [sys.executable, os.path.abspath(__file__), f"--side={side}",
            f"--recipe={recipe}", f"--dir={args.dir}",
            f"--epochs={args.epochs}", f"--threads={args.threads}",
@@ -144,12 +174,15 @@ def child(args, side, recipe):
     if done.returncode != 0:
         sys.exit(f"dali_peer: {side} {recipe} failed ({done.returncode}):\n"
                  f"{done.stdout[-2000:]}{done.stderr[-3000:]}")
-    rates = [json.loads(line)["images_per_s"]
-             for line in done.stdout.splitlines() if line.startswith("{")]
-    if len(rates) < 2:
+    epochs = [json.loads(line)
+              for line in done.stdout.splitlines() if line.startswith("{")]
+    if len(epochs) < 2:
         sys.exit(f"dali_peer: {side} {recipe}: fewer than 2 epochs:\n"
                  f"{done.stdout}")
-    return statistics.median(rates[1:])
+    # The first epoch pays for start-up (imports, workers, caches).
+    return {key: statistics.median(e[key] for e in epochs[1:])
+            for key in ("images_per_s", "cpu_ms_per_image",
+                        "faults_per_image")}
 
 
 def main():
@@ -202,10 +235,12 @@ def main():
     names = {"train": "training (image_random_crop, resize 224, flip)",
              "val": "validation (resize 256, centre crop 224)"}
     for recipe in ("train", "val"):
-        rates = {"actorflow": [], "dataloader": []}
+        samples = {"actorflow": [], "dataloader": []}
         for _ in range(args.samples):
-            for side in rates:
-                rates[side].append(child(args, side, recipe))
+            for side in samples:
+                samples[side].append(child(args, side, recipe))
+        rates = {side: [s["images_per_s"] for s in got]
+                 for side, got in samples.items()}
         ours = statistics.median(rates["actorflow"])
         peer = statistics.median(rates["dataloader"])
         ratios[recipe] = ours / peer
@@ -218,8 +253,15 @@ def main():
                            "workers, torchvision + PIL")):
             runs = " / ".join(f"{r:.0f}" for r in rates[side])
             median = statistics.median(rates[side])
+            cpu = statistics.median(s["cpu_ms_per_image"]
+                                    for s in samples[side])
+            faults = statistics.median(s["faults_per_image"]
+                                       for s in samples[side])
+            print(f"      {side:10s} CPU {cpu:5.2f} ms/image, "
+                  f"{faults:6.0f} page faults/image", flush=True)
             rows.append(f"| {names[recipe]} | {who} | {median:.0f} images/s "
-                        f"| {runs} | {ours / median:.2f}x |")
+                        f"| {runs} | {cpu:.2f} | {faults:.0f} "
+                        f"| {ours / median:.2f}x |")
     if made:
         import shutil
         shutil.rmtree(made)
@@ -239,8 +281,9 @@ def write_doc(args, rows, ratios):
         f"500 x 375, batch {args.batch}, {args.samples} sample(s) per "
         "figure (medians).",
         "",
-        "| pipeline | who | median | runs | actorflow.dali / it |",
-        "| --- | --- | ---: | --- | ---: |",
+        "| pipeline | who | median | runs | CPU ms / image "
+        "| page faults / image | actorflow.dali / it |",
+        "| --- | --- | ---: | --- | ---: | ---: | ---: |",
         *rows,
         "",
         "| target | ratio | holds |",

@@ -14,7 +14,8 @@ then over their http:// URLs served by nginx (Debian's nginx-light, one
 worker, keep-alive) on 127.0.0.1. DataLoader: --threads workers, each an
 IterableDataset reading its share of the shards with tarfile, decoding with
 PIL and transforming with torchvision's RandomResizedCrop(224),
-RandomHorizontalFlip, ToTensor, Normalize. Each side runs in its own
+RandomHorizontalFlip, ToTensor, Normalize, with glibc's malloc keeping
+freed memory (doc_block.child_env). Each side runs in its own
 process, alternated --samples times; a sample is the median images/s of its
 epochs after the first. Prints the medians and the ratios HTTP / local
 (target: at least 0.9) and actorflow local / DataLoader (target: at least
@@ -130,7 +131,8 @@ def report(epoch, images, seconds):
 
 
 def child(args, side, base_url=None):
-    env = doc_block.child_env(with_sanitizer=side != "dataloader")
+    env = doc_block.child_env(with_sanitizer=side != "dataloader",
+                              keep_freed_memory=side == "dataloader")
     cmd = [sys.executable, os.path.abspath(__file__), f"--side={side}",
            f"--dir={args.dir}", f"--epochs={args.epochs}",
            f"--threads={args.threads}", f"--batch={args.batch}"]
