@@ -13,6 +13,7 @@
 #include "actorflow/plan_validator.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "net/freed_memory.h"
 #include "net/net_kernels.h"
 
 namespace actorflow::internal::net {
@@ -47,6 +48,8 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Create(const Plan& plan,
 absl::Status Job::Start(const Plan& plan, int64_t pieces,
                         SessionOptions options) {
   const int32_t rank = config_.rank;
+  absl::Status kept = KeepFreedMemory();
+  if (!kept.ok()) return kept;
   CompileOptions compile;
   compile.multi_machine = true;
   compile.probe = options.probe;
