@@ -19,6 +19,11 @@
 //               piece is in flight at a time and a Run of R pieces is R
 //               round trips. Baseline: R round trips of a 64-byte message
 //               on one stream (PingPong.Echo).
+//   MLP job     one epoch of examples/jobs/mlp_two_machines.pbtxt (the
+//               perceptron, data parallel over the two ranks) against one
+//               epoch of mlp_two_devices.pbtxt (the same plan on two devices
+//               of this process, while rank 1 waits), in samples/s. Not
+//               under --tls=1.
 //
 // This process is rank 0 and the gRPC client; it starts this binary again
 // as rank 1 and the gRPC server. Both use gRPC's "poll" engine, as
@@ -58,10 +63,13 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "actorflow/session.h"
 #include "bench/bench_util.h"
 #include "bench/ping_pong.grpc.pb.h"
+#include "compiler/plan_or_job.h"
 #include "net/job.h"
 #include "net/launch.h"
 #include "plan/plan_builder.h"
@@ -75,7 +83,13 @@ constexpr int64_t kPingBytes = 64;
 constexpr int kRegisterNum = 16;
 // One port for the baseline's server, then one MASTER_PORT per job in
 // plaintext and one per job under TLS, then the raw TCP baseline's.
-constexpr int kJobs = std::size(kBlobBytes) + 1;
+// The throughput jobs, the latency job and (without --tls) the MLP job.
+constexpr int kJobs = std::size(kBlobBytes) + 2;
+constexpr size_t kLatencyJob = std::size(kBlobBytes);
+constexpr size_t kMlpJob = kLatencyJob + 1;
+// The perceptron over two ranks, and over two devices of one process.
+constexpr char kMlpTwoRanks[] = "examples/jobs/mlp_two_machines.pbtxt";
+constexpr char kMlpOneProcess[] = "examples/jobs/mlp_two_devices.pbtxt";
 constexpr int kPorts = 1 + 2 * kJobs + 1;
 constexpr int kRawTcpPort = kPorts - 1;
 // Where --tls=1 keeps its certificates, for rank 1 too.
@@ -179,6 +193,23 @@ struct JobSpec {
   int64_t pieces;
 };
 
+Plan CompiledJob(const std::string& path) {
+  absl::StatusOr<LoadedPlan> loaded = LoadPlanOrJob(path);
+  if (!loaded.ok()) Die(std::string(loaded.status().message()));
+  return std::move(loaded->plan);
+}
+
+// Samples per piece of the MLP jobs: their reader's `batch`.
+int64_t MlpBatch() {
+  absl::StatusOr<Job> job = LoadJob(kMlpTwoRanks);
+  if (!job.ok()) Die(std::string(job.status().message()));
+  for (const OpConf& op : job->op()) {
+    auto batch = op.attr().find("batch");
+    if (batch != op.attr().end()) return batch->second.i();
+  }
+  Die(absl::StrCat(kMlpTwoRanks, ": no operator with a batch attr"));
+}
+
 std::vector<JobSpec> Jobs(const Config& config) {
   std::vector<JobSpec> jobs;
   for (int64_t bytes : kBlobBytes) {
@@ -186,6 +217,8 @@ std::vector<JobSpec> Jobs(const Config& config) {
                     std::max((config.mib << 20) / bytes, config.min_pieces)});
   }
   jobs.push_back({LatencyPlan(), config.round_trips});
+  // One epoch of Fashion-MNIST per sample.
+  if (!config.tls) jobs.push_back({CompiledJob(kMlpTwoRanks), 600});
   return jobs;
 }
 
@@ -582,6 +615,7 @@ int Parent(const Config& config) {
               "plain gRPC", "raw TCP", "memcpy", "gRPC/af", "af/TCP",
               "af/copy");
   std::vector<JobSpec> jobs = Jobs(config);
+  std::string mlp;  // printed after the table
   for (size_t j = 0; j < jobs.size(); ++j) {
     std::unique_ptr<net::Job> job = JoinJob(jobs[j], 0, ports[1 + j]);
     const int64_t pieces = jobs[j].pieces;
@@ -604,7 +638,7 @@ int Parent(const Config& config) {
           Median(rates[2]) / 1e6, Median(rates[3]) / 1e6,
           MedianRatio(rates[1], rates[0]), MedianRatio(rates[0], rates[2]),
           MedianRatio(rates[0], rates[3]));
-    } else {
+    } else if (j == kLatencyJob) {
       Paired p = PairedMedians(
           config.samples,
           [&] {
@@ -616,6 +650,31 @@ int Parent(const Config& config) {
       std::printf("%-26s %11.1f us %11.1f us %14s %14s %7.2fx\n",
                   absl::StrCat("round trip, ", kPingBytes, " B").c_str(),
                   1e6 / p.subject, 1e6 / p.baseline, "-", "-", p.ratio);
+    } else {
+      // Rank 1 waits for the next run while the one process trains, so
+      // both use the same two CPUs.
+      auto one = Session::Create(CompiledJob(kMlpOneProcess));
+      Check(one.status(), kMlpOneProcess);
+      const double samples = pieces * MlpBatch();
+      Paired p = PairedMedians(
+          config.samples,
+          [&] {
+            const int64_t start = NowNs();
+            RunJob(job.get(), pieces);
+            return samples / Seconds(start);
+          },
+          [&] {
+            const int64_t start = NowNs();
+            Check((*one)->Run(pieces).status(), kMlpOneProcess);
+            return samples / Seconds(start);
+          });
+      mlp = absl::StrFormat(
+          "\nMLP job, one epoch (%lld batches of %lld): 2 ranks %.0f "
+          "samples/s, 1 process (2 devices) %.0f samples/s, 2 ranks / 1 "
+          "process %.2fx\n",
+          static_cast<long long>(pieces),
+          static_cast<long long>(samples / pieces), p.subject, p.baseline,
+          1 / p.ratio);
     }
     std::fflush(stdout);
     Check(job->Finish(), "rank 0: finishing");
@@ -626,6 +685,7 @@ int Parent(const Config& config) {
       WEXITSTATUS(status) != 0) {
     Die("rank 1 failed");
   }
+  std::printf("%s", mlp.c_str());
   std::printf(
       "\ngRPC/af: how many times plain gRPC's figure is better (target: at "
       "most 1.5x);\naf/TCP, af/copy: actorflow's throughput as a fraction "
@@ -638,7 +698,8 @@ constexpr char kHelp[] =
     "net_recv over gRPC) against plain gRPC streaming, a raw TCP socket\n"
     "and memcpy, on 127.0.0.1. Throughput in MB/s at 4 KiB, 64 KiB, 1 MiB\n"
     "and 16 MiB blobs, and the round trip of a 64-byte piece; medians,\n"
-    "alternated with the baselines.";
+    "alternated with the baselines. Then the MLP job over the two ranks\n"
+    "against the same job on two devices of one process, in samples/s.";
 
 }  // namespace
 }  // namespace actorflow::internal::bench

@@ -25,6 +25,8 @@ for size in "4 KiB" "64 KiB" "1 MiB" "16 MiB"; do
 done
 grep -Eq "^round trip, 64 B +[0-9.]+ us +[0-9.]+ us" "$tmp/out" ||
   fail "no round-trip row"
+grep -Eq "^MLP job, one epoch \(600 batches of 100\): 2 ranks [0-9]+ samples/s, 1 process \(2 devices\) [0-9]+ samples/s" "$tmp/out" ||
+  fail "no MLP job row"
 
 timeout 300 "$bench" "${small[@]}" --tls=1 >"$tmp/tls" 2>&1 ||
   { cat "$tmp/tls"; fail "net_bench --tls=1 failed (or did not end)"; }
