@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "cli/command.h"
 
 namespace actorflow::internal::cli {
@@ -268,6 +269,23 @@ void DeclareRunFlags(RunFlags* run, FlagSet* flags) {
                 "the CA certificate (PEM) that signed every rank's: peers "
                 "are verified against it",
                 Path("--tls-ca needs a file", &job.tls.ca));
+  flags->Custom(
+      "net-compress", "TASKS",
+      "in a job, compress (zstd, its fastest level) the registers these "
+      "tasks send to other ranks: task names separated by commas, or all; "
+      "a register that does not shrink goes as it is (default: none; pays "
+      "for compressible data on a slow link)",
+      [&job](const std::string& text) -> std::string {
+        job.net_compress.clear();
+        for (absl::string_view name : absl::StrSplit(text, ',')) {
+          if (name.empty()) {
+            return "--net-compress needs task names separated by commas, "
+                   "or all";
+          }
+          job.net_compress.emplace_back(name);
+        }
+        return "";
+      });
   flags->Custom(
       "preempt-grace", "S",
       "in a job, SIGTERM or SIGUSR1 to any rank preempts the whole job: "

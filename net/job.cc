@@ -3,12 +3,16 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
+#include <set>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "actorflow/compiled_plan.h"
 #include "actorflow/plan_validator.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -34,6 +38,45 @@ std::string PlanFingerprint(const Plan& plan, int64_t pieces) {
   }
   return absl::StrFormat("%016x", hash);
 }
+
+namespace {
+
+// Marks the edges `local` sends on whose producer `names` lists ("all":
+// every one) for compression. A name must be a task that sends a register
+// to another rank on some rank; otherwise InvalidArgument lists those that
+// do.
+absl::Status MarkCompressed(const Plan& plan, int world_size,
+                            const std::vector<std::string>& names,
+                            LocalPlan* local) {
+  if (names.empty()) return absl::OkStatus();
+  absl::StatusOr<std::vector<NetEdge>> edges = FindNetEdges(plan, world_size);
+  if (!edges.ok()) return edges.status();
+  std::map<int64_t, std::string> producer;  // regst_desc_id -> task name
+  for (const TaskProto& task : plan.task()) {
+    for (const auto& [name, desc] : task.produced_regst_desc()) {
+      producer[desc.regst_desc_id()] = task.name();
+    }
+  }
+  std::set<std::string> crossing;
+  for (const NetEdge& edge : *edges)
+    crossing.insert(producer[edge.regst_desc_id]);
+  const bool all = absl::c_linear_search(names, "all");
+  for (const std::string& name : names) {
+    if (name != "all" && crossing.count(name) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--net-compress: task '", name,
+          "' sends no register to another rank; the tasks that do: ",
+          crossing.empty() ? "none" : absl::StrJoin(crossing, ", ")));
+    }
+  }
+  for (NetEdge& edge : local->sends) {
+    edge.compress =
+        all || absl::c_linear_search(names, producer[edge.regst_desc_id]);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Job>> Job::Create(const Plan& plan,
                                                  int64_t pieces,
@@ -61,6 +104,9 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
   absl::StatusOr<LocalPlan> local =
       PartitionPlan((*compiled)->plan, rank, config_.world_size);
   if (!local.ok()) return local.status();
+  absl::Status marked = MarkCompressed((*compiled)->plan, config_.world_size,
+                                       config_.net_compress, &*local);
+  if (!marked.ok()) return marked;
   local_ = std::move(*local);
   plan_pieces_ = plan.total_piece_num();
   const std::string fingerprint = PlanFingerprint((*compiled)->plan, pieces);
@@ -353,6 +399,10 @@ std::string Job::Waits() const {
                           : std::string(" this rank has no tasks");
   absl::StrAppend(&waits, transport_->Describe());
   return waits;
+}
+
+std::vector<Transport::EdgeBytes> Job::SentBytes() const {
+  return transport_->SentBytes();
 }
 
 std::vector<SinkReport> Job::JobSinks() const {

@@ -77,6 +77,10 @@ class Job {
   // Rank 0, after Finish: every rank's sinks (each rank sends its own to
   // the last barrier); empty on the other ranks.
   std::vector<SinkReport> JobSinks() const;
+  // What each register this rank sends to another has moved so far: its
+  // bytes and those that went into messages (fewer where compressed:
+  // JobConfig::net_compress).
+  std::vector<Transport::EdgeBytes> SentBytes() const;
   // Any thread, any time after Create: stop the job at a cut (see above);
   // `why` ("SIGTERM") reaches every rank.
   void Preempt(const std::string& why);

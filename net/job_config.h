@@ -49,6 +49,10 @@ struct JobConfig {
   std::string job_id;
   // TLS between ranks (--tls-cert, --tls-key, --tls-ca); none: plaintext.
   TlsFiles tls;
+  // The tasks whose registers are compressed (zstd) where they cross to
+  // another rank (--net-compress), by task name; "all": every such task.
+  // A name that sends nothing to another rank fails the job's start.
+  std::vector<std::string> net_compress;
 };
 
 // The job as the environment states it. Rank and size come from the first

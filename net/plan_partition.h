@@ -22,6 +22,9 @@ struct NetEdge {
   int32_t register_num = 0;  // the mirror's: pieces in flight on the wire
   int64_t send_task_id = 0;
   int64_t recv_task_id = 0;
+  // The sender compresses the register's blobs with zstd (JobConfig::
+  // net_compress); a blob that does not shrink goes as it is.
+  bool compress = false;
 };
 
 // One rank's share of a multi-machine plan.

@@ -106,6 +106,7 @@ Transport::Transport(int32_t rank, const std::vector<NetEdge>& sends,
   for (const NetEdge& edge : sends) {
     auto out = std::make_unique<Outgoing>();
     out->edge = edge;
+    out->packer = std::make_unique<BlobPacker>(edge.compress);
     Outgoing* raw = out.get();
     {
       MutexLock lock(&raw->mu);
@@ -263,6 +264,10 @@ std::string Transport::Describe() {
                     edge.dst_rank, ": ", out->sent, " pieces sent, ",
                     out->queue.size(), " queued, ", out->credits, " of ",
                     edge.register_num, " credits left");
+    if (edge.compress) {
+      absl::StrAppend(&text, ", zstd: ", out->register_bytes, " bytes in ",
+                      out->wire_bytes);
+    }
     if (out->credits == 0) {
       absl::StrAppend(&text, " (waiting for rank ", edge.dst_rank,
                       " to take a piece)");
@@ -282,6 +287,16 @@ std::string Transport::Describe() {
     if (inbox->ended) absl::StrAppend(&text, "; the stream ended");
   }
   return text;
+}
+
+std::vector<Transport::EdgeBytes> Transport::SentBytes() {
+  std::vector<EdgeBytes> edges;
+  for (auto& [key, out] : outgoing_) {
+    MutexLock lock(&out->mu);
+    edges.push_back({out->edge.regst_desc_id, out->edge.dst_rank, out->sent,
+                     out->register_bytes, out->wire_bytes});
+  }
+  return edges;
 }
 
 absl::Status Transport::failure() const {
@@ -494,12 +509,13 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
   for (int b = 0; b < in.num_blobs(); ++b) {
     ConstTensorView blob = in.blob(b);
     BlobPiece* piece = message->mutable_blob(b);
-    piece->mutable_data()->assign(static_cast<const char*>(blob.raw_data()),
-                                  blob.byte_size());
+    out->packer->Pack(blob.raw_data(), blob.byte_size(), piece);
     piece->clear_shape();
     for (int64_t dim : blob.shape()) piece->add_shape(dim);
   }
   MutexLock lock(&out->mu);
+  out->register_bytes = out->packer->packed_bytes();
+  out->wire_bytes = out->packer->wire_bytes();
   out->queue.push_back(std::move(message));
   StartWrite(out);
   return absl::OkStatus();
@@ -762,15 +778,13 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
             where(), ": blob '", blob.name(), "' has shape ",
             ShapeString(shape), ", the register ", ShapeString(blob.shape())));
       }
-      if (static_cast<int64_t>(data.data().size()) != blob.byte_size()) {
-        return absl::InternalError(absl::StrCat(
-            where(), ": blob '", blob.name(), "' has ", data.data().size(),
-            " bytes for shape ", ShapeString(shape), ", which needs ",
-            blob.byte_size()));
-      }
-      if (blob.byte_size() > 0) {
-        std::memcpy(blob.mutable_raw_data(), data.data().data(),
-                    blob.byte_size());
+      absl::Status unpacked = inbox->unpacker.Unpack(
+          data, blob.mutable_raw_data(), blob.byte_size());
+      if (!unpacked.ok()) {
+        return absl::Status(
+            unpacked.code(),
+            absl::StrCat(where(), ": blob '", blob.name(), "' of shape ",
+                         ShapeString(shape), ": ", unpacked.message()));
       }
     }
     return absl::OkStatus();

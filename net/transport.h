@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "actorflow/kernel.h"
 #include "base/mutex.h"
+#include "net/blob_codec.h"
 #include "net/plan_partition.h"
 #include "proto/net.grpc.pb.h"
 
@@ -110,6 +111,17 @@ class Transport final {
   // Every edge's state, a line each: pieces sent or received, credits, what
   // it waits for (the job's hang report).
   std::string Describe();
+  // What each edge this process sends on has moved: the registers' bytes
+  // and the bytes that went into messages for them (fewer where
+  // compressed).
+  struct EdgeBytes {
+    int64_t regst_desc_id = 0;
+    int32_t dst_rank = 0;
+    int64_t pieces = 0;
+    int64_t register_bytes = 0;
+    int64_t wire_bytes = 0;
+  };
+  std::vector<EdgeBytes> SentBytes();
   // After the job's server shut down and before it is destroyed: fails
   // what is left, shuts the completion queue down and drains it (gRPC's
   // own requests pending on the queue refer to the server). Idempotent;
@@ -177,6 +189,11 @@ class Transport final {
     bool writing ABSL_GUARDED_BY(mu) = false;
     bool writes_done ABSL_GUARDED_BY(mu) = false;
     GateWaker gate ABSL_GUARDED_BY(mu);  // net_send's
+    // Used by Send alone (one caller at a time); its totals are copied
+    // under mu for SentBytes.
+    std::unique_ptr<BlobPacker> packer;
+    int64_t register_bytes ABSL_GUARDED_BY(mu) = 0;
+    int64_t wire_bytes ABSL_GUARDED_BY(mu) = 0;
   };
 
   // The receiving end of one edge. Pieces are read as they come, into
@@ -200,6 +217,7 @@ class Transport final {
     bool draining ABSL_GUARDED_BY(mu) = false;  // CloseReceives was called
     bool finish_sent ABSL_GUARDED_BY(mu) = false;
     GateWaker gate ABSL_GUARDED_BY(mu);  // net_recv's
+    BlobUnpacker unpacker;  // Receive's alone (one caller at a time)
   };
 
   // One incoming Push call: bound to its inbox once its header is read.

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <cstring>
@@ -266,6 +267,120 @@ class RefusingPort {
   int fd_ = -1;
   int port_ = 0;
 };
+
+// fill (machine 0) -> take (machine 1) over 4,096 floats: even pieces hold
+// their id's bits everywhere (compressible), odd pieces noise from their id
+// (not).
+constexpr int64_t kWideFloats = 4096;
+
+// The bits of float i of a piece (compared as bits: noise may be NaN).
+uint32_t WideBits(int64_t piece, int64_t i) {
+  if (piece % 2 == 0) return static_cast<uint32_t>(piece);
+  uint64_t z = static_cast<uint64_t>(piece * kWideFloats + i) +
+               0x9e3779b97f4a7c15ull;  // splitmix64
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return static_cast<uint32_t>(z ^ (z >> 31));
+}
+
+Plan WidePlan() {
+  PlanWriter w;
+  StreamKeyProto on1 = CpuStream(0);
+  on1.set_machine_id(1);
+  TaskProto* fill = w.AddTask("fill", "nj_wide_fill", CpuStream(0));
+  const int64_t data = w.AddOutput(fill, "out", 4, false,
+                                   {BlobProto("x", DT_FLOAT32, {kWideFloats})});
+  TaskProto* take = w.AddTask("take", "nj_wide_take", on1);
+  w.Consume(take, "in", data);
+  return w.plan();
+}
+
+SessionOptions WideKernels(std::atomic<int64_t>* wrong) {
+  SessionOptions options;
+  auto no_init = [](const KernelInitContext&) { return absl::OkStatus(); };
+  options.kernels.BindFunction(
+      "nj_wide_fill",
+      [](KernelContext* ctx) {
+        absl::Span<float> x =
+            ctx->output(0).blob(0).mutable_data<float>().value();
+        for (int64_t i = 0; i < kWideFloats; ++i) {
+          const uint32_t bits = WideBits(ctx->piece_id(), i);
+          std::memcpy(&x[i], &bits, sizeof(bits));
+        }
+        return absl::OkStatus();
+      },
+      no_init);
+  options.kernels.BindFunction(
+      "nj_wide_take",
+      [wrong](KernelContext* ctx) {
+        absl::Span<const float> x = ctx->input(0).blob(0).data<float>().value();
+        for (int64_t i = 0; i < kWideFloats; ++i) {
+          uint32_t bits = 0;
+          std::memcpy(&bits, &x[i], sizeof(bits));
+          if (bits != WideBits(ctx->piece_id(), i)) ++*wrong;
+        }
+        return absl::OkStatus();
+      },
+      no_init);
+  return options;
+}
+
+TEST_CASE("--net-compress: a compressed edge delivers every value exactly",
+          "[net]") {
+  constexpr int64_t kPieces = 20;
+  const Plan plan = WidePlan();
+  const int64_t piece_bytes = kWideFloats * sizeof(float);
+  for (const bool compress : {false, true}) {
+    INFO("compress " << compress);
+    const int port = net::FreePort("127.0.0.1");
+    REQUIRE(port != 0);
+    std::atomic<int64_t> wrong{0};
+    absl::Status one;
+    std::thread rank1([&] {
+      auto job =
+          net::Job::Create(plan, kPieces, Rank(1, port), WideKernels(&wrong));
+      one = job.status();
+      if (!one.ok()) return;
+      one = (*job)->Run(kPieces).status();
+      if (one.ok()) one = (*job)->Barrier();
+      if (one.ok()) one = (*job)->Finish();
+    });
+    net::JobConfig config = Rank(0, port);
+    if (compress) config.net_compress = {"fill"};
+    auto job = net::Job::Create(plan, kPieces, config, WideKernels(&wrong));
+    REQUIRE(job.ok());
+    REQUIRE((*job)->Run(kPieces).ok());
+    REQUIRE((*job)->Barrier().ok());
+    const std::vector<net::Transport::EdgeBytes> sent = (*job)->SentBytes();
+    REQUIRE((*job)->Finish().ok());
+    rank1.join();
+    REQUIRE(one.ok());
+    CHECK(wrong.load() == 0);
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].pieces == kPieces);
+    CHECK(sent[0].register_bytes == kPieces * piece_bytes);
+    if (compress) {
+      // The odd half goes as it is; the even half shrinks to almost nothing.
+      CHECK(sent[0].wire_bytes < kPieces / 2 * piece_bytes + piece_bytes);
+      CHECK(sent[0].wire_bytes >= kPieces / 2 * piece_bytes);
+    } else {
+      CHECK(sent[0].wire_bytes == sent[0].register_bytes);
+    }
+  }
+}
+
+TEST_CASE("--net-compress naming a task that sends nothing across fails",
+          "[net]") {
+  std::atomic<int64_t> wrong{0};
+  net::JobConfig config = Rank(0, net::FreePort("127.0.0.1"));
+  config.net_compress = {"take"};
+  auto job = net::Job::Create(WidePlan(), 4, config, WideKernels(&wrong));
+  REQUIRE(!job.ok());
+  CHECK(job.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(job.status().message() ==
+        "--net-compress: task 'take' sends no register to another rank; the "
+        "tasks that do: fill");
+}
 
 TEST_CASE("a rank that cannot reach its master fails and tears down cleanly",
           "[net]") {

@@ -1,0 +1,56 @@
+#ifndef ACTORFLOW_NET_BLOB_CODEC_H_
+#define ACTORFLOW_NET_BLOB_CODEC_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "proto/net.pb.h"
+
+namespace actorflow::internal::net {
+
+// A blob's bytes into a BlobPiece as they are, or as one zstd frame
+// (JobConfig::net_compress). One per sending edge: it keeps zstd's context
+// and a scratch buffer between pieces. Not thread-safe: one caller at a
+// time (the edge's net_send).
+class BlobPacker {
+ public:
+  explicit BlobPacker(bool compress);
+  ~BlobPacker();
+
+  // Sets piece->data (and codec) from `bytes` bytes at `data`. Compressed
+  // only where that makes it smaller; otherwise RAW.
+  void Pack(const void* data, int64_t bytes, BlobPiece* piece);
+
+  // Bytes given to Pack and bytes it put in pieces, since construction.
+  int64_t packed_bytes() const { return packed_bytes_; }
+  int64_t wire_bytes() const { return wire_bytes_; }
+
+ private:
+  struct Zstd;
+  std::unique_ptr<Zstd> zstd_;  // null: no compression
+  int64_t packed_bytes_ = 0;
+  int64_t wire_bytes_ = 0;
+};
+
+// The receiving side: a BlobPiece's data, decompressed if it says so, into
+// `bytes` bytes at `out`. One per receiving edge, one caller at a time.
+class BlobUnpacker {
+ public:
+  BlobUnpacker();
+  ~BlobUnpacker();
+
+  // DataLoss when the data does not hold exactly `bytes` bytes (a RAW
+  // piece of another size, a damaged or truncated frame), InvalidArgument
+  // for a codec this build does not know; the message says what was found.
+  absl::Status Unpack(const BlobPiece& piece, void* out, int64_t bytes);
+
+ private:
+  struct Zstd;
+  std::unique_ptr<Zstd> zstd_;  // made at the first compressed piece
+};
+
+}  // namespace actorflow::internal::net
+
+#endif  // ACTORFLOW_NET_BLOB_CODEC_H_
