@@ -100,8 +100,21 @@ struct Config {
   int64_t mib = 32;         // per throughput sample
   int64_t min_pieces = 32;  // per throughput sample, whatever --mib gives
   int64_t round_trips = 2000;
-  int64_t tls = 0;  // 1: TLS against plaintext
+  int64_t tls = 0;     // 1: TLS against plaintext
+  int64_t link = 0;    // 0: loopback; 1: a veth pair; 2: one capped at 1 Gbit/s
+  int64_t subnet = 0;  // the veth pair's 10.214.<subnet>.0/30 (rank 1's flag)
+
+  // Where each rank listens: 127.0.0.1, or the two ends of the veth pair.
+  std::string rank0() const {
+    return link == 0 ? "127.0.0.1" : absl::StrCat("10.214.", subnet, ".1");
+  }
+  std::string rank1() const {
+    return link == 0 ? "127.0.0.1" : absl::StrCat("10.214.", subnet, ".2");
+  }
 };
+
+// The cap of --link=2, in bytes per second.
+constexpr double kCapBytesPerSecond = 1e9 / 8;
 
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "net_bench: %s\n", what.c_str());
@@ -253,11 +266,14 @@ std::string MakeCertificates() {
   return d;
 }
 
-std::unique_ptr<net::Job> JoinJob(const JobSpec& spec, int rank, int port,
+std::unique_ptr<net::Job> JoinJob(const Config& config, const JobSpec& spec,
+                                  int rank, int port,
                                   const std::string& tls_dir = "") {
   net::JobConfig job;
   job.rank = rank;
   job.world_size = 2;
+  job.master_addr = config.rank0();
+  job.host = rank == 0 ? config.rank0() : config.rank1();
   job.master_port = port;
   job.tls = TlsFilesIn(tls_dir);
   job.join_timeout = absl::Seconds(60);
@@ -294,12 +310,14 @@ class PingPongServer final : public PingPong::Service {
   }
 };
 
-// 127.0.0.1:port, for the raw TCP baseline's two ends.
-sockaddr_in Loopback(int port) {
+// ip:port (IPv4), for the raw TCP baseline's two ends.
+sockaddr_in Address(const std::string& ip, int port) {
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (inet_pton(AF_INET, ip.c_str(), &address.sin_addr) != 1) {
+    Die(absl::StrCat("not an IPv4 address: ", ip));
+  }
   return address;
 }
 
@@ -328,22 +346,22 @@ bool WriteAll(int fd, const void* data, int64_t bytes) {
   return true;
 }
 
-// The raw TCP baseline's receiving end, listening on `port` of 127.0.0.1
-// once this returns. Each sample: rank 0 sends {piece bytes, pieces}, then
+// The raw TCP baseline's receiving end, listening on ip:port once this
+// returns. Each sample: rank 0 sends {piece bytes, pieces}, then
 // the pieces; this reads each into one buffer (the register a receiver
 // would fill) and answers one byte after the last.
 class RawTcpSink {
  public:
-  explicit RawTcpSink(int port) {
+  RawTcpSink(const std::string& ip, int port) {
     listener_ = socket(AF_INET, SOCK_STREAM, 0);
     const int one = 1;
     setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in address = Loopback(port);
+    sockaddr_in address = Address(ip, port);
     if (listener_ < 0 ||
         bind(listener_, reinterpret_cast<sockaddr*>(&address),
              sizeof(address)) != 0 ||
         listen(listener_, 1) != 0) {
-      Die(absl::StrCat("rank 1: cannot listen on 127.0.0.1:", port));
+      Die(absl::StrCat("rank 1: cannot listen on ", ip, ":", port));
     }
     thread_ = std::thread([this] { Serve(); });
   }
@@ -383,18 +401,18 @@ int Child(const Config& config, const std::vector<int>& ports) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   // Listening before the gRPC server answers: once rank 0 reaches that,
   // it may connect here.
-  RawTcpSink raw_tcp(ports[kRawTcpPort]);
+  RawTcpSink raw_tcp(config.rank1(), ports[kRawTcpPort]);
   PingPongServer service;
   grpc::ServerBuilder builder;
   builder.SetMaxReceiveMessageSize(-1);  // 16 MiB pieces
-  builder.AddListeningPort(absl::StrCat("127.0.0.1:", ports[0]),
+  builder.AddListeningPort(absl::StrCat(config.rank1(), ":", ports[0]),
                            grpc::InsecureServerCredentials());
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr) Die("rank 1: cannot serve the baseline");
   std::vector<JobSpec> jobs = Jobs(config);
   auto serve = [&](size_t j, int port, const std::string& tls_dir) {
-    std::unique_ptr<net::Job> job = JoinJob(jobs[j], 1, port, tls_dir);
+    std::unique_ptr<net::Job> job = JoinJob(config, jobs[j], 1, port, tls_dir);
     for (int64_t i = 0; i < 1 + config.samples; ++i) {
       RunJob(job.get(), jobs[j].pieces);
     }
@@ -481,12 +499,12 @@ double RawTcpRate(int fd, int64_t bytes, int64_t messages) {
   return bytes * messages / Seconds(start);
 }
 
-int ConnectRawTcp(int port) {
+int ConnectRawTcp(const std::string& ip, int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address = Loopback(port);
+  sockaddr_in address = Address(ip, port);
   if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&address),
                         sizeof(address)) != 0) {
-    Die(absl::StrCat("baseline: cannot connect to 127.0.0.1:", port));
+    Die(absl::StrCat("baseline: cannot connect to ", ip, ":", port));
   }
   const int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -510,23 +528,76 @@ double MemcpyRate(int64_t bytes, int64_t messages) {
   return bytes * messages / Seconds(start);
 }
 
+// The network namespace rank 1 runs in with --link above 0 (empty: none).
+std::string& Namespace() {
+  static std::string name;
+  return name;
+}
+
+void RemoveNamespace() {
+  if (Namespace().empty()) return;
+  // Deleting the namespace deletes the veth pair with it.
+  const std::string command =
+      absl::StrCat("ip netns del ", Namespace(), " 2>/dev/null");
+  if (std::system(command.c_str()) != 0) {
+    std::fprintf(stderr, "net_bench: could not delete namespace %s\n",
+                 Namespace().c_str());
+  }
+  Namespace().clear();
+}
+
+// --link=1 or 2: a namespace for rank 1 joined to this one by a veth pair
+// (config.rank0() here, config.rank1() there), capped at 1 Gbit/s each way
+// by tc tbf with --link=2. Removed when this process exits.
+void MakeLink(const Config& config) {
+  const std::string tag = absl::StrCat("nb", getpid());
+  const std::string a = tag + "a", b = tag + "b";
+  std::string script = absl::StrCat(
+      "set -e; ip netns add ", tag, "; ip link add ", a,
+      " type veth peer name ", b, "; ip link set ", b, " netns ", tag,
+      "; ip addr add ", config.rank0(), "/30 dev ", a, "; ip link set ", a,
+      " up; ip -n ", tag, " addr add ", config.rank1(), "/30 dev ", b,
+      "; ip -n ", tag, " link set ", b, " up; ip -n ", tag, " link set lo up");
+  if (config.link == 2) {
+    // 1 Gbit/s with a burst of 256 KiB and at most 50 ms queued, both ways.
+    const std::string tbf = " root tbf rate 1gbit burst 256kb latency 50ms";
+    absl::StrAppend(&script, "; tc qdisc add dev ", a, tbf, "; ip netns exec ",
+                    tag, " tc qdisc add dev ", b, tbf);
+  }
+  Namespace() = tag;
+  std::atexit(RemoveNamespace);
+  const std::string command = absl::StrCat("(", script, ") 2>&1");
+  if (std::system(command.c_str()) != 0) {
+    Die(absl::StrCat("--link=", config.link,
+                     " needs root, iproute2 and (for 2) tc: making namespace ",
+                     tag, " and its veth pair failed"));
+  }
+}
+
 pid_t StartChild(const Config& config, const std::vector<int>& ports) {
-  std::vector<std::string> args = {
-      "net_bench",
-      "--child",
-      absl::StrJoin(ports, ","),
-      absl::StrCat("--samples=", config.samples),
-      absl::StrCat("--mib=", config.mib),
-      absl::StrCat("--min-pieces=", config.min_pieces),
-      absl::StrCat("--round-trips=", config.round_trips),
-      absl::StrCat("--tls=", config.tls)};
+  // This binary's path, before exec makes /proc/self/exe `ip`'s.
+  char self[4096];
+  const ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (length <= 0) Die("cannot read /proc/self/exe");
+  self[length] = '\0';
+  std::vector<std::string> args;
+  if (config.link != 0) args = {"ip", "netns", "exec", Namespace()};
+  args.push_back(self);
+  args.insert(args.end(), {"--child", absl::StrJoin(ports, ","),
+                           absl::StrCat("--samples=", config.samples),
+                           absl::StrCat("--mib=", config.mib),
+                           absl::StrCat("--min-pieces=", config.min_pieces),
+                           absl::StrCat("--round-trips=", config.round_trips),
+                           absl::StrCat("--tls=", config.tls),
+                           absl::StrCat("--link=", config.link),
+                           absl::StrCat("--subnet=", config.subnet)});
   pid_t pid = fork();
   if (pid < 0) Die("fork failed");
   if (pid == 0) {
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
-    execv("/proc/self/exe", argv.data());
+    execvp(argv[0], argv.data());
     _exit(127);
   }
   return pid;
@@ -543,9 +614,9 @@ int CompareTls(const Config& config, const std::vector<int>& ports,
   const std::string tls_dir = std::getenv(kTlsDirVar);
   std::vector<JobSpec> jobs = Jobs(config);
   for (size_t j = 0; j < jobs.size(); ++j) {
-    std::unique_ptr<net::Job> plain = JoinJob(jobs[j], 0, ports[1 + j]);
+    std::unique_ptr<net::Job> plain = JoinJob(config, jobs[j], 0, ports[1 + j]);
     std::unique_ptr<net::Job> tls =
-        JoinJob(jobs[j], 0, ports[1 + kJobs + j], tls_dir);
+        JoinJob(config, jobs[j], 0, ports[1 + kJobs + j], tls_dir);
     const int64_t pieces = jobs[j].pieces;
     const bool throughput = j < std::size(kBlobBytes);
     auto rate = [&](net::Job* job) {
@@ -583,41 +654,52 @@ int CompareTls(const Config& config, const std::vector<int>& ports,
   return 0;
 }
 
-int Parent(const Config& config) {
+int Parent(Config config) {
+  if (config.link != 0) {
+    if (config.tls) Die("--tls=1 runs on loopback only (its certificate)");
+    config.subnet = getpid() % 250;
+    MakeLink(config);
+  }
   std::vector<int> ports;
   for (int i = 0; i < kPorts; ++i) {
     int port = 0;
     // Distinct, though each is free only when picked.
     for (int tries = 0; tries < 100 && port == 0; ++tries) {
-      port = net::FreePort("127.0.0.1");
+      port = net::FreePort(config.rank0());
       for (int taken : ports) port = port == taken ? 0 : port;
     }
-    if (port == 0) Die("no free port on 127.0.0.1");
+    if (port == 0) Die(absl::StrCat("no free port on ", config.rank0()));
     ports.push_back(port);
   }
   if (config.tls) setenv(kTlsDirVar, MakeCertificates().c_str(), 1);
   const pid_t child = StartChild(config, ports);
   if (config.tls) return CompareTls(config, ports, child);
-  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", ports[0]),
-                                     grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel(absl::StrCat(config.rank1(), ":", ports[0]),
+                          grpc::InsecureChannelCredentials());
   if (!channel->WaitForConnected(
           absl::ToChronoTime(absl::Now() + absl::Seconds(60)))) {
     Die("rank 1 did not serve the baseline within 60 s");
   }
   std::unique_ptr<PingPong::Stub> stub = PingPong::NewStub(channel);
-  const int raw_tcp = ConnectRawTcp(ports[kRawTcpPort]);
+  const int raw_tcp = ConnectRawTcp(config.rank1(), ports[kRawTcpPort]);
 
+  const char* where = config.link == 0 ? "on 127.0.0.1"
+                      : config.link == 1
+                          ? "in two network namespaces joined by a veth pair"
+                          : "in two network namespaces joined by a veth pair "
+                            "capped at 1 Gbit/s (tc tbf)";
   std::printf(
-      "net_bench: two processes on 127.0.0.1, %lld samples (medians; "
-      "ratios per round)\n\n",
-      static_cast<long long>(config.samples));
-  std::printf("%-26s %14s %14s %14s %14s %8s %8s %8s\n", "", "actorflow",
-              "plain gRPC", "raw TCP", "memcpy", "gRPC/af", "af/TCP",
-              "af/copy");
+      "net_bench: two processes %s, %lld samples (medians; ratios per "
+      "round)\n\n",
+      where, static_cast<long long>(config.samples));
+  std::printf("%-26s %14s %14s %14s %14s %8s %8s %8s%s\n", "", "actorflow",
+              "plain gRPC", "raw TCP", "memcpy", "gRPC/af", "af/TCP", "af/copy",
+              config.link == 2 ? "   af/cap" : "");
   std::vector<JobSpec> jobs = Jobs(config);
   std::string mlp;  // printed after the table
   for (size_t j = 0; j < jobs.size(); ++j) {
-    std::unique_ptr<net::Job> job = JoinJob(jobs[j], 0, ports[1 + j]);
+    std::unique_ptr<net::Job> job = JoinJob(config, jobs[j], 0, ports[1 + j]);
     const int64_t pieces = jobs[j].pieces;
     if (j < std::size(kBlobBytes)) {
       const int64_t bytes = kBlobBytes[j];
@@ -632,12 +714,16 @@ int Parent(const Config& config) {
                            [&] { return MemcpyRate(bytes, pieces); }});
       std::printf(
           "%-26s %9.0f MB/s %9.0f MB/s %9.0f MB/s %9.0f MB/s %7.2fx %7.2f "
-          "%7.3f\n",
+          "%7.3f",
           absl::StrCat("throughput, ", BlobSize(bytes), " blobs").c_str(),
           Median(rates[0]) / 1e6, Median(rates[1]) / 1e6,
           Median(rates[2]) / 1e6, Median(rates[3]) / 1e6,
           MedianRatio(rates[1], rates[0]), MedianRatio(rates[0], rates[2]),
           MedianRatio(rates[0], rates[3]));
+      if (config.link == 2) {
+        std::printf("  %7.2f", Median(rates[0]) / kCapBytesPerSecond);
+      }
+      std::printf("\n");
     } else if (j == kLatencyJob) {
       Paired p = PairedMedians(
           config.samples,
@@ -689,7 +775,8 @@ int Parent(const Config& config) {
   std::printf(
       "\ngRPC/af: how many times plain gRPC's figure is better (target: at "
       "most 1.5x);\naf/TCP, af/copy: actorflow's throughput as a fraction "
-      "of raw TCP's and of memcpy's\n");
+      "of raw TCP's and of memcpy's%s\n",
+      config.link == 2 ? ";\naf/cap: as a fraction of the 1 Gbit/s cap" : "");
   return 0;
 }
 
@@ -730,8 +817,17 @@ int main(int argc, char** argv) {
         "pieces per throughput sample at least, whatever --mib gives"},
        {"round-trips", &config.round_trips, "round trips per latency sample"},
        {"tls", &config.tls,
-        "1: mutual TLS between the ranks against plaintext (needs openssl)",
-        0}},
+        "1: mutual TLS between the ranks against plaintext (needs openssl)", 0},
+       {"link", &config.link,
+        "0: 127.0.0.1; 1: rank 1 in a network namespace of its own, joined "
+        "by a veth pair (needs root and iproute2); 2: that pair capped at "
+        "1 Gbit/s each way by tc tbf",
+        0},
+       {"subnet", &config.subnet,
+        "(set by rank 0 for rank 1) the veth pair's 10.214.N.0/30", 0}},
       kHelp);
+  if (config.link > 2 || config.subnet > 249) {
+    Die("--link must be 0, 1 or 2 and --subnet at most 249");
+  }
   return child ? Child(config, ports) : Parent(config);
 }

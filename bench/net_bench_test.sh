@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # net_bench prints every row with its baselines and both processes end, in
-# plaintext and with --tls=1. No timing is asserted here: the figures are
-# the bench's output, not a test's.
+# plaintext, with --tls=1 and (as root) over a veth pair capped at 1 Gbit/s
+# (--link=2), whose namespace is gone afterwards. No timing is asserted
+# here: the figures are the bench's output, not a test's.
 set -uo pipefail
+export PATH="$PATH:/usr/sbin:/sbin"  # ip and tc, for --link=2
 bench=$1
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
 fail() { echo "FAIL: $*"; exit 1; }
@@ -31,4 +33,28 @@ grep -Eq "^MLP job, one epoch \(600 batches of 100\): 2 ranks [0-9]+ samples/s, 
 timeout 300 "$bench" "${small[@]}" --tls=1 >"$tmp/tls" 2>&1 ||
   { cat "$tmp/tls"; fail "net_bench --tls=1 failed (or did not end)"; }
 grep -q "^throughput, 16 MiB blobs" "$tmp/tls" || fail "no TLS rows"
+
+"$bench" --link=3 >/dev/null 2>"$tmp/err"
+[[ $? != 0 ]] && grep -q -- "--link" "$tmp/err" ||
+  fail "--link=3 must be refused, naming the flag"
+probe="nbprobe$$"
+if [[ $(id -u) == 0 ]] && command -v tc >/dev/null &&
+  ip netns add "$probe" 2>/dev/null; then
+  ip netns del "$probe"
+  before=$(ip netns list | grep -c '^nb[0-9]')
+  timeout 300 "$bench" "${small[@]}" --link=2 >"$tmp/veth" 2>&1 ||
+    { cat "$tmp/veth"; fail "net_bench --link=2 failed (or did not end)"; }
+  cat "$tmp/veth"
+  grep -q "joined by a veth pair capped at 1 Gbit/s" "$tmp/veth" ||
+    fail "--link=2 does not say where it ran"
+  for size in "4 KiB" "64 KiB" "1 MiB" "16 MiB"; do
+    grep -Eq "^throughput, $size blobs( +[0-9]+ MB/s){4}( +[0-9.]+x?){4}$" \
+      "$tmp/veth" || fail "no veth row with its cap ratio at $size"
+  done
+  grep -q "^MLP job, one epoch" "$tmp/veth" || fail "no MLP row over veth"
+  after=$(ip netns list | grep -c '^nb[0-9]')
+  [[ $after == "$before" ]] || fail "--link=2 left its namespace behind"
+else
+  echo "SKIP --link=2: needs root, tc and ip netns"
+fi
 echo PASS
