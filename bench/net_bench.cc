@@ -1,5 +1,7 @@
 // Registers between two processes (net/) against plain gRPC streaming
-// between the same two processes, on 127.0.0.1:
+// between the same two processes, on 127.0.0.1 or (--link=1) with rank 1
+// in a network namespace of its own joined by a veth pair, which --link=2
+// caps at 1 Gbit/s each way (tc tbf):
 //
 //   throughput  a two-rank job: fill (rank 0) -> take (rank 1), blobs of
 //               4 KiB, 64 KiB, 1 MiB and 16 MiB, register_num 16 (at 4 KiB,
@@ -40,6 +42,7 @@
 //   tools/bazel run //bench:net_bench
 //   tools/bazel run //bench:net_bench -- --samples=21 --mib=64
 //   tools/bazel run //bench:net_bench -- --tls=1
+//   tools/bazel run //bench:net_bench -- --link=2   (as root)
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
@@ -783,7 +786,8 @@ int Parent(Config config) {
 constexpr char kHelp[] =
     "net_bench: registers between two processes (actorflow's net_send and\n"
     "net_recv over gRPC) against plain gRPC streaming, a raw TCP socket\n"
-    "and memcpy, on 127.0.0.1. Throughput in MB/s at 4 KiB, 64 KiB, 1 MiB\n"
+    "and memcpy, on 127.0.0.1 (or, with --link, over a veth pair between\n"
+    "two network namespaces). Throughput in MB/s at 4 KiB, 64 KiB, 1 MiB\n"
     "and 16 MiB blobs, and the round trip of a 64-byte piece; medians,\n"
     "alternated with the baselines. Then the MLP job over the two ranks\n"
     "against the same job on two devices of one process, in samples/s.";
