@@ -81,12 +81,13 @@ class Transport final {
 
   // net_send's gate: a credit is free (or the edge broke, for Send to say
   // so). Send copies the register's blobs (valid bytes and shapes) into a
-  // message and queues it on the edge; it never waits.
+  // message, each compressed where the edge says so and it shrinks
+  // (BlobPacker), and queues it on the edge; it never waits.
   bool SendGateOpen(int64_t regst_desc_id, int32_t dst_rank);
   absl::Status Send(int64_t regst_desc_id, int32_t dst_rank,
                     const KernelContext& ctx);
   // net_recv's gate: a piece arrived (or the edge broke). Receive copies
-  // the oldest into the task's "out".
+  // (or decompresses) the oldest into the task's "out".
   bool ReceiveGateOpen(int64_t regst_desc_id);
   absl::Status Receive(int64_t regst_desc_id, const KernelContext& ctx);
   // Whom to wake when the edge's gate may have opened; an empty function
