@@ -89,7 +89,6 @@ constexpr int kRegisterNum = 16;
 // The throughput jobs, the latency job and (without --tls) the MLP job.
 constexpr int kJobs = std::size(kBlobBytes) + 2;
 constexpr size_t kLatencyJob = std::size(kBlobBytes);
-constexpr size_t kMlpJob = kLatencyJob + 1;
 // The perceptron over two ranks, and over two devices of one process.
 constexpr char kMlpTwoRanks[] = "examples/jobs/mlp_two_machines.pbtxt";
 constexpr char kMlpOneProcess[] = "examples/jobs/mlp_two_devices.pbtxt";
