@@ -287,6 +287,17 @@ void DeclareRunFlags(RunFlags* run, FlagSet* flags) {
         return "";
       });
   flags->Custom(
+      "net-shm", "0|1",
+      "in a job, ranks on one host (same boot id and namespaces) move "
+      "registers through shared memory, with only their order and credit "
+      "on the network; 0 sends every register over gRPC (default 1; also "
+      "ACTORFLOW_NET_SHM)",
+      [&job](const std::string& text) -> std::string {
+        if (text != "0" && text != "1") return "--net-shm needs 0 or 1";
+        job.net_shm = text == "1";
+        return "";
+      });
+  flags->Custom(
       "preempt-grace", "S",
       "in a job, SIGTERM or SIGUSR1 to any rank preempts the whole job: "
       "every rank ends its run at one agreed piece, checkpoints there "

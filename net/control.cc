@@ -342,7 +342,10 @@ absl::StatusOr<JoinReply> ControlService::JoinRank(const JoinRequest& request) {
   }
   MutexLock lock(&mu_);
   JoinReply reply;
-  for (const JoinRequest& join : joins_) reply.add_address(join.address());
+  for (const JoinRequest& join : joins_) {
+    reply.add_address(join.address());
+    reply.add_host_id(join.host_id());
+  }
   reply.set_resume_piece(CommonCheckpoint(joins_));
   return reply;
 }

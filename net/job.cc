@@ -19,6 +19,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "net/freed_memory.h"
 #include "net/net_kernels.h"
+#include "net/shared_segment.h"
 
 namespace actorflow::internal::net {
 
@@ -202,6 +203,8 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
   join.set_address(address);
   join.set_plan_hash(fingerprint);
   join.set_job_id(config_.job_id);
+  const std::string host_id = config_.net_shm ? SharedMemoryHostId() : "";
+  join.set_host_id(host_id);
   if (config_.resume) {
     if (config_.checkpoint_dir.empty()) {
       return absl::InvalidArgumentError(
@@ -266,7 +269,13 @@ absl::Status Job::Start(const Plan& plan, int64_t pieces,
     MutexLock lock(&preempt_mu_);
     next_piece_ = resumed_from_;
   }
-  absl::Status connected = transport_->Connect(addresses, config_.join_timeout);
+  std::vector<bool> same_host(addresses.size(), false);
+  for (int r = 0; r < joined->host_id_size() && r < std::ssize(same_host);
+       ++r) {
+    same_host[r] = !host_id.empty() && joined->host_id(r) == host_id;
+  }
+  absl::Status connected =
+      transport_->Connect(addresses, config_.join_timeout, same_host);
   if (!connected.ok()) {
     OnFailure(connected, true);
     return connected;

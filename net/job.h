@@ -78,8 +78,9 @@ class Job {
   // the last barrier); empty on the other ranks.
   std::vector<SinkReport> JobSinks() const;
   // What each register this rank sends to another has moved so far: its
-  // bytes and those that went into messages (fewer where compressed:
-  // JobConfig::net_compress).
+  // bytes, those that went into messages (fewer where compressed:
+  // JobConfig::net_compress; none for pieces through shared memory:
+  // JobConfig::net_shm) and how many pieces went through shared memory.
   std::vector<Transport::EdgeBytes> SentBytes() const;
   // Any thread, any time after Create: stop the job at a cut (see above);
   // `why` ("SIGTERM") reaches every rank.

@@ -53,6 +53,11 @@ struct JobConfig {
   // another rank (--net-compress), by task name; "all": every such task.
   // A name that sends nothing to another rank fails the job's start.
   std::vector<std::string> net_compress;
+  // Ranks on one host (same boot id and namespaces: SharedMemoryHostId)
+  // move registers through shared memory (--net-shm,
+  // ACTORFLOW_NET_SHM=0|1). Two ranks share memory only where both allow
+  // it.
+  bool net_shm = true;
 };
 
 // The job as the environment states it. Rank and size come from the first
@@ -67,7 +72,7 @@ struct JobConfig {
 // (under Slurm) the first host of SLURM_JOB_NODELIST (or SLURM_NODELIST),
 // else 127.0.0.1; its port MASTER_PORT, else under Slurm 20000 +
 // SLURM_JOB_ID % 10000 (two jobs sharing a node differ), else 29500.
-// ACTORFLOW_JOB_TOKEN and the job id as JobConfig says. Errors name the
+// ACTORFLOW_JOB_TOKEN, ACTORFLOW_NET_SHM and the job id as JobConfig says. Errors name the
 // variable. Absent everything: one process.
 absl::StatusOr<JobConfig> JobConfigFromEnv();
 

@@ -138,6 +138,8 @@ Transport::Transport(int32_t rank, const std::vector<NetEdge>& sends,
     inbox->regst_desc_id = edge.regst_desc_id;
     inbox->src_rank = edge.src_rank;
     inbox->credit_batch = std::max(1, edge.register_num / 2);
+    inbox->register_num = std::max(1, edge.register_num);
+    inbox->slots.resize(inbox->register_num);
     inboxes_[edge.regst_desc_id] = std::move(inbox);
   }
 }
@@ -264,6 +266,13 @@ std::string Transport::Describe() {
                     edge.dst_rank, ": ", out->sent, " pieces sent, ",
                     out->queue.size(), " queued, ", out->credits, " of ",
                     edge.register_num, " credits left");
+    if (out->shared_pieces > 0) {
+      absl::StrAppend(&text, ", ", out->shared_pieces,
+                      " through shared memory");
+    }
+    if (!out->shm_off.empty()) {
+      absl::StrAppend(&text, ", shared memory off: ", out->shm_off);
+    }
     if (edge.compress) {
       absl::StrAppend(&text, ", zstd: ", out->register_bytes, " bytes in ",
                       out->wire_bytes);
@@ -294,7 +303,8 @@ std::vector<Transport::EdgeBytes> Transport::SentBytes() {
   for (auto& [key, out] : outgoing_) {
     MutexLock lock(&out->mu);
     edges.push_back({out->edge.regst_desc_id, out->edge.dst_rank, out->sent,
-                     out->register_bytes, out->wire_bytes});
+                     out->register_bytes, out->wire_bytes,
+                     out->shared_pieces});
   }
   return edges;
 }
@@ -347,9 +357,12 @@ Transport::Outgoing* Transport::FindOutgoing(int64_t regst_desc_id,
 }
 
 absl::Status Transport::Connect(const std::vector<std::string>& addresses,
-                                absl::Duration timeout) {
+                                absl::Duration timeout,
+                                const std::vector<bool>& same_host) {
   for (auto& [key, out] : outgoing_) {
     const NetEdge& edge = out->edge;
+    out->shm = edge.dst_rank < static_cast<int32_t>(same_host.size()) &&
+               same_host[edge.dst_rank];
     const std::string& address = addresses.at(edge.dst_rank);
     const absl::Time deadline = absl::Now() + timeout;
     out->channel = grpc::CreateCustomChannel(
@@ -506,19 +519,106 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
   while (message->blob_size() > in.num_blobs())
     message->mutable_blob()->RemoveLast();
   while (message->blob_size() < in.num_blobs()) message->add_blob();
+  message->clear_shm_segment();
+  // Blobs start at cache-line multiples in a shared memory slot.
+  constexpr int64_t kAlign = 64;
+  auto aligned = [](int64_t bytes) {
+    return (bytes + kAlign - 1) / kAlign * kAlign;
+  };
+  int64_t slot_bytes = 0;
+  for (int b = 0; b < in.num_blobs(); ++b) {
+    slot_bytes += aligned(in.blob(b).byte_size());
+  }
+  SharedSegment* slot = nullptr;
+  int32_t slot_index = 0;
+  std::string shm_off;
+  // (A register without blobs has nothing to put there.)
+  if (out->shm && in.num_blobs() > 0) {
+    bool fresh = false;
+    absl::StatusOr<int32_t> claimed = ClaimSlot(out, slot_bytes, &fresh);
+    if (claimed.ok()) {
+      slot_index = *claimed;
+      slot = out->slots[slot_index].get();
+      if (slot->size() - SharedSegment::kHeaderBytes < slot_bytes) {
+        // Grown: the old one is free, so the receiver has opened it and its
+        // name is gone; the new one is named in this piece.
+        absl::StatusOr<std::unique_ptr<SharedSegment>> made =
+            SharedSegment::Create(slot_bytes);
+        if (made.ok()) {
+          out->slots[slot_index] = std::move(*made);
+          slot = out->slots[slot_index].get();
+          slot->TryClaim();
+          message->set_shm_segment(slot->name());
+        } else {
+          slot->Release();
+          slot = nullptr;
+          claimed = made.status();
+        }
+      } else if (fresh) {
+        message->set_shm_segment(slot->name());
+      }
+    }
+    if (!claimed.ok()) {
+      if (claimed.status().code() == absl::StatusCode::kInternal) {
+        return claimed.status();
+      }
+      // Segments already named stay: pieces in flight may still name them
+      // to a receiver that has not opened them yet.
+      out->shm = false;
+      shm_off = std::string(claimed.status().message());
+    }
+  }
+  const int64_t wire_before = out->packer->wire_bytes();
+  int64_t register_bytes = 0;
+  int64_t offset = 0;  // in the slot
   for (int b = 0; b < in.num_blobs(); ++b) {
     ConstTensorView blob = in.blob(b);
     BlobPiece* piece = message->mutable_blob(b);
-    out->packer->Pack(blob.raw_data(), blob.byte_size(), piece);
+    if (slot != nullptr) {
+      piece->clear_data();
+      piece->set_codec(BlobPiece::SHM);
+      piece->set_shm_offset(SharedSegment::kHeaderBytes + offset);
+      std::memcpy(slot->data() + SharedSegment::kHeaderBytes + offset,
+                  blob.raw_data(), blob.byte_size());
+      offset += aligned(blob.byte_size());
+    } else {
+      out->packer->Pack(blob.raw_data(), blob.byte_size(), piece);
+    }
+    register_bytes += blob.byte_size();
     piece->clear_shape();
     for (int64_t dim : blob.shape()) piece->add_shape(dim);
   }
+  message->set_shm_slot(slot_index);
   MutexLock lock(&out->mu);
-  out->register_bytes = out->packer->packed_bytes();
-  out->wire_bytes = out->packer->wire_bytes();
+  out->register_bytes += register_bytes;
+  out->wire_bytes += out->packer->wire_bytes() - wire_before;
+  if (slot != nullptr) ++out->shared_pieces;
+  if (!shm_off.empty()) out->shm_off = shm_off;
   out->queue.push_back(std::move(message));
   StartWrite(out);
   return absl::OkStatus();
+}
+
+absl::StatusOr<int32_t> Transport::ClaimSlot(Outgoing* out, int64_t bytes,
+                                             bool* fresh) {
+  for (size_t i = 0; i < out->slots.size(); ++i) {
+    if (out->slots[i]->TryClaim()) return static_cast<int32_t>(i);
+  }
+  const NetEdge& edge = out->edge;
+  if (static_cast<int32_t>(out->slots.size()) >= edge.register_num) {
+    return absl::InternalError(absl::StrCat(
+        "net_send of regst ", edge.regst_desc_id, " to rank ", edge.dst_rank,
+        ": all ", out->slots.size(),
+        " shared memory slots still wait for the receiver, with a credit in "
+        "hand"));
+  }
+  absl::StatusOr<std::unique_ptr<SharedSegment>> made =
+      SharedSegment::Create(bytes);
+  if (!made.ok()) return made.status();
+  out->slots.push_back(std::move(*made));
+  out->slots.back()->TryClaim();
+  *fresh = true;
+  return static_cast<int32_t>(out->slots.size() - 1);
 }
 
 void Transport::SetSendWaker(int64_t regst_desc_id, int32_t dst_rank,
@@ -723,6 +823,47 @@ void Transport::DropWakers() {
   }
 }
 
+absl::Status Transport::OpenSlot(const RegisterPiece& piece, Inbox* inbox) {
+  const int32_t slot = piece.shm_slot();
+  if (slot < 0 || slot >= inbox->register_num) {
+    return absl::DataLossError(
+        absl::StrCat("shared memory slot ", slot, " of ", inbox->register_num));
+  }
+  absl::StatusOr<std::unique_ptr<SharedSegment>> opened =
+      SharedSegment::Open(piece.shm_segment());
+  if (!opened.ok()) {
+    return absl::Status(
+        opened.status().code(),
+        absl::StrCat(opened.status().message(),
+                     " (can this rank not see the sender's /dev/shm? "
+                     "--net-shm=0 turns shared memory off)"));
+  }
+  inbox->slots[slot] = std::move(*opened);
+  return absl::OkStatus();
+}
+
+absl::Status Transport::CopyFromSlot(const RegisterPiece& piece,
+                                     const BlobPiece& data, void* out,
+                                     int64_t bytes, Inbox* inbox) {
+  const int32_t slot = piece.shm_slot();
+  const SharedSegment* segment =
+      slot >= 0 && slot < inbox->register_num ? inbox->slots[slot].get()
+                                              : nullptr;
+  if (segment == nullptr) {
+    return absl::DataLossError(
+        absl::StrCat("no shared memory segment for slot ", slot));
+  }
+  const int64_t offset = data.shm_offset();
+  if (offset < SharedSegment::kHeaderBytes ||
+      bytes > segment->size() - offset) {
+    return absl::DataLossError(absl::StrCat(
+        bytes, " bytes at offset ", offset, " overrun shared memory slot ",
+        slot, " (", segment->size(), " bytes)"));
+  }
+  std::memcpy(out, segment->data() + offset, bytes);
+  return absl::OkStatus();
+}
+
 absl::Status Transport::Receive(int64_t regst_desc_id,
                                 const KernelContext& ctx) {
   Inbox* inbox = FindInbox(regst_desc_id);
@@ -758,6 +899,13 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
           absl::StrCat(where(), ": got piece ", piece.piece_id(), " instead"));
     }
     RegisterView out = ctx.output(0);
+    if (!piece.shm_segment().empty()) {
+      absl::Status opened = OpenSlot(piece, inbox);
+      if (!opened.ok()) {
+        return absl::Status(opened.code(),
+                            absl::StrCat(where(), ": ", opened.message()));
+      }
+    }
     if (piece.blob_size() != out.num_blobs()) {
       return absl::InternalError(absl::StrCat(where(), ": ", piece.blob_size(),
                                               " blobs, the register has ",
@@ -778,8 +926,12 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
             where(), ": blob '", blob.name(), "' has shape ",
             ShapeString(shape), ", the register ", ShapeString(blob.shape())));
       }
-      absl::Status unpacked = inbox->unpacker.Unpack(
-          data, blob.mutable_raw_data(), blob.byte_size());
+      absl::Status unpacked =
+          data.codec() == BlobPiece::SHM
+              ? CopyFromSlot(piece, data, blob.mutable_raw_data(),
+                             blob.byte_size(), inbox)
+              : inbox->unpacker.Unpack(data, blob.mutable_raw_data(),
+                                       blob.byte_size());
       if (!unpacked.ok()) {
         return absl::Status(
             unpacked.code(),
@@ -789,6 +941,14 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
     }
     return absl::OkStatus();
   }();
+  // The sender may write the slot again.
+  if (taken->blob_size() > 0 && taken->blob(0).codec() == BlobPiece::SHM) {
+    const int32_t slot = taken->shm_slot();
+    if (slot >= 0 && slot < inbox->register_num &&
+        inbox->slots[slot] != nullptr) {
+      inbox->slots[slot]->Release();
+    }
+  }
   MutexLock lock(&inbox->mu);
   inbox->spare.push_back(std::move(taken));
   ++inbox->owed;

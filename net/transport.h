@@ -21,6 +21,7 @@
 #include "base/mutex.h"
 #include "net/blob_codec.h"
 #include "net/plan_partition.h"
+#include "net/shared_segment.h"
 #include "proto/net.grpc.pb.h"
 
 namespace actorflow::internal::net {
@@ -75,19 +76,34 @@ class Transport final {
   void Start();
 
   // After Start: opens a stream per edge it sends on to the receiver at
-  // addresses[dst_rank], waiting up to `timeout` for each to connect.
+  // addresses[dst_rank], waiting up to `timeout` for each to connect. An
+  // edge to a rank r with same_host[r] (shorter: none) moves its blobs
+  // through shared memory: slots of one SharedSegment each, the message
+  // on the stream says which slot and where each blob is, and still
+  // carries credit, order and the end of the stream. Send writes into the
+  // lowest slot the receiver has released, so a receiver that keeps up
+  // has the same one or two reused while they are in cache (a copy through
+  // memory that is in cache costs about what one copy does); it makes a
+  // new slot only when all are busy, and register_num are always enough:
+  // a credit in hand means at most register_num - 1 pieces are not yet
+  // taken, and the receiver releases a slot before it credits the piece.
+  // A segment that cannot be made (a full /dev/shm) turns the edge back to
+  // messages for good.
   absl::Status Connect(const std::vector<std::string>& addresses,
-                       absl::Duration timeout);
+                       absl::Duration timeout,
+                       const std::vector<bool>& same_host = {});
 
   // net_send's gate: a credit is free (or the edge broke, for Send to say
-  // so). Send copies the register's blobs (valid bytes and shapes) into a
-  // message, each compressed where the edge says so and it shrinks
-  // (BlobPacker), and queues it on the edge; it never waits.
+  // so). Send copies the register's blobs (valid bytes and shapes) into its
+  // shared memory slot, or else into a message, each compressed where the
+  // edge says so and it shrinks (BlobPacker), and queues the message on
+  // the edge; it never waits.
   bool SendGateOpen(int64_t regst_desc_id, int32_t dst_rank);
   absl::Status Send(int64_t regst_desc_id, int32_t dst_rank,
                     const KernelContext& ctx);
   // net_recv's gate: a piece arrived (or the edge broke). Receive copies
-  // (or decompresses) the oldest into the task's "out".
+  // (or decompresses) the oldest into the task's "out", from the message or
+  // the shared memory slot it names.
   bool ReceiveGateOpen(int64_t regst_desc_id);
   absl::Status Receive(int64_t regst_desc_id, const KernelContext& ctx);
   // Whom to wake when the edge's gate may have opened; an empty function
@@ -121,6 +137,8 @@ class Transport final {
     int64_t pieces = 0;
     int64_t register_bytes = 0;
     int64_t wire_bytes = 0;
+    // Pieces whose blobs went through shared memory (no wire bytes).
+    int64_t shared_pieces = 0;
   };
   std::vector<EdgeBytes> SentBytes();
   // After the job's server shut down and before it is destroyed: fails
@@ -195,6 +213,12 @@ class Transport final {
     std::unique_ptr<BlobPacker> packer;
     int64_t register_bytes ABSL_GUARDED_BY(mu) = 0;
     int64_t wire_bytes ABSL_GUARDED_BY(mu) = 0;
+    // Shared memory (see Connect): set before the first Send, then Send's
+    // alone, as are the slots.
+    bool shm = false;
+    std::vector<std::unique_ptr<SharedSegment>> slots;
+    int64_t shared_pieces ABSL_GUARDED_BY(mu) = 0;
+    std::string shm_off ABSL_GUARDED_BY(mu);  // why it was turned off
   };
 
   // The receiving end of one edge. Pieces are read as they come, into
@@ -203,6 +227,7 @@ class Transport final {
     int64_t regst_desc_id = 0;
     int32_t src_rank = 0;
     int32_t credit_batch = 1;
+    int32_t register_num = 1;
     Mutex mu;
     Call* call ABSL_GUARDED_BY(mu) = nullptr;  // the sender's, once it came
     std::unique_ptr<RegisterPiece> reading ABSL_GUARDED_BY(mu);
@@ -219,6 +244,9 @@ class Transport final {
     bool finish_sent ABSL_GUARDED_BY(mu) = false;
     GateWaker gate ABSL_GUARDED_BY(mu);  // net_recv's
     BlobUnpacker unpacker;  // Receive's alone (one caller at a time)
+    // The sender's shared memory slots, as its messages named them;
+    // Receive's alone.
+    std::vector<std::unique_ptr<SharedSegment>> slots;
   };
 
   // One incoming Push call: bound to its inbox once its header is read.
@@ -245,6 +273,17 @@ class Transport final {
   void GrantCredit(Inbox* inbox) ABSL_EXCLUSIVE_LOCKS_REQUIRED(inbox->mu);
   void OnCreditWritten(Inbox* inbox, bool ok);
   void FinishCall(Inbox* inbox) ABSL_EXCLUSIVE_LOCKS_REQUIRED(inbox->mu);
+  // Receive's: maps the segment `piece` names into its slot; copies a SHM
+  // blob of `bytes` from its slot.
+  static absl::Status OpenSlot(const RegisterPiece& piece, Inbox* inbox);
+  // Send's: the lowest free slot, claimed, or a new one (`fresh`) while
+  // fewer than register_num exist. Internal: none free nor allowed;
+  // another error: no segment could be made.
+  static absl::StatusOr<int32_t> ClaimSlot(Outgoing* out, int64_t bytes,
+                                           bool* fresh);
+  static absl::Status CopyFromSlot(const RegisterPiece& piece,
+                                   const BlobPiece& data, void* out,
+                                   int64_t bytes, Inbox* inbox);
   Outgoing* FindOutgoing(int64_t regst_desc_id, int32_t dst_rank);
   Inbox* FindInbox(int64_t regst_desc_id);
 

@@ -325,20 +325,27 @@ SessionOptions WideKernels(std::atomic<int64_t>* wrong) {
   return options;
 }
 
-TEST_CASE("--net-compress: a compressed edge delivers every value exactly",
-          "[net]") {
+// How an edge between two ranks of one host moves its registers: the
+// ranks' --net-shm and --net-compress choose, and every value arrives
+// exactly whichever way it went.
+TEST_CASE("every way across delivers every value exactly", "[net]") {
   constexpr int64_t kPieces = 20;
   const Plan plan = WidePlan();
   const int64_t piece_bytes = kWideFloats * sizeof(float);
-  for (const bool compress : {false, true}) {
-    INFO("compress " << compress);
+  enum Way { kMessages, kCompressed, kShared, kSharedOverCompress, kRefused };
+  for (const Way way :
+       {kMessages, kCompressed, kShared, kSharedOverCompress, kRefused}) {
+    INFO("way " << way);
     const int port = net::FreePort("127.0.0.1");
     REQUIRE(port != 0);
     std::atomic<int64_t> wrong{0};
     absl::Status one;
+    net::JobConfig config1 = Rank(1, port);
+    // Shared memory needs both ranks' consent: rank 1 alone refusing it
+    // sends everything as messages.
+    config1.net_shm = way == kShared || way == kSharedOverCompress;
     std::thread rank1([&] {
-      auto job =
-          net::Job::Create(plan, kPieces, Rank(1, port), WideKernels(&wrong));
+      auto job = net::Job::Create(plan, kPieces, config1, WideKernels(&wrong));
       one = job.status();
       if (!one.ok()) return;
       one = (*job)->Run(kPieces).status();
@@ -346,7 +353,10 @@ TEST_CASE("--net-compress: a compressed edge delivers every value exactly",
       if (one.ok()) one = (*job)->Finish();
     });
     net::JobConfig config = Rank(0, port);
-    if (compress) config.net_compress = {"fill"};
+    config.net_shm = way != kMessages && way != kCompressed;
+    if (way == kCompressed || way == kSharedOverCompress) {
+      config.net_compress = {"fill"};
+    }
     auto job = net::Job::Create(plan, kPieces, config, WideKernels(&wrong));
     REQUIRE(job.ok());
     REQUIRE((*job)->Run(kPieces).ok());
@@ -359,12 +369,25 @@ TEST_CASE("--net-compress: a compressed edge delivers every value exactly",
     REQUIRE(sent.size() == 1);
     CHECK(sent[0].pieces == kPieces);
     CHECK(sent[0].register_bytes == kPieces * piece_bytes);
-    if (compress) {
-      // The odd half goes as it is; the even half shrinks to almost nothing.
-      CHECK(sent[0].wire_bytes < kPieces / 2 * piece_bytes + piece_bytes);
-      CHECK(sent[0].wire_bytes >= kPieces / 2 * piece_bytes);
-    } else {
-      CHECK(sent[0].wire_bytes == sent[0].register_bytes);
+    switch (way) {
+      case kCompressed:
+        // The odd half goes as it is; the even half shrinks to almost
+        // nothing.
+        CHECK(sent[0].wire_bytes < kPieces / 2 * piece_bytes + piece_bytes);
+        CHECK(sent[0].wire_bytes >= kPieces / 2 * piece_bytes);
+        CHECK(sent[0].shared_pieces == 0);
+        break;
+      case kMessages:
+      case kRefused:
+        CHECK(sent[0].wire_bytes == sent[0].register_bytes);
+        CHECK(sent[0].shared_pieces == 0);
+        break;
+      case kShared:
+      case kSharedOverCompress:
+        // Memory beats any codec: nothing goes on the wire but order.
+        CHECK(sent[0].wire_bytes == 0);
+        CHECK(sent[0].shared_pieces == kPieces);
+        break;
     }
   }
 }
