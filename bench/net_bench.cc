@@ -1,7 +1,9 @@
 // Registers between two processes (net/) against plain gRPC streaming
-// between the same two processes, on 127.0.0.1 or (--link=1) with rank 1
-// in a network namespace of its own joined by a veth pair, which --link=2
-// caps at 1 Gbit/s each way (tc tbf):
+// between the same two processes, on one host (registers through shared
+// memory, order and credit on 127.0.0.1; --shm=0: all on gRPC) or
+// (--link=1) with rank 1 in a network namespace of its own joined by a
+// veth pair, which --link=2 caps at 1 Gbit/s each way (tc tbf), where
+// they take gRPC:
 //
 //   throughput  a two-rank job: fill (rank 0) -> take (rank 1), blobs of
 //               4 KiB, 64 KiB, 1 MiB and 16 MiB, register_num 16 (at 4 KiB,
@@ -105,6 +107,7 @@ struct Config {
   int64_t tls = 0;     // 1: TLS against plaintext
   int64_t link = 0;    // 0: loopback; 1: a veth pair; 2: one capped at 1 Gbit/s
   int64_t subnet = 0;  // the veth pair's 10.214.<subnet>.0/30 (rank 1's flag)
+  int64_t shm = 1;     // JobConfig::net_shm (used on one host only)
 
   // Where each rank listens: 127.0.0.1, or the two ends of the veth pair.
   std::string rank0() const {
@@ -280,6 +283,7 @@ std::unique_ptr<net::Job> JoinJob(const Config& config, const JobSpec& spec,
   job.tls = TlsFilesIn(tls_dir);
   job.join_timeout = absl::Seconds(60);
   job.peer_timeout = absl::Seconds(60);
+  job.net_shm = config.shm != 0;
   auto created = net::Job::Create(spec.plan, spec.pieces, job, BenchKernels());
   Check(created.status(), absl::StrCat("rank ", rank, ": joining the job"));
   return std::move(*created);
@@ -592,7 +596,8 @@ pid_t StartChild(const Config& config, const std::vector<int>& ports) {
                            absl::StrCat("--round-trips=", config.round_trips),
                            absl::StrCat("--tls=", config.tls),
                            absl::StrCat("--link=", config.link),
-                           absl::StrCat("--subnet=", config.subnet)});
+                           absl::StrCat("--subnet=", config.subnet),
+                           absl::StrCat("--shm=", config.shm)});
   pid_t pid = fork();
   if (pid < 0) Die("fork failed");
   if (pid == 0) {
@@ -657,6 +662,8 @@ int CompareTls(const Config& config, const std::vector<int>& ports,
 }
 
 int Parent(Config config) {
+  // TLS guards the network path: the registers must take it.
+  if (config.tls) config.shm = 0;
   if (config.link != 0) {
     if (config.tls) Die("--tls=1 runs on loopback only (its certificate)");
     config.subnet = getpid() % 250;
@@ -686,11 +693,15 @@ int Parent(Config config) {
   std::unique_ptr<PingPong::Stub> stub = PingPong::NewStub(channel);
   const int raw_tcp = ConnectRawTcp(config.rank1(), ports[kRawTcpPort]);
 
-  const char* where = config.link == 0 ? "on 127.0.0.1"
-                      : config.link == 1
-                          ? "in two network namespaces joined by a veth pair"
-                          : "in two network namespaces joined by a veth pair "
-                            "capped at 1 Gbit/s (tc tbf)";
+  const bool shared = config.link == 0 && config.shm != 0;
+  const char* where =
+      config.link == 0   ? (shared ? "on one host (registers through shared "
+                                     "memory, order and credit on 127.0.0.1)"
+                                   : "on 127.0.0.1 (--shm=0: registers over "
+                                     "gRPC)")
+      : config.link == 1 ? "in two network namespaces joined by a veth pair"
+                         : "in two network namespaces joined by a veth pair "
+                           "capped at 1 Gbit/s (tc tbf)";
   std::printf(
       "net_bench: two processes %s, %lld samples (medians; ratios per "
       "round)\n\n",
@@ -714,6 +725,14 @@ int Parent(Config config) {
                            [&] { return DrainRate(stub.get(), bytes, pieces); },
                            [&] { return RawTcpRate(raw_tcp, bytes, pieces); },
                            [&] { return MemcpyRate(bytes, pieces); }});
+      // The path the table says: every piece through shared memory, or none.
+      for (const net::Transport::EdgeBytes& edge : job->SentBytes()) {
+        if (edge.shared_pieces != (shared ? edge.pieces : 0)) {
+          Die(absl::StrCat(edge.shared_pieces, " of ", edge.pieces,
+                           " pieces went through shared memory, expected ",
+                           shared ? "all" : "none"));
+        }
+      }
       std::printf(
           "%-26s %9.0f MB/s %9.0f MB/s %9.0f MB/s %9.0f MB/s %7.2fx %7.2f "
           "%7.3f",
@@ -784,9 +803,10 @@ int Parent(Config config) {
 
 constexpr char kHelp[] =
     "net_bench: registers between two processes (actorflow's net_send and\n"
-    "net_recv over gRPC) against plain gRPC streaming, a raw TCP socket\n"
-    "and memcpy, on 127.0.0.1 (or, with --link, over a veth pair between\n"
-    "two network namespaces). Throughput in MB/s at 4 KiB, 64 KiB, 1 MiB\n"
+    "net_recv, through shared memory on one host) against plain gRPC\n"
+    "streaming, a raw TCP socket and memcpy, on 127.0.0.1 (or, with --link,\n"
+    "over gRPC on a veth pair between two network namespaces). Throughput in "
+    "MB/s at 4 KiB, 64 KiB, 1 MiB\n"
     "and 16 MiB blobs, and the round trip of a 64-byte piece; medians,\n"
     "alternated with the baselines. Then the MLP job over the two ranks\n"
     "against the same job on two devices of one process, in samples/s.";
@@ -827,10 +847,15 @@ int main(int argc, char** argv) {
         "1 Gbit/s each way by tc tbf",
         0},
        {"subnet", &config.subnet,
-        "(set by rank 0 for rank 1) the veth pair's 10.214.N.0/30", 0}},
+        "(set by rank 0 for rank 1) the veth pair's 10.214.N.0/30", 0},
+       {"shm", &config.shm,
+        "1: ranks on one host move registers through shared memory "
+        "(actorflow's default; --link puts them on two hosts); 0: over gRPC "
+        "on 127.0.0.1",
+        0}},
       kHelp);
-  if (config.link > 2 || config.subnet > 249) {
-    Die("--link must be 0, 1 or 2 and --subnet at most 249");
+  if (config.link > 2 || config.subnet > 249 || config.shm > 1) {
+    Die("--link must be 0, 1 or 2, --subnet at most 249 and --shm 0 or 1");
   }
   return child ? Child(config, ports) : Parent(config);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # net_bench prints every row with its baselines and both processes end, in
-# plaintext, with --tls=1 and (as root) over a veth pair capped at 1 Gbit/s
-# (--link=2), whose namespace is gone afterwards. No timing is asserted
+# plaintext (through shared memory: the bench dies if a piece took another
+# path), with --tls=1 and (as root) over a veth pair capped at 1 Gbit/s
+# (--link=2, over gRPC), whose namespace is gone afterwards. No timing is asserted
 # here: the figures are the bench's output, not a test's.
 set -uo pipefail
 export PATH="$PATH:/usr/sbin:/sbin"  # ip and tc, for --link=2
@@ -9,7 +10,7 @@ bench=$1
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
 fail() { echo "FAIL: $*"; exit 1; }
 
-"$bench" --help | grep -q "against plain gRPC streaming, a raw TCP socket" ||
+"$bench" --help | grep -q "streaming, a raw TCP socket and memcpy" ||
   fail "--help"
 "$bench" --samples=0 >/dev/null 2>"$tmp/err"
 [[ $? == 2 ]] && grep -q -- "--samples" "$tmp/err" ||
@@ -19,6 +20,8 @@ small=(--samples=1 --mib=1 --min-pieces=2 --round-trips=50)
 timeout 300 "$bench" "${small[@]}" >"$tmp/out" 2>&1 ||
   { cat "$tmp/out"; fail "net_bench failed (or did not end)"; }
 cat "$tmp/out"
+grep -q "on one host (registers through shared memory" "$tmp/out" ||
+  fail "the default run must say it goes through shared memory"
 grep -q "actorflow  *plain gRPC  *raw TCP  *memcpy" "$tmp/out" ||
   fail "no baseline columns"
 for size in "4 KiB" "64 KiB" "1 MiB" "16 MiB"; do

@@ -327,8 +327,8 @@ absl::StatusOr<JobConfig> JobConfigFromEnv() {
   if (const char* token = Env("ACTORFLOW_JOB_TOKEN")) config.token = token;
   if (const char* shm = Env("ACTORFLOW_NET_SHM")) {
     if (std::string(shm) != "0" && std::string(shm) != "1") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ACTORFLOW_NET_SHM: needs 0 or 1, got '", shm, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("ACTORFLOW_NET_SHM: needs 0 or 1, got '", shm, "'"));
     }
     config.net_shm = std::string(shm) == "1";
   }

@@ -28,8 +28,7 @@ std::string NewName() {
 }
 
 absl::Status Errno(const std::string& what, int error) {
-  return absl::UnavailableError(
-      absl::StrCat(what, ": ", std::strerror(error)));
+  return absl::UnavailableError(absl::StrCat(what, ": ", std::strerror(error)));
 }
 
 }  // namespace
@@ -37,8 +36,7 @@ absl::Status Errno(const std::string& what, int error) {
 absl::StatusOr<std::unique_ptr<SharedSegment>> SharedSegment::Create(
     int64_t bytes) {
   constexpr int64_t kPage = 4096;
-  const int64_t size =
-      (kHeaderBytes + bytes + kPage - 1) / kPage * kPage;
+  const int64_t size = (kHeaderBytes + bytes + kPage - 1) / kPage * kPage;
   const std::string name = NewName();
   const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
   if (fd < 0) return Errno(absl::StrCat("shm_open ", name), errno);
@@ -75,10 +73,10 @@ absl::StatusOr<std::unique_ptr<SharedSegment>> SharedSegment::Open(
   struct stat info;
   int error = fstat(fd, &info) == 0 ? 0 : errno;
   const int64_t size = error == 0 ? info.st_size : 0;
-  void* data = error == 0 && size >= kHeaderBytes
-                   ? mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED,
-                          fd, 0)
-                   : MAP_FAILED;
+  void* data =
+      error == 0 && size >= kHeaderBytes
+          ? mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+          : MAP_FAILED;
   if (error == 0 && size >= kHeaderBytes && data == MAP_FAILED) {
     error = errno;
   }

@@ -19,17 +19,16 @@ namespace actorflow::internal::net {
 // Its first kHeaderBytes hold a flag: whether the bytes after it wait for
 // the receiver. The sender claims a free segment before it writes; the
 // receiver releases it once it copied them out (release, then the
-// sender's claim acquires: its next writes come after those reads). The creator unlinks too when it
-// drops the segment (harmless once the receiver did): only a sender killed
-// between creating a segment and its receiver opening it leaves a name in
-// /dev/shm.
+// sender's claim acquires: its next writes come after those reads). The creator
+// unlinks too when it drops the segment (harmless once the receiver did): only
+// a sender killed between creating a segment and its receiver opening it leaves
+// a name in /dev/shm.
 class SharedSegment {
  public:
   // A new segment with room for `bytes` after its header, read-write, mode
-  // 0600, under a name no other has. Its memory is reserved up front (posix_fallocate): a
-  // /dev/shm too small for it (a container's 64 MiB) fails here, never
-  // with SIGBUS at the first write.
-  // The flag starts free.
+  // 0600, under a name no other has. Its memory is reserved up front
+  // (posix_fallocate): a /dev/shm too small for it (a container's 64 MiB) fails
+  // here, never with SIGBUS at the first write. The flag starts free.
   static absl::StatusOr<std::unique_ptr<SharedSegment>> Create(int64_t bytes);
   // The segment `name`, its name unlinked. Only names Create makes are
   // accepted (InvalidArgument otherwise).

@@ -303,8 +303,7 @@ std::vector<Transport::EdgeBytes> Transport::SentBytes() {
   for (auto& [key, out] : outgoing_) {
     MutexLock lock(&out->mu);
     edges.push_back({out->edge.regst_desc_id, out->edge.dst_rank, out->sent,
-                     out->register_bytes, out->wire_bytes,
-                     out->shared_pieces});
+                     out->register_bytes, out->wire_bytes, out->shared_pieces});
   }
   return edges;
 }
@@ -846,9 +845,9 @@ absl::Status Transport::CopyFromSlot(const RegisterPiece& piece,
                                      const BlobPiece& data, void* out,
                                      int64_t bytes, Inbox* inbox) {
   const int32_t slot = piece.shm_slot();
-  const SharedSegment* segment =
-      slot >= 0 && slot < inbox->register_num ? inbox->slots[slot].get()
-                                              : nullptr;
+  const SharedSegment* segment = slot >= 0 && slot < inbox->register_num
+                                     ? inbox->slots[slot].get()
+                                     : nullptr;
   if (segment == nullptr) {
     return absl::DataLossError(
         absl::StrCat("no shared memory segment for slot ", slot));

@@ -44,6 +44,7 @@ class ScopedEnv {
                              "MASTER_PORT",
                              "ACTORFLOW_JOB_TOKEN",
                              "ACTORFLOW_JOB_ID",
+                             "ACTORFLOW_NET_SHM",
                              "TORCHELASTIC_RUN_ID"}) {
       const char* old = std::getenv(name);
       if (old != nullptr) saved_[name] = old;
@@ -64,6 +65,29 @@ class ScopedEnv {
   std::vector<std::string> names_;
   std::map<std::string, std::string> saved_;
 };
+
+TEST_CASE("ACTORFLOW_NET_SHM turns shared memory between ranks on or off",
+          "[net]") {
+  using Vars = std::map<std::string, std::string>;
+  {
+    ScopedEnv env(Vars{});
+    CHECK(JobConfigFromEnv()->net_shm);
+  }
+  {
+    ScopedEnv env(Vars{{"ACTORFLOW_NET_SHM", "0"}});
+    CHECK(!JobConfigFromEnv()->net_shm);
+  }
+  {
+    ScopedEnv env(Vars{{"ACTORFLOW_NET_SHM", "1"}});
+    CHECK(JobConfigFromEnv()->net_shm);
+  }
+  ScopedEnv env(Vars{{"ACTORFLOW_NET_SHM", "yes"}});
+  absl::StatusOr<JobConfig> config = JobConfigFromEnv();
+  REQUIRE(!config.ok());
+  CHECK(config.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(config.status().message() ==
+        "ACTORFLOW_NET_SHM: needs 0 or 1, got 'yes'");
+}
 
 TEST_CASE("Slurm host lists expand as Slurm expands them", "[net]") {
   using List = std::vector<std::string>;

@@ -210,6 +210,13 @@ TEST_CASE("a plan over three machines gives the one-machine checksum",
   CHECK(Field(split.last_line, "sinks") == Field(alone.last_line, "sinks"));
   CHECK(Contains(split.last_line, "\"checksum\":640640000"));
   CHECK(Contains(split.last_line, "\"world_size\":3"));
+  // The same over gRPC as through shared memory (the default here).
+  auto messages =
+      RunCli("launch --nproc=3 examples/plans/three_machines.pbtxt --net-shm=0",
+             testing::Runfile(""));
+  INFO(messages.err);
+  REQUIRE(messages.exit_code == 0);
+  CHECK(Field(messages.last_line, "sinks") == Field(alone.last_line, "sinks"));
 }
 
 TEST_CASE("jobs over machines: the example and random jobs", "[net][job]") {
@@ -1088,6 +1095,11 @@ TEST_CASE("bad job settings get clear errors", "[net]") {
     close(fd);
     CHECK(r.exit_code == 1);
     CHECK(Contains(r.last_line, "cannot listen on 127.0.0.1:" + port));
+  }
+  SECTION("--net-shm takes 0 or 1, checked before any rank starts") {
+    auto r = RunCli("launch --nproc=3 '" + plan + "' --net-shm=yes");
+    CHECK(r.exit_code == 2);
+    CHECK(Contains(r.err, "--net-shm needs 0 or 1"));
   }
   SECTION("bad values name the variable") {
     auto r = RunCli("run '" + plan + "'", ".", "WORLD_SIZE=3 RANK=x ");
