@@ -392,6 +392,88 @@ TEST_CASE("every way across delivers every value exactly", "[net]") {
   }
 }
 
+// A dynamic blob that grows piece by piece: each shared memory slot the
+// sender reuses must grow with it (a new segment, named to the receiver),
+// and every piece arrives with its own shape and values.
+TEST_CASE("shared memory slots grow with a dynamic blob", "[net]") {
+  constexpr int64_t kPieces = 24;
+  auto floats = [](int64_t piece) {
+    return (piece + 1) * kWideFloats / kPieces;
+  };
+  PlanWriter w;
+  StreamKeyProto on1 = CpuStream(0);
+  on1.set_machine_id(1);
+  TaskProto* fill = w.AddTask("fill", "nj_dyn_fill", CpuStream(0));
+  const int64_t data = w.AddOutput(
+      fill, "out", 4, false, {BlobProto("x", DT_FLOAT32, {kWideFloats}, true)});
+  TaskProto* take = w.AddTask("take", "nj_dyn_take", on1);
+  w.Consume(take, "in", data);
+  const Plan plan = w.plan();
+
+  std::atomic<int64_t> wrong{0};
+  SessionOptions options;
+  auto no_init = [](const KernelInitContext&) { return absl::OkStatus(); };
+  options.kernels.BindFunction(
+      "nj_dyn_fill",
+      [&](KernelContext* ctx) {
+        TensorView x = ctx->output(0).blob(0);
+        const int64_t n = floats(ctx->piece_id());
+        absl::Status shaped = x.set_shape({n});
+        if (!shaped.ok()) return shaped;
+        absl::Span<float> values = x.mutable_data<float>().value();
+        for (int64_t i = 0; i < n; ++i) {
+          const uint32_t bits = WideBits(ctx->piece_id(), i);
+          std::memcpy(&values[i], &bits, sizeof(bits));
+        }
+        return absl::OkStatus();
+      },
+      no_init);
+  options.kernels.BindFunction(
+      "nj_dyn_take",
+      [&](KernelContext* ctx) {
+        ConstTensorView x = ctx->input(0).blob(0);
+        const int64_t n = floats(ctx->piece_id());
+        if (x.shape().size() != 1 || x.shape()[0] != n) {
+          ++wrong;
+          return absl::OkStatus();
+        }
+        absl::Span<const float> values = x.data<float>().value();
+        for (int64_t i = 0; i < n; ++i) {
+          uint32_t bits = 0;
+          std::memcpy(&bits, &values[i], sizeof(bits));
+          if (bits != WideBits(ctx->piece_id(), i)) ++wrong;
+        }
+        return absl::OkStatus();
+      },
+      no_init);
+
+  const int port = net::FreePort("127.0.0.1");
+  REQUIRE(port != 0);
+  absl::Status one;
+  std::thread rank1([&] {
+    auto job = net::Job::Create(plan, kPieces, Rank(1, port), options);
+    one = job.status();
+    if (!one.ok()) return;
+    one = (*job)->Run(kPieces).status();
+    if (one.ok()) one = (*job)->Barrier();
+    if (one.ok()) one = (*job)->Finish();
+  });
+  auto job = net::Job::Create(plan, kPieces, Rank(0, port), options);
+  REQUIRE(job.ok());
+  REQUIRE((*job)->Run(kPieces).ok());
+  REQUIRE((*job)->Barrier().ok());
+  const std::vector<net::Transport::EdgeBytes> sent = (*job)->SentBytes();
+  REQUIRE((*job)->Finish().ok());
+  rank1.join();
+  REQUIRE(one.ok());
+  CHECK(wrong.load() == 0);
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].shared_pieces == kPieces);
+  int64_t bytes = 0;
+  for (int64_t p = 0; p < kPieces; ++p) bytes += floats(p) * 4;
+  CHECK(sent[0].register_bytes == bytes);
+}
+
 TEST_CASE("--net-compress naming a task that sends nothing across fails",
           "[net]") {
   std::atomic<int64_t> wrong{0};
