@@ -114,6 +114,7 @@ std::string SharedMemoryHostId() {
     if (length <= 0) return "";
     absl::StrAppend(&id, " ", absl::string_view(link, length));
   }
+  absl::StrAppend(&id, " uid ", geteuid());
   return id;
 }
 

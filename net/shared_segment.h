@@ -63,11 +63,12 @@ class SharedSegment {
   const bool created_;
 };
 
-// What decides whether two ranks can share memory: this machine's boot id
-// and this process's IPC, mount and network namespaces. Ranks in different
-// network namespaces count as different hosts (containers on one machine
-// usually have their own /dev/shm too, and tests emulate hosts that way).
-// Empty where the boot id cannot be read.
+// What decides whether two ranks can share memory: this machine's boot id,
+// this process's IPC, mount and network namespaces, and its user (a
+// segment is its creator's alone, mode 0600). Ranks in different network
+// namespaces count as different hosts (containers on one machine usually
+// have their own /dev/shm too, and tests emulate hosts that way). Empty
+// where the boot id cannot be read.
 std::string SharedMemoryHostId();
 
 }  // namespace actorflow::internal::net

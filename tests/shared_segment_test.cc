@@ -5,11 +5,13 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstring>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 namespace actorflow::internal::net {
 namespace {
@@ -74,6 +76,7 @@ TEST_CASE("the host id names this boot and this process's namespaces",
   REQUIRE(!id.empty());
   CHECK(absl::StrContains(id, "net:["));
   CHECK(absl::StrContains(id, "mnt:["));
+  CHECK(absl::StrContains(id, absl::StrCat(" uid ", geteuid())));
   CHECK(id == SharedMemoryHostId());
 }
 
