@@ -88,9 +88,13 @@ constexpr int64_t kPingBytes = 64;
 constexpr int kRegisterNum = 16;
 // One port for the baseline's server, then one MASTER_PORT per job in
 // plaintext and one per job under TLS, then the raw TCP baseline's.
-// The throughput jobs, the latency job and (without --tls) the MLP job.
-constexpr int kJobs = std::size(kBlobBytes) + 2;
-constexpr size_t kLatencyJob = std::size(kBlobBytes);
+// The throughput jobs, the masks job, the latency job and (without --tls)
+// the MLP job.
+constexpr int kJobs = std::size(kBlobBytes) + 3;
+constexpr size_t kLatencyJob = std::size(kBlobBytes) + 1;
+// The masks job's blobs: byte masks, one byte in ten set, which zstd
+// shrinks about 8x (--net-compress on their producer).
+constexpr int64_t kMaskBytes = 1 << 20;
 // The perceptron over two ranks, and over two devices of one process.
 constexpr char kMlpTwoRanks[] = "examples/jobs/mlp_two_machines.pbtxt";
 constexpr char kMlpOneProcess[] = "examples/jobs/mlp_two_devices.pbtxt";
@@ -142,9 +146,9 @@ BlobDescProto Floats(const char* name, int64_t bytes) {
   return BlobProto(name, DT_FLOAT32, {bytes / 4});
 }
 
-Plan ThroughputPlan(int64_t blob_bytes) {
+Plan ThroughputPlan(int64_t blob_bytes, const char* fill_kernel) {
   PlanWriter w;
-  TaskProto* fill = w.AddTask("fill", "bench_fill", On(0, 0));
+  TaskProto* fill = w.AddTask("fill", fill_kernel, On(0, 0));
   const int64_t data =
       w.AddOutput(fill, "out", kRegisterNum, false, {Floats("x", blob_bytes)});
   TaskProto* take = w.AddTask("take", "bench_take", On(1, 0));
@@ -194,21 +198,58 @@ class Ping final : public Kernel {
   }
 };
 
-// The kernels do no work of their own: what is measured is the moving.
+// kMaskBytes of byte masks, the same every piece (zstd compresses each
+// piece on its own, so that costs it nothing).
+const std::vector<char>& Masks() {
+  static const std::vector<char> masks = [] {
+    std::vector<char> bytes(kMaskBytes, 0);
+    uint64_t z = 0x9e3779b97f4a7c15ull;
+    for (char& byte : bytes) {
+      z = z * 6364136223846793005ull + 1442695040888963407ull;  // an LCG
+      if ((z >> 33) % 10 == 0) byte = static_cast<char>(1 + (z >> 56) % 255);
+    }
+    return bytes;
+  }();
+  return masks;
+}
+
+// The kernels do no work of their own but copying the masks: what is
+// measured is the moving.
 SessionOptions BenchKernels() {
   SessionOptions options;
   auto nothing = [](KernelContext*) { return absl::OkStatus(); };
   auto no_init = [](const KernelInitContext&) { return absl::OkStatus(); };
   options.kernels.BindFunction("bench_fill", nothing, no_init);
   options.kernels.BindFunction("bench_take", nothing, no_init);
+  options.kernels.BindFunction(
+      "bench_fill_mask",
+      [](KernelContext* ctx) {
+        TensorView out = ctx->output(0).blob(0);
+        std::memcpy(out.mutable_raw_data(), Masks().data(), out.byte_size());
+        return absl::OkStatus();
+      },
+      no_init);
   options.kernels.BindFunction("bench_relay", CopyFirstInput, no_init);
   options.kernels.Bind("bench_ping", [] { return std::make_unique<Ping>(); });
   return options;
 }
 
+// "64 KiB", "16 MiB".
+std::string BlobSize(int64_t bytes) {
+  return bytes >= (1 << 20) ? absl::StrCat(bytes >> 20, " MiB")
+                            : absl::StrCat(bytes >> 10, " KiB");
+}
+
 struct JobSpec {
   Plan plan;
   int64_t pieces;
+  int64_t bytes = 0;   // a throughput job's blob size
+  bool masks = false;  // the masks job: --net-compress=fill
+
+  std::string label() const {
+    return masks ? absl::StrCat("zstd, ", BlobSize(bytes), " byte masks")
+                 : absl::StrCat("throughput, ", BlobSize(bytes), " blobs");
+  }
 };
 
 Plan CompiledJob(const std::string& path) {
@@ -230,10 +271,14 @@ int64_t MlpBatch() {
 
 std::vector<JobSpec> Jobs(const Config& config) {
   std::vector<JobSpec> jobs;
+  auto pieces = [&](int64_t bytes) {
+    return std::max((config.mib << 20) / bytes, config.min_pieces);
+  };
   for (int64_t bytes : kBlobBytes) {
-    jobs.push_back({ThroughputPlan(bytes),
-                    std::max((config.mib << 20) / bytes, config.min_pieces)});
+    jobs.push_back({ThroughputPlan(bytes, "bench_fill"), pieces(bytes), bytes});
   }
+  jobs.push_back({ThroughputPlan(kMaskBytes, "bench_fill_mask"),
+                  pieces(kMaskBytes), kMaskBytes, true});
   jobs.push_back({LatencyPlan(), config.round_trips});
   // One epoch of Fashion-MNIST per sample.
   if (!config.tls) jobs.push_back({CompiledJob(kMlpTwoRanks), 600});
@@ -284,6 +329,7 @@ std::unique_ptr<net::Job> JoinJob(const Config& config, const JobSpec& spec,
   job.join_timeout = absl::Seconds(60);
   job.peer_timeout = absl::Seconds(60);
   job.net_shm = config.shm != 0;
+  if (spec.masks) job.net_compress = {"fill"};
   auto created = net::Job::Create(spec.plan, spec.pieces, job, BenchKernels());
   Check(created.status(), absl::StrCat("rank ", rank, ": joining the job"));
   return std::move(*created);
@@ -484,12 +530,6 @@ double EchoRate(PingPong::Stub* stub, int64_t round_trips) {
   return round_trips / Seconds(start);
 }
 
-// "64 KiB", "16 MiB".
-std::string BlobSize(int64_t bytes) {
-  return bytes >= (1 << 20) ? absl::StrCat(bytes >> 20, " MiB")
-                            : absl::StrCat(bytes >> 10, " KiB");
-}
-
 // Bytes per second through a plain blocking send loop to RawTcpSink.
 double RawTcpRate(int fd, int64_t bytes, int64_t messages) {
   static std::string buffer;
@@ -625,22 +665,20 @@ int CompareTls(const Config& config, const std::vector<int>& ports,
     std::unique_ptr<net::Job> tls =
         JoinJob(config, jobs[j], 0, ports[1 + kJobs + j], tls_dir);
     const int64_t pieces = jobs[j].pieces;
-    const bool throughput = j < std::size(kBlobBytes);
+    const bool throughput = jobs[j].bytes > 0;
     auto rate = [&](net::Job* job) {
       const int64_t start = NowNs();
       RunJob(job, pieces);
       const double per_second = pieces / Seconds(start);
-      return throughput ? per_second * kBlobBytes[j] : per_second;
+      return throughput ? per_second * jobs[j].bytes : per_second;
     };
     Paired p = PairedMedians(
         config.samples, [&] { return rate(tls.get()); },
         [&] { return rate(plain.get()); });
     if (throughput) {
-      std::printf(
-          "%-26s %9.0f MB/s %9.0f MB/s %7.2fx\n",
-          absl::StrCat("throughput, ", BlobSize(kBlobBytes[j]), " blobs")
-              .c_str(),
-          p.subject / 1e6, p.baseline / 1e6, p.ratio);
+      std::printf("%-26s %9.0f MB/s %9.0f MB/s %7.2fx\n",
+                  jobs[j].label().c_str(), p.subject / 1e6, p.baseline / 1e6,
+                  p.ratio);
     } else {
       std::printf("%-26s %11.1f us %11.1f us %7.2fx\n",
                   absl::StrCat("round trip, ", kPingBytes, " B").c_str(),
@@ -714,8 +752,8 @@ int Parent(Config config) {
   for (size_t j = 0; j < jobs.size(); ++j) {
     std::unique_ptr<net::Job> job = JoinJob(config, jobs[j], 0, ports[1 + j]);
     const int64_t pieces = jobs[j].pieces;
-    if (j < std::size(kBlobBytes)) {
-      const int64_t bytes = kBlobBytes[j];
+    if (jobs[j].bytes > 0) {
+      const int64_t bytes = jobs[j].bytes;
       const std::vector<std::vector<double>> rates = AlternatedSamples(
           config.samples, {[&] {
                              const int64_t start = NowNs();
@@ -736,11 +774,10 @@ int Parent(Config config) {
       std::printf(
           "%-26s %9.0f MB/s %9.0f MB/s %9.0f MB/s %9.0f MB/s %7.2fx %7.2f "
           "%7.3f",
-          absl::StrCat("throughput, ", BlobSize(bytes), " blobs").c_str(),
-          Median(rates[0]) / 1e6, Median(rates[1]) / 1e6,
-          Median(rates[2]) / 1e6, Median(rates[3]) / 1e6,
-          MedianRatio(rates[1], rates[0]), MedianRatio(rates[0], rates[2]),
-          MedianRatio(rates[0], rates[3]));
+          jobs[j].label().c_str(), Median(rates[0]) / 1e6,
+          Median(rates[1]) / 1e6, Median(rates[2]) / 1e6,
+          Median(rates[3]) / 1e6, MedianRatio(rates[1], rates[0]),
+          MedianRatio(rates[0], rates[2]), MedianRatio(rates[0], rates[3]));
       if (config.link == 2) {
         std::printf("  %7.2f", Median(rates[0]) / kCapBytesPerSecond);
       }

@@ -28,6 +28,8 @@ for size in "4 KiB" "64 KiB" "1 MiB" "16 MiB"; do
   grep -Eq "^throughput, $size blobs( +[0-9]+ MB/s){4} +[0-9.]+x" "$tmp/out" ||
     fail "no throughput row with its baselines at $size"
 done
+grep -Eq "^zstd, 1 MiB byte masks( +[0-9]+ MB/s){4} +[0-9.]+x" "$tmp/out" ||
+  fail "no row of compressed masks with its baselines"
 grep -Eq "^round trip, 64 B +[0-9.]+ us +[0-9.]+ us" "$tmp/out" ||
   fail "no round-trip row"
 grep -Eq "^MLP job, one epoch \(600 batches of 100\): 2 ranks [0-9]+ samples/s, 1 process \(2 devices\) [0-9]+ samples/s" "$tmp/out" ||
@@ -54,6 +56,8 @@ if [[ $(id -u) == 0 ]] && command -v tc >/dev/null &&
     grep -Eq "^throughput, $size blobs( +[0-9]+ MB/s){4}( +[0-9.]+x?){4}$" \
       "$tmp/veth" || fail "no veth row with its cap ratio at $size"
   done
+  grep -Eq "^zstd, 1 MiB byte masks( +[0-9]+ MB/s){4}( +[0-9.]+x?){4}$" \
+    "$tmp/veth" || fail "no veth row of compressed masks with its cap ratio"
   grep -q "^MLP job, one epoch" "$tmp/veth" || fail "no MLP row over veth"
   after=$(ip netns list | grep -c '^nb[0-9]')
   [[ $after == "$before" ]] || fail "--link=2 left its namespace behind"

@@ -325,6 +325,34 @@ SessionOptions WideKernels(std::atomic<int64_t>* wrong) {
   return options;
 }
 
+// Runs `plan` for `pieces` on rank 1 (a thread) and rank 0 (this one),
+// both with `options`; what rank 0 sent, once both finished cleanly.
+std::vector<net::Transport::EdgeBytes> RunTwoRanks(
+    const Plan& plan, int64_t pieces, const net::JobConfig& config0,
+    const net::JobConfig& config1, const SessionOptions& options) {
+  absl::Status one;
+  std::thread rank1([&] {
+    auto job = net::Job::Create(plan, pieces, config1, options);
+    one = job.status();
+    if (!one.ok()) return;
+    one = (*job)->Run(pieces).status();
+    if (one.ok()) one = (*job)->Barrier();
+    if (one.ok()) one = (*job)->Finish();
+  });
+  auto job = net::Job::Create(plan, pieces, config0, options);
+  std::vector<net::Transport::EdgeBytes> sent;
+  absl::Status zero = job.status();
+  if (zero.ok()) zero = (*job)->Run(pieces).status();
+  if (zero.ok()) zero = (*job)->Barrier();
+  if (zero.ok()) sent = (*job)->SentBytes();
+  if (zero.ok()) zero = (*job)->Finish();
+  rank1.join();
+  INFO(zero << "; " << one);
+  REQUIRE(zero.ok());
+  REQUIRE(one.ok());
+  return sent;
+}
+
 // How an edge between two ranks of one host moves its registers: the
 // ranks' --net-shm and --net-compress choose, and every value arrives
 // exactly whichever way it went.
@@ -339,32 +367,17 @@ TEST_CASE("every way across delivers every value exactly", "[net]") {
     const int port = net::FreePort("127.0.0.1");
     REQUIRE(port != 0);
     std::atomic<int64_t> wrong{0};
-    absl::Status one;
     net::JobConfig config1 = Rank(1, port);
     // Shared memory needs both ranks' consent: rank 1 alone refusing it
     // sends everything as messages.
     config1.net_shm = way == kShared || way == kSharedOverCompress;
-    std::thread rank1([&] {
-      auto job = net::Job::Create(plan, kPieces, config1, WideKernels(&wrong));
-      one = job.status();
-      if (!one.ok()) return;
-      one = (*job)->Run(kPieces).status();
-      if (one.ok()) one = (*job)->Barrier();
-      if (one.ok()) one = (*job)->Finish();
-    });
     net::JobConfig config = Rank(0, port);
     config.net_shm = way != kMessages && way != kCompressed;
     if (way == kCompressed || way == kSharedOverCompress) {
       config.net_compress = {"fill"};
     }
-    auto job = net::Job::Create(plan, kPieces, config, WideKernels(&wrong));
-    REQUIRE(job.ok());
-    REQUIRE((*job)->Run(kPieces).ok());
-    REQUIRE((*job)->Barrier().ok());
-    const std::vector<net::Transport::EdgeBytes> sent = (*job)->SentBytes();
-    REQUIRE((*job)->Finish().ok());
-    rank1.join();
-    REQUIRE(one.ok());
+    const std::vector<net::Transport::EdgeBytes> sent =
+        RunTwoRanks(plan, kPieces, config, config1, WideKernels(&wrong));
     CHECK(wrong.load() == 0);
     REQUIRE(sent.size() == 1);
     CHECK(sent[0].pieces == kPieces);
@@ -449,23 +462,8 @@ TEST_CASE("shared memory slots grow with a dynamic blob", "[net]") {
 
   const int port = net::FreePort("127.0.0.1");
   REQUIRE(port != 0);
-  absl::Status one;
-  std::thread rank1([&] {
-    auto job = net::Job::Create(plan, kPieces, Rank(1, port), options);
-    one = job.status();
-    if (!one.ok()) return;
-    one = (*job)->Run(kPieces).status();
-    if (one.ok()) one = (*job)->Barrier();
-    if (one.ok()) one = (*job)->Finish();
-  });
-  auto job = net::Job::Create(plan, kPieces, Rank(0, port), options);
-  REQUIRE(job.ok());
-  REQUIRE((*job)->Run(kPieces).ok());
-  REQUIRE((*job)->Barrier().ok());
-  const std::vector<net::Transport::EdgeBytes> sent = (*job)->SentBytes();
-  REQUIRE((*job)->Finish().ok());
-  rank1.join();
-  REQUIRE(one.ok());
+  const std::vector<net::Transport::EdgeBytes> sent =
+      RunTwoRanks(plan, kPieces, Rank(0, port), Rank(1, port), options);
   CHECK(wrong.load() == 0);
   REQUIRE(sent.size() == 1);
   CHECK(sent[0].shared_pieces == kPieces);
