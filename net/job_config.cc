@@ -326,11 +326,12 @@ absl::StatusOr<JobConfig> JobConfigFromEnv() {
   }
   if (const char* token = Env("ACTORFLOW_JOB_TOKEN")) config.token = token;
   if (const char* shm = Env("ACTORFLOW_NET_SHM")) {
-    if (std::string(shm) != "0" && std::string(shm) != "1") {
+    const absl::string_view value = shm;
+    if (value != "0" && value != "1") {
       return absl::InvalidArgumentError(
-          absl::StrCat("ACTORFLOW_NET_SHM: needs 0 or 1, got '", shm, "'"));
+          absl::StrCat("ACTORFLOW_NET_SHM: needs 0 or 1, got '", value, "'"));
     }
-    config.net_shm = std::string(shm) == "1";
+    config.net_shm = value == "1";
   }
   for (const char* name :
        {"ACTORFLOW_JOB_ID", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"}) {

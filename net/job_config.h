@@ -72,8 +72,8 @@ struct JobConfig {
 // (under Slurm) the first host of SLURM_JOB_NODELIST (or SLURM_NODELIST),
 // else 127.0.0.1; its port MASTER_PORT, else under Slurm 20000 +
 // SLURM_JOB_ID % 10000 (two jobs sharing a node differ), else 29500.
-// ACTORFLOW_JOB_TOKEN, ACTORFLOW_NET_SHM and the job id as JobConfig says. Errors name the
-// variable. Absent everything: one process.
+// ACTORFLOW_JOB_TOKEN, ACTORFLOW_NET_SHM and the job id as JobConfig says.
+// Errors name the variable. Absent everything: one process.
 absl::StatusOr<JobConfig> JobConfigFromEnv();
 
 // A Slurm host list expanded as Slurm does: "node[1-3,7],gpu[01-02]" ->

@@ -138,8 +138,7 @@ Transport::Transport(int32_t rank, const std::vector<NetEdge>& sends,
     inbox->regst_desc_id = edge.regst_desc_id;
     inbox->src_rank = edge.src_rank;
     inbox->credit_batch = std::max(1, edge.register_num / 2);
-    inbox->register_num = std::max(1, edge.register_num);
-    inbox->slots.resize(inbox->register_num);
+    inbox->slots.resize(std::max(1, edge.register_num));
     inboxes_[edge.regst_desc_id] = std::move(inbox);
   }
 }
@@ -538,26 +537,8 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
     if (claimed.ok()) {
       slot_index = *claimed;
       slot = out->slots[slot_index].get();
-      if (slot->size() - SharedSegment::kHeaderBytes < slot_bytes) {
-        // Grown: the old one is free, so the receiver has opened it and its
-        // name is gone; the new one is named in this piece.
-        absl::StatusOr<std::unique_ptr<SharedSegment>> made =
-            SharedSegment::Create(slot_bytes);
-        if (made.ok()) {
-          out->slots[slot_index] = std::move(*made);
-          slot = out->slots[slot_index].get();
-          slot->TryClaim();
-          message->set_shm_segment(slot->name());
-        } else {
-          slot->Release();
-          slot = nullptr;
-          claimed = made.status();
-        }
-      } else if (fresh) {
-        message->set_shm_segment(slot->name());
-      }
-    }
-    if (!claimed.ok()) {
+      if (fresh) message->set_shm_segment(slot->name());
+    } else {
       if (claimed.status().code() == absl::StatusCode::kInternal) {
         return claimed.status();
       }
@@ -600,24 +581,37 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
 
 absl::StatusOr<int32_t> Transport::ClaimSlot(Outgoing* out, int64_t bytes,
                                              bool* fresh) {
-  for (size_t i = 0; i < out->slots.size(); ++i) {
-    if (out->slots[i]->TryClaim()) return static_cast<int32_t>(i);
-  }
+  size_t i = 0;
+  while (i < out->slots.size() && !out->slots[i]->TryClaim()) ++i;
   const NetEdge& edge = out->edge;
-  if (static_cast<int32_t>(out->slots.size()) >= edge.register_num) {
-    return absl::InternalError(absl::StrCat(
-        "net_send of regst ", edge.regst_desc_id, " to rank ", edge.dst_rank,
-        ": all ", out->slots.size(),
-        " shared memory slots still wait for the receiver, with a credit in "
-        "hand"));
+  if (i == out->slots.size()) {
+    if (static_cast<int32_t>(i) >= edge.register_num) {
+      return absl::InternalError(absl::StrCat(
+          "net_send of regst ", edge.regst_desc_id, " to rank ", edge.dst_rank,
+          ": all ", i,
+          " shared memory slots still wait for the receiver, with a credit "
+          "in hand"));
+    }
+    out->slots.emplace_back();
+  } else if (out->slots[i]->size() - SharedSegment::kHeaderBytes >= bytes) {
+    return static_cast<int32_t>(i);
   }
+  // A new slot, or one to grow: a free one was released, so the receiver
+  // has opened it and its name is gone.
   absl::StatusOr<std::unique_ptr<SharedSegment>> made =
       SharedSegment::Create(bytes);
-  if (!made.ok()) return made.status();
-  out->slots.push_back(std::move(*made));
-  out->slots.back()->TryClaim();
+  if (!made.ok()) {
+    if (out->slots[i] == nullptr) {
+      out->slots.pop_back();
+    } else {
+      out->slots[i]->Release();
+    }
+    return made.status();
+  }
+  out->slots[i] = std::move(*made);
+  out->slots[i]->TryClaim();
   *fresh = true;
-  return static_cast<int32_t>(out->slots.size() - 1);
+  return static_cast<int32_t>(i);
 }
 
 void Transport::SetSendWaker(int64_t regst_desc_id, int32_t dst_rank,
@@ -824,9 +818,9 @@ void Transport::DropWakers() {
 
 absl::Status Transport::OpenSlot(const RegisterPiece& piece, Inbox* inbox) {
   const int32_t slot = piece.shm_slot();
-  if (slot < 0 || slot >= inbox->register_num) {
+  if (slot < 0 || slot >= std::ssize(inbox->slots)) {
     return absl::DataLossError(
-        absl::StrCat("shared memory slot ", slot, " of ", inbox->register_num));
+        absl::StrCat("shared memory slot ", slot, " of ", inbox->slots.size()));
   }
   absl::StatusOr<std::unique_ptr<SharedSegment>> opened =
       SharedSegment::Open(piece.shm_segment());
@@ -845,9 +839,7 @@ absl::Status Transport::CopyFromSlot(const RegisterPiece& piece,
                                      const BlobPiece& data, void* out,
                                      int64_t bytes, Inbox* inbox) {
   const int32_t slot = piece.shm_slot();
-  const SharedSegment* segment = slot >= 0 && slot < inbox->register_num
-                                     ? inbox->slots[slot].get()
-                                     : nullptr;
+  const SharedSegment* segment = inbox->Slot(slot);
   if (segment == nullptr) {
     return absl::DataLossError(
         absl::StrCat("no shared memory segment for slot ", slot));
@@ -942,10 +934,8 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
   }();
   // The sender may write the slot again.
   if (taken->blob_size() > 0 && taken->blob(0).codec() == BlobPiece::SHM) {
-    const int32_t slot = taken->shm_slot();
-    if (slot >= 0 && slot < inbox->register_num &&
-        inbox->slots[slot] != nullptr) {
-      inbox->slots[slot]->Release();
+    if (SharedSegment* slot = inbox->Slot(taken->shm_slot())) {
+      slot->Release();
     }
   }
   MutexLock lock(&inbox->mu);

@@ -227,7 +227,6 @@ class Transport final {
     int64_t regst_desc_id = 0;
     int32_t src_rank = 0;
     int32_t credit_batch = 1;
-    int32_t register_num = 1;
     Mutex mu;
     Call* call ABSL_GUARDED_BY(mu) = nullptr;  // the sender's, once it came
     std::unique_ptr<RegisterPiece> reading ABSL_GUARDED_BY(mu);
@@ -244,9 +243,14 @@ class Transport final {
     bool finish_sent ABSL_GUARDED_BY(mu) = false;
     GateWaker gate ABSL_GUARDED_BY(mu);  // net_recv's
     BlobUnpacker unpacker;  // Receive's alone (one caller at a time)
-    // The sender's shared memory slots, as its messages named them;
-    // Receive's alone.
+    // The sender's shared memory slots (register_num), as its messages
+    // named them; Receive's alone.
     std::vector<std::unique_ptr<SharedSegment>> slots;
+    // Slot `index`, or null: out of range or never named.
+    SharedSegment* Slot(int32_t index) const {
+      return index >= 0 && index < std::ssize(slots) ? slots[index].get()
+                                                     : nullptr;
+    }
   };
 
   // One incoming Push call: bound to its inbox once its header is read.
@@ -276,9 +280,10 @@ class Transport final {
   // Receive's: maps the segment `piece` names into its slot; copies a SHM
   // blob of `bytes` from its slot.
   static absl::Status OpenSlot(const RegisterPiece& piece, Inbox* inbox);
-  // Send's: the lowest free slot, claimed, or a new one (`fresh`) while
+  // Send's: the lowest free slot, claimed, made anew (`fresh`, to be named
+  // to the receiver) where it is too small for `bytes`; or a new one while
   // fewer than register_num exist. Internal: none free nor allowed;
-  // another error: no segment could be made.
+  // another error: no segment could be made (nothing stays claimed).
   static absl::StatusOr<int32_t> ClaimSlot(Outgoing* out, int64_t bytes,
                                            bool* fresh);
   static absl::Status CopyFromSlot(const RegisterPiece& piece,
