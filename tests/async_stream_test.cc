@@ -70,12 +70,14 @@ TEST_CASE("callbacks run in the order they were added, each after its work") {
   uint64_t seed = testing::TestSeed("callback_order");
   std::mt19937_64 rng(seed);
   constexpr int kStreams = 3;
-  HostAsyncStream streams[kStreams];
-  CallbackPoller poller("test-poller");
+  // Declared before the streams and the poller, so they outlive the work
+  // and callbacks that the streams' destructors still run.
   std::atomic<int> done_work[kStreams] = {};
   std::mutex mu;
   std::vector<int> order;  // callback ids as run
   std::atomic<int> early{0};
+  HostAsyncStream streams[kStreams];
+  CallbackPoller poller("test-poller");
   int next_id = 0;
   for (int step = 0; step < 600; ++step) {
     int s = static_cast<int>(rng() % kStreams);
