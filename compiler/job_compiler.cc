@@ -172,6 +172,12 @@ class Compiler {
     if (job_.memory_budget_bytes() < 0) {
       Problem("job: memory_budget_bytes must be >= 0 (0: the default limit)");
     }
+    if (!Job::PartialSumReduction_IsValid(job_.partial_sum_reduction())) {
+      Problem(absl::StrCat("job: partial_sum_reduction ",
+                           job_.partial_sum_reduction(),
+                           " is none of PARTIAL_SUM_AUTO (0), "
+                           "PARTIAL_SUM_GATHER (1), PARTIAL_SUM_SCATTER (2)"));
+    }
     if (job_.op().empty()) Problem("job: no op");
     ops_.resize(job_.op_size());
     for (int i = 0; i < job_.op_size(); ++i) {
@@ -756,6 +762,9 @@ class Compiler {
     const auto key = std::make_pair(registers[0], at);
     if (auto it = boxed_.find(key); it != boxed_.end()) return it->second;
     const bool split = sig.kind == Signature::kSplit;
+    if (!split && Scatters(producer, output, at, why)) {
+      return boxed_[key] = ScatteredSum(producer, output, at, stage, why);
+    }
     const std::string name =
         absl::StrCat(producer.name(), ".", output, ":",
                      split ? "concat" : "add", "@", at.ToString());
@@ -770,6 +779,97 @@ class Compiler {
     }
     Inserted(task, why, &report_.boxing);
     return boxed_[key] = AddOutput(task, "out");
+  }
+
+  // The machines that add a scattered reduction's slices: those holding
+  // parts, but the reader's, in order of their first part.
+  static std::vector<int> Reducers(const Op& producer, const Device& at) {
+    std::vector<int> machines;
+    for (const Device& device : producer.devices) {
+      if (device.machine != at.machine &&
+          std::find(machines.begin(), machines.end(), device.machine) ==
+              machines.end()) {
+        machines.push_back(device.machine);
+      }
+    }
+    return machines;
+  }
+
+  // Why the producer's output cannot be scattered over `reducers`
+  // machines along axis 0; empty: it can.
+  static std::string Unscatterable(const Op& producer,
+                                   const std::string& output, int reducers) {
+    for (const BlobDesc& blob : producer.blobs.at(output)) {
+      if (blob.is_dynamic || blob.shape.empty() || blob.shape[0] < reducers) {
+        return absl::StrCat("blob '", blob.name, "' is ", blob.ToString(),
+                            ", not static with a first axis of at least ",
+                            reducers, " (the machines that add)");
+      }
+    }
+    return "";
+  }
+
+  // Whether partial sums are added as ScatteredSum does: where asked, or
+  // (PARTIAL_SUM_AUTO) where the parts lie on machines other than the
+  // reader's, at least two, so the gather's one receiving link would
+  // carry several registers per piece, and the blobs can be sliced.
+  bool Scatters(const Op& producer, const std::string& output, const Device& at,
+                const std::string& why) {
+    const int reducers = static_cast<int>(Reducers(producer, at).size());
+    const std::string unscatterable =
+        Unscatterable(producer, output, std::max(reducers, 1));
+    switch (job_.partial_sum_reduction()) {
+      case Job::PARTIAL_SUM_GATHER:
+        return false;
+      case Job::PARTIAL_SUM_SCATTER:
+        if (reducers == 0) return false;  // nothing crosses machines
+        if (!unscatterable.empty()) {
+          Problem(absl::StrCat(why,
+                               ": partial_sum_reduction "
+                               "PARTIAL_SUM_SCATTER, but ",
+                               unscatterable));
+        }
+        return unscatterable.empty();
+      default:
+        return reducers >= 2 && unscatterable.empty();
+    }
+  }
+
+  // Job::PARTIAL_SUM_SCATTER: a reduce-scatter, then a gather. Each part
+  // is cut along axis 0 into one slice per reducing machine; reducer r
+  // adds slice r of every part, in part order, and the reader's host
+  // concatenates the sums. Every term meets the others in the gather's
+  // order, so the bits are the gather's; every machine sends and receives
+  // about one register per piece, however many machines there are.
+  int64_t ScatteredSum(const Op& producer, const std::string& output,
+                       const Device& at, int stage, const std::string& why) {
+    const std::vector<int64_t>& registers = producer.registers.at(output);
+    const std::vector<int> reducers = Reducers(producer, at);
+    const int slices = static_cast<int>(reducers.size());
+    const std::string prefix = absl::StrCat(producer.name(), ".", output, ":");
+    TaskProto* concat = AddTask(absl::StrCat(prefix, "concat@", at.ToString()),
+                                "concat", at, stage, TaskKind::kBoxing);
+    (*concat->mutable_kernel()->mutable_attr())["axis"] = IntAttr(0);
+    for (int r = 0; r < slices; ++r) {
+      int first = 0;  // the reducer's first part
+      while (producer.devices[first].machine != reducers[r]) ++first;
+      const Device here = producer.devices[first].host();
+      TaskProto* add = AddTask(
+          absl::StrCat(prefix, "add", r, "of", slices, "@", here.ToString()),
+          "add", here, stage, TaskKind::kBoxing);
+      for (int k = 0; k < producer.parallel(); ++k) {
+        const Device host = producer.devices[k].host();
+        const int64_t whole =
+            Route(registers[k], producer.devices[k], host, stage, why);
+        const int64_t slice = Slice(whole, 0, slices, r, host, stage, why,
+                                    TaskOf(registers[k])->name());
+        Consume(add, "in", Route(slice, host, here, stage, why));
+      }
+      Inserted(add, why, &report_.boxing);
+      Consume(concat, "in", Route(AddOutput(add, "out"), here, at, stage, why));
+    }
+    Inserted(concat, why, &report_.boxing);
+    return AddOutput(concat, "out");
   }
 
   int64_t Slice(int64_t whole, int axis, int parts, int index, const Device& at,
