@@ -45,6 +45,7 @@
 //   tools/bazel run //bench:net_bench -- --samples=21 --mib=64
 //   tools/bazel run //bench:net_bench -- --tls=1
 //   tools/bazel run //bench:net_bench -- --link=2   (as root)
+//   tools/bazel run //bench:net_bench -- --reduce=1 (as root; net_reduction.h)
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
@@ -73,6 +74,7 @@
 #include "absl/strings/str_split.h"
 #include "actorflow/session.h"
 #include "bench/bench_util.h"
+#include "bench/net_reduction.h"
 #include "bench/ping_pong.grpc.pb.h"
 #include "compiler/plan_or_job.h"
 #include "net/job.h"
@@ -857,6 +859,13 @@ int main(int argc, char** argv) {
   actorflow::internal::net::UseOwnPollers();
   std::vector<int> ports;
   bool child = argc > 2 && std::strcmp(argv[1], "--child") == 0;
+  std::string reduce_rank;  // a rank of --reduce=1: its place
+  if (argc > 2 && std::strcmp(argv[1], kReductionRankFlag) == 0) {
+    reduce_rank = argv[2];
+    argv[2] = argv[0];
+    argc -= 2;
+    argv += 2;
+  }
   if (child) {
     for (absl::string_view part : absl::StrSplit(argv[2], ',')) {
       int port = 0;
@@ -869,6 +878,8 @@ int main(int argc, char** argv) {
     argv += 2;
   }
   Config config;
+  ReductionConfig reduction;
+  int64_t reduce = 0;
   ParseFlags(
       "net_bench", argc, argv,
       {{"samples", &config.samples, "samples per figure"},
@@ -889,10 +900,25 @@ int main(int argc, char** argv) {
         "1: ranks on one host move registers through shared memory "
         "(actorflow's default; --link puts them on two hosts); 0: over gRPC "
         "on 127.0.0.1",
-        0}},
+        0},
+       {"reduce", &reduce,
+        "1: instead of the two-rank table, a partial sum over 2, 4, ... "
+        "ranks in network namespaces on one bridge, links capped at 1 Gbit/s "
+        "(needs root, iproute2 and tc): the job compiler's reduction against "
+        "a gather on rank 0",
+        0},
+       {"reduce-mib", &reduction.mib, "--reduce=1: the partial sum's MiB"},
+       {"reduce-pieces", &reduction.pieces,
+        "--reduce=1: reductions per sample"},
+       {"reduce-ranks", &reduction.max_ranks,
+        "--reduce=1: rows at 2, 4, ... ranks up to this", 2}},
       kHelp);
-  if (config.link > 2 || config.subnet > 249 || config.shm > 1) {
-    Die("--link must be 0, 1 or 2, --subnet at most 249 and --shm 0 or 1");
+  if (config.link > 2 || config.subnet > 249 || config.shm > 1 || reduce > 1) {
+    Die("--link must be 0, 1 or 2, --subnet at most 249, --shm and --reduce "
+        "0 or 1");
   }
+  reduction.samples = config.samples;
+  if (!reduce_rank.empty()) return ReductionRank(reduction, reduce_rank);
+  if (reduce) return CompareReductions(reduction);
   return child ? Child(config, ports) : Parent(config);
 }

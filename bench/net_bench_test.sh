@@ -2,7 +2,8 @@
 # net_bench prints every row with its baselines and both processes end, in
 # plaintext (through shared memory: the bench dies if a piece took another
 # path), with --tls=1 and (as root) over a veth pair capped at 1 Gbit/s
-# (--link=2, over gRPC), whose namespace is gone afterwards. No timing is asserted
+# (--link=2, over gRPC), whose namespace is gone afterwards, and (as root)
+# the partial sum over ranks on a bridge (--reduce=1). No timing is asserted
 # here: the figures are the bench's output, not a test's.
 set -uo pipefail
 export PATH="$PATH:/usr/sbin:/sbin"  # ip and tc, for --link=2
@@ -61,7 +62,23 @@ if [[ $(id -u) == 0 ]] && command -v tc >/dev/null &&
   grep -q "^MLP job, one epoch" "$tmp/veth" || fail "no MLP row over veth"
   after=$(ip netns list | grep -c '^nb[0-9]')
   [[ $after == "$before" ]] || fail "--link=2 left its namespace behind"
+  # The partial sum over 2 and 4 ranks on a bridge: both rows, the
+  # compiler's choice named, and every namespace gone afterwards.
+  before=$(ip netns list | grep -c '^nbr[0-9]')
+  timeout 300 "$bench" --reduce=1 --samples=1 --reduce-mib=1 \
+    --reduce-pieces=2 --reduce-ranks=4 >"$tmp/reduce" 2>&1 ||
+    { cat "$tmp/reduce"; fail "net_bench --reduce=1 failed (or did not end)"; }
+  cat "$tmp/reduce"
+  grep -Eq "^2 +gather( +[0-9.]+){2} +[0-9.]+x +1.00x$" "$tmp/reduce" ||
+    fail "no 2-rank reduction row (a gather: one receiving link either way)"
+  grep -Eq "^4 +scatter( +[0-9.]+){2}( +[0-9.]+x){2}$" "$tmp/reduce" ||
+    fail "no 4-rank reduction row (scattered)"
+  after=$(ip netns list | grep -c '^nbr[0-9]')
+  [[ $after == "$before" ]] || fail "--reduce=1 left namespaces behind"
 else
-  echo "SKIP --link=2: needs root, tc and ip netns"
+  echo "SKIP --link=2 and --reduce=1: need root, tc and ip netns"
 fi
+"$bench" --reduce=2 >/dev/null 2>"$tmp/err"
+[[ $? != 0 ]] && grep -q -- "--reduce" "$tmp/err" ||
+  fail "--reduce=2 must be refused, naming the flag"
 echo PASS

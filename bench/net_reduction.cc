@@ -1,0 +1,293 @@
+#include "bench/net_reduction.h"
+
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "actorflow/job_compiler.h"
+#include "bench/bench_util.h"
+#include "net/job.h"
+
+namespace actorflow::internal::bench {
+namespace {
+
+// Every rank listens on these in its own namespace, where nothing else does.
+constexpr int kChoicePort = 29500;
+constexpr int kGatherPort = 29501;
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "net_bench --reduce=1: %s\n", what.c_str());
+  std::exit(1);
+}
+
+void Check(const absl::Status& status, const std::string& what) {
+  if (!status.ok()) Die(absl::StrCat(what, ": ", status.ToString()));
+}
+
+std::string RankAddress(int subnet, int rank) {
+  return absl::StrCat("10.215.", subnet, ".", rank + 1);
+}
+
+// `grad`, a float32 partial sum of `mib` MiB on machines 0..world-1, read
+// whole by a checksum on machine 0.
+Job ReductionJob(int world, int64_t mib, Job::PartialSumReduction how) {
+  Job job;
+  job.set_partial_sum_reduction(how);
+  OpConf* grad = job.add_op();
+  grad->set_name("grad");
+  grad->set_op_type("source");
+  grad->add_shape(mib * 1024);
+  grad->add_shape(256);  // 1 KiB rows
+  for (int m = 0; m < world; ++m) grad->mutable_placement()->add_machine_id(m);
+  (*grad->mutable_output_signature())["out"].set_partial_sum(true);
+  OpConf* read = job.add_op();
+  read->set_name("read");
+  read->set_op_type("checksum");
+  read->add_input("grad");
+  return job;
+}
+
+Plan CompileReduction(int world, int64_t mib, Job::PartialSumReduction how) {
+  absl::StatusOr<CompiledJob> compiled =
+      CompileJob(ReductionJob(world, mib, how));
+  Check(compiled.status(), "compiling the reduction");
+  return std::move(compiled->plan);
+}
+
+bool Scatters(const Plan& plan) {
+  for (const TaskProto& task : plan.task()) {
+    if (task.kernel().op_type() == "concat") return true;
+  }
+  return false;
+}
+
+// ------------------------------------------------------------ the switch
+
+// A bridge in a namespace of its own and one namespace per rank, each
+// plugged in by a veth pair capped both ways; all deleted with Remove or
+// at exit (deleting a namespace deletes its ends of the pairs).
+class Switch {
+ public:
+  static Switch& Current() {
+    static Switch instance;
+    return instance;
+  }
+
+  void Make(int ranks, int subnet) {
+    Remove();
+    tag_ = absl::StrCat("nbr", getpid());
+    ranks_ = ranks;
+    std::atexit([] { Current().Remove(); });
+    const std::string hub = Hub();
+    const std::string tbf = " root tbf rate 1gbit burst 256kb latency 50ms";
+    std::string script = absl::StrCat("set -e; ip netns add ", hub, "; ip -n ",
+                                      hub, " link add br0 type bridge; ip -n ",
+                                      hub, " link set br0 up");
+    for (int r = 0; r < ranks; ++r) {
+      const std::string ns = Rank(r);
+      const std::string a = absl::StrCat("v", getpid(), "r", r, "a");
+      const std::string b = absl::StrCat("v", getpid(), "r", r, "b");
+      absl::StrAppend(
+          &script, "; ip netns add ", ns, "; ip link add ", a,
+          " type veth peer name ", b, "; ip link set ", a, " netns ", hub,
+          "; ip link set ", b, " netns ", ns, "; ip -n ", hub, " link set ", a,
+          " master br0; ip -n ", hub, " link set ", a, " up; ip -n ", ns,
+          " addr add ", RankAddress(subnet, r), "/24 dev ", b, "; ip -n ", ns,
+          " link set ", b, " up; ip -n ", ns, " link set lo up; ip netns exec ",
+          hub, " tc qdisc add dev ", a, tbf, "; ip netns exec ", ns,
+          " tc qdisc add dev ", b, tbf);
+    }
+    const std::string command = absl::StrCat("(", script, ") 2>&1");
+    if (std::system(command.c_str()) != 0) {
+      Die(absl::StrCat("needs root, iproute2 and tc: making ", ranks,
+                       " namespaces on a bridge failed"));
+    }
+  }
+
+  void Remove() {
+    if (tag_.empty()) return;
+    std::string command = absl::StrCat("ip netns del ", Hub(), " 2>/dev/null");
+    for (int r = 0; r < ranks_; ++r) {
+      absl::StrAppend(&command, "; ip netns del ", Rank(r), " 2>/dev/null");
+    }
+    if (std::system(command.c_str()) != 0) {
+      std::fprintf(stderr, "net_bench: could not delete namespaces %s*\n",
+                   tag_.c_str());
+    }
+    tag_.clear();
+  }
+
+  std::string Hub() const { return tag_ + "h"; }
+  std::string Rank(int r) const { return absl::StrCat(tag_, "r", r); }
+
+ private:
+  std::string tag_;
+  int ranks_ = 0;
+};
+
+// Rank `rank` of `world` in its namespace; rank 0's stdout goes to `out`
+// (a pipe's write end) when it is not -1.
+pid_t StartRank(const ReductionConfig& config, int rank, int world, int subnet,
+                int out) {
+  char self[4096];
+  const ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (length <= 0) Die("cannot read /proc/self/exe");
+  self[length] = '\0';
+  std::vector<std::string> args = {
+      "ip",
+      "netns",
+      "exec",
+      Switch::Current().Rank(rank),
+      self,
+      kReductionRankFlag,
+      absl::StrCat(rank, ",", world, ",", subnet),
+      absl::StrCat("--samples=", config.samples),
+      absl::StrCat("--reduce-mib=", config.mib),
+      absl::StrCat("--reduce-pieces=", config.pieces)};
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) Die("fork failed");
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (out != -1) dup2(out, STDOUT_FILENO);
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// One row: `world` ranks on a fresh switch; rank 0's figures.
+struct Row {
+  std::string way;  // the compiler's choice
+  double choice_ms = 0;
+  double gather_ms = 0;
+  double ratio = 0;  // gather / choice, per round
+};
+
+Row MeasureRanks(const ReductionConfig& config, int world) {
+  const int subnet = getpid() % 250;
+  Switch::Current().Make(world, subnet);
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) Die("pipe failed");
+  std::vector<pid_t> ranks;
+  for (int r = 0; r < world; ++r) {
+    ranks.push_back(
+        StartRank(config, r, world, subnet, r == 0 ? pipe_fds[1] : -1));
+  }
+  close(pipe_fds[1]);
+  std::string output;
+  char buffer[4096];
+  for (ssize_t got; (got = read(pipe_fds[0], buffer, sizeof(buffer))) > 0;) {
+    output.append(buffer, got);
+  }
+  close(pipe_fds[0]);
+  for (int r = 0; r < world; ++r) {
+    int status = 0;
+    if (waitpid(ranks[r], &status, 0) != ranks[r] || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+      Die(absl::StrCat("rank ", r, " of ", world, " failed"));
+    }
+  }
+  Switch::Current().Remove();
+  Row row;
+  std::vector<std::string> fields =
+      absl::StrSplit(output, absl::ByAnyChar(" \n"), absl::SkipEmpty());
+  if (fields.size() != 4 || !absl::SimpleAtod(fields[1], &row.choice_ms) ||
+      !absl::SimpleAtod(fields[2], &row.gather_ms) ||
+      !absl::SimpleAtod(fields[3], &row.ratio)) {
+    Die(absl::StrCat("rank 0 of ", world, " printed '", output, "'"));
+  }
+  row.way = fields[0];
+  return row;
+}
+
+}  // namespace
+
+int ReductionRank(const ReductionConfig& config, const std::string& place) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  std::vector<std::string> parts = absl::StrSplit(place, ',');
+  int rank = 0, world = 0, subnet = 0;
+  if (parts.size() != 3 || !absl::SimpleAtoi(parts[0], &rank) ||
+      !absl::SimpleAtoi(parts[1], &world) ||
+      !absl::SimpleAtoi(parts[2], &subnet)) {
+    Die(absl::StrCat("bad ", kReductionRankFlag, " ", place));
+  }
+  const Plan choice =
+      CompileReduction(world, config.mib, Job::PARTIAL_SUM_AUTO);
+  const Plan gather =
+      CompileReduction(world, config.mib, Job::PARTIAL_SUM_GATHER);
+  auto join = [&](const Plan& plan, int port) {
+    net::JobConfig job;
+    job.rank = rank;
+    job.world_size = world;
+    job.master_addr = RankAddress(subnet, 0);
+    job.host = RankAddress(subnet, rank);
+    job.master_port = port;
+    job.join_timeout = absl::Seconds(60);
+    job.peer_timeout = absl::Seconds(60);
+    auto created = net::Job::Create(plan, config.pieces, job, {});
+    Check(created.status(), absl::StrCat("rank ", rank, ": joining"));
+    return std::move(*created);
+  };
+  std::unique_ptr<net::Job> chosen = join(choice, kChoicePort);
+  std::unique_ptr<net::Job> gathered = join(gather, kGatherPort);
+  // Milliseconds per reduction; every rank runs the same rounds.
+  auto run = [&](net::Job* job) {
+    const int64_t start = NowNs();
+    Check(job->Run(config.pieces).status(), "run");
+    Check(job->Barrier(), "barrier after the run");
+    return (NowNs() - start) * 1e-6 / config.pieces;
+  };
+  const std::vector<std::vector<double>> ms = AlternatedSamples(
+      config.samples,
+      {[&] { return run(chosen.get()); }, [&] { return run(gathered.get()); }});
+  Check(chosen->Finish(), "finishing");
+  Check(gathered->Finish(), "finishing");
+  if (rank == 0) {
+    std::printf("%s %.3f %.3f %.4f\n", Scatters(choice) ? "scatter" : "gather",
+                Median(ms[0]), Median(ms[1]), MedianRatio(ms[1], ms[0]));
+  }
+  return 0;
+}
+
+int CompareReductions(const ReductionConfig& config) {
+  std::printf(
+      "net_bench --reduce=1: a %lld MiB float32 partial sum made on every "
+      "rank and read whole on rank 0;\neach rank in a network namespace on "
+      "one bridge, every link capped at 1 Gbit/s each way (tc tbf);\n%lld "
+      "samples of %lld reductions (medians; ratios per round)\n\n",
+      static_cast<long long>(config.mib),
+      static_cast<long long>(config.samples),
+      static_cast<long long>(config.pieces));
+  std::printf("%-6s %-18s %14s %14s %10s %12s\n", "ranks", "compiler's choice",
+              "ms/reduction", "gather ms", "gather/af", "af/2 ranks");
+  double two = 0;
+  for (int world = 2; world <= config.max_ranks; world *= 2) {
+    const Row row = MeasureRanks(config, world);
+    if (world == 2) two = row.choice_ms;
+    std::printf("%-6d %-18s %14.1f %14.1f %9.2fx %11.2fx\n", world,
+                row.way.c_str(), row.choice_ms, row.gather_ms, row.ratio,
+                row.choice_ms / two);
+    std::fflush(stdout);
+  }
+  std::printf(
+      "\ngather/af: how many times longer every part gathered on rank 0 "
+      "takes (PARTIAL_SUM_GATHER);\naf/2 ranks: the compiler's choice "
+      "against itself over 2 ranks (target: at most 1.5x)\n");
+  return 0;
+}
+
+}  // namespace actorflow::internal::bench
