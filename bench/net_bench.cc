@@ -76,6 +76,7 @@
 #include "bench/bench_util.h"
 #include "bench/net_reduction.h"
 #include "bench/ping_pong.grpc.pb.h"
+#include "bench/spawn.h"
 #include "compiler/plan_or_job.h"
 #include "net/job.h"
 #include "net/launch.h"
@@ -623,11 +624,8 @@ void MakeLink(const Config& config) {
 }
 
 pid_t StartChild(const Config& config, const std::vector<int>& ports) {
-  // This binary's path, before exec makes /proc/self/exe `ip`'s.
-  char self[4096];
-  const ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (length <= 0) Die("cannot read /proc/self/exe");
-  self[length] = '\0';
+  const std::string self = SelfPath();
+  if (self.empty()) Die("cannot read /proc/self/exe");
   std::vector<std::string> args;
   if (config.link != 0) args = {"ip", "netns", "exec", Namespace()};
   args.push_back(self);
@@ -640,15 +638,8 @@ pid_t StartChild(const Config& config, const std::vector<int>& ports) {
                            absl::StrCat("--link=", config.link),
                            absl::StrCat("--subnet=", config.subnet),
                            absl::StrCat("--shm=", config.shm)});
-  pid_t pid = fork();
+  const pid_t pid = Spawn(std::move(args));
   if (pid < 0) Die("fork failed");
-  if (pid == 0) {
-    std::vector<char*> argv;
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    execvp(argv[0], argv.data());
-    _exit(127);
-  }
   return pid;
 }
 

@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "actorflow/job_compiler.h"
 #include "bench/bench_util.h"
+#include "bench/spawn.h"
 #include "net/job.h"
 
 namespace actorflow::internal::bench {
@@ -139,33 +140,16 @@ class Switch {
 // (a pipe's write end) when it is not -1.
 pid_t StartRank(const ReductionConfig& config, int rank, int world, int subnet,
                 int out) {
-  char self[4096];
-  const ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (length <= 0) Die("cannot read /proc/self/exe");
-  self[length] = '\0';
-  std::vector<std::string> args = {
-      "ip",
-      "netns",
-      "exec",
-      Switch::Current().Rank(rank),
-      self,
-      kReductionRankFlag,
-      absl::StrCat(rank, ",", world, ",", subnet),
-      absl::StrCat("--samples=", config.samples),
-      absl::StrCat("--reduce-mib=", config.mib),
-      absl::StrCat("--reduce-pieces=", config.pieces)};
-  std::fflush(stdout);
-  pid_t pid = fork();
+  const std::string self = SelfPath();
+  if (self.empty()) Die("cannot read /proc/self/exe");
+  const pid_t pid =
+      Spawn({"ip", "netns", "exec", Switch::Current().Rank(rank), self,
+             kReductionRankFlag, absl::StrCat(rank, ",", world, ",", subnet),
+             absl::StrCat("--samples=", config.samples),
+             absl::StrCat("--reduce-mib=", config.mib),
+             absl::StrCat("--reduce-pieces=", config.pieces)},
+            out, /*die_with_parent=*/true);
   if (pid < 0) Die("fork failed");
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (out != -1) dup2(out, STDOUT_FILENO);
-    std::vector<char*> argv;
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    execvp(argv[0], argv.data());
-    _exit(127);
-  }
   return pid;
 }
 
