@@ -840,7 +840,8 @@ class Compiler {
   // adds slice r of every part, in part order, and the reader's host
   // concatenates the sums. Every term meets the others in the gather's
   // order, so the bits are the gather's; every machine sends and receives
-  // about one register per piece, however many machines there are.
+  // about one register per part it holds (the reader's receives one), per
+  // piece, however many machines there are.
   int64_t ScatteredSum(const Op& producer, const std::string& output,
                        const Device& at, int stage, const std::string& why) {
     const std::vector<int64_t>& registers = producer.registers.at(output);
