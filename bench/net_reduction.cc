@@ -88,7 +88,9 @@ class Switch {
     Remove();
     tag_ = absl::StrCat("nbr", getpid());
     ranks_ = ranks;
-    std::atexit([] { Current().Remove(); });
+    static const bool removed_at_exit =
+        std::atexit([] { Current().Remove(); }) == 0;
+    (void)removed_at_exit;
     const std::string hub = Hub();
     const std::string tbf = " root tbf rate 1gbit burst 256kb latency 50ms";
     std::string script = absl::StrCat("set -e; ip netns add ", hub, "; ip -n ",
@@ -117,10 +119,12 @@ class Switch {
 
   void Remove() {
     if (tag_.empty()) return;
-    std::string command = absl::StrCat("ip netns del ", Hub(), " 2>/dev/null");
-    for (int r = 0; r < ranks_; ++r) {
-      absl::StrAppend(&command, "; ip netns del ", Rank(r), " 2>/dev/null");
-    }
+    // Each one that exists: a Make that failed halfway made only some.
+    std::string command = absl::StrCat("ok=0; for ns in ", Hub());
+    for (int r = 0; r < ranks_; ++r) absl::StrAppend(&command, " ", Rank(r));
+    absl::StrAppend(&command,
+                    "; do if [ -e /run/netns/$ns ]; then ip netns del $ns "
+                    "2>/dev/null || ok=1; fi; done; exit $ok");
     if (std::system(command.c_str()) != 0) {
       std::fprintf(stderr, "net_bench: could not delete namespaces %s*\n",
                    tag_.c_str());
