@@ -18,6 +18,7 @@
 #include "actorflow/job_compiler.h"
 #include "net/job.h"
 #include "net/launch.h"
+#include "tests/job_test_kernels.h"
 #include "tests/test_util.h"
 
 namespace actorflow::internal {
@@ -106,19 +107,9 @@ Job PartialSumJob(int machines, int devices, std::vector<int64_t> shape,
   return job.job();
 }
 
-absl::StatusOr<CompiledJob> Compile(const Job& job,
-                                    const KernelBindings* bindings = nullptr) {
-  JobCompileOptions options;
-  options.bindings = bindings;
-  options.probe = [](int) { return absl::OkStatus(); };
-  return CompileJob(job, options);
-}
-
+// The plan of `job`, which must compile (any device counts as present).
 Plan MustCompile(const Job& job, const KernelBindings* bindings = nullptr) {
-  absl::StatusOr<CompiledJob> compiled = Compile(job, bindings);
-  INFO(compiled.status().message());
-  REQUIRE(compiled.ok());
-  return compiled->plan;
+  return testing::MustCompile(job, bindings).plan;
 }
 
 TEST_CASE("scattered partial sums: each machine receives one register") {
@@ -196,22 +187,18 @@ TEST_CASE("the compiler gathers where scattering would not pay") {
 
 TEST_CASE("a reduction that cannot be had is an error naming why") {
   SECTION("scattering a blob with no axis") {
-    absl::StatusOr<CompiledJob> compiled =
-        Compile(PartialSumJob(4, 1, {}, Job::PARTIAL_SUM_SCATTER));
-    REQUIRE_FALSE(compiled.ok());
-    CHECK(std::string(compiled.status().message()) ==
+    CHECK(testing::CompileError(
+              PartialSumJob(4, 1, {}, Job::PARTIAL_SUM_SCATTER)) ==
           "op 'read' input 0 ('grad'): partial_sum_reduction "
           "PARTIAL_SUM_SCATTER, but blob 'data' is data: float32 [], not "
           "static with a first axis of at least 3 (the machines that add)");
     // Left to the compiler, the same job gathers.
-    CHECK(Compile(PartialSumJob(4, 1, {}, Job::PARTIAL_SUM_AUTO)).ok());
+    MustCompile(PartialSumJob(4, 1, {}, Job::PARTIAL_SUM_AUTO));
   }
   SECTION("a value the enum does not have") {
     Job job = PartialSumJob(2, 1, {4}, Job::PARTIAL_SUM_AUTO);
     job.set_partial_sum_reduction(static_cast<Job::PartialSumReduction>(7));
-    absl::StatusOr<CompiledJob> compiled = Compile(job);
-    REQUIRE_FALSE(compiled.ok());
-    CHECK(std::string(compiled.status().message()) ==
+    CHECK(testing::CompileError(job) ==
           "job: partial_sum_reduction 7 is none of PARTIAL_SUM_AUTO (0), "
           "PARTIAL_SUM_GATHER (1), PARTIAL_SUM_SCATTER (2)");
   }
