@@ -107,26 +107,23 @@ std::unique_ptr<Pipeline> Augmenting(const std::string& dir, bool tune,
   return pipe;
 }
 
-// Every batch's bytes over `epochs` epochs, as a training loop takes them.
-std::vector<std::string> Batches(Pipeline* pipe, int epochs) {
-  std::vector<std::string> batches;
-  for (int e = 0; e < epochs; ++e) {
-    if (e > 0) REQUIRE_OK(pipe->Reset());
-    REQUIRE_OK(pipe->Run());
-    while (true) {
-      auto out = pipe->Outputs();
-      if (absl::IsOutOfRange(out.status())) break;
-      REQUIRE_OK(out.status());
-      std::string bytes;
-      for (const OutputView& o : out->outputs) {
-        bytes.append(static_cast<const char*>(o.data().raw_data()),
-                     o.data().byte_size());
-      }
-      batches.push_back(std::move(bytes));
-      REQUIRE_OK(pipe->Run());
+// Appends the bytes of epoch `epoch`'s batches to `batches`, as a
+// training loop takes them (a Reset before every epoch but the first).
+void TakeEpoch(Pipeline* pipe, int epoch, std::vector<std::string>* batches) {
+  if (epoch > 0) REQUIRE_OK(pipe->Reset());
+  REQUIRE_OK(pipe->Run());
+  while (true) {
+    auto out = pipe->Outputs();
+    if (absl::IsOutOfRange(out.status())) break;
+    REQUIRE_OK(out.status());
+    std::string bytes;
+    for (const OutputView& o : out->outputs) {
+      bytes.append(static_cast<const char*>(o.data().raw_data()),
+                   o.data().byte_size());
     }
+    batches->push_back(std::move(bytes));
+    REQUIRE_OK(pipe->Run());
   }
-  return batches;
 }
 
 TEST_CASE("autotune: a tuned pipeline hands out the untuned one's batches") {
@@ -134,23 +131,32 @@ TEST_CASE("autotune: a tuned pipeline hands out the untuned one's batches") {
   REQUIRE_OK(WriteFashionImages(dir, 317, 32, /*corrupt=*/3));
   for (bool elastic : {false, true}) {
     INFO((elastic ? "elastic" : "not elastic"));
-    auto plain = Augmenting(dir, /*tune=*/false, elastic);
-    const std::vector<std::string> want = Batches(plain.get(), 10);
-    REQUIRE_OK(plain->Finish());
+    // The tuner must move, so that the rebuild at a cut runs at least
+    // once. Its windows last at least 50 ms, so how many epochs that takes
+    // depends on the machine's speed: at least 10, on until it tried a
+    // second configuration, at most 1000.
     auto tuned = Augmenting(dir, /*tune=*/true, elastic);
-    const std::vector<std::string> got = Batches(tuned.get(), 10);
+    std::vector<std::string> got;
+    int epochs = 0;
+    while (epochs < 10 ||
+           (tuned->Autotune().trials.size() < 2 && epochs < 1000)) {
+      TakeEpoch(tuned.get(), epochs++, &got);
+    }
     const AutotuneReport report = tuned->Autotune();
     REQUIRE_OK(tuned->Finish());
+    auto plain = Augmenting(dir, /*tune=*/false, elastic);
+    std::vector<std::string> want;
+    for (int e = 0; e < epochs; ++e) TakeEpoch(plain.get(), e, &want);
+    REQUIRE_OK(plain->Finish());
+    INFO(epochs << " epochs");
     REQUIRE(got.size() == want.size());
     for (size_t i = 0; i < want.size(); ++i) {
       INFO("batch " << i);
       REQUIRE(got[i] == want[i]);
     }
-    // It moved (so the rebuild at a cut ran at least once). How far it
-    // got depends on the machine's speed: windows last at least 50 ms.
     CHECK(report.enabled);
     CHECK(report.trials.size() >= 2);
-    CHECK(tuned->skipped().size() == 10 * 3);
+    CHECK(tuned->skipped().size() == static_cast<size_t>(epochs) * 3);
     for (const AutotuneTrial& t : report.trials) {
       std::printf("%s: %d threads, depth %d: %.0f images/s, %lld bytes\n",
                   elastic ? "elastic" : "plain", t.threads, t.depth,
