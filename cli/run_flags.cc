@@ -162,7 +162,9 @@ void DeclareRunFlags(RunFlags* run, FlagSet* flags) {
       "(each thread a fixed block of streams), any_thread (any thread runs "
       "any waiting stream, one thread at a time: balanced, but every message "
       "between streams crosses a queue), or auto (consecutive unless the "
-      "blocks' task counts come out over 1.2x their mean)",
+      "blocks' task counts come out over 1.2x their mean; one thread when "
+      "the plan's acts are too short to pay for handing pieces between "
+      "threads, as the stats line says)",
       [run](const std::string& text) -> std::string {
         if (text == "auto") {
           run->sharing = StreamSharing::kAuto;

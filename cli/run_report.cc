@@ -51,12 +51,19 @@ Json ReportStats(const RunStats& run) {
 Json ReportRuntime(const ThreadPlacement& placement) {
   const UsableCpus& cpus = placement.cpus;
   std::fprintf(stderr, "usable CPUs: %s\n", cpus.ToString().c_str());
+  const std::string short_acts =
+      placement.estimated_piece_ns > 0
+          ? absl::StrFormat(
+                "; acts of about %.1f us a piece, too short to pay for "
+                "handing pieces between threads",
+                static_cast<double>(placement.estimated_piece_ns) / 1000)
+          : "";
   std::fprintf(stderr,
                "threads: %d for %d streams (%d CPU streams on %d, sharing: "
-               "%s; %d batching deliveries)\n",
+               "%s%s; %d batching deliveries)\n",
                placement.threads, placement.streams, placement.cpu_streams,
                placement.cpu_threads, placement.sharing.c_str(),
-               placement.batching_threads);
+               short_acts.c_str(), placement.batching_threads);
   return {{"usable_cpus", cpus.count},
           {"cpus_from", cpus.source},
           {"affinity_cpus", cpus.affinity},
@@ -68,6 +75,7 @@ Json ReportRuntime(const ThreadPlacement& placement) {
           {"cpu_streams", placement.cpu_streams},
           {"cpu_threads", placement.cpu_threads},
           {"sharing", placement.sharing},
+          {"estimated_piece_ns", placement.estimated_piece_ns},
           {"batching_threads", placement.batching_threads}};
 }
 

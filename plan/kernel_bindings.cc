@@ -124,6 +124,11 @@ const KernelBindings::Entry* KernelBindings::Find(const std::string& op_type,
   return nullptr;
 }
 
+bool KernelBindings::Binds(const std::string& op_type,
+                           DeviceKind device) const {
+  return Find(op_type, device) != nullptr;
+}
+
 bool KernelBindings::Has(const std::string& op_type, DeviceKind device) const {
   return Find(op_type, device) != nullptr ||
          KernelRegistry::Get().Has(op_type, device);

@@ -20,6 +20,7 @@
 #include "actorflow/kernel_library.h"
 #include "memory/synced_memory.h"
 #include "plan/plan_util.h"
+#include "runtime/piece_cost.h"
 
 #if defined(ABSL_HAVE_ADDRESS_SANITIZER)
 #include <sanitizer/lsan_interface.h>
@@ -315,6 +316,35 @@ void SessionImpl::ConnectTasks() {
   }
 }
 
+std::optional<PieceCost> SessionImpl::EstimatePieceCost(
+    const absl::flat_hash_map<StreamKey, int>& cpu_stream_index) const {
+  PieceCost cost;
+  cost.stream_ns.assign(cpu_stream_index.size(), 0);
+  for (const ActorSpec& spec : specs_) {
+    auto stream = cpu_stream_index.find(spec.stream);
+    if (stream == cpu_stream_index.end()) continue;
+    const std::string& op_type = spec.task->kernel().op_type();
+    // A kernel bound for this session is the user's, whatever its name.
+    if (options_.kernels.Binds(op_type, DeviceKind::kCpu)) return std::nullopt;
+    int64_t bytes = 0;
+    for (const auto& [name, descs] : spec.inputs) {
+      for (const RegisterDesc* desc : descs) {
+        bytes += desc->layout.bytes;
+        auto producer = cpu_stream_index.find(specs_[desc->producer].stream);
+        if (producer != cpu_stream_index.end() &&
+            producer->second != stream->second) {
+          ++cost.hand_offs;
+        }
+      }
+    }
+    for (const auto& [name, desc] : spec.outputs) bytes += desc->layout.bytes;
+    std::optional<int64_t> ns = EstimatedActNs(op_type, bytes);
+    if (!ns.has_value()) return std::nullopt;
+    cost.stream_ns[stream->second] += *ns;
+  }
+  return cost;
+}
+
 std::vector<StreamKey> SessionImpl::ThreadKeys() {
   // Plain CPU streams in order of first appearance, with their task counts.
   std::vector<StreamKey> cpu_streams;
@@ -339,8 +369,20 @@ std::vector<StreamKey> SessionImpl::ThreadKeys() {
   // it for a time slice at each hand-off; on fewer threads the streams
   // lose their overlap but never wait for a CPU.
   LookForBusy(&placement_.cpus);
-  const int threads = placement_.cpus.SharedThreads();
+  int threads = placement_.cpus.SharedThreads();
   if (n <= threads) return streams_;
+  // Acts too short to pay for moving pieces between cores share one
+  // thread: spread, the hand-offs would cost more than the overlap saves
+  // (runtime/piece_cost.h; the quick start ran 2.1x slower on two threads
+  // than on one). Fixed placements, asked for, are kept.
+  if (threads > 1 && options_.stream_sharing == StreamSharing::kAuto) {
+    if (std::optional<PieceCost> cost = EstimatePieceCost(order);
+        cost.has_value() && CheaperOnOneThread(*cost, threads)) {
+      threads = 1;
+      placement_.estimated_piece_ns = std::accumulate(
+          cost->stream_ns.begin(), cost->stream_ns.end(), int64_t{0});
+    }
+  }
   // Consecutive streams together (plans number a line's stages in order,
   // so a line crosses threads no more often than one cut into as many
   // streams as threads), in blocks whose largest task count is the least

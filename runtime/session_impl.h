@@ -36,6 +36,7 @@
 #include "actorflow/tensor.h"
 #include "base/mutex.h"
 #include "diagnosis/hang_report.h"
+#include "runtime/piece_cost.h"
 #include "thread/blocking_counter.h"
 #include "thread/channel.h"
 #include "thread/thread_mgr.h"
@@ -119,6 +120,11 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   // Per actor, the key of the thread that runs its stream. With more than
   // one plain CPU stream, it first looks for CPUs busy elsewhere.
   std::vector<StreamKey> ThreadKeys();
+  // The plan's CPU work per piece on the streams in `cpu_stream_index`
+  // (stream -> its index), where every task there has an estimate
+  // (runtime/piece_cost.h); nullopt otherwise.
+  std::optional<PieceCost> EstimatePieceCost(
+      const absl::flat_hash_map<StreamKey, int>& cpu_stream_index) const;
   // The run monitor, the per-actor bookkeeping, and every actor
   // constructed on its own thread.
   absl::Status ConstructActors();

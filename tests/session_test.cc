@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/builtin_kernels.h"
 #include "plan/plan_builder.h"
+#include "runtime/piece_cost.h"
 #include "runtime/runtime.h"
 #include "tests/allocation_counter.h"
 
@@ -520,6 +521,14 @@ TEST_CASE("destroying a session mid-run cancels and joins", "[session]") {
   }
 }
 
+// Binds `scale` for the session alone, as a user's kernel would be: the
+// session then cannot tell how long its acts take, and places streams by
+// the CPUs alone (runtime/piece_cost.h), as these tests expect.
+void BindScaleAsUsers(SessionOptions* options) {
+  options->kernels.Bind("scale",
+                        [] { return std::make_unique<ScaleKernel>(); });
+}
+
 // src (s0) -> scale (s1) -> scale (s2) -> scale (s3) -> identity (s4, host
 // asynchronous) -> sink (s5): five plain CPU streams and one other.
 Plan SixStreams() {
@@ -559,6 +568,7 @@ TEST_CASE("CPU streams beyond the usable CPUs share that many threads",
     SessionOptions options;
     options.usable_cpus = c.usable;
     options.share_cpu_threads = c.share;
+    BindScaleAsUsers(&options);
     options.trace = true;
     auto session = MustCreate(SixStreams(), std::move(options));
     const ThreadPlacement& placement = session->threads();
@@ -659,6 +669,7 @@ TEST_CASE("uneven blocks of streams run on threads that take any stream",
     SessionOptions options;
     options.usable_cpus = c.usable;
     options.stream_sharing = c.sharing;
+    BindScaleAsUsers(&options);
     options.trace = true;
     auto session = MustCreate(MustBuild(LineOnStreams(c.stages, c.streams), 0),
                               std::move(options));
@@ -699,6 +710,79 @@ TEST_CASE("uneven blocks of streams run on threads that take any stream",
   // Piece p (0 to 899 over the three runs) is 4 elements of p at the
   // source (TaskDef::elem_cnt), times 2^6 after the scales.
   CHECK(checksum == 4 * 64.0 * (900.0 * 899 / 2));
+}
+
+TEST_CASE(
+    "streams of acts too short to pay for hand-offs share one thread, "
+    "unless asked otherwise",
+    "[session]") {
+  // A line of 8 stages on 3 streams, 2 usable CPUs: built-in kernels whose
+  // time follows their bytes, on registers of `elem_cnt` floats.
+  struct Case {
+    int64_t elem_cnt;
+    StreamSharing sharing;
+    bool users_scale;  // `scale` bound for the session, cost unknown
+    int cpu_threads;
+  };
+  for (const Case& c : {
+           // 16 bytes an act: one thread.
+           Case{4, StreamSharing::kAuto, false, 1},
+           // 1 MiB an act: the overlap pays for the hand-offs.
+           Case{1 << 18, StreamSharing::kAuto, false, 2},
+           // A kernel the session cannot cost; placements asked for.
+           Case{4, StreamSharing::kAuto, true, 2},
+           Case{4, StreamSharing::kConsecutive, false, 2},
+           Case{4, StreamSharing::kAnyThread, false, 2},
+       }) {
+    INFO("elem_cnt " << c.elem_cnt << ", sharing "
+                     << static_cast<int>(c.sharing) << ", user's scale "
+                     << c.users_scale);
+    std::vector<TaskDef> tasks = LineOnStreams(8, 3);
+    for (TaskDef& task : tasks) task.elem_cnt = c.elem_cnt;
+    SessionOptions options;
+    options.usable_cpus = 2;
+    options.stream_sharing = c.sharing;
+    if (c.users_scale) BindScaleAsUsers(&options);
+    auto session = MustCreate(MustBuild(tasks, 0), std::move(options));
+    const ThreadPlacement& placement = session->threads();
+    CHECK(placement.cpu_streams == 3);
+    CHECK(placement.cpu_threads == c.cpu_threads);
+    if (c.cpu_threads == 1) {
+      CHECK(placement.sharing == "consecutive");
+      // 8 acts of 30 ns and 16-32 bytes.
+      CHECK(placement.estimated_piece_ns >= 8 * kActFixedNs);
+      CHECK(placement.estimated_piece_ns < 8 * (kActFixedNs + 10));
+    } else {
+      CHECK(placement.estimated_piece_ns == 0);
+    }
+    REQUIRE(session->Run(50).ok());
+    const SinkSummary sink = session->Sinks().at("t7");
+    CHECK(sink.pieces == 50);
+    CHECK(sink.in_order);
+    // Piece p is elem_cnt elements of p, times 2^6 after the scales.
+    CHECK(sink.checksum == c.elem_cnt * 64.0 * (50.0 * 49 / 2));
+  }
+}
+
+TEST_CASE("CheaperOnOneThread weighs the overlap against the hand-offs",
+          "[session]") {
+  // Streams of 300, 100 and 100 ns: two threads save at most 200 ns (the
+  // longest stream, 300, against 500 on one).
+  const PieceCost cost{.stream_ns = {300, 100, 100}};
+  CHECK(CheaperOnOneThread({cost.stream_ns, 1}, 2));  // 200 <= 200
+  CHECK_FALSE(CheaperOnOneThread({cost.stream_ns, 0}, 2));
+  // Even streams: an even share bounds the saving (10 us of 30 on 3
+  // threads saves 20 us: a hand-off of 0.2 us each way does not outweigh).
+  const std::vector<int64_t> even = {10'000, 10'000, 10'000};
+  CHECK_FALSE(CheaperOnOneThread({even, 6}, 3));
+  CHECK(CheaperOnOneThread({even, 100}, 3));
+  // Two threads on the same: 30 - 15 = 15 us saved.
+  CHECK_FALSE(CheaperOnOneThread({even, 74}, 2));
+  CHECK(CheaperOnOneThread({even, 75}, 2));
+  // One thread: nothing to weigh.
+  CHECK_FALSE(CheaperOnOneThread({even, 1000}, 1));
+  CHECK(EstimatedActNs("scale", 1000) == kActFixedNs + 50);
+  CHECK_FALSE(EstimatedActNs("matmul", 1000).has_value());
 }
 
 TEST_CASE("streams beside threads that keep every CPU busy share one thread",

@@ -55,6 +55,8 @@ class KernelBindings {
 
   // Bindings first, then the registry.
   bool Has(const std::string& op_type, DeviceKind device) const;
+  // These bindings alone, not the registry.
+  bool Binds(const std::string& op_type, DeviceKind device) const;
   absl::StatusOr<std::unique_ptr<Kernel>> Create(const std::string& op_type,
                                                  DeviceKind device) const;
   // Both sources, sorted, each once.

@@ -79,7 +79,10 @@ struct SessionOptions {
   // How streams that share threads are placed: kAuto takes consecutive
   // blocks unless the blocks come out uneven (the largest task count on a
   // thread over 1.2x the mean: three equal streams on two threads), and
-  // then lets any of the threads run any of those streams.
+  // then lets any of the threads run any of those streams. kAuto also puts
+  // them all on one thread when every act's time can be told in advance
+  // and handing pieces between threads would cost more than the overlap
+  // saves (ThreadPlacement::estimated_piece_ns; docs/sessions.md).
   StreamSharing stream_sharing = StreamSharing::kAuto;
   // On a thread that runs at least this many actors, a task that can act
   // several times in a row hands what those acts made to each consumer
@@ -162,6 +165,11 @@ struct ThreadPlacement {
   // Threads (or, on a pool, streams) that batch deliveries: those running
   // at least SessionOptions::batch_deliveries_from actors.
   int batching_threads = 0;
+  // Set when the CPU streams share one thread because their acts are too
+  // short to pay for handing pieces between threads (every task a
+  // built-in kernel whose time follows its bytes; docs/sessions.md): the
+  // plan's estimated CPU work per piece, in ns. 0 otherwise.
+  int64_t estimated_piece_ns = 0;
   // Every stream's thread, named after the first stream it runs:
   // {"m0/cpu0/s2": "m0/cpu0/s1"} when stream 2 shares stream 1's thread;
   // "any" for a stream that any of the cpu_threads runs.
