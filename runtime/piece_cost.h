@@ -38,6 +38,9 @@ std::optional<int64_t> EstimatedActNs(std::string_view op_type, int64_t bytes);
 struct PieceCost {
   std::vector<int64_t> stream_ns;
   int64_t hand_offs = 0;
+
+  // Every stream's acts together: the piece's time on one thread.
+  int64_t total_ns() const;
 };
 
 // Whether `threads` threads (at least 2) would save less than the

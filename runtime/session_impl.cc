@@ -379,8 +379,7 @@ std::vector<StreamKey> SessionImpl::ThreadKeys() {
     if (std::optional<PieceCost> cost = EstimatePieceCost(order);
         cost.has_value() && CheaperOnOneThread(*cost, threads)) {
       threads = 1;
-      placement_.estimated_piece_ns = std::accumulate(
-          cost->stream_ns.begin(), cost->stream_ns.end(), int64_t{0});
+      placement_.estimated_piece_ns = cost->total_ns();
     }
   }
   // Consecutive streams together (plans number a line's stages in order,
