@@ -18,7 +18,6 @@ constexpr int kLevel = 1;
 
 struct BlobPacker::Zstd {
   ZSTD_CCtx* context = ZSTD_createCCtx();
-  std::vector<char> scratch;  // compressBound of the largest blob so far
   ~Zstd() { ZSTD_freeCCtx(context); }
 };
 
@@ -27,24 +26,30 @@ BlobPacker::BlobPacker(bool compress)
 
 BlobPacker::~BlobPacker() = default;
 
-void BlobPacker::Pack(const void* data, int64_t bytes, BlobPiece* piece) {
+grpc::Slice BlobPacker::Pack(const void* data, int64_t bytes,
+                             BlobPiece* piece) {
   packed_bytes_ += bytes;
+  uint8_t* at = nullptr;
   if (zstd_ != nullptr && zstd_->context != nullptr && bytes > 0) {
+    // Compressed straight into the message's slice; a frame no smaller
+    // than the blob is dropped for the raw bytes.
     const size_t bound = ZSTD_compressBound(static_cast<size_t>(bytes));
-    if (zstd_->scratch.size() < bound) zstd_->scratch.resize(bound);
-    const size_t got =
-        ZSTD_compressCCtx(zstd_->context, zstd_->scratch.data(), bound, data,
-                          static_cast<size_t>(bytes), kLevel);
+    grpc::Slice frame = NewSlice(static_cast<int64_t>(bound), &at);
+    const size_t got = ZSTD_compressCCtx(zstd_->context, at, bound, data,
+                                         static_cast<size_t>(bytes), kLevel);
     if (!ZSTD_isError(got) && static_cast<int64_t>(got) < bytes) {
       piece->set_codec(BlobPiece::ZSTD);
-      piece->mutable_data()->assign(zstd_->scratch.data(), got);
+      piece->set_wire_bytes(static_cast<int64_t>(got));
       wire_bytes_ += static_cast<int64_t>(got);
-      return;
+      return frame.sub(0, got);
     }
   }
   piece->set_codec(BlobPiece::RAW);
-  piece->mutable_data()->assign(static_cast<const char*>(data), bytes);
+  piece->set_wire_bytes(bytes);
   wire_bytes_ += bytes;
+  grpc::Slice raw = NewSlice(bytes, &at);
+  if (bytes > 0) std::memcpy(at, data, bytes);
+  return raw;
 }
 
 struct BlobUnpacker::Zstd {
@@ -55,20 +60,20 @@ struct BlobUnpacker::Zstd {
 BlobUnpacker::BlobUnpacker() = default;
 BlobUnpacker::~BlobUnpacker() = default;
 
-absl::Status BlobUnpacker::Unpack(const BlobPiece& piece, void* out,
-                                  int64_t bytes) {
-  const std::string& data = piece.data();
+absl::Status BlobUnpacker::Unpack(const BlobPiece& piece, const WireBytes& data,
+                                  void* out, int64_t bytes) {
   switch (piece.codec()) {
     case BlobPiece::RAW:
-      if (static_cast<int64_t>(data.size()) != bytes) {
+      if (data.size() != bytes) {
         return absl::DataLossError(
             absl::StrCat(data.size(), " bytes where ", bytes, " belong"));
       }
-      if (bytes > 0) std::memcpy(out, data.data(), bytes);
+      data.CopyTo(out);
       return absl::OkStatus();
     case BlobPiece::ZSTD: {
+      const char* frame = data.Contiguous(&scratch_);
       const unsigned long long size =  // NOLINT(runtime/int): zstd's type
-          ZSTD_getFrameContentSize(data.data(), data.size());
+          ZSTD_getFrameContentSize(frame, data.size());
       if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) {
         return absl::DataLossError(absl::StrCat(
             "not a zstd frame with its size (", data.size(), " bytes)"));
@@ -81,9 +86,8 @@ absl::Status BlobUnpacker::Unpack(const BlobPiece& piece, void* out,
       if (zstd_->context == nullptr) {
         return absl::ResourceExhaustedError("zstd: no decompression context");
       }
-      const size_t got =
-          ZSTD_decompressDCtx(zstd_->context, out, static_cast<size_t>(bytes),
-                              data.data(), data.size());
+      const size_t got = ZSTD_decompressDCtx(
+          zstd_->context, out, static_cast<size_t>(bytes), frame, data.size());
       if (ZSTD_isError(got)) {
         return absl::DataLossError(
             absl::StrCat("zstd: ", ZSTD_getErrorName(got)));

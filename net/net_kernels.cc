@@ -5,6 +5,13 @@
 namespace actorflow::internal::net {
 namespace {
 
+// Bytes of a register at its blobs' largest shapes (none stated: 0).
+int64_t RegisterBytes(const KernelIo& io) {
+  int64_t bytes = 0;
+  for (const BlobDesc& blob : io.blobs) bytes += blob.byte_size();
+  return bytes;
+}
+
 // Both kernels are gated (see KernelGate): they act only when the transport
 // can go on at once, so they never block the thread they share.
 class NetSend final : public Kernel, public KernelGate {
@@ -21,6 +28,7 @@ class NetSend final : public Kernel, public KernelGate {
     if (!peer.ok()) return peer.status();
     peer_ = static_cast<int32_t>(*peer);
     register_ = ctx.inputs()[0].regst_desc_id;
+    transport_->NoteRegisterBytes(RegisterBytes(ctx.inputs()[0]));
     return absl::OkStatus();
   }
   KernelGate* gate() override { return this; }
@@ -53,6 +61,7 @@ class NetRecv final : public Kernel, public KernelGate {
     absl::StatusOr<int64_t> peer = ctx.IntAttr("peer");
     if (!peer.ok()) return peer.status();
     register_ = ctx.outputs()[0].regst_desc_id;
+    transport_->NoteRegisterBytes(RegisterBytes(ctx.outputs()[0]));
     return absl::OkStatus();
   }
   KernelGate* gate() override { return this; }

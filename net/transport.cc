@@ -18,13 +18,22 @@ std::string ShapeString(absl::Span<const int64_t> shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
 
-// A message from `spare` (its buffers keep their capacity), or a new one.
-std::unique_ptr<RegisterPiece> Reuse(
-    std::vector<std::unique_ptr<RegisterPiece>>* spare) {
-  if (spare->empty()) return std::make_unique<RegisterPiece>();
-  std::unique_ptr<RegisterPiece> piece = std::move(spare->back());
-  spare->pop_back();
-  return piece;
+// RegisterTransfer.Push as proto/net.proto names it: what a sender dials
+// and the one method the generic service answers.
+constexpr char kPushMethod[] = "/actorflow.internal.net.RegisterTransfer/Push";
+
+// A protobuf message as a gRPC message, and back (false: it does not
+// parse). Streams on the generic API carry bytes; the protobuf messages on
+// them (the stream's first, credits) go through gRPC's own serializer.
+using ProtoTraits = grpc::SerializationTraits<google::protobuf::MessageLite>;
+grpc::ByteBuffer Serialized(const google::protobuf::MessageLite& message) {
+  grpc::ByteBuffer buffer;
+  bool own = false;
+  ProtoTraits::Serialize(message, &buffer, &own);
+  return buffer;
+}
+bool Parsed(grpc::ByteBuffer* buffer, google::protobuf::MessageLite* message) {
+  return ProtoTraits::Deserialize(buffer, message).ok();
 }
 
 }  // namespace
@@ -165,7 +174,7 @@ void Transport::Stop() {
 }
 
 void Transport::AddTo(grpc::ServerBuilder* builder) {
-  builder->RegisterService(&service_);
+  builder->RegisterAsyncGenericService(&service_);
   cq_ = builder->AddCompletionQueue();
 }
 
@@ -216,6 +225,7 @@ void UseOwnPollers() { setenv("GRPC_POLL_STRATEGY", "poll", 0); }
 
 void Transport::MaybeOwnQueue() {
   if (owned_.load(std::memory_order_relaxed)) return;
+  if (bulk_.load(std::memory_order_relaxed)) return;
   std::atomic<ChannelParker*>* slot = thread_internal::current_parker_slot;
   if (slot == nullptr) return;
   MutexLock lock(&mu_);
@@ -226,6 +236,10 @@ void Transport::MaybeOwnQueue() {
   parker_ = std::make_unique<CqParker>(this);
   slot->store(parker_.get(), std::memory_order_release);
   owned_.store(true, std::memory_order_relaxed);
+}
+
+void Transport::NoteRegisterBytes(int64_t bytes) {
+  if (bytes >= kBulkBytes) bulk_.store(true, std::memory_order_relaxed);
 }
 
 void Transport::ReleaseQueue() {
@@ -379,15 +393,17 @@ absl::Status Transport::Connect(const std::vector<std::string>& addresses,
     }
     if (!connected) return cannot;
     AttachJobToken(token_, &out->context);
-    out->header.set_regst_desc_id(edge.regst_desc_id);
-    out->header.set_piece_id(-1);
-    out->header.set_src_rank(rank_);
-    auto stub = RegisterTransfer::NewStub(out->channel);
+    RegisterPiece header;
+    header.set_regst_desc_id(edge.regst_desc_id);
+    header.set_piece_id(-1);
+    header.set_src_rank(rank_);
+    out->header = Serialized(header);
+    grpc::GenericStub stub(out->channel);
     bool failed, broken, open;
     {
       MutexLock lock(&out->mu);
       if (!out->failed) {
-        out->stream = stub->PrepareAsyncPush(&out->context, cq_.get());
+        out->stream = stub.PrepareCall(&out->context, kPushMethod, cq_.get());
         ACTORFLOW_POST(out->stream->StartCall(&out->started));
       }
       const auto until = std::chrono::steady_clock::now() +
@@ -419,7 +435,7 @@ void Transport::StartWrite(Outgoing* out) {
     return;
   }
   out->writing = true;
-  ACTORFLOW_POST(out->stream->Write(*out->queue.front(), &out->wrote));
+  ACTORFLOW_POST(out->stream->Write(out->queue.front(), &out->wrote));
 }
 
 void Transport::OnSendWritten(Outgoing* out, bool ok) {
@@ -442,7 +458,6 @@ void Transport::OnSendWritten(Outgoing* out, bool ok) {
     out->changed.SignalAll();
     return;
   }
-  out->spare.push_back(std::move(out->queue.front()));
   out->queue.pop_front();
   StartWrite(out);
   if (out->queue.empty() && out->phase == Outgoing::Phase::kClosing &&
@@ -456,8 +471,15 @@ void Transport::OnSendWritten(Outgoing* out, bool ok) {
 void Transport::OnSendCredit(Outgoing* out, bool ok) {
   MutexLock lock(&out->mu);
   if (ok) {
-    out->credits += out->credit.count();
-    out->gate.WakeIfShut();
+    Credit credit;
+    if (Parsed(&out->credit, &credit) && credit.count() >= 0) {
+      out->credits += credit.count();
+      out->gate.WakeIfShut();
+    } else {
+      // Not a receiver of this protocol: the read that follows fails, and
+      // Finish says why.
+      out->context.TryCancel();
+    }
     ACTORFLOW_POST(out->stream->Read(&out->credit, &out->read));
     return;
   }
@@ -486,7 +508,6 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
     return absl::InternalError(absl::StrCat("no connection to rank ", dst_rank,
                                             " for regst ", regst_desc_id));
   }
-  std::unique_ptr<RegisterPiece> message;
   bool failed = false;
   std::string lost;
   {
@@ -505,12 +526,12 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
     } else {
       --out->credits;
       ++out->sent;
-      message = Reuse(&out->spare);
     }
   }
   if (failed) return failure();
   if (!lost.empty()) return StreamLost(lost, dst_rank);
   ConstRegisterView in = ctx.input(0);
+  RegisterPiece* message = &out->piece;
   message->set_regst_desc_id(regst_desc_id);
   message->set_piece_id(ctx.piece_id());
   message->set_src_rank(rank_);
@@ -551,30 +572,34 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
   const int64_t wire_before = out->packer->wire_bytes();
   int64_t register_bytes = 0;
   int64_t offset = 0;  // in the slot
+  std::vector<grpc::Slice> data;
   for (int b = 0; b < in.num_blobs(); ++b) {
     ConstTensorView blob = in.blob(b);
     BlobPiece* piece = message->mutable_blob(b);
     if (slot != nullptr) {
-      piece->clear_data();
+      piece->set_wire_bytes(0);
       piece->set_codec(BlobPiece::SHM);
       piece->set_shm_offset(SharedSegment::kHeaderBytes + offset);
       std::memcpy(slot->data() + SharedSegment::kHeaderBytes + offset,
                   blob.raw_data(), blob.byte_size());
       offset += aligned(blob.byte_size());
     } else {
-      out->packer->Pack(blob.raw_data(), blob.byte_size(), piece);
+      data.push_back(
+          out->packer->Pack(blob.raw_data(), blob.byte_size(), piece));
     }
     register_bytes += blob.byte_size();
     piece->clear_shape();
     for (int64_t dim : blob.shape()) piece->add_shape(dim);
   }
   message->set_shm_slot(slot_index);
+  grpc::ByteBuffer encoded = EncodePiece(*message, &data);
   MutexLock lock(&out->mu);
   out->register_bytes += register_bytes;
   out->wire_bytes += out->packer->wire_bytes() - wire_before;
   if (slot != nullptr) ++out->shared_pieces;
   if (!shm_off.empty()) out->shm_off = shm_off;
-  out->queue.push_back(std::move(message));
+  out->queue.emplace_back();
+  out->queue.back().Swap(&encoded);
   StartWrite(out);
   return absl::OkStatus();
 }
@@ -667,7 +692,19 @@ void Transport::RequestCall() {
   call->accepted.done = [this, call](bool ok) {
     if (!ok) return;  // the server is shutting down
     RequestCall();
-    ACTORFLOW_POST(call->stream.Read(&call->header, &call->read));
+    if (call->context.method() == kPushMethod) {
+      ACTORFLOW_POST(call->stream.Read(&call->header, &call->read));
+      return;
+    }
+    // Any other method reaches the generic service too.
+    grpc::Status refused =
+        CheckJobToken(token_, call->context, call->context.method().c_str());
+    if (refused.ok()) {
+      refused = grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                             absl::StrCat("rank ", rank_, " serves no method ",
+                                          call->context.method()));
+    }
+    ACTORFLOW_POST(call->stream.Finish(refused, &call->finished));
   };
   call->read.done = [this, call](bool ok) { OnCallRead(call, ok); };
   call->wrote.done = [this, call](bool ok) {
@@ -677,7 +714,7 @@ void Transport::RequestCall() {
   MutexLock lock(&mu_);
   if (stopping_) return;
   calls_.push_back(std::move(owned));
-  service_.RequestPush(&call->context, &call->stream, cq_.get(), cq_.get(),
+  service_.RequestCall(&call->context, &call->stream, cq_.get(), cq_.get(),
                        &call->accepted);
 }
 
@@ -685,21 +722,28 @@ void Transport::OnCallRead(Call* call, bool ok) {
   if (call->inbox == nullptr) {  // the header
     grpc::Status refused = grpc::Status::CANCELLED;
     if (ok) refused = CheckJobToken(token_, call->context, "Push");
+    RegisterPiece header;
+    if (ok && refused.ok() && !Parsed(&call->header, &header)) {
+      refused = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                             absl::StrCat("rank ", rank_,
+                                          ": a Push stream's first message is "
+                                          "not a RegisterPiece"));
+    }
     Inbox* inbox =
-        ok && refused.ok() ? FindInbox(call->header.regst_desc_id()) : nullptr;
+        ok && refused.ok() ? FindInbox(header.regst_desc_id()) : nullptr;
     if (ok && refused.ok() && inbox == nullptr) {
       refused = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                              absl::StrCat("rank ", rank_, " receives no regst ",
-                                          call->header.regst_desc_id(),
+                                          header.regst_desc_id(),
                                           " (do the ranks run one plan?)"));
     }
-    if (inbox != nullptr && call->header.src_rank() != inbox->src_rank) {
+    if (inbox != nullptr && header.src_rank() != inbox->src_rank) {
       // Only the rank the plan says sends this register may open it.
       refused = grpc::Status(
           grpc::StatusCode::PERMISSION_DENIED,
           absl::StrCat("rank ", rank_, " receives regst ", inbox->regst_desc_id,
                        " from rank ", inbox->src_rank, ", not from rank ",
-                       call->header.src_rank()));
+                       header.src_rank()));
       inbox = nullptr;
     }
     if (refused.ok()) refused = grpc::Status::CANCELLED;
@@ -708,14 +752,13 @@ void Transport::OnCallRead(Call* call, bool ok) {
       if (inbox->call == nullptr) {
         inbox->call = call;
         call->inbox = inbox;
-        inbox->reading = Reuse(&inbox->spare);
-        ACTORFLOW_POST(call->stream.Read(inbox->reading.get(), &call->read));
+        ACTORFLOW_POST(call->stream.Read(&inbox->reading, &call->read));
         if (inbox->failed) call->context.TryCancel();
         return;
       }
       refused =
           grpc::Status(grpc::StatusCode::ALREADY_EXISTS,
-                       absl::StrCat("regst ", call->header.regst_desc_id(),
+                       absl::StrCat("regst ", header.regst_desc_id(),
                                     " is already being sent to rank ", rank_));
     }
     ACTORFLOW_POST(call->stream.Finish(refused, &call->finished));
@@ -724,10 +767,10 @@ void Transport::OnCallRead(Call* call, bool ok) {
   Inbox* inbox = call->inbox;
   MutexLock lock(&inbox->mu);
   if (ok) {
-    inbox->arrived.push_back(std::move(inbox->reading));
+    inbox->arrived.emplace_back();
+    inbox->arrived.back().Swap(&inbox->reading);
     ++inbox->received;
-    inbox->reading = Reuse(&inbox->spare);
-    ACTORFLOW_POST(call->stream.Read(inbox->reading.get(), &call->read));
+    ACTORFLOW_POST(call->stream.Read(&inbox->reading, &call->read));
     inbox->gate.WakeIfShut();
     return;
   }
@@ -742,7 +785,9 @@ void Transport::GrantCredit(Inbox* inbox) {
       inbox->call == nullptr || inbox->ended || inbox->finish_sent) {
     return;
   }
-  inbox->credit.set_count(inbox->owed);
+  Credit credit;
+  credit.set_count(inbox->owed);
+  inbox->credit = Serialized(credit);
   inbox->owed = 0;
   inbox->credit_writing = true;
   ACTORFLOW_POST(inbox->call->stream.Write(inbox->credit, &inbox->call->wrote));
@@ -862,29 +907,35 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
     return absl::InternalError(
         absl::StrCat("no inbox for regst ", regst_desc_id));
   }
-  std::unique_ptr<RegisterPiece> taken;
-  bool failed = false;
+  grpc::ByteBuffer taken;
+  bool failed = false, have = false;
   {
     MutexLock lock(&inbox->mu);
     failed = inbox->failed;
     if (!failed && !inbox->arrived.empty()) {
-      taken = std::move(inbox->arrived.front());
+      taken.Swap(&inbox->arrived.front());
       inbox->arrived.pop_front();
+      have = true;
     }
   }
   if (failed) return failure();
-  if (taken == nullptr) {
+  if (!have) {
     return StreamLost(
         absl::StrCat("rank ", inbox->src_rank, "'s stream of regst ",
                      regst_desc_id, " ended before piece ", ctx.piece_id()),
         inbox->src_rank);
   }
+  absl::Status decoded = inbox->piece.Decode(taken);
+  const RegisterPiece& piece = inbox->piece.header();
+  auto where = [&] {
+    return absl::StrCat("regst ", regst_desc_id, " from rank ", inbox->src_rank,
+                        ", piece ", ctx.piece_id());
+  };
   absl::Status copied = [&]() -> absl::Status {
-    const RegisterPiece& piece = *taken;
-    auto where = [&] {
-      return absl::StrCat("regst ", regst_desc_id, " from rank ",
-                          inbox->src_rank, ", piece ", ctx.piece_id());
-    };
+    if (!decoded.ok()) {
+      return absl::Status(decoded.code(),
+                          absl::StrCat(where(), ": ", decoded.message()));
+    }
     if (piece.piece_id() != ctx.piece_id()) {
       return absl::InternalError(
           absl::StrCat(where(), ": got piece ", piece.piece_id(), " instead"));
@@ -921,7 +972,8 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
           data.codec() == BlobPiece::SHM
               ? CopyFromSlot(piece, data, blob.mutable_raw_data(),
                              blob.byte_size(), inbox)
-              : inbox->unpacker.Unpack(data, blob.mutable_raw_data(),
+              : inbox->unpacker.Unpack(data, inbox->piece.blob_bytes(b),
+                                       blob.mutable_raw_data(),
                                        blob.byte_size());
       if (!unpacked.ok()) {
         return absl::Status(
@@ -933,13 +985,12 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
     return absl::OkStatus();
   }();
   // The sender may write the slot again.
-  if (taken->blob_size() > 0 && taken->blob(0).codec() == BlobPiece::SHM) {
-    if (SharedSegment* slot = inbox->Slot(taken->shm_slot())) {
+  if (piece.blob_size() > 0 && piece.blob(0).codec() == BlobPiece::SHM) {
+    if (SharedSegment* slot = inbox->Slot(piece.shm_slot())) {
       slot->Release();
     }
   }
   MutexLock lock(&inbox->mu);
-  inbox->spare.push_back(std::move(taken));
   ++inbox->owed;
   return copied;
 }

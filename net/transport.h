@@ -1,6 +1,8 @@
 #ifndef ACTORFLOW_NET_TRANSPORT_H_
 #define ACTORFLOW_NET_TRANSPORT_H_
 
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -20,6 +22,7 @@
 #include "actorflow/kernel.h"
 #include "base/mutex.h"
 #include "net/blob_codec.h"
+#include "net/piece_codec.h"
 #include "net/plan_partition.h"
 #include "net/shared_segment.h"
 #include "proto/net.grpc.pb.h"
@@ -28,10 +31,13 @@ namespace actorflow::internal::net {
 
 // Moves registers between the processes of a job over gRPC, one stream per
 // NetEdge (the sender's client streaming to the receiver's server), driven
-// by gRPC's asynchronous API on one completion queue. Nothing here blocks
-// an actor's thread: net_send and net_recv act only when their gate is open
-// (a credit to send with; a piece that arrived), so they share the threads
-// of the tasks next to them.
+// by gRPC's asynchronous API on one completion queue. The streams are
+// RegisterTransfer.Push (proto/net.proto) served and called through gRPC's
+// generic API, which hands over messages as slices: a piece's blobs are
+// copied once into the message and once out of it (net/piece_codec.h). Nothing
+// here blocks an actor's thread: net_send and net_recv act only when their gate
+// is open (a credit to send with; a piece that arrived), so they share the
+// threads of the tasks next to them.
 //
 // Who polls the queue: until the plan runs, a poller thread. Then the first
 // actor thread that runs a transfer task parks in the queue instead of on
@@ -39,7 +45,10 @@ namespace actorflow::internal::net {
 // the thread that the network wakes is the one that runs the receiving
 // task and its readers, with no hand-off between threads. With gRPC's
 // "poll" engine (UseOwnPollers) that thread reads the socket itself. The
-// cost: while that thread runs a long kernel, transfers wait for it.
+// cost: while that thread runs a long kernel, transfers wait for it. So
+// where a register of kBulkBytes or more crosses (NoteRegisterBytes), the
+// poller thread keeps the queue: the socket is then read and written while
+// the actor thread copies, and a hand-off per piece is nothing beside it.
 //
 // Credit keeps the register protocol across machines: the sender may have
 // at most register_num pieces of an edge that the receiver has not
@@ -158,12 +167,22 @@ class Transport final {
   void MaybeOwnQueue();
   // The queue's owner parks in it, so the poller thread stands aside.
   std::atomic<bool> owned_{false};
+  // Set before the plan runs: no actor thread takes the queue.
+  std::atomic<bool> bulk_{false};
   CondVar owner_changed_;
   std::unique_ptr<CqParker> parker_;  // the owner's
 
  public:
   // After the session's threads are gone: the poller thread polls again.
   void ReleaseQueue();
+  // net_send and net_recv, at Init: a register of `bytes` bytes crosses
+  // here. Measured with net_bench on 2 CPUs, the poller thread polling
+  // against an actor thread: registers through shared memory moved 1.4x
+  // as fast at 1 MiB and 1.7x at 16 MiB; over a veth pair, 1.05x at 1 MiB
+  // and 1.5x at 16 MiB; but 64 KiB and 4 KiB pieces moved 15-40 % slower,
+  // and 64-byte round trips took 1.5x as long.
+  static constexpr int64_t kBulkBytes = 1 << 20;
+  void NoteRegisterBytes(int64_t bytes);
 
  private:
   struct Call;
@@ -188,12 +207,11 @@ class Transport final {
     NetEdge edge;
     std::shared_ptr<grpc::Channel> channel;
     grpc::ClientContext context;
-    std::unique_ptr<grpc::ClientAsyncReaderWriter<RegisterPiece, Credit>>
-        stream;
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> stream;
     Op started, wrote, read, closed, finished;
-    RegisterPiece header;
-    Credit credit;        // read into
-    grpc::Status status;  // Finish's
+    grpc::ByteBuffer header;  // the stream's first message
+    grpc::ByteBuffer credit;  // read into
+    grpc::Status status;      // Finish's
     Mutex mu;
     CondVar changed;
     Phase phase ABSL_GUARDED_BY(mu) = Phase::kConnecting;
@@ -203,14 +221,14 @@ class Transport final {
     int64_t sent ABSL_GUARDED_BY(mu) = 0;  // pieces taken with a credit
     // Taken with a credit, not yet written; the front is being written
     // while `writing`.
-    std::deque<std::unique_ptr<RegisterPiece>> queue ABSL_GUARDED_BY(mu);
-    std::vector<std::unique_ptr<RegisterPiece>> spare ABSL_GUARDED_BY(mu);
+    std::deque<grpc::ByteBuffer> queue ABSL_GUARDED_BY(mu);
     bool writing ABSL_GUARDED_BY(mu) = false;
     bool writes_done ABSL_GUARDED_BY(mu) = false;
     GateWaker gate ABSL_GUARDED_BY(mu);  // net_send's
     // Used by Send alone (one caller at a time); its totals are copied
     // under mu for SentBytes.
     std::unique_ptr<BlobPacker> packer;
+    RegisterPiece piece;  // the header Send fills, piece after piece
     int64_t register_bytes ABSL_GUARDED_BY(mu) = 0;
     int64_t wire_bytes ABSL_GUARDED_BY(mu) = 0;
     // Shared memory (see Connect): set before the first Send, then Send's
@@ -229,20 +247,22 @@ class Transport final {
     int32_t credit_batch = 1;
     Mutex mu;
     Call* call ABSL_GUARDED_BY(mu) = nullptr;  // the sender's, once it came
-    std::unique_ptr<RegisterPiece> reading ABSL_GUARDED_BY(mu);
-    std::deque<std::unique_ptr<RegisterPiece>> arrived ABSL_GUARDED_BY(mu);
-    std::vector<std::unique_ptr<RegisterPiece>> spare ABSL_GUARDED_BY(mu);
+    grpc::ByteBuffer reading ABSL_GUARDED_BY(mu);
+    // Messages as they came; Receive decodes them.
+    std::deque<grpc::ByteBuffer> arrived ABSL_GUARDED_BY(mu);
     // Pieces taken but not yet credited.
     int32_t owed ABSL_GUARDED_BY(mu) = 0;
     int64_t received ABSL_GUARDED_BY(mu) = 0;
     bool credit_writing ABSL_GUARDED_BY(mu) = false;
-    Credit credit ABSL_GUARDED_BY(mu);        // being written
+    grpc::ByteBuffer credit ABSL_GUARDED_BY(mu);  // being written
     bool ended ABSL_GUARDED_BY(mu) = false;   // no more reads: closed or broken
     bool failed ABSL_GUARDED_BY(mu) = false;  // the job failed
     bool draining ABSL_GUARDED_BY(mu) = false;  // CloseReceives was called
     bool finish_sent ABSL_GUARDED_BY(mu) = false;
     GateWaker gate ABSL_GUARDED_BY(mu);  // net_recv's
-    BlobUnpacker unpacker;  // Receive's alone (one caller at a time)
+    // Receive's alone (one caller at a time).
+    BlobUnpacker unpacker;
+    DecodedPiece piece;
     // The sender's shared memory slots (register_num), as its messages
     // named them; Receive's alone.
     std::vector<std::unique_ptr<SharedSegment>> slots;
@@ -253,11 +273,12 @@ class Transport final {
     }
   };
 
-  // One incoming Push call: bound to its inbox once its header is read.
+  // One incoming call (Push, or a method this server does not have): bound
+  // to its inbox once its header is read.
   struct Call {
-    grpc::ServerContext context;
-    grpc::ServerAsyncReaderWriter<Credit, RegisterPiece> stream{&context};
-    RegisterPiece header;
+    grpc::GenericServerContext context;
+    grpc::GenericServerAsyncReaderWriter stream{&context};
+    grpc::ByteBuffer header;
     Op accepted, read, wrote, finished;
     Inbox* inbox = nullptr;  // set once, on the poller thread
   };
@@ -296,7 +317,7 @@ class Transport final {
   const std::string token_;
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   const absl::Duration explain_within_;
-  RegisterTransfer::AsyncService service_;
+  grpc::AsyncGenericService service_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::thread poller_;
   // Both fixed at construction: other threads only look things up.

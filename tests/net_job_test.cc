@@ -7,6 +7,8 @@
 // A rank that joined is held to the join timeout, not the peer timeout,
 // until its first heartbeat.
 #include <arpa/inet.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -20,6 +22,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "net/control.h"
 #include "net/job.h"
 #include "net/launch.h"
@@ -176,6 +179,80 @@ TEST_CASE("Job::Barrier after Run waits for every rank's share of the run",
   CHECK(shared.filled == kRuns * kPieces);
 }
 
+// One call on gRPC's generic API: `method`, one message of `bytes`, then
+// the half-close; the status the server ended it with.
+grpc::Status CallOnce(const std::string& address, const std::string& method,
+                      const std::string& bytes) {
+  grpc::GenericStub stub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::CompletionQueue cq;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(30));
+  auto call = stub.PrepareCall(&context, method, &cq);
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer message(&slice, 1);
+  grpc::Status status;
+  int tag = 0;
+  auto next = [&] {
+    void* got = nullptr;
+    bool ok = false;
+    REQUIRE(cq.Next(&got, &ok));
+  };
+  call->StartCall(&tag);
+  next();
+  call->Write(message, &tag);
+  next();
+  call->WritesDone(&tag);
+  next();
+  call->Finish(&status, &tag);
+  next();
+  cq.Shutdown();
+  return status;
+}
+
+// The register service is gRPC's generic one, so every method reaches it:
+// it answers only RegisterTransfer.Push, and a Push only after a first
+// message that names a register this rank receives.
+TEST_CASE("a rank refuses calls that are not a register stream", "[net]") {
+  constexpr int64_t kPieces = 4;
+  const Plan plan = FillTakePlan(2);
+  const int port = net::FreePort("127.0.0.1");
+  REQUIRE(port != 0);
+  Shared shared;
+  RankOne rank1(plan, kPieces, 1, port, &shared);
+  auto job = net::Job::Create(plan, kPieces, Rank(0, port), Kernels(&shared));
+  REQUIRE(job.ok());
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+
+  grpc::Status status =
+      CallOnce(address, "/actorflow.internal.net.RegisterTransfer/Pull", "x");
+  CHECK(status.error_code() == grpc::StatusCode::UNIMPLEMENTED);
+  CHECK(absl::StrContains(status.error_message(),
+                          "serves no method "
+                          "/actorflow.internal.net.RegisterTransfer/Pull"));
+
+  const std::string push = "/actorflow.internal.net.RegisterTransfer/Push";
+  status = CallOnce(address, push, "\xff\xff\xff");
+  CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(absl::StrContains(status.error_message(), "not a RegisterPiece"));
+
+  net::RegisterPiece header;
+  header.set_regst_desc_id(12345);
+  header.set_piece_id(-1);
+  status = CallOnce(address, push, header.SerializeAsString());
+  CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(absl::StrContains(status.error_message(), "receives no regst 12345"));
+
+  // The job itself never noticed.
+  REQUIRE((*job)->Run(kPieces).ok());
+  REQUIRE((*job)->Barrier().ok());
+  REQUIRE((*job)->Finish().ok());
+  REQUIRE(rank1.Join().ok());
+  CHECK(shared.bad.empty());
+  CHECK(shared.taken == kPieces);
+}
+
 TEST_CASE("a reader holding its register stops the other machine's producer",
           "[net]") {
   // While take holds piece 0, net_recv can take pieces 1..R-1 and credit
@@ -283,27 +360,27 @@ uint32_t WideBits(int64_t piece, int64_t i) {
   return static_cast<uint32_t>(z ^ (z >> 31));
 }
 
-Plan WidePlan() {
+Plan WidePlan(int64_t floats) {
   PlanWriter w;
   StreamKeyProto on1 = CpuStream(0);
   on1.set_machine_id(1);
   TaskProto* fill = w.AddTask("fill", "nj_wide_fill", CpuStream(0));
   const int64_t data = w.AddOutput(fill, "out", 4, false,
-                                   {BlobProto("x", DT_FLOAT32, {kWideFloats})});
+                                   {BlobProto("x", DT_FLOAT32, {floats})});
   TaskProto* take = w.AddTask("take", "nj_wide_take", on1);
   w.Consume(take, "in", data);
   return w.plan();
 }
 
-SessionOptions WideKernels(std::atomic<int64_t>* wrong) {
+SessionOptions WideKernels(std::atomic<int64_t>* wrong, int64_t floats) {
   SessionOptions options;
   auto no_init = [](const KernelInitContext&) { return absl::OkStatus(); };
   options.kernels.BindFunction(
       "nj_wide_fill",
-      [](KernelContext* ctx) {
+      [floats](KernelContext* ctx) {
         absl::Span<float> x =
             ctx->output(0).blob(0).mutable_data<float>().value();
-        for (int64_t i = 0; i < kWideFloats; ++i) {
+        for (int64_t i = 0; i < floats; ++i) {
           const uint32_t bits = WideBits(ctx->piece_id(), i);
           std::memcpy(&x[i], &bits, sizeof(bits));
         }
@@ -312,9 +389,9 @@ SessionOptions WideKernels(std::atomic<int64_t>* wrong) {
       no_init);
   options.kernels.BindFunction(
       "nj_wide_take",
-      [wrong](KernelContext* ctx) {
+      [wrong, floats](KernelContext* ctx) {
         absl::Span<const float> x = ctx->input(0).blob(0).data<float>().value();
-        for (int64_t i = 0; i < kWideFloats; ++i) {
+        for (int64_t i = 0; i < floats; ++i) {
           uint32_t bits = 0;
           std::memcpy(&bits, &x[i], sizeof(bits));
           if (bits != WideBits(ctx->piece_id(), i)) ++*wrong;
@@ -355,11 +432,15 @@ std::vector<net::Transport::EdgeBytes> RunTwoRanks(
 
 // How an edge between two ranks of one host moves its registers: the
 // ranks' --net-shm and --net-compress choose, and every value arrives
-// exactly whichever way it went.
+// exactly whichever way it went. Pieces of 16 KiB, and of 1.2 MB: past
+// Transport::kBulkBytes (the poller thread keeps the queue), and in
+// messages that gRPC cuts into many slices.
 TEST_CASE("every way across delivers every value exactly", "[net]") {
   constexpr int64_t kPieces = 20;
-  const Plan plan = WidePlan();
-  const int64_t piece_bytes = kWideFloats * sizeof(float);
+  const int64_t floats = GENERATE(values<int64_t>({kWideFloats, 300'007}));
+  INFO(floats << " floats a piece");
+  const Plan plan = WidePlan(floats);
+  const int64_t piece_bytes = floats * sizeof(float);
   enum Way { kMessages, kCompressed, kShared, kSharedOverCompress, kRefused };
   for (const Way way :
        {kMessages, kCompressed, kShared, kSharedOverCompress, kRefused}) {
@@ -376,8 +457,8 @@ TEST_CASE("every way across delivers every value exactly", "[net]") {
     if (way == kCompressed || way == kSharedOverCompress) {
       config.net_compress = {"fill"};
     }
-    const std::vector<net::Transport::EdgeBytes> sent =
-        RunTwoRanks(plan, kPieces, config, config1, WideKernels(&wrong));
+    const std::vector<net::Transport::EdgeBytes> sent = RunTwoRanks(
+        plan, kPieces, config, config1, WideKernels(&wrong, floats));
     CHECK(wrong.load() == 0);
     REQUIRE(sent.size() == 1);
     CHECK(sent[0].pieces == kPieces);
@@ -477,7 +558,8 @@ TEST_CASE("--net-compress naming a task that sends nothing across fails",
   std::atomic<int64_t> wrong{0};
   net::JobConfig config = Rank(0, net::FreePort("127.0.0.1"));
   config.net_compress = {"take"};
-  auto job = net::Job::Create(WidePlan(), 4, config, WideKernels(&wrong));
+  auto job = net::Job::Create(WidePlan(kWideFloats), 4, config,
+                              WideKernels(&wrong, kWideFloats));
   REQUIRE(!job.ok());
   CHECK(job.status().code() == absl::StatusCode::kInvalidArgument);
   CHECK(job.status().message() ==
