@@ -2,7 +2,6 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <grpc/slice.h>
-#include <grpcpp/support/proto_buffer_reader.h>
 
 #include <algorithm>
 #include <cstring>
@@ -78,35 +77,37 @@ absl::Status DecodedPiece::Decode(const grpc::ByteBuffer& message) {
   slices_.clear();
   offsets_.clear();
   header_.Clear();
-  const int64_t total = static_cast<int64_t>(message.Length());
-  int64_t at = 0;  // the header's end
-  {
-    // The reader needs a buffer of its own; a copy shares the slices.
-    grpc::ByteBuffer copy(message);
-    grpc::ProtoBufferReader reader(&copy);
-    if (!reader.status().ok()) {
-      return absl::DataLossError("an empty message where a piece belongs");
-    }
-    google::protobuf::io::CodedInputStream coded(&reader);
-    uint32_t n = 0;
-    if (!coded.ReadVarint32(&n)) {
-      return absl::DataLossError(absl::StrCat("a message of ", total,
-                                              " bytes without a piece header"));
-    }
-    const auto limit = coded.PushLimit(static_cast<int>(n));
-    if (!header_.ParseFromCodedStream(&coded) || coded.BytesUntilLimit() != 0) {
-      return absl::DataLossError(absl::StrCat("a piece header of ", n,
-                                              " bytes that does not parse (",
-                                              total, " bytes in the message)"));
-    }
-    coded.PopLimit(limit);
-    at = coded.CurrentPosition();
-  }
   grpc::Status dumped = message.Dump(&slices_);
   if (!dumped.ok()) {
     return absl::DataLossError(
         absl::StrCat("a piece's bytes: ", dumped.error_message()));
   }
+  const int64_t total = static_cast<int64_t>(message.Length());
+  // The header's length, then the header: in place where the first slice
+  // holds them (the usual case), else gathered into scratch_.
+  using google::protobuf::io::CodedInputStream;
+  const int64_t prefix_room = std::min<int64_t>(total, 5);
+  const char* prefix =
+      WireBytes(&slices_, 0, prefix_room).Contiguous(&scratch_);
+  CodedInputStream varint(reinterpret_cast<const uint8_t*>(prefix),
+                          static_cast<int>(prefix_room));
+  uint32_t n = 0;
+  if (!varint.ReadVarint32(&n)) {
+    return absl::DataLossError(
+        absl::StrCat("a message of ", total, " bytes without a piece header"));
+  }
+  int64_t at = varint.CurrentPosition();
+  if (n > total - at) {
+    return absl::DataLossError(absl::StrCat("a piece header of ", n,
+                                            " bytes in a message of ", total));
+  }
+  const char* header = WireBytes(&slices_, at, n).Contiguous(&scratch_);
+  if (!header_.ParseFromArray(header, static_cast<int>(n))) {
+    return absl::DataLossError(absl::StrCat("a piece header of ", n,
+                                            " bytes that does not parse (",
+                                            total, " bytes in the message)"));
+  }
+  at += n;
   offsets_.reserve(header_.blob_size());
   for (int b = 0; b < header_.blob_size(); ++b) {
     const int64_t bytes = header_.blob(b).wire_bytes();

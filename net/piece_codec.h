@@ -72,6 +72,7 @@ class DecodedPiece {
   RegisterPiece header_;
   std::vector<grpc::Slice> slices_;
   std::vector<int64_t> offsets_;  // each blob's first byte in the message
+  std::string scratch_;           // a header that spans slices
 };
 
 }  // namespace actorflow::internal::net

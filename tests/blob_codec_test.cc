@@ -231,10 +231,14 @@ TEST_CASE("DecodedPiece refuses what is not a piece, saying what it found",
   refused(good.substr(0, good.size() - 1),
           "blob 0 claims 10 bytes where 9 are left");
   refused(good + "zz", "2 bytes follow the last blob");
-  refused(good.substr(0, 3), "does not parse");
+  refused(good.substr(0, 3), "a piece header of");
   refused("\xff", "without a piece header");
   // The header's length says more than the message holds.
-  refused(std::string("\x7f") + good.substr(1), "does not parse");
+  refused(std::string("\x7f") + good.substr(1),
+          "a piece header of 127 bytes in a message of");
+  // A header that protobuf refuses: field 3 (blob) cut short.
+  refused(std::string("\x02\x1a\x05", 3) + std::string(10, 'y'),
+          "does not parse");
   const absl::Status empty = decoded.Decode(grpc::ByteBuffer());
   CHECK(empty.code() == absl::StatusCode::kDataLoss);
 }
