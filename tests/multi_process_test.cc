@@ -5,8 +5,10 @@
 #include <arpa/inet.h>
 #include <google/protobuf/text_format.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,15 +112,31 @@ struct Finished {
   std::string out;
 };
 
-Finished WaitRank(HandRank& rank) {
+// Waits for `rank` to exit, for at most `within`: a rank that hangs fails
+// the test with what it wrote (and is killed as it is reaped), rather than
+// holding the test until Bazel's timeout says nothing.
+Finished WaitRank(HandRank& rank,
+                  std::chrono::seconds within = std::chrono::seconds(180)) {
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, rank.pid, 0));
+  REQUIRE(pidfd >= 0);
+  pollfd exited{pidfd, POLLIN, 0};
+  const int ready = poll(&exited, 1, static_cast<int>(within.count() * 1000));
+  close(pidfd);
+  std::ifstream out(rank.out_path);
+  Finished finished;
+  finished.out.assign(std::istreambuf_iterator<char>(out),
+                      std::istreambuf_iterator<char>());
+  if (ready != 1) {
+    std::ifstream err(rank.out_path + ".err");
+    const std::string errors((std::istreambuf_iterator<char>(err)),
+                             std::istreambuf_iterator<char>());
+    FAIL("rank " << rank.out_path << " did not exit within " << within.count()
+                 << " s; stdout: " << finished.out << "\nstderr: " << errors);
+  }
   int status = 0;
   REQUIRE(waitpid(rank.pid, &status, 0) == rank.pid);
   rank.pid = -1;
-  Finished finished;
   if (WIFEXITED(status)) finished.exit_code = WEXITSTATUS(status);
-  std::ifstream out(rank.out_path);
-  finished.out.assign(std::istreambuf_iterator<char>(out),
-                      std::istreambuf_iterator<char>());
   return finished;
 }
 
