@@ -2,15 +2,10 @@
 
 #include <memory>
 
+#include "actorflow/compiled_plan.h"
+
 namespace actorflow::internal::net {
 namespace {
-
-// Bytes of a register at its blobs' largest shapes (none stated: 0).
-int64_t RegisterBytes(const KernelIo& io) {
-  int64_t bytes = 0;
-  for (const BlobDesc& blob : io.blobs) bytes += blob.byte_size();
-  return bytes;
-}
 
 // Both kernels are gated (see KernelGate): they act only when the transport
 // can go on at once, so they never block the thread they share.
@@ -28,7 +23,7 @@ class NetSend final : public Kernel, public KernelGate {
     if (!peer.ok()) return peer.status();
     peer_ = static_cast<int32_t>(*peer);
     register_ = ctx.inputs()[0].regst_desc_id;
-    transport_->NoteRegisterBytes(RegisterBytes(ctx.inputs()[0]));
+    transport_->NoteRegisterBytes(RegisterBufferBytes(ctx.inputs()[0].blobs));
     return absl::OkStatus();
   }
   KernelGate* gate() override { return this; }
@@ -61,7 +56,7 @@ class NetRecv final : public Kernel, public KernelGate {
     absl::StatusOr<int64_t> peer = ctx.IntAttr("peer");
     if (!peer.ok()) return peer.status();
     register_ = ctx.outputs()[0].regst_desc_id;
-    transport_->NoteRegisterBytes(RegisterBytes(ctx.outputs()[0]));
+    transport_->NoteRegisterBytes(RegisterBufferBytes(ctx.outputs()[0].blobs));
     return absl::OkStatus();
   }
   KernelGate* gate() override { return this; }
