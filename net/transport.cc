@@ -984,8 +984,10 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
     }
     return absl::OkStatus();
   }();
-  // The sender may write the slot again.
-  if (piece.blob_size() > 0 && piece.blob(0).codec() == BlobPiece::SHM) {
+  // The sender may write the slot again. Not where the header did not
+  // parse: a slot it names may not be this piece's (the job fails anyway).
+  if (decoded.ok() && piece.blob_size() > 0 &&
+      piece.blob(0).codec() == BlobPiece::SHM) {
     if (SharedSegment* slot = inbox->Slot(piece.shm_slot())) {
       slot->Release();
     }
