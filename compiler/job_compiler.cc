@@ -727,13 +727,50 @@ class Compiler {
       const Device& device = op->devices[j];
       int64_t part = whole;
       Device at = gather;
-      if (to.kind == Signature::kSplit) {
+      if (from.kind == Signature::kPartialSum &&
+          AddsOnEachMachine(producer, gather, device)) {
         at = device.host();
-        part = Slice(Route(whole, gather, at, stage, why), to.axis, n, j, at,
+        part = Gather(producer, in.output, at, stage, why);
+      }
+      if (to.kind == Signature::kSplit) {
+        // Cut on the host that holds the whole when that is another
+        // machine's: then only the slice crosses to the reader.
+        const Device host = device.host();
+        const Device cut =
+            at.type == DeviceKinds::CPU && at.machine != host.machine ? at
+                                                                      : host;
+        part = Slice(Route(part, at, cut, stage, why), to.axis, n, j, cut,
                      stage, why, producer.name());
+        at = cut;
       }
       Consume(op->tasks[j], in.key, Route(part, at, device, stage, why));
     }
+  }
+
+  // Whether `reader`'s machine adds the partial sums itself rather than
+  // receive them added on `gather`'s: where the parts lie on those two
+  // machines, some on the reader's (PARTIAL_SUM_AUTO). Then each machine's
+  // parts cross once, both ways at the same time, where the gather's sum
+  // waited for the reader's parts and crossed back after them: one
+  // transfer on the way to the reader instead of two, the same bytes. Both
+  // machines add in part order, so their sums are the gather's bits. Over
+  // more machines each would receive every other machine's parts, so the
+  // sum goes out from one.
+  bool AddsOnEachMachine(const Op& producer, const Device& gather,
+                         const Device& reader) const {
+    if (job_.partial_sum_reduction() != Job::PARTIAL_SUM_AUTO ||
+        reader.machine == gather.machine) {
+      return false;
+    }
+    bool reader_holds_one = false;
+    for (const Device& device : producer.devices) {
+      if (device.machine == reader.machine) {
+        reader_holds_one = true;
+      } else if (device.machine != gather.machine) {
+        return false;
+      }
+    }
+    return reader_holds_one;
   }
 
   // The device of `devices` closest to `to`: the same, else the same

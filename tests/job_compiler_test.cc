@@ -304,6 +304,91 @@ TEST_CASE(
   }
 }
 
+// What crosses between machines: "producer task -> rank" per register.
+std::set<std::string> Crossings(const Plan& plan, int world_size) {
+  absl::StatusOr<std::vector<net::NetEdge>> edges =
+      net::FindNetEdges(plan, world_size);
+  INFO(edges.status().message());
+  REQUIRE(edges.ok());
+  std::set<std::string> crossings;
+  for (const net::NetEdge& edge : *edges) {
+    for (const TaskProto& task : plan.task()) {
+      for (const auto& [key, desc] : task.produced_regst_desc()) {
+        if (desc.regst_desc_id() == edge.regst_desc_id) {
+          crossings.insert(absl::StrCat(task.name(), " -> ", edge.dst_rank));
+        }
+      }
+    }
+  }
+  return crossings;
+}
+
+TEST_CASE("over two machines, each part and each slice crosses once") {
+  SECTION("partial sums read whole on both machines: each adds the parts") {
+    for (Job::PartialSumReduction how :
+         {Job::PARTIAL_SUM_AUTO, Job::PARTIAL_SUM_GATHER}) {
+      JobBuilder job(2);
+      job.Op("src", "source")
+          .Blob(F64({5}))
+          .Place(DeviceKind::kCpu, {0}, {0, 1})
+          .OutputSignature("out", PartialSumSignature());
+      job.Op("use", "checksum")
+          .Input("src")
+          .InputBroadcast()
+          .Place(DeviceKind::kCpu, {0}, {0, 1});
+      Job stated = job.job();
+      stated.set_partial_sum_reduction(how);
+      const Plan plan = MustCompile(stated).plan;
+      INFO(Job::PartialSumReduction_Name(how));
+      if (how == Job::PARTIAL_SUM_AUTO) {
+        // Both parts cross at once, one each way; no sum crosses back.
+        CHECK(Task(plan, "src.out:add@m1.cpu0").stream().machine_id() == 1);
+        CHECK(Crossings(plan, 2) ==
+              std::set<std::string>{"src/0 -> 1", "src/1 -> 0"});
+        // Each add reads the parts in part order: the same bits.
+        for (const char* add : {"src.out:add@cpu0", "src.out:add@m1.cpu0"}) {
+          const auto& in = Task(plan, add).consumed_regst_desc_id().at("in");
+          REQUIRE(in.regst_desc_id_size() == 2);
+          CHECK(in.regst_desc_id(0) == Out(plan, "src/0").regst_desc_id());
+          CHECK(in.regst_desc_id(1) == Out(plan, "src/1").regst_desc_id());
+        }
+      } else {
+        CHECK(Names(plan).count("src.out:add@m1.cpu0") == 0);
+        CHECK(Crossings(plan, 2) ==
+              std::set<std::string>{"src/1 -> 0", "src.out:add@cpu0 -> 1"});
+      }
+    }
+  }
+  SECTION("partial sums over three machines: summed for one, sent on") {
+    JobBuilder job(2);
+    job.Op("src", "source")
+        .Blob(F64({5}))
+        .Place(DeviceKind::kCpu, {0}, {0, 1, 2})
+        .OutputSignature("out", PartialSumSignature());
+    job.Op("use", "checksum")
+        .Input("src")
+        .InputBroadcast()
+        .Place(DeviceKind::kCpu, {0}, {0, 1});
+    const Plan plan = MustCompile(job.job()).plan;
+    // Reduce-scattered into machine 0 (two machines add besides it), and
+    // the sum sent on to machine 1.
+    CHECK(Names(plan).count("src.out:add@m1.cpu0") == 0);
+    CHECK(Crossings(plan, 3).count("src.out:concat@cpu0 -> 1") == 1);
+  }
+  SECTION("a whole on one machine split over two: cut where it is made") {
+    JobBuilder job(2);
+    job.Op("src", "source").Blob(F64({6}));
+    job.Op("use", "checksum")
+        .Input("src")
+        .InputSplit(0)
+        .Place(DeviceKind::kCpu, {0}, {0, 1});
+    const Plan plan = MustCompile(job.job()).plan;
+    CHECK(Task(plan, "src:slice(0)1of2@cpu0").stream().machine_id() == 0);
+    CHECK(Crossings(plan, 2) ==
+          std::set<std::string>{"src:slice(0)1of2@cpu0 -> 1"});
+  }
+}
+
 // Runs where two GPUs are usable: a real machine, or the emulated device
 // (--config=emulated_gpu, which CI runs every test under).
 TEST_CASE("a job over two GPUs runs: copies in, split over devices, back") {
