@@ -728,9 +728,20 @@ class Compiler {
       int64_t part = whole;
       Device at = gather;
       if (from.kind == Signature::kPartialSum &&
-          AddsOnEachMachine(producer, gather, device)) {
-        at = device.host();
-        part = Gather(producer, in.output, at, stage, why);
+          device.machine != gather.machine) {
+        const auto scattered = scattered_.find({registers[0], gather});
+        if (scattered != scattered_.end()) {
+          at = device.host();
+          const auto key = std::make_pair(registers[0], at);
+          auto it = boxed_.find(key);
+          part = it != boxed_.end() ? it->second
+                                    : boxed_[key] = SumsConcatenated(
+                                          producer, in.output,
+                                          scattered->second, at, stage, why);
+        } else if (AddsOnEachMachine(producer, gather, device)) {
+          at = device.host();
+          part = Gather(producer, in.output, at, stage, why);
+        }
       }
       if (to.kind == Signature::kSplit) {
         // Cut on the host that holds the whole when that is another
@@ -885,9 +896,7 @@ class Compiler {
     const std::vector<int> reducers = Reducers(producer, at);
     const int slices = static_cast<int>(reducers.size());
     const std::string prefix = absl::StrCat(producer.name(), ".", output, ":");
-    TaskProto* concat = AddTask(absl::StrCat(prefix, "concat@", at.ToString()),
-                                "concat", at, stage, TaskKind::kBoxing);
-    (*concat->mutable_kernel()->mutable_attr())["axis"] = IntAttr(0);
+    ScatteredSums& sums = scattered_[{registers[0], at}];
     for (int r = 0; r < slices; ++r) {
       int first = 0;  // the reducer's first part
       while (producer.devices[first].machine != reducers[r]) ++first;
@@ -904,7 +913,33 @@ class Compiler {
         Consume(add, "in", Route(slice, host, here, stage, why));
       }
       Inserted(add, why, &report_.boxing);
-      Consume(concat, "in", Route(AddOutput(add, "out"), here, at, stage, why));
+      sums.adds.push_back(AddOutput(add, "out"));
+      sums.hosts.push_back(here);
+    }
+    return SumsConcatenated(producer, output, sums, at, stage, why);
+  }
+
+  // The sums ScatteredSum's reducers made of a producer's parts, each on
+  // its reducer's host.
+  struct ScatteredSums {
+    std::vector<int64_t> adds;
+    std::vector<Device> hosts;
+  };
+
+  // The whole of a scattered reduction on `at`: its reducers' sums,
+  // concatenated there. Each host that reads the whole concatenates for
+  // itself, so every reducer sends its sum to each of them, where
+  // concatenated on one host and sent on, the whole would leave that
+  // host's link once per other reader; the same sums, so the same bits.
+  int64_t SumsConcatenated(const Op& producer, const std::string& output,
+                           const ScatteredSums& sums, const Device& at,
+                           int stage, const std::string& why) {
+    TaskProto* concat = AddTask(
+        absl::StrCat(producer.name(), ".", output, ":concat@", at.ToString()),
+        "concat", at, stage, TaskKind::kBoxing);
+    (*concat->mutable_kernel()->mutable_attr())["axis"] = IntAttr(0);
+    for (size_t r = 0; r < sums.adds.size(); ++r) {
+      Consume(concat, "in", Route(sums.adds[r], sums.hosts[r], at, stage, why));
     }
     Inserted(concat, why, &report_.boxing);
     return AddOutput(concat, "out");
@@ -1200,6 +1235,9 @@ class Compiler {
   // index): each made once, however many consumers read it.
   std::map<std::pair<int64_t, Device>, int64_t> boxed_;
   std::map<std::tuple<int64_t, Device, int, int, int>, int64_t> sliced_;
+  // ScatteredSum's sums, by (the producer's first part, the host it
+  // concatenated them on first).
+  std::map<std::pair<int64_t, Device>, ScatteredSums> scattered_;
   // Registers of ops that state their register_num, by id.
   std::map<int64_t, int> stated_register_num_;
   JobCompileReport report_;

@@ -16,6 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "actor/shared_block.h"
 #include "actorflow/compiled_plan.h"
 #include "actorflow/cuda_api.h"
@@ -323,7 +324,8 @@ std::set<std::string> Crossings(const Plan& plan, int world_size) {
   return crossings;
 }
 
-TEST_CASE("over two machines, each part and each slice crosses once") {
+TEST_CASE(
+    "over machines, partial sums and splits cross as little as they can") {
   SECTION("partial sums read whole on both machines: each adds the parts") {
     for (Job::PartialSumReduction how :
          {Job::PARTIAL_SUM_AUTO, Job::PARTIAL_SUM_GATHER}) {
@@ -359,21 +361,41 @@ TEST_CASE("over two machines, each part and each slice crosses once") {
       }
     }
   }
-  SECTION("partial sums over three machines: summed for one, sent on") {
+  SECTION("partial sums over three machines: each reader concatenates") {
     JobBuilder job(2);
     job.Op("src", "source")
-        .Blob(F64({5}))
+        .Blob(F64({6}))
         .Place(DeviceKind::kCpu, {0}, {0, 1, 2})
         .OutputSignature("out", PartialSumSignature());
     job.Op("use", "checksum")
         .Input("src")
         .InputBroadcast()
-        .Place(DeviceKind::kCpu, {0}, {0, 1});
+        .Place(DeviceKind::kCpu, {0}, {0, 1, 2});
     const Plan plan = MustCompile(job.job()).plan;
-    // Reduce-scattered into machine 0 (two machines add besides it), and
-    // the sum sent on to machine 1.
-    CHECK(Names(plan).count("src.out:add@m1.cpu0") == 0);
-    CHECK(Crossings(plan, 3).count("src.out:concat@cpu0 -> 1") == 1);
+    // Reduce-scattered over machines 1 and 2 (those with parts but the
+    // first reader's); each machine concatenates the two sums itself, so
+    // no whole crosses.
+    const std::set<std::string> crossings = Crossings(plan, 3);
+    INFO(absl::StrJoin(crossings, "; "));
+    for (const char* concat : {"src.out:concat@cpu0", "src.out:concat@m1.cpu0",
+                               "src.out:concat@m2.cpu0"}) {
+      CHECK(Task(plan, concat).kernel().op_type() == "concat");
+      for (int m = 0; m < 3; ++m) {
+        CHECK(crossings.count(absl::StrCat(concat, " -> ", m)) == 0);
+      }
+    }
+    CHECK(crossings.count("src.out:add0of2@m1.cpu0 -> 2") == 1);
+    CHECK(crossings.count("src.out:add1of2@m2.cpu0 -> 1") == 1);
+    // Every concat reads the sums in reducer order: the same bits.
+    const int64_t first = Out(plan, "src.out:add0of2@m1.cpu0").regst_desc_id();
+    const int64_t second = Out(plan, "src.out:add1of2@m2.cpu0").regst_desc_id();
+    for (const char* concat : {"src.out:concat@cpu0", "src.out:concat@m1.cpu0",
+                               "src.out:concat@m2.cpu0"}) {
+      const auto& in = Task(plan, concat).consumed_regst_desc_id().at("in");
+      REQUIRE(in.regst_desc_id_size() == 2);
+      CHECK(in.regst_desc_id(0) == first);
+      CHECK(in.regst_desc_id(1) == second);
+    }
   }
   SECTION("a whole on one machine split over two: cut where it is made") {
     JobBuilder job(2);

@@ -8,10 +8,12 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "actorflow/job_builder.h"
@@ -75,6 +77,24 @@ std::map<int, int64_t> BytesIn(const Plan& plan) {
   return in;
 }
 
+// Per machine, the bytes of one piece it sends to other machines: each
+// register counted once per other machine that reads it.
+std::map<int, int64_t> BytesOut(const Plan& plan) {
+  std::map<int, int64_t> out;
+  for (const TaskProto& task : plan.task()) {
+    const int from = task.stream().machine_id();
+    for (const auto& [key, reg] : task.produced_regst_desc()) {
+      std::set<int> readers;
+      for (int64_t consumer : reg.consumer_task_id()) {
+        const int to = TaskById(plan, consumer).stream().machine_id();
+        if (to != from) readers.insert(to);
+      }
+      out[from] += RegisterBytes(reg) * static_cast<int64_t>(readers.size());
+    }
+  }
+  return out;
+}
+
 int64_t Largest(const std::map<int, int64_t>& bytes) {
   int64_t largest = 0;
   for (const auto& [machine, b] : bytes) largest = std::max(largest, b);
@@ -82,7 +102,8 @@ int64_t Largest(const std::map<int, int64_t>& bytes) {
 }
 
 // `grad`: partial sums of `shape` on `devices` CPU devices of each of
-// `machines`; `reader` reads the whole on machine `reader_machine`.
+// `machines`; `reader` reads the whole on machine `reader_machine` (-1: on
+// every machine, as each rank's optimizer reads a gradient's sum).
 Job PartialSumJob(int machines, int devices, std::vector<int64_t> shape,
                   Job::PartialSumReduction how,
                   const std::string& part_kernel = "source",
@@ -100,9 +121,12 @@ Job PartialSumJob(int machines, int devices, std::vector<int64_t> shape,
       .Blob(blob)
       .Place(DeviceKind::kCpu, device_ids, machine_ids)
       .OutputSignature("out", PartialSumSignature());
-  job.Op("read", reader)
-      .Input("grad")
-      .Place(DeviceKind::kCpu, {0}, {reader_machine});
+  auto read = job.Op("read", reader).Input("grad");
+  if (reader_machine < 0) {
+    read.InputBroadcast().Place(DeviceKind::kCpu, {0}, machine_ids);
+  } else {
+    read.Place(DeviceKind::kCpu, {0}, {reader_machine});
+  }
   job.job().set_partial_sum_reduction(how);
   return job.job();
 }
@@ -145,6 +169,17 @@ TEST_CASE("scattered partial sums: each machine receives one register") {
     CHECK(concat->consumed_regst_desc_id().at("in").regst_desc_id_size() ==
           reducers);
     CHECK(FindTask(gathered, "grad.out:add@cpu0") != nullptr);
+    // Read on every machine: each reducer sends its sum to the others,
+    // rather than machine 0 sending the whole to each of them.
+    const Plan everywhere =
+        MustCompile(PartialSumJob(machines, 1, {1680, 4}, Job::PARTIAL_SUM_AUTO,
+                                  "source", "checksum", -1));
+    const int64_t slices = whole / reducers * (machines - 2);  // to peers
+    CHECK(BytesOut(everywhere).at(0) == whole);  // its part's slices
+    CHECK(Largest(BytesOut(everywhere)) ==
+          slices + whole / reducers * (machines - 1));
+    CHECK(Largest(BytesIn(everywhere)) ==
+          whole + whole / reducers * (reducers - 1));
   }
 }
 
@@ -218,10 +253,10 @@ std::vector<float> PartValues(uint64_t seed, int part, int64_t piece,
   return values;
 }
 
-// What the reader received, by piece.
+// What each reader task received, by piece.
 struct Captured {
   std::mutex mu;
-  std::map<int64_t, std::vector<float>> pieces;
+  std::map<std::string, std::map<int64_t, std::vector<float>>> pieces;
 };
 
 SessionOptions Kernels(uint64_t seed, Captured* captured) {
@@ -250,7 +285,8 @@ SessionOptions Kernels(uint64_t seed, Captured* captured) {
         absl::Span<const float> in =
             ctx->input(0).blob(0).data<float>().value();
         std::lock_guard<std::mutex> lock(captured->mu);
-        captured->pieces[ctx->piece_id()].assign(in.begin(), in.end());
+        captured->pieces[ctx->task_name()][ctx->piece_id()].assign(in.begin(),
+                                                                   in.end());
         return absl::OkStatus();
       },
       no_init);
@@ -289,58 +325,86 @@ absl::Status RunRanks(const Plan& plan, int world, int64_t pieces,
 
 TEST_CASE("scattered and gathered partial sums are the same bits", "[net]") {
   const uint64_t seed = testing::TestSeed("partial_sum_bits");
-  constexpr int kMachines = 4, kDevices = 2, kParts = kMachines * kDevices;
+  constexpr int kDevices = 2;
   constexpr int64_t kPieces = 6, kRows = 37, kCols = 3;  // 37: uneven slices
-  // The sum in part order, and proof that order matters for these values.
-  std::map<int64_t, std::vector<float>> expected;
-  bool order_matters = false;
-  for (int64_t p = 0; p < kPieces; ++p) {
-    std::vector<float> sum = PartValues(seed, 0, p, kRows * kCols);
-    std::vector<float> reversed =
-        PartValues(seed, kParts - 1, p, kRows * kCols);
-    for (int k = 1; k < kParts; ++k) {
-      const std::vector<float> part = PartValues(seed, k, p, kRows * kCols);
-      const std::vector<float> back =
-          PartValues(seed, kParts - 1 - k, p, kRows * kCols);
-      for (size_t i = 0; i < sum.size(); ++i) {
-        sum[i] += part[i];
-        reversed[i] += back[i];
+  // Over `machines`, the reader on `reader_machine` (-1: on each): every
+  // reader gets the sum in part order.
+  auto check = [&](int machines, int reader_machine,
+                   Job::PartialSumReduction how) {
+    const int parts = machines * kDevices;
+    INFO(machines << " machines, reader on machine " << reader_machine << ", "
+                  << Job::PartialSumReduction_Name(how));
+    // The sum in part order, and proof that order matters for these values.
+    std::map<int64_t, std::vector<float>> expected;
+    bool order_matters = false;
+    for (int64_t p = 0; p < kPieces; ++p) {
+      std::vector<float> sum = PartValues(seed, 0, p, kRows * kCols);
+      std::vector<float> reversed =
+          PartValues(seed, parts - 1, p, kRows * kCols);
+      for (int k = 1; k < parts; ++k) {
+        const std::vector<float> part = PartValues(seed, k, p, kRows * kCols);
+        const std::vector<float> back =
+            PartValues(seed, parts - 1 - k, p, kRows * kCols);
+        for (size_t i = 0; i < sum.size(); ++i) {
+          sum[i] += part[i];
+          reversed[i] += back[i];
+        }
       }
+      order_matters |= std::memcmp(sum.data(), reversed.data(),
+                                   sum.size() * sizeof(float)) != 0;
+      expected[p] = sum;
     }
-    order_matters |= std::memcmp(sum.data(), reversed.data(),
-                                 sum.size() * sizeof(float)) != 0;
-    expected[p] = sum;
-  }
-  REQUIRE(order_matters);
-  for (int reader_machine : {0, 2}) {
-    for (auto how : {Job::PARTIAL_SUM_SCATTER, Job::PARTIAL_SUM_GATHER}) {
-      INFO("reader on machine " << reader_machine << ", "
-                                << Job::PartialSumReduction_Name(how));
-      Captured captured;
-      SessionOptions options = Kernels(seed, &captured);
-      const Plan plan =
-          MustCompile(PartialSumJob(kMachines, kDevices, {kRows, kCols}, how,
-                                    "psr_part", "psr_capture", reader_machine),
-                      &options.kernels);
-      CHECK((FindTask(plan,
-                      "grad.out:concat@" +
-                          (reader_machine == 0
-                               ? std::string("cpu0")
-                               : absl::StrCat("m", reader_machine, ".cpu0"))) !=
-             nullptr) == (how == Job::PARTIAL_SUM_SCATTER));
-      const absl::Status run = RunRanks(plan, kMachines, kPieces, options);
-      INFO(run.message());
-      REQUIRE(run.ok());
-      REQUIRE(captured.pieces.size() == kPieces);
+    REQUIRE(order_matters);
+    Captured captured;
+    SessionOptions options = Kernels(seed, &captured);
+    const Plan plan =
+        MustCompile(PartialSumJob(machines, kDevices, {kRows, kCols}, how,
+                                  "psr_part", "psr_capture", reader_machine),
+                    &options.kernels);
+    const std::string first_reader =
+        reader_machine <= 0 ? std::string("cpu0")
+                            : absl::StrCat("m", reader_machine, ".cpu0");
+    CHECK((FindTask(plan, "grad.out:concat@" + first_reader) != nullptr) ==
+          (how == Job::PARTIAL_SUM_SCATTER ||
+           (how == Job::PARTIAL_SUM_AUTO && machines > 2)));
+    // Where every machine reads the sum, each makes it itself (but under
+    // GATHER): its own concat of the reducers' sums, or over two machines
+    // its own add of the parts.
+    int whole_makers = 0;
+    for (const TaskProto& task : plan.task()) {
+      whole_makers += absl::StartsWith(task.name(), "grad.out:concat@") ||
+                      absl::StartsWith(task.name(), "grad.out:add@");
+    }
+    CHECK(
+        whole_makers ==
+        (reader_machine < 0 && how != Job::PARTIAL_SUM_GATHER ? machines : 1));
+    const absl::Status run = RunRanks(plan, machines, kPieces, options);
+    INFO(run.message());
+    REQUIRE(run.ok());
+    REQUIRE(captured.pieces.size() ==
+            static_cast<size_t>(reader_machine < 0 ? machines : 1));
+    for (const auto& [reader, pieces] : captured.pieces) {
+      INFO("reader " << reader);
+      REQUIRE(pieces.size() == kPieces);
       for (const auto& [piece, sum] : expected) {
         INFO("piece " << piece);
-        const std::vector<float>& got = captured.pieces.at(piece);
+        const std::vector<float>& got = pieces.at(piece);
         REQUIRE(got.size() == sum.size());
         CHECK(std::memcmp(got.data(), sum.data(), sum.size() * sizeof(float)) ==
               0);
       }
     }
+  };
+  for (int reader_machine : {0, 2}) {
+    for (auto how : {Job::PARTIAL_SUM_SCATTER, Job::PARTIAL_SUM_GATHER}) {
+      check(4, reader_machine, how);
+    }
   }
+  // A reader on every machine: over four, each concatenates the reducers'
+  // sums itself; over two, each adds both machines' parts itself.
+  check(4, -1, Job::PARTIAL_SUM_AUTO);
+  check(4, -1, Job::PARTIAL_SUM_GATHER);
+  check(2, -1, Job::PARTIAL_SUM_AUTO);
 }
 
 }  // namespace
