@@ -727,7 +727,11 @@ class Compiler {
       const Device& device = op->devices[j];
       int64_t part = whole;
       Device at = gather;
+      // A reader of the whole sum on another machine makes it there. (A
+      // split reader takes its slice of the gathered sum, which crosses
+      // alone.)
       if (from.kind == Signature::kPartialSum &&
+          to.kind == Signature::kBroadcast &&
           device.machine != gather.machine) {
         const auto scattered = scattered_.find({registers[0], gather});
         if (scattered != scattered_.end()) {
