@@ -59,10 +59,11 @@ int64_t RegisterBytes(const RegisterDescProto& reg) {
   return bytes;
 }
 
-// Per machine, the bytes of one piece that reach it from other machines:
-// each register counted once per machine that reads it.
-std::map<int, int64_t> BytesIn(const Plan& plan) {
-  std::map<int, int64_t> in;
+// Per machine, the bytes of one piece that reach it from other machines
+// (`incoming`) or that it sends to them: each register counted once per
+// other machine that reads it.
+std::map<int, int64_t> BytesCrossing(const Plan& plan, bool incoming) {
+  std::map<int, int64_t> bytes;
   for (const TaskProto& task : plan.task()) {
     const int from = task.stream().machine_id();
     for (const auto& [key, reg] : task.produced_regst_desc()) {
@@ -71,28 +72,18 @@ std::map<int, int64_t> BytesIn(const Plan& plan) {
         const int to = TaskById(plan, consumer).stream().machine_id();
         if (to != from) readers.insert(to);
       }
-      for (int to : readers) in[to] += RegisterBytes(reg);
+      for (int to : readers) bytes[incoming ? to : from] += RegisterBytes(reg);
     }
   }
-  return in;
+  return bytes;
 }
 
-// Per machine, the bytes of one piece it sends to other machines: each
-// register counted once per other machine that reads it.
+std::map<int, int64_t> BytesIn(const Plan& plan) {
+  return BytesCrossing(plan, true);
+}
+
 std::map<int, int64_t> BytesOut(const Plan& plan) {
-  std::map<int, int64_t> out;
-  for (const TaskProto& task : plan.task()) {
-    const int from = task.stream().machine_id();
-    for (const auto& [key, reg] : task.produced_regst_desc()) {
-      std::set<int> readers;
-      for (int64_t consumer : reg.consumer_task_id()) {
-        const int to = TaskById(plan, consumer).stream().machine_id();
-        if (to != from) readers.insert(to);
-      }
-      out[from] += RegisterBytes(reg) * static_cast<int64_t>(readers.size());
-    }
-  }
-  return out;
+  return BytesCrossing(plan, false);
 }
 
 int64_t Largest(const std::map<int, int64_t>& bytes) {
