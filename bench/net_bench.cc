@@ -902,11 +902,16 @@ int main(int argc, char** argv) {
        {"reduce-pieces", &reduction.pieces,
         "--reduce=1: reductions per sample"},
        {"reduce-ranks", &reduction.max_ranks,
-        "--reduce=1: rows at 2, 4, ... ranks up to this", 2}},
+        "--reduce=1: rows at 2, 4, ... ranks up to this", 2},
+       {"reduce-everywhere", &reduction.everywhere,
+        "--reduce=1: 1: every rank reads the whole sum, as each rank's "
+        "optimizer reads its gradient's; 0: rank 0 alone",
+        0}},
       kHelp);
-  if (config.link > 2 || config.subnet > 249 || config.shm > 1 || reduce > 1) {
-    Die("--link must be 0, 1 or 2, --subnet at most 249, --shm and --reduce "
-        "0 or 1");
+  if (config.link > 2 || config.subnet > 249 || config.shm > 1 || reduce > 1 ||
+      reduction.everywhere > 1) {
+    Die("--link must be 0, 1 or 2, --subnet at most 249, --shm, --reduce "
+        "and --reduce-everywhere 0 or 1");
   }
   reduction.samples = config.samples;
   if (!reduce_rank.empty()) return ReductionRank(reduction, reduce_rank);

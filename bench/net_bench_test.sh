@@ -73,6 +73,15 @@ if [[ $(id -u) == 0 ]] && command -v tc >/dev/null &&
     fail "no 2-rank reduction row (a gather: one receiving link either way)"
   grep -Eq "^4 +scatter( +[0-9.]+){2}( +[0-9.]+x){2}$" "$tmp/reduce" ||
     fail "no 4-rank reduction row (scattered)"
+  # Read on every rank: over 2 ranks each adds both parts itself.
+  timeout 300 "$bench" --reduce=1 --reduce-everywhere=1 --samples=1 \
+    --reduce-mib=1 --reduce-pieces=2 --reduce-ranks=2 >"$tmp/everywhere" 2>&1 ||
+    { cat "$tmp/everywhere"; fail "--reduce-everywhere=1 failed"; }
+  cat "$tmp/everywhere"
+  grep -q "read whole on every rank" "$tmp/everywhere" ||
+    fail "--reduce-everywhere=1 does not say who reads"
+  grep -Eq "^2 +each-adds( +[0-9.]+){2} +[0-9.]+x +1.00x$" \
+    "$tmp/everywhere" || fail "no 2-rank row where each rank adds"
   after=$(ip netns list | grep -c '^nbr[0-9]')
   [[ $after == "$before" ]] || fail "--reduce=1 left namespaces behind"
 else
@@ -81,4 +90,7 @@ fi
 "$bench" --reduce=2 >/dev/null 2>"$tmp/err"
 [[ $? != 0 ]] && grep -q -- "--reduce" "$tmp/err" ||
   fail "--reduce=2 must be refused, naming the flag"
+"$bench" --reduce-everywhere=2 >/dev/null 2>"$tmp/err"
+[[ $? != 0 ]] && grep -q -- "--reduce-everywhere" "$tmp/err" ||
+  fail "--reduce-everywhere=2 must be refused, naming the flag"
 echo PASS

@@ -40,8 +40,10 @@ std::string RankAddress(int subnet, int rank) {
 }
 
 // `grad`, a float32 partial sum of `mib` MiB on machines 0..world-1, read
-// whole by a checksum on machine 0.
-Job ReductionJob(int world, int64_t mib, Job::PartialSumReduction how) {
+// whole by a checksum on machine 0, or with `everywhere` on each machine
+// (as each rank's optimizer reads its gradient's sum).
+Job ReductionJob(int world, int64_t mib, Job::PartialSumReduction how,
+                 bool everywhere) {
   Job job;
   job.set_partial_sum_reduction(how);
   OpConf* grad = job.add_op();
@@ -55,21 +57,31 @@ Job ReductionJob(int world, int64_t mib, Job::PartialSumReduction how) {
   read->set_name("read");
   read->set_op_type("checksum");
   read->add_input("grad");
+  if (everywhere) {
+    read->add_input_signature()->set_broadcast(true);
+    *read->mutable_placement() = grad->placement();
+  }
   return job;
 }
 
-Plan CompileReduction(int world, int64_t mib, Job::PartialSumReduction how) {
+Plan CompileReduction(int world, int64_t mib, Job::PartialSumReduction how,
+                      bool everywhere) {
   absl::StatusOr<CompiledJob> compiled =
-      CompileJob(ReductionJob(world, mib, how));
+      CompileJob(ReductionJob(world, mib, how, everywhere));
   Check(compiled.status(), "compiling the reduction");
   return std::move(compiled->plan);
 }
 
-bool Scatters(const Plan& plan) {
+// How `plan` adds the parts, in a word for the table: "scatter" (a
+// reduce-scatter), "each-adds" (every reader's machine adds them all) or
+// "gather" (one machine adds them all).
+const char* Way(const Plan& plan) {
+  int adds = 0;
   for (const TaskProto& task : plan.task()) {
-    if (task.kernel().op_type() == "concat") return true;
+    if (task.kernel().op_type() == "concat") return "scatter";
+    adds += task.kernel().op_type() == "add";
   }
-  return false;
+  return adds > 1 ? "each-adds" : "gather";
 }
 
 // ------------------------------------------------------------ the switch
@@ -151,7 +163,8 @@ pid_t StartRank(const ReductionConfig& config, int rank, int world, int subnet,
              kReductionRankFlag, absl::StrCat(rank, ",", world, ",", subnet),
              absl::StrCat("--samples=", config.samples),
              absl::StrCat("--reduce-mib=", config.mib),
-             absl::StrCat("--reduce-pieces=", config.pieces)},
+             absl::StrCat("--reduce-pieces=", config.pieces),
+             absl::StrCat("--reduce-everywhere=", config.everywhere)},
             out, /*die_with_parent=*/true);
   if (pid < 0) Die("fork failed");
   return pid;
@@ -213,10 +226,10 @@ int ReductionRank(const ReductionConfig& config, const std::string& place) {
       !absl::SimpleAtoi(parts[2], &subnet)) {
     Die(absl::StrCat("bad ", kReductionRankFlag, " ", place));
   }
-  const Plan choice =
-      CompileReduction(world, config.mib, Job::PARTIAL_SUM_AUTO);
-  const Plan gather =
-      CompileReduction(world, config.mib, Job::PARTIAL_SUM_GATHER);
+  const Plan choice = CompileReduction(world, config.mib, Job::PARTIAL_SUM_AUTO,
+                                       config.everywhere);
+  const Plan gather = CompileReduction(
+      world, config.mib, Job::PARTIAL_SUM_GATHER, config.everywhere);
   auto join = [&](const Plan& plan, int port) {
     net::JobConfig job;
     job.rank = rank;
@@ -245,8 +258,8 @@ int ReductionRank(const ReductionConfig& config, const std::string& place) {
   Check(chosen->Finish(), "finishing");
   Check(gathered->Finish(), "finishing");
   if (rank == 0) {
-    std::printf("%s %.3f %.3f %.4f\n", Scatters(choice) ? "scatter" : "gather",
-                Median(ms[0]), Median(ms[1]), MedianRatio(ms[1], ms[0]));
+    std::printf("%s %.3f %.3f %.4f\n", Way(choice), Median(ms[0]),
+                Median(ms[1]), MedianRatio(ms[1], ms[0]));
   }
   return 0;
 }
@@ -254,10 +267,11 @@ int ReductionRank(const ReductionConfig& config, const std::string& place) {
 int CompareReductions(const ReductionConfig& config) {
   std::printf(
       "net_bench --reduce=1: a %lld MiB float32 partial sum made on every "
-      "rank and read whole on rank 0;\neach rank in a network namespace on "
+      "rank and read whole on %s;\neach rank in a network namespace on "
       "one bridge, every link capped at 1 Gbit/s each way (tc tbf);\n%lld "
       "samples of %lld reductions (medians; ratios per round)\n\n",
       static_cast<long long>(config.mib),
+      config.everywhere ? "every rank" : "rank 0",
       static_cast<long long>(config.samples),
       static_cast<long long>(config.pieces));
   std::printf("%-6s %-18s %14s %14s %10s %12s\n", "ranks", "compiler's choice",
@@ -273,8 +287,9 @@ int CompareReductions(const ReductionConfig& config) {
   }
   std::printf(
       "\ngather/af: how many times longer every part gathered on rank 0 "
-      "takes (PARTIAL_SUM_GATHER);\naf/2 ranks: the compiler's choice "
-      "against itself over 2 ranks (target: at most 1.5x)\n");
+      "takes (PARTIAL_SUM_GATHER%s);\naf/2 ranks: the compiler's choice "
+      "against itself over 2 ranks (target: at most 1.5x)\n",
+      config.everywhere ? ", the sum then sent on to every other rank" : "");
   return 0;
 }
 
