@@ -748,12 +748,14 @@ class Compiler {
         }
       }
       if (to.kind == Signature::kSplit) {
-        // Cut on the host that holds the whole when that is another
-        // machine's: then only the slice crosses to the reader.
+        // Cut where the whole is made when that is another machine's CPU:
+        // then only the slice crosses to the reader.
         const Device host = device.host();
+        const Device made = info_[TaskOf(part)->task_id() - 1].device;
         const Device cut =
-            at.type == DeviceKinds::CPU && at.machine != host.machine ? at
-                                                                      : host;
+            made.type == DeviceKinds::CPU && made.machine != host.machine
+                ? made
+                : host;
         part = Slice(Route(part, at, cut, stage, why), to.axis, n, j, cut,
                      stage, why, producer.name());
         at = cut;

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,23 +54,54 @@ std::string LastLine(std::string text) {
 
 }  // namespace
 
-int FreePort(const std::string& addr) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+namespace {
+
+// Binds a TCP socket to `addr`:`port` (0: the kernel's pick) and returns
+// the port it got, or 0; the socket is closed again.
+int BindAndClose(const std::string& addr, int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return 0;
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
-  sa.sin_port = 0;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
   if (inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1) {
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   }
-  int port = 0;
+  int got = 0;
   socklen_t len = sizeof(sa);
   if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 &&
       getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
-    port = ntohs(sa.sin_port);
+    got = ntohs(sa.sin_port);
   }
   close(fd);
-  return port;
+  return got;
+}
+
+}  // namespace
+
+int EphemeralPortsFrom() {
+  int low = 32768, high = 60999;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d %d", &low, &high) != 2) low = 32768;
+    std::fclose(f);
+  }
+  return low;
+}
+
+int FreePort(const std::string& addr) {
+  // Below the ephemeral range: the kernel never gives those ports to a
+  // connection's own end or to a bind of port 0, so between this call and
+  // the caller's bind only another explicit bind can take the port.
+  const int below = EphemeralPortsFrom();
+  const int first = std::max(1024, below - 8192);
+  if (below > first) {
+    std::mt19937 pick(std::random_device{}());
+    std::uniform_int_distribution<int> port(first, below - 1);
+    for (int tries = 0; tries < 64; ++tries) {
+      if (const int got = BindAndClose(addr, port(pick)); got != 0) return got;
+    }
+  }
+  return BindAndClose(addr, 0);
 }
 
 namespace {

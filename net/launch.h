@@ -57,10 +57,15 @@ struct LaunchOptions {
 // or arguments), 3 (preempted).
 int Launch(const LaunchOptions& options);
 
-// A TCP port on `addr` that nobody listens on now (the kernel's pick for
-// port 0); 0 when none could be had. Another process may take it before
-// the caller binds it.
+// A TCP port on `addr` that nobody holds now; 0 when none could be had.
+// Picked at random from the 8192 ports below the kernel's ephemeral range
+// (EphemeralPortsFrom), which no outgoing connection takes as its own end,
+// else the kernel's pick for port 0. Another process's explicit bind may
+// still take it before the caller binds it.
 int FreePort(const std::string& addr);
+// The first port of the kernel's ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range; 32768 where it cannot be read).
+int EphemeralPortsFrom();
 
 }  // namespace actorflow::internal::net
 

@@ -409,6 +409,18 @@ TEST_CASE(
     CHECK(Crossings(plan, 2) ==
           std::set<std::string>{"src:slice(0)1of2@cpu0 -> 1"});
   }
+  SECTION("a whole made on a third machine: cut there, each slice sent") {
+    JobBuilder job(2);
+    job.Op("src", "source").Blob(F64({6})).Place(DeviceKind::kCpu, {0}, {2});
+    job.Op("use", "checksum")
+        .Input("src")
+        .InputSplit(0)
+        .Place(DeviceKind::kCpu, {0}, {0, 1});
+    const Plan plan = MustCompile(job.job()).plan;
+    CHECK(Crossings(plan, 3) ==
+          std::set<std::string>{"src:slice(0)0of2@m2.cpu0 -> 0",
+                                "src:slice(0)1of2@m2.cpu0 -> 1"});
+  }
 }
 
 // Runs where two GPUs are usable: a real machine, or the emulated device

@@ -13,11 +13,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -153,6 +155,31 @@ class RankOne {
   absl::Status status_;
   std::thread thread_;
 };
+
+TEST_CASE("FreePort picks a port below the ephemeral range that binds",
+          "[net]") {
+  const int below = net::EphemeralPortsFrom();
+  REQUIRE(below > 1024);
+  std::set<int> ports;
+  for (int i = 0; i < 20; ++i) {
+    const int port = net::FreePort("127.0.0.1");
+    INFO("port " << port << ", ephemeral ports from " << below);
+    CHECK(port >= std::max(1024, below - 8192));
+    CHECK(port < below);
+    // Nobody holds it: this process can listen on it at once.
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<uint16_t>(port));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
+    CHECK(listen(fd, 1) == 0);
+    close(fd);
+    ports.insert(port);
+  }
+  CHECK(ports.size() > 1);  // picked at random, not one fixed port
+}
 
 TEST_CASE("Job::Barrier after Run waits for every rank's share of the run",
           "[net]") {
