@@ -727,25 +727,17 @@ class Compiler {
       const Device& device = op->devices[j];
       int64_t part = whole;
       Device at = gather;
-      // A reader of the whole sum on another machine makes it there. (A
-      // split reader takes its slice of the gathered sum, which crosses
+      // A reader of the whole sum on another machine makes it there from
+      // the reducers' sums (Gather) or, over two machines, from the parts.
+      // (A split reader takes its slice of the gathered sum, which crosses
       // alone.)
       if (from.kind == Signature::kPartialSum &&
           to.kind == Signature::kBroadcast &&
-          device.machine != gather.machine) {
-        const auto scattered = scattered_.find({registers[0], gather});
-        if (scattered != scattered_.end()) {
-          at = device.host();
-          const auto key = std::make_pair(registers[0], at);
-          auto it = boxed_.find(key);
-          part = it != boxed_.end() ? it->second
-                                    : boxed_[key] = SumsConcatenated(
-                                          producer, in.output,
-                                          scattered->second, at, stage, why);
-        } else if (AddsOnEachMachine(producer, gather, device)) {
-          at = device.host();
-          part = Gather(producer, in.output, at, stage, why);
-        }
+          device.machine != gather.machine &&
+          (scattered_.count(registers[0]) != 0 ||
+           AddsOnEachMachine(producer, gather, device))) {
+        at = device.host();
+        part = Gather(producer, in.output, at, stage, why);
       }
       if (to.kind == Signature::kSplit) {
         // Cut where the whole is made when that is another machine's CPU:
@@ -816,8 +808,16 @@ class Compiler {
     const auto key = std::make_pair(registers[0], at);
     if (auto it = boxed_.find(key); it != boxed_.end()) return it->second;
     const bool split = sig.kind == Signature::kSplit;
-    if (!split && Scatters(producer, output, at, why)) {
-      return boxed_[key] = ScatteredSum(producer, output, at, stage, why);
+    if (!split) {
+      // Sums a reduce-scatter made for another host: concatenated here
+      // too, so only the sums cross.
+      if (auto it = scattered_.find(registers[0]); it != scattered_.end()) {
+        return boxed_[key] = SumsConcatenated(producer, output, it->second, at,
+                                              stage, why);
+      }
+      if (Scatters(producer, output, at, why)) {
+        return boxed_[key] = ScatteredSum(producer, output, at, stage, why);
+      }
     }
     const std::string name =
         absl::StrCat(producer.name(), ".", output, ":",
@@ -902,7 +902,7 @@ class Compiler {
     const std::vector<int> reducers = Reducers(producer, at);
     const int slices = static_cast<int>(reducers.size());
     const std::string prefix = absl::StrCat(producer.name(), ".", output, ":");
-    ScatteredSums& sums = scattered_[{registers[0], at}];
+    ScatteredSums& sums = scattered_[registers[0]];
     for (int r = 0; r < slices; ++r) {
       int first = 0;  // the reducer's first part
       while (producer.devices[first].machine != reducers[r]) ++first;
@@ -1241,9 +1241,8 @@ class Compiler {
   // index): each made once, however many consumers read it.
   std::map<std::pair<int64_t, Device>, int64_t> boxed_;
   std::map<std::tuple<int64_t, Device, int, int, int>, int64_t> sliced_;
-  // ScatteredSum's sums, by (the producer's first part, the host it
-  // concatenated them on first).
-  std::map<std::pair<int64_t, Device>, ScatteredSums> scattered_;
+  // ScatteredSum's sums, by the producer's first part.
+  std::map<int64_t, ScatteredSums> scattered_;
   // Registers of ops that state their register_num, by id.
   std::map<int64_t, int> stated_register_num_;
   JobCompileReport report_;

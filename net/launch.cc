@@ -52,10 +52,6 @@ std::string LastLine(std::string text) {
   return nl == std::string::npos ? text : text.substr(nl + 1);
 }
 
-}  // namespace
-
-namespace {
-
 // Binds a TCP socket to `addr`:`port` (0: the kernel's pick) and returns
 // the port it got, or 0; the socket is closed again.
 int BindAndClose(const std::string& addr, int port) {
