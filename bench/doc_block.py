@@ -38,18 +38,22 @@ def child_env(with_sanitizer=True, keep_freed_memory=False):
     one's module path, one BLAS/OpenMP thread, and without the ASan runtime
     preload for a side that is PyTorch alone.
 
-    keep_freed_memory, a PyTorch peer's best setup: torch allocates fresh
-    tensors for every sample, and glibc's malloc hands large freed blocks
-    back to the kernel, so each one is paged in anew (on a VM a page fault
-    can cost tens of microseconds). Keeping freed memory for reuse, as the
-    allocators PyTorch's performance advice names (jemalloc, tcmalloc) do,
-    spares that."""
+    keep_freed_memory: as keep_freed_memory_in() below."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(sys.path)
     env["OMP_NUM_THREADS"] = env["OPENBLAS_NUM_THREADS"] = "1"
     if not with_sanitizer:
         env.pop("LD_PRELOAD", None)
-    if keep_freed_memory:
-        env["MALLOC_MMAP_THRESHOLD_"] = env["MALLOC_TRIM_THRESHOLD_"] = \
-            str(1 << 30)
+    return keep_freed_memory_in(env) if keep_freed_memory else env
+
+
+def keep_freed_memory_in(env):
+    """Sets `env` so that glibc's malloc keeps freed memory for reuse: a
+    PyTorch peer's best setup. torch allocates fresh tensors for every
+    sample, and glibc hands large freed blocks back to the kernel, so each
+    one is paged in anew (on a VM a page fault can cost tens of
+    microseconds); the allocators PyTorch's performance advice names
+    (jemalloc, tcmalloc) keep them, as this does. Returns `env`."""
+    env["MALLOC_MMAP_THRESHOLD_"] = env["MALLOC_TRIM_THRESHOLD_"] = \
+        str(1 << 30)
     return env

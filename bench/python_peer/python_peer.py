@@ -16,7 +16,7 @@ Jobs, each run --samples times with the peers in turn (medians):
               as the iterator does) and beside DataLoader with 2 workers
               decoding with PIL and with torchvision.io (glibc's malloc
               keeping freed memory, its best setup:
-              peer_report.keep_freed_memory).
+              doc_block.keep_freed_memory_in).
   round trip  Session.feed then Session.fetch of a 4-float piece through
               examples/python/feed_fetch.pbtxt from Python, against the
               same two calls from C++ (round_trip): microseconds each.
@@ -48,8 +48,9 @@ sanitizers.preload_if_asked()
 import numpy  # noqa: E402
 
 import actorflow  # noqa: E402
-from peer_report import (cpu_model, keep_freed_memory,  # noqa: E402
-                         rewrite_readme, warn_old_spellings)
+from doc_block import keep_freed_memory_in  # noqa: E402
+from peer_report import (cpu_model, rewrite_readme,  # noqa: E402
+                         warn_old_spellings)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "actorflow from Python (GenericIterator)"
@@ -105,7 +106,7 @@ def images_cpp(args, directory):
 
 
 def images_dataloader(args, directory, decoder):
-    env = keep_freed_memory(python_env())
+    env = keep_freed_memory_in(python_env())
     env.pop("LD_PRELOAD", None)  # PyTorch alone needs no ASan runtime
     out = run([sys.executable, args.dataloader_peer, f"--dir={directory}",
                f"--decoder={decoder}", "--workers=2", "--batch=32",

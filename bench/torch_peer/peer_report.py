@@ -1,7 +1,6 @@
 """What the peer benchmarks (torch_peer, python_peer) share: the CPU's name
 for their headers, rewriting their generated block of docs/performance.md,
-the word on a flag spelled the old way, and PyTorch's best allocator
-setup."""
+and the word on a flag spelled the old way."""
 
 import sys
 
@@ -15,18 +14,6 @@ def warn_old_spellings(argv):
         if name.startswith("--") and "_" in name:
             print(f"warning: {name} is spelled {name.replace('_', '-')}; "
                   "the old spelling will go", file=sys.stderr)
-
-
-def keep_freed_memory(env):
-    """Sets `env` so that glibc's malloc keeps freed memory for reuse: a
-    PyTorch peer's best setup. torch allocates fresh tensors for every
-    sample and batch, and glibc hands large freed blocks back to the kernel,
-    so each is paged in anew (tens of microseconds a fault on a VM); the
-    allocators PyTorch's performance advice names (jemalloc, tcmalloc) keep
-    them, as this does. Returns `env`."""
-    env["MALLOC_MMAP_THRESHOLD_"] = env["MALLOC_TRIM_THRESHOLD_"] = \
-        str(1 << 30)
-    return env
 
 
 def cpu_model():

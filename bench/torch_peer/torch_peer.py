@@ -27,7 +27,7 @@ PyTorch runs on Debian's /usr/bin/python3 with OpenBLAS picking its own
 kernels for the CPU (OPENBLAS_CORETYPE unset: AVX-512 ones where the CPU
 has them; --openblas-coretype=keep leaves the caller's setting) and glibc's
 malloc keeping freed memory for reuse, as jemalloc or tcmalloc would
-(peer_report.keep_freed_memory).
+(doc_block.keep_freed_memory_in).
 Rewrites the block between <!-- torch_peer:begin --> and
 <!-- torch_peer:end --> in docs/performance.md (--readme=PATH, --no-readme).
 """
@@ -42,8 +42,8 @@ import subprocess
 import sys
 import tempfile
 
-from peer_report import (cpu_model, keep_freed_memory, rewrite_readme,
-                         warn_old_spellings)
+from doc_block import keep_freed_memory_in
+from peer_report import cpu_model, rewrite_readme, warn_old_spellings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"
@@ -65,7 +65,7 @@ def json_lines(text):
 
 
 def peer_env(args, openblas_threads):
-    env = keep_freed_memory(dict(os.environ))
+    env = keep_freed_memory_in(dict(os.environ))
     env["OPENBLAS_NUM_THREADS"] = str(openblas_threads)
     env["OMP_NUM_THREADS"] = env["OPENBLAS_NUM_THREADS"]
     if args.openblas_coretype == "auto":

@@ -8,4 +8,6 @@ if [[ ! -x /usr/bin/python3 ]] || ! /usr/bin/python3 -c 'import torch, torchvisi
     "benchmarks)" >&2
   exit 1
 fi
-exec /usr/bin/python3 bench/torch_peer/torch_peer.py "$@"
+# bench/ for doc_block, which the Python benchmarks share.
+PYTHONPATH="bench${PYTHONPATH:+:$PYTHONPATH}" \
+  exec /usr/bin/python3 bench/torch_peer/torch_peer.py "$@"
