@@ -281,7 +281,8 @@ std::string Transport::Describe() {
                     edge.register_num, " credits left");
     if (out->shared_pieces > 0) {
       absl::StrAppend(&text, ", ", out->shared_pieces,
-                      " through shared memory");
+                      " through shared memory (", out->ring_pieces,
+                      " with their header in the piece ring)");
     }
     if (!out->shm_off.empty()) {
       absl::StrAppend(&text, ", shared memory off: ", out->shm_off);
@@ -298,11 +299,14 @@ std::string Transport::Describe() {
   }
   for (auto& [id, inbox] : inboxes_) {
     MutexLock lock(&inbox->mu);
+    const int64_t untaken =
+        static_cast<int64_t>(inbox->arrived.size()) +
+        (inbox->ring != nullptr ? inbox->ring->Unpopped() : 0);
     absl::StrAppend(&text, "\n  edge regst ", id, " from rank ",
-                    inbox->src_rank, ": ", inbox->received,
-                    " pieces received, ", inbox->arrived.size(),
-                    " not yet taken");
-    if (inbox->arrived.empty() && !inbox->ended) {
+                    inbox->src_rank, ": ",
+                    inbox->received + (untaken - std::ssize(inbox->arrived)),
+                    " pieces received, ", untaken, " not yet taken");
+    if (untaken == 0 && !inbox->ended) {
       absl::StrAppend(&text, " (waiting for rank ", inbox->src_rank,
                       " to send)");
     }
@@ -316,7 +320,8 @@ std::vector<Transport::EdgeBytes> Transport::SentBytes() {
   for (auto& [key, out] : outgoing_) {
     MutexLock lock(&out->mu);
     edges.push_back({out->edge.regst_desc_id, out->edge.dst_rank, out->sent,
-                     out->register_bytes, out->wire_bytes, out->shared_pieces});
+                     out->register_bytes, out->wire_bytes, out->shared_pieces,
+                     out->ring_pieces});
   }
   return edges;
 }
@@ -592,6 +597,51 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
     for (int64_t dim : blob.shape()) piece->add_shape(dim);
   }
   message->set_shm_slot(slot_index);
+  message->clear_shm_ring();
+  // Through shared memory, the header too goes into the ring once the
+  // receiver knows it: the piece that names it is still a message. Only
+  // for bulk pieces (kRingFromBytes).
+  bool ringed = false, doorbell = false;
+  if (slot != nullptr && out->ring == nullptr && !out->ring_off &&
+      slot_bytes < kRingFromBytes) {
+    out->ring_off = true;
+  }
+  if (slot != nullptr && !out->ring_off) {
+    if (out->ring == nullptr) {
+      // Room for twice this header: later ones differ only in their
+      // shapes' values and a new slot's name.
+      absl::StatusOr<std::unique_ptr<PieceRing>> ring = PieceRing::Create(
+          std::max(1, out->edge.register_num),
+          2 * static_cast<int64_t>(message->ByteSizeLong()) + 128);
+      if (ring.ok()) {
+        out->ring = *std::move(ring);
+        message->set_shm_ring(out->ring->name());
+      } else {
+        out->ring_off = true;
+      }
+    } else {
+      message->SerializeToString(&out->ring_header);
+      if (static_cast<int64_t>(out->ring_header.size()) <=
+          out->ring->max_header_bytes()) {
+        doorbell = out->ring->Publish(out->ring_header);
+        ringed = true;
+      } else {
+        out->ring_off = true;
+      }
+    }
+  }
+  if (ringed) {
+    MutexLock lock(&out->mu);
+    out->register_bytes += register_bytes;
+    ++out->shared_pieces;
+    ++out->ring_pieces;
+    if (doorbell) {
+      grpc::Slice nothing;
+      out->queue.emplace_back(&nothing, 1);
+      StartWrite(out);
+    }
+    return absl::OkStatus();
+  }
   grpc::ByteBuffer encoded = EncodePiece(*message, &data);
   MutexLock lock(&out->mu);
   out->register_bytes += register_bytes;
@@ -767,9 +817,12 @@ void Transport::OnCallRead(Call* call, bool ok) {
   Inbox* inbox = call->inbox;
   MutexLock lock(&inbox->mu);
   if (ok) {
-    inbox->arrived.emplace_back();
-    inbox->arrived.back().Swap(&inbox->reading);
-    ++inbox->received;
+    // An empty message is a doorbell: a piece is in the ring.
+    if (inbox->reading.Length() > 0) {
+      inbox->arrived.emplace_back();
+      inbox->arrived.back().Swap(&inbox->reading);
+      ++inbox->received;
+    }
     ACTORFLOW_POST(call->stream.Read(&inbox->reading, &call->read));
     inbox->gate.WakeIfShut();
     return;
@@ -811,12 +864,15 @@ void Transport::FinishCall(Inbox* inbox) {
   }
   inbox->finish_sent = true;
   grpc::Status status = grpc::Status::OK;
-  if (!inbox->arrived.empty()) {
+  const int64_t untaken =
+      static_cast<int64_t>(inbox->arrived.size()) +
+      (inbox->ring != nullptr ? inbox->ring->Unpopped() : 0);
+  if (untaken > 0) {
     status = grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,
         absl::StrCat("rank ", rank_, " ran fewer pieces of regst ",
                      inbox->regst_desc_id, " than rank ", inbox->src_rank,
-                     " sent (", inbox->arrived.size(), " more)"));
+                     " sent (", untaken, " more)"));
   }
   ACTORFLOW_POST(inbox->call->stream.Finish(status, &inbox->call->finished));
 }
@@ -838,6 +894,12 @@ bool Transport::ReceiveGateOpen(int64_t regst_desc_id) {
   // gone on to its readers.
   GrantCredit(inbox);
   if (!inbox->arrived.empty() || inbox->ended || inbox->failed) return true;
+  // The doorbell for a piece published after this look finds the gate
+  // shut: it takes mu, which this holds until the gate is.
+  if (inbox->ring != nullptr &&
+      (inbox->ring->HasPiece() || inbox->ring->WaitUnlessPiece())) {
+    return true;
+  }
   inbox->gate.shut = true;
   return false;
 }
@@ -909,10 +971,15 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
   }
   grpc::ByteBuffer taken;
   bool failed = false, have = false;
+  // The ring's pieces all came before any message that is a piece.
+  absl::StatusOr<absl::string_view> ringed = absl::NotFoundError("");
   {
     MutexLock lock(&inbox->mu);
     failed = inbox->failed;
-    if (!failed && !inbox->arrived.empty()) {
+    if (!failed && inbox->ring != nullptr && inbox->ring->HasPiece()) {
+      ringed = inbox->ring->Front();
+      have = true;
+    } else if (!failed && !inbox->arrived.empty()) {
       taken.Swap(&inbox->arrived.front());
       inbox->arrived.pop_front();
       have = true;
@@ -925,8 +992,18 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
                      regst_desc_id, " ended before piece ", ctx.piece_id()),
         inbox->src_rank);
   }
-  absl::Status decoded = inbox->piece.Decode(taken);
-  const RegisterPiece& piece = inbox->piece.header();
+  const bool from_ring = !absl::IsNotFound(ringed.status());
+  absl::Status decoded;
+  if (!from_ring) {
+    decoded = inbox->piece.Decode(taken);
+  } else if (!ringed.ok()) {
+    decoded = ringed.status();
+  } else if (!inbox->ring_piece.ParseFromArray(
+                 ringed->data(), static_cast<int>(ringed->size()))) {
+    decoded = absl::DataLossError("a header in the piece ring does not parse");
+  }
+  const RegisterPiece& piece =
+      from_ring ? inbox->ring_piece : inbox->piece.header();
   auto where = [&] {
     return absl::StrCat("regst ", regst_desc_id, " from rank ", inbox->src_rank,
                         ", piece ", ctx.piece_id());
@@ -941,6 +1018,19 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
           absl::StrCat(where(), ": got piece ", piece.piece_id(), " instead"));
     }
     RegisterView out = ctx.output(0);
+    if (!piece.shm_ring().empty()) {
+      absl::StatusOr<std::unique_ptr<PieceRing>> ring =
+          PieceRing::Open(piece.shm_ring());
+      if (!ring.ok()) {
+        return absl::Status(ring.status().code(),
+                            absl::StrCat(where(), ": ", ring.status().message(),
+                                         " (can this rank not see the "
+                                         "sender's /dev/shm? --net-shm=0 "
+                                         "turns shared memory off)"));
+      }
+      MutexLock lock(&inbox->mu);
+      inbox->ring = *std::move(ring);
+    }
     if (!piece.shm_segment().empty()) {
       absl::Status opened = OpenSlot(piece, inbox);
       if (!opened.ok()) {
@@ -993,6 +1083,10 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
     }
   }
   MutexLock lock(&inbox->mu);
+  if (from_ring && ringed.ok()) {
+    inbox->ring->Pop();
+    ++inbox->received;
+  }
   ++inbox->owed;
   return copied;
 }

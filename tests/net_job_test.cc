@@ -497,6 +497,7 @@ TEST_CASE("every way across delivers every value exactly", "[net]") {
         CHECK(sent[0].wire_bytes < kPieces / 2 * piece_bytes + piece_bytes);
         CHECK(sent[0].wire_bytes >= kPieces / 2 * piece_bytes);
         CHECK(sent[0].shared_pieces == 0);
+        CHECK(sent[0].ring_pieces == 0);
         break;
       case kMessages:
       case kRefused:
@@ -508,25 +509,34 @@ TEST_CASE("every way across delivers every value exactly", "[net]") {
         // Memory beats any codec: nothing goes on the wire but order.
         CHECK(sent[0].wire_bytes == 0);
         CHECK(sent[0].shared_pieces == kPieces);
+        // Bulk pieces: the first names the piece ring, and every later
+        // header goes through it.
+        CHECK(
+            sent[0].ring_pieces ==
+            (piece_bytes >= net::Transport::kRingFromBytes ? kPieces - 1 : 0));
         break;
     }
   }
 }
 
-// A dynamic blob that grows piece by piece: each shared memory slot the
-// sender reuses must grow with it (a new segment, named to the receiver),
-// and every piece arrives with its own shape and values.
+// A dynamic blob that grows piece by piece, from half its largest shape:
+// each shared memory slot the sender reuses must grow with it (a new
+// segment, named to the receiver), and every piece arrives with its own
+// shape and values. Up to 16 KiB, and up to 2 MiB, where the headers (and
+// the new names in them) go through the piece ring.
 TEST_CASE("shared memory slots grow with a dynamic blob", "[net]") {
   constexpr int64_t kPieces = 24;
-  auto floats = [](int64_t piece) {
-    return (piece + 1) * kWideFloats / kPieces;
+  const int64_t most = GENERATE(values<int64_t>({kWideFloats, 1 << 19}));
+  INFO("up to " << most << " floats");
+  auto floats = [most](int64_t piece) {
+    return most / 2 + (piece + 1) * (most / 2) / kPieces;
   };
   PlanWriter w;
   StreamKeyProto on1 = CpuStream(0);
   on1.set_machine_id(1);
   TaskProto* fill = w.AddTask("fill", "nj_dyn_fill", CpuStream(0));
-  const int64_t data = w.AddOutput(
-      fill, "out", 4, false, {BlobProto("x", DT_FLOAT32, {kWideFloats}, true)});
+  const int64_t data = w.AddOutput(fill, "out", 4, false,
+                                   {BlobProto("x", DT_FLOAT32, {most}, true)});
   TaskProto* take = w.AddTask("take", "nj_dyn_take", on1);
   w.Consume(take, "in", data);
   const Plan plan = w.plan();
@@ -575,6 +585,11 @@ TEST_CASE("shared memory slots grow with a dynamic blob", "[net]") {
   CHECK(wrong.load() == 0);
   REQUIRE(sent.size() == 1);
   CHECK(sent[0].shared_pieces == kPieces);
+  // Bulk pieces after the first: a grown slot's new name reaches the
+  // receiver in the ring's headers.
+  const bool bulk = floats(0) * 4 >= net::Transport::kRingFromBytes;
+  CHECK(bulk == (most > kWideFloats));
+  CHECK(sent[0].ring_pieces == (bulk ? kPieces - 1 : 0));
   int64_t bytes = 0;
   for (int64_t p = 0; p < kPieces; ++p) bytes += floats(p) * 4;
   CHECK(sent[0].register_bytes == bytes);
