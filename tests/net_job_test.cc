@@ -595,6 +595,71 @@ TEST_CASE("shared memory slots grow with a dynamic blob", "[net]") {
   CHECK(sent[0].register_bytes == bytes);
 }
 
+// A bulk edge's sender fails after a few pieces, while its receiver waits
+// on an empty piece ring: the receiver ends with the sender's error, never
+// waits for a doorbell that cannot come.
+TEST_CASE("a sender failing under a bulk edge ends its waiting receiver",
+          "[net]") {
+  constexpr int64_t kPieces = 12;
+  constexpr int64_t kFailAt = 5;
+  const int64_t floats = net::Transport::kRingFromBytes / 4 + 16;
+  PlanWriter w;
+  StreamKeyProto on1 = CpuStream(0);
+  on1.set_machine_id(1);
+  TaskProto* fill = w.AddTask("fill", "nj_bulk_fill", CpuStream(0));
+  const int64_t data = w.AddOutput(fill, "out", 4, false,
+                                   {BlobProto("x", DT_FLOAT32, {floats})});
+  TaskProto* take = w.AddTask("take", "nj_bulk_take", on1);
+  w.Consume(take, "in", data);
+  const Plan plan = w.plan();
+  std::mutex mu;
+  std::condition_variable changed;
+  int64_t taken = 0;  // under mu
+  SessionOptions options;
+  auto no_init = [](const KernelInitContext&) { return absl::OkStatus(); };
+  options.kernels.BindFunction(
+      "nj_bulk_fill",
+      [&](KernelContext* ctx) {
+        // Only once rank 1 took every piece before (bounded, so that a
+        // failing test still ends): it waits on the ring when this fails.
+        std::unique_lock<std::mutex> lock(mu);
+        changed.wait_for(lock, std::chrono::seconds(60),
+                         [&] { return taken >= ctx->piece_id(); });
+        if (ctx->piece_id() == kFailAt) {
+          return absl::InternalError("fill refuses this piece");
+        }
+        return absl::OkStatus();
+      },
+      no_init);
+  options.kernels.BindFunction(
+      "nj_bulk_take",
+      [&](KernelContext*) {
+        std::lock_guard<std::mutex> lock(mu);
+        ++taken;
+        changed.notify_all();
+        return absl::OkStatus();
+      },
+      no_init);
+  const int port = net::FreePort("127.0.0.1");
+  REQUIRE(port != 0);
+  absl::Status one;
+  std::thread rank1([&] {
+    auto job = net::Job::Create(plan, kPieces, Rank(1, port), options);
+    one = job.status();
+    if (one.ok()) one = (*job)->Run(kPieces).status();
+  });
+  auto job = net::Job::Create(plan, kPieces, Rank(0, port), options);
+  REQUIRE(job.ok());
+  const absl::Status zero = (*job)->Run(kPieces).status();
+  rank1.join();
+  INFO(zero << " / " << one);
+  CHECK(taken == kFailAt);
+  for (const absl::Status& status : {zero, one}) {
+    CHECK(!status.ok());
+    CHECK(absl::StrContains(status.message(), "fill refuses this piece"));
+  }
+}
+
 TEST_CASE("--net-compress naming a task that sends nothing across fails",
           "[net]") {
   std::atomic<int64_t> wrong{0};
