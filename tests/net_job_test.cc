@@ -387,14 +387,16 @@ uint32_t WideBits(int64_t piece, int64_t i) {
   return static_cast<uint32_t>(z ^ (z >> 31));
 }
 
-Plan WidePlan(int64_t floats) {
+// fill (machine 0) -> take (machine 1), `floats` a piece, with the kernels
+// `kernels`_fill and `kernels`_take.
+Plan WidePlan(int64_t floats, const std::string& kernels = "nj_wide") {
   PlanWriter w;
   StreamKeyProto on1 = CpuStream(0);
   on1.set_machine_id(1);
-  TaskProto* fill = w.AddTask("fill", "nj_wide_fill", CpuStream(0));
+  TaskProto* fill = w.AddTask("fill", kernels + "_fill", CpuStream(0));
   const int64_t data = w.AddOutput(fill, "out", 4, false,
                                    {BlobProto("x", DT_FLOAT32, {floats})});
-  TaskProto* take = w.AddTask("take", "nj_wide_take", on1);
+  TaskProto* take = w.AddTask("take", kernels + "_take", on1);
   w.Consume(take, "in", data);
   return w.plan();
 }
@@ -602,16 +604,8 @@ TEST_CASE("a sender failing under a bulk edge ends its waiting receiver",
           "[net]") {
   constexpr int64_t kPieces = 12;
   constexpr int64_t kFailAt = 5;
-  const int64_t floats = net::Transport::kRingFromBytes / 4 + 16;
-  PlanWriter w;
-  StreamKeyProto on1 = CpuStream(0);
-  on1.set_machine_id(1);
-  TaskProto* fill = w.AddTask("fill", "nj_bulk_fill", CpuStream(0));
-  const int64_t data = w.AddOutput(fill, "out", 4, false,
-                                   {BlobProto("x", DT_FLOAT32, {floats})});
-  TaskProto* take = w.AddTask("take", "nj_bulk_take", on1);
-  w.Consume(take, "in", data);
-  const Plan plan = w.plan();
+  const Plan plan =
+      WidePlan(net::Transport::kRingFromBytes / 4 + 16, "nj_bulk");
   std::mutex mu;
   std::condition_variable changed;
   int64_t taken = 0;  // under mu
