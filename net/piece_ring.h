@@ -16,9 +16,10 @@ namespace actorflow::internal::net {
 // shared memory segment of the sender's (Transport). Their blobs already
 // cross in shared memory slots; with the headers here too, a piece needs
 // no message on the edge's gRPC stream, whose per-message cost (a write
-// and a read through gRPC, a wake-up at each end) halved 1 MiB pieces'
-// speed on 2 CPUs. The stream carries only a doorbell (an empty message)
-// for a piece published while the receiver said it waits.
+// and a read through gRPC, a wake-up at each end) stalled both ranks'
+// copies of 1 MiB pieces on 2 CPUs, costing them about a third of their
+// speed. The stream carries only a doorbell (an empty message) for a piece
+// published while the receiver said it waits.
 //
 // `entries` headers of at most max_header_bytes() each, in publishing
 // order. The sender publishes only with a credit, and the receiver credits

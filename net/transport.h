@@ -192,10 +192,10 @@ class Transport final {
   // An edge through shared memory whose first piece has this many bytes
   // or more sends its later pieces' headers through a piece ring
   // (piece_ring.h) rather than as messages. Measured with net_bench on 2
-  // CPUs, alternated with messages: 1 MiB pieces moved at 0.50-0.77 of
-  // memcpy's speed against 0.40-0.55; but with the ring on every edge, the
-  // two-rank MLP job (pieces of 8 B to 400 KB) ran 97-108 thousand
-  // samples/s against 115-138 with messages.
+  // CPUs (--mib=256), alternated with messages: 1 MiB pieces moved at
+  // 0.64-0.69 of memcpy's speed against 0.45-0.54; but with the ring on
+  // every edge, the two-rank MLP job (pieces of 8 B to 400 KB) ran 97-108
+  // thousand samples/s against 115-138 with messages.
   static constexpr int64_t kRingFromBytes = kBulkBytes;
 
  private:
