@@ -53,7 +53,7 @@ class PieceRing {
   int64_t Unpopped() const {
     return static_cast<int64_t>(Published() - popped_);
   }
-  bool HasPiece() const { return Published() > popped_; }
+  bool HasPiece() const { return Unpopped() > 0; }
   // The next piece's header, valid until Pop; DataLoss if the sender wrote
   // past the ring or an entry's length is out of range.
   absl::StatusOr<absl::string_view> Front() const;

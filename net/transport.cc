@@ -299,12 +299,10 @@ std::string Transport::Describe() {
   }
   for (auto& [id, inbox] : inboxes_) {
     MutexLock lock(&inbox->mu);
-    const int64_t untaken =
-        static_cast<int64_t>(inbox->arrived.size()) +
-        (inbox->ring != nullptr ? inbox->ring->Unpopped() : 0);
+    const int64_t untaken = inbox->Untaken();
     absl::StrAppend(&text, "\n  edge regst ", id, " from rank ",
                     inbox->src_rank, ": ",
-                    inbox->received + (untaken - std::ssize(inbox->arrived)),
+                    inbox->received + inbox->RingUnpopped(),
                     " pieces received, ", untaken, " not yet taken");
     if (untaken == 0 && !inbox->ended) {
       absl::StrAppend(&text, " (waiting for rank ", inbox->src_rank,
@@ -602,12 +600,17 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
   // receiver knows it: the piece that names it is still a message. Only
   // for bulk pieces (kRingFromBytes).
   bool ringed = false, doorbell = false;
-  if (slot != nullptr && out->ring == nullptr && !out->ring_off &&
-      slot_bytes < kRingFromBytes) {
-    out->ring_off = true;
-  }
   if (slot != nullptr && !out->ring_off) {
-    if (out->ring == nullptr) {
+    if (out->ring != nullptr) {
+      message->SerializeToString(&out->ring_header);
+      if (static_cast<int64_t>(out->ring_header.size()) <=
+          out->ring->max_header_bytes()) {
+        doorbell = out->ring->Publish(out->ring_header);
+        ringed = true;
+      } else {
+        out->ring_off = true;
+      }
+    } else if (slot_bytes >= kRingFromBytes) {
       // Room for twice this header: later ones differ only in their
       // shapes' values and a new slot's name.
       absl::StatusOr<std::unique_ptr<PieceRing>> ring = PieceRing::Create(
@@ -620,14 +623,7 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
         out->ring_off = true;
       }
     } else {
-      message->SerializeToString(&out->ring_header);
-      if (static_cast<int64_t>(out->ring_header.size()) <=
-          out->ring->max_header_bytes()) {
-        doorbell = out->ring->Publish(out->ring_header);
-        ringed = true;
-      } else {
-        out->ring_off = true;
-      }
+      out->ring_off = true;  // smaller pieces keep their messages
     }
   }
   if (ringed) {
@@ -864,9 +860,7 @@ void Transport::FinishCall(Inbox* inbox) {
   }
   inbox->finish_sent = true;
   grpc::Status status = grpc::Status::OK;
-  const int64_t untaken =
-      static_cast<int64_t>(inbox->arrived.size()) +
-      (inbox->ring != nullptr ? inbox->ring->Unpopped() : 0);
+  const int64_t untaken = inbox->Untaken();
   if (untaken > 0) {
     status = grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,
@@ -972,13 +966,14 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
   grpc::ByteBuffer taken;
   bool failed = false, have = false;
   // The ring's pieces all came before any message that is a piece.
-  absl::StatusOr<absl::string_view> ringed = absl::NotFoundError("");
+  bool from_ring = false;
+  absl::StatusOr<absl::string_view> ringed;
   {
     MutexLock lock(&inbox->mu);
     failed = inbox->failed;
     if (!failed && inbox->ring != nullptr && inbox->ring->HasPiece()) {
       ringed = inbox->ring->Front();
-      have = true;
+      from_ring = have = true;
     } else if (!failed && !inbox->arrived.empty()) {
       taken.Swap(&inbox->arrived.front());
       inbox->arrived.pop_front();
@@ -992,7 +987,6 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
                      regst_desc_id, " ended before piece ", ctx.piece_id()),
         inbox->src_rank);
   }
-  const bool from_ring = !absl::IsNotFound(ringed.status());
   absl::Status decoded;
   if (!from_ring) {
     decoded = inbox->piece.Decode(taken);

@@ -292,6 +292,14 @@ class Transport final {
     BlobUnpacker unpacker;
     DecodedPiece piece;
     RegisterPiece ring_piece;  // the header of a piece from the ring
+
+    int64_t RingUnpopped() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+      return ring != nullptr ? ring->Unpopped() : 0;
+    }
+    // Pieces here and not yet taken: messages and the ring's.
+    int64_t Untaken() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+      return std::ssize(arrived) + RingUnpopped();
+    }
     // The sender's shared memory slots (register_num), as its messages
     // named them; Receive's alone.
     std::vector<std::unique_ptr<SharedSegment>> slots;
