@@ -59,7 +59,9 @@ class PieceRing {
   absl::StatusOr<absl::string_view> Front() const;
   void Pop() { ++popped_; }
   // Before the receiver parks: says it waits, then looks again (true: a
-  // piece came meanwhile, and it no longer says so).
+  // piece came meanwhile, and it no longer says so; the sender may have
+  // rung for that piece all the same, so a receiver looks again after
+  // every doorbell).
   bool WaitUnlessPiece();
 
  private:
