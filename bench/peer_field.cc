@@ -1,5 +1,6 @@
 #include "bench/peer_field.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <sstream>
@@ -19,10 +20,20 @@ struct Peer {
   std::function<Cost()> run;
 };
 
+// Items whose 1 us units take `span` on one CPU: under a CPU quota a run
+// is that long at least (RunFieldRows). A run that starts after an idle
+// gap (the next sample's setup) finds the quota's period unspent, and a
+// peer with more threads than the quota spends it on every CPU before the
+// kernel throttles the group: over a run of a few periods it gets more
+// than the quota gives a long job (oneTBB's two threads: 0.93 us per 1 us
+// unit under a quota of one CPU, with 12 ms runs and 10 ms periods). Over
+// many periods each peer gets what the quota allows.
+int64_t ItemsToSpan(absl::Duration span, int units_per_item) {
+  return absl::ToInt64Microseconds(span) / units_per_item;
+}
+
 // Runs `peer` again until its runs took `sustain` of wall time together (at
-// least once): the mean cost per unit of those runs. Under a CPU quota a
-// run shorter than the quota's period may use every CPU before the kernel
-// throttles the group; over several periods it gets what the quota allows.
+// least once): the mean cost per unit of those runs.
 Cost Sustained(const Peer& peer, absl::Duration sustain) {
   Cost total;
   int runs = 0;
@@ -65,7 +76,8 @@ void RunFieldRows(const BusyWork& work, bool quick, int samples,
     line.threads = threads;
     line.cap = 2;
     line.work_iters = one_us;
-    line.items = quick ? 1'500 : 5'000;
+    line.items = std::max<int64_t>(quick ? 1'500 : 5'000,
+                                   ItemsToSpan(sustain, line.stages));
     // oneTBB as shipped: its arena as large as it finds the machine.
     PipelineSpec line_shipped = line;
     line_shipped.threads = 0;
@@ -80,7 +92,8 @@ void RunFieldRows(const BusyWork& work, bool quick, int samples,
     FanSpec fan;
     fan.threads = threads;
     fan.work_iters = one_us;
-    fan.items = quick ? 1'500 : 5'000;
+    fan.items = std::max<int64_t>(quick ? 1'500 : 5'000,
+                                  ItemsToSpan(sustain, fan.branches));
     FanSpec fan_shipped = fan;
     fan_shipped.threads = 0;
     Print(

@@ -30,7 +30,8 @@ struct FieldRow {
 // Runs every field row in this process (`samples` alternated rounds of
 // every peer, medians), printing each as a "field\t..." line on stdout.
 // Each sample repeats its peer's run for `sustain` of wall time at least
-// (one run when zero) and counts the mean.
+// (one run when zero) and counts the mean; with `sustain` given (under a
+// CPU quota), each run has the items to keep one CPU busy that long.
 void RunFieldRows(const BusyWork& work, bool quick, int samples,
                   absl::Duration sustain);
 
