@@ -15,6 +15,10 @@
 // The runtime's side of the kernel API's contexts (actorflow/kernel.h):
 // what they reach out of line, and the act context that fills a
 // KernelContext's fields.
+namespace actorflow::internal {
+class InputHolder;  // held_inputs.h
+}  // namespace actorflow::internal
+
 namespace actorflow {
 ACTORFLOW_NAMESPACE_BEGIN
 
@@ -37,6 +41,9 @@ struct KernelContext::Rep {
   const TaskProto* task = nullptr;
   // Where ReportHeldBytes writes (the actor's; null: nowhere).
   std::atomic<int64_t>* held_bytes = nullptr;
+  // The actor a kernel holds its inputs through (held_inputs.h); null
+  // where an act cannot hold them.
+  internal::InputHolder* holder = nullptr;
   std::vector<Group> input_groups;
   std::vector<Group> output_groups;
 };

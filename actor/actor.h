@@ -14,6 +14,7 @@
 #include "actor/actor_msg.h"
 #include "actor/feed_port.h"
 #include "actor/fetch_port.h"
+#include "actor/held_inputs.h"
 #include "actor/register.h"
 #include "actor/run_monitor.h"
 #include "actorflow/act_span.h"
@@ -76,6 +77,9 @@ struct ActorEnv {
   bool trace = false;
   // Time every act and every wait (see stats() and kernel_since_ns()).
   bool timed = false;
+  // Where inputs a kernel held go back (held_inputs.h); null: kernels
+  // cannot hold their inputs.
+  std::shared_ptr<ReturnRoute> returns;
 };
 
 // One task at run time. Lives on its stream's thread and is only touched

@@ -9,7 +9,26 @@
 namespace actorflow::internal {
 
 KernelActor::KernelActor(ActorSpec& spec, ActorEnv env)
-    : Actor(spec, env), stateful_(kernel_ != nullptr && kernel_->has_state()) {}
+    : Actor(spec, env), stateful_(kernel_ != nullptr && kernel_->has_state()) {
+  if (env_.returns != nullptr) ctx_.mutable_rep().holder = this;
+}
+
+std::unique_ptr<HeldInputs> KernelActor::HoldInputs() {
+  if (inputs_held_) return nullptr;
+  RegisterBlobs** const inputs = ctx_.inputs();
+  for (int i = 0; i < num_in_; ++i) {
+    const std::shared_ptr<SyncedMemory>& memory =
+        AsRegister(inputs[i])->memory_ptr();
+    if (memory == nullptr || !memory->owns_cpu_data() ||
+        memory->head() == SyncedMemory::HEAD_AT_GPU) {
+      return nullptr;
+    }
+  }
+  auto held = std::make_unique<HeldInputs>(env_.returns);
+  for (int i = 0; i < num_in_; ++i) held->Add(AsRegister(inputs[i]));
+  inputs_held_ = true;
+  return held;
+}
 
 void KernelActor::OnReset() {
   cut_index_ = 0;
@@ -85,6 +104,14 @@ bool KernelActor::Act(int64_t piece) {
   }
   if (__builtin_expect(!status.ok(), 0)) {
     for (int o = 0; o < num_out_; ++o) PushFree(out[o], AsRegister(outputs[o]));
+    if (inputs_held_) {
+      // The hold returns them: they must not be returned here too.
+      inputs_held_ = false;
+      for (int i = 0; i < num_in_; ++i) {
+        in[i].ready.Pop();
+        if (in[i].ready.empty()) ++blockers_;
+      }
+    }
     Fail(status, piece);
     return false;  // MaybeEnd returns the inputs on the way to the zombie state
   }
@@ -108,9 +135,9 @@ bool KernelActor::Act(int64_t piece) {
   }
   if (publishes_first_) {
     for (int o = 0; o < num_out_; ++o) Publish(AsRegister(outputs[o]));
-    for (int i = 0; i < num_in_; ++i) ReturnToProducer(AsRegister(inputs[i]));
+    ReturnInputs(inputs);
   } else {
-    for (int i = 0; i < num_in_; ++i) ReturnToProducer(AsRegister(inputs[i]));
+    ReturnInputs(inputs);
     for (int o = 0; o < num_out_; ++o) Publish(AsRegister(outputs[o]));
   }
   return true;
@@ -122,15 +149,11 @@ void KernelActor::HandOverBatched() {
   // Whether another act can follow at once; if so, this act's outputs wait
   // for it, and the last act of the streak hands them all over.
   const bool acts_again = blockers_ == 0;
-  if (!publishes_first_) {
-    for (int i = 0; i < num_in_; ++i) ReturnToProducer(AsRegister(inputs[i]));
-  }
+  if (!publishes_first_) ReturnInputs(inputs);
   for (int o = 0; o < num_out_; ++o)
     PublishDeferred(out_[o], AsRegister(outputs[o]));
   if (!acts_again) DeliverDeferred();
-  if (publishes_first_) {
-    for (int i = 0; i < num_in_; ++i) ReturnToProducer(AsRegister(inputs[i]));
-  }
+  if (publishes_first_) ReturnInputs(inputs);
 }
 
 void KernelActor::ReachCut(int64_t piece) {

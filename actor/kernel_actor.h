@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "actor/actor.h"
@@ -13,10 +14,13 @@ namespace actorflow::internal {
 // inputs bring (SourceActor<KernelActor> counts its pieces instead). Also
 // the base of StreamActor, which shares how an act takes its registers and
 // differs only in where the kernel runs.
-class KernelActor : public Actor {
+class KernelActor : public Actor, public InputHolder {
  public:
   // Takes the spec's kernel.
   KernelActor(ActorSpec& spec, ActorEnv env);
+
+  // During the kernel's Forward (held_inputs.h).
+  std::unique_ptr<HeldInputs> HoldInputs() override;
 
  protected:
   void Drive() override {
@@ -51,6 +55,15 @@ class KernelActor : public Actor {
   // Act's last step where deliveries are batched (ActorSpec): returns the
   // inputs and publishes the outputs with PublishDeferred.
   __attribute__((noinline)) void HandOverBatched();
+  // Each input of the act back to its producer, unless the kernel held
+  // them: then the hold returns them.
+  void ReturnInputs(RegisterBlobs** inputs) {
+    if (__builtin_expect(inputs_held_, 0)) {
+      inputs_held_ = false;
+      return;
+    }
+    for (int i = 0; i < num_in_; ++i) ReturnToProducer(AsRegister(inputs[i]));
+  }
   // CallKernel, marked as under way for kernel_since_ns().
   absl::Status CallKernelMarked() {
     kernel_since_ns_.store(1, std::memory_order_release);
@@ -78,6 +91,8 @@ class KernelActor : public Actor {
   // (next_cut_ is INT64_MAX when there are none, so the check on every act
   // is one comparison).
   const bool stateful_;
+  // The kernel holds this act's inputs (HoldInputs).
+  bool inputs_held_ = false;
   size_t cut_index_ = 0;
   int64_t next_cut_ = INT64_MAX;
 };

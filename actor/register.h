@@ -53,6 +53,8 @@ class Register : public RegisterBlobs {
   // produces this register.
   void ResetShapes();
   SyncedMemory& memory() const { return *memory_; }
+  // Null for a register without bytes.
+  const std::shared_ptr<SyncedMemory>& memory_ptr() const { return memory_; }
 
   // Producer thread only.
   void set_reading_cnt(int32_t n) { reading_cnt_ = n; }

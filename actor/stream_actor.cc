@@ -10,6 +10,8 @@ namespace actorflow::internal {
 StreamActor::StreamActor(ActorSpec& spec, ActorEnv env)
     : KernelActor(spec, env), async_(spec.async_thread) {
   ctx_.set_cuda_stream(async_->stream()->native_handle());
+  // Its kernel runs on the stream, after the act: nothing to hold there.
+  ctx_.mutable_rep().holder = nullptr;
   int64_t registers = total_registers_;
   for (const InSlot& slot : in_) registers += slot.desc->register_num;
   async_acts_.reserve(registers);

@@ -551,6 +551,7 @@ absl::Status SessionImpl::ConstructActors() {
                      options_.stall > absl::ZeroDuration();
   env_ = ActorEnv{monitor_.get(), &pieces_,       &run_cuts_, this,
                   &resetting_,    options_.trace, timed};
+  env_.returns = std::make_shared<ReturnRoute>();
   actors_.resize(n);
   {
     MutexLock lock(&mu_);
@@ -592,6 +593,8 @@ SessionImpl::~SessionImpl() {
     }
   }
   if (threads_ == nullptr) return;  // Build failed before the threads
+  // A kernel's hold released from now on finds its threads gone.
+  if (env_.returns != nullptr) env_.returns->Close();
   if (abandoned_) {
     // The abandoned thread may come back from its kernel and finish that
     // act: what it can reach stays allocated. The other threads are joined.

@@ -77,6 +77,12 @@ class Thread {
     }
     return channel_.Send(msg) == ChannelStatus::kOk;
   }
+  // TrySend through the channel even from the loop's own thread: for a
+  // sender that may run inside the loop's wait (a callback in its parker),
+  // where the local queue is not looked at until the wait ends. Any thread.
+  bool SendToChannel(const Msg& msg) {
+    return channel_.Send(msg) == ChannelStatus::kOk;
+  }
 
   // Any thread, the loop's own included.
   void RequestStop() { channel_.Close(); }
