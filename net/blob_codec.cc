@@ -52,6 +52,16 @@ grpc::Slice BlobPacker::Pack(const void* data, int64_t bytes,
   return raw;
 }
 
+grpc::Slice BlobPacker::Refer(const void* data, int64_t bytes, BlobPiece* piece,
+                              void (*destroy)(void*), void* user_data) {
+  packed_bytes_ += bytes;
+  piece->set_codec(BlobPiece::RAW);
+  piece->set_wire_bytes(bytes);
+  wire_bytes_ += bytes;
+  return grpc::Slice(const_cast<void*>(data), static_cast<size_t>(bytes),
+                     destroy, user_data);
+}
+
 struct BlobUnpacker::Zstd {
   ZSTD_DCtx* context = ZSTD_createDCtx();
   ~Zstd() { ZSTD_freeDCtx(context); }

@@ -24,6 +24,13 @@ class BlobPacker {
   // wire_bytes set to match): compressed only where that makes them
   // smaller; otherwise RAW, one copy.
   grpc::Slice Pack(const void* data, int64_t bytes, BlobPiece* piece);
+  // Whether Pack may compress (the edge's compression is on).
+  bool compresses() const { return zstd_ != nullptr; }
+  // The RAW wire bytes of `bytes` bytes at `data` as a slice over that
+  // memory, no copy: `destroy(user_data)` runs once gRPC and every copy of
+  // the slice are done with it, and the bytes must stay until then.
+  grpc::Slice Refer(const void* data, int64_t bytes, BlobPiece* piece,
+                    void (*destroy)(void*), void* user_data);
 
   // Bytes given to Pack and bytes it put in pieces, since construction.
   int64_t packed_bytes() const { return packed_bytes_; }

@@ -567,7 +567,12 @@ Job::~Job() {
   }
   // The transport's poller may still deliver a credit or a piece: it must
   // not wake an actor that is gone.
-  if (transport_ != nullptr) transport_->DropWakers();
+  if (transport_ != nullptr) {
+    transport_->DropWakers();
+    // A piece queued or being written holds its register (held_inputs.h):
+    // cancelled first, so that a run still under way can end.
+    transport_->Fail(absl::CancelledError("the job ended"));
+  }
   session_.reset();
   if (transport_ != nullptr) {
     transport_->ReleaseQueue();

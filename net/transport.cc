@@ -163,6 +163,10 @@ void Transport::Stop() {
     owner_changed_.SignalAll();
   }
   if (cq_ == nullptr) return;
+  {
+    MutexLock lock(&alarm_mu_);
+    alarms_off_ = true;
+  }
   // Every operation still under way was cancelled (the job's server was
   // shut down before): the queue drains, then the poller returns.
   cq_->Shutdown();
@@ -206,10 +210,13 @@ class Transport::CqParker final : public ChannelParker {
     parking = false;
     return got && tag != &alarm_op_;
   }
+  // Not under the transport's mu_: a sender may call this from inside a
+  // gRPC call made under it (a piece's hold released as gRPC lets go of
+  // the register, held_inputs.h).
   void Unpark() override {
     if (pending_.exchange(true, std::memory_order_acq_rel)) return;
-    MutexLock lock(&t_->mu_);
-    if (t_->stopping_) return;
+    MutexLock lock(&t_->alarm_mu_);
+    if (t_->alarms_off_) return;
     alarm_.Set(t_->cq_.get(), gpr_now(GPR_CLOCK_MONOTONIC), &alarm_op_);
   }
 
@@ -287,6 +294,10 @@ std::string Transport::Describe() {
     if (!out->shm_off.empty()) {
       absl::StrAppend(&text, ", shared memory off: ", out->shm_off);
     }
+    if (out->referred_pieces > 0) {
+      absl::StrAppend(&text, ", ", out->referred_pieces,
+                      " sent from the register itself");
+    }
     if (edge.compress) {
       absl::StrAppend(&text, ", zstd: ", out->register_bytes, " bytes in ",
                       out->wire_bytes);
@@ -319,7 +330,7 @@ std::vector<Transport::EdgeBytes> Transport::SentBytes() {
     MutexLock lock(&out->mu);
     edges.push_back({out->edge.regst_desc_id, out->edge.dst_rank, out->sent,
                      out->register_bytes, out->wire_bytes, out->shared_pieces,
-                     out->ring_pieces});
+                     out->ring_pieces, out->referred_pieces});
   }
   return edges;
 }
@@ -338,6 +349,10 @@ void Transport::Fail(absl::Status status) {
   for (auto& [key, out] : outgoing_) {
     MutexLock lock(&out->mu);
     out->failed = true;
+    // Nothing queued is written any more: its registers (held by pieces
+    // sent from them) go back now, so that the run can end. The one being
+    // written is gRPC's until its write completes, failed.
+    DropQueued(out.get());
     out->context.TryCancel();
     out->gate.WakeIfShut();
     out->changed.SignalAll();
@@ -431,6 +446,15 @@ absl::Status Transport::Connect(const std::vector<std::string>& addresses,
   return absl::OkStatus();
 }
 
+void Transport::DropQueued(Outgoing* out) {
+  if (out->queue.empty()) return;
+  if (out->writing) {
+    out->queue.erase(out->queue.begin() + 1, out->queue.end());
+  } else {
+    out->queue.clear();
+  }
+}
+
 void Transport::StartWrite(Outgoing* out) {
   if (out->writing || out->queue.empty() ||
       out->phase == Outgoing::Phase::kConnecting ||
@@ -458,6 +482,8 @@ void Transport::OnSendWritten(Outgoing* out, bool ok) {
   out->writing = false;
   if (!ok) {
     // The read side learns why (the call's status) and ends the stream.
+    // Nothing more is written on it.
+    out->queue.clear();
     out->changed.SignalAll();
     return;
   }
@@ -573,6 +599,24 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
     }
   }
   const int64_t wire_before = out->packer->wire_bytes();
+  // Over the network, blobs of kReferFromBytes or more go as slices over
+  // the register itself, not copied, the register held until gRPC is done
+  // with them (nothing below can fail any more). Only on edges of two
+  // registers or more: the producer fills the next one meanwhile, where
+  // with one it would wait for every write.
+  HeldPiece* held = nullptr;
+  if (slot == nullptr && !out->packer->compresses() &&
+      out->edge.register_num >= 2) {
+    int referred = 0;
+    for (int b = 0; b < in.num_blobs(); ++b) {
+      referred += in.blob(b).byte_size() >= kReferFromBytes;
+    }
+    if (referred > 0) {
+      if (std::unique_ptr<HeldInputs> inputs = HoldInputs(ctx)) {
+        held = new HeldPiece{std::move(inputs), referred};
+      }
+    }
+  }
   int64_t register_bytes = 0;
   int64_t offset = 0;  // in the slot
   std::vector<grpc::Slice> data;
@@ -586,6 +630,9 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
       std::memcpy(slot->data() + SharedSegment::kHeaderBytes + offset,
                   blob.raw_data(), blob.byte_size());
       offset += aligned(blob.byte_size());
+    } else if (held != nullptr && blob.byte_size() >= kReferFromBytes) {
+      data.push_back(out->packer->Refer(blob.raw_data(), blob.byte_size(),
+                                        piece, &HeldPiece::Unref, held));
     } else {
       data.push_back(
           out->packer->Pack(blob.raw_data(), blob.byte_size(), piece));
@@ -643,6 +690,7 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
   out->register_bytes += register_bytes;
   out->wire_bytes += out->packer->wire_bytes() - wire_before;
   if (slot != nullptr) ++out->shared_pieces;
+  if (held != nullptr) ++out->referred_pieces;
   if (!shm_off.empty()) out->shm_off = shm_off;
   out->queue.emplace_back();
   out->queue.back().Swap(&encoded);

@@ -19,6 +19,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "actor/held_inputs.h"
 #include "actorflow/kernel.h"
 #include "base/mutex.h"
 #include "net/blob_codec.h"
@@ -154,6 +155,9 @@ class Transport final {
     // Of those, pieces whose header went through the piece ring (no
     // message of their own on the stream).
     int64_t ring_pieces = 0;
+    // Pieces whose large blobs gRPC sent from the register itself, not
+    // from a copy (kReferFromBytes).
+    int64_t referred_pieces = 0;
   };
   std::vector<EdgeBytes> SentBytes();
   // After the job's server shut down and before it is destroyed: fails
@@ -197,6 +201,10 @@ class Transport final {
   // every edge, the two-rank MLP job (pieces of 8 B to 400 KB) ran 97-108
   // thousand samples/s against 115-138 with messages.
   static constexpr int64_t kRingFromBytes = kBulkBytes;
+  // Blobs this large or larger cross the network from the register itself
+  // (Send): a copy of one costs more than holding the register until gRPC
+  // has written it.
+  static constexpr int64_t kReferFromBytes = 64 << 10;
 
  private:
   struct Call;
@@ -216,6 +224,21 @@ class Transport final {
   // The sending end of one edge: a client stream. Pieces queue here once
   // net_send has a credit for them; one is written at a time (gRPC allows no
   // more), and credits are read as they come.
+  // One piece's hold on its input register, shared by the piece's slices
+  // over it: the last slice that gRPC lets go of releases the register.
+  struct HeldPiece {
+    HeldPiece(std::unique_ptr<HeldInputs> held, int referred)
+        : inputs(std::move(held)), slices(referred) {}
+    static void Unref(void* self) {
+      auto* piece = static_cast<HeldPiece*>(self);
+      if (piece->slices.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        delete piece;
+      }
+    }
+    std::unique_ptr<HeldInputs> inputs;
+    std::atomic<int> slices;
+  };
+
   struct Outgoing {
     enum class Phase { kConnecting, kOpen, kClosing, kDone };
     NetEdge edge;
@@ -259,6 +282,7 @@ class Transport final {
     std::string ring_header;  // serialized, piece after piece
     int64_t shared_pieces ABSL_GUARDED_BY(mu) = 0;
     int64_t ring_pieces ABSL_GUARDED_BY(mu) = 0;
+    int64_t referred_pieces ABSL_GUARDED_BY(mu) = 0;
     std::string shm_off ABSL_GUARDED_BY(mu);  // why it was turned off
   };
 
@@ -330,6 +354,8 @@ class Transport final {
   void RequestCall();
   void OnCallRead(Call* call, bool ok);
   void StartWrite(Outgoing* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(out->mu);
+  // Drops every queued piece but one being written.
+  void DropQueued(Outgoing* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(out->mu);
   void OnSendCredit(Outgoing* out, bool ok);
   void OnSendWritten(Outgoing* out, bool ok);
   void GrantCredit(Inbox* inbox) ABSL_EXCLUSIVE_LOCKS_REQUIRED(inbox->mu);
@@ -366,6 +392,9 @@ class Transport final {
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   // No operation may start once set: the queue is shutting down.
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // The parker's alarms: set off only before Stop shuts the queue down.
+  Mutex alarm_mu_;
+  bool alarms_off_ ABSL_GUARDED_BY(alarm_mu_) = false;
   // Every call accepted or requested; freed once the queue is drained.
   std::vector<std::unique_ptr<Call>> calls_ ABSL_GUARDED_BY(mu_);
 };

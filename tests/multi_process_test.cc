@@ -468,6 +468,44 @@ TEST_CASE("a rank that stops answering fails the others after the peer timeout",
   CHECK(WaitRank(ranks[1]).exit_code == -1);
 }
 
+// Rank 0 sends 4 MB pieces over gRPC (no shared memory) from their
+// registers, 8 in flight, more than the sockets buffer: once rank 1 stops,
+// rank 0's writes stall with its registers in gRPC's hands. The peer
+// timeout fails the job, the failure cancels the stream, gRPC lets go of
+// the registers, and rank 0 ends rather than waiting for them.
+TEST_CASE("a rank that stops under pieces sent from their registers", "[net]") {
+  std::vector<TaskDef> defs = {
+      {.name = "src", .op_type = "source"},
+      {.name = "sink", .op_type = "checksum", .inputs = {"src"}}};
+  defs[0].register_num = 8;
+  defs[0].elem_cnt = 1 << 20;
+  defs[1].has_output = false;
+  absl::StatusOr<Plan> plan = BuildPlan(defs, 1'000'000);
+  REQUIRE(plan.ok());
+  plan->mutable_task(1)->mutable_stream()->set_machine_id(1);
+  const std::string path = WritePlan(*plan, "held_stop.pbtxt");
+  const int port = PortForJob();
+  std::vector<HandRank> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.push_back(StartRank(path, r, 2, port,
+                              {"--peer-timeout=2", "--net-shm=0", "--progress"},
+                              "held_stop_rank" + std::to_string(r)));
+  }
+  REQUIRE(AwaitProgress(ranks[1]));
+  const auto stopped_at = std::chrono::steady_clock::now();
+  REQUIRE(kill(ranks[1].pid, SIGSTOP) == 0);
+  Finished zero = WaitRank(ranks[0]);
+  const double seconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - stopped_at)
+                             .count();
+  INFO("rank 0 exited after " << seconds << " s: " << zero.out);
+  CHECK(zero.exit_code == 1);
+  CHECK(seconds < 2 + 10);
+  CHECK(Contains(zero.out, "rank 1"));
+  REQUIRE(kill(ranks[1].pid, SIGKILL) == 0);
+  CHECK(WaitRank(ranks[1]).exit_code == -1);
+}
+
 TEST_CASE("a rank that never joins fails rank 0 after the join timeout",
           "[net]") {
   const std::string path = WritePlan(FailingPlan(), "lonely.pbtxt");
