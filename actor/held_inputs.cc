@@ -28,12 +28,10 @@ void HeldInputs::Add(Register* reg) {
   memory_.push_back(reg->memory_ptr());
 }
 
-void HeldInputs::Release() {
-  if (released_) return;
-  released_ = true;
+void HeldInputs::Return() {
+  if (returned_) return;
+  returned_ = true;
   route_->Send(returns_);
-  // The bytes go once the registers' owner lets go of them too.
-  memory_.clear();
 }
 
 std::unique_ptr<HeldInputs> HoldInputs(const KernelContext& ctx) {

@@ -21,10 +21,11 @@
 //
 // A producer finishes its run only once every register it made is back
 // (actor.h), so no run ends, cancelled or not, while a hold is out: whoever
-// holds must release on every path (the transport does when a write
-// completes, fails, or is cancelled). A late release, after the session's
-// threads stopped, is dropped (ReturnRoute); the held registers' memory
-// stays allocated until the release, so a reader never reads freed bytes.
+// holds must return the registers on every path (the transport does when
+// gRPC lets go of them, and at once when the job fails). A late return,
+// after the session's threads stopped, is dropped (ReturnRoute); the held
+// registers' memory stays allocated until the hold goes, so a reader never
+// reads freed bytes.
 namespace actorflow::internal {
 
 class Register;
@@ -48,21 +49,30 @@ class HeldInputs {
  public:
   explicit HeldInputs(std::shared_ptr<ReturnRoute> route)
       : route_(std::move(route)) {}
-  // Releases, if Release was not called.
-  ~HeldInputs() { Release(); }
+  // Returns the registers, if that was not done.
+  ~HeldInputs() { Return(); }
   HeldInputs(const HeldInputs&) = delete;
   HeldInputs& operator=(const HeldInputs&) = delete;
 
   // On the act's thread, during the act.
   void Add(Register* reg);
-  // Each register back to its producer, once; any thread, one at a time.
-  void Release();
+  // Each register back to its producer, once; its memory stays allocated
+  // until this object goes. Any thread, one at a time. A holder returns
+  // early only when what still reads the bytes no longer matters (a
+  // failed job's cancelled stream that gRPC has not let go of yet): the
+  // producer may write the register again at once.
+  void Return();
+  // Return, and the memory goes too: nothing reads the bytes any more.
+  void Release() {
+    Return();
+    memory_.clear();
+  }
 
  private:
   std::shared_ptr<ReturnRoute> route_;
   absl::InlinedVector<std::pair<Thread<ActorMsg>*, ActorMsg>, 2> returns_;
   absl::InlinedVector<std::shared_ptr<SyncedMemory>, 2> memory_;
-  bool released_ = false;
+  bool returned_ = false;
 };
 
 // What a kernel's context reaches to hold its inputs (KernelActor).

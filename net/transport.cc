@@ -363,6 +363,10 @@ void Transport::Fail(absl::Status status) {
     if (inbox->call != nullptr) inbox->call->context.TryCancel();
     inbox->gate.WakeIfShut();
   }
+  // What gRPC still reads goes nowhere now: the registers go back, so
+  // that the run can end; their memory stays until gRPC lets go.
+  MutexLock lock(&held_->mu);
+  for (HeldPiece* piece : held_->live) piece->inputs->Return();
 }
 
 absl::Status Transport::StreamLost(const std::string& what, int32_t peer) {
@@ -444,6 +448,24 @@ absl::Status Transport::Connect(const std::vector<std::string>& addresses,
     if (!open) return cannot;
   }
   return absl::OkStatus();
+}
+
+Transport::HeldPiece::HeldPiece(std::unique_ptr<HeldInputs> held, int referred,
+                                std::shared_ptr<HeldPieces> all)
+    : inputs(std::move(held)), slices(referred), all(std::move(all)) {
+  MutexLock lock(&this->all->mu);
+  this->all->live.insert(this);
+}
+
+void Transport::HeldPiece::Unref(void* self) {
+  auto* piece = static_cast<HeldPiece*>(self);
+  if (piece->slices.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  {
+    MutexLock lock(&piece->all->mu);
+    piece->all->live.erase(piece);
+  }
+  piece->inputs->Release();
+  delete piece;
 }
 
 void Transport::DropQueued(Outgoing* out) {
@@ -613,7 +635,7 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
     }
     if (referred > 0) {
       if (std::unique_ptr<HeldInputs> inputs = HoldInputs(ctx)) {
-        held = new HeldPiece{std::move(inputs), referred};
+        held = new HeldPiece(std::move(inputs), referred, held_);
       }
     }
   }
@@ -692,6 +714,13 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
   if (slot != nullptr) ++out->shared_pieces;
   if (held != nullptr) ++out->referred_pieces;
   if (!shm_off.empty()) out->shm_off = shm_off;
+  if (out->failed || out->phase == Outgoing::Phase::kDone) {
+    // Failed or ended since the check above: nothing would write the
+    // piece, and a piece left in the queue would hold its register for
+    // good. `encoded` goes here, and with it any hold; the failure, or the
+    // stream's end, surfaces as it does for every other piece.
+    return absl::OkStatus();
+  }
   out->queue.emplace_back();
   out->queue.back().Swap(&encoded);
   StartWrite(out);

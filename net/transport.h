@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "actor/held_inputs.h"
@@ -224,19 +225,24 @@ class Transport final {
   // The sending end of one edge: a client stream. Pieces queue here once
   // net_send has a credit for them; one is written at a time (gRPC allows no
   // more), and credits are read as they come.
+  // The pieces whose registers gRPC may still read (HeldPiece): a failure
+  // gives their registers back at once, since a cancelled stream's
+  // connection can keep a written message's slices until it closes.
+  // Shared with the pieces, which gRPC may let go of after the transport.
+  struct HeldPiece;
+  struct HeldPieces {
+    Mutex mu;
+    absl::flat_hash_set<HeldPiece*> live ABSL_GUARDED_BY(mu);
+  };
   // One piece's hold on its input register, shared by the piece's slices
   // over it: the last slice that gRPC lets go of releases the register.
   struct HeldPiece {
-    HeldPiece(std::unique_ptr<HeldInputs> held, int referred)
-        : inputs(std::move(held)), slices(referred) {}
-    static void Unref(void* self) {
-      auto* piece = static_cast<HeldPiece*>(self);
-      if (piece->slices.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        delete piece;
-      }
-    }
+    HeldPiece(std::unique_ptr<HeldInputs> held, int referred,
+              std::shared_ptr<HeldPieces> all);
+    static void Unref(void* self);
     std::unique_ptr<HeldInputs> inputs;
     std::atomic<int> slices;
+    const std::shared_ptr<HeldPieces> all;
   };
 
   struct Outgoing {
@@ -383,6 +389,7 @@ class Transport final {
   grpc::AsyncGenericService service_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::thread poller_;
+  const std::shared_ptr<HeldPieces> held_ = std::make_shared<HeldPieces>();
   // Both fixed at construction: other threads only look things up.
   std::map<int64_t, std::unique_ptr<Inbox>> inboxes_;  // by regst_desc_id
   std::map<std::pair<int64_t, int32_t>, std::unique_ptr<Outgoing>> outgoing_;
