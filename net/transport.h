@@ -222,9 +222,6 @@ class Transport final {
       }
     }
   };
-  // The sending end of one edge: a client stream. Pieces queue here once
-  // net_send has a credit for them; one is written at a time (gRPC allows no
-  // more), and credits are read as they come.
   // The pieces whose registers gRPC may still read (HeldPiece): a failure
   // gives their registers back at once, since a cancelled stream's
   // connection can keep a written message's slices until it closes.
@@ -245,6 +242,9 @@ class Transport final {
     const std::shared_ptr<HeldPieces> all;
   };
 
+  // The sending end of one edge: a client stream. Pieces queue here once
+  // net_send has a credit for them; one is written at a time (gRPC allows no
+  // more), and credits are read as they come.
   struct Outgoing {
     enum class Phase { kConnecting, kOpen, kClosing, kDone };
     NetEdge edge;
