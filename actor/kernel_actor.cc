@@ -107,10 +107,7 @@ bool KernelActor::Act(int64_t piece) {
     if (inputs_held_) {
       // The hold returns them: they must not be returned here too.
       inputs_held_ = false;
-      for (int i = 0; i < num_in_; ++i) {
-        in[i].ready.Pop();
-        if (in[i].ready.empty()) ++blockers_;
-      }
+      PopInputs();
     }
     Fail(status, piece);
     return false;  // MaybeEnd returns the inputs on the way to the zombie state
@@ -125,10 +122,7 @@ bool KernelActor::Act(int64_t piece) {
   // produced ones. (A source counts its piece once this returns: nothing
   // a delivery runs reads it.)
   CountAct();
-  for (int i = 0; i < num_in_; ++i) {
-    in[i].ready.Pop();
-    if (in[i].ready.empty()) ++blockers_;
-  }
+  PopInputs();
   if (__builtin_expect(batches_, 0)) {
     HandOverBatched();
     return true;

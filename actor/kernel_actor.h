@@ -39,6 +39,13 @@ class KernelActor : public Actor, public InputHolder {
   // registers and a free register per output into ctx_, and passes the
   // run's cuts. False if it failed.
   __attribute__((always_inline)) bool TakeRegisters(int64_t piece);
+  // The act's inputs off their slots' ready queues (both acts).
+  void PopInputs() {
+    for (int i = 0; i < num_in_; ++i) {
+      in_[i].ready.Pop();
+      if (in_[i].ready.empty()) ++blockers_;
+    }
+  }
 
   // A kernel that throws fails its task like one that returns an error.
   absl::Status CallKernel(KernelContext* ctx) {

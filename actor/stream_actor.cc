@@ -32,10 +32,7 @@ bool StreamActor::Act(int64_t piece) {
 
   // The act counts as done here; only its sends wait for the stream.
   CountAct();
-  for (int i = 0; i < num_in_; ++i) {
-    in_[i].ready.Pop();
-    if (in_[i].ready.empty()) ++blockers_;
-  }
+  PopInputs();
   for (int o = 0; o < num_out_; ++o) {
     Register* reg = AsRegister(act->ctx.outputs()[o]);
     const RegisterDesc& desc = reg->desc();
