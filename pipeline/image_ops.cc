@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/convert.h"
+#include "pipeline/normalize_rows.h"
 #include "pipeline/pixel_store.h"
 #include "pipeline/resample.h"
 
@@ -488,16 +489,23 @@ absl::Status CropMirrorNormalize(const SampleRef& in, const CropWindow& window,
   }
   for (int64_t y = 0; y < height; ++y) {
     const uint8_t* row = src + ((window.y + y) * in_w + window.x) * c;
+    // RGB: most of the row vectorized, the same values (normalize_rows.h).
+    int64_t done = 0;
+    if (c == 3) {
+      float* const planes[3] = {dst + y * width, dst + (height + y) * width,
+                                dst + (2 * height + y) * width};
+      done = NormalizeRgbRow(row, width, mirror, m.data(), inv.data(), planes);
+    }
     for (int64_t k = 0; k < c; ++k) {
       const float* of = table.data() + k * 256;
       const uint8_t* in_row = row + k;
       float* out_row = dst + (k * height + y) * width;
       if (mirror) {
-        for (int64_t x = 0; x < width; ++x) {
+        for (int64_t x = done; x < width; ++x) {
           out_row[x] = of[in_row[(width - 1 - x) * c]];
         }
       } else {
-        for (int64_t x = 0; x < width; ++x) out_row[x] = of[in_row[x * c]];
+        for (int64_t x = done; x < width; ++x) out_row[x] = of[in_row[x * c]];
       }
     }
   }
