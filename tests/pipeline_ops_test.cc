@@ -15,6 +15,7 @@
 #include "pipeline/fixtures.h"
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
+#include "pipeline/resample.h"
 #include "tests/test_util.h"
 
 namespace actorflow::internal::pipeline {
@@ -400,6 +401,64 @@ TEST_CASE("crop, flip and crop_mirror_normalize move the right pixels") {
 
   REQUIRE(CastSample(image.ref(), DT_FLOAT32, &out).ok());
   CHECK(out.as<float>()[11] == 23.0f);
+}
+
+TEST_CASE("antialiased byte resize is its float definition exactly") {
+  // The byte paths are vectorized (SSE2, or AVX2 where the CPU has it);
+  // each must give every value as the two passes define it in float: along
+  // the width sum_j w_j * v_j over the taps in order, then along the height
+  // the same over those rows, rounded as StorePixel<uint8_t>.
+  const uint64_t seed = testing::TestSeed("antialiased byte resize");
+  std::mt19937_64 gen(seed);
+  auto below = [&](int64_t n) {
+    return static_cast<int64_t>(gen() % static_cast<uint64_t>(n));
+  };
+  for (int round = 0; round < 40; ++round) {
+    const int64_t c = round % 4 == 0 ? 1 : 3;
+    const int64_t h = 4 + below(60), w = 4 + below(60);
+    std::vector<double> v(h * w * c);
+    for (double& x : v) x = static_cast<double>(below(256));
+    const Sample image = Values(DT_UINT8, {h, w, c}, v);
+    // Shrinking along one side at least, so the filter is widened.
+    const int64_t height = 1 + below(h), width = 1 + below(2 * w);
+    const int64_t out_h = 1 + below(height), out_w = 1 + below(width);
+    const CropWindow window{below(height - out_h + 1),
+                            below(width - out_w + 1)};
+    Sample out;
+    REQUIRE(ResizeWindow(image.ref(), ResizeArea{h, w, 0, 0}, height, width,
+                         window, out_h, out_w, &out, /*antialias=*/true)
+                .ok());
+    REQUIRE(out.shape == SampleShape{out_h, out_w, c});
+    const FilterTaps ys = TriangleTaps(h, height, window.y, out_h, 0);
+    const FilterTaps xs = TriangleTaps(w, width, window.x, out_w, 0);
+    auto filtered = [&](int64_t r, int64_t x, int64_t k) {
+      float sum = 0;
+      for (int64_t j = 0; j < xs.size[x]; ++j) {
+        sum += xs.weights[x * xs.width + j] *
+               static_cast<float>(
+                   image.storage[(r * w + xs.begin[x] + j) * c + k]);
+      }
+      return sum;
+    };
+    for (int64_t y = 0; y < out_h; ++y) {
+      for (int64_t x = 0; x < out_w; ++x) {
+        for (int64_t k = 0; k < c; ++k) {
+          float sum = 0;
+          for (int64_t j = 0; j < ys.size[y]; ++j) {
+            sum +=
+                ys.weights[y * ys.width + j] * filtered(ys.begin[y] + j, x, k);
+          }
+          const int want =
+              static_cast<int>(std::min(255.0f, std::max(0.0f, sum)) + 0.5f);
+          INFO("round " << round << " " << h << "x" << w << "x" << c << " -> "
+                        << height << "x" << width << ", window " << out_h << "x"
+                        << out_w << " at (" << window.y << ", " << window.x
+                        << "), at (" << y << ", " << x << ", " << k << ")");
+          REQUIRE(out.storage[(y * out_w + x) * c + k] == want);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("crop_mirror_normalize is its per-value definition exactly") {
