@@ -129,6 +129,17 @@ void FilterRowRgb(const uint8_t* from, const FilterTaps& xs, int64_t out_w,
   }
 }
 
+// The vertical passes' last values, [from, row_len), one at a time.
+void FilterColumnTail(const float* first, int64_t stride, const float* w,
+                      int64_t taps, int64_t from, int64_t row_len,
+                      uint8_t* dst) {
+  for (int64_t i = from; i < row_len; ++i) {
+    float sum = 0;
+    for (int64_t j = 0; j < taps; ++j) sum += w[j] * first[j * stride + i];
+    dst[i] = StorePixel<uint8_t>(sum);
+  }
+}
+
 // The vertical pass for bytes: output row `dst` (row_len values) from the
 // filtered rows `first` (the first tap's), `stride` apart, weighted by
 // w[0, taps), summed in registers eight values at a time and stored as
@@ -156,11 +167,7 @@ void FilterColumnBytes(const float* first, int64_t stride, const float* w,
     _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + i),
                      _mm_packus_epi16(words, words));
   }
-  for (; i < row_len; ++i) {
-    float sum = 0;
-    for (int64_t j = 0; j < taps; ++j) sum += w[j] * first[j * stride + i];
-    dst[i] = StorePixel<uint8_t>(sum);
-  }
+  FilterColumnTail(first, stride, w, taps, i, row_len, dst);
 }
 
 // The same two passes eight floats wide where the CPU has AVX2 (no FMA:
@@ -289,11 +296,7 @@ __attribute__((target("avx2"))) void FilterColumnBytesAvx2(
     }
     StoreBytes8(sum, dst + i);
   }
-  for (; i < row_len; ++i) {
-    float sum = 0;
-    for (int64_t j = 0; j < taps; ++j) sum += w[j] * first[j * stride + i];
-    dst[i] = StorePixel<uint8_t>(sum);
-  }
+  FilterColumnTail(first, stride, w, taps, i, row_len, dst);
 }
 
 bool HasAvx2() {
