@@ -11,6 +11,7 @@ import os
 import shutil
 import tarfile
 import tempfile
+import time
 import unittest
 import warnings
 
@@ -385,6 +386,34 @@ class DaliTest(unittest.TestCase):
             self.assertEqual(seen, want[:64])
             self.assertEqual(pipe.reader_meta("Reader")["epoch_size_padded"],
                              32 if pad else 30)
+
+    def test_a_step_schedules_the_next_before_copying_this_one(self):
+        # run() copies its batch out of the pipeline; the next step's batch
+        # is scheduled before that copy, so prefetch_queue_depth batches are
+        # in the making when run() returns (not one fewer), never more, and
+        # the batches are the reader's order all the same.
+        root = self.root
+
+        @pipeline_def(batch_size=4, num_threads=2, device_id=None,
+                      prefetch_queue_depth=2)
+        def labels_only():
+            _, labels = fn.readers.file(file_root=root, name="Reader")
+            return labels
+
+        pipe = labels_only()
+        for step in range(5):
+            (labels,) = pipe.run()
+            self.assertEqual(numpy.array(labels.as_tensor()).ravel().tolist(),
+                             self.labels[4 * step:4 * step + 4])
+            want = step + 1 + 2  # taken, then two in the making
+            # The schedule task counts a chunk once it has run it, soon
+            # after run() fed it: poll, with a deadline.
+            deadline = time.monotonic() + 60
+            while True:
+                issued = pipe.stats()["operators"]["schedule"]["acts"]
+                if issued >= want or time.monotonic() > deadline:
+                    break
+            self.assertEqual(issued, want)
 
     def test_object_api_pipeline_is_the_fn_pipeline(self):
         # ops + define_graph give, bit for bit, what fn gives.

@@ -216,6 +216,10 @@ class Pipeline(_base.Pipeline):
         self._carry = None  # per output: samples read ahead of a batch
         # () -> (height, width) of each of the reader's images, when known
         self._reader_sizes = None
+        # run()'s schedule for the next step, made while outputs() copies
+        # this one out (_step): the next run() schedules nothing more.
+        self._prepaid = False
+        self._prepay_now = False
 
     # ---- definition ----
 
@@ -389,9 +393,35 @@ class Pipeline(_base.Pipeline):
         # taken between any two steps).
         for _ in range(len(self._held)):
             super().release_outputs()
-        lists = self._tensor_lists(super().share_outputs())
+        batches = super().share_outputs()
+        if self._prepay_now:
+            self.schedule_run()
+            self._prepaid = True
+        lists = self._tensor_lists(batches)
         super().release_outputs()
         return lists
+
+    def _step(self):
+        """The base run(), but a reader's pipeline schedules the next step's
+        batch while this one is copied out rather than once the caller comes
+        back: a batch of 32 float images takes the caller's thread about 5 ms
+        to copy, and with only the next batch in the making the pipeline's
+        workers ran out of samples that long (a fifth of their time starved
+        at prefetch_queue_depth=2, where this takes them to a tenth or so).
+        The batches are the same; in the making are at most
+        prefetch_queue_depth, as before. Not with external sources or an
+        iter_setup of the caller's, which a schedule would call early."""
+        self._prepay_now = bool(self._readers) and not self._feeds and \
+            not self._shapes and not self._sources and \
+            type(self).iter_setup is _base.Pipeline.iter_setup
+        try:
+            if self._started and self._prepaid:
+                self._prepaid = False
+                return self.outputs()
+            self._prepaid = False
+            return super().run()
+        finally:
+            self._prepay_now = False
 
     def share_outputs(self):
         return self._tensor_lists(super().share_outputs())
@@ -425,8 +455,9 @@ class Pipeline(_base.Pipeline):
         pad = any(meta["pad_last_batch"] for meta in self._readers.values())
         while True:
             try:
-                lists = super().run()
+                lists = self._step()
             except StopIteration:
+                self._prepaid = False
                 _base.Pipeline.reset(self)  # the reader's next epoch
                 continue
             got = len(lists[0])
