@@ -406,11 +406,10 @@ class Pipeline(_base.Pipeline):
         batch while this one is copied out rather than once the caller comes
         back: a batch of 32 float images takes the caller's thread about 5 ms
         to copy, and with only the next batch in the making the pipeline's
-        workers ran out of samples that long (a fifth of their time starved
-        at prefetch_queue_depth=2, where this takes them to a tenth or so).
-        The batches are the same; in the making are at most
-        prefetch_queue_depth, as before. Not with external sources or an
-        iter_setup of the caller's, which a schedule would call early."""
+        workers would run out of samples meanwhile. The batches are the
+        same; in the making are at most prefetch_queue_depth, as before. Not
+        with external sources or an iter_setup of the caller's, which a
+        schedule would call early."""
         self._prepay_now = bool(self._readers) and not self._feeds and \
             not self._shapes and not self._sources and \
             type(self).iter_setup is _base.Pipeline.iter_setup
