@@ -71,6 +71,38 @@ void FilterRow(const T* from, const FilterTaps& xs, int64_t c, int64_t out_w,
 }
 
 #if defined(__SSE2__)
+// The RGB row passes' floats: bytes [b0, b1) of a row, the ones its taps
+// read, held from `f` (RowFloatsFor sizes them; the pass converts).
+struct RowFloats {
+  int64_t b0 = 0, b1 = 0;
+  float* f = nullptr;
+};
+RowFloats RowFloatsFor(const FilterTaps& xs, int64_t out_w,
+                       std::vector<float>* floats) {
+  RowFloats row;
+  row.b0 = xs.begin[0] * 3;
+  row.b1 = (xs.begin[out_w - 1] + xs.size[out_w - 1]) * 3;
+  // Room for every pixel's full `width` taps and the fourth lane of the
+  // last; past b1 zeros, since a zero weight times garbage may be NaN.
+  const int64_t room = row.b1 - row.b0 + xs.width * 3 + 1;
+  if (static_cast<int64_t>(floats->size()) < room) floats->resize(room);
+  row.f = floats->data();
+  std::fill(row.f + (row.b1 - row.b0), row.f + room, 0.0f);
+  return row;
+}
+
+// Output pixel x alone: its taps summed in order, one vector.
+__m128 RgbPixelSum(const RowFloats& row, const FilterTaps& xs, int64_t x) {
+  __m128 sum = _mm_setzero_ps();
+  for (int64_t j = 0; j < xs.width; ++j) {
+    sum = _mm_add_ps(
+        sum,
+        _mm_mul_ps(_mm_set1_ps(xs.weights[x * xs.width + j]),
+                   _mm_loadu_ps(row.f + (xs.begin[x] * 3 - row.b0) + j * 3)));
+  }
+  return sum;
+}
+
 // FilterRow for RGB bytes: the bytes the taps read become floats first
 // (in `floats`), then each output pixel is one vector summed over the
 // taps' `width` (the weights past a pixel's own taps are 0). Four pixels
@@ -80,14 +112,9 @@ void FilterRow(const T* from, const FilterTaps& xs, int64_t c, int64_t out_w,
 // float of room after the row.
 void FilterRowRgb(const uint8_t* from, const FilterTaps& xs, int64_t out_w,
                   std::vector<float>* floats, float* to) {
-  const int64_t b0 = xs.begin[0] * 3;
-  const int64_t b1 = (xs.begin[out_w - 1] + xs.size[out_w - 1]) * 3;
-  // Room for every pixel's full `width` taps and the fourth lane of the
-  // last; past b1 zeros, since a zero weight times garbage may be NaN.
-  const int64_t room = b1 - b0 + xs.width * 3 + 1;
-  if (static_cast<int64_t>(floats->size()) < room) floats->resize(room);
-  float* f = floats->data();
-  std::fill(f + (b1 - b0), f + room, 0.0f);
+  const RowFloats row = RowFloatsFor(xs, out_w, floats);
+  const int64_t b0 = row.b0, b1 = row.b1;
+  float* f = row.f;
   const __m128i zero = _mm_setzero_si128();
   int64_t i = b0;
   for (; i + 16 <= b1; i += 16) {  // sixteen bytes at a time
@@ -122,22 +149,7 @@ void FilterRowRgb(const uint8_t* from, const FilterTaps& xs, int64_t out_w,
     _mm_storeu_ps(to + x * 3 + 6, s2);
     _mm_storeu_ps(to + x * 3 + 9, s3);
   }
-  for (; x < out_w; ++x) {
-    __m128 sum = _mm_setzero_ps();
-    for (int64_t j = 0; j < width; ++j) sum = _mm_add_ps(sum, tap(x, j));
-    _mm_storeu_ps(to + x * 3, sum);
-  }
-}
-
-// The vertical passes' last values, [from, row_len), one at a time.
-void FilterColumnTail(const float* first, int64_t stride, const float* w,
-                      int64_t taps, int64_t from, int64_t row_len,
-                      uint8_t* dst) {
-  for (int64_t i = from; i < row_len; ++i) {
-    float sum = 0;
-    for (int64_t j = 0; j < taps; ++j) sum += w[j] * first[j * stride + i];
-    dst[i] = StorePixel<uint8_t>(sum);
-  }
+  for (; x < out_w; ++x) _mm_storeu_ps(to + x * 3, RgbPixelSum(row, xs, x));
 }
 
 // The vertical pass for bytes: output row `dst` (row_len values) from the
@@ -167,7 +179,11 @@ void FilterColumnBytes(const float* first, int64_t stride, const float* w,
     _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + i),
                      _mm_packus_epi16(words, words));
   }
-  FilterColumnTail(first, stride, w, taps, i, row_len, dst);
+  for (; i < row_len; ++i) {
+    float sum = 0;
+    for (int64_t j = 0; j < taps; ++j) sum += w[j] * first[j * stride + i];
+    dst[i] = StorePixel<uint8_t>(sum);
+  }
 }
 
 // The same two passes eight floats wide where the CPU has AVX2 (no FMA:
@@ -229,12 +245,9 @@ __attribute__((target("avx2"), always_inline)) inline void StoreBytes8(
 __attribute__((target("avx2"))) void FilterRowRgbAvx2(
     const uint8_t* from, const FilterTaps& xs, const float* pair_weights,
     int64_t out_w, std::vector<float>* floats, float* to) {
-  const int64_t b0 = xs.begin[0] * 3;
-  const int64_t b1 = (xs.begin[out_w - 1] + xs.size[out_w - 1]) * 3;
-  const int64_t room = b1 - b0 + xs.width * 3 + 1;
-  if (static_cast<int64_t>(floats->size()) < room) floats->resize(room);
-  float* f = floats->data();
-  std::fill(f + (b1 - b0), f + room, 0.0f);
+  const RowFloats row = RowFloatsFor(xs, out_w, floats);
+  const int64_t b0 = row.b0, b1 = row.b1;
+  float* f = row.f;
   int64_t i = b0;
   for (; i + 8 <= b1; i += 8) {
     const __m128i bytes =
@@ -254,22 +267,7 @@ __attribute__((target("avx2"))) void FilterRowRgbAvx2(
     StorePair(s0, to + x * 3);
     StorePair(s1, to + x * 3 + 6);
   }
-  for (; x + 2 <= out_w; x += 2) {
-    __m256 sum = _mm256_setzero_ps();
-    for (int64_t j = 0; j < width; ++j) {
-      sum = PairTap(sum, f, b0, xs, pair_weights, x, j);
-    }
-    StorePair(sum, to + x * 3);
-  }
-  for (; x < out_w; ++x) {
-    __m128 sum = _mm_setzero_ps();
-    for (int64_t j = 0; j < width; ++j) {
-      sum = _mm_add_ps(
-          sum, _mm_mul_ps(_mm_set1_ps(xs.weights[x * width + j]),
-                          _mm_loadu_ps(f + (xs.begin[x] * 3 - b0) + j * 3)));
-    }
-    _mm_storeu_ps(to + x * 3, sum);
-  }
+  for (; x < out_w; ++x) _mm_storeu_ps(to + x * 3, RgbPixelSum(row, xs, x));
 }
 
 __attribute__((target("avx2"))) void FilterColumnBytesAvx2(
@@ -287,16 +285,8 @@ __attribute__((target("avx2"))) void FilterColumnBytesAvx2(
     StoreBytes8(low, dst + i);
     StoreBytes8(high, dst + i + 8);
   }
-  for (; i + 8 <= row_len; i += 8) {
-    __m256 sum = _mm256_setzero_ps();
-    for (int64_t j = 0; j < taps; ++j) {
-      sum = _mm256_add_ps(
-          sum, _mm256_mul_ps(_mm256_set1_ps(w[j]),
-                             _mm256_loadu_ps(first + j * stride + i)));
-    }
-    StoreBytes8(sum, dst + i);
-  }
-  FilterColumnTail(first, stride, w, taps, i, row_len, dst);
+  // The last values as the SSE2 pass makes them (the same per value).
+  FilterColumnBytes(first + i, stride, w, taps, row_len - i, dst + i);
 }
 
 bool HasAvx2() {
