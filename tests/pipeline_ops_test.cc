@@ -48,6 +48,14 @@ Sample Values(DataType type, std::vector<int64_t> shape,
   return s;
 }
 
+// A uint8 image of `shape`, each byte gen() % 256 in storage order.
+Sample RandomBytes(std::mt19937_64& gen, const std::vector<int64_t>& shape) {
+  Sample s;
+  s.Reshape(DT_UINT8, shape);
+  for (uint8_t& byte : s.storage) byte = static_cast<uint8_t>(gen() % 256);
+  return s;
+}
+
 TEST_CASE("Fashion-MNIST IDX files read whole and header-only") {
   const std::string dir = FashionMnistDir();
   auto images = ReadIdx(dir + "/train-images-idx3-ubyte.gz");
@@ -241,9 +249,7 @@ TEST_CASE("byte resize is its per-value definition exactly, any size") {
   for (int round = 0; round < 60; ++round) {
     const int64_t c = round % 3 == 0 ? 1 : 3;
     const std::vector<int64_t> shape{1 + below(40), 1 + below(40), c};
-    std::vector<double> v(shape[0] * shape[1] * c);
-    for (double& x : v) x = static_cast<double>(below(256));
-    const Sample image = Values(DT_UINT8, shape, v);
+    const Sample image = RandomBytes(gen, shape);
     const int64_t height = 1 + below(50), width = 1 + below(50);
     Sample out;
     REQUIRE(Resize(image.ref(), height, width, &out).ok());
@@ -416,9 +422,7 @@ TEST_CASE("antialiased byte resize is its float definition exactly") {
   for (int round = 0; round < 40; ++round) {
     const int64_t c = round % 4 == 0 ? 1 : 3;
     const int64_t h = 4 + below(60), w = 4 + below(60);
-    std::vector<double> v(h * w * c);
-    for (double& x : v) x = static_cast<double>(below(256));
-    const Sample image = Values(DT_UINT8, {h, w, c}, v);
+    const Sample image = RandomBytes(gen, {h, w, c});
     // Shrinking along the height, so the filter is widened there (an image
     // that shrinks nowhere takes the bilinear path); the width may grow.
     const int64_t height = 1 + below(h - 1), width = 1 + below(2 * w);
@@ -474,9 +478,7 @@ TEST_CASE("crop_mirror_normalize is its per-value definition exactly") {
   for (int round = 0; round < 80; ++round) {
     const int64_t c = round % 4 == 0 ? 1 : 3;
     const std::vector<int64_t> shape{1 + below(6), 1 + below(70), c};
-    std::vector<double> v(shape[0] * shape[1] * c);
-    for (double& x : v) x = static_cast<double>(below(256));
-    const Sample image = Values(DT_UINT8, shape, v);
+    const Sample image = RandomBytes(gen, shape);
     const int64_t height = 1 + below(shape[0]), width = 1 + below(shape[1]);
     const CropWindow window{below(shape[0] - height + 1),
                             below(shape[1] - width + 1)};
