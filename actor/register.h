@@ -56,6 +56,14 @@ class Register : public RegisterBlobs {
   // Null for a register without bytes.
   const std::shared_ptr<SyncedMemory>& memory_ptr() const { return memory_; }
 
+  // Puts `memory` (at least as large, its host buffer at `base`) in place
+  // of the register's own and returns the old, whose bytes the caller may
+  // then keep: the blobs point into the new memory from now on. Only while
+  // no actor can touch the register (a fetched register the caller holds),
+  // and only for memory no other register shares.
+  std::shared_ptr<SyncedMemory> SwapMemory(std::shared_ptr<SyncedMemory> memory,
+                                           char* base);
+
   // Producer thread only.
   void set_reading_cnt(int32_t n) { reading_cnt_ = n; }
   // Counts one reader done; true when it was the last.
@@ -153,6 +161,15 @@ inline Register::Register(const RegisterDesc* desc,
   }
   blobs_ = blobs;
   num_blobs_ = static_cast<int32_t>(num_blobs);
+}
+
+inline std::shared_ptr<SyncedMemory> Register::SwapMemory(
+    std::shared_ptr<SyncedMemory> memory, char* base) {
+  for (int b = 0; b < num_blobs_; ++b) {
+    blobs_[b].data = base + desc_->layout.offsets[b];
+  }
+  memory_.swap(memory);
+  return memory;
 }
 
 inline void Register::ResetShapes() {

@@ -67,6 +67,7 @@ class SyncedMemory {
   SyncedHead head() const { return head_; }
   size_t size() const { return size_; }
   bool owns_cpu_data() const { return cpu_allocator_ != nullptr; }
+  const SyncedMemoryOptions& options() const { return options_; }
   int device_index() const { return options_.device_index; }
 
  private:

@@ -120,6 +120,15 @@ ConstTensorView FetchedTensor::view() const {
   return ConstTensorView(register_ == nullptr ? nullptr : &register_->blob(0));
 }
 
+absl::StatusOr<TakenTensor> FetchedTensor::TakeOver() {
+  if (register_ == nullptr) {
+    return absl::FailedPreconditionError("TakeOver: nothing is held");
+  }
+  absl::StatusOr<TakenTensor> taken = session_->TakeOver(register_);
+  if (taken.ok()) Release();
+  return taken;
+}
+
 void FetchedTensor::Release() {
   if (register_ == nullptr) return;
   session_->Release(register_);

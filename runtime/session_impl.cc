@@ -1135,6 +1135,45 @@ absl::StatusOr<Tensor> SessionImpl::Fetch(absl::string_view name) {
   return tensor;
 }
 
+absl::StatusOr<TakenTensor> SessionImpl::TakeOver(Register* reg) {
+  const RegisterDesc& desc = reg->desc();
+  const std::shared_ptr<SyncedMemory>& memory = reg->memory_ptr();
+  // The memory leaves with the caller: no other reader may be looking at
+  // it, no other register may share it, and the recycled memory that
+  // replaces it is plain pageable host memory, as it must be too.
+  const char* why = nullptr;
+  if (memory == nullptr || desc.layout.bytes == 0 || reg->num_blobs() != 1) {
+    why = "it is not one blob with bytes";
+  } else if (desc.consumers.size() != 1) {
+    why = "other tasks read it too";
+  } else if (desc.checked_block != nullptr || memory.use_count() != 1) {
+    why = "its memory is shared";
+  } else if (memory->options().host != SyncedMemoryOptions::Host::kPageable ||
+             memory->options().host_allocator != nullptr ||
+             !memory->owns_cpu_data() ||
+             memory->head() != SyncedMemory::HEAD_AT_CPU) {
+    why = "its memory is not plain host memory";
+  }
+  if (why != nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("TakeOver: register ", desc.id, " cannot hand its ",
+                     "memory over: ", why, "; copy it instead"));
+  }
+  absl::StatusOr<std::shared_ptr<SyncedMemory>> fresh =
+      recycler_->Get(memory->size());
+  if (!fresh.ok()) return fresh.status();
+  absl::StatusOr<void*> base = (*fresh)->mutable_cpu_data();
+  if (!base.ok()) return base.status();
+  ConstTensorView view(&reg->blob(0));
+  TakenTensor taken;
+  taken.data = view.raw_data();
+  taken.data_type = view.data_type();
+  taken.shape.assign(view.shape().begin(), view.shape().end());
+  taken.owner = recycler_->Lend(
+      reg->SwapMemory(*std::move(fresh), static_cast<char*>(*base)));
+  return taken;
+}
+
 void SessionImpl::Release(Register* reg) {
   const RegisterDesc& desc = reg->desc();
   // Fails only once the threads have stopped, when nothing waits for it.

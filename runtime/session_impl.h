@@ -36,6 +36,7 @@
 #include "actorflow/tensor.h"
 #include "base/mutex.h"
 #include "diagnosis/hang_report.h"
+#include "memory/memory_recycler.h"
 #include "runtime/piece_cost.h"
 #include "thread/blocking_counter.h"
 #include "thread/channel.h"
@@ -71,6 +72,8 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   absl::Status CloseFeeds();
   absl::StatusOr<Tensor> Fetch(absl::string_view name);
   absl::StatusOr<FetchedTensor> FetchBorrowed(absl::string_view name);
+  // FetchedTensor::TakeOver's: `reg`, held by the caller, gets other memory.
+  absl::StatusOr<TakenTensor> TakeOver(Register* reg);
 
   absl::StatusOr<CheckpointData> Snapshot(absl::Duration timeout);
   absl::StatusOr<CheckpointInfo> Checkpoint(const std::string& root,
@@ -180,6 +183,9 @@ class SessionImpl final : public MsgHandler<ActorMsg>, public CutListener {
   ThreadPlacement placement_;
   std::vector<bool> async_actor_;
   std::vector<std::unique_ptr<Port>> ports_;
+  // What fetched registers handed over (TakeOver) comes back to.
+  std::shared_ptr<MemoryRecycler> recycler_ =
+      std::make_shared<MemoryRecycler>();
   bool has_feeds_ = false;
   bool has_fetches_ = false;
   // Each thread's actors, owned by the table its messages go through (by

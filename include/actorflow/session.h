@@ -215,6 +215,13 @@ class FetchedTensor {
   // The fetched blob, read-only, valid until Release.
   ConstTensorView view() const;
   void Release();
+  // Hands the blob's memory over to the caller without a copy and releases
+  // the register, which gets memory the session recycles from earlier
+  // take-overs (or new memory) in its place. FailedPrecondition, with the
+  // register still held, where the memory cannot be handed over: shared
+  // with other registers, read by another task too, pinned or on a device.
+  // Copy from view() then.
+  absl::StatusOr<TakenTensor> TakeOver();
 
  private:
   friend class ::actorflow::internal::SessionImpl;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,17 @@ class Tensor {
   DataType type_ = DT_FLOAT32;
   std::vector<int64_t> shape_;
   std::vector<uint64_t> storage_;  // 8-byte aligned for every element type
+};
+
+// A fetched blob's bytes handed over to the caller
+// (FetchedTensor::TakeOver, Pipeline::TakeOutputs): they stay valid, and
+// nothing of the plan's writes them, for as long as `owner` or any copy of
+// it lives, whatever becomes of the session.
+struct TakenTensor {
+  std::shared_ptr<const void> owner;
+  const void* data = nullptr;
+  DataType data_type = DT_FLOAT32;
+  std::vector<int64_t> shape;
 };
 
 ACTORFLOW_NAMESPACE_END
