@@ -1,6 +1,8 @@
 #include "actorflow/pipeline.h"
 
 #include <algorithm>
+#include <cstring>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -456,6 +458,48 @@ absl::StatusOr<BatchView> Pipeline::Outputs() {
   if (!ok.ok()) return ok;
   held_.clear();
   return ShareOutputs();
+}
+
+absl::StatusOr<TakenBatch> Pipeline::TakeOutputs() {
+  absl::StatusOr<BatchView> view = Outputs();
+  if (!view.ok()) return view.status();
+  Held& held = *held_.back();
+  TakenBatch batch;
+  batch.epoch = view->epoch;
+  batch.index = view->index;
+  for (size_t k = 0; k < view->outputs.size(); ++k) {
+    const OutputView& out = view->outputs[k];
+    TakenOutput taken;
+    taken.name = out.name();
+    ConstTensorView shapes = out.shapes();
+    taken.shapes = Tensor(shapes.data_type(),
+                          {shapes.shape().begin(), shapes.shape().end()});
+    if (shapes.byte_size() > 0) {
+      std::memcpy(taken.shapes.mutable_raw_data(), shapes.raw_data(),
+                  shapes.byte_size());
+    }
+    absl::StatusOr<TakenTensor> data =
+        held.owned() ? absl::FailedPreconditionError("a copy already")
+                     : held.data[k].TakeOver();
+    if (data.ok()) {
+      taken.data = *std::move(data);
+    } else {
+      // A copy of the view, owned by the caller alike.
+      ConstTensorView from = out.data();
+      auto copy =
+          std::make_shared<std::vector<uint64_t>>((from.byte_size() + 7) / 8);
+      if (from.byte_size() > 0) {
+        std::memcpy(copy->data(), from.raw_data(), from.byte_size());
+      }
+      taken.data.data = copy->data();
+      taken.data.data_type = from.data_type();
+      taken.data.shape.assign(from.shape().begin(), from.shape().end());
+      taken.data.owner = std::move(copy);
+    }
+    batch.outputs.push_back(std::move(taken));
+  }
+  held_.pop_back();
+  return batch;
 }
 
 absl::Status Pipeline::Drain() {

@@ -193,6 +193,20 @@ struct BatchView {
   absl::StatusOr<OutputView> output(absl::string_view name) const;
 };
 
+// One output of a batch the caller owns (Pipeline::TakeOutputs).
+struct TakenOutput {
+  std::string name;
+  // [n, max_shape...], as OutputView::data(), valid while data.owner lives.
+  TakenTensor data;
+  Tensor shapes;  // int64 [n, rank], as OutputView::shapes()
+};
+
+struct TakenBatch {
+  int64_t epoch = 0;
+  int64_t index = 0;  // in its epoch
+  std::vector<TakenOutput> outputs;
+};
+
 class Pipeline {
  public:
   explicit Pipeline(PipelineOptions options);
@@ -228,6 +242,12 @@ class Pipeline {
   // release the oldest one held. At most prefetch_depth may be held.
   absl::StatusOr<BatchView> ShareOutputs();
   absl::Status ReleaseOutputs();
+  // Releases every batch held, then hands the next over to the caller, to
+  // keep as long as it likes: each output's buffer itself where it can
+  // (the batch stage then assembles into memory recycled from batches the
+  // caller dropped), a copy where it cannot. OutOfRange at the end of the
+  // epoch, as Outputs.
+  absl::StatusOr<TakenBatch> TakeOutputs();
   // A batch for external source `name` ([n, sample shape...], n <= batch
   // size), consumed by the next Run. `shapes` (int64 [n, rank], optional)
   // gives each sample's own shape: sample i is the box of that shape at the

@@ -491,7 +491,11 @@ class Pipeline:
             self.schedule_run()
         return self.outputs()
 
-    def _take(self, share):
+    def _take(self, share, owned=False):
+        """The next batch: held until released (share), until the next
+        take (neither), or the caller's (owned: arrays that own their
+        memory, the pipeline's buffers themselves where it can hand them
+        over; such a Batch never expires)."""
         self._require_built()
         if self._scheduled == 0:
             if self._exhausted:
@@ -504,7 +508,8 @@ class Pipeline:
                 lease.valid = False
             self._held = []
         begin = time.perf_counter_ns()
-        taken = self._native.take(share)
+        taken = self._native.take_owned() if owned else \
+            self._native.take(share)
         self._waited_ns += time.perf_counter_ns() - begin
         if taken is None:
             self._scheduled = 0
@@ -512,7 +517,8 @@ class Pipeline:
         self._scheduled -= 1
         self._taken += 1
         lease = _Lease()
-        self._held.append(lease)
+        if not owned:
+            self._held.append(lease)
         return tuple(Batch(name, data, shapes, lease)
                      for name, data, shapes in taken)
 

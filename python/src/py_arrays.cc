@@ -129,6 +129,15 @@ py::array ViewOf(DataType type, absl::Span<const int64_t> shape,
   return array;
 }
 
+py::array ArrayOwning(TakenTensor taken) {
+  auto* owner = new std::shared_ptr<const void>(std::move(taken.owner));
+  py::capsule base(owner, [](void* p) {
+    delete static_cast<std::shared_ptr<const void>*>(p);
+  });
+  return ViewOf(taken.data_type, taken.shape, taken.data, base,
+                /*writable=*/true);
+}
+
 py::capsule ToDlpack(const py::array& array) {
   if (!(array.flags() & py::array::c_style)) {
     Throw(absl::InvalidArgumentError(

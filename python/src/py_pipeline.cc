@@ -175,6 +175,23 @@ class PyPipeline {
     }
     return outputs;
   }
+  // The next batch as [(name, data, shapes)], the caller's to keep (the
+  // arrays own their memory); None at the end of the epoch.
+  py::object TakeOwned() {
+    Pipeline* pipe = Get();
+    auto batch = CallBlocking(
+        [pipe] { return pipe->TakeOutputs(); },
+        [pipe] { pipe->Abort(absl::CancelledError("interrupted (Ctrl-C)")); });
+    if (absl::IsOutOfRange(batch.status())) return py::none();
+    ThrowIfError(batch.status());
+    py::list outputs;
+    for (TakenOutput& output : batch->outputs) {
+      outputs.append(py::make_tuple(output.name,
+                                    ArrayOwning(std::move(output.data)),
+                                    ArrayFromTensor(std::move(output.shapes))));
+    }
+    return outputs;
+  }
   void Release() { ThrowIfError(Get()->ReleaseOutputs()); }
   void FeedInput(const std::string& name, const py::array& batch,
                  const py::object& shapes) {
@@ -382,6 +399,7 @@ void RegisterPipelines(py::module_& m) {
            [](py::object self, bool share) {
              return self.cast<PyPipeline&>().Take(self, share);
            })
+      .def("take_owned", &PyPipeline::TakeOwned)
       .def("release", &PyPipeline::Release)
       .def("feed_input", &PyPipeline::FeedInput, py::arg("name"),
            py::arg("batch"), py::arg("shapes") = py::none())

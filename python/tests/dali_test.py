@@ -826,6 +826,22 @@ class DaliTest(unittest.TestCase):
             next(it)
         self.assertTrue(torch.equal(first["x"], kept))
         self.assertEqual(tuple(first["x"].shape), (4, 20, 24, 3))
+        # Every step kept, more steps than the batch stage has registers:
+        # none is written over, and each batch inside the first epoch is
+        # the batch stage's buffer itself, handed over (a capsule owns its
+        # memory), not a copy of it. (The eighth straddles two epochs of
+        # the 30 files and is put together from both.)
+        pipe = images()
+        steps = [pipe.run()[0] for _ in range(8)]
+        arrays = [step.as_array() for step in steps]
+        copies = [numpy.array(a) for a in arrays]
+        for _ in range(4):
+            pipe.run()
+        for array, copy in zip(arrays, copies):
+            self.assertTrue(numpy.array_equal(array, copy))
+        for array in arrays[:30 // 4]:
+            self.assertEqual(type(array.base).__name__, "PyCapsule")
+        self.assertEqual(len({a.ctypes.data for a in arrays}), len(arrays))
 
     def test_dali_scalars_mirror_and_normalization(self):
         root = self.root

@@ -388,18 +388,17 @@ class Pipeline(_base.Pipeline):
     # ---- running ----
 
     def outputs(self):
-        # The batch is copied out at once and its register given back, so
-        # the pipeline holds nothing of the caller's (a checkpoint may be
-        # taken between any two steps).
+        # The batch is handed over at once (its buffers themselves, the
+        # registers taking recycled ones: no copy) and its registers given
+        # back, so the pipeline holds nothing of the caller's (a checkpoint
+        # may be taken between any two steps).
         for _ in range(len(self._held)):
             super().release_outputs()
-        batches = super().share_outputs()
+        batches = self._take(share=False, owned=True)
         if self._prepay_now:
             self.schedule_run()
             self._prepaid = True
-        lists = self._tensor_lists(batches)
-        super().release_outputs()
-        return lists
+        return self._tensor_lists(batches, owned=True)
 
     def _step(self):
         """The base run(), but a reader's pipeline schedules the next step's
@@ -425,7 +424,7 @@ class Pipeline(_base.Pipeline):
     def share_outputs(self):
         return self._tensor_lists(super().share_outputs())
 
-    def _tensor_lists(self, batches):
+    def _tensor_lists(self, batches, owned=False):
         lists = []
         for k, batch in enumerate(batches):
             node = self._output_nodes[k] if k < len(self._output_nodes) \
@@ -437,7 +436,8 @@ class Pipeline(_base.Pipeline):
                 shapes = numpy.ones((len(batch), 1), numpy.int64)
             lists.append(tensors.TensorListCPU.from_batch(
                 data, shapes, node.layout if node is not None else "",
-                numpy.float16 if node is not None and node.half else None))
+                numpy.float16 if node is not None and node.half else None,
+                owned=owned))
         return tuple(lists)
 
     def run(self, **pipeline_inputs):

@@ -63,13 +63,16 @@ class TensorListCPU:
         self._dense = None
 
     @classmethod
-    def from_batch(cls, data, shapes, layout="", dtype=None):
-        """From a padded batch [n, box...] and per-sample shapes [n, rank];
-        copies what it keeps (converted to `dtype` if given)."""
+    def from_batch(cls, data, shapes, layout="", dtype=None, owned=False):
+        """From a padded batch [n, box...] and per-sample shapes [n, rank]:
+        copies what it keeps (converted to `dtype` if given), but for a
+        dense batch that is the caller's own already (owned) and needs no
+        conversion, which it keeps as it is."""
         box = numpy.asarray(data.shape[1:], numpy.int64)
         if shapes.shape[0] and numpy.all(shapes == box):
             out = cls([], layout)
-            out._dense = numpy.array(data, dtype=dtype)
+            keep = owned and (dtype is None or numpy.dtype(dtype) == data.dtype)
+            out._dense = data if keep else numpy.array(data, dtype=dtype)
             out._samples = list(out._dense)
             return out
         return cls([numpy.array(data[(i,) + tuple(slice(0, int(d)) for d in row)],
