@@ -478,22 +478,27 @@ absl::StatusOr<TakenBatch> Pipeline::TakeOutputs() {
       std::memcpy(taken.shapes.mutable_raw_data(), shapes.raw_data(),
                   shapes.byte_size());
     }
-    absl::StatusOr<TakenTensor> data =
-        held.owned() ? absl::FailedPreconditionError("a copy already")
-                     : held.data[k].TakeOver();
-    if (data.ok()) {
-      taken.data = *std::move(data);
+    ConstTensorView from = out.data();
+    taken.data.data = from.raw_data();
+    taken.data.data_type = from.data_type();
+    taken.data.shape.assign(from.shape().begin(), from.shape().end());
+    if (held.owned()) {
+      // Copied out of its register before (a checkpoint drained it): the
+      // copy itself goes.
+      taken.data.owner =
+          std::shared_ptr<OwnedTensor>(std::move(held.owned_data[k]));
+    } else if (absl::StatusOr<TakenTensor> over = held.data[k].TakeOver();
+               over.ok()) {
+      taken.data = *std::move(over);
     } else {
-      // A copy of the view, owned by the caller alike.
-      ConstTensorView from = out.data();
+      // A register that cannot give its memory away: a copy, the caller's
+      // alike.
       auto copy =
           std::make_shared<std::vector<uint64_t>>((from.byte_size() + 7) / 8);
       if (from.byte_size() > 0) {
         std::memcpy(copy->data(), from.raw_data(), from.byte_size());
       }
       taken.data.data = copy->data();
-      taken.data.data_type = from.data_type();
-      taken.data.shape.assign(from.shape().begin(), from.shape().end());
       taken.data.owner = std::move(copy);
     }
     batch.outputs.push_back(std::move(taken));

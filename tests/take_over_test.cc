@@ -172,8 +172,20 @@ TEST_CASE("TakeOutputs hands out the batches Outputs would, to keep") {
     kept.push_back(*std::move(batch));
   }
   CHECK(registers.count(kept[0].outputs[0].data.data) == 1);
-  for (int b = 0; b < 8; ++b) {
+  // Two more scheduled, then a checkpoint, which copies what is in flight
+  // out of the registers: those copies are what is handed over.
+  REQUIRE_OK(pipe.Run());
+  REQUIRE_OK(pipe.Run());
+  REQUIRE_OK(pipe.Checkpoint(testing::TestTempDir("take_over_checkpoint"))
+                 .status());
+  for (int b = 0; b < 2; ++b) {
+    auto batch = pipe.TakeOutputs();
+    REQUIRE_OK(batch.status());
+    kept.push_back(*std::move(batch));
+  }
+  for (int b = 0; b < 10; ++b) {
     INFO("batch " << 4 + b);
+    CHECK(kept[b].index == 4 + b);
     CHECK(std::memcmp(kept[b].outputs[0].data.data,
                       raw->data.data() + (4 + b) * 10 * 784, 10 * 784) == 0);
   }
