@@ -39,12 +39,12 @@ inline py::array ViewOf(const ConstTensorView& view, py::handle base,
                 writable);
 }
 
-// A "dltensor" capsule over a C-contiguous numpy array on the host,
-// which it keeps alive until the consumer (torch.from_dlpack) frees it.
 // A writable numpy array over `taken`'s bytes, which it keeps alive (a
 // capsule holding its owner is the array's base).
 py::array ArrayOwning(TakenTensor taken);
 
+// A "dltensor" capsule over a C-contiguous numpy array on the host,
+// which it keeps alive until the consumer (torch.from_dlpack) frees it.
 py::capsule ToDlpack(const py::array& array);
 
 }  // namespace actorflow::internal::python
