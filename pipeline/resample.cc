@@ -91,14 +91,20 @@ RowFloats RowFloatsFor(const FilterTaps& xs, int64_t out_w,
   return row;
 }
 
+// Tap j of output pixel x: its weight times the three values (and the
+// next one) it reads.
+__attribute__((always_inline)) inline __m128 RgbTap(const RowFloats& row,
+                                                    const FilterTaps& xs,
+                                                    int64_t x, int64_t j) {
+  return _mm_mul_ps(_mm_set1_ps(xs.weights[x * xs.width + j]),
+                    _mm_loadu_ps(row.f + (xs.begin[x] * 3 - row.b0) + j * 3));
+}
+
 // Output pixel x alone: its taps summed in order, one vector.
 __m128 RgbPixelSum(const RowFloats& row, const FilterTaps& xs, int64_t x) {
   __m128 sum = _mm_setzero_ps();
   for (int64_t j = 0; j < xs.width; ++j) {
-    sum = _mm_add_ps(
-        sum,
-        _mm_mul_ps(_mm_set1_ps(xs.weights[x * xs.width + j]),
-                   _mm_loadu_ps(row.f + (xs.begin[x] * 3 - row.b0) + j * 3)));
+    sum = _mm_add_ps(sum, RgbTap(row, xs, x, j));
   }
   return sum;
 }
@@ -129,19 +135,14 @@ void FilterRowRgb(const uint8_t* from, const FilterTaps& xs, int64_t out_w,
     _mm_storeu_ps(at + 12, _mm_cvtepi32_ps(_mm_unpackhi_epi16(high, zero)));
   }
   for (; i < b1; ++i) f[i - b0] = static_cast<float>(from[i]);
-  const int64_t width = xs.width;
-  auto tap = [&](int64_t x, int64_t j) {
-    return _mm_mul_ps(_mm_set1_ps(xs.weights[x * width + j]),
-                      _mm_loadu_ps(f + (xs.begin[x] * 3 - b0) + j * 3));
-  };
   int64_t x = 0;
   for (; x + 4 <= out_w; x += 4) {
     __m128 s0 = _mm_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    for (int64_t j = 0; j < width; ++j) {
-      s0 = _mm_add_ps(s0, tap(x, j));
-      s1 = _mm_add_ps(s1, tap(x + 1, j));
-      s2 = _mm_add_ps(s2, tap(x + 2, j));
-      s3 = _mm_add_ps(s3, tap(x + 3, j));
+    for (int64_t j = 0; j < xs.width; ++j) {
+      s0 = _mm_add_ps(s0, RgbTap(row, xs, x, j));
+      s1 = _mm_add_ps(s1, RgbTap(row, xs, x + 1, j));
+      s2 = _mm_add_ps(s2, RgbTap(row, xs, x + 2, j));
+      s3 = _mm_add_ps(s3, RgbTap(row, xs, x + 3, j));
     }
     // In order: each store's fourth lane is the next one's first.
     _mm_storeu_ps(to + x * 3, s0);
