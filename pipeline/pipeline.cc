@@ -460,6 +460,19 @@ absl::StatusOr<BatchView> Pipeline::Outputs() {
   return ShareOutputs();
 }
 
+namespace {
+
+// A tensor of the view's type and shape holding a copy of its bytes.
+Tensor CopyOf(const ConstTensorView& view) {
+  Tensor copy(view.data_type(), {view.shape().begin(), view.shape().end()});
+  if (view.byte_size() > 0) {
+    std::memcpy(copy.mutable_raw_data(), view.raw_data(), view.byte_size());
+  }
+  return copy;
+}
+
+}  // namespace
+
 absl::StatusOr<TakenBatch> Pipeline::TakeOutputs() {
   absl::StatusOr<BatchView> view = Outputs();
   if (!view.ok()) return view.status();
@@ -471,13 +484,7 @@ absl::StatusOr<TakenBatch> Pipeline::TakeOutputs() {
     const OutputView& out = view->outputs[k];
     TakenOutput taken;
     taken.name = out.name();
-    ConstTensorView shapes = out.shapes();
-    taken.shapes = Tensor(shapes.data_type(),
-                          {shapes.shape().begin(), shapes.shape().end()});
-    if (shapes.byte_size() > 0) {
-      std::memcpy(taken.shapes.mutable_raw_data(), shapes.raw_data(),
-                  shapes.byte_size());
-    }
+    taken.shapes = CopyOf(out.shapes());
     ConstTensorView from = out.data();
     taken.data.data = from.raw_data();
     taken.data.data_type = from.data_type();
@@ -493,12 +500,8 @@ absl::StatusOr<TakenBatch> Pipeline::TakeOutputs() {
     } else {
       // A register that cannot give its memory away: a copy, the caller's
       // alike.
-      auto copy =
-          std::make_shared<std::vector<uint64_t>>((from.byte_size() + 7) / 8);
-      if (from.byte_size() > 0) {
-        std::memcpy(copy->data(), from.raw_data(), from.byte_size());
-      }
-      taken.data.data = copy->data();
+      auto copy = std::make_shared<Tensor>(CopyOf(from));
+      taken.data.data = copy->raw_data();
       taken.data.owner = std::move(copy);
     }
     batch.outputs.push_back(std::move(taken));
