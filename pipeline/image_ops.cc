@@ -334,16 +334,22 @@ absl::Status ResizeWindow(const SampleRef& in, const ResizeArea& area,
 }
 
 absl::Status PlaceCrop(int64_t in_h, int64_t in_w, int64_t height,
-                       int64_t width, bool random, SampleRng* rng,
+                       int64_t width, const CropPlace& place, SampleRng* rng,
                        CropWindow* window) {
   if (height < 1 || width < 1 || height > in_h || width > in_w) {
     return absl::InvalidArgumentError(
         absl::StrCat("crop: window ", height, "x", width,
                      " does not fit in the image of ", in_h, "x", in_w));
   }
-  if (random) {
+  if (place.random) {
     window->y = rng->Below(in_h - height + 1);
     window->x = rng->Below(in_w - width + 1);
+  } else if (place.anchored) {
+    // In float, as DALI computes it: the same pixel for every anchor.
+    window->y = static_cast<int64_t>(
+        std::roundf(place.y * static_cast<float>(in_h - height)));
+    window->x = static_cast<int64_t>(
+        std::roundf(place.x * static_cast<float>(in_w - width)));
   } else {
     window->y = (in_h - height) / 2;
     window->x = (in_w - width) / 2;
@@ -568,7 +574,7 @@ absl::Status DecodeResizeCrop(absl::Span<const uint8_t> encoded,
     out_h = spec.crop_h;
     out_w = spec.crop_w;
     absl::Status placed =
-        PlaceCrop(rh, rw, out_h, out_w, spec.random, rng, &window);
+        PlaceCrop(rh, rw, out_h, out_w, spec.place, rng, &window);
     if (!placed.ok()) {
       *bad_data = false;  // a pipeline that crops more than it resizes
       return placed;
@@ -609,7 +615,8 @@ absl::Status DecodeResizeCrop(absl::Span<const uint8_t> encoded,
       rw, window, out_h, out_w, out, antialias);
 }
 
-absl::Status CastSample(const SampleRef& in, DataType to, Sample* out) {
+absl::Status CastSample(const SampleRef& in, DataType to, Sample* out,
+                        bool round) {
   out->Reshape(to, in.shape);
   const int64_t n = ShapeElemCnt(in.shape);
   return VisitDataType(in.type, [&](auto from_tag) {
@@ -618,6 +625,16 @@ absl::Status CastSample(const SampleRef& in, DataType to, Sample* out) {
       using To = typename decltype(to_tag)::type;
       const From* src = in.as<From>();
       To* dst = out->as<To>();
+      if constexpr (std::is_floating_point_v<From> &&
+                    !std::is_floating_point_v<To> &&
+                    !std::is_same_v<To, bool>) {
+        if (round) {
+          for (int64_t i = 0; i < n; ++i) {
+            dst[i] = ConvertElement<To>(std::round(src[i]));
+          }
+          return absl::OkStatus();
+        }
+      }
       for (int64_t i = 0; i < n; ++i) dst[i] = ConvertElement<To>(src[i]);
       return absl::OkStatus();
     });

@@ -77,10 +77,20 @@ struct ResizeRule {
 void RuleSize(int64_t in_h, int64_t in_w, const ResizeRule& rule,
               int64_t* out_h, int64_t* out_w);
 
+// Where PlaceCrop puts a window: drawn uniformly (`random`), at DALI's
+// normalized anchor (`anchored`: its first row is roundf(y * (in_h -
+// height)), its first column likewise with x; y and x in [0, 1]), else
+// centred, rounded down.
+struct CropPlace {
+  bool random = false;
+  bool anchored = false;
+  float y = 0.5f, x = 0.5f;
+};
+
 // The window of height x width inside an image of in_h x in_w: an error if
 // it does not fit.
 absl::Status PlaceCrop(int64_t in_h, int64_t in_w, int64_t height,
-                       int64_t width, bool random, SampleRng* rng,
+                       int64_t width, const CropPlace& place, SampleRng* rng,
                        CropWindow* window);
 
 // The ImageNet ("Inception") crop of an in_h x in_w image: a window whose
@@ -127,9 +137,9 @@ struct DecodeCropSpec {
   // none when all are 0.
   int64_t shorter = 0;
   int64_t resize_h = 0, resize_w = 0;
-  // The crop: crop_h x crop_w, random or centred; none when 0.
+  // The crop: crop_h x crop_w, placed as PlaceCrop does; none when 0.
   int64_t crop_h = 0, crop_w = 0;
-  bool random = true;
+  CropPlace place{.random = true};
   // Or the ImageNet crop (when area_attempts > 0): the window
   // PlaceRandomAreaCrop draws from the image's size, resized to crop_h x
   // crop_w when those are set, else left at its own size. Only the
@@ -147,8 +157,12 @@ absl::Status DecodeResizeCrop(absl::Span<const uint8_t> encoded,
                               const DecodeCropSpec& spec, SampleRng* rng,
                               Sample* scratch, Sample* out, bool* bad_data);
 
-// Element conversion as the `cast` kernel converts (kernels/convert.h).
-absl::Status CastSample(const SampleRef& in, DataType to, Sample* out);
+// Element conversion as the `cast` kernel converts (kernels/convert.h):
+// floating values to an integer type are truncated toward zero, or with
+// `round` first rounded to the nearest integer, halves away from zero
+// (DALI's conversions), before they saturate at the type's range.
+absl::Status CastSample(const SampleRef& in, DataType to, Sample* out,
+                        bool round = false);
 
 }  // namespace actorflow::internal::pipeline
 

@@ -79,7 +79,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
         {"external_source", {"dtype", "shape"}},
         {"decode", {"color", "max_pixels"}},
         {"decode_random_crop",
-         {"color", "max_pixels", "size", "random", "resize_shorter",
+         {"color", "max_pixels", "size", "random", "pos", "resize_shorter",
           "resize_size", "antialias"}},
         {"decode_resize",
          {"color", "max_pixels", "shorter", "size", "antialias"}},
@@ -94,7 +94,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
           "longer_uniform", "longer_normal", "longer_stream",
           "resize_x_uniform", "resize_x_normal", "resize_x_stream",
           "resize_y_uniform", "resize_y_normal", "resize_y_stream"}},
-        {"crop", {"size", "random"}},
+        {"crop", {"size", "random", "pos"}},
         {"random_resized_crop",
          {"size", "random_area", "random_aspect_ratio", "num_attempts",
           "antialias"}},
@@ -103,7 +103,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
         {"crop_mirror_normalize",
          {"crop", "crop_pos", "mirror", "mirror_stream", "mean", "std",
           "pad_output", "fill_values"}},
-        {"cast", {"to"}},
+        {"cast", {"to", "round"}},
         {"sleep", {"ms"}},
         {"normalize", {"mean", "std", "axis"}},
         {"batch", {"max_shape"}},
@@ -708,6 +708,13 @@ void Pipeline::Compiler::AddDenseOperator(int i, const Node& in) {
                    "runs on ", def.device, " but its input '", def.inputs[0],
                    "' is in ", in.on_device ? "GPU" : "host",
                    " memory (a mixed batch moves batches to the GPU)"));
+    return;
+  }
+  if (def.attrs.count("round")) {
+    // The batched cast kernel (kernels/convert.h) truncates.
+    Problem(i,
+            "attr 'round' applies to samples; on batches a cast "
+            "truncates (cast before the batch to round)");
     return;
   }
   OpConf* task = AddOp(UniqueTask(i, def.name), op, io_, gpu);

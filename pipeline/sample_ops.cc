@@ -49,6 +49,35 @@ absl::StatusOr<double> Probability(const KernelInitContext& ctx,
   return p;
 }
 
+// attrs `random` (default `random_default`) and `pos`: DALI's crop_pos_y
+// and crop_pos_x, two floats in [0, 1] (CropPlace::anchored), only with
+// `random` false.
+absl::StatusOr<CropPlace> CropPlaceAttrs(const KernelInitContext& ctx,
+                                         bool random_default) {
+  auto random = ctx.BoolAttrOr("random", random_default);
+  if (!random.ok()) return random.status();
+  auto pos = ctx.FloatListAttr("pos");
+  if (!pos.ok()) return pos.status();
+  CropPlace place;
+  place.random = *random;
+  if (pos->empty()) return place;
+  if (pos->size() != 2 || (*pos)[0] < 0 || (*pos)[0] > 1 || (*pos)[1] < 0 ||
+      (*pos)[1] > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attr 'pos': wants [y, x], each in [0, 1], got [",
+                     absl::StrJoin(*pos, ", "), "]"));
+  }
+  if (place.random) {
+    return absl::InvalidArgumentError(
+        "attrs 'pos' and 'random': a window at 'pos' is not drawn; give "
+        "'random' false with it");
+  }
+  place.anchored = true;
+  place.y = static_cast<float>((*pos)[0]);
+  place.x = static_cast<float>((*pos)[1]);
+  return place;
+}
+
 // attr `max_pixels`: >= 0 (0: no limit), default kDefaultMaxPixels.
 absl::StatusOr<int64_t> MaxPixels(const KernelInitContext& ctx) {
   auto max_pixels = ctx.IntAttrOr("max_pixels", kDefaultMaxPixels);
@@ -135,11 +164,11 @@ class DecodeCropOp final : public SampleOp {
     antialias_ = *antialias;
     if (crop_) {
       auto size = SizeAttr(ctx, "size", /*required=*/true);
-      auto random = ctx.BoolAttrOr("random", true);
+      auto place = CropPlaceAttrs(ctx, /*random_default=*/true);
       if (!size.ok()) return size.status();
-      if (!random.ok()) return random.status();
+      if (!place.ok()) return place.status();
       crop_size_ = *size;
-      random_ = *random;
+      place_ = *place;
     }
     return absl::OkStatus();
   }
@@ -168,7 +197,7 @@ class DecodeCropOp final : public SampleOp {
     if (crop_) {
       spec.crop_h = crop_size_[0];
       spec.crop_w = crop_size_[1];
-      spec.random = random_;
+      spec.place = place_;
     }
     return DecodeResizeCrop(absl::MakeConstSpan(in.data, in.bytes), spec, rng,
                             &decoded_, out, &skippable_);
@@ -182,7 +211,7 @@ class DecodeCropOp final : public SampleOp {
   int64_t shorter_ = 0;
   bool antialias_ = false;
   std::vector<int64_t> crop_size_;
-  bool random_ = true;
+  CropPlace place_;
   Sample decoded_;
   bool skippable_ = true;  // of the last failure
 };
@@ -310,11 +339,11 @@ class CropOp final : public SampleOp {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
     auto size = SizeAttr(ctx, "size", /*required=*/true);
-    auto random = ctx.BoolAttrOr("random", false);
+    auto place = CropPlaceAttrs(ctx, /*random_default=*/false);
     if (!size.ok()) return size.status();
-    if (!random.ok()) return random.status();
+    if (!place.ok()) return place.status();
     size_ = *size;
-    random_ = *random;
+    place_ = *place;
     return absl::OkStatus();
   }
   absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
@@ -327,7 +356,7 @@ class CropOp final : public SampleOp {
     if (in.shape.size() != 3) return Crop(in, {}, size_[0], size_[1], out);
     CropWindow window;
     absl::Status ok = PlaceCrop(in.shape[0], in.shape[1], size_[0], size_[1],
-                                random_, rng, &window);
+                                place_, rng, &window);
     if (!ok.ok()) return ok;
     return Crop(in, window, size_[0], size_[1], out);
   }
@@ -338,7 +367,7 @@ class CropOp final : public SampleOp {
 
  private:
   std::vector<int64_t> size_;
-  bool random_ = false;
+  CropPlace place_;
 };
 
 // attr `name`: two floats lo <= hi, both above `floor`, or `fallback`.
@@ -580,8 +609,8 @@ class CropMirrorNormalizeOp final : public SampleOp {
     const int64_t h = crop_.empty() ? in.shape[0] : crop_[0];
     const int64_t w = crop_.empty() ? in.shape[1] : crop_[1];
     CropWindow window;
-    absl::Status ok =
-        PlaceCrop(in.shape[0], in.shape[1], h, w, random_, rng, &window);
+    absl::Status ok = PlaceCrop(in.shape[0], in.shape[1], h, w,
+                                {.random = random_}, rng, &window);
     if (!ok.ok()) return ok;
     return CropMirrorNormalize(in, window, h, w, mirror, mean_, std_, out,
                                PadFor(in.shape[2]));
@@ -622,18 +651,22 @@ class CastOp final : public SampleOp {
       return absl::InvalidArgumentError(
           absl::StrCat("attr 'to': ", type.status().message()));
     }
+    auto round = ctx.BoolAttrOr("round", false);
+    if (!round.ok()) return round.status();
     to_ = *type;
+    round_ = *round;
     return absl::OkStatus();
   }
   absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
     return SampleSpec{to_, in.max_shape};
   }
   absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
-    return CastSample(in, to_, out);
+    return CastSample(in, to_, out, round_);
   }
 
  private:
   DataType to_ = DT_FLOAT32;
+  bool round_ = false;
 };
 
 // Passes each sample on unchanged after `ms` milliseconds: a slow stage on

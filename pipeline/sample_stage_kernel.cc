@@ -103,7 +103,7 @@ std::vector<Planned> FuseDecoders(std::vector<Planned> planned) {
     if (crop != nullptr) {
       step.op = "decode_random_crop";
       step.op_index = crop->op_index;
-      for (const char* name : {"size", "random"}) {
+      for (const char* name : {"size", "random", "pos"}) {
         if (AttrValue* v = FindOwnAttr(&crop->own, name)) attrs[name] = *v;
       }
       // The crop's own default (centred), not decode_random_crop's.

@@ -443,5 +443,43 @@ TEST_CASE("operators infer the largest sample they can make") {
   CHECK(absl::StrContains(init.message(), "matrix"));
 }
 
+TEST_CASE("crop: a window at DALI's normalized anchor") {
+  // 5x7, one channel, pixel (y, x) = 10y + x; 2x2 windows leave 3 rows and
+  // 5 columns of room.
+  std::vector<double> v;
+  for (int y = 0; y < 5; ++y) {
+    for (int x = 0; x < 7; ++x) v.push_back(10 * y + x);
+  }
+  Sample in = Image(DT_UINT8, {5, 7, 1}, v);
+  Sample out;
+  SampleRng rng(1, 2, 3, 4);
+  auto at = [&](std::vector<double> pos) {
+    auto op = MakeOp("crop", {{"size", IntListAttr({2, 2})},
+                              {"pos", FloatListAttr(std::move(pos))}});
+    REQUIRE(op->Apply(in.ref(), &rng, &out).ok());
+    return Values(out)[0];  // the window's first pixel: 10y + x
+  };
+  CHECK(at({0.5, 0.5}) == 23);  // roundf(1.5) = 2, roundf(2.5) = 3
+  CHECK(at({0.0, 1.0}) == 5);
+  CHECK(at({0.9, 0.1}) == 31);  // 2.7 and 0.5 rounded: 3 and 1
+  auto centred = MakeOp("crop", {{"size", IntListAttr({2, 2})}});
+  REQUIRE(centred->Apply(in.ref(), &rng, &out).ok());
+  CHECK(Values(out)[0] == 12);  // without pos: rounded down
+  absl::Status init;
+  MakeOp("crop",
+         {{"size", IntListAttr({2, 2})}, {"pos", FloatListAttr({1.5, 0})}},
+         &init);
+  CHECK(absl::StrContains(init.message(), "attr 'pos'"));
+  MakeOp("crop", {{"size", IntListAttr({2, 2})}, {"pos", FloatListAttr({0.5})}},
+         &init);
+  CHECK(absl::StrContains(init.message(), "[y, x]"));
+  MakeOp("crop",
+         {{"size", IntListAttr({2, 2})},
+          {"pos", FloatListAttr({0.5, 0.5})},
+          {"random", BoolAttr(true)}},
+         &init);
+  CHECK(absl::StrContains(init.message(), "'random' false"));
+}
+
 }  // namespace
 }  // namespace actorflow::internal::pipeline

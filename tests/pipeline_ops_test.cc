@@ -356,11 +356,25 @@ TEST_CASE("crop, flip and crop_mirror_normalize move the right pixels") {
   Sample out;
   CropWindow window;
   SampleRng rng(1, 2, 3, 4);
-  REQUIRE(PlaceCrop(3, 4, 2, 2, /*random=*/false, &rng, &window).ok());
+  REQUIRE(PlaceCrop(3, 4, 2, 2, {}, &rng, &window).ok());
   CHECK((window.y == 0 && window.x == 1));
   REQUIRE(Crop(image.ref(), window, 2, 2, &out).ok());
   CHECK(out.storage == Bytes{1, 2, 11, 12});
-  CHECK_FALSE(PlaceCrop(3, 4, 4, 2, false, &rng, &window).ok());
+  CHECK_FALSE(PlaceCrop(3, 4, 4, 2, {}, &rng, &window).ok());
+  // DALI's anchors: roundf(pos * room), halves away from zero, so its
+  // centre (0.5) of an odd room lies one pixel past ours (rounded down).
+  REQUIRE(PlaceCrop(3, 6, 2, 3, {.anchored = true}, &rng, &window).ok());
+  CHECK((window.y == 1 && window.x == 2));
+  REQUIRE(PlaceCrop(3, 6, 2, 3, {}, &rng, &window).ok());
+  CHECK((window.y == 0 && window.x == 1));
+  REQUIRE(PlaceCrop(3, 6, 2, 3, {.anchored = true, .y = 0.0f, .x = 1.0f}, &rng,
+                    &window)
+              .ok());
+  CHECK((window.y == 0 && window.x == 3));
+  REQUIRE(PlaceCrop(40, 30, 13, 7, {.anchored = true, .y = 0.2f, .x = 0.7f},
+                    &rng, &window)
+              .ok());
+  CHECK((window.y == 5 && window.x == 16));  // 5.4 and 16.1, rounded
 
   REQUIRE(Flip(image.ref(), /*horizontal=*/true, false, &out).ok());
   CHECK(std::vector<uint8_t>(out.storage.begin(), out.storage.begin() + 4) ==
@@ -407,6 +421,17 @@ TEST_CASE("crop, flip and crop_mirror_normalize move the right pixels") {
 
   REQUIRE(CastSample(image.ref(), DT_FLOAT32, &out).ok());
   CHECK(out.as<float>()[11] == 23.0f);
+  // To integers: truncated, or rounded (halves away from zero) first;
+  // saturated either way.
+  Sample floats = Values(DT_FLOAT32, {1, 5, 1}, {2.5, -2.5, 2.49, 300.7, -0.6});
+  REQUIRE(CastSample(floats.ref(), DT_INT8, &out).ok());
+  CHECK(std::vector<int8_t>(out.as<int8_t>(), out.as<int8_t>() + 5) ==
+        std::vector<int8_t>{2, -2, 2, 127, 0});
+  REQUIRE(CastSample(floats.ref(), DT_INT8, &out, /*round=*/true).ok());
+  CHECK(std::vector<int8_t>(out.as<int8_t>(), out.as<int8_t>() + 5) ==
+        std::vector<int8_t>{3, -3, 2, 127, -1});
+  REQUIRE(CastSample(floats.ref(), DT_UINT8, &out, /*round=*/true).ok());
+  CHECK(out.storage == Bytes{3, 0, 2, 255, 0});
 }
 
 TEST_CASE("antialiased byte resize is its float definition exactly") {
@@ -520,8 +545,8 @@ TEST_CASE("random crops stay inside, and depend only on the sample's seed") {
   for (int position = 0; position < 200; ++position) {
     SampleRng a(seed, 4, 0, position), b(seed, 4, 0, position);
     CropWindow wa, wb;
-    REQUIRE(PlaceCrop(40, 30, 13, 7, true, &a, &wa).ok());
-    REQUIRE(PlaceCrop(40, 30, 13, 7, true, &b, &wb).ok());
+    REQUIRE(PlaceCrop(40, 30, 13, 7, {.random = true}, &a, &wa).ok());
+    REQUIRE(PlaceCrop(40, 30, 13, 7, {.random = true}, &b, &wb).ok());
     CHECK((wa.y == wb.y && wa.x == wb.x));
     CHECK((wa.y >= 0 && wa.y <= 27 && wa.x >= 0 && wa.x <= 23));
   }

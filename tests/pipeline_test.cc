@@ -1033,6 +1033,25 @@ TEST_CASE("external input: own sample shapes, two sources in step") {
         absl::Span<const int64_t>(std::vector<int64_t>{7, 8, 9}));
 }
 
+TEST_CASE("a rounding cast works on samples, not on batches") {
+  Pipeline pipe(PipelineOptions{});
+  pipe.Add(OperatorDef{.op = "external_source",
+                       .outputs = {"x"},
+                       .attrs = {{"dtype", StringAttr("float32")},
+                                 {"shape", IntListAttr({2})}}});
+  pipe.Add(OperatorDef{.op = "batch", .inputs = {"x"}, .outputs = {"xb"}});
+  pipe.Add(OperatorDef{
+      .op = "cast",
+      .name = "bytes",
+      .inputs = {"xb"},
+      .outputs = {"out"},
+      .attrs = {{"to", StringAttr("uint8")}, {"round", BoolAttr(true)}}});
+  pipe.SetOutputs({"out"});
+  CHECK_THAT(std::string(pipe.Build().message()),
+             Catch::Contains("operator 'bytes' (cast): attr 'round' applies "
+                             "to samples"));
+}
+
 TEST_CASE("with a batch operator, every output must come out of it") {
   Pipeline pipe(PipelineOptions{});
   pipe.Add(OperatorDef{.op = "external_source",

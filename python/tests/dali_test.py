@@ -843,6 +843,40 @@ class DaliTest(unittest.TestCase):
             self.assertEqual(type(array.base).__name__, "PyCapsule")
         self.assertEqual(len({a.ctypes.data for a in arrays}), len(arrays))
 
+    def test_crop_positions_as_dali_places_them(self):
+        # DALI's anchor: roundf(crop_pos * (size - crop size)), halves away
+        # from zero. A 24 x 25 image and a 15 x 16 window leave 9 rows and
+        # 9 columns of room; the centre (0.5) is row 5 and column 5 (4.5
+        # rounded up), where a floor would give 4.
+        root = self.root
+        places = [(0.5, 0.5), (0.0, 1.0), (0.3, 0.75)]
+
+        @pipeline_def(batch_size=4, num_threads=2, device_id=0)
+        def crops():
+            jpegs, _ = fn.readers.file(file_root=root)
+            images = fn.resize(fn.decoders.image(jpegs), size=[24, 25])
+            outs = [images]
+            for y, x in places:
+                outs.append(fn.crop(images, crop=(15, 16), crop_pos_y=y,
+                                    crop_pos_x=x))
+            outs.append(fn.crop_mirror_normalize(
+                images, crop=(15, 16), crop_pos_y=0.3, crop_pos_x=0.75,
+                mean=MEAN, std=STD))
+            return tuple(outs)
+
+        images, *cropped, normalized = crops().run()
+        base = images.as_array()
+        for (y, x), out in zip(places, cropped):
+            top = int(numpy.floor(numpy.float32(y) * 9 + numpy.float32(0.5)))
+            left = int(numpy.floor(numpy.float32(x) * 9 + numpy.float32(0.5)))
+            self.assertTrue(numpy.array_equal(
+                out.as_array(), base[:, top:top + 15, left:left + 16]),
+                (y, x, top, left))
+        window = base[:, 3:18, 7:23].astype(numpy.float64)  # 2.7, 6.75
+        ref = ((window - MEAN) / STD).transpose(0, 3, 1, 2)
+        numpy.testing.assert_allclose(normalized.as_array(), ref, rtol=1e-5,
+                                      atol=1e-4)
+
     def test_dali_scalars_mirror_and_normalization(self):
         root = self.root
         outs = {}
@@ -1157,8 +1191,16 @@ class DaliTest(unittest.TestCase):
                 fn.jitter(images)
             with self.assertRaisesRegex(TypeError, "takes numbers"):
                 images * "two"
-            with self.assertRaisesRegex(ValueError, "'angle'|crop_pos"):
-                fn.crop(images, crop=(4, 4), crop_pos_x=0.1)
+            with self.assertRaisesRegex(ValueError, "both numbers or both"):
+                fn.crop(images, crop=(4, 4),
+                        crop_pos_x=fn.random.uniform(range=(0.0, 1.0)))
+            with self.assertRaisesRegex(ValueError, "crop_pos_y=1.5"):
+                fn.crop(images, crop=(4, 4), crop_pos_y=1.5)
+            with self.assertRaisesRegex(
+                    ValueError, "input of operator 'cast'.*not data"):
+                fn.cast(fn.random.coin_flip(), dtype=types.FLOAT)
+            with self.assertRaisesRegex(ValueError, "output of the pipe"):
+                pipe.set_outputs(images, fn.random.uniform(range=(0, 1)))
             with self.assertRaisesRegex(ValueError, "mirror"):
                 fn.crop_mirror_normalize(images, mirror=2)
         with self.assertRaisesRegex(ValueError, "batch_size"):
@@ -1484,6 +1526,36 @@ class AugmentationTest(unittest.TestCase):
         got = run_on(self.images, lambda x: fn.water(x, mask=0))
         for image, out in zip(self.images, got):
             self.assertTrue(numpy.array_equal(out, image))
+
+    def test_casts_round_as_dali_converts(self):
+        # DALI's conversions to integers round to the nearest (halves away
+        # from zero), then saturate; a truncating cast gives 2, -2, 300's
+        # low byte.
+        values = numpy.float32([[[2.5, -2.5, 2.49], [-0.6, 300.7, -300.0]]])
+        for dtype, want in ((types.UINT8, [3, 0, 2, 0, 255, 0]),
+                            (types.INT8, [3, -3, 2, -1, 127, -128]),
+                            (types.INT32, [3, -3, 2, -1, 301, -300])):
+            (got,) = run_on([values], lambda x: fn.cast(x, dtype=dtype))
+            self.assertEqual(got.dtype, types.to_numpy_dtype(dtype))
+            self.assertEqual(got.ravel().tolist(), want, dtype)
+        # crop_mirror_normalize to UINT8 or INT8: its float values
+        # converted so, or truncated with rounding="truncate".
+        image = self.images[0]
+        scaled = (image.astype(numpy.float32) - 0.5) * numpy.float32(0.75)
+        for dtype, rounding, convert in (
+                (types.UINT8, "round", lambda v: numpy.clip(
+                    numpy.sign(v) * numpy.floor(numpy.abs(v) + 0.5), 0, 255)),
+                (types.INT8, "round", lambda v: numpy.clip(
+                    numpy.sign(v) * numpy.floor(numpy.abs(v) + 0.5), -128,
+                    127)),
+                (types.UINT8, "truncate",
+                 lambda v: numpy.clip(numpy.trunc(v), 0, 255))):
+            (got,) = run_on([image], lambda x: fn.crop_mirror_normalize(
+                x, dtype=dtype, output_layout="HWC", mean=0.5, std=1.0,
+                scale=0.75, rounding=rounding))
+            self.assertEqual(got.dtype, types.to_numpy_dtype(dtype))
+            self.assertTrue(numpy.array_equal(got, convert(scaled)),
+                            (dtype, rounding))
 
     def test_arithmetic_with_numbers(self):
         got = run_on(self.images, lambda x: (x / 255.0 - 0.5) * 2)

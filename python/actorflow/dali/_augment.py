@@ -10,15 +10,20 @@ from actorflow.dali._args import (_check_rest, _device, _fixed, _floats,
                                   _hw, _node, _per_sample)
 from actorflow.pipeline import _add_operator
 
-def cast(data, *, dtype, device="cpu", name=None, **rest):
+def cast(data, *, dtype, device="cpu", name=None, _round=True, **rest):
     """To `dtype`; FLOAT16 is float32 converted as it leaves the pipeline
-    (the runtime has no half type), so only the last operator gives it."""
+    (the runtime has no half type), so only the last operator gives it.
+    Floating values become integers as DALI converts them: rounded to the
+    nearest, halves away from zero, then saturated (_round=False:
+    truncated toward zero instead)."""
     _check_rest("cast", rest)
     _device("cast", device)
     to = types.to_numpy_dtype(dtype).name
     half = to == "float16"
-    node = _add_operator("cast", [data], 1, "cpu", name,
-                         {"to": "float32" if half else to})
+    attrs = {"to": "float32" if half else to}
+    if _round and not to.startswith("float") and to != "bool":
+        attrs["round"] = True
+    node = _add_operator("cast", [data], 1, "cpu", name, attrs)
     node = _node(node, like=data, device=device)
     node.half = half
     return node

@@ -235,21 +235,26 @@ def resize(data, *, resize_x=None, resize_y=None, resize_shorter=None,
 
 
 def _crop_pos(op, x, y):
-    """"center" or "random" from DALI's crop_pos_x / crop_pos_y."""
-    def kind(v):
-        if isinstance(v, RandomArgument) and v.kind == "uniform" and \
-                v.params["range"] == (0.0, 1.0) and v.params["values"] is None:
-            return "random"
-        v = _fixed(op, "crop_pos", v)
-        if float(v) == 0.5:
-            return "center"
-        return None
-    kx, ky = kind(x), kind(y)
-    if kx is None or ky is None or kx != ky:
+    """The crop's placement attrs from DALI's crop_pos_x / crop_pos_y: each
+    a number in [0, 1] (the window's first row is roundf(crop_pos_y *
+    (height - crop height)), as DALI places it), or both
+    fn.random.uniform(range=(0, 1)) (a window drawn anywhere)."""
+    def drawn(v):
+        return isinstance(v, RandomArgument) and v.kind == "uniform" and \
+            v.params["range"] == (0.0, 1.0) and v.params["values"] is None
+    if drawn(x) and drawn(y):
+        return {"random": True}
+    if drawn(x) or drawn(y):
         raise ValueError(
-            f"fn.{op}: crop_pos_x={x!r}, crop_pos_y={y!r}: both 0.5 (centre) "
-            "or both fn.random.uniform(range=(0, 1)) are in actorflow.dali")
-    return kx
+            f"fn.{op}: crop_pos_x={x!r}, crop_pos_y={y!r}: both numbers or "
+            "both fn.random.uniform(range=(0, 1)) in actorflow.dali")
+    pos = []
+    for name, v in (("crop_pos_y", y), ("crop_pos_x", x)):
+        v = float(_fixed(op, name, v))
+        if not 0.0 <= v <= 1.0:
+            raise ValueError(f"fn.{op}: {name}={v}: within [0, 1]")
+        pos.append(v)
+    return {"random": False, "pos": pos}
 
 
 def _crop_size(op, crop, crop_h, crop_w):
@@ -270,9 +275,9 @@ def crop(data, *, crop=None, crop_h=0, crop_w=0, crop_pos_x=0.5,
     size = _crop_size("crop", crop, crop_h, crop_w)
     if size is None:
         raise ValueError("fn.crop: give crop (or crop_h and crop_w)")
-    pos = _crop_pos("crop", crop_pos_x, crop_pos_y)
     node = _add_operator("crop", [data], 1, "cpu", name,
-                         {"size": size, "random": pos == "random"})
+                         {"size": size,
+                          **_crop_pos("crop", crop_pos_x, crop_pos_y)})
     node = _node(node, like=data, device=device)
     node.bound = None
     if dtype is not None and types.to_numpy_dtype(dtype).name != "uint8":
@@ -285,16 +290,23 @@ def crop_mirror_normalize(data, *, dtype=types.FLOAT, output_layout="CHW",
                           crop_pos_y=0.5, mirror=0, mean=0.0, std=1.0,
                           scale=1.0, shift=0.0, pad_output=False,
                           fill_values=0.0, out_of_bounds_policy="error",
-                          device="cpu", name=None, **rest):
+                          rounding="round", device="cpu", name=None, **rest):
     """uint8 HWC -> float32 CHW: ((v - mean) / std) * scale + shift of the
     (mirrored) window. pad_output: channels added up to a power of two (3
-    -> 4), filled with fill_values (one value, or one per channel)."""
+    -> 4), filled with fill_values (one value, or one per channel). dtype
+    UINT8 or INT8: those values converted as DALI converts them, rounded
+    (rounding="round": to the nearest, halves away from zero; "truncate":
+    toward zero) and saturated."""
     _check_rest("crop_mirror_normalize", rest)
     _device("crop_mirror_normalize", device)
-    half = types.to_numpy_dtype(dtype).name == "float16"
-    if types.to_numpy_dtype(dtype).name != "float32" and not half:
-        raise ValueError(f"fn.crop_mirror_normalize: dtype {dtype}: FLOAT "
-                         "or FLOAT16")
+    out_type = types.to_numpy_dtype(dtype).name
+    half = out_type == "float16"
+    if out_type not in ("float32", "float16", "uint8", "int8"):
+        raise ValueError(f"fn.crop_mirror_normalize: dtype {dtype}: FLOAT, "
+                         "FLOAT16, UINT8 or INT8")
+    if rounding not in ("round", "truncate"):
+        raise ValueError(f"fn.crop_mirror_normalize: rounding '{rounding}': "
+                         "'round' or 'truncate'")
     if output_layout not in ("CHW", "HWC"):
         raise ValueError(f"fn.crop_mirror_normalize: output_layout "
                          f"'{output_layout}': CHW or HWC")
@@ -326,15 +338,18 @@ def crop_mirror_normalize(data, *, dtype=types.FLOAT, output_layout="CHW",
         # The crop as its own operator, so that a decode and resize before
         # it fuse with it and compute only the window (docs/pipelines.md,
         # "Decoding less"); the values are the same.
-        pos = _crop_pos("crop_mirror_normalize", crop_pos_x, crop_pos_y)
+        place = _crop_pos("crop_mirror_normalize", crop_pos_x, crop_pos_y)
         data = _node(_add_operator("crop", [data], 1, "cpu", None,
-                                   {"size": size, "random": pos == "random"}),
+                                   {"size": size, **place}),
                      like=data)
     node = _add_operator("crop_mirror_normalize", [data], 1, "cpu", name,
                          attrs)
     node = _node(node, like=data, layout="CHW", device=device)
     if size is not None:
         node.bound = None
+    if out_type in ("uint8", "int8"):
+        node = cast(node, dtype=dtype, device=device,
+                    _round=rounding == "round")
     if output_layout == "HWC":
         node = transpose(node, perm=[1, 2, 0], device=device)
     node.half = half  # computed in float32, converted on the way out

@@ -170,6 +170,19 @@ def _say_host_once(device):
         "GPU, else on the CPU with the same values", stacklevel=3)
 
 
+def _refuse_random_as_data(node, where):
+    """fn.random values are per-sample arguments (_args.RandomArgument):
+    say so where one is used as data, rather than that it is no node."""
+    from actorflow.dali import _args  # imports this module
+    if isinstance(node, _args.RandomArgument):
+        raise ValueError(
+            f"{node!r} as {where}: actorflow.dali draws fn.random values "
+            "inside the operator given them as an argument (mirror=, "
+            "angle=, crop_pos_x=, ...), or combined with a data node "
+            "(images * fn.random.uniform(...)); it is not data on its own "
+            "(docs/python.md, 'Coming from DALI')")
+
+
 class Pipeline(_base.Pipeline):
     """DALI's Pipeline: Pipeline(batch_size, num_threads, device_id, seed,
     ...) with DALI's keyword arguments. build() is optional; run() returns
@@ -231,11 +244,14 @@ class Pipeline(_base.Pipeline):
         return stack[-1] if stack else None
 
     def set_outputs(self, *nodes):
+        for node in nodes:
+            _refuse_random_as_data(node, "an output of the pipeline")
         super().set_outputs(*nodes)
         self._output_nodes = list(nodes)
 
     def _declare(self, op, inputs, num_outputs, device, name, attrs, source):
         for node in inputs:
+            _refuse_random_as_data(node, f"an input of operator '{op}'")
             if getattr(node, "half", False):
                 raise ValueError(
                     f"operator '{op}': its input {node.name} is FLOAT16, "
