@@ -27,7 +27,7 @@ from actorflow.dali import fn, ops, pipeline_def, types  # noqa: E402
 from actorflow.dali.pipeline import Pipeline  # noqa: E402
 from actorflow.dali.plugin.pytorch import (  # noqa: E402
     DALIClassificationIterator, DALIGenericIterator, LastBatchPolicy,
-    feed_ndarray)
+    feed_ndarray, to_torch_type)
 from image_fixtures import make_images  # noqa: E402
 
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
@@ -434,7 +434,11 @@ class DaliTest(unittest.TestCase):
         self.assertEqual(steps, 8)  # 30 images, batches of 4, FILL
         # DALI's older examples copy outputs with feed_ndarray.
         images, labels = by_ops.run()
-        into = torch.empty((4, 3, 32, 32), dtype=torch.float32)
+        into = torch.empty(images.as_tensor().shape(),
+                           dtype=to_torch_type[images.dtype])
+        self.assertEqual((into.shape, into.dtype),
+                         ((4, 3, 32, 32), torch.float32))
+        self.assertEqual(to_torch_type[labels.dtype], torch.int32)
         self.assertIs(feed_ndarray(images, into), into)
         self.assertTrue(torch.equal(into, torch.from_numpy(
             numpy.asarray(images.as_tensor()))))

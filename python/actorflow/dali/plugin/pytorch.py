@@ -1,5 +1,6 @@
 """DALI's PyTorch iterators on actorflow pipelines: DALIGenericIterator,
-DALIClassificationIterator and LastBatchPolicy (and feed_ndarray), counting epochs as DALI
+DALIClassificationIterator and LastBatchPolicy (and feed_ndarray,
+to_torch_type), counting epochs as DALI
 does (reader_name, size, last_batch_policy, last_batch_padded). Each step
 is a list with one dict per pipeline, mapping each name of output_map to
 a torch.Tensor the caller owns (kept across steps). Outputs marked .gpu()
@@ -17,6 +18,21 @@ import numpy
 import torch
 
 from actorflow.dali import tensors
+from actorflow.dali.types import DALIDataType
+
+# DALI's table: the torch dtype of each element type (a TensorListCPU's
+# or a TensorCPU's .dtype), for tensors a caller allocates to feed_ndarray.
+to_torch_type = {
+    DALIDataType.FLOAT: torch.float32,
+    DALIDataType.FLOAT64: torch.float64,
+    DALIDataType.FLOAT16: torch.float16,
+    DALIDataType.UINT8: torch.uint8,
+    DALIDataType.INT8: torch.int8,
+    DALIDataType.BOOL: torch.bool,
+    DALIDataType.INT16: torch.int16,
+    DALIDataType.INT32: torch.int32,
+    DALIDataType.INT64: torch.int64,
+}
 
 
 class LastBatchPolicy(enum.Enum):
