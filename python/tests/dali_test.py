@@ -1193,6 +1193,10 @@ class DaliTest(unittest.TestCase):
                 fn.resize(images, size=[4, 4], roi_start=[0, 0])
             with self.assertRaisesRegex(NotImplementedError, "fn.jitter"):
                 fn.jitter(images)
+            with self.assertRaisesRegex(AttributeError,
+                                        "fn.shapes is not in actorflow"):
+                fn.shapes(images)
+            self.assertFalse(hasattr(fn, "squeeze"))
             with self.assertRaisesRegex(TypeError, "takes numbers"):
                 images * "two"
             with self.assertRaisesRegex(ValueError, "both numbers or both"):

@@ -385,3 +385,14 @@ for _op in ("jitter", "coord_transform", "pad", "cat", "stack",
     globals()[_op] = _missing(_op)
 readers.mxnet = _missing("readers.mxnet")
 readers.coco = _missing("readers.coco")
+
+
+def __getattr__(name):
+    # Any other name DALI's fn might have (fn.shapes, fn.squeeze, ...):
+    # still an AttributeError (hasattr stays False), saying where to look.
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(
+        f"module 'actorflow.dali.fn' has no attribute '{name}': fn.{name} is "
+        "not in actorflow.dali (docs/python.md, 'Coming from DALI', lists "
+        "the operators there are)")
