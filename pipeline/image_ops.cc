@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/convert.h"
@@ -268,6 +269,37 @@ absl::Status Resize(const SampleRef& in, int64_t height, int64_t width,
   if (!ok.ok()) return ok;
   return ResizeWindow(in, ResizeArea{in.shape[0], in.shape[1], 0, 0}, height,
                       width, CropWindow{}, height, width, out, antialias);
+}
+
+absl::Status ResizeNearest(const SampleRef& in, int64_t height, int64_t width,
+                           Sample* out) {
+  absl::Status ok = ExpectImage("resize", in);
+  if (!ok.ok()) return ok;
+  if (height < 1 || width < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("resize: size ", height, "x", width, " is empty"));
+  }
+  const int64_t in_h = in.shape[0], in_w = in.shape[1];
+  const int64_t pixel = in.shape[2] * DataTypeSize(in.type);
+  auto source = [](int64_t i, int64_t in_size, int64_t out_size) {
+    const float scale =
+        static_cast<float>(in_size) / static_cast<float>(out_size);
+    const auto s = static_cast<int64_t>(
+        std::floor((static_cast<float>(i) + 0.5f) * scale));
+    return std::clamp<int64_t>(s, 0, in_size - 1);
+  };
+  std::vector<int64_t> columns(width);
+  for (int64_t x = 0; x < width; ++x) columns[x] = source(x, in_w, width);
+  const int64_t shape[] = {height, width, in.shape[2]};
+  out->Reshape(in.type, shape);
+  uint8_t* dst = out->storage.data();
+  for (int64_t y = 0; y < height; ++y) {
+    const uint8_t* row = in.data + source(y, in_h, height) * in_w * pixel;
+    for (int64_t x = 0; x < width; ++x, dst += pixel) {
+      std::memcpy(dst, row + columns[x] * pixel, pixel);
+    }
+  }
+  return absl::OkStatus();
 }
 
 void SourceRows(int64_t in_size, int64_t out_size, int64_t first, int64_t count,

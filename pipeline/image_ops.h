@@ -23,6 +23,12 @@ namespace actorflow::internal::pipeline {
 // instead (pipeline/resample.h), so no source pixel is skipped.
 absl::Status Resize(const SampleRef& in, int64_t height, int64_t width,
                     Sample* out, bool antialias = false);
+// Nearest-neighbour resize (DALI's INTERP_NN) of an HWC image of any
+// element type: output pixel (y, x) is source pixel (floor((y + 0.5) *
+// in_h / height), floor((x + 0.5) * in_w / width)), computed in float as
+// DALI computes it and kept within the image.
+absl::Status ResizeNearest(const SampleRef& in, int64_t height, int64_t width,
+                           Sample* out);
 // Where a crop window starts: centred, or uniformly at random from `rng`.
 struct CropWindow {
   int64_t y = 0;

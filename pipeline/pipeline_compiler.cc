@@ -88,7 +88,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
           "num_attempts", "antialias"}},
         {"resize",
          {"size", "shorter", "longer", "resize_x", "resize_y", "mode",
-          "max_size", "antialias",
+          "max_size", "antialias", "interp",
           // A side drawn per sample (pipeline/sample_args.h).
           "shorter_uniform", "shorter_normal", "shorter_stream",
           "longer_uniform", "longer_normal", "longer_stream",

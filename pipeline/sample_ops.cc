@@ -225,10 +225,16 @@ class ResizeOp final : public SampleOp {
     auto mode_name = ctx.StringAttrOr("mode", "");
     auto max_size = ctx.FloatListAttr("max_size");
     auto antialias = ctx.BoolAttrOr("antialias", false);
+    auto interp = ctx.StringAttrOr("interp", "linear");
     absl::Status ok;
-    for (const absl::Status& s : {size.status(), mode_name.status(),
-                                  max_size.status(), antialias.status()}) {
+    for (const absl::Status& s :
+         {size.status(), mode_name.status(), max_size.status(),
+          antialias.status(), interp.status()}) {
       if (ok.ok()) ok = s;
+    }
+    if (ok.ok() && *interp != "linear" && *interp != "nn") {
+      ok = absl::InvalidArgumentError(absl::StrCat(
+          "attr 'interp': \"linear\" or \"nn\", got \"", *interp, "\""));
     }
     // The sides: each one value, or drawn per sample (ScalarArg).
     for (auto [name, arg] :
@@ -272,6 +278,7 @@ class ResizeOp final : public SampleOp {
           "none negative");
     }
     antialias_ = *antialias;
+    nearest_ = *interp == "nn";
     varies_ =
         shorter_.varies() || longer_.varies() || y_.varies() || x_.varies();
     rule_ = ResizeRule{};
@@ -324,6 +331,7 @@ class ResizeOp final : public SampleOp {
     }
     int64_t h = 0, w = 0;
     RuleSize(in.shape[0], in.shape[1], rule, &h, &w);
+    if (nearest_) return ResizeNearest(in, h, w, out);
     return Resize(in, h, w, out, antialias_);
   }
 
@@ -333,6 +341,7 @@ class ResizeOp final : public SampleOp {
   bool varies_ = false;  // a side is drawn per sample
   bool fixed_ = false;
   bool antialias_ = false;
+  bool nearest_ = false;  // attr interp "nn"
 };
 
 class CropOp final : public SampleOp {

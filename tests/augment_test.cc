@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "actor/act_context.h"
 #include "pipeline/image_codec.h"
+#include "pipeline/image_ops.h"
 #include "pipeline/sample_args.h"
 #include "pipeline/sample_ops.h"
 #include "plan/plan_builder.h"
@@ -479,6 +480,49 @@ TEST_CASE("crop: a window at DALI's normalized anchor") {
           {"random", BoolAttr(true)}},
          &init);
   CHECK(absl::StrContains(init.message(), "'random' false"));
+}
+
+TEST_CASE("resize: nearest neighbour as DALI's INTERP_NN") {
+  // 3 x 5, two float channels: (y, x) -> (10y + x, -(10y + x)).
+  std::vector<double> v;
+  for (int y = 0; y < 3; ++y) {
+    for (int x = 0; x < 5; ++x) {
+      v.push_back(10 * y + x);
+      v.push_back(-(10 * y + x));
+    }
+  }
+  Sample in = Image(DT_FLOAT32, {3, 5, 2}, v);
+  Sample out;
+  // Down to 2 x 3: rows floor((i + .5) * 1.5) = 0, 2; columns floor((j +
+  // .5) * 5 / 3) = 0, 2, 4. Up to 4 x 7: rows 0, 1, 1, 2 (0.375, 1.125,
+  // 1.875, 2.625); columns 0, 1, 1, 2, 3, 3, 4 (0.36, 1.07, 1.79, 2.5,
+  // 3.21, 3.93, 4.64).
+  REQUIRE(ResizeNearest(in.ref(), 2, 3, &out).ok());
+  CHECK(out.shape == SampleShape{2, 3, 2});
+  const float* got = out.as<float>();
+  CHECK(std::vector<float>(got, got + 12) ==
+        std::vector<float>{0, 0, 2, -2, 4, -4, 20, -20, 22, -22, 24, -24});
+  REQUIRE(ResizeNearest(in.ref(), 4, 7, &out).ok());
+  got = out.as<float>();
+  std::vector<float> firsts;
+  for (int y = 0; y < 4; ++y) firsts.push_back(got[y * 14]);
+  CHECK(firsts == std::vector<float>{0, 10, 10, 20});
+  std::vector<float> row;
+  for (int x = 0; x < 7; ++x) row.push_back(got[x * 2]);
+  CHECK(row == std::vector<float>{0, 1, 1, 2, 3, 3, 4});
+  CHECK_FALSE(ResizeNearest(in.ref(), 0, 3, &out).ok());
+
+  // The op: attr interp "nn"; "linear" by default.
+  auto nn = MakeOp(
+      "resize", {{"size", IntListAttr({2, 3})}, {"interp", StringAttr("nn")}});
+  SampleRng rng(1, 2, 3, 4);
+  REQUIRE(nn->Apply(in.ref(), &rng, &out).ok());
+  CHECK(out.as<float>()[2] == 2);
+  absl::Status init;
+  MakeOp("resize",
+         {{"size", IntListAttr({2, 3})}, {"interp", StringAttr("cubic")}},
+         &init);
+  CHECK(absl::StrContains(init.message(), "attr 'interp'"));
 }
 
 }  // namespace

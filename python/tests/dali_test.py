@@ -1535,6 +1535,37 @@ class AugmentationTest(unittest.TestCase):
         for image, out in zip(self.images, got):
             self.assertTrue(numpy.array_equal(out, image))
 
+    def test_resize_nearest_as_dali_interp_nn(self):
+        # A segmentation mask's way: INTERP_NN copies source pixels, at
+        # floor((i + 0.5) * in / out) in float, never mixing labels.
+        def nearest(image, h, w):
+            def index(out, size):
+                return numpy.minimum(numpy.floor(
+                    (numpy.arange(out, dtype=numpy.float32) + 0.5) *
+                    numpy.float32(size / out)).astype(int), size - 1)
+            return image[index(h, image.shape[0])][:, index(w, image.shape[1])]
+
+        mask = (numpy.arange(7 * 9, dtype=numpy.uint8) % 5).reshape(7, 9, 1)
+        for build, (h, w) in (
+                (lambda x: fn.resize(x, size=[4, 20],
+                                     interp_type=types.INTERP_NN), (4, 20)),
+                (lambda x: fn.resize(x, resize_x=18, resize_y=5,
+                                     min_filter=types.INTERP_NN,
+                                     mag_filter=types.INTERP_NN), (5, 18))):
+            (got,) = run_on([mask], build)
+            self.assertTrue(numpy.array_equal(got, nearest(mask, h, w)),
+                            (h, w))
+        image = self.images[0]
+        (got,) = run_on([image], lambda x: fn.resize(
+            x, size=[13, 17], interp_type=types.INTERP_NN))
+        self.assertTrue(numpy.array_equal(got, nearest(image, 13, 17)))
+        with self.assertRaisesRegex(ValueError, "INTERP_NN both ways"):
+            run_on([mask], lambda x: fn.resize(
+                x, size=[4, 4], min_filter=types.INTERP_NN))
+        with self.assertRaisesRegex(ValueError, "or INTERP_NN"):
+            run_on([mask], lambda x: fn.resize(
+                x, size=[4, 4], interp_type=types.INTERP_CUBIC))
+
     def test_casts_round_as_dali_converts(self):
         # DALI's conversions to integers round to the nearest (halves away
         # from zero), then saturate; a truncating cast gives 2, -2, 300's

@@ -584,8 +584,9 @@ class PipelineTest(unittest.TestCase):
             pipe.build()
         self.assertIn("operator 'resize_2' (resize): unknown attr 'bogus' "
                       "(resize takes: size, shorter, longer, resize_x, "
-                      "resize_y, mode, max_size, antialias, shorter_uniform, "
-                      "shorter_normal, shorter_stream, longer_uniform, "
+                      "resize_y, mode, max_size, antialias, interp, "
+                      "shorter_uniform, shorter_normal, shorter_stream, "
+                      "longer_uniform, "
                       "longer_normal, longer_stream, resize_x_uniform, "
                       "resize_x_normal, resize_x_stream, resize_y_uniform, "
                       "resize_y_normal, resize_y_stream)",

@@ -139,8 +139,21 @@ def resize(data, *, resize_x=None, resize_y=None, resize_shorter=None,
     "not_smaller"); resize_shorter; resize_longer. max_size (one value or
     (height, width)) limits the result, as DALI's does."""
     _check_rest("resize", rest)
-    smooth = _antialias("resize", antialias, interp_type, min_filter,
-                        mag_filter)
+    # DALI's filters: interp_type for both ways, min_filter (shrinking)
+    # and mag_filter (growing) each overriding it.
+    filters = [f if f is not None else interp_type
+               for f in (min_filter, mag_filter)]
+    for f in filters:
+        if f not in _LINEAR + (types.INTERP_NN,):
+            raise ValueError(f"fn.resize: interp_type {f}: INTERP_LINEAR, "
+                             "INTERP_TRIANGULAR or INTERP_NN")
+    nearest = types.INTERP_NN in filters
+    if nearest and filters != [types.INTERP_NN] * 2:
+        raise ValueError(
+            f"fn.resize: min_filter {filters[0]}, mag_filter {filters[1]}: "
+            "INTERP_NN both ways or neither in actorflow.dali")
+    smooth = False if nearest else _antialias(
+        "resize", antialias, interp_type, min_filter, mag_filter)
     _device("resize", device)
     if mode not in _RESIZE_MODES:
         raise ValueError(f"fn.resize: mode '{mode}': one of "
@@ -218,7 +231,10 @@ def resize(data, *, resize_x=None, resize_y=None, resize_shorter=None,
         _per_sample("resize", arg, value, attrs, ours=ours.get(arg, arg))
     if max_size is not None:
         attrs["max_size"] = limit
-    attrs["antialias"] = smooth
+    if nearest:
+        attrs["interp"] = "nn"  # DALI's NN does not antialias
+    else:
+        attrs["antialias"] = smooth
     node = _add_operator("resize", [data], 1, "cpu", name, attrs)
     node = _node(node, like=data, device=device)
     node.bound = None
