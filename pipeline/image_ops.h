@@ -29,7 +29,7 @@ absl::Status Resize(const SampleRef& in, int64_t height, int64_t width,
 // DALI computes it and kept within the image.
 absl::Status ResizeNearest(const SampleRef& in, int64_t height, int64_t width,
                            Sample* out);
-// Where a crop window starts: centred, or uniformly at random from `rng`.
+// Where a crop window starts (PlaceCrop places it).
 struct CropWindow {
   int64_t y = 0;
   int64_t x = 0;
