@@ -1566,6 +1566,21 @@ class AugmentationTest(unittest.TestCase):
             run_on([mask], lambda x: fn.resize(
                 x, size=[4, 4], interp_type=types.INTERP_CUBIC))
 
+    def test_older_dali_names_of_crop_mirror_normalize(self):
+        # DALI's older examples: output_dtype for dtype, image_type (which
+        # DALI ignores).
+        image = self.images[0]
+        (older,) = run_on([image], lambda x: fn.crop_mirror_normalize(
+            x, output_dtype=types.FLOAT16, image_type=types.RGB, crop=(8, 8),
+            mean=MEAN, std=STD))
+        (newer,) = run_on([image], lambda x: fn.crop_mirror_normalize(
+            x, dtype=types.FLOAT16, crop=(8, 8), mean=MEAN, std=STD))
+        self.assertEqual(older.dtype, numpy.float16)
+        self.assertTrue(numpy.array_equal(older, newer))
+        with self.assertRaisesRegex(ValueError, "output_dtype .* differ"):
+            run_on([image], lambda x: fn.crop_mirror_normalize(
+                x, dtype=types.FLOAT, output_dtype=types.UINT8))
+
     def test_casts_round_as_dali_converts(self):
         # DALI's conversions to integers round to the nearest (halves away
         # from zero), then saturate; a truncating cast gives 2, -2, 300's

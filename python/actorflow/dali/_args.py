@@ -18,6 +18,9 @@ _HINTS = frozenset({
     "skip_cached_images", "tensor_init_bytes", "num_threads",
     "decoding_threads", "cuda_stream", "use_copy_kernel", "no_copy",
     "blocking", "parallel", "minibatch_size", "adjust_color",
+    # Deprecated in DALI, where it is ignored (the data's layout and type
+    # say what it said).
+    "image_type",
 })
 
 

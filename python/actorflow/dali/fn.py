@@ -301,20 +301,28 @@ def crop(data, *, crop=None, crop_h=0, crop_w=0, crop_pos_x=0.5,
     return node
 
 
-def crop_mirror_normalize(data, *, dtype=types.FLOAT, output_layout="CHW",
+def crop_mirror_normalize(data, *, dtype=None, output_layout="CHW",
                           crop=None, crop_h=0, crop_w=0, crop_pos_x=0.5,
                           crop_pos_y=0.5, mirror=0, mean=0.0, std=1.0,
                           scale=1.0, shift=0.0, pad_output=False,
                           fill_values=0.0, out_of_bounds_policy="error",
-                          rounding="round", device="cpu", name=None, **rest):
+                          rounding="round", output_dtype=None, device="cpu",
+                          name=None, **rest):
     """uint8 HWC -> float32 CHW: ((v - mean) / std) * scale + shift of the
     (mirrored) window. pad_output: channels added up to a power of two (3
     -> 4), filled with fill_values (one value, or one per channel). dtype
     UINT8 or INT8: those values converted as DALI converts them, rounded
     (rounding="round": to the nearest, halves away from zero; "truncate":
-    toward zero) and saturated."""
+    toward zero) and saturated. output_dtype: DALI's older name for
+    dtype."""
     _check_rest("crop_mirror_normalize", rest)
     _device("crop_mirror_normalize", device)
+    if output_dtype is not None and dtype is not None and \
+            output_dtype != dtype:
+        raise ValueError(f"fn.crop_mirror_normalize: dtype {dtype} and "
+                         f"output_dtype {output_dtype} (its older name) differ")
+    dtype = dtype if dtype is not None else (
+        output_dtype if output_dtype is not None else types.FLOAT)
     out_type = types.to_numpy_dtype(dtype).name
     half = out_type == "float16"
     if out_type not in ("float32", "float16", "uint8", "int8"):
