@@ -1,6 +1,7 @@
 // The per-sample operators of DALI's augmentations (pipeline/augment.h),
 // with their attributes. Arguments that may differ per sample are
 // ScalarArgs (pipeline/sample_args.h).
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -797,6 +798,23 @@ class OneHotOp final : public SampleOp {
   float on_ = 1, off_ = 0;
 };
 
+// DALI's fn.shapes: each sample's shape, int64 [rank].
+class ShapesOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext&) override {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    return SampleSpec{DT_INT64, {static_cast<int64_t>(in.max_shape.size())}};
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
+    const int64_t rank[] = {static_cast<int64_t>(in.shape.size())};
+    out->Reshape(DT_INT64, rank);
+    std::copy(in.shape.begin(), in.shape.end(), out->as<int64_t>());
+    return absl::OkStatus();
+  }
+};
+
 struct AugmentOp {
   std::function<std::unique_ptr<SampleOp>()> make;
   std::vector<std::string> attrs;
@@ -863,6 +881,7 @@ const std::map<std::string, AugmentOp>& AugmentOps() {
       {"one_hot",
        {[] { return std::make_unique<OneHotOp>(); },
         {"num_classes", "on_value", "off_value"}}},
+      {"shapes", {[] { return std::make_unique<ShapesOp>(); }, {}}},
       {"gaussian_noise",
        {[] { return std::make_unique<NoiseOp>(NoiseOp::Kind::kGaussian); },
         Join({}, {"mean", "stddev"})}},

@@ -427,6 +427,15 @@ TEST_CASE("operators infer the largest sample they can make") {
   CHECK(paste->Infer(photo)->max_shape == std::vector<int64_t>{600, 800, 3});
   auto slice = MakeOp("slice", {{"rel_shape", FloatListAttr({0.5, 0.5})}});
   CHECK(slice->Infer(photo)->max_shape == std::vector<int64_t>{150, 200, 3});
+  auto shapes = MakeOp("shapes", {});
+  CHECK(shapes->Infer(photo)->max_shape == std::vector<int64_t>{3});
+  CHECK(shapes->Infer(photo)->type == DT_INT64);
+  Sample sizes;
+  SampleRng draws(1, 2, 3, 4);
+  Sample small = Image(DT_UINT8, {2, 5, 3}, {});
+  REQUIRE(shapes->Apply(small.ref(), &draws, &sizes).ok());
+  CHECK(std::vector<int64_t>(sizes.as<int64_t>(), sizes.as<int64_t>() + 3) ==
+        std::vector<int64_t>{2, 5, 3});
   auto hot = MakeOp("one_hot", {{"num_classes", IntAttr(10)}});
   CHECK(hot->Infer(SampleSpec{DT_INT32, {}})->max_shape ==
         std::vector<int64_t>{10});

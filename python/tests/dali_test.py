@@ -1194,9 +1194,9 @@ class DaliTest(unittest.TestCase):
             with self.assertRaisesRegex(NotImplementedError, "fn.jitter"):
                 fn.jitter(images)
             with self.assertRaisesRegex(AttributeError,
-                                        "fn.shapes is not in actorflow"):
-                fn.shapes(images)
-            self.assertFalse(hasattr(fn, "squeeze"))
+                                        "fn.squeeze is not in actorflow"):
+                fn.squeeze(images)
+            self.assertFalse(hasattr(fn, "expand_dims"))
             with self.assertRaisesRegex(TypeError, "takes numbers"):
                 images * "two"
             with self.assertRaisesRegex(ValueError, "both numbers or both"):
@@ -1565,6 +1565,19 @@ class AugmentationTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "or INTERP_NN"):
             run_on([mask], lambda x: fn.resize(
                 x, size=[4, 4], interp_type=types.INTERP_CUBIC))
+
+    def test_shapes_as_dali_gives_them(self):
+        wide = run_on(self.images, lambda x: fn.shapes(x))
+        narrow = run_on(self.images, lambda x: fn.shapes(x, dtype=types.INT32))
+        for image, a, b in zip(self.images, wide, narrow):
+            self.assertEqual(a.dtype, numpy.int64)
+            self.assertEqual(b.dtype, numpy.int32)
+            self.assertEqual(tuple(a), image.shape)
+            self.assertEqual(tuple(b), image.shape)
+        cropped = run_on(self.images, lambda x: fn.shapes(
+            fn.crop(x, crop=(5, 7))))
+        self.assertEqual([tuple(c) for c in cropped],
+                         [(5, 7, 3)] * len(self.images))
 
     def test_older_dali_names_of_crop_mirror_normalize(self):
         # DALI's older examples: output_dtype for dtype, image_type (which

@@ -282,6 +282,17 @@ def one_hot(data, *, num_classes, axis=-1, dtype=types.FLOAT, on_value=1.0,
     return node
 
 
+def shapes(data, *, dtype=types.INT64, device="cpu", name=None, **rest):
+    """Each sample's shape: [rank] values (DALI's default INT64)."""
+    _check_rest("shapes", rest)
+    node = _augment("shapes", data, {}, device, name, layout="",
+                    bound_same=False)
+    node.unit_dim = False
+    if types.to_numpy_dtype(dtype).name != "int64":
+        node = cast(node, dtype=dtype)
+    return node
+
+
 def normalize(data, *, axes=None, axis_names=None, batch=False, ddof=0,
               dtype=None, epsilon=0.0, mean=None, scale=1.0, shift=0.0,
               stddev=None, device="cpu", name=None, **rest):

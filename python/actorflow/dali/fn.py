@@ -16,8 +16,8 @@ from actorflow.dali._args import (  # noqa: F401
 from actorflow.dali._augment import (  # noqa: F401
     brightness, brightness_contrast, cast, color_twist, contrast, erase,
     gaussian_blur, hsv, hue, jpeg_compression_distortion, noise, normalize,
-    one_hot, paste, reshape, rotate, saturation, slice, sphere, transpose,
-    warp_affine, water)
+    one_hot, paste, reshape, rotate, saturation, shapes, slice, sphere,
+    transpose, warp_affine, water)
 from actorflow.dali._external import external_source  # noqa: F401
 from actorflow.dali._readers import readers
 from actorflow import _actorflow
