@@ -412,7 +412,7 @@ readers.coco = _missing("readers.coco")
 
 
 def __getattr__(name):
-    # Any other name DALI's fn might have (fn.shapes, fn.squeeze, ...):
+    # Any other name DALI's fn might have (fn.squeeze, fn.expand_dims, ...):
     # still an AttributeError (hasattr stays False), saying where to look.
     if name.startswith("__"):
         raise AttributeError(name)
