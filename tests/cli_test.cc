@@ -411,6 +411,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.rotate cpu\n"                      \
   "pipeline.salt_and_pepper_noise cpu\n"       \
   "pipeline.scale_shift cpu\n"                 \
+  "pipeline.shapes cpu\n"                      \
   "pipeline.shot_noise cpu\n"                  \
   "pipeline.sleep cpu\n"                       \
   "pipeline.slice cpu\n"                       \
