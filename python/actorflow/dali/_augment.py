@@ -10,18 +10,23 @@ from actorflow.dali._args import (_check_rest, _device, _fixed, _floats,
                                   _hw, _node, _per_sample)
 from actorflow.pipeline import _add_operator
 
-def cast(data, *, dtype, device="cpu", name=None, _round=True, **rest):
+def cast(data, *, dtype, device="cpu", name=None, **rest):
     """To `dtype`; FLOAT16 is float32 converted as it leaves the pipeline
     (the runtime has no half type), so only the last operator gives it.
     Floating values become integers as DALI converts them: rounded to the
-    nearest, halves away from zero, then saturated (_round=False:
-    truncated toward zero instead)."""
+    nearest, halves away from zero, then saturated."""
     _check_rest("cast", rest)
+    return _cast(data, dtype, device, name)
+
+
+def _cast(data, dtype, device="cpu", name=None, rounding="round"):
+    """cast's node; rounding as crop_mirror_normalize's: "round", or
+    "truncate" (toward zero)."""
     _device("cast", device)
     to = types.to_numpy_dtype(dtype).name
     half = to == "float16"
     attrs = {"to": "float32" if half else to}
-    if _round and not to.startswith("float") and to != "bool":
+    if rounding == "round" and not to.startswith("float") and to != "bool":
         attrs["round"] = True
     node = _add_operator("cast", [data], 1, "cpu", name, attrs)
     node = _node(node, like=data, device=device)

@@ -14,7 +14,7 @@ from actorflow.dali._args import (  # noqa: F401
     RandomArgument, _check_rest, _device, _fixed, _floats, _hw, _node,
     _largest_draw, _per_sample, _probability, random)
 from actorflow.dali._augment import (  # noqa: F401
-    brightness, brightness_contrast, cast, color_twist, contrast, erase,
+    _cast, brightness, brightness_contrast, cast, color_twist, contrast, erase,
     gaussian_blur, hsv, hue, jpeg_compression_distortion, noise, normalize,
     one_hot, paste, reshape, rotate, saturation, shapes, slice, sphere,
     transpose, warp_affine, water)
@@ -320,7 +320,8 @@ def crop_mirror_normalize(data, *, dtype=None, output_layout="CHW",
     if output_dtype is not None and dtype is not None and \
             output_dtype != dtype:
         raise ValueError(f"fn.crop_mirror_normalize: dtype {dtype} and "
-                         f"output_dtype {output_dtype} (its older name) differ")
+                         f"output_dtype {output_dtype} (its older name) "
+                         "differ")
     dtype = dtype if dtype is not None else (
         output_dtype if output_dtype is not None else types.FLOAT)
     out_type = types.to_numpy_dtype(dtype).name
@@ -372,8 +373,7 @@ def crop_mirror_normalize(data, *, dtype=None, output_layout="CHW",
     if size is not None:
         node.bound = None
     if out_type in ("uint8", "int8"):
-        node = cast(node, dtype=dtype, device=device,
-                    _round=rounding == "round")
+        node = _cast(node, dtype, device, rounding=rounding)
     if output_layout == "HWC":
         node = transpose(node, perm=[1, 2, 0], device=device)
     node.half = half  # computed in float32, converted on the way out
