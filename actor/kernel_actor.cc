@@ -91,7 +91,6 @@ absl::Status KernelActor::CallKernelTimed(int64_t piece) {
 
 bool KernelActor::Act(int64_t piece) {
   if (!TakeRegisters(piece)) return false;
-  InSlot* const in = in_.data();
   OutSlot* const out = out_.data();
   RegisterBlobs** const inputs = ctx_.inputs();
   RegisterBlobs** const outputs = ctx_.outputs();

@@ -3,6 +3,7 @@
 // thread takes one of its slots, as a thread of the others would), or of
 // oneTBB's own choosing for a thread count of 0.
 #include <oneapi/tbb/flow_graph.h>
+#include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_pipeline.h>
 #include <oneapi/tbb/task_arena.h>
 
@@ -32,21 +33,41 @@ auto Counter(int64_t items, int64_t iters, int64_t* next) {
   };
 }
 
-// An arena's slots: `threads`, or (0) as many as oneTBB finds the machine
-// has, as it is shipped.
-int Slots(int threads) {
-  return threads > 0 ? threads : tbb::task_arena::automatic;
-}
+// An initialized arena of `threads` slots, or (0) as many as oneTBB finds
+// the machine has, as it is shipped. oneTBB caps its workers at the
+// machine's CPUs less one whatever an arena asks for ("the number of
+// workers is currently limited"): a forced arena larger than the machine
+// raises that cap while it lives, or 3 slots on 2 CPUs would run 2 threads.
+class Arena {
+ public:
+  explicit Arena(int threads)
+      : limit_(threads > 0
+                   ? std::make_unique<tbb::global_control>(
+                         tbb::global_control::max_allowed_parallelism, threads)
+                   : nullptr),
+        arena_(threads > 0 ? threads : tbb::task_arena::automatic) {
+    arena_.initialize();
+  }
+
+  template <typename F>
+  void Execute(F&& f) {
+    arena_.execute(std::forward<F>(f));
+  }
+
+ private:
+  // Declared first: the cap outlives the arena's threads.
+  std::unique_ptr<tbb::global_control> limit_;
+  tbb::task_arena arena_;
+};
 
 // Runs `build_and_measure` (which returns the Cost it measured) inside an
-// initialized arena of `threads` slots: a flow graph must be built and
-// waited on inside the arena it runs in.
+// Arena of `threads`: a flow graph must be built and waited on inside the
+// arena it runs in.
 template <typename F>
 Cost InArena(int threads, F&& build_and_measure) {
-  tbb::task_arena arena(Slots(threads));
-  arena.initialize();
+  Arena arena(threads);
   Cost cost;
-  arena.execute([&] { cost = build_and_measure(); });
+  arena.Execute([&] { cost = build_and_measure(); });
   return cost;
 }
 
@@ -60,12 +81,11 @@ auto Pass(int64_t iters) {
 }  // namespace
 
 Cost Pipeline(const PipelineSpec& spec) {
-  tbb::task_arena arena(Slots(spec.threads));
-  arena.initialize();
+  Arena arena(spec.threads);
   int64_t next = 0;
   const int64_t iters = spec.work_iters;
   return Measure(static_cast<double>(spec.items) * spec.stages, [&] {
-    arena.execute([&] {
+    arena.Execute([&] {
       auto line = tbb::make_filter<void, int64_t>(
           tbb::filter_mode::serial_in_order, Counter(spec.items, iters, &next));
       for (int i = 1; i + 1 < spec.stages; ++i) {
