@@ -15,18 +15,19 @@ BlockingCounter::BlockingCounter(int64_t initial) : count_(initial) {
 }
 
 int64_t BlockingCounter::Decrement(int64_t by) {
-  int64_t after = count_.fetch_sub(by, std::memory_order_acq_rel) - by;
+  // Under the lock, which a waiter holds while it reads the count: one that
+  // sees zero has taken the lock after this call let it go, so it may
+  // destroy the counter at once (the SignalAll below must not run on a
+  // destroyed one), and the wake-up cannot fall between its check and its
+  // wait.
+  MutexLock lock(&mu_);
+  const int64_t after = count_.fetch_sub(by, std::memory_order_acq_rel) - by;
   if (after < 0) {
     std::fprintf(stderr, "BlockingCounter: decremented below zero (%lld)\n",
                  static_cast<long long>(after));
     std::abort();
   }
-  if (after == 0) {
-    // Taking the lock orders this notify after any waiter's check of the
-    // count, so the wake-up cannot fall between its check and its wait.
-    MutexLock lock(&mu_);
-    zero_.SignalAll();
-  }
+  if (after == 0) zero_.SignalAll();
   return after;
 }
 

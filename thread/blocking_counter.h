@@ -34,8 +34,10 @@ class BlockingCounter {
 
  private:
   std::atomic<int64_t> count_;
-  // Orders a decrement to zero after a waiter's check of the count; the
-  // count itself is atomic, read without it.
+  // Held by every decrement and by a waiter's check of the count, so a
+  // waiter that sees zero returns only after the decrement that made it is
+  // done with the counter (it may then destroy it). The count itself is
+  // atomic: value() reads it without the lock.
   Mutex mu_;
   CondVar zero_;
 };
