@@ -2,7 +2,6 @@
 // and CAF on the same workloads, the same work and the same thread count,
 // in one run; prints one table and rewrites its block of
 // docs/performance.md between its markers. See kHelp.
-#include <oneapi/tbb/global_control.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -28,6 +27,7 @@
 #include "bench/engine_workload.h"
 #include "bench/peer_field.h"
 #include "bench/peer_workloads.h"
+#include "bench/tbb_arena.h"
 #include "engine/engine.h"
 
 namespace actorflow::internal::bench {
@@ -495,12 +495,7 @@ void EngineGraphs(Suite* suite) {
   engine_options.cpu_priority_nthreads = 1;  // idle here: parked
   std::unique_ptr<engine::Engine> engine = engine::Engine::Create(
       engine::EngineType::kThreadedPerDevice, engine_options);
-  // oneTBB caps its workers at the CPUs less one whatever the arena asks:
-  // raised to the suite's thread count while the arena lives.
-  tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
-                            o.threads);
-  tbb::task_arena arena(o.threads);
-  arena.initialize();
+  TbbArena arena(o.threads);
   struct Graph {
     std::string name;
     std::vector<DepOp> ops;
@@ -543,7 +538,8 @@ void EngineGraphs(Suite* suite) {
                     [&] {
                       return Measure(units, [&] {
                         for (int r = 0; r < reps; ++r) {
-                          RunDepOpsOnTbb(g.ops, g.vars, iters, nullptr, &arena);
+                          RunDepOpsOnTbb(g.ops, g.vars, iters, nullptr,
+                                         arena.arena());
                         }
                       });
                     }});

@@ -3,7 +3,6 @@
 // thread takes one of its slots, as a thread of the others would), or of
 // oneTBB's own choosing for a thread count of 0.
 #include <oneapi/tbb/flow_graph.h>
-#include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_pipeline.h>
 #include <oneapi/tbb/task_arena.h>
 
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "bench/peer_workloads.h"
+#include "bench/tbb_arena.h"
 
 namespace actorflow::internal::bench::tbb_peer {
 namespace {
@@ -33,39 +33,12 @@ auto Counter(int64_t items, int64_t iters, int64_t* next) {
   };
 }
 
-// An initialized arena of `threads` slots, or (0) as many as oneTBB finds
-// the machine has, as it is shipped. oneTBB caps its workers at the
-// machine's CPUs less one whatever an arena asks for ("the number of
-// workers is currently limited"): a forced arena larger than the machine
-// raises that cap while it lives, or 3 slots on 2 CPUs would run 2 threads.
-class Arena {
- public:
-  explicit Arena(int threads)
-      : limit_(threads > 0
-                   ? std::make_unique<tbb::global_control>(
-                         tbb::global_control::max_allowed_parallelism, threads)
-                   : nullptr),
-        arena_(threads > 0 ? threads : tbb::task_arena::automatic) {
-    arena_.initialize();
-  }
-
-  template <typename F>
-  void Execute(F&& f) {
-    arena_.execute(std::forward<F>(f));
-  }
-
- private:
-  // Declared first: the cap outlives the arena's threads.
-  std::unique_ptr<tbb::global_control> limit_;
-  tbb::task_arena arena_;
-};
-
 // Runs `build_and_measure` (which returns the Cost it measured) inside an
-// Arena of `threads`: a flow graph must be built and waited on inside the
+// TbbArena of `threads`: a flow graph must be built and waited on inside the
 // arena it runs in.
 template <typename F>
 Cost InArena(int threads, F&& build_and_measure) {
-  Arena arena(threads);
+  TbbArena arena(threads);
   Cost cost;
   arena.Execute([&] { cost = build_and_measure(); });
   return cost;
@@ -81,7 +54,7 @@ auto Pass(int64_t iters) {
 }  // namespace
 
 Cost Pipeline(const PipelineSpec& spec) {
-  Arena arena(spec.threads);
+  TbbArena arena(spec.threads);
   int64_t next = 0;
   const int64_t iters = spec.work_iters;
   return Measure(static_cast<double>(spec.items) * spec.stages, [&] {
