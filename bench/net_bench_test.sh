@@ -72,10 +72,18 @@ if [[ $(id -u) == 0 ]] && command -v tc >/dev/null &&
     --reduce-pieces=2 --reduce-ranks=4 >"$tmp/reduce" 2>&1 ||
     { cat "$tmp/reduce"; fail "net_bench --reduce=1 failed (or did not end)"; }
   cat "$tmp/reduce"
-  grep -Eq "^2 +gather( +[0-9.]+){2} +[0-9.]+x +1.00x$" "$tmp/reduce" ||
+  grep -Eq "^2 +gather( +[0-9.]+){2} +[0-9.]+x +1.00x( +[0-9]+%){5}$" \
+    "$tmp/reduce" ||
     fail "no 2-rank reduction row (a gather: one receiving link either way)"
-  grep -Eq "^4 +scatter( +[0-9.]+){2}( +[0-9.]+x){2}$" "$tmp/reduce" ||
-    fail "no 4-rank reduction row (scattered)"
+  grep -Eq "^4 +scatter( +[0-9.]+){2}( +[0-9.]+x){2}( +[0-9]+%){5}$" \
+    "$tmp/reduce" || fail "no 4-rank reduction row (scattered)"
+  # The links' figures follow the data: gathered over two ranks, rank 1's
+  # part flows into rank 0 (only acknowledgements and credit flow back);
+  # scattered over four, every link carries data both ways.
+  awk '$1 == 2 { gsub("%", ""); exit !($7 > $8 && $10 > $9 && $7 > 0) }' \
+    "$tmp/reduce" || fail "the 2-rank gather's links do not carry it to rank 0"
+  awk '$1 == 4 { gsub("%", ""); exit !($7 > 0 && $8 > 0 && $9 > 0 && $10 > 0) }' \
+    "$tmp/reduce" || fail "a 4-rank scatter's link is idle one way"
   # Read on every rank: over 2 ranks each adds both parts itself.
   timeout 300 "$bench" --reduce=1 --reduce-everywhere=1 --samples=1 \
     --reduce-mib=1 --reduce-pieces=2 --reduce-ranks=2 >"$tmp/everywhere" 2>&1 ||
@@ -83,7 +91,7 @@ if [[ $(id -u) == 0 ]] && command -v tc >/dev/null &&
   cat "$tmp/everywhere"
   grep -q "read whole on every rank" "$tmp/everywhere" ||
     fail "--reduce-everywhere=1 does not say who reads"
-  grep -Eq "^2 +each-adds( +[0-9.]+){2} +[0-9.]+x +1.00x$" \
+  grep -Eq "^2 +each-adds( +[0-9.]+){2} +[0-9.]+x +1.00x( +[0-9]+%){5}$" \
     "$tmp/everywhere" || fail "no 2-rank row where each rank adds"
   after=$(ip netns list | grep -c '^nbr[0-9]')
   [[ $after == "$before" ]] || fail "--reduce=1 left namespaces behind"

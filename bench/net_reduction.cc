@@ -1,12 +1,17 @@
 #include "bench/net_reduction.h"
 
+#include <dirent.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +43,53 @@ void Check(const absl::Status& status, const std::string& what) {
 std::string RankAddress(int subnet, int rank) {
   return absl::StrCat("10.215.", subnet, ".", rank + 1);
 }
+
+// Bytes a rank's link carried: its namespace holds "lo" and its end of
+// the veth pair, whose counters these are.
+struct LinkBytes {
+  int64_t in = 0;   // received
+  int64_t out = 0;  // sent
+};
+
+std::string LinkName() {
+  std::string name;
+  if (DIR* dir = opendir("/sys/class/net")) {
+    while (dirent* entry = readdir(dir)) {
+      const std::string n = entry->d_name;
+      if (n != "." && n != ".." && n != "lo") name = n;
+    }
+    closedir(dir);
+  }
+  if (name.empty()) Die("no veth end in this rank's namespace");
+  return name;
+}
+
+LinkBytes ReadLink(const std::string& name) {
+  auto counter = [&](const char* which) {
+    std::ifstream in("/sys/class/net/" + name + "/statistics/" + which);
+    int64_t value = 0;
+    if (!(in >> value)) Die(absl::StrCat("cannot read ", name, "'s ", which));
+    return value;
+  };
+  return LinkBytes{counter("rx_bytes"), counter("tx_bytes")};
+}
+
+int64_t ProcessCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// The CPUs this process may run on.
+int AllowedCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+// A link capped at 1 Gbit/s (tc tbf rate 1gbit) moves this many bytes a
+// second, frames' headers included, as its counters count them.
+constexpr double kCapBytesPerSecond = 125e6;
 
 // `grad`, a float32 partial sum of `mib` MiB on machines 0..world-1, read
 // whole by a checksum on machine 0, or with `everywhere` on each machine
@@ -176,25 +228,35 @@ struct Row {
   double choice_ms = 0;
   double gather_ms = 0;
   double ratio = 0;  // gather / choice, per round
+  // While the compiler's choice ran: the fraction of the cap each way that
+  // rank 0's link carried, and the mean over the other ranks' links.
+  double rank0_in = 0, rank0_out = 0, others_in = 0, others_out = 0;
+  // The ranks' CPU time over the CPUs' time while the choice ran.
+  double cpus_busy = 0;
 };
 
 Row MeasureRanks(const ReductionConfig& config, int world) {
   const int subnet = getpid() % 250;
   Switch::Current().Make(world, subnet);
-  int pipe_fds[2];
-  if (pipe(pipe_fds) != 0) Die("pipe failed");
+  // Each rank's stdout; a rank prints a line or two, well within a pipe's
+  // buffer, so the pipes are read one after another.
+  std::vector<int> reads;
   std::vector<pid_t> ranks;
   for (int r = 0; r < world; ++r) {
-    ranks.push_back(
-        StartRank(config, r, world, subnet, r == 0 ? pipe_fds[1] : -1));
+    int pipe_fds[2];
+    if (pipe(pipe_fds) != 0) Die("pipe failed");
+    ranks.push_back(StartRank(config, r, world, subnet, pipe_fds[1]));
+    close(pipe_fds[1]);
+    reads.push_back(pipe_fds[0]);
   }
-  close(pipe_fds[1]);
-  std::string output;
-  char buffer[4096];
-  for (ssize_t got; (got = read(pipe_fds[0], buffer, sizeof(buffer))) > 0;) {
-    output.append(buffer, got);
+  std::vector<std::string> outputs(world);
+  for (int r = 0; r < world; ++r) {
+    char buffer[4096];
+    for (ssize_t got; (got = read(reads[r], buffer, sizeof(buffer))) > 0;) {
+      outputs[r].append(buffer, got);
+    }
+    close(reads[r]);
   }
-  close(pipe_fds[0]);
   for (int r = 0; r < world; ++r) {
     int status = 0;
     if (waitpid(ranks[r], &status, 0) != ranks[r] || !WIFEXITED(status) ||
@@ -204,14 +266,38 @@ Row MeasureRanks(const ReductionConfig& config, int world) {
   }
   Switch::Current().Remove();
   Row row;
-  std::vector<std::string> fields =
-      absl::StrSplit(output, absl::ByAnyChar(" \n"), absl::SkipEmpty());
-  if (fields.size() != 4 || !absl::SimpleAtod(fields[1], &row.choice_ms) ||
-      !absl::SimpleAtod(fields[2], &row.gather_ms) ||
-      !absl::SimpleAtod(fields[3], &row.ratio)) {
-    Die(absl::StrCat("rank 0 of ", world, " printed '", output, "'"));
+  double cpu_s = 0, wall_s = 0;
+  for (int r = 0; r < world; ++r) {
+    const std::vector<std::string> fields =
+        absl::StrSplit(outputs[r], absl::ByAnyChar(" \n"), absl::SkipEmpty());
+    // Every rank: "link IN OUT CPU_S WALL_S"; rank 0 then "result WAY
+    // CHOICE GATHER RATIO".
+    double in = 0, out = 0, cpu = 0, wall = 0;
+    const bool ok = fields.size() == (r == 0 ? 10u : 5u) &&
+                    fields[0] == "link" && absl::SimpleAtod(fields[1], &in) &&
+                    absl::SimpleAtod(fields[2], &out) &&
+                    absl::SimpleAtod(fields[3], &cpu) &&
+                    absl::SimpleAtod(fields[4], &wall) &&
+                    (r != 0 || (fields[5] == "result" &&
+                                absl::SimpleAtod(fields[7], &row.choice_ms) &&
+                                absl::SimpleAtod(fields[8], &row.gather_ms) &&
+                                absl::SimpleAtod(fields[9], &row.ratio)));
+    if (!ok) {
+      Die(absl::StrCat("rank ", r, " of ", world, " printed '", outputs[r],
+                       "'"));
+    }
+    cpu_s += cpu;
+    wall_s += wall / world;  // the ranks run the same rounds together
+    if (r == 0) {
+      row.way = fields[6];
+      row.rank0_in = in;
+      row.rank0_out = out;
+    } else {
+      row.others_in += in / (world - 1);
+      row.others_out += out / (world - 1);
+    }
   }
-  row.way = fields[0];
+  row.cpus_busy = wall_s > 0 ? cpu_s / (wall_s * AllowedCpus()) : 0;
   return row;
 }
 
@@ -245,20 +331,39 @@ int ReductionRank(const ReductionConfig& config, const std::string& place) {
   };
   std::unique_ptr<net::Job> chosen = join(choice, kChoicePort);
   std::unique_ptr<net::Job> gathered = join(gather, kGatherPort);
-  // Milliseconds per reduction; every rank runs the same rounds.
+  // Milliseconds per reduction; every rank runs the same rounds. The
+  // choice's runs also count what this rank's link carried meanwhile (the
+  // barrier's few bytes included).
+  const std::string link = LinkName();
+  LinkBytes carried;
+  int64_t choice_ns = 0, choice_cpu_ns = 0;
   auto run = [&](net::Job* job) {
+    const bool counted = job == chosen.get();
+    const LinkBytes before = ReadLink(link);
+    const int64_t cpu_start = ProcessCpuNs();
     const int64_t start = NowNs();
     Check(job->Run(config.pieces).status(), "run");
     Check(job->Barrier(), "barrier after the run");
-    return (NowNs() - start) * 1e-6 / config.pieces;
+    const int64_t ns = NowNs() - start;
+    if (counted) {
+      const LinkBytes after = ReadLink(link);
+      carried.in += after.in - before.in;
+      carried.out += after.out - before.out;
+      choice_ns += ns;
+      choice_cpu_ns += ProcessCpuNs() - cpu_start;
+    }
+    return ns * 1e-6 / config.pieces;
   };
   const std::vector<std::vector<double>> ms = AlternatedSamples(
       config.samples,
       {[&] { return run(chosen.get()); }, [&] { return run(gathered.get()); }});
   Check(chosen->Finish(), "finishing");
   Check(gathered->Finish(), "finishing");
+  const double capacity = choice_ns * 1e-9 * kCapBytesPerSecond;
+  std::printf("link %.4f %.4f %.4f %.4f\n", carried.in / capacity,
+              carried.out / capacity, choice_cpu_ns * 1e-9, choice_ns * 1e-9);
   if (rank == 0) {
-    std::printf("%s %.3f %.3f %.4f\n", Way(choice), Median(ms[0]),
+    std::printf("result %s %.3f %.3f %.4f\n", Way(choice), Median(ms[0]),
                 Median(ms[1]), MedianRatio(ms[1], ms[0]));
   }
   return 0;
@@ -274,21 +379,30 @@ int CompareReductions(const ReductionConfig& config) {
       config.everywhere ? "every rank" : "rank 0",
       static_cast<long long>(config.samples),
       static_cast<long long>(config.pieces));
-  std::printf("%-6s %-18s %14s %14s %10s %12s\n", "ranks", "compiler's choice",
-              "ms/reduction", "gather ms", "gather/af", "af/2 ranks");
+  std::printf("%-6s %-18s %14s %14s %10s %12s %10s %10s %10s %10s %10s\n",
+              "ranks", "compiler's choice", "ms/reduction", "gather ms",
+              "gather/af", "af/2 ranks", "r0 in", "r0 out", "others in",
+              "others out", "CPUs busy");
   double two = 0;
   for (int world = 2; world <= config.max_ranks; world *= 2) {
     const Row row = MeasureRanks(config, world);
     if (world == 2) two = row.choice_ms;
-    std::printf("%-6d %-18s %14.1f %14.1f %9.2fx %11.2fx\n", world,
-                row.way.c_str(), row.choice_ms, row.gather_ms, row.ratio,
-                row.choice_ms / two);
+    std::printf(
+        "%-6d %-18s %14.1f %14.1f %9.2fx %11.2fx %9.0f%% %9.0f%% "
+        "%9.0f%% %9.0f%% %9.0f%%\n",
+        world, row.way.c_str(), row.choice_ms, row.gather_ms, row.ratio,
+        row.choice_ms / two, 100 * row.rank0_in, 100 * row.rank0_out,
+        100 * row.others_in, 100 * row.others_out, 100 * row.cpus_busy);
     std::fflush(stdout);
   }
   std::printf(
       "\ngather/af: how many times longer every part gathered on rank 0 "
       "takes (PARTIAL_SUM_GATHER%s);\naf/2 ranks: the compiler's choice "
-      "against itself over 2 ranks (target: at most 1.5x)\n",
+      "against itself over 2 ranks (target: at most 1.5x);\nr0 in, r0 out: "
+      "how much of the 1 Gbit/s cap rank 0's link carried each way while "
+      "the\ncompiler's choice ran (its counters: frames' headers "
+      "included); others: the mean of\nthe other ranks' links; CPUs busy: "
+      "the ranks' CPU time over the machine's CPU time meanwhile\n",
       config.everywhere ? ", the sum then sent on to every other rank" : "");
   return 0;
 }

@@ -6,7 +6,9 @@
 // (Job.partial_sum_reduction AUTO: a reduce-scatter from 3 machines besides
 // the reader's) against every part gathered on rank 0 (PARTIAL_SUM_GATHER),
 // alternated, in milliseconds per reduction over a run of several: the time
-// a training step waits on its gradient's sum, piece after piece.
+// a training step waits on its gradient's sum, piece after piece. Beside
+// it, how busy the links were while the choice ran (each rank reads its
+// own veth end's counters): rank 0's each way, and the other ranks' mean.
 #ifndef ACTORFLOW_BENCH_NET_REDUCTION_H_
 #define ACTORFLOW_BENCH_NET_REDUCTION_H_
 
