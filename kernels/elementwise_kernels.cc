@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/builtin_kernels.h"
@@ -96,6 +97,12 @@ absl::Status AddKernel::Init(const KernelInitContext& ctx) {
   return status;
 }
 
+// Each element is the first term's, then plus each other term in input
+// order: ((t0 + t1) + t2) + ..., the order the job compiler's gathers and
+// reduce-scatters rely on for the same bits. Block by block, so that a
+// block of the sum stays in the cache while every term is added to it: one
+// pass over the output where a pass per term would stream it through
+// memory again for each.
 absl::Status AddKernel::Forward(KernelContext* ctx) {
   const int n = ctx->num_inputs();
   return ForEachBlob(
@@ -105,16 +112,28 @@ absl::Status AddKernel::Forward(KernelContext* ctx) {
           using T = typename decltype(tag)::type;
           auto out = to.mutable_data<T>();
           if (!out.ok()) return out.status();
-          auto in = first.data<T>();
-          if (!in.ok()) return in.status();
-          if (!out->empty())
-            std::memcpy(out->data(), in->data(), to.byte_size());
-          for (int k = 1; k < n; ++k) {
-            absl::Status same = CheckAddTermShape(*ctx, k, b);
-            if (!same.ok()) return same;
-            auto term = ctx->input(k).blob(b).data<T>();
+          std::vector<const T*> terms;
+          for (int k = 0; k < n; ++k) {
+            if (k > 0) {
+              absl::Status same = CheckAddTermShape(*ctx, k, b);
+              if (!same.ok()) return same;
+            }
+            auto term =
+                k == 0 ? first.data<T>() : ctx->input(k).blob(b).data<T>();
             if (!term.ok()) return term.status();
-            for (size_t i = 0; i < out->size(); ++i) (*out)[i] += (*term)[i];
+            terms.push_back(term->data());
+          }
+          constexpr size_t kBlock = 16384 / sizeof(T);
+          T* sum = out->data();
+          const size_t size = out->size();
+          for (size_t start = 0; start < size; start += kBlock) {
+            const size_t end = std::min(size, start + kBlock);
+            std::memcpy(sum + start, terms[0] + start,
+                        (end - start) * sizeof(T));
+            for (int k = 1; k < n; ++k) {
+              const T* term = terms[k];
+              for (size_t i = start; i < end; ++i) sum[i] += term[i];
+            }
           }
           return absl::OkStatus();
         });

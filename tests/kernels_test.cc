@@ -3,10 +3,13 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "actorflow/kernel_harness.h"
 #include "plan/plan_builder.h"
+#include "tests/test_util.h"
 
 namespace actorflow::internal {
 namespace {
@@ -59,6 +62,45 @@ TEST_CASE("scale, identity and add", "[kernels]") {
   add_one->input_floats(0)[2] = 4;
   REQUIRE(add_one->Run(0).ok());
   CHECK(add_one->output_floats()[2] == 4);
+}
+
+TEST_CASE("add: each element is ((t0 + t1) + t2) + ..., in input order",
+          "[kernels]") {
+  // More elements than one of the kernel's blocks (16 KiB), and not a
+  // multiple of one; terms of mixed magnitudes, so that another order would
+  // round differently in many elements.
+  const uint64_t seed = testing::TestSeed("add_order");
+  std::mt19937_64 random(seed);
+  std::uniform_real_distribution<float> mantissa(-1, 1);
+  std::uniform_int_distribution<int> exponent(-20, 20);
+  constexpr int kTerms = 6;
+  constexpr int64_t kElems = 10'007;
+  auto add = Make(Task("add"), kTerms, true, kElems);
+  std::vector<float> expected(kElems);
+  for (int64_t i = 0; i < kElems; ++i) {
+    float sum = 0;
+    for (int k = 0; k < kTerms; ++k) {
+      const float term = std::ldexp(mantissa(random), exponent(random));
+      add->input_floats(k)[i] = term;
+      sum = k == 0 ? term : sum + term;
+    }
+    expected[i] = sum;
+  }
+  REQUIRE(add->Run(0).ok());
+  int64_t differs = 0;
+  for (int64_t i = 0; i < kElems; ++i) {
+    differs += add->output_floats()[i] != expected[i];
+  }
+  CHECK(differs == 0);
+  // The reverse order gives other bits in some elements: the check above
+  // can tell the orders apart.
+  int64_t reverse_differs = 0;
+  for (int64_t i = 0; i < kElems; ++i) {
+    float sum = add->input_floats(kTerms - 1)[i];
+    for (int k = kTerms - 2; k >= 0; --k) sum += add->input_floats(k)[i];
+    reverse_differs += sum != expected[i];
+  }
+  CHECK(reverse_differs > 0);
 }
 
 TEST_CASE("checksum sums in double and notices pieces out of order",
