@@ -1,16 +1,13 @@
 #include "bench/net_reduction.h"
 
 #include <dirent.h>
-#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -20,7 +17,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "actorflow/job_compiler.h"
+#include "actorflow/usable_cpus.h"
 #include "bench/bench_util.h"
+#include "bench/busy_work.h"
 #include "bench/spawn.h"
 #include "net/job.h"
 
@@ -72,19 +71,6 @@ LinkBytes ReadLink(const std::string& name) {
     return value;
   };
   return LinkBytes{counter("rx_bytes"), counter("tx_bytes")};
-}
-
-int64_t ProcessCpuNs() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-// The CPUs this process may run on.
-int AllowedCpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
 }
 
 // A link capped at 1 Gbit/s (tc tbf rate 1gbit) moves this many bytes a
@@ -297,7 +283,8 @@ Row MeasureRanks(const ReductionConfig& config, int world) {
       row.others_out += out / (world - 1);
     }
   }
-  row.cpus_busy = wall_s > 0 ? cpu_s / (wall_s * AllowedCpus()) : 0;
+  // The ranks share this process's CPUs (affinity, cgroup quota).
+  row.cpus_busy = wall_s > 0 ? cpu_s / (wall_s * DetectUsableCpus().count) : 0;
   return row;
 }
 
@@ -339,8 +326,8 @@ int ReductionRank(const ReductionConfig& config, const std::string& place) {
   int64_t choice_ns = 0, choice_cpu_ns = 0;
   auto run = [&](net::Job* job) {
     const bool counted = job == chosen.get();
-    const LinkBytes before = ReadLink(link);
-    const int64_t cpu_start = ProcessCpuNs();
+    const LinkBytes before = counted ? ReadLink(link) : LinkBytes{};
+    const int64_t cpu_start = counted ? ProcessCpuNs() : 0;
     const int64_t start = NowNs();
     Check(job->Run(config.pieces).status(), "run");
     Check(job->Barrier(), "barrier after the run");
