@@ -116,13 +116,13 @@ absl::Status AddKernel::Forward(KernelContext* ctx) {
           // Inline up to 16 terms: no allocation per act for the sums the
           // compiler makes (one term per part).
           absl::InlinedVector<const T*, 16> terms;
-          for (int k = 0; k < n; ++k) {
-            if (k > 0) {
-              absl::Status same = CheckAddTermShape(*ctx, k, b);
-              if (!same.ok()) return same;
-            }
-            auto term =
-                k == 0 ? first.data<T>() : ctx->input(k).blob(b).data<T>();
+          auto head = first.data<T>();
+          if (!head.ok()) return head.status();
+          terms.push_back(head->data());
+          for (int k = 1; k < n; ++k) {
+            absl::Status same = CheckAddTermShape(*ctx, k, b);
+            if (!same.ok()) return same;
+            auto term = ctx->input(k).blob(b).data<T>();
             if (!term.ok()) return term.status();
             terms.push_back(term->data());
           }
