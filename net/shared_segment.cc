@@ -98,6 +98,10 @@ bool SharedSegment::TryClaim() {
 
 void SharedSegment::Release() { busy()->store(0, std::memory_order_release); }
 
+bool SharedSegment::IsFree() const {
+  return busy()->load(std::memory_order_acquire) == 0;
+}
+
 SharedSegment::~SharedSegment() {
   munmap(data_, size_);
   if (created_) shm_unlink(name_.c_str());

@@ -43,6 +43,9 @@ class SharedSegment {
   bool TryClaim();
   // The receiver, after reading the bytes.
   void Release();
+  // The sender: whether the receiver has released it (acquire: what it read
+  // before happens-before what the sender writes after).
+  bool IsFree() const;
 
   // The whole mapping, the header included.
   char* data() const { return data_; }

@@ -8,6 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "actor/act_context.h"
+#include "actor/register.h"
+#include "memory/allocator.h"
+#include "memory/synced_memory.h"
 #include "net/job_token.h"
 #include "thread/thread.h"
 
@@ -330,7 +334,8 @@ std::vector<Transport::EdgeBytes> Transport::SentBytes() {
     MutexLock lock(&out->mu);
     edges.push_back({out->edge.regst_desc_id, out->edge.dst_rank, out->sent,
                      out->register_bytes, out->wire_bytes, out->shared_pieces,
-                     out->ring_pieces, out->referred_pieces});
+                     out->ring_pieces, out->referred_pieces,
+                     out->bound_pieces});
   }
   return edges;
 }
@@ -346,6 +351,8 @@ void Transport::Fail(absl::Status status) {
     if (failure_.ok()) failure_ = std::move(status);
     failed_.SignalAll();
   }
+  // Returned outside each edge's lock.
+  std::vector<std::vector<std::unique_ptr<HeldInputs>>> freed_holds;
   for (auto& [key, out] : outgoing_) {
     MutexLock lock(&out->mu);
     out->failed = true;
@@ -353,10 +360,14 @@ void Transport::Fail(absl::Status status) {
     // sent from them) go back now, so that the run can end. The one being
     // written is gRPC's until its write completes, failed.
     DropQueued(out.get());
+    // The receiver may still read a bound register's slot; it no longer
+    // matters.
+    freed_holds.push_back(FreedHolds(out.get(), /*all=*/true));
     out->context.TryCancel();
     out->gate.WakeIfShut();
     out->changed.SignalAll();
   }
+  freed_holds.clear();
   for (auto& [id, inbox] : inboxes_) {
     MutexLock lock(&inbox->mu);
     inbox->failed = true;
@@ -520,11 +531,14 @@ void Transport::OnSendWritten(Outgoing* out, bool ok) {
 }
 
 void Transport::OnSendCredit(Outgoing* out, bool ok) {
+  // Returned after the lock: a return is a message to the producer.
+  std::vector<std::unique_ptr<HeldInputs>> freed;
   MutexLock lock(&out->mu);
   if (ok) {
     Credit credit;
     if (Parsed(&out->credit, &credit) && credit.count() >= 0) {
       out->credits += credit.count();
+      freed = FreedHolds(out, /*all=*/false);
       out->gate.WakeIfShut();
     } else {
       // Not a receiver of this protocol: the read that follows fails, and
@@ -602,10 +616,33 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
   SharedSegment* slot = nullptr;
   int32_t slot_index = 0;
   std::string shm_off;
+  // A bound piece: the register lives in its slot, held until the
+  // receiver frees it.
+  std::unique_ptr<HeldInputs> bound_hold;
   // (A register without blobs has nothing to put there.)
   if (out->shm && in.num_blobs() > 0) {
     bool fresh = false;
-    absl::StatusOr<int32_t> claimed = ClaimSlot(out, slot_bytes, &fresh);
+    Register* reg =
+        AsRegister(const_cast<ActContext&>(static_cast<const ActContext&>(ctx))
+                       .inputs()[0]);
+    if (out->binding == Outgoing::Binding::kUndecided) {
+      const bool holdable =
+          static_cast<const ActContext&>(ctx).rep().holder != nullptr;
+      out->binding = holdable && Bindable(*reg) ? Outgoing::Binding::kBound
+                                                : Outgoing::Binding::kCopied;
+    }
+    absl::StatusOr<int32_t> claimed = out->binding == Outgoing::Binding::kBound
+                                          ? BindSlot(out, reg, &fresh)
+                                          : ClaimSlot(out, slot_bytes, &fresh);
+    if (claimed.ok() && out->binding == Outgoing::Binding::kBound) {
+      bound_hold = HoldInputs(ctx);
+      if (bound_hold == nullptr) {
+        out->slots[*claimed]->Release();
+        return absl::InternalError(absl::StrCat(
+            "net_send of regst ", regst_desc_id, " to rank ", dst_rank,
+            ": cannot hold a register that lives in shared memory"));
+      }
+    }
     if (claimed.ok()) {
       slot_index = *claimed;
       slot = out->slots[slot_index].get();
@@ -645,7 +682,13 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
   for (int b = 0; b < in.num_blobs(); ++b) {
     ConstTensorView blob = in.blob(b);
     BlobPiece* piece = message->mutable_blob(b);
-    if (slot != nullptr) {
+    if (slot != nullptr && bound_hold != nullptr) {
+      // Already there: the register's memory is the slot's.
+      piece->set_wire_bytes(0);
+      piece->set_codec(BlobPiece::SHM);
+      piece->set_shm_offset(static_cast<const char*>(blob.raw_data()) -
+                            slot->data());
+    } else if (slot != nullptr) {
       piece->set_wire_bytes(0);
       piece->set_codec(BlobPiece::SHM);
       piece->set_shm_offset(SharedSegment::kHeaderBytes + offset);
@@ -664,7 +707,19 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
     for (int64_t dim : blob.shape()) piece->add_shape(dim);
   }
   message->set_shm_slot(slot_index);
+  message->set_credit_each(bound_hold != nullptr);
   message->clear_shm_ring();
+  if (bound_hold != nullptr) {
+    // Before the piece can reach the receiver: the credit that follows
+    // its slot's release must find the hold.
+    MutexLock lock(&out->mu);
+    ++out->bound_pieces;
+    // A failed job returned every hold already; this one goes back when
+    // it goes out of scope.
+    if (!out->failed) {
+      out->bound_holds.push_back({slot, std::move(bound_hold)});
+    }
+  }
   // Through shared memory, the header too goes into the ring once the
   // receiver knows it: the piece that names it is still a message. Only
   // for bulk pieces (kRingFromBytes).
@@ -725,6 +780,120 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
   out->queue.back().Swap(&encoded);
   StartWrite(out);
   return absl::OkStatus();
+}
+
+namespace {
+
+// The memory of a register that lives in a shared memory slot (BindSlot):
+// the segment's one buffer, after its header; the segment stays mapped as
+// long as this allocator does.
+class SlotAllocator final : public Allocator {
+ public:
+  explicit SlotAllocator(std::shared_ptr<SharedSegment> segment)
+      : segment_(std::move(segment)) {}
+  MemoryKind kind() const override { return MemoryKind::kHost; }
+  std::string name() const override { return "shared memory slot"; }
+
+ protected:
+  absl::StatusOr<void*> DoAllocate(size_t bytes) override {
+    if (static_cast<int64_t>(bytes) >
+        segment_->size() - SharedSegment::kHeaderBytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("a shared memory slot of ", segment_->size(),
+                       " bytes cannot hold ", bytes));
+    }
+    return segment_->data() + SharedSegment::kHeaderBytes;
+  }
+  void DoDeallocate(void*, size_t) override {}
+
+ private:
+  const std::shared_ptr<SharedSegment> segment_;
+};
+
+}  // namespace
+
+bool Transport::Bindable(const Register& reg) {
+  const RegisterDesc& desc = reg.desc();
+  // One register would wait for every receive; a second reader would read
+  // it while the producer writes the next piece into it.
+  if (desc.registers.size() < 2 || desc.consumers.size() != 1) return false;
+  for (const std::unique_ptr<Register>& each : desc.registers) {
+    const std::shared_ptr<SyncedMemory>& memory = each->memory_ptr();
+    // Memory of its own (not a SharedBlock's), plain pageable host memory
+    // the register owns, or not yet allocated.
+    if (memory == nullptr || memory.use_count() != 1 ||
+        static_cast<int64_t>(memory->size()) < kBindFromBytes ||
+        memory->options().host != SyncedMemoryOptions::Host::kPageable ||
+        memory->options().host_allocator != nullptr ||
+        (memory->head() != SyncedMemory::UNINITIALIZED &&
+         (memory->head() != SyncedMemory::HEAD_AT_CPU ||
+          !memory->owns_cpu_data()))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<int32_t> Transport::BindSlot(Outgoing* out, Register* reg,
+                                            bool* fresh) {
+  const NetEdge& edge = out->edge;
+  if (auto it = out->bound_slot.find(reg); it != out->bound_slot.end()) {
+    // Its hold went back only once the receiver had freed the slot.
+    if (!out->slots[it->second]->TryClaim()) {
+      return absl::InternalError(absl::StrCat(
+          "net_send of regst ", edge.regst_desc_id, " to rank ", edge.dst_rank,
+          ": the shared memory slot of a register sent again is still the "
+          "receiver's"));
+    }
+    return it->second;
+  }
+  const int32_t index = static_cast<int32_t>(out->slots.size());
+  SyncedMemory& memory = reg->memory();
+  absl::StatusOr<const void*> bytes = memory.cpu_data();
+  if (index >= edge.register_num || !bytes.ok() || *bytes != reg->base() ||
+      memory.head() != SyncedMemory::HEAD_AT_CPU || !memory.owns_cpu_data()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("a register of regst ", edge.regst_desc_id,
+                     " cannot move into shared memory"));
+  }
+  absl::StatusOr<std::unique_ptr<SharedSegment>> made =
+      SharedSegment::Create(static_cast<int64_t>(memory.size()));
+  if (!made.ok()) return made.status();
+  std::shared_ptr<SharedSegment> segment = *std::move(made);
+  // The segment stays mapped as long as the register's memory lives,
+  // whichever of it and this transport goes first.
+  auto allocator = std::make_shared<SlotAllocator>(segment);
+  std::shared_ptr<SyncedMemory> moved(
+      new SyncedMemory(memory.size(),
+                       {.host = SyncedMemoryOptions::Host::kPageable,
+                        .host_allocator = allocator.get()}),
+      [allocator](SyncedMemory* gone) { delete gone; });
+  absl::StatusOr<void*> base = moved->mutable_cpu_data();
+  if (!base.ok()) return base.status();
+  std::memcpy(*base, reg->base(), memory.size());
+  // No one else touches the register now: this edge is its only reader,
+  // and it is in this act.
+  reg->SwapMemory(std::move(moved), static_cast<char*>(*base));
+  segment->TryClaim();
+  out->slots.push_back(std::move(segment));
+  out->bound_slot[reg] = index;
+  *fresh = true;
+  return index;
+}
+
+std::vector<std::unique_ptr<HeldInputs>> Transport::FreedHolds(Outgoing* out,
+                                                               bool all) {
+  std::vector<std::unique_ptr<HeldInputs>> freed;
+  auto& holds = out->bound_holds;
+  for (auto it = holds.begin(); it != holds.end();) {
+    if (all || it->slot->IsFree()) {
+      freed.push_back(std::move(it->hold));
+      it = holds.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return freed;
 }
 
 absl::StatusOr<int32_t> Transport::ClaimSlot(Outgoing* out, int64_t bytes,
@@ -907,8 +1076,9 @@ void Transport::OnCallRead(Call* call, bool ok) {
 }
 
 void Transport::GrantCredit(Inbox* inbox) {
-  if (inbox->owed < inbox->credit_batch || inbox->credit_writing ||
-      inbox->call == nullptr || inbox->ended || inbox->finish_sent) {
+  const int32_t batch = inbox->credit_each ? 1 : inbox->credit_batch;
+  if (inbox->owed < batch || inbox->credit_writing || inbox->call == nullptr ||
+      inbox->ended || inbox->finish_sent) {
     return;
   }
   Credit credit;
@@ -1159,6 +1329,9 @@ absl::Status Transport::Receive(int64_t regst_desc_id,
     ++inbox->received;
   }
   ++inbox->owed;
+  if (decoded.ok() && piece.credit_each()) inbox->credit_each = true;
+  // The sender's register waits for this credit (its slot is free now).
+  if (inbox->credit_each) GrantCredit(inbox);
   return copied;
 }
 

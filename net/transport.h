@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -101,6 +102,8 @@ class Transport final {
   // makes a new slot only when all are busy, and register_num are always
   // enough: a credit in hand means at most register_num - 1 pieces are not yet
   // taken, and the receiver releases a slot before it credits the piece.
+  // An edge whose registers can live in their slots (kBindFromBytes) gives
+  // each register a slot of its own instead, for good.
   // A segment that cannot be made (a full /dev/shm) turns the edge back to
   // messages for good.
   absl::Status Connect(const std::vector<std::string>& addresses,
@@ -159,6 +162,9 @@ class Transport final {
     // Pieces whose large blobs gRPC sent from the register itself, not
     // from a copy (kReferFromBytes).
     int64_t referred_pieces = 0;
+    // Of the shared pieces, those whose register lives in its slot: the
+    // sender copied nothing (kBindFromBytes).
+    int64_t bound_pieces = 0;
   };
   std::vector<EdgeBytes> SentBytes();
   // After the job's server shut down and before it is destroyed: fails
@@ -206,6 +212,13 @@ class Transport final {
   // (Send): a copy of one costs more than holding the register until gRPC
   // has written it.
   static constexpr int64_t kReferFromBytes = 64 << 10;
+  // Through shared memory, registers this large or larger move into their
+  // slots (BindSlot) on an edge that is their only reader: the producer
+  // writes straight into the segment, and only the receiver copies. Each
+  // such register is held from its Send until the receiver frees its slot.
+  // Measured with net_bench on 2 CPUs, alternated with copies into slots:
+  // 1 MiB registers at 0.57-0.66 of memcpy's speed against 0.48-0.52.
+  static constexpr int64_t kBindFromBytes = kBulkBytes;
 
  private:
   struct Call;
@@ -277,7 +290,23 @@ class Transport final {
     // Shared memory (see Connect): set before the first Send, then Send's
     // alone, as are the slots.
     bool shm = false;
-    std::vector<std::unique_ptr<SharedSegment>> slots;
+    // Shared: a register bound to its slot (BindSlot) keeps the segment
+    // mapped as long as the register lives.
+    std::vector<std::shared_ptr<SharedSegment>> slots;
+    // Whether this edge's registers live in their slots, decided at its
+    // first piece through shared memory, and each bound register's slot.
+    enum class Binding { kUndecided, kBound, kCopied };
+    Binding binding = Binding::kUndecided;
+    absl::flat_hash_map<const Register*, int32_t> bound_slot;
+    // The bound registers whose pieces are out, each held until the
+    // receiver frees its slot (looked at when a credit comes, which the
+    // receiver sends after it frees the slot).
+    struct BoundHold {
+      SharedSegment* slot = nullptr;
+      std::unique_ptr<HeldInputs> hold;
+    };
+    std::vector<BoundHold> bound_holds ABSL_GUARDED_BY(mu);
+    int64_t bound_pieces ABSL_GUARDED_BY(mu) = 0;
     // The headers' ring (piece_ring.h), made with the first piece through
     // shared memory and named in it; off for good where that piece was
     // smaller than kRingFromBytes, the ring could not be made, or a header
@@ -299,6 +328,9 @@ class Transport final {
     int32_t src_rank = 0;
     int32_t credit_batch = 1;
     Mutex mu;
+    // The sender holds bound registers until their slots are free: every
+    // piece is credited as soon as it is taken (RegisterPiece.credit_each).
+    bool credit_each ABSL_GUARDED_BY(mu) = false;
     Call* call ABSL_GUARDED_BY(mu) = nullptr;  // the sender's, once it came
     grpc::ByteBuffer reading ABSL_GUARDED_BY(mu);
     // Messages as they came; Receive decodes them.
@@ -376,6 +408,20 @@ class Transport final {
   // another error: no segment could be made (nothing stays claimed).
   static absl::StatusOr<int32_t> ClaimSlot(Outgoing* out, int64_t bytes,
                                            bool* fresh);
+  // Send's, on an edge whose binding is kBound: the slot `reg` lives in,
+  // claimed; on the register's first piece a new segment (`fresh`) that
+  // the register's bytes move into for good. Internal: its slot is not
+  // free; another error: no segment could be made.
+  static absl::StatusOr<int32_t> BindSlot(Outgoing* out, Register* reg,
+                                          bool* fresh);
+  // Whether every register of `reg`'s descriptor can live in a slot: big
+  // enough, read by this edge alone, in plain host memory of its own.
+  static bool Bindable(const Register& reg);
+  // The holds of bound registers whose slots the receiver has freed, taken
+  // out of `out` (all of them with `all`), to be returned after `out->mu`.
+  static std::vector<std::unique_ptr<HeldInputs>> FreedHolds(Outgoing* out,
+                                                             bool all)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(out->mu);
   static absl::Status CopyFromSlot(const RegisterPiece& piece,
                                    const BlobPiece& data, void* out,
                                    int64_t bytes, Inbox* inbox);
