@@ -817,17 +817,15 @@ bool Transport::Bindable(const Register& reg) {
   // One register would wait for every receive; a second reader would read
   // it while the producer writes the next piece into it.
   if (desc.registers.size() < 2 || desc.consumers.size() != 1) return false;
+  // Only what no act changes: the producer may be writing another of them
+  // on another thread. BindSlot checks the rest of each when it binds it.
   for (const std::unique_ptr<Register>& each : desc.registers) {
     const std::shared_ptr<SyncedMemory>& memory = each->memory_ptr();
-    // Memory of its own (not a SharedBlock's), plain pageable host memory
-    // the register owns, or not yet allocated.
+    // Memory of its own (not a SharedBlock's), plain pageable host memory.
     if (memory == nullptr || memory.use_count() != 1 ||
         static_cast<int64_t>(memory->size()) < kBindFromBytes ||
         memory->options().host != SyncedMemoryOptions::Host::kPageable ||
-        memory->options().host_allocator != nullptr ||
-        (memory->head() != SyncedMemory::UNINITIALIZED &&
-         (memory->head() != SyncedMemory::HEAD_AT_CPU ||
-          !memory->owns_cpu_data()))) {
+        memory->options().host_allocator != nullptr) {
       return false;
     }
   }
