@@ -622,19 +622,20 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
   // (A register without blobs has nothing to put there.)
   if (out->shm && in.num_blobs() > 0) {
     bool fresh = false;
-    Register* reg =
-        AsRegister(const_cast<ActContext&>(static_cast<const ActContext&>(ctx))
-                       .inputs()[0]);
-    if (out->binding == Outgoing::Binding::kUndecided) {
-      const bool holdable =
-          static_cast<const ActContext&>(ctx).rep().holder != nullptr;
-      out->binding = holdable && Bindable(*reg) ? Outgoing::Binding::kBound
-                                                : Outgoing::Binding::kCopied;
+    Register* reg = nullptr;
+    if (out->binding != Outgoing::Binding::kCopied) {
+      const ActContext& act = static_cast<const ActContext&>(ctx);
+      reg = AsRegister(const_cast<ActContext&>(act).inputs()[0]);
+      if (out->binding == Outgoing::Binding::kUndecided) {
+        out->binding = act.rep().holder != nullptr && Bindable(*reg)
+                           ? Outgoing::Binding::kBound
+                           : Outgoing::Binding::kCopied;
+      }
     }
-    absl::StatusOr<int32_t> claimed = out->binding == Outgoing::Binding::kBound
-                                          ? BindSlot(out, reg, &fresh)
-                                          : ClaimSlot(out, slot_bytes, &fresh);
-    if (claimed.ok() && out->binding == Outgoing::Binding::kBound) {
+    const bool bind = out->binding == Outgoing::Binding::kBound;
+    absl::StatusOr<int32_t> claimed =
+        bind ? BindSlot(out, reg, &fresh) : ClaimSlot(out, slot_bytes, &fresh);
+    if (claimed.ok() && bind) {
       bound_hold = HoldInputs(ctx);
       if (bound_hold == nullptr) {
         out->slots[*claimed]->Release();
@@ -682,19 +683,19 @@ absl::Status Transport::Send(int64_t regst_desc_id, int32_t dst_rank,
   for (int b = 0; b < in.num_blobs(); ++b) {
     ConstTensorView blob = in.blob(b);
     BlobPiece* piece = message->mutable_blob(b);
-    if (slot != nullptr && bound_hold != nullptr) {
-      // Already there: the register's memory is the slot's.
+    if (slot != nullptr) {
       piece->set_wire_bytes(0);
       piece->set_codec(BlobPiece::SHM);
-      piece->set_shm_offset(static_cast<const char*>(blob.raw_data()) -
-                            slot->data());
-    } else if (slot != nullptr) {
-      piece->set_wire_bytes(0);
-      piece->set_codec(BlobPiece::SHM);
-      piece->set_shm_offset(SharedSegment::kHeaderBytes + offset);
-      std::memcpy(slot->data() + SharedSegment::kHeaderBytes + offset,
-                  blob.raw_data(), blob.byte_size());
-      offset += aligned(blob.byte_size());
+      if (bound_hold != nullptr) {
+        // Already there: the register's memory is the slot's.
+        piece->set_shm_offset(static_cast<const char*>(blob.raw_data()) -
+                              slot->data());
+      } else {
+        piece->set_shm_offset(SharedSegment::kHeaderBytes + offset);
+        std::memcpy(slot->data() + SharedSegment::kHeaderBytes + offset,
+                    blob.raw_data(), blob.byte_size());
+        offset += aligned(blob.byte_size());
+      }
     } else if (held != nullptr && blob.byte_size() >= kReferFromBytes) {
       data.push_back(out->packer->Refer(blob.raw_data(), blob.byte_size(),
                                         piece, &HeldPiece::Unref, held));
