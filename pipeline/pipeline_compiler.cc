@@ -2,7 +2,9 @@
 // per worker and stage), then compiled into the plan the pipeline runs.
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -151,6 +153,11 @@ struct Pipeline::Node {
   std::vector<OpConf*> tasks;
   Ref shapes_register;  // batched: its per-sample shapes
   std::string chain;    // sample: its tasks' name (fused operators)
+  // source: finds the largest sample's element count (-1: unknown) for a
+  // batch that has no other box for the node; asked only then, since it
+  // may take a pass over the data (a file reader's bytes: a stat of every
+  // file).
+  std::function<int64_t()> largest;
 };
 
 // One compilation. The job places worker w's stages on CPU device w; the
@@ -507,6 +514,7 @@ void Pipeline::Compiler::AddSource(int i) {
              SampleSpec{DT_INT32, {}}};
   }
   const Ref reg = AddOutput(task, "out", depth_);
+  std::function<int64_t()> largest_bytes;
   if (reader) {
     std::unique_ptr<ReaderKernel> probed = ProbeReader(i, *task);
     if (probed != nullptr && op == "webdataset_reader") {
@@ -529,6 +537,10 @@ void Pipeline::Compiler::AddSource(int i) {
         }
       }
     }
+    if (probed != nullptr && op == "file_reader") {
+      std::shared_ptr<ReaderKernel> reader = std::move(probed);
+      largest_bytes = [reader] { return reader->LargestSample(0); };
+    }
     if (auto* caffe = dynamic_cast<CaffeReaderKernel*>(probed.get());
         caffe != nullptr && caffe->LargestSample(0) >= 0) {
       // Encoded: bytes up to the largest record; raw: the records' shape.
@@ -539,6 +551,7 @@ void Pipeline::Compiler::AddSource(int i) {
   }
   for (size_t k = 0; k < def.outputs.size(); ++k) {
     Node node{"source", specs[k], false, {reg}, {task}};
+    if (k == 0) node.largest = largest_bytes;
     Declare(i, def.outputs[k], node);
   }
 }
@@ -632,6 +645,10 @@ void Pipeline::Compiler::AddBatch(const OperatorDef& batch_def, int bi) {
       for (size_t d = 0; d < spec.max_shape.size(); ++d) {
         if (spec.max_shape[d] < 0) spec.max_shape[d] = max_override[d];
       }
+    }
+    if (!spec.bounded() && spec.max_shape.size() == 1 && in.largest) {
+      const int64_t largest = in.largest();
+      if (largest >= 0) spec.max_shape[0] = largest;
     }
     if (!spec.bounded()) {
       problems_.push_back(absl::StrCat(

@@ -1,6 +1,8 @@
 // The readers: a sample source over files (pipeline.file_reader), IDX
 // arrays (pipeline.idx_reader), WebDataset tars (pipeline.webdataset_reader)
 // or a Caffe LMDB (pipeline.caffe_reader), sharded and shuffled per epoch.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -293,6 +295,18 @@ absl::Status FileReaderKernel::Fill(int64_t index, int k,
   slot->sample.Reshape(DT_UINT8, {0});
   *lazy = true;
   return absl::OkStatus();
+}
+
+int64_t FileReaderKernel::LargestSample(int k) const {
+  if (k != 0) return -1;
+  int64_t largest = -1;
+  for (const FileEntry& file : files_) {
+    struct stat st;
+    if (::stat(file.path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      largest = std::max<int64_t>(largest, st.st_size);
+    }
+  }
+  return largest;
 }
 
 absl::StatusOr<int64_t> IdxReaderKernel::Open(const KernelInitContext& ctx) {

@@ -115,6 +115,13 @@ class ReaderKernel : public Kernel {
 // optional `labels`) or `file_list` (a text file). Outputs: the encoded
 // file (uint8 [bytes]) and optionally its label (int32 scalar).
 class FileReaderKernel final : public ReaderKernel {
+ public:
+  // Output 0: the largest listed file's size in bytes (a stat of every
+  // file, so asked for only where a batch of the bytes needs its box);
+  // files that cannot be stat'ed now are left out (their read fails
+  // later); -1 if none can.
+  int64_t LargestSample(int k) const override;
+
  protected:
   absl::StatusOr<int64_t> Open(const KernelInitContext& ctx) override;
   absl::Status Fill(int64_t index, int k, SampleSlots::Slot* slot,

@@ -355,6 +355,67 @@ TEST_CASE("a pipeline whose only output is scalar labels hands them out") {
   CHECK(seen == 10000);
 }
 
+TEST_CASE("a reader's file bytes batch as they are, boxed by the largest") {
+  // DALI's first example returns the encoded files themselves: each
+  // sample is its file's bytes, of that file's length.
+  const std::string dir = testing::TestTempDir("raw_bytes");
+  OperatorDef reader{
+      .op = "file_reader", .name = "reader", .outputs = {"files", "ids"}};
+  std::vector<std::string> contents;
+  for (int i = 0; i < 6; ++i) {
+    const std::string path = absl::StrCat(dir, "/", i, ".jpg");
+    contents.push_back(std::string(10 + 37 * i, static_cast<char>('a' + i)));
+    std::ofstream(path) << contents.back();
+    reader.attrs["files"].mutable_list()->add_s(path);
+    reader.attrs["labels"].mutable_list()->add_i(i);
+  }
+  PipelineOptions options;
+  options.batch_size = 3;
+  options.num_threads = 2;
+  Pipeline pipe(options);
+  pipe.Add(reader);
+  pipe.SetOutputs({"files", "ids"});
+  REQUIRE_OK(pipe.Build());
+  int64_t seen = 0;
+  REQUIRE_OK(pipe.Run());
+  while (true) {
+    auto out = pipe.Outputs();
+    if (absl::IsOutOfRange(out.status())) break;
+    REQUIRE_OK(out.status());
+    const OutputView& files = out->outputs[0];
+    // The box is the largest file's length, the same in every batch.
+    CHECK(files.data().shape() == absl::Span<const int64_t>({3, 195}));
+    auto bytes = files.data().data<uint8_t>();
+    auto ids = out->outputs[1].data().data<int32_t>();
+    REQUIRE(bytes.ok());
+    REQUIRE(ids.ok());
+    for (int64_t s = 0; s < 3; ++s) {
+      const std::string& want = contents[(*ids)[s]];
+      REQUIRE(files.sample_shape(s) ==
+              absl::Span<const int64_t>({static_cast<int64_t>(want.size())}));
+      const std::string got(
+          reinterpret_cast<const char*>(bytes->data() + s * 195), want.size());
+      CHECK(got == want);
+    }
+    seen += 3;
+    REQUIRE_OK(pipe.Run());
+  }
+  CHECK(seen == 6);
+
+  // A file that cannot be read leaves no box to find: the error says what
+  // to do.
+  OperatorDef missing{.op = "file_reader",
+                      .name = "reader",
+                      .outputs = {"files"},
+                      .attrs = {{"files", StringListAttr({dir + "/none.jpg"})},
+                                {"labels", IntListAttr({0})}}};
+  Pipeline unreadable(options);
+  unreadable.Add(missing);
+  unreadable.SetOutputs({"files"});
+  CHECK_THAT(std::string(unreadable.Build().message()),
+             Catch::Contains("not known before the data is read"));
+}
+
 // The sample ids (labels) shard `shard` of `shards` yields in epochs 0, 1,
 // ...: 40 files, labelled by their index, whose "classes" are runs of ten
 // in sorted order.

@@ -165,6 +165,30 @@ class DaliTest(unittest.TestCase):
         self.assertEqual(len(rotated), 8)
         self.assertGreater(len(set(rotated.shape())), 1)
 
+    def test_encoded_files_come_out_as_they_are(self):
+        # DALI's pipelines may return the reader's bytes themselves (to peek
+        # at files, or to decode elsewhere): one sample per file, its length.
+        root = self.root
+
+        @pipeline_def
+        def encoded_pipeline():
+            jpegs, labels = fn.readers.file(file_root=root)
+            return jpegs, fn.decoders.image(jpegs), labels
+
+        pipe = encoded_pipeline(batch_size=8, num_threads=2, device_id=0)
+        jpegs, images, labels = pipe.run()
+        self.assertFalse(jpegs.is_dense_tensor())
+        self.assertEqual(jpegs.dtype, types.UINT8)
+        for i in range(8):
+            with open(self.paths[i], "rb") as f:
+                encoded = f.read()
+            self.assertEqual(jpegs.shape()[i], (len(encoded),))
+            self.assertEqual(numpy.array(jpegs.at(i)).tobytes(), encoded)
+            with Image.open(self.paths[i]) as im:
+                self.assertEqual(images.at(i).shape, (im.height, im.width, 3))
+        self.assertEqual(numpy.array(labels.as_tensor()).ravel().tolist(),
+                         self.labels[:8])
+
     def test_random_shuffle_shuffles_the_whole_list(self):
         # DALI's random_shuffle permutes the whole list (a fixed seed), then
         # a window of initial_fill shuffles on: with one shard too, the
