@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "pipeline/augment.h"
+#include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
 #include "pipeline/noise.h"
 #include "pipeline/npy.h"
@@ -815,6 +816,46 @@ class ShapesOp final : public SampleOp {
   }
 };
 
+// DALI's fn.peek_image_shape: an encoded image's [height, width, channels]
+// from its header, without decoding. attr `channels` (3): what the image
+// decodes to (3 for RGB, 1 for gray), not what the file stores.
+class PeekImageShapeOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    auto channels = ctx.IntAttrOr("channels", 3);
+    if (!channels.ok()) return channels.status();
+    if (*channels != 1 && *channels != 3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attr 'channels': 1 (gray) or 3 (RGB), got ", *channels));
+    }
+    channels_ = *channels;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    if (in.type != DT_UINT8 || in.max_shape.size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "takes encoded images (uint8 [bytes]), got ", DataTypeName(in.type),
+          " of rank ", in.max_shape.size()));
+    }
+    return SampleSpec{DT_INT64, {3}};
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
+    auto header = ReadImageHeader(
+        absl::MakeConstSpan(in.data, static_cast<size_t>(in.bytes)));
+    if (!header.ok()) return header.status();
+    const int64_t rank[] = {3};
+    out->Reshape(DT_INT64, rank);
+    int64_t* shape = out->as<int64_t>();
+    shape[0] = header->height;
+    shape[1] = header->width;
+    shape[2] = channels_;
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t channels_ = 3;
+};
+
 struct AugmentOp {
   std::function<std::unique_ptr<SampleOp>()> make;
   std::vector<std::string> attrs;
@@ -882,6 +923,8 @@ const std::map<std::string, AugmentOp>& AugmentOps() {
        {[] { return std::make_unique<OneHotOp>(); },
         {"num_classes", "on_value", "off_value"}}},
       {"shapes", {[] { return std::make_unique<ShapesOp>(); }, {}}},
+      {"peek_image_shape",
+       {[] { return std::make_unique<PeekImageShapeOp>(); }, {"channels"}}},
       {"gaussian_noise",
        {[] { return std::make_unique<NoiseOp>(NoiseOp::Kind::kGaussian); },
         Join({}, {"mean", "stddev"})}},

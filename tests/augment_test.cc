@@ -436,6 +436,41 @@ TEST_CASE("operators infer the largest sample they can make") {
   REQUIRE(shapes->Apply(small.ref(), &draws, &sizes).ok());
   CHECK(std::vector<int64_t>(sizes.as<int64_t>(), sizes.as<int64_t>() + 3) ==
         std::vector<int64_t>{2, 5, 3});
+  // An encoded image's shape from its header: JPEG and PNG, RGB and gray.
+  auto peek = MakeOp("peek_image_shape", {});
+  auto peek_gray = MakeOp("peek_image_shape", {{"channels", IntAttr(1)}});
+  CHECK(peek->Infer(SampleSpec{DT_UINT8, {-1}})->max_shape ==
+        std::vector<int64_t>{3});
+  CHECK_FALSE(peek->Infer(photo).ok());  // decoded already
+  Sample odd = Image(DT_UINT8, {7, 13, 3}, {});
+  auto jpeg = EncodeJpeg(odd.ref(), 90);
+  auto png = EncodePng(odd.ref());
+  REQUIRE(jpeg.ok());
+  REQUIRE(png.ok());
+  for (const std::string* encoded : {&*jpeg, &*png}) {
+    const int64_t bytes[] = {static_cast<int64_t>(encoded->size())};
+    const SampleRef file{DT_UINT8, bytes,
+                         reinterpret_cast<const uint8_t*>(encoded->data()),
+                         bytes[0]};
+    Sample shape;
+    REQUIRE(peek->Apply(file, &draws, &shape).ok());
+    CHECK(std::vector<int64_t>(shape.as<int64_t>(), shape.as<int64_t>() + 3) ==
+          std::vector<int64_t>{7, 13, 3});
+    REQUIRE(peek_gray->Apply(file, &draws, &shape).ok());
+    CHECK(shape.as<int64_t>()[2] == 1);
+  }
+  const std::string junk = "not an image";
+  const int64_t junk_bytes[] = {static_cast<int64_t>(junk.size())};
+  Sample none;
+  CHECK_FALSE(
+      peek->Apply(SampleRef{DT_UINT8, junk_bytes,
+                            reinterpret_cast<const uint8_t*>(junk.data()),
+                            junk_bytes[0]},
+                  &draws, &none)
+          .ok());
+  absl::Status bad_channels;
+  MakeOp("peek_image_shape", {{"channels", IntAttr(4)}}, &bad_channels);
+  CHECK(absl::StrContains(bad_channels.message(), "channels"));
   auto hot = MakeOp("one_hot", {{"num_classes", IntAttr(10)}});
   CHECK(hot->Infer(SampleSpec{DT_INT32, {}})->max_shape ==
         std::vector<int64_t>{10});

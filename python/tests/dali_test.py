@@ -189,6 +189,69 @@ class DaliTest(unittest.TestCase):
         self.assertEqual(numpy.array(labels.as_tensor()).ravel().tolist(),
                          self.labels[:8])
 
+    def test_peek_image_shape_and_older_fn_names(self):
+        root = self.root
+
+        @pipeline_def
+        def peek_pipeline():
+            jpegs, labels = fn.readers.file(file_root=root)
+            return (fn.peek_image_shape(jpegs),
+                    fn.peek_image_shape(jpegs, dtype=types.INT32,
+                                        image_type=types.GRAY),
+                    fn.shapes(fn.decoders.image(jpegs)))
+
+        pipe = peek_pipeline(batch_size=6, num_threads=2, device_id=0)
+        peeked, gray, decoded = pipe.run()
+        self.assertEqual(peeked.dtype, types.INT64)
+        self.assertEqual(gray.dtype, types.INT32)
+        for i in range(6):
+            with Image.open(self.paths[i]) as im:
+                want = [im.height, im.width, 3]
+            self.assertEqual(numpy.array(peeked.at(i)).tolist(), want)
+            self.assertEqual(numpy.array(decoded.at(i)).tolist(), want)
+            self.assertEqual(numpy.array(gray.at(i)).tolist(), want[:2] + [1])
+
+        # What is not an image is that sample's error, naming the file.
+        bad = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, bad)
+        os.makedirs(os.path.join(bad, "c"))
+        with open(os.path.join(bad, "c", "note.jpg"), "wb") as f:
+            f.write(b"not an image at all")
+
+        @pipeline_def
+        def bad_pipeline():
+            jpegs, _ = fn.readers.file(file_root=bad)
+            return fn.peek_image_shape(jpegs)
+
+        with self.assertRaisesRegex(Exception, "note.jpg"):
+            bad_pipeline(batch_size=1, num_threads=1, device_id=0).run()
+
+        # DALI's older fn names are the same operators.
+        @pipeline_def
+        def older_names():
+            jpegs, labels = fn.file_reader(file_root=root,
+                                           random_shuffle=True)
+            images = fn.image_decoder_random_crop(jpegs)
+            images = fn.resize(images, resize_x=32, resize_y=32)
+            flip = fn.coin_flip(probability=0.5)
+            return fn.flip(images, horizontal=flip), labels
+
+        @pipeline_def
+        def newer_names():
+            jpegs, labels = fn.readers.file(file_root=root,
+                                            random_shuffle=True)
+            images = fn.decoders.image_random_crop(jpegs)
+            images = fn.resize(images, resize_x=32, resize_y=32)
+            flip = fn.random.coin_flip(probability=0.5)
+            return fn.flip(images, horizontal=flip), labels
+
+        older = older_names(batch_size=8, num_threads=2, device_id=0, seed=7)
+        newer = newer_names(batch_size=8, num_threads=2, device_id=0, seed=7)
+        for _ in range(2):
+            (a, la), (b, lb) = older.run(), newer.run()
+            self.assertTrue(numpy.array_equal(a.as_array(), b.as_array()))
+            self.assertTrue(numpy.array_equal(la.as_array(), lb.as_array()))
+
     def test_random_shuffle_shuffles_the_whole_list(self):
         # DALI's random_shuffle permutes the whole list (a fixed seed), then
         # a window of initial_fill shuffles on: with one shard too, the
@@ -1428,6 +1491,14 @@ class AugmentationTest(unittest.TestCase):
             self.assertTrue(numpy.array_equal(out, want))
         got = run_on(self.images, lambda x: fn.slice(
             x, rel_start=[0.2, 0.1], rel_shape=[0.5, 0.5]))
+        for image, out in zip(self.images, got):
+            h, w = image.shape[:2]
+            y, x = round(0.1 * h), round(0.2 * w)
+            self.assertTrue(numpy.array_equal(
+                out, image[y:y + round(0.5 * h), x:x + round(0.5 * w)]))
+        # The same window by dimension indices, height first.
+        got = run_on(self.images, lambda x: fn.slice(
+            x, rel_start=[0.1, 0.2], rel_shape=[0.5, 0.5], axes=[0, 1]))
         for image, out in zip(self.images, got):
             h, w = image.shape[:2]
             y, x = round(0.1 * h), round(0.2 * w)

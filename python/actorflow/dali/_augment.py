@@ -232,14 +232,25 @@ def gaussian_blur(data, *, sigma=None, window_size=None, device="cpu",
 
 
 def slice(data, *, start=None, shape=None, rel_start=None, rel_shape=None,
-          axis_names="WH", out_of_bounds_policy="error", device="cpu",
-          name=None, **rest):
+          axis_names=None, axes=None, out_of_bounds_policy="error",
+          device="cpu", name=None, **rest):
     """A window by start/shape or rel_start/rel_shape, in axis_names order
-    (DALI's default "WH": x first)."""
+    (DALI's default "WH": x first), or in `axes` order (dimension indices
+    of the data's layout; axis_names wins when both are given, as in
+    DALI)."""
     _check_rest("slice", rest)
     if out_of_bounds_policy != "error":
         raise ValueError("fn.slice: out_of_bounds_policy: 'error' only")
-    attrs = {"axis_names": axis_names}
+    if axis_names is None and axes is not None:
+        layout = getattr(data, "layout", "") or ""
+        axes = [int(a) for a in ([axes] if isinstance(axes, int) else axes)]
+        if not layout or any(not -len(layout) <= a < len(layout)
+                             for a in axes):
+            raise ValueError(
+                f"fn.slice: axes {axes} of data whose layout is "
+                f"'{layout}': give axis_names (letters such as \"HW\")")
+        axis_names = "".join(layout[a] for a in axes)
+    attrs = {"axis_names": axis_names or "WH"}
     for arg, v in (("start", start), ("shape", shape),
                    ("rel_start", rel_start), ("rel_shape", rel_shape)):
         if v is not None:

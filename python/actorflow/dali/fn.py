@@ -75,6 +75,25 @@ decoders.image.__name__ = "image"
 decoders.image_random_crop.__name__ = "image_random_crop"
 
 
+def peek_image_shape(data, *, dtype=types.INT64, image_type=types.RGB,
+                     adjust_orientation=True, device="cpu", name=None,
+                     **rest):
+    """An encoded image's shape, [height, width, channels], from its header
+    (nothing decoded): channels as `image_type` decodes it (3, or 1 for
+    GRAY). The sizes are the file's own: an EXIF orientation is not
+    applied, since the decoders do not apply it either."""
+    _check_rest("peek_image_shape", rest)
+    _device("peek_image_shape", device)
+    del adjust_orientation  # the decoders keep the stored orientation too
+    channels = 1 if _color("peek_image_shape", image_type) == "gray" else 3
+    node = _add_operator("peek_image_shape", [data], 1, "cpu", name,
+                         {"channels": channels})
+    node = _node(node, layout="", device=device)
+    if types.to_numpy_dtype(dtype).name != "int64":
+        node = cast(node, dtype=dtype)
+    return node
+
+
 # ---- image operators ----
 
 _LINEAR = (None, types.INTERP_LINEAR, types.INTERP_TRIANGULAR)
@@ -391,6 +410,19 @@ def flip(data, *, horizontal=1, vertical=0, depthwise=0, device="cpu",
     _probability("flip", "vertical", vertical, attrs)
     node = _add_operator("flip", [data], 1, "cpu", name, attrs)
     return _node(node, like=data, device=device)
+
+
+# ---- DALI's names from before its readers, decoders and random
+# namespaces (its fn keeps them as deprecated aliases) ----
+
+file_reader = readers.file
+caffe_reader = readers.caffe
+numpy_reader = readers.numpy
+image_decoder = decoders.image
+image_decoder_random_crop = decoders.image_random_crop
+coin_flip = random.coin_flip
+uniform = random.uniform
+normal_distribution = random.normal
 
 
 # ---- operators DALI has and actorflow.dali has not (yet) ----
