@@ -652,6 +652,102 @@ class DaliTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "not a state_dict"):
             loader().load_state_dict({"counter": 3})
 
+        # A state_dict() of the earlier format (a tar of each checkpoint
+        # directory beside the carried samples) still loads.
+        older = loader()
+        take(older, 5)
+        pipelines = []
+        for pipe in older._pipes:
+            with tempfile.TemporaryDirectory() as directory:
+                path = pipe.checkpoint(directory)
+                buffer = io.BytesIO()
+                with tarfile.open(fileobj=buffer, mode="w") as tar:
+                    tar.add(path, arcname="checkpoint")
+            pipelines.append({"checkpoint": buffer.getvalue(),
+                              "carry": pipe._carry})
+        state = {"format": "actorflow.dali iterator 1",
+                 "pipelines": pipelines, "counter": older._counter,
+                 "ahead": older._ahead, "ended": older._ended}
+        want = take(older, 12)
+        third = loader()
+        third.load_state_dict(state)
+        for a, b in zip(want, take(third, 12)):
+            self.assertTrue(torch.equal(a["data"], b["data"]))
+
+    def test_dali_checkpointing_api(self):
+        # DALI's checkpointing: checkpoint() returns bytes (also written to
+        # a file), checkpoint= takes them (or the file); a batch size that
+        # does not divide the epoch leaves samples carried over, random
+        # angles and shuffling carry their draws.
+        root = self.root
+
+        @pipeline_def(enable_checkpointing=True)
+        def rotated(checkpointed=None):
+            jpegs, labels = fn.readers.file(file_root=root,
+                                            random_shuffle=True,
+                                            name="Reader")
+            images = fn.resize(fn.decoders.image(jpegs), size=(20, 20))
+            angles = fn.random.uniform(range=(-30.0, 30.0))
+            return fn.rotate(images, angle=angles, keep_size=True), labels
+
+        def make(**kwargs):
+            return rotated(batch_size=7, num_threads=2, device_id=0,
+                           seed=12, **kwargs)
+
+        def take(pipe, n):
+            return [tuple(numpy.array(o.as_array()) for o in pipe.run())
+                    for _ in range(n)]
+
+        live = make()
+        # 30 files, 7 a batch: the 5th batch ends the epoch with 2 and
+        # takes 5 of the next epoch's first 7; 2 are carried over.
+        take(live, 5)
+        saved = live.checkpoint()
+        self.assertIsInstance(saved, bytes)
+        where = os.path.join(tempfile.mkdtemp(), "checkpoint_file.cpt")
+        self.addCleanup(shutil.rmtree, os.path.dirname(where))
+        written = live.checkpoint(filename=where)
+        want = take(live, 9)  # on into the next epochs
+        with open(where, "rb") as f:
+            from_file = f.read()
+        self.assertEqual(from_file, written)
+        for restored in (make(checkpoint=saved), make(checkpoint=from_file),
+                         make(checkpoint=where)):
+            restored.build()
+            got = take(restored, 9)
+            for (a, la), (b, lb) in zip(want, got):
+                self.assertTrue(numpy.array_equal(a, b))
+                self.assertTrue(numpy.array_equal(la, lb))
+        with self.assertRaisesRegex(ValueError, "no checkpoint"):
+            make(checkpoint=b"not a checkpoint")
+
+        # The iterators' checkpoints(): new pipelines made from them, under
+        # a new iterator, go on where the old one was, epoch count included.
+        def iterator(pipes):
+            return DALIGenericIterator(pipes, ["data", "label"],
+                                       reader_name="Reader",
+                                       last_batch_policy=LastBatchPolicy.DROP)
+
+        def steps(it):
+            return [step[0]["label"].clone() for step in it]
+
+        first = iterator([make()])
+        for _ in range(2):
+            next(first)
+        checkpoints = first.checkpoints()
+        rest = steps(first)
+        self.assertEqual(len(rest), 4 - 2)  # 30 // 7 batches, 2 taken
+        second = iterator([make(checkpoint=checkpoints[0])])
+        again = steps(second)
+        self.assertEqual(len(again), len(rest))
+        for a, b in zip(rest, again):
+            self.assertTrue(torch.equal(a, b))
+        # The next epochs go on alike too.
+        first.reset()
+        second.reset()
+        for a, b in zip(steps(first), steps(second)):
+            self.assertTrue(torch.equal(a, b))
+
     def test_tfrecord_reader(self):
         # TFRecords written here as TensorFlow frames them (the checksums
         # left 0: they are skipped), each record a tf.train.Example; DALI's

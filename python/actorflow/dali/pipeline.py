@@ -10,7 +10,7 @@ import warnings
 import numpy
 
 from actorflow import pipeline as _base
-from actorflow.dali import tensors, types
+from actorflow.dali import _checkpoint, tensors, types
 
 
 class DataNode(_base.DataNode):
@@ -183,6 +183,16 @@ def _refuse_random_as_data(node, where):
             "(docs/python.md, 'Coming from DALI')")
 
 
+def _serialized(checkpoint):
+    """Whether Pipeline(checkpoint=...) was given DALI's serialized
+    checkpoint (bytes, or a file of them) rather than a directory or a list
+    of directories."""
+    if isinstance(checkpoint, (bytes, bytearray, memoryview)):
+        return True
+    return isinstance(checkpoint, (str, os.PathLike)) and \
+        os.path.isfile(checkpoint)
+
+
 class Pipeline(_base.Pipeline):
     """DALI's Pipeline: Pipeline(batch_size, num_threads, device_id, seed,
     ...) with DALI's keyword arguments. build() is optional; run() returns
@@ -217,16 +227,36 @@ class Pipeline(_base.Pipeline):
         # GPU in DALI's multi-GPU examples): device_id says where the
         # framework iterators put the outputs marked for a GPU, and
         # Pipeline.current().device_id gives the shard in those examples.
-        super().__init__(batch_size, num_threads,
-                         None if device_id in (None, -1) else 0, seed,
-                         prefetch_queue_depth=prefetch_queue_depth,
-                         on_error=on_error, fuse_decode=fuse_decode,
-                         restore_from=restore_from, checkpoint=checkpoint)
+        # DALI's checkpoint=: the bytes checkpoint() returned, or a file
+        # holding them; a directory is actorflow's (restore_from).
+        unpacked = None
+        if checkpoint is not None and _serialized(checkpoint):
+            data = checkpoint
+            if isinstance(checkpoint, (str, os.PathLike)):
+                with open(checkpoint, "rb") as f:
+                    data = f.read()
+            unpacked = _checkpoint.Unpacked(data)
+            checkpoint = unpacked.path
+        try:
+            super().__init__(batch_size, num_threads,
+                             None if device_id in (None, -1) else 0, seed,
+                             prefetch_queue_depth=prefetch_queue_depth,
+                             on_error=on_error, fuse_decode=fuse_decode,
+                             restore_from=restore_from, checkpoint=checkpoint)
+        except BaseException:
+            if unpacked is not None:
+                unpacked.cleanup()
+            raise
+        # Kept until the build has restored from it.
+        self._unpacked = unpacked
+        # An iterator made over this pipeline goes on from this place.
+        self._iterator_state = None if unpacked is None else unpacked.iterator
         self.device_id = device_id
         self._output_nodes = []
         self._readers = {}  # op name -> reader_meta without sizes
         self._feeds = []  # _ExternalFeed, in declaration order
-        self._carry = None  # per output: samples read ahead of a batch
+        # per output: samples read ahead of a batch
+        self._carry = None if unpacked is None else unpacked.carry
         # () -> (height, width) of each of the reader's images, when known
         self._reader_sizes = None
         # run()'s schedule for the next step, made while outputs() copies
@@ -314,7 +344,34 @@ class Pipeline(_base.Pipeline):
         if not self._built:
             self.build()
 
+    def checkpoint(self, directory=None, keep_last=0, *, filename=None):
+        """DALI's: with no directory, the pipeline's state as bytes (also
+        written to `filename` when given), which Pipeline(checkpoint=...)
+        goes on from, given those bytes or the file. With a directory,
+        actorflow's: a checkpoint under it, whose path is returned
+        (docs/checkpoints.md)."""
+        if directory is not None:
+            return super().checkpoint(directory, keep_last)
+        self._require_native()
+        data = _checkpoint.pack(self)
+        if filename is not None:
+            with open(filename, "wb") as f:
+                f.write(data)
+        return data
+
     def _build_native(self):
+        try:
+            self._build_native_restored()
+        finally:
+            # Restored from (or failed), unless the build waits for the
+            # first batch fed.
+            if getattr(self, "_unpacked", None) is not None and \
+                    (self._native_built or not getattr(self, "_building",
+                                                       False)):
+                self._unpacked.cleanup()
+                self._unpacked = None
+
+    def _build_native_restored(self):
         if getattr(self, "_box_from_fed", False):
             # The first batch's encoded images, from their headers; twice
             # the largest side, as an external source sizes itself

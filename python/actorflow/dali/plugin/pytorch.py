@@ -7,17 +7,13 @@ a torch.Tensor the caller owns (kept across steps). Outputs marked .gpu()
 or made on "mixed"/"gpu" are CUDA tensors where torch sees a GPU."""
 
 import enum
-import io
 import math
-import os
-import tarfile
-import tempfile
 import warnings
 
 import numpy
 import torch
 
-from actorflow.dali import tensors
+from actorflow.dali import _checkpoint, tensors
 from actorflow.dali.types import DALIDataType
 
 # DALI's table: the torch dtype of each element type (a TensorListCPU's
@@ -133,6 +129,11 @@ class DALIGenericIterator:
         self._counter = 0  # samples handed out this epoch (per pipeline)
         self._ahead = 0  # of them read in the previous epoch (FILL)
         self._ended = False
+        # Pipelines made from checkpoints() go on from the place saved
+        # with them.
+        places = [getattr(p, "_iterator_state", None) for p in self._pipes]
+        if places and all(place is not None for place in places):
+            self._go_on_from(places[0])
         self._devices = [self._device_of(p) for p in self._pipes]
 
     def _device_of(self, pipe):
@@ -227,7 +228,27 @@ class DALIGenericIterator:
             self.reset()
         raise StopIteration
 
-    _STATE_FORMAT = "actorflow.dali iterator 1"
+    # 2: each pipeline's checkpoint as Pipeline.checkpoint() serializes it;
+    # 1 (still read): a tar of its directory beside the carried samples.
+    _STATE_FORMAT = "actorflow.dali iterator 2"
+    _STATE_FORMATS = ("actorflow.dali iterator 1", _STATE_FORMAT)
+
+    def _place(self):
+        return {"counter": self._counter, "ahead": self._ahead,
+                "ended": self._ended}
+
+    def _go_on_from(self, place):
+        self._counter = int(place["counter"])
+        self._ahead = int(place["ahead"])
+        self._ended = bool(place["ended"])
+
+    def checkpoints(self):
+        """DALI's: each pipeline's checkpoint (bytes, as
+        Pipeline.checkpoint() returns them) with this iterator's place in
+        the epoch. Pipelines made with checkpoint= these, under a new
+        iterator, hand out exactly the batches this one hands out next."""
+        place = self._place()
+        return [_checkpoint.pack(pipe, iterator=place) for pipe in self._pipes]
 
     def state_dict(self):
         """The iterator's place, as a dict that torch.save, Lightning,
@@ -235,24 +256,15 @@ class DALIGenericIterator:
         each pipeline's checkpoint (docs/checkpoints.md; the batches after
         a load are exactly those this iterator hands out next) and the
         epoch's count."""
-        pipelines = []
-        for pipe in self._pipes:
-            with tempfile.TemporaryDirectory() as directory:
-                path = pipe.checkpoint(directory)
-                buffer = io.BytesIO()
-                with tarfile.open(fileobj=buffer, mode="w") as tar:
-                    tar.add(path, arcname="checkpoint")
-            pipelines.append({"checkpoint": buffer.getvalue(),
-                              "carry": getattr(pipe, "_carry", None)})
-        return {"format": self._STATE_FORMAT, "pipelines": pipelines,
-                "counter": self._counter, "ahead": self._ahead,
-                "ended": self._ended}
+        return {"format": self._STATE_FORMAT,
+                "pipelines": [_checkpoint.pack(pipe) for pipe in self._pipes],
+                **self._place()}
 
     def load_state_dict(self, state):
         """Goes on from a state_dict() of an iterator over the same
         pipelines; call it before the first step."""
         if not isinstance(state, dict) or \
-                state.get("format") != self._STATE_FORMAT:
+                state.get("format") not in self._STATE_FORMATS:
             raise ValueError("load_state_dict: not a state_dict() of an "
                              "actorflow.dali iterator")
         if len(state["pipelines"]) != len(self._pipes):
@@ -263,26 +275,17 @@ class DALIGenericIterator:
             if pipe._started or pipe._scheduled:
                 raise RuntimeError("load_state_dict: call it before the "
                                    "iterator's first step")
+        older = state["format"] != self._STATE_FORMAT
         for pipe, saved in zip(self._pipes, state["pipelines"]):
-            with tempfile.TemporaryDirectory() as directory:
-                with tarfile.open(fileobj=io.BytesIO(saved["checkpoint"]),
-                                  mode="r") as tar:
-                    for member in tar.getmembers():
-                        # Plain files under checkpoint/ only: a state from
-                        # elsewhere writes nowhere else.
-                        parts = member.name.split("/")
-                        if parts[0] != "checkpoint" or ".." in parts or \
-                                not (member.isfile() or member.isdir()):
-                            raise ValueError(
-                                "load_state_dict: the checkpoint holds "
-                                f"'{member.name}'")
-                    tar.extractall(directory)
-                pipe._native.restore([os.path.join(directory, "checkpoint")])
+            unpacked = _checkpoint.Unpacked(
+                saved["checkpoint"] if older else saved)
+            try:
+                pipe._native.restore([unpacked.path])
+            finally:
+                unpacked.cleanup()
             if hasattr(pipe, "_carry"):
-                pipe._carry = saved["carry"]
-        self._counter = state["counter"]
-        self._ahead = state["ahead"]
-        self._ended = state["ended"]
+                pipe._carry = saved["carry"] if older else unpacked.carry
+        self._go_on_from(state)
 
     def reset(self):
         """Starts the next epoch, once this one has ended (DALI ignores a
