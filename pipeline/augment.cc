@@ -174,6 +174,49 @@ absl::Status ApplyColorMatrix(const SampleRef& in, const ColorMatrix& matrix,
   return absl::OkStatus();
 }
 
+int ChannelsOf(ColorSpace space) { return space == ColorSpace::kGray ? 1 : 3; }
+
+absl::Status ConvertColorSpace(const SampleRef& in, ColorSpace from,
+                               ColorSpace to, Sample* out) {
+  absl::Status ok = ExpectImage("color_space_conversion", in);
+  if (ok.ok() && in.shape[2] != ChannelsOf(from)) {
+    ok = absl::InvalidArgumentError(absl::StrCat(
+        "color_space_conversion: the image type wants ", ChannelsOf(from),
+        " channel(s), got ", ShapeString(in.shape)));
+  }
+  if (!ok.ok()) return ok;
+  const int64_t shape[] = {in.shape[0], in.shape[1], ChannelsOf(to)};
+  out->Reshape(in.type, shape);
+  const int64_t pixels = in.shape[0] * in.shape[1];
+  // Where R, G and B sit in a pixel of `from` (gray: all at 0).
+  const int r = from == ColorSpace::kBgr ? 2 : 0,
+            g = from == ColorSpace::kGray ? 0 : 1,
+            b = from == ColorSpace::kRgb ? 2 : 0;
+  const int in_c = ChannelsOf(from), out_c = ChannelsOf(to);
+  ByType(in, [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = in.as<T>();
+    T* dst = out->as<T>();
+    for (int64_t p = 0; p < pixels; ++p) {
+      const T* px = src + p * in_c;
+      T* to_px = dst + p * out_c;
+      if (to == ColorSpace::kGray) {
+        to_px[0] = from == ColorSpace::kGray
+                       ? px[0]
+                       : StorePixel<T>(0.299f * static_cast<float>(px[r]) +
+                                       0.587f * static_cast<float>(px[g]) +
+                                       0.114f * static_cast<float>(px[b]));
+      } else {
+        const T red = px[r], green = px[g], blue = px[b];
+        to_px[0] = to == ColorSpace::kRgb ? red : blue;
+        to_px[1] = green;
+        to_px[2] = to == ColorSpace::kRgb ? blue : red;
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
 absl::Status WarpAffine(const SampleRef& in, const double m[6], int64_t out_h,
                         int64_t out_w, const std::vector<float>& fill,
                         Sample* out) {

@@ -38,6 +38,14 @@ ColorMatrix ColorTwistMatrix(float hue_degrees, float saturation, float value,
 absl::Status ApplyColorMatrix(const SampleRef& in, const ColorMatrix& matrix,
                               Sample* out);
 
+// DALI's color_space_conversion between these (3, 3 and 1 channels): RGB
+// and BGR swap the first and last channel; to gray, 0.299 R + 0.587 G +
+// 0.114 B; from gray, the value in every channel.
+enum class ColorSpace { kRgb, kBgr, kGray };
+int ChannelsOf(ColorSpace space);
+absl::Status ConvertColorSpace(const SampleRef& in, ColorSpace from,
+                               ColorSpace to, Sample* out);
+
 // The output of out_h x out_w whose pixel (y, x) samples the input at
 // (sx, sy) = m * (x + 0.5, y + 0.5, 1) - 0.5 (m maps output to input
 // coordinates, row-major 2 x 3).

@@ -816,6 +816,50 @@ class ShapesOp final : public SampleOp {
   }
 };
 
+// DALI's fn.color_space_conversion: attrs `image_type` and `output_type`,
+// each "rgb", "bgr" or "gray" (augment.h).
+class ColorSpaceOp final : public SampleOp {
+ public:
+  absl::Status Init(const KernelInitContext& ctx) override {
+    for (auto [attr, space] :
+         {std::pair{"image_type", &from_}, std::pair{"output_type", &to_}}) {
+      auto name = ctx.StringAttr(attr);
+      if (!name.ok()) return name.status();
+      if (*name == "rgb") {
+        *space = ColorSpace::kRgb;
+      } else if (*name == "bgr") {
+        *space = ColorSpace::kBgr;
+      } else if (*name == "gray") {
+        *space = ColorSpace::kGray;
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "attr '", attr, "': \"rgb\", \"bgr\" or \"gray\", got \"", *name,
+            "\""));
+      }
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
+    absl::Status ok = ExpectImageSpec("color_space_conversion", in);
+    if (ok.ok() && in.max_shape[2] >= 0 &&
+        in.max_shape[2] != ChannelsOf(from_)) {
+      ok = absl::InvalidArgumentError(
+          absl::StrCat("the image type wants ", ChannelsOf(from_),
+                       " channel(s), the input has ", in.max_shape[2]));
+    }
+    if (!ok.ok()) return ok;
+    SampleSpec out = in;
+    out.max_shape[2] = ChannelsOf(to_);
+    return out;
+  }
+  absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
+    return ConvertColorSpace(in, from_, to_, out);
+  }
+
+ private:
+  ColorSpace from_ = ColorSpace::kRgb, to_ = ColorSpace::kRgb;
+};
+
 // DALI's fn.peek_image_shape: an encoded image's [height, width, channels]
 // from its header, without decoding. attr `channels` (3): what the image
 // decodes to (3 for RGB, 1 for gray), not what the file stores.
@@ -923,6 +967,9 @@ const std::map<std::string, AugmentOp>& AugmentOps() {
        {[] { return std::make_unique<OneHotOp>(); },
         {"num_classes", "on_value", "off_value"}}},
       {"shapes", {[] { return std::make_unique<ShapesOp>(); }, {}}},
+      {"color_space_conversion",
+       {[] { return std::make_unique<ColorSpaceOp>(); },
+        {"image_type", "output_type"}}},
       {"peek_image_shape",
        {[] { return std::make_unique<PeekImageShapeOp>(); }, {"channels"}}},
       {"gaussian_noise",

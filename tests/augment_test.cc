@@ -436,6 +436,25 @@ TEST_CASE("operators infer the largest sample they can make") {
   REQUIRE(shapes->Apply(small.ref(), &draws, &sizes).ok());
   CHECK(std::vector<int64_t>(sizes.as<int64_t>(), sizes.as<int64_t>() + 3) ==
         std::vector<int64_t>{2, 5, 3});
+  // Colour spaces: the channels the image type wants, and what comes out.
+  auto to_gray = MakeOp(
+      "color_space_conversion",
+      {{"image_type", StringAttr("bgr")}, {"output_type", StringAttr("gray")}});
+  CHECK(to_gray->Infer(photo)->max_shape == std::vector<int64_t>{300, 400, 1});
+  CHECK_FALSE(to_gray->Infer(SampleSpec{DT_UINT8, {300, 400, 1}}).ok());
+  Sample bgr = Image(DT_UINT8, {1, 2, 3}, {10, 20, 30, 255, 0, 100});
+  Sample gray;
+  REQUIRE(to_gray->Apply(bgr.ref(), &draws, &gray).ok());
+  // B 10, G 20, R 30: 0.299 * 30 + 0.587 * 20 + 0.114 * 10 = 21.85; B 255,
+  // G 0, R 100: 58.97.
+  CHECK(std::vector<uint8_t>(gray.as<uint8_t>(), gray.as<uint8_t>() + 2) ==
+        std::vector<uint8_t>{22, 59});
+  absl::Status bad_space;
+  MakeOp(
+      "color_space_conversion",
+      {{"image_type", StringAttr("ycbcr")}, {"output_type", StringAttr("rgb")}},
+      &bad_space);
+  CHECK(absl::StrContains(bad_space.message(), "image_type"));
   // An encoded image's shape from its header: JPEG and PNG, RGB and gray.
   auto peek = MakeOp("peek_image_shape", {});
   auto peek_gray = MakeOp("peek_image_shape", {{"channels", IntAttr(1)}});

@@ -1470,6 +1470,43 @@ class AugmentationTest(unittest.TestCase):
             want = round_half_up(0.9 * (128 + 1.2 * (raw - 128)))
             self.assertLessEqual(numpy.abs(out.astype(int) - want).max(), 1)
 
+    def test_color_space_conversion(self):
+        def convert(images, image_type, output_type):
+            return run_on(images, lambda x: fn.color_space_conversion(
+                x, image_type=image_type, output_type=output_type))
+
+        for image, bgr, gray in zip(self.images,
+                                    convert(self.images, types.RGB, types.BGR),
+                                    convert(self.images, types.RGB,
+                                            types.GRAY)):
+            self.assertTrue(numpy.array_equal(bgr, image[..., ::-1]))
+            luma = image.astype(numpy.float32) @ numpy.array(
+                [0.299, 0.587, 0.114], numpy.float32)
+            self.assertEqual(gray.shape, image.shape[:2] + (1,))
+            self.assertLessEqual(numpy.abs(
+                gray[..., 0].astype(int) - round_half_up(luma)).max(), 1)
+        # BGR's own order: to RGB is the swap back, to GRAY the same luma.
+        swapped = [image[..., ::-1].copy() for image in self.images]
+        for image, back, gray in zip(
+                self.images, convert(swapped, types.BGR, types.RGB),
+                convert(swapped, types.BGR, types.GRAY)):
+            self.assertTrue(numpy.array_equal(back, image))
+            self.assertTrue(numpy.array_equal(
+                gray, convert([image], types.RGB, types.GRAY)[0]))
+        grays = convert(self.images, types.RGB, types.GRAY)
+        for gray, rgb in zip(grays, convert(grays, types.GRAY, types.RGB)):
+            self.assertTrue(numpy.array_equal(rgb, numpy.repeat(gray, 3, 2)))
+        floats = [image.astype(numpy.float32) / 255 for image in self.images]
+        for image, gray in zip(floats, convert(floats, types.RGB, types.GRAY)):
+            self.assertEqual(gray.dtype, numpy.float32)
+            self.assertTrue(numpy.allclose(
+                gray[..., 0], image @ numpy.array([0.299, 0.587, 0.114]),
+                atol=1e-6))
+        with self.assertRaisesRegex(ValueError, "YCbCr"):
+            convert(self.images, types.RGB, types.YCbCr)
+        with self.assertRaisesRegex(ValueError, "channel"):
+            convert(self.images, types.GRAY, types.RGB)
+
     def test_normalize(self):
         images = [image.astype(numpy.float64) for image in self.images]
         got = run_on(self.images, lambda x: fn.normalize(x))

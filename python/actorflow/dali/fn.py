@@ -14,7 +14,8 @@ from actorflow.dali._args import (  # noqa: F401
     RandomArgument, _check_rest, _device, _fixed, _floats, _hw, _node,
     _largest_draw, _per_sample, _probability, random)
 from actorflow.dali._augment import (  # noqa: F401
-    _cast, brightness, brightness_contrast, cast, color_twist, contrast, erase,
+    _cast, brightness, brightness_contrast, cast, color_space_conversion,
+    color_twist, contrast, erase,
     gaussian_blur, hsv, hue, jpeg_compression_distortion, noise, normalize,
     one_hot, paste, reshape, rotate, saturation, shapes, slice, sphere,
     transpose, warp_affine, water)
