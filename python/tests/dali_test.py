@@ -474,6 +474,36 @@ class DaliTest(unittest.TestCase):
             self.assertEqual(pipe.reader_meta("Reader")["epoch_size_padded"],
                              32 if pad else 30)
 
+    def test_dali_low_level_loop(self):
+        # DALI's loop without run(): one schedule_run() prefetches
+        # prefetch_queue_depth batches, then each share_outputs() /
+        # release_outputs() is followed by one schedule_run().
+        root = self.root
+
+        @pipeline_def(batch_size=5, num_threads=2, device_id=0, seed=4,
+                      prefetch_queue_depth=3)
+        def shuffled():
+            _, labels = fn.readers.file(file_root=root, random_shuffle=True,
+                                        name="Reader")
+            return labels
+
+        by_run = shuffled()
+        want = [numpy.array(by_run.run()[0].as_array()) for _ in range(6)]
+        pipe = shuffled()
+        pipe.build()
+        pipe.schedule_run()
+        got = [numpy.array(pipe.share_outputs()[0].as_array())]
+        pipe.release_outputs()
+        # Two more are in the making: no schedule_run() needed for them.
+        for _ in range(2):
+            got.append(numpy.array(pipe.share_outputs()[0].as_array()))
+            pipe.release_outputs()
+        for _ in range(3):
+            pipe.schedule_run()
+            got.append(numpy.array(pipe.share_outputs()[0].as_array()))
+            pipe.release_outputs()
+        self.assertEqual([g.tolist() for g in got], [w.tolist() for w in want])
+
     def test_a_step_schedules_the_next_before_copying_this_one(self):
         # run() copies its batch out of the pipeline; the next step's batch
         # is scheduled before that copy, so prefetch_queue_depth batches are

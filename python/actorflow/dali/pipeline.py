@@ -460,6 +460,18 @@ class Pipeline(_base.Pipeline):
 
     # ---- running ----
 
+    def schedule_run(self):
+        """DALI's: the first schedules prefetch_queue_depth batches (DALI
+        prefetches so), each later one a batch, so that a loop of
+        share_outputs(), release_outputs(), schedule_run() keeps that many
+        in the making."""
+        if self._started:
+            super().schedule_run()
+            return
+        self._started = True
+        for _ in range(self.prefetch_queue_depth):
+            super().schedule_run()
+
     def outputs(self):
         # The batch is handed over at once (its buffers themselves, the
         # registers taking recycled ones: no copy) and its registers given
