@@ -2025,6 +2025,16 @@ class AugmentationTest(unittest.TestCase):
         self.assertGreater(len(set(a.shape())), 1)
 
     def test_random_arguments_per_sample(self):
+        # One value per sample: a tensor per sample (DALI's shape=) or
+        # integer values are refused, not ignored.
+        for make in (lambda: fn.random.uniform(range=(0, 1), shape=(2,)),
+                     lambda: fn.random.normal(shape=[3]),
+                     lambda: fn.random.coin_flip(shape=2)):
+            with self.assertRaisesRegex(ValueError, "only one value"):
+                make()
+        with self.assertRaisesRegex(ValueError, "floats"):
+            fn.random.uniform(range=(0, 10), dtype=types.INT32)
+        fn.random.uniform(range=(0, 1), shape=(1,), dtype=types.FLOAT)
         zeros = [numpy.zeros((4, 4, 3), numpy.uint8)] * 8
         # uniform(0, 1) * 0.1: a shift of 0 to 25.5, one per sample.
         got = run_on(zeros, lambda x: fn.brightness_contrast(

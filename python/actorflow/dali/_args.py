@@ -126,12 +126,25 @@ class RandomArgument:
         return f"fn.random.{self.kind}({self.params})"
 
 
+def _one_value(op, shape):
+    """DALI's random operators may make a tensor per sample (shape=);
+    actorflow.dali's make one value per sample, so another shape is
+    refused rather than ignored."""
+    if shape not in (None, (), [], 1, (1,), [1]):
+        raise ValueError(f"fn.random.{op}: shape {shape}: only one value per "
+                         "sample, used as an argument")
+
+
+def _float_values(op, dtype):
+    if dtype is not None and types.to_numpy_dtype(dtype).kind != "f":
+        raise ValueError(f"fn.random.{op}: dtype {dtype}: the values are "
+                         "floats (cast the node they are combined with)")
+
+
 def _coin_flip(*, probability=0.5, dtype=None, shape=None, device="cpu",
                **rest):
     _check_rest("random.coin_flip", rest)
-    if shape not in (None, (), []):
-        raise ValueError("fn.random.coin_flip: shape: only one value per "
-                         "sample, used as an argument")
+    _one_value("coin_flip", shape)
     if not 0 <= probability <= 1:
         raise ValueError(f"fn.random.coin_flip: probability {probability} "
                          "is not in [0, 1]")
@@ -141,6 +154,8 @@ def _coin_flip(*, probability=0.5, dtype=None, shape=None, device="cpu",
 def _uniform(*, range=(-1.0, 1.0), values=None, dtype=None, shape=None,
              device="cpu", **rest):
     _check_rest("random.uniform", rest)
+    _one_value("uniform", shape)
+    _float_values("uniform", dtype)
     return RandomArgument("uniform", range=tuple(float(r) for r in range),
                           values=values)
 
@@ -148,6 +163,8 @@ def _uniform(*, range=(-1.0, 1.0), values=None, dtype=None, shape=None,
 def _normal(*, mean=0.0, stddev=1.0, dtype=None, shape=None, device="cpu",
             **rest):
     _check_rest("random.normal", rest)
+    _one_value("normal", shape)
+    _float_values("normal", dtype)
     return RandomArgument("normal", mean=float(mean), stddev=float(stddev))
 
 
