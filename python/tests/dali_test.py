@@ -252,6 +252,19 @@ class DaliTest(unittest.TestCase):
             self.assertTrue(numpy.array_equal(a.as_array(), b.as_array()))
             self.assertTrue(numpy.array_equal(la.as_array(), lb.as_array()))
 
+    def test_dali_module_paths(self):
+        # Where DALI users' code imports from, with only "nvidia.dali"
+        # changed to "actorflow.dali".
+        import importlib
+        backend = importlib.import_module("actorflow.dali.backend")
+        base = importlib.import_module("actorflow.dali.plugin.base_iterator")
+        from actorflow import dali
+        from actorflow.dali import tensors
+        self.assertIs(dali.backend, backend)
+        self.assertIs(backend.TensorListCPU, tensors.TensorListCPU)
+        self.assertIs(backend.TensorCPU, tensors.TensorCPU)
+        self.assertIs(base.LastBatchPolicy, LastBatchPolicy)
+
     def test_random_shuffle_shuffles_the_whole_list(self):
         # DALI's random_shuffle permutes the whole list (a fixed seed), then
         # a window of initial_fill shuffles on: with one shard too, the

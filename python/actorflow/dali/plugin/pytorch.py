@@ -6,7 +6,6 @@ is a list with one dict per pipeline, mapping each name of output_map to
 a torch.Tensor the caller owns (kept across steps). Outputs marked .gpu()
 or made on "mixed"/"gpu" are CUDA tensors where torch sees a GPU."""
 
-import enum
 import math
 import warnings
 
@@ -14,6 +13,7 @@ import numpy
 import torch
 
 from actorflow.dali import _checkpoint, tensors
+from actorflow.dali.plugin.base_iterator import LastBatchPolicy  # noqa: F401
 from actorflow.dali.types import DALIDataType
 
 # DALI's table: the torch dtype of each element type (a TensorListCPU's
@@ -29,15 +29,6 @@ to_torch_type = {
     DALIDataType.INT32: torch.int32,
     DALIDataType.INT64: torch.int64,
 }
-
-
-class LastBatchPolicy(enum.Enum):
-    """What the last batch of an epoch holds. FILL: a full batch (samples
-    from the next epoch, or the shard's padding); DROP: it is dropped;
-    PARTIAL: only the epoch's own samples."""
-    FILL = 0
-    DROP = 1
-    PARTIAL = 2
 
 
 def _dense(output, name):
