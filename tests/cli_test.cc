@@ -386,6 +386,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.caffe_reader cpu\n"                \
   "pipeline.cast cpu\n"                        \
   "pipeline.chain cpu\n"                       \
+  "pipeline.color_space_conversion cpu\n"      \
   "pipeline.color_twist cpu\n"                 \
   "pipeline.crop cpu\n"                        \
   "pipeline.crop_mirror_normalize cpu\n"       \
@@ -405,6 +406,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.npy_decode cpu\n"                  \
   "pipeline.one_hot cpu\n"                     \
   "pipeline.paste cpu\n"                       \
+  "pipeline.peek_image_shape cpu\n"            \
   "pipeline.random_resized_crop cpu\n"         \
   "pipeline.reshape cpu\n"                     \
   "pipeline.resize cpu\n"                      \
