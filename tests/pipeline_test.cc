@@ -355,6 +355,15 @@ TEST_CASE("a pipeline whose only output is scalar labels hands them out") {
   CHECK(seen == 10000);
 }
 
+// Writes `contents` to `path` and lists the file, with `label`, in the
+// file reader `reader`'s attrs.
+void AddListedFile(const std::string& path, const std::string& contents,
+                   int label, OperatorDef* reader) {
+  std::ofstream(path) << contents;
+  reader->attrs["files"].mutable_list()->add_s(path);
+  reader->attrs["labels"].mutable_list()->add_i(label);
+}
+
 TEST_CASE("a reader's file bytes batch as they are, boxed by the largest") {
   // DALI's first example returns the encoded files themselves: each
   // sample is its file's bytes, of that file's length.
@@ -363,11 +372,9 @@ TEST_CASE("a reader's file bytes batch as they are, boxed by the largest") {
       .op = "file_reader", .name = "reader", .outputs = {"files", "ids"}};
   std::vector<std::string> contents;
   for (int i = 0; i < 6; ++i) {
-    const std::string path = absl::StrCat(dir, "/", i, ".jpg");
     contents.push_back(std::string(10 + 37 * i, static_cast<char>('a' + i)));
-    std::ofstream(path) << contents.back();
-    reader.attrs["files"].mutable_list()->add_s(path);
-    reader.attrs["labels"].mutable_list()->add_i(i);
+    AddListedFile(absl::StrCat(dir, "/", i, ".jpg"), contents.back(), i,
+                  &reader);
   }
   PipelineOptions options;
   options.batch_size = 3;
@@ -431,10 +438,8 @@ std::vector<std::vector<int32_t>> ShardEpochs(int shard, int shards,
                                {"shuffle_window", IntAttr(window)},
                                {"stick_to_shard", BoolAttr(stick)}}};
   for (int i = 0; i < 40; ++i) {
-    const std::string path = absl::StrCat(dir, "/", 100 + i, ".jpg");
-    std::ofstream(path) << "sample " << i;
-    reader.attrs["files"].mutable_list()->add_s(path);
-    reader.attrs["labels"].mutable_list()->add_i(i);
+    AddListedFile(absl::StrCat(dir, "/", 100 + i, ".jpg"),
+                  absl::StrCat("sample ", i), i, &reader);
   }
   PipelineOptions options;
   options.batch_size = 4;

@@ -22,10 +22,9 @@ _ITERATOR = "iterator.json"
 def pack(pipe, iterator=None):
     """`pipe`'s state as bytes; `iterator`: a dict of an iterator's place
     (numbers and booleans) kept beside it."""
-    from actorflow import pipeline as _base
     buffer = io.BytesIO()
     with tempfile.TemporaryDirectory() as directory:
-        path = _base.Pipeline.checkpoint(pipe, directory)
+        path = pipe.checkpoint(directory)
         with tarfile.open(fileobj=buffer, mode="w") as tar:
             tar.add(path, arcname=_CHECKPOINT, filter=_plain)
             _add(tar, _CARRY, _carry_bytes(getattr(pipe, "_carry", None)))
@@ -40,8 +39,6 @@ class Unpacked:
     `carry` the carried samples, `iterator` the iterator's place or None."""
 
     def __init__(self, data):
-        if isinstance(data, str):
-            data = data.encode("latin-1")
         self._directory = tempfile.TemporaryDirectory()
         try:
             self._unpack(bytes(data))

@@ -360,18 +360,6 @@ class Pipeline(_base.Pipeline):
         return data
 
     def _build_native(self):
-        try:
-            self._build_native_restored()
-        finally:
-            # Restored from (or failed), unless the build waits for the
-            # first batch fed.
-            if getattr(self, "_unpacked", None) is not None and \
-                    (self._native_built or not getattr(self, "_building",
-                                                       False)):
-                self._unpacked.cleanup()
-                self._unpacked = None
-
-    def _build_native_restored(self):
         if getattr(self, "_box_from_fed", False):
             # The first batch's encoded images, from their headers; twice
             # the largest side, as an external source sizes itself
@@ -406,6 +394,12 @@ class Pipeline(_base.Pipeline):
             finally:
                 self._built = True
         super()._build_native()
+        # Restored from it: a DALI checkpoint's unpacked copy is done with.
+        # (A build that failed keeps it, for another try, until the
+        # pipeline goes.)
+        if self._unpacked is not None:
+            self._unpacked.cleanup()
+            self._unpacked = None
 
     def _pull_sources(self, epoch_begins):
         super()._pull_sources(epoch_begins)
