@@ -490,10 +490,12 @@ class DaliTest(unittest.TestCase):
     def test_dali_low_level_loop(self):
         # DALI's loop without run(): one schedule_run() prefetches
         # prefetch_queue_depth batches, then each share_outputs() /
-        # release_outputs() is followed by one schedule_run().
+        # release_outputs() is followed by one schedule_run(). Batches of 7
+        # from 30 files: the loop runs into its third epoch, and its batches
+        # are full across the turns, as run()'s are.
         root = self.root
 
-        @pipeline_def(batch_size=5, num_threads=2, device_id=0, seed=4,
+        @pipeline_def(batch_size=7, num_threads=2, device_id=0, seed=4,
                       prefetch_queue_depth=3)
         def shuffled():
             _, labels = fn.readers.file(file_root=root, random_shuffle=True,
@@ -501,21 +503,30 @@ class DaliTest(unittest.TestCase):
             return labels
 
         by_run = shuffled()
-        want = [numpy.array(by_run.run()[0].as_array()) for _ in range(6)]
+        want = [by_run.run()[0].as_array().tolist() for _ in range(10)]
         pipe = shuffled()
         pipe.build()
         pipe.schedule_run()
-        got = [numpy.array(pipe.share_outputs()[0].as_array())]
+        got = [pipe.share_outputs()[0].as_array().tolist()]
         pipe.release_outputs()
         # Two more are in the making: no schedule_run() needed for them.
         for _ in range(2):
-            got.append(numpy.array(pipe.share_outputs()[0].as_array()))
+            got.append(pipe.share_outputs()[0].as_array().tolist())
             pipe.release_outputs()
-        for _ in range(3):
+        for _ in range(7):
             pipe.schedule_run()
-            got.append(numpy.array(pipe.share_outputs()[0].as_array()))
+            got.append(pipe.share_outputs()[0].as_array().tolist())
             pipe.release_outputs()
-        self.assertEqual([g.tolist() for g in got], [w.tolist() for w in want])
+        self.assertEqual(got, want)
+        with self.assertRaisesRegex(RuntimeError, "no batch is held"):
+            pipe.release_outputs()
+        # schedule_run() then outputs(), each step: the same batches.
+        pipe = shuffled()
+        got = []
+        for _ in range(10):
+            pipe.schedule_run()
+            got.append(pipe.outputs()[0].as_array().tolist())
+        self.assertEqual(got, want)
 
     def test_a_step_schedules_the_next_before_copying_this_one(self):
         # run() copies its batch out of the pipeline; the next step's batch

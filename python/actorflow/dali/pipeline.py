@@ -263,6 +263,8 @@ class Pipeline(_base.Pipeline):
         # this one out (_step): the next run() schedules nothing more.
         self._prepaid = False
         self._prepay_now = False
+        # share_outputs() batches not yet released (a reader's: owned)
+        self._shared = 0
 
     # ---- definition ----
 
@@ -467,6 +469,27 @@ class Pipeline(_base.Pipeline):
             super().schedule_run()
 
     def outputs(self):
+        """DALI's: the next scheduled batch (schedule_run() makes them). A
+        reader's pipeline gives full batches across epochs, as run() does."""
+        if not self._readers:
+            return self._taken_batch()
+        return self._full_batch(self._scheduled_batch)
+
+    def _scheduled_batch(self, more):
+        """The next batch schedule_run() made. Topping up a short batch
+        (`more`), or at an epoch's end, the batch is scheduled here: the
+        caller scheduled one batch per step, and those it scheduled past
+        the reader's turn end with the epoch."""
+        if more and self._scheduled == 0:
+            self.schedule_run()
+        try:
+            return self._taken_batch()
+        except StopIteration:
+            _base.Pipeline.reset(self)
+            self.schedule_run()
+            return self._taken_batch()
+
+    def _taken_batch(self):
         # The batch is handed over at once (its buffers themselves, the
         # registers taking recycled ones: no copy) and its registers given
         # back, so the pipeline holds nothing of the caller's (a checkpoint
@@ -494,14 +517,30 @@ class Pipeline(_base.Pipeline):
         try:
             if self._started and self._prepaid:
                 self._prepaid = False
-                return self.outputs()
+                return self._taken_batch()
             self._prepaid = False
-            return super().run()
+            self.schedule_run()
+            return self._taken_batch()
         finally:
             self._prepay_now = False
 
     def share_outputs(self):
-        return self._tensor_lists(super().share_outputs())
+        """DALI's: the next scheduled batch, until release_outputs(). A
+        reader's pipeline gives full batches across epochs, as run() does
+        (owned: they stay valid after the release)."""
+        if not self._readers:
+            return self._tensor_lists(super().share_outputs())
+        lists = self._full_batch(self._scheduled_batch)
+        self._shared += 1
+        return lists
+
+    def release_outputs(self):
+        if not self._readers:
+            super().release_outputs()
+            return
+        if self._shared == 0:
+            raise RuntimeError("release_outputs: no batch is held")
+        self._shared -= 1
 
     def _tensor_lists(self, batches, owned=False):
         lists = []
@@ -529,15 +568,27 @@ class Pipeline(_base.Pipeline):
         self._require_built()
         if not self._readers:
             return super().run()
+        return self._full_batch(self._stepped_batch)
+
+    def _stepped_batch(self, more):
+        del more  # run() schedules every batch it takes
+        try:
+            return self._step()
+        except StopIteration:
+            self._prepaid = False
+            _base.Pipeline.reset(self)  # the reader's next epoch
+            return self._step()
+
+    def _full_batch(self, take):
+        """A reader's batches as DALI's: `take()`'s batches, the epoch's
+        short last one topped up from the next epoch (or its last sample
+        repeated, pad_last_batch), so every batch is full."""
         n = self.batch_size
         pad = any(meta["pad_last_batch"] for meta in self._readers.values())
+        more = False
         while True:
-            try:
-                lists = self._step()
-            except StopIteration:
-                self._prepaid = False
-                _base.Pipeline.reset(self)  # the reader's next epoch
-                continue
+            lists = take(more)
+            more = True
             got = len(lists[0])
             if self._carry is None and got == n:
                 return lists
