@@ -14,6 +14,7 @@
 #include "actorflow/job_compiler.h"
 #include "actorflow/pipeline.h"
 #include "actorflow/session.h"
+#include "pipeline/concatenate.h"
 #include "pipeline/sample_ops.h"
 #include "pipeline/stage_kernels.h"
 #include "plan/plan_builder.h"
@@ -110,6 +111,8 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
         {"normalize", {"mean", "std", "axis"}},
         {"batch", {"max_shape"}},
         {"arith", {"op"}},
+        {"cat", {"axis"}},
+        {"stack", {"axis"}},
     };
     for (auto& [name, attrs] : pipeline::AugmentOpAttrs()) {
       (*table)[name] = attrs;
@@ -124,6 +127,14 @@ bool IsReader(const std::string& op) {
   return op == "file_reader" || op == "idx_reader" ||
          op == "webdataset_reader" || op == "caffe_reader" ||
          op == "tfrecord_reader";
+}
+bool IsCombine(absl::string_view op) {
+  return op == "arith" || op == "cat" || op == "stack";
+}
+bool IsCombineTask(const OpConf& task) {
+  return task.op_type() == "pipeline.arith" ||
+         task.op_type() == "pipeline.cat" ||
+         task.op_type() == "pipeline.stack";
 }
 bool IsDense(const std::string& op) {
   return op == "cast" || op == "normalize";
@@ -272,7 +283,7 @@ class Pipeline::Compiler {
   void CountConsumers() {
     for (const OperatorDef& def : p_.ops_) {
       for (const std::string& in : def.inputs) ++consumers_[in];
-      static_deal_ = static_deal_ || def.op == "arith";
+      static_deal_ = static_deal_ || IsCombine(def.op);
     }
     for (const std::string& out : p_.output_names_) ++consumers_[out];
   }
@@ -299,7 +310,12 @@ class Pipeline::Compiler {
   void AddSampleOperator(int i, const Node& in, SampleOp& sample_op);
   void FuseIntoChain(int i, const Node& in, const SampleSpec& spec);
   void AddStages(int i, const Node& in, const SampleSpec& spec);
-  void AddArith(int i, const Node& a, const Node& b);
+  // arith, cat and stack: several per-sample nodes into one, with the
+  // output's type and bound.
+  void AddCombine(int i, const std::vector<const Node*>& inputs);
+  absl::StatusOr<SampleSpec> ArithSpec(int i, const Node& a, const Node& b);
+  absl::StatusOr<SampleSpec> JoinSpec(int i,
+                                      const std::vector<const Node*>& inputs);
   void CheckSourcesAndOutputs();
   // A fetch per output and per output's shapes, copied off the GPU by the
   // job compiler where the output is on it.
@@ -383,8 +399,11 @@ void Pipeline::Compiler::AddOperator(int i) {
     AddBatchOperator(i);
     return;
   }
-  if (op == "arith") {
-    if (ExpectIo(i, 2, 1, 1)) AddArith(i, *inputs[0], *inputs[1]);
+  if (IsCombine(op)) {
+    if (op == "arith" ? ExpectIo(i, 2, 1, 1)
+                      : ExpectIo(i, std::max<size_t>(1, inputs.size()), 1, 1)) {
+      AddCombine(i, inputs);
+    }
     return;
   }
   const bool batched_input = inputs.size() == 1 && inputs[0]->kind == "batched";
@@ -778,9 +797,10 @@ void Pipeline::Compiler::AddSampleOperator(int i, const Node& in,
   }
   // Fused into the chain that makes its input, when nothing else reads
   // that input: the sample then never leaves the worker's scratch. (An
-  // arith stage is no chain: what follows it gets stages of its own.)
+  // arith, cat or stack stage is no chain: what follows it gets stages of
+  // its own.)
   if (in.kind == "sample" && consumers_[def.inputs[0]] == 1 &&
-      in.tasks[0]->op_type() != "pipeline.arith") {
+      !IsCombineTask(*in.tasks[0])) {
     FuseIntoChain(i, in, *spec);
   } else {
     AddStages(i, in, *spec);
@@ -865,32 +885,79 @@ void Pipeline::Compiler::AddStages(int i, const Node& in,
   Declare(i, def.outputs[0], node);
 }
 
-// Each worker's registers of two per-sample nodes hold the same samples
-// (those at p % workers == worker: static_deal_), in the same order, and
-// that worker's arith stage pairs them; a source's register holds all, of
-// which it takes its own.
-void Pipeline::Compiler::AddArith(int i, const Node& a, const Node& b) {
+// Each worker's registers of the input nodes hold the same samples (those
+// at p % workers == worker: static_deal_), in the same order, and that
+// worker's stage combines them; a source's register holds all, of which it
+// takes its own.
+void Pipeline::Compiler::AddCombine(int i,
+                                    const std::vector<const Node*>& inputs) {
   const OperatorDef& def = p_.ops_[i];
   if (def.device != "cpu") {
     Problem(i, "per-sample operators run on cpu");
     return;
   }
-  for (const Node* in : {&a, &b}) {
-    if (in->kind == "batched") {
-      Problem(i, absl::StrCat("takes per-sample data; '",
-                              def.inputs[in == &a ? 0 : 1],
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k]->kind == "batched") {
+      Problem(i, absl::StrCat("takes per-sample data; '", def.inputs[k],
                               "' is already batched"));
       return;
     }
   }
+  auto spec = def.op == "arith" ? ArithSpec(i, *inputs[0], *inputs[1])
+                                : JoinSpec(i, inputs);
+  if (!spec.ok()) {
+    Problem(i, spec.status().message());
+    return;
+  }
+  Node node{"sample", *spec, false, {}, {}};
+  node.chain = def.name;
+  for (int w = 0; w < workers_; ++w) {
+    const std::string name =
+        workers_ == 1 ? def.name : absl::StrCat(def.name, "@", w);
+    OpConf* task =
+        AddOp(UniqueTask(i, name), absl::StrCat("pipeline.", def.op), w);
+    auto& attrs = *task->mutable_attr();
+    for (const auto& [key, value] : def.attrs) attrs[key] = value;
+    std::vector<std::string> deals;
+    for (const Node* in : inputs) {
+      // A source's one register holds every sample: this worker's are
+      // those at p % workers == worker, as its stages take them
+      // (static_deal_).
+      deals.push_back(in->kind == "source" ? "static" : "all");
+    }
+    attrs["operands"] = StringListAttr(def.inputs);
+    attrs["deals"] = StringListAttr(deals);
+    attrs["output"] = StringAttr(def.outputs[0]);
+    attrs["op_name"] = StringAttr(def.name);
+    attrs["batch_size"] = IntAttr(n_);
+    attrs["skip_errors"] = BoolAttr(skip_);
+    attrs["worker"] = IntAttr(w);
+    attrs["workers"] = IntAttr(workers_);
+    // In input order, each register once (x + x reads one register: a
+    // task consumes a register once).
+    std::set<std::string> consumed;
+    for (const Node* in : inputs) {
+      const Ref& from =
+          in->kind == "source" ? in->registers[0] : in->registers[w];
+      if (consumed.insert(from.text()).second) Consume(task, "in", from);
+    }
+    node.registers.push_back(AddOutput(task, "out", depth_));
+    node.tasks.push_back(task);
+  }
+  Declare(i, def.outputs[0], node);
+}
+
+// The bound, broadcast as NumPy's (Arith): the shapes aligned at their last
+// axes, along each the larger bound, or the other where one is 1.
+absl::StatusOr<SampleSpec> Pipeline::Compiler::ArithSpec(int i, const Node& a,
+                                                         const Node& b) {
+  const OperatorDef& def = p_.ops_[i];
   auto op = ParseArithOp(def.attrs.count("op") ? def.attrs.at("op").s()
                                                : std::string());
   if (!op.ok()) {
-    Problem(i, absl::StrCat("attr 'op': ", op.status().message()));
-    return;
+    return absl::InvalidArgumentError(
+        absl::StrCat("attr 'op': ", op.status().message()));
   }
-  // The bound, broadcast as NumPy's (Arith): the shapes aligned at their
-  // last axes, along each the larger bound, or the other where one is 1.
   const std::vector<int64_t>& sa = a.spec.max_shape;
   const std::vector<int64_t>& sb = b.spec.max_shape;
   const size_t rank = std::max(sa.size(), sb.size());
@@ -903,37 +970,58 @@ void Pipeline::Compiler::AddArith(int i, const Node& a, const Node& b) {
                         : x < 0 || y < 0 ? -1
                                          : std::max(x, y);
   }
-  Node node{"sample", spec, false, {}, {}};
-  node.chain = def.name;
-  for (int w = 0; w < workers_; ++w) {
-    const std::string name =
-        workers_ == 1 ? def.name : absl::StrCat(def.name, "@", w);
-    OpConf* task = AddOp(UniqueTask(i, name), "pipeline.arith", w);
-    auto& attrs = *task->mutable_attr();
-    attrs["op"] = StringAttr(def.attrs.at("op").s());
-    attrs["input_a"] = StringAttr(def.inputs[0]);
-    attrs["input_b"] = StringAttr(def.inputs[1]);
-    attrs["output"] = StringAttr(def.outputs[0]);
-    attrs["op_name"] = StringAttr(def.name);
-    attrs["batch_size"] = IntAttr(n_);
-    attrs["skip_errors"] = BoolAttr(skip_);
-    attrs["worker"] = IntAttr(w);
-    attrs["workers"] = IntAttr(workers_);
-    // A source's one register holds every sample: this worker's are those
-    // at p % workers == worker, as its stages take them (static_deal_).
-    attrs["deal_a"] = StringAttr(a.kind == "source" ? "static" : "all");
-    attrs["deal_b"] = StringAttr(b.kind == "source" ? "static" : "all");
-    // Input 0 then 1; x + x reads one register (a task consumes a
-    // register once).
-    auto register_of = [&](const Node& in) {
-      return in.kind == "source" ? in.registers[0] : in.registers[w];
-    };
-    Consume(task, "in", register_of(a));
-    if (def.inputs[1] != def.inputs[0]) Consume(task, "in", register_of(b));
-    node.registers.push_back(AddOutput(task, "out", depth_));
-    node.tasks.push_back(task);
+  return spec;
+}
+
+// cat and stack (Concatenate): one type and rank; the bound along the join
+// axis the sum of the inputs' (cat) or their count (stack, a new axis), and
+// along every other the largest.
+absl::StatusOr<SampleSpec> Pipeline::Compiler::JoinSpec(
+    int i, const std::vector<const Node*>& inputs) {
+  const OperatorDef& def = p_.ops_[i];
+  if (!def.attrs.count("axis") ||
+      def.attrs.at("axis").value_case() != AttrValue::kI) {
+    return absl::InvalidArgumentError("attr 'axis': an int is required");
   }
-  Declare(i, def.outputs[0], node);
+  const bool stack = def.op == "stack";
+  const SampleSpec& first = inputs[0]->spec;
+  const int64_t rank = static_cast<int64_t>(first.max_shape.size());
+  auto axis = pipeline::JoinAxis(def.attrs.at("axis").i(), rank, stack);
+  if (!axis.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attr 'axis': ", axis.status().message()));
+  }
+  SampleSpec spec{first.type, {}};
+  std::vector<int64_t> bound(first.max_shape);
+  if (!stack) bound[*axis] = 0;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const SampleSpec& in = inputs[k]->spec;
+    if (in.type != first.type) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", def.inputs[k], "' is ", DataTypeName(in.type), ", '",
+          def.inputs[0], "' ", DataTypeName(first.type),
+          ": join samples of one type (cast one)"));
+    }
+    if (static_cast<int64_t>(in.max_shape.size()) != rank) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", def.inputs[k], "' has ", in.max_shape.size(),
+          " dimension(s), '", def.inputs[0], "' ", rank,
+          ": join samples of one rank"));
+    }
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t x = in.max_shape[d];
+      if (!stack && d == *axis) {
+        bound[d] = x < 0 || bound[d] < 0 ? -1 : bound[d] + x;
+      } else {
+        bound[d] = x < 0 || bound[d] < 0 ? -1 : std::max(bound[d], x);
+      }
+    }
+  }
+  if (stack) {
+    bound.insert(bound.begin() + *axis, static_cast<int64_t>(inputs.size()));
+  }
+  spec.max_shape = bound;
+  return spec;
 }
 
 void Pipeline::Compiler::CheckSourcesAndOutputs() {

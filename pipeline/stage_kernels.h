@@ -289,29 +289,40 @@ class ExternalSourceKernel final : public Kernel {
   SampleSlots slots_;
 };
 
-// `pipeline.arith`: one worker's samples of two per-sample nodes combined
-// element by element (attr `op`: "add", "sub", "mul", "div"; see Arith).
-// Inputs 0 and 1 are the same worker's registers of the two nodes (one
-// input when they are the same node), blobs `input_a` and `input_b`: both
-// hold the samples that worker took, in the same order. `deal_a`/`deal_b`
-// "static": the input is a source's register, holding every sample, of
-// which the worker takes those at p % workers == worker (attrs `worker`,
-// `workers`), as its stages do. A sample dropped in
-// either is dropped, with its error.
-class ArithStageKernel final : public Kernel {
+// `pipeline.arith`, `pipeline.cat`, `pipeline.stack`: one worker's samples
+// of several per-sample nodes combined into one, sample by sample: arith
+// (two operands, attr `op`: "add", "sub", "mul", "div"; see Arith), cat and
+// stack (one or more, attr `axis`; see Concatenate). Attr `operands`: each
+// operand's sample list blob, found in whichever input holds it (operands of
+// one node share a register, which the task consumes once); every operand
+// holds the samples that worker took, in the same order. `deals`, one per
+// operand: "static" for a source's register, holding every sample, of which
+// the worker takes those at p % workers == worker (attrs `worker`,
+// `workers`), as its stages do; else "all". A sample dropped in any operand
+// is dropped, with its error.
+class CombineStageKernel final : public Kernel {
  public:
   absl::Status Init(const KernelInitContext& ctx) override;
   absl::Status Forward(KernelContext* ctx) override;
 
  private:
-  ArithOp op_ = ArithOp::kAdd;
-  std::string input_a_, input_b_, output_;
+  struct Operand {
+    std::string blob;
+    int input = 0;       // the kernel input whose register holds it
+    bool dealt = false;  // a source's register: p % workers
+    Sample file;         // a lazily read file's bytes
+  };
+  absl::Status Combine(absl::Span<const SampleRef> parts, Sample* out) const;
+
+  bool is_arith_ = false;
+  ArithOp arith_ = ArithOp::kAdd;
+  int64_t axis_ = 0;
+  bool stack_ = false;
+  std::vector<Operand> operands_;
+  std::string output_;
   std::string op_name_;
   bool skip_errors_ = false;
-  int second_input_ = 1;  // 0 when both operands are one node
   int64_t worker_ = 0, workers_ = 1;
-  bool static_[2] = {false, false};  // a source's register: p % workers
-  Sample file_a_, file_b_;           // lazily read files' bytes
   SampleSlots slots_;
 };
 

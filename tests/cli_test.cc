@@ -385,6 +385,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.brightness_contrast cpu\n"         \
   "pipeline.caffe_reader cpu\n"                \
   "pipeline.cast cpu\n"                        \
+  "pipeline.cat cpu\n"                         \
   "pipeline.chain cpu\n"                       \
   "pipeline.color_space_conversion cpu\n"      \
   "pipeline.color_twist cpu\n"                 \
@@ -418,6 +419,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.sleep cpu\n"                       \
   "pipeline.slice cpu\n"                       \
   "pipeline.sphere cpu\n"                      \
+  "pipeline.stack cpu\n"                       \
   "pipeline.standardize cpu\n"                 \
   "pipeline.tfrecord_reader cpu\n"             \
   "pipeline.transpose cpu\n"                   \

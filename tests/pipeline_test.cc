@@ -326,6 +326,126 @@ TEST_CASE("arith takes the reader's samples too, each worker its own") {
   }
 }
 
+TEST_CASE("cat and stack join per-sample nodes along an axis") {
+  // images [28, 28, 1]; flipped = flip(images); side = cat(images, flipped,
+  // images, axis 1): [28, 84, 1]; pair = stack(images, flipped, axis -1):
+  // [28, 28, 1, 2]. The reader's register and a stage's, 1 and 3 workers.
+  auto raw = ReadIdx(kTestImages);
+  REQUIRE(raw.ok());
+  for (int threads : {1, 3}) {
+    PipelineOptions options;
+    options.batch_size = 4;
+    options.num_threads = threads;
+    Pipeline pipe(options);
+    pipe.Add(FirstTestImages(10));
+    pipe.Add(OperatorDef{.op = "flip",
+                         .inputs = {"images"},
+                         .outputs = {"flipped"},
+                         .attrs = {{"horizontal", FloatAttr(1.0)}}});
+    pipe.Add(OperatorDef{.op = "cat",
+                         .inputs = {"images", "flipped", "images"},
+                         .outputs = {"side"},
+                         .attrs = {{"axis", IntAttr(1)}}});
+    pipe.Add(OperatorDef{.op = "stack",
+                         .inputs = {"images", "flipped"},
+                         .outputs = {"pair"},
+                         .attrs = {{"axis", IntAttr(-1)}}});
+    pipe.SetOutputs({"side", "pair"});
+    REQUIRE_OK(pipe.Build());
+    REQUIRE(pipe.Run().ok());
+    int64_t seen = 0;
+    while (true) {
+      auto out = pipe.Outputs();
+      if (absl::IsOutOfRange(out.status())) break;
+      REQUIRE(out.ok());
+      CHECK(out->outputs[0].data().shape() ==
+            std::vector<int64_t>{out->outputs[0].num_samples(), 28, 84, 1});
+      CHECK(out->outputs[1].data().shape() ==
+            std::vector<int64_t>{out->outputs[1].num_samples(), 28, 28, 1, 2});
+      auto side = out->outputs[0].data().data<uint8_t>();
+      auto pair = out->outputs[1].data().data<uint8_t>();
+      REQUIRE(side.ok());
+      REQUIRE(pair.ok());
+      for (int64_t i = 0; i < out->outputs[0].num_samples(); ++i, ++seen) {
+        const uint8_t* image = raw->data.data() + seen * 784;
+        INFO(threads << " threads, sample " << seen);
+        for (int y = 0; y < 28; ++y) {
+          for (int x = 0; x < 28; ++x) {
+            const uint8_t pixel = image[y * 28 + x];
+            const uint8_t mirrored = image[y * 28 + 27 - x];
+            const int64_t row = i * 28 * 84 + y * 84;
+            REQUIRE((*side)[row + x] == pixel);
+            REQUIRE((*side)[row + 28 + x] == mirrored);
+            REQUIRE((*side)[row + 56 + x] == pixel);
+            REQUIRE((*pair)[i * 1568 + (y * 28 + x) * 2] == pixel);
+            REQUIRE((*pair)[i * 1568 + (y * 28 + x) * 2 + 1] == mirrored);
+          }
+        }
+      }
+      REQUIRE(pipe.Run().ok());
+    }
+    CHECK(seen == 10);
+    CHECK(pipe.Finish().ok());
+  }
+}
+
+TEST_CASE("cat and stack name a wrong axis, type or shape") {
+  PipelineOptions options;
+  options.batch_size = 4;
+  auto build = [&](const std::string& op, int64_t axis,
+                   const std::string& second) {
+    Pipeline pipe(options);
+    pipe.Add(FirstTestImages(8));
+    pipe.Add(OperatorDef{.op = "cast",
+                         .inputs = {"images"},
+                         .outputs = {"floats"},
+                         .attrs = {{"to", StringAttr("float32")}}});
+    pipe.Add(OperatorDef{.op = "crop",
+                         .inputs = {"images"},
+                         .outputs = {"cropped"},
+                         .attrs = {{"size", IntListAttr({20, 28})}}});
+    pipe.Add(OperatorDef{.op = op,
+                         .name = "join",
+                         .inputs = {"images", second},
+                         .outputs = {"joined"},
+                         .attrs = {{"axis", IntAttr(axis)}}});
+    pipe.SetOutputs({"joined"});
+    return std::string(pipe.Build().message());
+  };
+  CHECK_THAT(build("cat", 3, "images"),
+             Catch::Contains("operator 'join' (cat): attr 'axis': axis 3 for "
+                             "samples of 3 dimension(s): in [-3, 2]"));
+  CHECK_THAT(build("stack", -5, "images"),
+             Catch::Contains("attr 'axis': axis -5 for samples of 3 "
+                             "dimension(s): in [-4, 3]"));
+  CHECK_THAT(build("cat", 0, "floats"),
+             Catch::Contains("input 'floats' is float32, 'images' uint8"));
+  // Bounds alone cannot tell: the sample's shapes are checked as it comes.
+  CHECK(build("cat", 0, "cropped").empty());
+  Pipeline pipe(options);
+  pipe.Add(FirstTestImages(8));
+  pipe.Add(OperatorDef{.op = "crop",
+                       .inputs = {"images"},
+                       .outputs = {"cropped"},
+                       .attrs = {{"size", IntListAttr({20, 28})}}});
+  pipe.Add(OperatorDef{.op = "stack",
+                       .name = "join",
+                       .inputs = {"images", "cropped"},
+                       .outputs = {"joined"},
+                       .attrs = {{"axis", IntAttr(0)}}});
+  pipe.SetOutputs({"joined"});
+  REQUIRE_OK(pipe.Build());
+  REQUIRE(pipe.Run().ok());
+  auto out = pipe.Outputs();
+  REQUIRE_FALSE(out.ok());
+  CHECK_THAT(std::string(out.status().message()),
+             Catch::Contains("join") &&
+                 Catch::Contains("input 1 has shape [20, 28, 1], input 0 "
+                                 "[28, 28, 1]: axis 0 differs (stacked "
+                                 "samples have one shape)"));
+  pipe.Finish().IgnoreError();
+}
+
 TEST_CASE("a pipeline whose only output is scalar labels hands them out") {
   // Labels are scalars: the batch of them has no sample dimensions at all.
   auto raw_labels = ReadIdx(kTestLabels);

@@ -1,0 +1,167 @@
+// pipeline.arith, pipeline.cat and pipeline.stack: per-sample nodes
+// combined, sample by sample.
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "pipeline/concatenate.h"
+#include "pipeline/stage_kernel_util.h"
+#include "pipeline/stage_kernels.h"
+
+namespace actorflow::internal::pipeline {
+
+absl::Status CombineStageKernel::Init(const KernelInitContext& ctx) {
+  auto operands = ctx.StringListAttr("operands");
+  auto deals = ctx.StringListAttr("deals");
+  auto output = ctx.StringAttr("output");
+  auto batch = PositiveAttr(ctx, "batch_size", 0, 1);
+  auto skip = ctx.BoolAttrOr("skip_errors", false);
+  auto name = ctx.StringAttrOr("op_name", ctx.task_name());
+  auto worker = PositiveAttr(ctx, "worker", 0, 0);
+  auto workers = PositiveAttr(ctx, "workers", 1, 1);
+  absl::Status ok = FirstError(
+      {operands.status(), deals.status(), output.status(), batch.status(),
+       skip.status(), name.status(), worker.status(), workers.status()});
+  if (!ok.ok()) return ok;
+  const bool arith = ctx.op_type() == "pipeline.arith";
+  if (operands->empty() || (arith && operands->size() != 2)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attr 'operands': ", arith ? "2" : "at least 1", " blob names, got ",
+        operands->size()));
+  }
+  if (deals->size() != operands->size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attr 'deals': one per operand (", operands->size(),
+                     "), got ", deals->size()));
+  }
+  is_arith_ = arith;
+  if (arith) {
+    auto op = ctx.StringAttr("op");
+    if (!op.ok()) return op.status();
+    auto parsed = ParseArithOp(*op);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attr 'op': ", parsed.status().message()));
+    }
+    arith_ = *parsed;
+  } else {
+    auto axis = ctx.IntAttr("axis");
+    if (!axis.ok()) return axis.status();
+    axis_ = *axis;
+    stack_ = ctx.op_type() == "pipeline.stack";
+  }
+  // Operands of one node read one register: a task consumes each once.
+  if (ok.ok()) ok = ctx.ExpectInputs(1, static_cast<int>(operands->size()));
+  if (ok.ok()) ok = ctx.ExpectOutput(/*required=*/true);
+  if (!ok.ok()) return ok;
+  operands_.clear();
+  for (size_t k = 0; k < operands->size(); ++k) {
+    const std::string& deal = (*deals)[k];
+    if (deal != "all" && deal != "static") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attr 'deals'[", k, "]: \"all\" or \"static\", got \"",
+                       deal, "\""));
+    }
+    Operand operand{(*operands)[k], -1, deal == "static", {}};
+    for (size_t r = 0; r < ctx.inputs().size() && operand.input < 0; ++r) {
+      for (const BlobDesc& desc : ctx.inputs()[r].blobs) {
+        if (desc.name == operand.blob) operand.input = static_cast<int>(r);
+      }
+    }
+    if (operand.input < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attr 'operands'[", k, "]: no input holds a sample "
+                       "list '", operand.blob, "'"));
+    }
+    operands_.push_back(std::move(operand));
+  }
+  output_ = *output;
+  op_name_ = *name;
+  skip_errors_ = *skip;
+  worker_ = *worker;
+  workers_ = *workers;
+  return ctx.SetOutputBlobs("out", SampleListBlobs({output_}, *batch));
+}
+
+absl::Status CombineStageKernel::Combine(absl::Span<const SampleRef> parts,
+                                         Sample* out) const {
+  if (is_arith_) return Arith(parts[0], parts[1], arith_, out);
+  return Concatenate(parts, axis_, stack_, out);
+}
+
+absl::Status CombineStageKernel::Forward(KernelContext* ctx) {
+  auto chunk = ReadChunk(ctx->input(0));
+  if (!chunk.ok()) return chunk.status();
+  // Each operand's samples this worker takes, in order.
+  std::vector<std::vector<const SampleHeader*>> mine(operands_.size());
+  for (size_t k = 0; k < operands_.size(); ++k) {
+    const Operand& operand = operands_[k];
+    auto list =
+        SampleListView::Of(ctx->input(operand.input).blob(operand.blob));
+    if (!list.ok()) return list.status();
+    for (int64_t i = 0; i < list->size(); ++i) {
+      const SampleHeader& h = list->header(i);
+      if (!operand.dealt || h.position % workers_ == worker_) {
+        mine[k].push_back(&h);
+      }
+    }
+    if (mine[k].size() != mine[0].size()) {
+      return absl::InternalError(absl::StrCat(
+          op_name_, ": its inputs 0 and ", k, " hold ", mine[0].size(),
+          " and ", mine[k].size(), " samples of chunk ", chunk->chunk));
+    }
+  }
+  RegisterView out = ctx->output(0);
+  SampleListWriter writer(out.blob(output_), &slots_);
+  std::vector<SampleRef> parts(operands_.size());
+  for (size_t i = 0; i < mine[0].size(); ++i) {
+    const SampleHeader& first = *mine[0][i];
+    // Dropped upstream: that input's error text goes on.
+    const SampleHeader* dropped = nullptr;
+    for (size_t k = 0; k < operands_.size(); ++k) {
+      const SampleHeader& h = *mine[k][i];
+      if (h.position != first.position || h.epoch != first.epoch) {
+        return absl::InternalError(absl::StrCat(
+            op_name_, ": its inputs disagree on sample ", i, " of chunk ",
+            chunk->chunk, " (positions ", first.position, " and ",
+            h.position, ")"));
+      }
+      if (dropped == nullptr && h.dropped) dropped = &h;
+    }
+    SampleSlots::Slot* slot = writer.Next();
+    const absl::string_view name = NameOf(first);
+    slot->name.assign(name.data(), name.size());
+    bool failed = dropped != nullptr;
+    if (dropped == nullptr) {
+      absl::Status applied;
+      for (size_t k = 0; k < operands_.size() && applied.ok(); ++k) {
+        auto part = Materialize(*mine[k][i], &operands_[k].file);
+        if (part.ok()) parts[k] = *part;
+        applied = part.status();
+      }
+      if (applied.ok()) applied = Combine(parts, &slot->sample);
+      if (!applied.ok()) {
+        applied = SampleError(op_name_, first, applied);
+        if (!skip_errors_) return applied;
+        FillDropped(applied, slot);
+        failed = true;
+      }
+    } else {
+      const SampleRef text = RefOf(*dropped);
+      const int64_t shape[] = {text.bytes};
+      slot->sample.Reshape(DT_UINT8, shape);
+      std::memcpy(slot->sample.storage.data(), text.data, text.bytes);
+    }
+    absl::Status ok = writer.Commit(first, failed);
+    if (!ok.ok()) return ok;
+  }
+  absl::Status ok = writer.Finish(*ctx);
+  if (!ok.ok()) return ok;
+  return WriteChunk(out, *chunk);
+}
+
+ACTORFLOW_REGISTER_KERNEL("pipeline.arith", CombineStageKernel);
+ACTORFLOW_REGISTER_KERNEL("pipeline.cat", CombineStageKernel);
+ACTORFLOW_REGISTER_KERNEL("pipeline.stack", CombineStageKernel);
+
+}  // namespace actorflow::internal::pipeline
