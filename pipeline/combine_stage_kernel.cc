@@ -25,9 +25,9 @@ absl::Status CombineStageKernel::Init(const KernelInitContext& ctx) {
   if (!ok.ok()) return ok;
   const bool arith = ctx.op_type() == "pipeline.arith";
   if (operands->empty() || (arith && operands->size() != 2)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attr 'operands': ", arith ? "2" : "at least 1", " blob names, got ",
-        operands->size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("attr 'operands': ", arith ? "2" : "at least 1",
+                     " blob names, got ", operands->size()));
   }
   if (deals->size() != operands->size()) {
     return absl::InvalidArgumentError(
@@ -58,9 +58,8 @@ absl::Status CombineStageKernel::Init(const KernelInitContext& ctx) {
   for (size_t k = 0; k < operands->size(); ++k) {
     const std::string& deal = (*deals)[k];
     if (deal != "all" && deal != "static") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("attr 'deals'[", k, "]: \"all\" or \"static\", got \"",
-                       deal, "\""));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attr 'deals'[", k, "]: \"all\" or \"static\", got \"", deal, "\""));
     }
     Operand operand{(*operands)[k], -1, deal == "static", {}};
     for (size_t r = 0; r < ctx.inputs().size() && operand.input < 0; ++r) {
@@ -70,8 +69,10 @@ absl::Status CombineStageKernel::Init(const KernelInitContext& ctx) {
     }
     if (operand.input < 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("attr 'operands'[", k, "]: no input holds a sample "
-                       "list '", operand.blob, "'"));
+          absl::StrCat("attr 'operands'[", k,
+                       "]: no input holds a sample "
+                       "list '",
+                       operand.blob, "'"));
     }
     operands_.push_back(std::move(operand));
   }
@@ -107,8 +108,8 @@ absl::Status CombineStageKernel::Forward(KernelContext* ctx) {
     }
     if (mine[k].size() != mine[0].size()) {
       return absl::InternalError(absl::StrCat(
-          op_name_, ": its inputs 0 and ", k, " hold ", mine[0].size(),
-          " and ", mine[k].size(), " samples of chunk ", chunk->chunk));
+          op_name_, ": its inputs 0 and ", k, " hold ", mine[0].size(), " and ",
+          mine[k].size(), " samples of chunk ", chunk->chunk));
     }
   }
   RegisterView out = ctx->output(0);
@@ -121,10 +122,10 @@ absl::Status CombineStageKernel::Forward(KernelContext* ctx) {
     for (size_t k = 0; k < operands_.size(); ++k) {
       const SampleHeader& h = *mine[k][i];
       if (h.position != first.position || h.epoch != first.epoch) {
-        return absl::InternalError(absl::StrCat(
-            op_name_, ": its inputs disagree on sample ", i, " of chunk ",
-            chunk->chunk, " (positions ", first.position, " and ",
-            h.position, ")"));
+        return absl::InternalError(
+            absl::StrCat(op_name_, ": its inputs disagree on sample ", i,
+                         " of chunk ", chunk->chunk, " (positions ",
+                         first.position, " and ", h.position, ")"));
       }
       if (dropped == nullptr && h.dropped) dropped = &h;
     }

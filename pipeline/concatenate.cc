@@ -11,9 +11,9 @@ absl::StatusOr<int64_t> JoinAxis(int64_t axis, int64_t rank, bool stack) {
   if (out_rank == 0 || axis < -out_rank || axis >= out_rank) {
     return absl::InvalidArgumentError(absl::StrCat(
         "axis ", axis, " for samples of ", rank, " dimension(s): ",
-        out_rank == 0 ? "scalars have no axis to join along (stack them)"
-                      : absl::StrCat("in [", -out_rank, ", ", out_rank - 1,
-                                     "]")));
+        out_rank == 0
+            ? "scalars have no axis to join along (stack them)"
+            : absl::StrCat("in [", -out_rank, ", ", out_rank - 1, "]")));
   }
   return axis < 0 ? axis + out_rank : axis;
 }

@@ -133,8 +133,7 @@ bool IsCombine(absl::string_view op) {
 }
 bool IsCombineTask(const OpConf& task) {
   return task.op_type() == "pipeline.arith" ||
-         task.op_type() == "pipeline.cat" ||
-         task.op_type() == "pipeline.stack";
+         task.op_type() == "pipeline.cat" || task.op_type() == "pipeline.stack";
 }
 bool IsDense(const std::string& op) {
   return op == "cast" || op == "normalize";
@@ -997,16 +996,16 @@ absl::StatusOr<SampleSpec> Pipeline::Compiler::JoinSpec(
   for (size_t k = 0; k < inputs.size(); ++k) {
     const SampleSpec& in = inputs[k]->spec;
     if (in.type != first.type) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input '", def.inputs[k], "' is ", DataTypeName(in.type), ", '",
-          def.inputs[0], "' ", DataTypeName(first.type),
-          ": join samples of one type (cast one)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", def.inputs[k], "' is ", DataTypeName(in.type),
+                       ", '", def.inputs[0], "' ", DataTypeName(first.type),
+                       ": join samples of one type (cast one)"));
     }
     if (static_cast<int64_t>(in.max_shape.size()) != rank) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input '", def.inputs[k], "' has ", in.max_shape.size(),
-          " dimension(s), '", def.inputs[0], "' ", rank,
-          ": join samples of one rank"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", def.inputs[k], "' has ", in.max_shape.size(),
+                       " dimension(s), '", def.inputs[0], "' ", rank,
+                       ": join samples of one rank"));
     }
     for (int64_t d = 0; d < rank; ++d) {
       const int64_t x = in.max_shape[d];

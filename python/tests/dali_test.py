@@ -487,6 +487,28 @@ class DaliTest(unittest.TestCase):
             self.assertEqual(pipe.reader_meta("Reader")["epoch_size_padded"],
                              32 if pad else 30)
 
+    def test_labels_cat_and_stack_as_dali_shapes_them(self):
+        # DALI's labels are [1] per sample: cat gives [2], stack [2, 1] or
+        # [1, 2].
+        root = self.root
+
+        @pipeline_def(batch_size=6, num_threads=2, device_id=None)
+        def labels_twice():
+            _, labels = fn.readers.file(file_root=root, name="Reader")
+            sevens = fn.cast(labels * 0 + 7, dtype=types.INT32)
+            return (labels, fn.cat(labels, sevens),
+                    fn.stack(labels, labels), fn.stack(labels, labels, axis=1))
+
+        labels, both, rows, columns = labels_twice().run()
+        want = labels.as_array()
+        self.assertEqual(want.shape, (6, 1))
+        self.assertTrue(numpy.array_equal(
+            both.as_array(), numpy.concatenate([want, want * 0 + 7], 1)))
+        self.assertTrue(numpy.array_equal(rows.as_array(),
+                                          numpy.stack([want, want], 1)))
+        self.assertTrue(numpy.array_equal(columns.as_array(),
+                                          numpy.stack([want, want], 2)))
+
     def test_dali_low_level_loop(self):
         # DALI's loop without run(): one schedule_run() prefetches
         # prefetch_queue_depth batches, then each share_outputs() /
@@ -1523,6 +1545,42 @@ class AugmentationTest(unittest.TestCase):
             raw = image @ hsv_matrix(-25.0, 1.3, 1.0).T
             want = round_half_up(0.9 * (128 + 1.2 * (raw - 128)))
             self.assertLessEqual(numpy.abs(out.astype(int) - want).max(), 1)
+
+    def test_cat_and_stack(self):
+        def joined(build):
+            pipe = Pipeline(batch_size=len(self.images), num_threads=2)
+            with pipe:
+                x = fn.external_source(source=lambda: self.images,
+                                       layout="HWC")
+                pipe.set_outputs(*build(x))
+            return pipe.run()
+
+        side, rows, pair, last = joined(lambda x: (
+            fn.cat(x, fn.flip(x), axis=1),
+            fn.cat(x, x, fn.flip(x, horizontal=0, vertical=1), axis_name="H"),
+            fn.stack(x, fn.flip(x), axis_name="F"),
+            fn.stack(x, x, axis=-1)))
+        self.assertEqual(side.layout(), "HWC")
+        self.assertEqual(pair.layout(), "FHWC")
+        self.assertEqual(last.layout(), "")
+        for i, image in enumerate(self.images):
+            mirrored = image[:, ::-1]
+            self.assertTrue(numpy.array_equal(
+                side.at(i), numpy.concatenate([image, mirrored], 1)))
+            self.assertTrue(numpy.array_equal(
+                rows.at(i), numpy.concatenate([image, image, image[::-1]])))
+            self.assertTrue(numpy.array_equal(
+                pair.at(i), numpy.stack([image, mirrored])))
+            self.assertTrue(numpy.array_equal(
+                last.at(i), numpy.stack([image, image], -1)))
+        with self.assertRaisesRegex(ValueError,
+                                    "input '.*' is float32, '.*' uint8"):
+            joined(lambda x: (fn.cat(x, fn.cast(x, dtype=types.FLOAT)),))
+        with self.assertRaisesRegex(ValueError, "axis_name 'F' is not in"):
+            joined(lambda x: (fn.cat(x, x, axis_name="F"),))
+        # Samples of different heights stack only where they are equal.
+        with self.assertRaisesRegex(Exception, "stacked samples have one"):
+            joined(lambda x: (fn.stack(x, fn.transpose(x, perm=[1, 0, 2])),))
 
     def test_color_space_conversion(self):
         def convert(images, image_type, output_type):

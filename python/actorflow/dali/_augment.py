@@ -298,6 +298,79 @@ def reshape(data, *, shape, layout=None, device="cpu", name=None, **rest):
     return node
 
 
+def _join_inputs(op, inputs, axis_name, layout, rest):
+    _check_rest(op, rest)
+    if not inputs:
+        raise ValueError(f"fn.{op}: give at least one input")
+    if axis_name is not None:
+        if not layout or axis_name not in layout:
+            raise ValueError(
+                f"fn.{op}: axis_name '{axis_name}' is not in the inputs' "
+                f"layout '{layout}'")
+        return layout.index(axis_name)
+    return None
+
+
+def cat(*inputs, axis=0, axis_name=None, device="cpu", name=None, **rest):
+    """DALI's cat: each sample's inputs joined along an existing axis (the
+    extents along it add up; every other axis equal), of one type."""
+    layout = inputs[0].layout if inputs else ""
+    named = _join_inputs("cat", inputs, axis_name, layout, rest)
+    axis = int(axis) if named is None else named
+    _device("cat", device)
+    if all(node.unit_dim for node in inputs):
+        # Labels: [1] per sample in DALI, scalars here; joined along their
+        # one axis they are the scalars stacked.
+        if axis not in (0, -1):
+            raise ValueError(f"fn.cat: axis {axis} for samples of shape [1]")
+        node = _add_operator("stack", list(inputs), 1, "cpu", name,
+                             {"axis": 0})
+        return _node(node, like=inputs[0], unit_dim=False, device=device)
+    node = _add_operator("cat", list(inputs), 1, "cpu", name,
+                         {"axis": axis})
+    node = _node(node, like=inputs[0], device=device)
+    bounds = [n.bound for n in inputs if n.bound is not None]
+    if bounds:
+        # Images whose sizes only the files tell: the joined side is at most
+        # as many times the largest.
+        node.bound = lambda sizes: len(inputs) * max(b(sizes) for b in bounds)
+    return node
+
+
+def stack(*inputs, axis=0, axis_name=None, device="cpu", name=None, **rest):
+    """DALI's stack: each sample's inputs (one shape and type) along a new
+    axis inserted at `axis`, named `axis_name` in the layout."""
+    _join_inputs("stack", inputs, None, "", rest)
+    _device("stack", device)
+    if any(node.bound is not None for node in inputs):
+        raise ValueError(
+            "fn.stack: images whose sizes only the files tell (decoded, not "
+            "resized or cropped) stack only at one size: resize or crop "
+            "them first")
+    axis = int(axis)
+    if all(node.unit_dim for node in inputs):
+        # Labels, [1] per sample in DALI and scalars here: stacked they are
+        # [n], then [n, 1] or [1, n] as DALI's axis puts the new one.
+        if axis not in (0, 1, -1, -2):
+            raise ValueError(
+                f"fn.stack: axis {axis} for samples of shape [1]: in [-2, 1]")
+        node = _add_operator("stack", list(inputs), 1, "cpu", name,
+                             {"axis": 0})
+        node = _node(node, like=inputs[0], unit_dim=False, device=device)
+        shape = [len(inputs), 1] if axis in (0, -2) else [1, len(inputs)]
+        return reshape(node, shape=shape, device=device)
+    node = _add_operator("stack", list(inputs), 1, "cpu", name,
+                         {"axis": axis})
+    node = _node(node, like=inputs[0], device=device)
+    layout = inputs[0].layout
+    if layout and axis_name is not None:
+        at = axis if axis >= 0 else axis + len(layout) + 1
+        node.layout = layout[:at] + axis_name + layout[at:]
+    else:
+        node.layout = ""
+    return node
+
+
 def one_hot(data, *, num_classes, axis=-1, dtype=types.FLOAT, on_value=1.0,
             off_value=0.0, device="cpu", name=None, **rest):
     """Integer labels -> float32 [..., num_classes] (a label [1] counts as

@@ -14,11 +14,11 @@ from actorflow.dali._args import (  # noqa: F401
     RandomArgument, _check_rest, _device, _fixed, _floats, _hw, _node,
     _largest_draw, _per_sample, _probability, random)
 from actorflow.dali._augment import (  # noqa: F401
-    _cast, brightness, brightness_contrast, cast, color_space_conversion,
+    _cast, brightness, brightness_contrast, cast, cat, color_space_conversion,
     color_twist, contrast, erase,
     gaussian_blur, hsv, hue, jpeg_compression_distortion, noise, normalize,
     one_hot, paste, reshape, rotate, saturation, shapes, slice, sphere,
-    transpose, warp_affine, water)
+    stack, transpose, warp_affine, water)
 from actorflow.dali._external import external_source  # noqa: F401
 from actorflow.dali._readers import readers
 from actorflow import _actorflow
@@ -437,8 +437,7 @@ def _missing(op):
     return call
 
 
-for _op in ("jitter", "coord_transform", "pad", "cat", "stack",
-            "resize_crop_mirror"):
+for _op in ("jitter", "coord_transform", "pad", "resize_crop_mirror"):
     globals()[_op] = _missing(_op)
 readers.mxnet = _missing("readers.mxnet")
 readers.coco = _missing("readers.coco")
