@@ -1,10 +1,11 @@
-// pipeline.arith, pipeline.cat and pipeline.stack: per-sample nodes
-// combined, sample by sample.
+// pipeline.arith, pipeline.cat, pipeline.stack and pipeline.function:
+// per-sample nodes combined, sample by sample.
 #include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "pipeline/concatenate.h"
+#include "pipeline/sample_function.h"
 #include "pipeline/stage_kernel_util.h"
 #include "pipeline/stage_kernels.h"
 
@@ -13,14 +14,14 @@ namespace actorflow::internal::pipeline {
 absl::Status CombineStageKernel::Init(const KernelInitContext& ctx) {
   auto operands = ctx.StringListAttr("operands");
   auto deals = ctx.StringListAttr("deals");
-  auto output = ctx.StringAttr("output");
+  auto outputs = ctx.StringListAttr("outputs");
   auto batch = PositiveAttr(ctx, "batch_size", 0, 1);
   auto skip = ctx.BoolAttrOr("skip_errors", false);
   auto name = ctx.StringAttrOr("op_name", ctx.task_name());
   auto worker = PositiveAttr(ctx, "worker", 0, 0);
   auto workers = PositiveAttr(ctx, "workers", 1, 1);
   absl::Status ok = FirstError(
-      {operands.status(), deals.status(), output.status(), batch.status(),
+      {operands.status(), deals.status(), outputs.status(), batch.status(),
        skip.status(), name.status(), worker.status(), workers.status()});
   if (!ok.ok()) return ok;
   const bool arith = ctx.op_type() == "pipeline.arith";
@@ -35,6 +36,12 @@ absl::Status CombineStageKernel::Init(const KernelInitContext& ctx) {
                      "), got ", deals->size()));
   }
   is_arith_ = arith;
+  const bool function = ctx.op_type() == "pipeline.function";
+  if (outputs->empty() || (!function && outputs->size() != 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attr 'outputs': ", function ? "at least 1" : "1",
+                     " sample list name(s), got ", outputs->size()));
+  }
   if (arith) {
     auto op = ctx.StringAttr("op");
     if (!op.ok()) return op.status();
@@ -44,6 +51,15 @@ absl::Status CombineStageKernel::Init(const KernelInitContext& ctx) {
           absl::StrCat("attr 'op': ", parsed.status().message()));
     }
     arith_ = *parsed;
+  } else if (function) {
+    auto id = ctx.IntAttr("function");
+    if (!id.ok()) return id.status();
+    function_ = FindSampleFunction(*id);
+    if (function_ == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attr 'function': no sample function ", *id,
+                       " is registered in this process"));
+    }
   } else {
     auto axis = ctx.IntAttr("axis");
     if (!axis.ok()) return axis.status();
@@ -76,18 +92,19 @@ absl::Status CombineStageKernel::Init(const KernelInitContext& ctx) {
     }
     operands_.push_back(std::move(operand));
   }
-  output_ = *output;
+  outputs_ = *outputs;
   op_name_ = *name;
   skip_errors_ = *skip;
   worker_ = *worker;
   workers_ = *workers;
-  return ctx.SetOutputBlobs("out", SampleListBlobs({output_}, *batch));
+  return ctx.SetOutputBlobs("out", SampleListBlobs(outputs_, *batch));
 }
 
 absl::Status CombineStageKernel::Combine(absl::Span<const SampleRef> parts,
-                                         Sample* out) const {
-  if (is_arith_) return Arith(parts[0], parts[1], arith_, out);
-  return Concatenate(parts, axis_, stack_, out);
+                                         absl::Span<Sample> outs) const {
+  if (function_ != nullptr) return function_->Call(parts, outs);
+  if (is_arith_) return Arith(parts[0], parts[1], arith_, &outs[0]);
+  return Concatenate(parts, axis_, stack_, &outs[0]);
 }
 
 absl::Status CombineStageKernel::Forward(KernelContext* ctx) {
@@ -113,8 +130,13 @@ absl::Status CombineStageKernel::Forward(KernelContext* ctx) {
     }
   }
   RegisterView out = ctx->output(0);
-  SampleListWriter writer(out.blob(output_), &slots_);
+  std::vector<SampleListWriter> writers;
+  writers.reserve(outputs_.size());
+  for (const std::string& output : outputs_) {
+    writers.emplace_back(out.blob(output), &slots_);
+  }
   std::vector<SampleRef> parts(operands_.size());
+  std::vector<SampleSlots::Slot*> slots(outputs_.size());
   for (size_t i = 0; i < mine[0].size(); ++i) {
     const SampleHeader& first = *mine[0][i];
     // Dropped upstream: that input's error text goes on.
@@ -129,9 +151,11 @@ absl::Status CombineStageKernel::Forward(KernelContext* ctx) {
       }
       if (dropped == nullptr && h.dropped) dropped = &h;
     }
-    SampleSlots::Slot* slot = writer.Next();
     const absl::string_view name = NameOf(first);
-    slot->name.assign(name.data(), name.size());
+    for (size_t o = 0; o < outputs_.size(); ++o) {
+      slots[o] = writers[o].Next();
+      slots[o]->name.assign(name.data(), name.size());
+    }
     bool failed = dropped != nullptr;
     if (dropped == nullptr) {
       absl::Status applied;
@@ -140,29 +164,44 @@ absl::Status CombineStageKernel::Forward(KernelContext* ctx) {
         if (part.ok()) parts[k] = *part;
         applied = part.status();
       }
-      if (applied.ok()) applied = Combine(parts, &slot->sample);
+      if (applied.ok()) {
+        // The outputs are made in scratch, then swapped into the slots: a
+        // function fills all its outputs at once.
+        results_.resize(outputs_.size());
+        applied = Combine(parts, absl::MakeSpan(results_));
+        for (size_t o = 0; applied.ok() && o < outputs_.size(); ++o) {
+          std::swap(slots[o]->sample, results_[o]);
+        }
+      }
       if (!applied.ok()) {
         applied = SampleError(op_name_, first, applied);
         if (!skip_errors_) return applied;
-        FillDropped(applied, slot);
+        for (SampleSlots::Slot* slot : slots) FillDropped(applied, slot);
         failed = true;
       }
     } else {
       const SampleRef text = RefOf(*dropped);
       const int64_t shape[] = {text.bytes};
-      slot->sample.Reshape(DT_UINT8, shape);
-      std::memcpy(slot->sample.storage.data(), text.data, text.bytes);
+      for (SampleSlots::Slot* slot : slots) {
+        slot->sample.Reshape(DT_UINT8, shape);
+        std::memcpy(slot->sample.storage.data(), text.data, text.bytes);
+      }
     }
-    absl::Status ok = writer.Commit(first, failed);
+    for (SampleListWriter& writer : writers) {
+      absl::Status ok = writer.Commit(first, failed);
+      if (!ok.ok()) return ok;
+    }
+  }
+  for (SampleListWriter& writer : writers) {
+    absl::Status ok = writer.Finish(*ctx);
     if (!ok.ok()) return ok;
   }
-  absl::Status ok = writer.Finish(*ctx);
-  if (!ok.ok()) return ok;
   return WriteChunk(out, *chunk);
 }
 
 ACTORFLOW_REGISTER_KERNEL("pipeline.arith", CombineStageKernel);
 ACTORFLOW_REGISTER_KERNEL("pipeline.cat", CombineStageKernel);
 ACTORFLOW_REGISTER_KERNEL("pipeline.stack", CombineStageKernel);
+ACTORFLOW_REGISTER_KERNEL("pipeline.function", CombineStageKernel);
 
 }  // namespace actorflow::internal::pipeline

@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "actor/act_context.h"
@@ -15,6 +16,7 @@
 #include "actorflow/pipeline.h"
 #include "actorflow/session.h"
 #include "pipeline/concatenate.h"
+#include "pipeline/sample_function.h"
 #include "pipeline/sample_ops.h"
 #include "pipeline/stage_kernels.h"
 #include "plan/plan_builder.h"
@@ -113,6 +115,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
         {"arith", {"op"}},
         {"cat", {"axis"}},
         {"stack", {"axis"}},
+        {"function", {"function"}},
     };
     for (auto& [name, attrs] : pipeline::AugmentOpAttrs()) {
       (*table)[name] = attrs;
@@ -128,12 +131,17 @@ bool IsReader(const std::string& op) {
          op == "webdataset_reader" || op == "caffe_reader" ||
          op == "tfrecord_reader";
 }
+// More would not fit one register's blobs sensibly; DALI's functions
+// return a few.
+constexpr size_t kMaxFunctionOutputs = 64;
+
 bool IsCombine(absl::string_view op) {
-  return op == "arith" || op == "cat" || op == "stack";
+  return op == "arith" || op == "cat" || op == "stack" || op == "function";
 }
 bool IsCombineTask(const OpConf& task) {
-  return task.op_type() == "pipeline.arith" ||
-         task.op_type() == "pipeline.cat" || task.op_type() == "pipeline.stack";
+  const absl::string_view op_type = task.op_type();
+  return absl::StartsWith(op_type, "pipeline.") &&
+         IsCombine(op_type.substr(sizeof("pipeline.") - 1));
 }
 bool IsDense(const std::string& op) {
   return op == "cast" || op == "normalize";
@@ -313,6 +321,8 @@ class Pipeline::Compiler {
   // output's type and bound.
   void AddCombine(int i, const std::vector<const Node*>& inputs);
   absl::StatusOr<SampleSpec> ArithSpec(int i, const Node& a, const Node& b);
+  absl::StatusOr<std::vector<SampleSpec>> FunctionSpecs(
+      int i, const std::vector<const Node*>& inputs);
   absl::StatusOr<SampleSpec> JoinSpec(int i,
                                       const std::vector<const Node*>& inputs);
   void CheckSourcesAndOutputs();
@@ -399,8 +409,10 @@ void Pipeline::Compiler::AddOperator(int i) {
     return;
   }
   if (IsCombine(op)) {
-    if (op == "arith" ? ExpectIo(i, 2, 1, 1)
-                      : ExpectIo(i, std::max<size_t>(1, inputs.size()), 1, 1)) {
+    const size_t ins = std::max<size_t>(1, inputs.size());
+    if (op == "arith"      ? ExpectIo(i, 2, 1, 1)
+        : op == "function" ? ExpectIo(i, ins, 1, kMaxFunctionOutputs)
+                           : ExpectIo(i, ins, 1, 1)) {
       AddCombine(i, inputs);
     }
     return;
@@ -902,13 +914,19 @@ void Pipeline::Compiler::AddCombine(int i,
       return;
     }
   }
-  auto spec = def.op == "arith" ? ArithSpec(i, *inputs[0], *inputs[1])
-                                : JoinSpec(i, inputs);
-  if (!spec.ok()) {
-    Problem(i, spec.status().message());
+  absl::StatusOr<std::vector<SampleSpec>> specs =
+      def.op == "function" ? FunctionSpecs(i, inputs)
+                           : [&]() -> absl::StatusOr<std::vector<SampleSpec>> {
+    auto spec = def.op == "arith" ? ArithSpec(i, *inputs[0], *inputs[1])
+                                  : JoinSpec(i, inputs);
+    if (!spec.ok()) return spec.status();
+    return std::vector<SampleSpec>{*spec};
+  }();
+  if (!specs.ok()) {
+    Problem(i, specs.status().message());
     return;
   }
-  Node node{"sample", *spec, false, {}, {}};
+  Node node{"sample", {}, false, {}, {}};
   node.chain = def.name;
   for (int w = 0; w < workers_; ++w) {
     const std::string name =
@@ -926,7 +944,7 @@ void Pipeline::Compiler::AddCombine(int i,
     }
     attrs["operands"] = StringListAttr(def.inputs);
     attrs["deals"] = StringListAttr(deals);
-    attrs["output"] = StringAttr(def.outputs[0]);
+    attrs["outputs"] = StringListAttr(def.outputs);
     attrs["op_name"] = StringAttr(def.name);
     attrs["batch_size"] = IntAttr(n_);
     attrs["skip_errors"] = BoolAttr(skip_);
@@ -943,7 +961,60 @@ void Pipeline::Compiler::AddCombine(int i,
     node.registers.push_back(AddOutput(task, "out", depth_));
     node.tasks.push_back(task);
   }
-  Declare(i, def.outputs[0], node);
+  // Every output lives in the same registers, a sample list each.
+  for (size_t o = 0; o < def.outputs.size(); ++o) {
+    node.spec = (*specs)[o];
+    Declare(i, def.outputs[o], node);
+  }
+}
+
+// A function's outputs are what it returns for zero samples of its inputs'
+// largest shapes (an extent not known before the data is read taken as 1):
+// their types and ranks, and as bounds those shapes when every input's
+// shape is bounded (else not known: the batch then needs its box given).
+absl::StatusOr<std::vector<SampleSpec>> Pipeline::Compiler::FunctionSpecs(
+    int i, const std::vector<const Node*>& inputs) {
+  const OperatorDef& def = p_.ops_[i];
+  if (!def.attrs.count("function") ||
+      def.attrs.at("function").value_case() != AttrValue::kI) {
+    return absl::InvalidArgumentError(
+        "attr 'function': the id of a registered sample function (an int) is "
+        "required");
+  }
+  auto function = pipeline::FindSampleFunction(def.attrs.at("function").i());
+  if (function == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attr 'function': no sample function ",
+                     def.attrs.at("function").i(), " is registered"));
+  }
+  std::vector<pipeline::Sample> zeros(inputs.size());
+  std::vector<pipeline::SampleRef> refs;
+  bool bounded = true;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    std::vector<int64_t> shape = inputs[k]->spec.max_shape;
+    for (int64_t& d : shape) {
+      bounded = bounded && d >= 0;
+      d = std::max<int64_t>(d, 1);
+    }
+    zeros[k].Reshape(inputs[k]->spec.type, shape);
+    std::fill(zeros[k].storage.begin(), zeros[k].storage.end(), 0);
+    refs.push_back(zeros[k].ref());
+  }
+  std::vector<pipeline::Sample> outs(def.outputs.size());
+  absl::Status called = function->Call(refs, absl::MakeSpan(outs));
+  if (!called.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "called with zero samples of its inputs' largest shapes to learn "
+        "its outputs' types and shapes, it failed: ",
+        called.message()));
+  }
+  std::vector<SampleSpec> specs;
+  for (const pipeline::Sample& out : outs) {
+    SampleSpec spec{out.type, {out.shape.begin(), out.shape.end()}};
+    if (!bounded) std::fill(spec.max_shape.begin(), spec.max_shape.end(), -1);
+    specs.push_back(std::move(spec));
+  }
+  return specs;
 }
 
 // The bound, broadcast as NumPy's (Arith): the shapes aligned at their last

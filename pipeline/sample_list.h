@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -173,7 +173,9 @@ class SampleSlots {
   int64_t bytes() const { return bytes_; }
 
  private:
-  absl::flat_hash_map<const void*, Register> registers_;
+  // Node-based: a Register stays put as others are added, since a stage
+  // with several outputs writes several header blobs at once.
+  absl::node_hash_map<const void*, Register> registers_;
   int64_t bytes_ = 0;
 };
 

@@ -18,6 +18,7 @@
 #include "pipeline/elastic_lanes.h"
 #include "pipeline/remote_prefetch.h"
 #include "pipeline/sample_dealer.h"
+#include "pipeline/sample_function.h"
 #include "pipeline/sample_list.h"
 #include "pipeline/sample_ops.h"
 #include "pipeline/skip_log.h"
@@ -289,17 +290,20 @@ class ExternalSourceKernel final : public Kernel {
   SampleSlots slots_;
 };
 
-// `pipeline.arith`, `pipeline.cat`, `pipeline.stack`: one worker's samples
-// of several per-sample nodes combined into one, sample by sample: arith
-// (two operands, attr `op`: "add", "sub", "mul", "div"; see Arith), cat and
-// stack (one or more, attr `axis`; see Concatenate). Attr `operands`: each
-// operand's sample list blob, found in whichever input holds it (operands of
-// one node share a register, which the task consumes once); every operand
-// holds the samples that worker took, in the same order. `deals`, one per
-// operand: "static" for a source's register, holding every sample, of which
-// the worker takes those at p % workers == worker (attrs `worker`,
-// `workers`), as its stages do; else "all". A sample dropped in any operand
-// is dropped, with its error.
+// `pipeline.arith`, `pipeline.cat`, `pipeline.stack`, `pipeline.function`:
+// one worker's samples of several per-sample nodes combined, sample by
+// sample: arith (two operands, attr `op`: "add", "sub", "mul", "div"; see
+// Arith), cat and stack (one or more, attr `axis`; see Concatenate), and
+// function (one or more, attr `function`: a SampleFunction's id; one or
+// more outputs). Attr `outputs`: the output sample lists' names. Attr
+// `operands`: each operand's sample list blob, found in whichever input
+// holds it (operands of one node share a register, which the task
+// consumes once); every operand holds the samples that worker took, in the
+// same order. `deals`, one per operand: "static" for a source's register,
+// holding every sample, of which the worker takes those at p % workers ==
+// worker (attrs `worker`, `workers`), as its stages do; else "all". A
+// sample dropped in any operand is dropped in every output, with its
+// error.
 class CombineStageKernel final : public Kernel {
  public:
   absl::Status Init(const KernelInitContext& ctx) override;
@@ -312,14 +316,17 @@ class CombineStageKernel final : public Kernel {
     bool dealt = false;  // a source's register: p % workers
     Sample file;         // a lazily read file's bytes
   };
-  absl::Status Combine(absl::Span<const SampleRef> parts, Sample* out) const;
+  absl::Status Combine(absl::Span<const SampleRef> parts,
+                       absl::Span<Sample> outs) const;
 
   bool is_arith_ = false;
+  std::shared_ptr<const SampleFunction> function_;
   ArithOp arith_ = ArithOp::kAdd;
   int64_t axis_ = 0;
   bool stack_ = false;
   std::vector<Operand> operands_;
-  std::string output_;
+  std::vector<std::string> outputs_;
+  std::vector<Sample> results_;  // scratch, swapped into the slots
   std::string op_name_;
   bool skip_errors_ = false;
   int64_t worker_ = 0, workers_ = 1;

@@ -399,6 +399,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.external_source cpu\n"             \
   "pipeline.file_reader cpu\n"                 \
   "pipeline.flip cpu\n"                        \
+  "pipeline.function cpu\n"                    \
   "pipeline.gaussian_blur cpu\n"               \
   "pipeline.gaussian_noise cpu\n"              \
   "pipeline.hsv cpu\n"                         \

@@ -23,6 +23,7 @@
 #include "pipeline/dataset.h"
 #include "pipeline/fixtures.h"
 #include "pipeline/image_ops.h"
+#include "pipeline/sample_function.h"
 #include "plan/plan_builder.h"
 #include "tests/test_util.h"
 
@@ -444,6 +445,147 @@ TEST_CASE("cat and stack name a wrong axis, type or shape") {
                                  "[28, 28, 1]: axis 0 differs (stacked "
                                  "samples have one shape)"));
   pipe.Finish().IgnoreError();
+}
+
+// 255 - x (uint8, x's shape) and the sum of x's values (int64 scalar); a
+// sample whose centre value (of a 28 x 28 image) is `refuse` fails.
+class InvertAndSum final : public pipeline::SampleFunction {
+ public:
+  explicit InvertAndSum(int refuse = -1) : refuse_(refuse) {}
+  absl::Status Call(absl::Span<const pipeline::SampleRef> inputs,
+                    absl::Span<pipeline::Sample> outputs) const override {
+    const pipeline::SampleRef& x = inputs[0];
+    if (x.bytes == 784 && x.data[14 * 28 + 14] == refuse_) {
+      return absl::InvalidArgumentError("refused");
+    }
+    outputs[0].Reshape(DT_UINT8, x.shape);
+    int64_t sum = 0;
+    for (int64_t k = 0; k < x.bytes; ++k) {
+      outputs[0].storage[k] = static_cast<uint8_t>(255 - x.data[k]);
+      sum += x.data[k];
+    }
+    outputs[1].Reshape(DT_INT64, {});
+    *outputs[1].as<int64_t>() = sum;
+    return absl::OkStatus();
+  }
+
+ private:
+  int refuse_;
+};
+
+TEST_CASE("a registered sample function makes several outputs per sample") {
+  auto raw = ReadIdx(kTestImages);
+  REQUIRE(raw.ok());
+  const int64_t id =
+      pipeline::RegisterSampleFunction(std::make_shared<InvertAndSum>());
+  for (int threads : {1, 2}) {
+    PipelineOptions options;
+    options.batch_size = 4;
+    options.num_threads = threads;
+    Pipeline pipe(options);
+    pipe.Add(FirstTestImages(10));
+    pipe.Add(OperatorDef{.op = "function",
+                         .name = "invert",
+                         .inputs = {"images"},
+                         .outputs = {"inverted", "sum"},
+                         .attrs = {{"function", IntAttr(id)}}});
+    // An operator after it: its own stages.
+    pipe.Add(OperatorDef{.op = "flip",
+                         .inputs = {"inverted"},
+                         .outputs = {"flipped"},
+                         .attrs = {{"horizontal", FloatAttr(1.0)}}});
+    pipe.SetOutputs({"flipped", "sum"});
+    REQUIRE_OK(pipe.Build());
+    REQUIRE(pipe.Run().ok());
+    int64_t seen = 0;
+    while (true) {
+      auto out = pipe.Outputs();
+      if (absl::IsOutOfRange(out.status())) break;
+      REQUIRE(out.ok());
+      auto flipped = out->outputs[0].data().data<uint8_t>();
+      auto sums = out->outputs[1].data().data<int64_t>();
+      REQUIRE(flipped.ok());
+      REQUIRE(sums.ok());
+      for (int64_t i = 0; i < out->outputs[0].num_samples(); ++i, ++seen) {
+        const uint8_t* image = raw->data.data() + seen * 784;
+        INFO(threads << " threads, sample " << seen);
+        int64_t sum = 0;
+        for (int y = 0; y < 28; ++y) {
+          for (int x = 0; x < 28; ++x) {
+            sum += image[y * 28 + x];
+            REQUIRE((*flipped)[i * 784 + y * 28 + 27 - x] ==
+                    255 - image[y * 28 + x]);
+          }
+        }
+        CHECK((*sums)[i] == sum);
+      }
+      REQUIRE(pipe.Run().ok());
+    }
+    CHECK(seen == 10);
+    CHECK(pipe.Finish().ok());
+  }
+  pipeline::UnregisterSampleFunction(id);
+  // Unregistered: the build names the id.
+  PipelineOptions options;
+  options.batch_size = 4;
+  Pipeline gone(options);
+  gone.Add(FirstTestImages(4));
+  gone.Add(OperatorDef{.op = "function",
+                       .name = "invert",
+                       .inputs = {"images"},
+                       .outputs = {"inverted", "sum"},
+                       .attrs = {{"function", IntAttr(id)}}});
+  gone.SetOutputs({"inverted"});
+  CHECK_THAT(std::string(gone.Build().message()),
+             Catch::Contains("operator 'invert' (function): attr 'function': "
+                             "no sample function " +
+                             std::to_string(id) + " is registered"));
+}
+
+TEST_CASE("a sample function's error fails its sample, or skips it") {
+  auto raw = ReadIdx(kTestImages);
+  REQUIRE(raw.ok());
+  // Refuses the largest centre value among the first 8 images (not 0, which
+  // the zeros of the build's call would hit).
+  const auto centre = [&](int64_t i) { return raw->data[i * 784 + 406]; };
+  std::set<int> centres;
+  for (int64_t i = 0; i < 8; ++i) centres.insert(centre(i));
+  const int refuse = *centres.rbegin();
+  int64_t refused = 0;
+  for (int64_t i = 0; i < 8; ++i) refused += centre(i) == refuse;
+  INFO("refusing centre value " << refuse << ": " << refused << " of 8");
+  REQUIRE(refuse != 0);
+  const int64_t id =
+      pipeline::RegisterSampleFunction(std::make_shared<InvertAndSum>(refuse));
+  for (OnError on_error : {OnError::kFail, OnError::kSkipSample}) {
+    PipelineOptions options;
+    options.batch_size = 8;
+    options.on_error = on_error;
+    Pipeline pipe(options);
+    pipe.Add(FirstTestImages(8));
+    pipe.Add(OperatorDef{.op = "function",
+                         .name = "picky",
+                         .inputs = {"images"},
+                         .outputs = {"inverted", "sum"},
+                         .attrs = {{"function", IntAttr(id)}}});
+    pipe.SetOutputs({"inverted", "sum"});
+    REQUIRE_OK(pipe.Build());
+    REQUIRE(pipe.Run().ok());
+    auto out = pipe.Outputs();
+    if (on_error == OnError::kFail) {
+      REQUIRE_FALSE(out.ok());
+      CHECK_THAT(std::string(out.status().message()),
+                 Catch::Contains("picky") && Catch::Contains("refused"));
+    } else {
+      // The pipeline tops the batch up with the next samples: 8 of them
+      // only, so the batch holds the good ones.
+      REQUIRE(out.ok());
+      CHECK(out->outputs[1].num_samples() == 8 - refused);
+      CHECK(pipe.skipped().size() == static_cast<size_t>(refused));
+    }
+    pipe.Finish().IgnoreError();
+  }
+  pipeline::UnregisterSampleFunction(id);
 }
 
 TEST_CASE("a pipeline whose only output is scalar labels hands them out") {
