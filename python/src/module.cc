@@ -9,6 +9,7 @@
 #include "python/src/py_errors.h"
 #include "python/src/py_pipeline.h"
 #include "python/src/py_plan.h"
+#include "python/src/py_sample_function.h"
 #include "python/src/py_session.h"
 
 namespace py = pybind11;
@@ -18,6 +19,7 @@ PYBIND11_MODULE(_actorflow, m) {
   actorflow::internal::python::RegisterPlans(m);
   actorflow::internal::python::RegisterSessions(m);
   actorflow::internal::python::RegisterPipelines(m);
+  actorflow::internal::python::RegisterSampleFunctions(m);
   m.def("dtypes", &actorflow::internal::python::DtypeTable,
         "[(actorflow data type name, numpy dtype)] for every data type.");
   m.def(

@@ -10,8 +10,6 @@
 
 namespace actorflow::internal::python {
 
-namespace {
-
 std::string FormatPythonError(py::error_already_set& error) {
   std::string text;
   try {
@@ -25,6 +23,8 @@ std::string FormatPythonError(py::error_already_set& error) {
   while (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
 }
+
+namespace {
 
 // Copies `result` into output blob `view` ("output k ('name')"). Errors
 // are Internal, as every failure of a Python kernel: the run failed.
@@ -99,10 +99,14 @@ bool TakesOut(const py::object& fn) {
   }
 }
 
-absl::Status CallPythonKernel(const GilSafeObject& fn, bool fills_outputs,
-                              KernelContext* ctx) {
+void PinPythonThreadState() {
   thread_local std::optional<ThreadStatePin> pin;
   if (!pin) pin.emplace();
+}
+
+absl::Status CallPythonKernel(const GilSafeObject& fn, bool fills_outputs,
+                              KernelContext* ctx) {
+  PinPythonThreadState();
   py::gil_scoped_acquire gil;
   try {
     py::list args;

@@ -509,6 +509,88 @@ class DaliTest(unittest.TestCase):
         self.assertTrue(numpy.array_equal(columns.as_array(),
                                           numpy.stack([want, want], 2)))
 
+    def test_python_function(self):
+        # DALI's python_function: numpy in and out per sample (labels as
+        # [1]), one output or several, run by the pipeline's own threads;
+        # the same through ops.PythonFunction.
+        root = self.root
+        seen_label_shapes = set()
+
+        def invert_and_shape(image):
+            return 255 - image, numpy.array(image.shape, numpy.int32)
+
+        def doubled(label):
+            seen_label_shapes.add(label.shape)
+            return label * 2
+
+        @pipeline_def(batch_size=6, num_threads=2, device_id=None,
+                      exec_async=False, exec_pipelined=False)
+        def with_functions(use_ops):
+            jpegs, labels = fn.readers.file(file_root=root, name="Reader")
+            images = fn.resize(fn.decoders.image(jpegs), resize_x=40,
+                               resize_y=30)
+            if use_ops:
+                inverted, shapes = ops.PythonFunction(
+                    function=invert_and_shape, num_outputs=2,
+                    output_layouts=["HWC", ""])(images)
+                twice = ops.PythonFunction(function=doubled)(labels)
+            else:
+                inverted, shapes = fn.python_function(
+                    images, function=invert_and_shape, num_outputs=2,
+                    output_layouts=["HWC", ""])
+                twice = fn.python_function(labels, function=doubled)
+            return images, inverted, shapes, labels, twice
+
+        runs = []
+        for use_ops in (False, True):
+            pipe = with_functions(use_ops)
+            batches = [pipe.run() for _ in range(6)]  # past the epoch
+            runs.append([[t.as_array() for t in b] for b in batches])
+            for images, inverted, shapes, labels, twice in batches:
+                self.assertEqual(inverted.layout(), "HWC")
+                self.assertTrue(numpy.array_equal(inverted.as_array(),
+                                                  255 - images.as_array()))
+                self.assertEqual(shapes.as_array().tolist(), [[30, 40, 3]] * 6)
+                self.assertEqual(twice.as_array().dtype, numpy.int32)
+                self.assertTrue(numpy.array_equal(twice.as_array(),
+                                                  labels.as_array() * 2))
+        self.assertEqual(seen_label_shapes, {(1,)})
+        for fn_arrays, ops_arrays in zip(*runs):
+            for a, b in zip(fn_arrays, ops_arrays):
+                self.assertTrue(numpy.array_equal(a, b))
+
+    def test_python_function_errors(self):
+        root = self.root
+
+        def refuse_class(label):
+            if label[0] == 2:
+                raise KeyError(f"label {label[0]} refused")
+            return label
+
+        def pipe_of(function, on_error="fail", **kwargs):
+            @pipeline_def(batch_size=30, num_threads=2, device_id=None,
+                          on_error=on_error)
+            def one():
+                _, labels = fn.readers.file(file_root=root)
+                return fn.python_function(labels, function=function,
+                                          **kwargs)
+            return one()
+
+        with self.assertRaisesRegex(Exception, "KeyError: 'label 2 refused'"):
+            pipe_of(refuse_class).run()
+        # Skipped: the batch stays full of the other classes' labels.
+        (labels,) = pipe_of(refuse_class, on_error="skip_sample").run()
+        self.assertEqual(len(labels), 30)
+        self.assertNotIn(2, labels.as_array().ravel().tolist())
+        with self.assertRaisesRegex(
+                ValueError, "returned <class 'numpy.ndarray'>, not a tuple "
+                "or list of 2 values"):
+            pipe_of(lambda x: x, num_outputs=2).run()
+        with self.assertRaisesRegex(NotImplementedError, "batch_processing"):
+            pipe_of(lambda x: x, batch_processing=True)
+        with self.assertRaisesRegex(TypeError, "is not callable"):
+            pipe_of(5)
+
     def test_dali_low_level_loop(self):
         # DALI's loop without run(): one schedule_run() prefetches
         # prefetch_queue_depth batches, then each share_outputs() /

@@ -20,6 +20,7 @@ from actorflow.dali._augment import (  # noqa: F401
     one_hot, paste, reshape, rotate, saturation, shapes, slice, sphere,
     stack, transpose, warp_affine, water)
 from actorflow.dali._external import external_source  # noqa: F401
+from actorflow.dali._python_function import python_function  # noqa: F401
 from actorflow.dali._readers import readers
 from actorflow import _actorflow
 from actorflow.pipeline import _add_operator
