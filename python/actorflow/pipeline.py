@@ -237,6 +237,10 @@ class Pipeline:
                 raise ValueError(
                     f"set_outputs: {node!r} is not a node of this pipeline")
         self._outputs = [node.name for node in nodes]
+        # A node given twice is fetched once: each output's place among the
+        # names fetched.
+        fetched = list(dict.fromkeys(self._outputs))
+        self._output_slots = [fetched.index(n) for n in self._outputs]
 
     def _declare(self, op, inputs, num_outputs, device, name, attrs, source):
         if self._built:
@@ -300,7 +304,7 @@ class Pipeline:
                 attrs["shape"] = list(self._shapes[name])
                 attrs["dtype"] = self._dtypes[name]
             self._native.add(op, name, inputs, outputs, device, attrs)
-        self._native.set_outputs(self._outputs)
+        self._native.set_outputs(list(dict.fromkeys(self._outputs)))
         self._native.build()
         self._native_built = True
         if self._restore_from is not None:
@@ -519,8 +523,14 @@ class Pipeline:
         lease = _Lease()
         if not owned:
             self._held.append(lease)
-        return tuple(Batch(name, data, shapes, lease)
-                     for name, data, shapes in taken)
+        batches, given = [], set()
+        for slot in self._output_slots:
+            name, data, shapes = taken[slot]
+            if owned and slot in given:
+                data = data.copy()  # an output given twice: its own copy
+            given.add(slot)
+            batches.append(Batch(name, data, shapes, lease))
+        return tuple(batches)
 
     def reset(self):
         """Drops what is scheduled or held and starts the next epoch."""

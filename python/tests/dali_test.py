@@ -591,6 +591,31 @@ class DaliTest(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "is not callable"):
             pipe_of(5)
 
+    def test_pad_on_a_readers_batches_across_epochs(self):
+        # Decoded images of their own sizes, padded per batch: batches of 7
+        # from 30 files carry samples over each epoch's turn, and each
+        # batch is padded to its own largest image.
+        root = self.root
+
+        @pipeline_def(batch_size=7, num_threads=2, device_id=None)
+        def decoded():
+            jpegs, _ = fn.readers.file(file_root=root, name="Reader")
+            images = fn.decoders.image(jpegs)
+            return images, fn.pad(images, axis_names="HW")
+
+        pipe = decoded()
+        for _ in range(6):
+            images, padded = pipe.run()
+            h = max(images.at(i).shape[0] for i in range(7))
+            w = max(images.at(i).shape[1] for i in range(7))
+            self.assertEqual(padded.as_array().shape, (7, h, w, 3))
+            for i in range(7):
+                image = images.at(i)
+                self.assertTrue(numpy.array_equal(
+                    padded.at(i)[:image.shape[0], :image.shape[1]], image))
+                self.assertEqual(padded.at(i)[image.shape[0]:].sum(), 0)
+                self.assertEqual(padded.at(i)[:, image.shape[1]:].sum(), 0)
+
     def test_dali_low_level_loop(self):
         # DALI's loop without run(): one schedule_run() prefetches
         # prefetch_queue_depth batches, then each share_outputs() /
@@ -1663,6 +1688,41 @@ class AugmentationTest(unittest.TestCase):
         # Samples of different heights stack only where they are equal.
         with self.assertRaisesRegex(Exception, "stacked samples have one"):
             joined(lambda x: (fn.stack(x, fn.transpose(x, perm=[1, 0, 2])),))
+
+    def test_pad(self):
+        # Each sample padded at its axes' ends to the batch's largest extent
+        # (or the given shape, -1: the largest), rounded up to align.
+        pipe = Pipeline(batch_size=len(self.images), num_threads=2)
+        with pipe:
+            x = fn.external_source(source=lambda: self.images, layout="HWC")
+            pipe.set_outputs(x, fn.pad(x, fill_value=7),
+                             fn.pad(x, axis_names="H", align=8),
+                             fn.pad(x, axes=(0, 1), shape=(40, -1)))
+        plain, full, rows, shaped = pipe.run()
+        tallest = max(image.shape[0] for image in self.images)
+        widest = max(image.shape[1] for image in self.images)
+
+        def padded(image, h, w, fill=0):
+            return numpy.pad(image, [(0, h - image.shape[0]),
+                                     (0, w - image.shape[1]), (0, 0)],
+                             constant_values=fill)
+
+        self.assertEqual(full.layout(), "HWC")
+        self.assertTrue(full.is_dense_tensor())
+        for i, image in enumerate(self.images):
+            self.assertTrue(numpy.array_equal(plain.at(i), image))
+            self.assertTrue(numpy.array_equal(
+                full.at(i), padded(image, tallest, widest, 7)))
+            self.assertTrue(numpy.array_equal(
+                rows.at(i), padded(image, -(-tallest // 8) * 8,
+                                   image.shape[1])))
+            self.assertTrue(numpy.array_equal(
+                shaped.at(i), padded(image, 40, widest)))
+        with self.assertRaisesRegex(ValueError, "shape 10 along axis 0 is "
+                                    "smaller than a sample's extent"):
+            run_on(self.images, lambda x: fn.pad(x, axes=0, shape=10))
+        with self.assertRaisesRegex(ValueError, "is fn.pad's output"):
+            run_on(self.images, lambda x: fn.flip(fn.pad(x)))
 
     def test_color_space_conversion(self):
         def convert(images, image_type, output_type):

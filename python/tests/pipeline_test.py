@@ -264,6 +264,20 @@ class PipelineTest(unittest.TestCase):
         numpy.testing.assert_array_equal(
             numpy.concatenate([b[1] for b in got]), raw_labels[:100])
 
+    def test_an_output_given_twice(self):
+        # One node as two outputs: fetched once, handed out twice.
+        images_path = os.path.join(FASHION, "t10k-images-idx3-ubyte.gz")
+        labels_path = os.path.join(FASHION, "t10k-labels-idx1-ubyte.gz")
+        pipe = Pipeline(batch_size=10, num_threads=2)
+        with pipe:
+            images, labels = fn.readers.idx(images=images_path,
+                                            labels=labels_path, limit=20)
+            pipe.set_outputs(labels, images, labels)
+        pipe.build()
+        for first, images, again in epoch(pipe):
+            self.assertEqual(images.shape, (10, 28, 28, 1))
+            numpy.testing.assert_array_equal(first, again)
+
     def test_feed_input_forms(self):
         pipe = Pipeline(batch_size=4, num_threads=1)
         with pipe:

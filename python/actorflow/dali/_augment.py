@@ -5,6 +5,8 @@ import math
 import numbers
 from types import SimpleNamespace as _Namespace
 
+import numpy
+
 from actorflow.dali import types
 from actorflow.dali._args import (_check_rest, _device, _fixed, _floats,
                                   _hw, _node, _per_sample)
@@ -368,6 +370,74 @@ def stack(*inputs, axis=0, axis_name=None, device="cpu", name=None, **rest):
         node.layout = layout[:at] + axis_name + layout[at:]
     else:
         node.layout = ""
+    return node
+
+
+class PadSpec:
+    """fn.pad's arguments, applied as the batch leaves the pipeline (the
+    batch's largest extents are known only then)."""
+
+    def __init__(self, axes, fill_value, shape, align):
+        self.axes, self.fill_value, self.shape, self.align = (
+            axes, fill_value, shape, align)
+
+    def apply(self, samples):
+        """The samples padded at the end of each axis to the batch's largest
+        extent (or the given one), rounded up to `align`."""
+        if not samples:
+            return samples
+        rank = samples[0].ndim
+        axes = range(rank) if self.axes is None else \
+            [a + rank if a < 0 else a for a in self.axes]
+        target = [None] * rank
+        for k, axis in enumerate(axes):
+            if not 0 <= axis < rank:
+                raise ValueError(f"fn.pad: axis {axis} for samples of "
+                                 f"{rank} dimension(s)")
+            largest = max(s.shape[axis] for s in samples)
+            want = self.shape[k] if self.shape and k < len(self.shape) \
+                else -1
+            if want >= 0:
+                if want < largest:
+                    raise ValueError(
+                        f"fn.pad: shape {want} along axis {axis} is smaller "
+                        f"than a sample's extent {largest}")
+                largest = want
+            align = self.align[k if len(self.align) > 1 else 0] \
+                if self.align else 1
+            target[axis] = -(-largest // align) * align
+        padded = []
+        for sample in samples:
+            widths = [(0, 0 if t is None else t - e)
+                      for e, t in zip(sample.shape, target)]
+            padded.append(numpy.pad(sample, widths,
+                                    constant_values=self.fill_value))
+        return padded
+
+
+def pad(data, *, fill_value=0.0, axes=None, axis_names=None, shape=None,
+        align=None, device="cpu", name=None, **rest):
+    """DALI's pad: every sample padded at the end of its axes (all, or
+    `axes` / `axis_names`) with fill_value to the batch's largest extent, or
+    `shape` (-1: the largest), rounded up to a multiple of `align`. Done as
+    the batch leaves the pipeline: its output is a pipeline output."""
+    _check_rest("pad", rest)
+    _device("pad", device)
+    if axis_names is not None:
+        if axes is not None:
+            raise ValueError("fn.pad: give axes or axis_names, not both")
+        missing = [c for c in axis_names if c not in data.layout]
+        if missing:
+            raise ValueError(f"fn.pad: axis_names '{axis_names}': "
+                             f"{missing} not in the layout '{data.layout}'")
+        axes = [data.layout.index(c) for c in axis_names]
+    if isinstance(axes, int):
+        axes = [axes]
+    as_list = (lambda v: None if v is None else
+               [int(x) for x in (v if isinstance(v, (list, tuple)) else [v])])
+    node = data._like(device="gpu" if device != "cpu" else data.device)
+    node.pad = PadSpec(as_list(axes), float(fill_value), as_list(shape),
+                       as_list(align))
     return node
 
 

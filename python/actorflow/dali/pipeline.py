@@ -31,11 +31,14 @@ class DataNode(_base.DataNode):
         # FLOAT16: computed in float32 and converted as it leaves the
         # pipeline (the runtime has no half type); outputs only.
         self.half = False
+        # fn.pad's PadSpec: applied as the batch leaves; outputs only.
+        self.pad = None
 
     def _like(self, **changes):
         node = DataNode(self._pipeline, self.name)
         node.layout, node.unit_dim, node.device, node.bound, node.half = (
             self.layout, self.unit_dim, self.device, self.bound, self.half)
+        node.pad = self.pad
         for key, value in changes.items():
             setattr(node, key, value)
         return node
@@ -290,6 +293,12 @@ class Pipeline(_base.Pipeline):
                     "which actorflow.dali makes as an output leaves the "
                     "pipeline (operators compute in float32): give FLOAT16 "
                     "to the last operator only")
+            if getattr(node, "pad", None) is not None and op != "batch":
+                raise ValueError(
+                    f"operator '{op}': its input {node.name} is fn.pad's "
+                    "output, which actorflow.dali pads as the batch leaves "
+                    "the pipeline (the batch's largest extents are known "
+                    "only then): pad last")
         return super()._declare(op, inputs, num_outputs, device, name, attrs,
                                 source)
 
@@ -328,18 +337,21 @@ class Pipeline(_base.Pipeline):
         if sizes is None:
             sizes = self._reader_sizes()
         largest = headroom * max(n.bound(sizes) for n in unbounded)
+        # One batch input per node (an output given twice is batched once).
+        unique = list({n.name: n for n in self._output_nodes}.values())
         self.__enter__()
         try:
             batched = _base._add_operator(
-                "batch", list(self._output_nodes), len(self._output_nodes),
-                "cpu", None, {"max_shape": [largest] * 3})
+                "batch", unique, len(unique), "cpu", None,
+                {"max_shape": [largest] * 3})
         finally:
             self.__exit__()
         if not isinstance(batched, tuple):
             batched = (batched,)
+        renamed = {old.name: new.name for old, new in zip(unique, batched)}
         nodes = [old._like() for old in self._output_nodes]
-        for node, new in zip(nodes, batched):
-            node.name = new.name
+        for node in nodes:
+            node.name = renamed[node.name]
         self.set_outputs(*nodes)
 
     def _require_built(self):
@@ -552,10 +564,21 @@ class Pipeline(_base.Pipeline):
             if node is not None and node.unit_dim and data.ndim == 1:
                 data = data.reshape(-1, 1)
                 shapes = numpy.ones((len(batch), 1), numpy.int64)
-            lists.append(tensors.TensorListCPU.from_batch(
+            tensor_list = tensors.TensorListCPU.from_batch(
                 data, shapes, node.layout if node is not None else "",
                 numpy.float16 if node is not None and node.half else None,
-                owned=owned))
+                owned=owned)
+            lists.append(tensor_list)
+        # A reader's batches are padded once whole (_full_batch).
+        return tuple(lists) if self._readers else self._padded(lists)
+
+    def _padded(self, lists):
+        """fn.pad's outputs padded to their batch's largest extents."""
+        lists = list(lists)
+        for k, node in enumerate(self._output_nodes[:len(lists)]):
+            if node.pad is not None:
+                lists[k] = tensors.TensorListCPU(
+                    node.pad.apply(lists[k]._samples), node.layout)
         return tuple(lists)
 
     def run(self, **pipeline_inputs):
@@ -591,7 +614,7 @@ class Pipeline(_base.Pipeline):
             more = True
             got = len(lists[0])
             if self._carry is None and got == n:
-                return lists
+                return self._padded(lists)
             if self._carry is None:
                 self._carry = [[] for _ in lists]
             for k, tl in enumerate(lists):
@@ -605,7 +628,7 @@ class Pipeline(_base.Pipeline):
                             for s, tl in zip(self._carry, lists))
                 rest = [s[n:] for s in self._carry]
                 self._carry = rest if rest[0] else None
-                return out
+                return self._padded(out)
 
     def reset(self):
         """Starts the next epoch of external sources. A reader's pipeline
