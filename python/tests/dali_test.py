@@ -1445,6 +1445,49 @@ class DaliTest(unittest.TestCase):
                              [[3 * step + i, i, step] for i in range(3)])
             self.assertEqual(value.as_array().ravel().tolist(), [1.5] * 3)
 
+    def test_parallel_external_source(self):
+        # DALI's parallel source: per-sample callbacks on py_num_workers
+        # workers; the batches in order, as the serial source gives them,
+        # and a StopIteration from any sample ends the epoch.
+        import threading
+        callers = set()
+
+        def sample(info):
+            if info.idx_in_epoch >= 10:
+                raise StopIteration
+            callers.add(threading.current_thread().name)
+            return numpy.full((2, 3), info.idx_in_epoch * 10 + info.epoch_idx,
+                              numpy.int32)
+
+        def epochs(parallel):
+            pipe = Pipeline(batch_size=5, num_threads=2, py_num_workers=3,
+                            py_start_method="spawn")
+            with pipe:
+                pipe.set_outputs(fn.external_source(
+                    source=sample, batch=False, parallel=parallel,
+                    no_copy=True, prefetch_queue_depth=2))
+            got = []
+            for _ in range(2):
+                while True:
+                    try:
+                        got.append(pipe.run()[0].as_array().tolist())
+                    except StopIteration:
+                        break
+                pipe.reset()
+            pipe.close()
+            return got
+
+        serial = epochs(False)
+        self.assertEqual(callers, {threading.current_thread().name})
+        callers.clear()
+        self.assertEqual(epochs(True), serial)
+        self.assertEqual(len(serial), 4)  # 2 batches per epoch
+        self.assertTrue(all(name.startswith("py_worker") for name in callers))
+        self.assertEqual(serial[2][0], [[1] * 3] * 2)  # the second epoch
+        with self.assertRaisesRegex(NotImplementedError, "repeat_last"):
+            with Pipeline(batch_size=2, num_threads=1):
+                fn.external_source(source=sample, repeat_last=True)
+
     def test_resize_sizes_as_dali_gives_them(self):
         # Each image's output size by DALI's rule for its arguments
         # (written here from DALI's documentation of mode and max_size),

@@ -12,7 +12,9 @@ from actorflow.pipeline import _add_operator
 
 def external_source(source=None, num_outputs=None, *, cycle=None, name=None,
                     device="cpu", layout=None, dtype=None, ndim=None,
-                    batch=True, batch_info=False, shape=None, **rest):
+                    batch=True, batch_info=False, shape=None, parallel=False,
+                    repeat_last=False, no_copy=False, blocking=None,
+                    cuda_stream=None, use_copy_kernel=False, **rest):
     """Data from Python: `source` (an iterable, iter()'d at every epoch's
     start, or a callable; with batch=False they give one sample per call,
     a callable taking a SampleInfo), or feed_input(). num_outputs: each
@@ -21,8 +23,14 @@ def external_source(source=None, num_outputs=None, *, cycle=None, name=None,
     shape (ours, not DALI's): the largest sample's shape, one per output
     or one for all; without it a source is sized from its first batch
     (twice its largest sample along each axis where the samples differ)."""
+    # no_copy, blocking, cuda_stream, use_copy_kernel: how DALI moves the
+    # data, not what it is; the data is copied in here whatever they say.
     _check_rest("external_source", rest)
     _device("external_source", device)
+    if repeat_last:
+        raise NotImplementedError(
+            "fn.external_source(repeat_last=True) is not in actorflow.dali: "
+            "feed_input() every batch")
     pipe = Pipeline.current()
     if not isinstance(pipe, Pipeline):
         raise RuntimeError("fn.external_source: call it while defining an "
@@ -50,15 +58,20 @@ def external_source(source=None, num_outputs=None, *, cycle=None, name=None,
     if source is not None:
         pipe._feeds.append(_ExternalFeed(source, [n.name for n in nodes],
                                          num_outputs is not None, batch,
-                                         cycle, batch_info))
+                                         cycle, batch_info, parallel))
     return nodes[0] if num_outputs is None else tuple(nodes)
+
+
+_END = object()  # a parallel sample callback's StopIteration
 
 
 class _ExternalFeed:
     """One `source=` of fn.external_source, pulled once per batch."""
 
-    def __init__(self, source, names, tupled, batch, cycle, batch_info):
+    def __init__(self, source, names, tupled, batch, cycle, batch_info,
+                 parallel=False):
         self.source, self.names, self.tupled = source, names, tupled
+        self.parallel = bool(parallel)
         self.batch, self.batch_info = batch, batch_info
         if cycle not in (None, False, True, "no", "quiet", "raise"):
             raise ValueError(f"fn.external_source: cycle {cycle!r}: False, "
@@ -93,6 +106,14 @@ class _ExternalFeed:
             self.iterator = self._restart()
             return next(self.iterator)
 
+    def _next_or_end(self, info):
+        # A StopIteration may not leave a worker thread's future as itself
+        # (a generator re-raises it as RuntimeError): a marker instead.
+        try:
+            return self._next(info)
+        except StopIteration:
+            return _END
+
     def _restart(self):
         return self.source() if self.generator else iter(self.source)
 
@@ -109,9 +130,18 @@ class _ExternalFeed:
             outputs = data if self.tupled else (data,)
         else:
             n = pipe.batch_size
-            samples = [self._next(types.SampleInfo(
-                self.iteration * n + i, i, self.iteration, self.epoch))
-                for i in range(n)]
+            infos = [types.SampleInfo(self.iteration * n + i, i,
+                                      self.iteration, self.epoch)
+                     for i in range(n)]
+            if self.parallel and self.callable:
+                # DALI's parallel source: the sample callbacks on the
+                # pipeline's py_num_workers (threads here, in order). A
+                # StopIteration in any ends the epoch.
+                samples = pipe._parallel_map(self._next_or_end, infos)
+                if any(s is _END for s in samples):
+                    raise StopIteration
+            else:
+                samples = [self._next(info) for info in infos]
             outputs = list(zip(*samples)) if self.tupled else (samples,)
         if len(outputs) != len(self.names):
             raise ValueError(f"fn.external_source: the source gave "

@@ -2,6 +2,7 @@
 calls, outputs as TensorListCPU, and readers that run on across epochs
 inside run() with full batches, as DALI's do."""
 
+import concurrent.futures
 import functools
 import inspect
 import os
@@ -268,6 +269,10 @@ class Pipeline(_base.Pipeline):
         self._prepay_now = False
         # share_outputs() batches not yet released (a reader's: owned)
         self._shared = 0
+        # external_source(parallel=True): py_num_workers threads calling
+        # its per-sample callbacks, made when first needed.
+        self.py_num_workers = max(1, int(py_num_workers or 1))
+        self._py_workers = None
 
     # ---- definition ----
 
@@ -629,6 +634,25 @@ class Pipeline(_base.Pipeline):
                 rest = [s[n:] for s in self._carry]
                 self._carry = rest if rest[0] else None
                 return self._padded(out)
+
+    def _parallel_map(self, function, items):
+        """[function(item)] in order, on py_num_workers threads."""
+        if self._py_workers is None:
+            self._py_workers = concurrent.futures.ThreadPoolExecutor(
+                self.py_num_workers, thread_name_prefix="py_worker")
+        return list(self._py_workers.map(function, items))
+
+    def close(self):
+        if self._py_workers is not None:
+            self._py_workers.shutdown(wait=True)
+            self._py_workers = None
+        super().close()
+
+    def __del__(self):
+        workers = getattr(self, "_py_workers", None)
+        if workers is not None:
+            workers.shutdown(wait=True)
+        super().__del__()
 
     def reset(self):
         """Starts the next epoch of external sources. A reader's pipeline
