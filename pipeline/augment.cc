@@ -568,8 +568,14 @@ absl::StatusOr<ArithOp> ParseArithOp(const std::string& name) {
   if (name == "sub") return ArithOp::kSub;
   if (name == "mul") return ArithOp::kMul;
   if (name == "div") return ArithOp::kDiv;
+  if (name == "min") return ArithOp::kMin;
+  if (name == "max") return ArithOp::kMax;
+  if (name == "pow") return ArithOp::kPow;
+  if (name == "atan2") return ArithOp::kAtan2;
   return absl::InvalidArgumentError(
-      absl::StrCat("\"add\", \"sub\", \"mul\" or \"div\", got \"", name, "\""));
+      absl::StrCat("\"add\", \"sub\", \"mul\", \"div\", \"min\", \"max\", "
+                   "\"pow\" or \"atan2\", got \"",
+                   name, "\""));
 }
 
 absl::Status Arith(const SampleRef& a, const SampleRef& b, ArithOp op,
@@ -634,6 +640,18 @@ absl::Status Arith(const SampleRef& a, const SampleRef& b, ArithOp op,
         break;
       case ArithOp::kDiv:
         dst[i] = u / v;
+        break;
+      case ArithOp::kMin:
+        dst[i] = std::fmin(u, v);
+        break;
+      case ArithOp::kMax:
+        dst[i] = std::fmax(u, v);
+        break;
+      case ArithOp::kPow:
+        dst[i] = std::pow(u, v);
+        break;
+      case ArithOp::kAtan2:
+        dst[i] = std::atan2(u, v);
         break;
     }
     for (int64_t d = rank - 1; d >= 0; --d) {  // the next index, odometer

@@ -119,10 +119,10 @@ absl::Status Transpose(const SampleRef& in, const std::vector<int64_t>& perm,
 absl::Status ScaleShift(const SampleRef& in, const std::vector<float>& scale,
                         const std::vector<float>& shift, Sample* out);
 
-// Two samples -> float32, element by element: a + b, a - b, a * b or a / b
-// (IEEE: a division by zero is an infinity or NaN). The shapes are equal,
-// or one sample holds one element, which meets every element of the other.
-enum class ArithOp { kAdd, kSub, kMul, kDiv };
+// Two samples -> float32, element by element: a + b, a - b, a * b, a / b
+// (IEEE: a division by zero is an infinity or NaN), min, max, a to the
+// power b, or atan2(a, b). The shapes broadcast as NumPy's.
+enum class ArithOp { kAdd, kSub, kMul, kDiv, kMin, kMax, kPow, kAtan2 };
 absl::StatusOr<ArithOp> ParseArithOp(const std::string& name);
 absl::Status Arith(const SampleRef& a, const SampleRef& b, ArithOp op,
                    Sample* out);

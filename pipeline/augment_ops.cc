@@ -12,6 +12,7 @@
 #include "pipeline/augment.h"
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
+#include "pipeline/math_op.h"
 #include "pipeline/noise.h"
 #include "pipeline/npy.h"
 #include "pipeline/sample_args.h"
@@ -980,6 +981,7 @@ const std::map<std::string, AugmentOp>& AugmentOps() {
         Join({"salt_val", "pepper_val", "per_channel"},
              {"prob", "salt_vs_pepper"})}},
       {"standardize", {MakeStandardizeOp, StandardizeAttrs()}},
+      {"math", {MakeMathOp, MathAttrs()}},
       {"npy_decode", {MakeNpyDecodeOp, NpyDecodeAttrs()}},
       {"shot_noise",
        {[] { return std::make_unique<NoiseOp>(NoiseOp::Kind::kShot); },

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 
 #include "absl/strings/match.h"
 #include "actor/act_context.h"
@@ -335,7 +336,17 @@ TEST_CASE("arith: element by element, broadcast as NumPy") {
       Catch::Contains("samples of [1, 2, 2] and [3, 2]: axis -2 has extents "
                       "2 and 3 (broadcasting as NumPy"));
   CHECK(ParseArithOp("mul").value() == ArithOp::kMul);
-  CHECK_FALSE(ParseArithOp("pow").ok());
+  CHECK(ParseArithOp("atan2").value() == ArithOp::kAtan2);
+  CHECK_FALSE(ParseArithOp("mod").ok());
+  // The math module's functions of two nodes.
+  const Sample base = Image(DT_FLOAT32, {3}, {2, 9, -1});
+  const Sample power = Image(DT_FLOAT32, {3}, {3, 0.5, 2});
+  REQUIRE(Arith(base.ref(), power.ref(), ArithOp::kPow, &out).ok());
+  CHECK(Values(out) == std::vector<double>{8, 3, 1});
+  REQUIRE(Arith(base.ref(), power.ref(), ArithOp::kMin, &out).ok());
+  CHECK(Values(out) == std::vector<double>{2, 0.5, -1});
+  REQUIRE(Arith(base.ref(), power.ref(), ArithOp::kMax, &out).ok());
+  CHECK(Values(out) == std::vector<double>{3, 9, 2});
 }
 
 TEST_CASE("per-sample arguments: drawn from the sample's generator") {
@@ -490,6 +501,37 @@ TEST_CASE("operators infer the largest sample they can make") {
   absl::Status bad_channels;
   MakeOp("peek_image_shape", {{"channels", IntAttr(4)}}, &bad_channels);
   CHECK(absl::StrContains(bad_channels.message(), "channels"));
+  // math: int8 kept and saturated by abs, clamped in range; float32 from
+  // sqrt; an unknown fn or crossed bounds named.
+  Sample signed_values = Image(DT_INT8, {1, 1, 4}, {});
+  const int8_t raw_values[] = {-128, -5, 7, 100};
+  std::memcpy(signed_values.storage.data(), raw_values, 4);
+  auto absolute = MakeOp("math", {{"fn", StringAttr("abs")}});
+  CHECK(absolute->Infer(SampleSpec{DT_INT8, {1, 1, 4}})->type == DT_INT8);
+  Sample math_out;
+  REQUIRE(absolute->Apply(signed_values.ref(), &draws, &math_out).ok());
+  CHECK(std::vector<int8_t>(math_out.as<int8_t>(), math_out.as<int8_t>() + 4) ==
+        std::vector<int8_t>{127, 5, 7, 100});
+  auto clamp = MakeOp("math", {{"fn", StringAttr("clamp")},
+                               {"lo", FloatAttr(-6)},
+                               {"hi", FloatAttr(50)}});
+  REQUIRE(clamp->Apply(signed_values.ref(), &draws, &math_out).ok());
+  CHECK(std::vector<int8_t>(math_out.as<int8_t>(), math_out.as<int8_t>() + 4) ==
+        std::vector<int8_t>{-6, -5, 7, 50});
+  auto root = MakeOp("math", {{"fn", StringAttr("sqrt")}});
+  CHECK(root->Infer(SampleSpec{DT_INT8, {4}})->type == DT_FLOAT32);
+  REQUIRE(root->Apply(signed_values.ref(), &draws, &math_out).ok());
+  CHECK(math_out.as<float>()[3] == 10.0f);
+  absl::Status bad_math;
+  MakeOp("math", {{"fn", StringAttr("sqr")}}, &bad_math);
+  CHECK(absl::StrContains(bad_math.message(), "attr 'fn': one of clamp, abs"));
+  MakeOp(
+      "math",
+      {{"fn", StringAttr("clamp")}, {"lo", FloatAttr(2)}, {"hi", FloatAttr(1)}},
+      &bad_math);
+  CHECK(absl::StrContains(bad_math.message(), "attrs 'lo' 2 > 'hi' 1"));
+  MakeOp("math", {{"fn", StringAttr("pow")}}, &bad_math);
+  CHECK(absl::StrContains(bad_math.message(), "value"));
   auto hot = MakeOp("one_hot", {{"num_classes", IntAttr(10)}});
   CHECK(hot->Infer(SampleSpec{DT_INT32, {}})->max_shape ==
         std::vector<int64_t>{10});

@@ -405,6 +405,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.hsv cpu\n"                         \
   "pipeline.idx_reader cpu\n"                  \
   "pipeline.jpeg_compression_distortion cpu\n" \
+  "pipeline.math cpu\n"                        \
   "pipeline.npy_decode cpu\n"                  \
   "pipeline.one_hot cpu\n"                     \
   "pipeline.paste cpu\n"                       \

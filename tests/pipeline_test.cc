@@ -271,13 +271,13 @@ TEST_CASE("arith combines two per-sample nodes of the same samples") {
                         .attrs = {{"images", StringAttr(kTestImages)},
                                   {"labels", StringAttr(kTestLabels)}}});
   wrong.Add(OperatorDef{.op = "arith",
-                        .name = "power",
+                        .name = "modulo",
                         .inputs = {"images", "images"},
-                        .outputs = {"power"},
-                        .attrs = {{"op", StringAttr("pow")}}});
-  wrong.SetOutputs({"power"});
+                        .outputs = {"modulo"},
+                        .attrs = {{"op", StringAttr("mod")}}});
+  wrong.SetOutputs({"modulo"});
   CHECK_THAT(std::string(wrong.Build().message()),
-             Catch::Contains("operator 'power' (arith): attr 'op': \"add\""));
+             Catch::Contains("operator 'modulo' (arith): attr 'op': \"add\""));
 }
 
 TEST_CASE("arith takes the reader's samples too, each worker its own") {

@@ -1626,16 +1626,18 @@ class DaliTest(unittest.TestCase):
             pipe.reader_meta("Nope")
 
 
-def run_on(images, build, batch_size=None, threads=1, seed=3):
+def run_on(images, build, batch_size=None, threads=1, seed=3, outputs=None):
     """Runs build(node) on `images` (a list of HWC arrays) fed through an
-    external source; returns the output's samples as numpy arrays."""
+    external source; returns the output's samples as numpy arrays (with
+    `outputs`, build gives that many nodes: a list of samples per node)."""
     pipe = Pipeline(batch_size=batch_size or len(images), num_threads=threads,
                     seed=seed)
     with pipe:
-        pipe.set_outputs(build(fn.external_source(
-            source=lambda: images, layout="HWC")))
-    (out,) = pipe.run()
-    return [out.at(i) for i in range(len(out))]
+        built = build(fn.external_source(source=lambda: images, layout="HWC"))
+        pipe.set_outputs(*(built if outputs else (built,)))
+    lists = pipe.run()
+    got = [[out.at(i) for i in range(len(out))] for out in lists]
+    return got if outputs else got[0]
 
 
 def round_half_up(values):
@@ -1766,6 +1768,41 @@ class AugmentationTest(unittest.TestCase):
             run_on(self.images, lambda x: fn.pad(x, axes=0, shape=10))
         with self.assertRaisesRegex(ValueError, "is fn.pad's output"):
             run_on(self.images, lambda x: fn.flip(fn.pad(x)))
+
+    def test_dali_math(self):
+        # nvidia.dali.math's functions against numpy: with numbers, between
+        # nodes, type kept where DALI keeps it.
+        from actorflow.dali import math as dmath
+        got = run_on(self.images, lambda x: (
+            dmath.clamp(x, 50, 200), dmath.sqrt(x), dmath.max(x, 128),
+            dmath.min(x, fn.flip(x)), dmath.pow(2, x / 64),
+            dmath.atan2(x - 100.0, fn.flip(x) + 1.0), dmath.floor(x / 3),
+            dmath.abs(x - 128.0)), outputs=8)
+        for i, image in enumerate(self.images):
+            x = image.astype(numpy.float64)
+            mirrored = x[:, ::-1]
+            clamped, root, top, low, powered, angle, floored, dist = (
+                g[i] for g in got)
+            self.assertEqual(clamped.dtype, numpy.uint8)
+            self.assertTrue(numpy.array_equal(clamped,
+                                              numpy.clip(image, 50, 200)))
+            self.assertEqual(root.dtype, numpy.float32)
+            self.assertTrue(numpy.allclose(root, numpy.sqrt(x)))
+            self.assertEqual(top.dtype, numpy.uint8)
+            self.assertTrue(numpy.array_equal(top, numpy.maximum(image, 128)))
+            self.assertTrue(numpy.array_equal(low, numpy.minimum(x, mirrored)))
+            self.assertTrue(numpy.allclose(powered, 2 ** (x / 64), rtol=1e-5))
+            self.assertTrue(numpy.allclose(
+                angle, numpy.arctan2(x - 100, mirrored + 1), atol=1e-6))
+            self.assertTrue(numpy.array_equal(floored,
+                                              numpy.floor(x / numpy.float32(3))))
+            self.assertTrue(numpy.array_equal(dist, numpy.abs(x - 128)))
+        with self.assertRaisesRegex(NotImplementedError, "bounds"):
+            run_on(self.images, lambda x: dmath.clamp(x, x, 3))
+        with self.assertRaisesRegex(TypeError, "give two data nodes"):
+            run_on(self.images, lambda x: dmath.atan2(x, 1.0))
+        with self.assertRaisesRegex(TypeError, "not a data node"):
+            dmath.sqrt(4.0)
 
     def test_color_space_conversion(self):
         def convert(images, image_type, output_type):

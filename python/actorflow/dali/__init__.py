@@ -19,7 +19,7 @@ DALI").
 from actorflow.dali import fn, ops, types  # noqa: F401
 from actorflow.dali.pipeline import DataNode, Pipeline, pipeline_def  # noqa: F401
 from actorflow.dali.tensors import TensorCPU, TensorListCPU  # noqa: F401
-from actorflow.dali import backend  # noqa: F401
+from actorflow.dali import backend, math  # noqa: F401
 
 __all__ = ["DataNode", "Pipeline", "TensorCPU", "TensorListCPU", "fn", "ops",
            "pipeline_def", "types"]
