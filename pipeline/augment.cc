@@ -358,6 +358,25 @@ absl::Status Sphere(const SampleRef& in, bool linear,
       out);
 }
 
+absl::Status Jitter(const SampleRef& in, int64_t n_degree, SampleRng* rng,
+                    bool linear, const std::vector<float>& fill, Sample* out) {
+  if (n_degree < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("jitter: n_degree ", n_degree, ": at least 1"));
+  }
+  const uint64_t span = static_cast<uint64_t>(n_degree);
+  const int64_t half = n_degree / 2;
+  return Displace(
+      "jitter", in, linear, fill,
+      [&](int64_t y, int64_t x) {
+        const int64_t dx = static_cast<int64_t>(rng->Next() % span) - half;
+        const int64_t dy = static_cast<int64_t>(rng->Next() % span) - half;
+        return std::pair<double, double>{static_cast<double>(x + dx) + 0.5,
+                                         static_cast<double>(y + dy) + 0.5};
+      },
+      out);
+}
+
 absl::Status JpegCompressionDistortion(const SampleRef& in, int quality,
                                        Sample* out) {
   if (in.type != DT_UINT8 || in.shape.size() != 3 || in.shape[2] != 3 ||

@@ -85,6 +85,12 @@ absl::Status Water(const SampleRef& in, const Wave& along_x,
 absl::Status Sphere(const SampleRef& in, bool linear,
                     const std::vector<float>& fill, Sample* out);
 
+// jitter: each pixel reads the one at a random whole offset along each axis,
+// (Next() % n_degree) - n_degree / 2, drawn from `rng` row by row (a point
+// outside the image gives the fill).
+absl::Status Jitter(const SampleRef& in, int64_t n_degree, SampleRng* rng,
+                    bool linear, const std::vector<float>& fill, Sample* out);
+
 // JPEG's artefacts: an RGB uint8 image encoded at `quality` (clamped to
 // 1..100) and decoded again.
 absl::Status JpegCompressionDistortion(const SampleRef& in, int quality,

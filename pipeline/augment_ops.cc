@@ -361,7 +361,8 @@ class PasteOp final : public SampleOp {
 // freq_x/_y and phase_x/_y.
 class DisplaceOp final : public SampleOp {
  public:
-  explicit DisplaceOp(bool water) : water_(water) {}
+  enum class Kind { kWater, kSphere, kJitter };
+  explicit DisplaceOp(Kind kind) : kind_(kind) {}
   absl::Status Init(const KernelInitContext& ctx) override {
     auto linear = ctx.BoolAttrOr("linear", false);
     auto fill = ctx.FloatListAttr("fill_value");
@@ -370,7 +371,16 @@ class DisplaceOp final : public SampleOp {
     linear_ = *linear;
     fill_ = FloatsOf(*fill);
     absl::Status ok = mask_.Init(ctx, "mask", 1);
-    if (!ok.ok() || !water_) return ok;
+    if (ok.ok() && kind_ == Kind::kJitter) {
+      auto degree = ctx.IntAttrOr("n_degree", 2);
+      if (!degree.ok()) return degree.status();
+      if (*degree < 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("attr 'n_degree': at least 1, got ", *degree));
+      }
+      n_degree_ = *degree;
+    }
+    if (!ok.ok() || kind_ != Kind::kWater) return ok;
     const Wave wave;
     for (auto [to, name, fallback] :
          {std::tuple{&x_.ampl, "ampl_x", wave.ampl},
@@ -386,7 +396,10 @@ class DisplaceOp final : public SampleOp {
     return absl::OkStatus();
   }
   absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
-    absl::Status ok = ExpectImageSpec(water_ ? "water" : "sphere", in);
+    absl::Status ok = ExpectImageSpec(kind_ == Kind::kWater    ? "water"
+                                      : kind_ == Kind::kSphere ? "sphere"
+                                                               : "jitter",
+                                      in);
     if (!ok.ok()) return ok;
     return in;
   }
@@ -397,12 +410,20 @@ class DisplaceOp final : public SampleOp {
       std::copy(in.data, in.data + in.bytes, out->storage.data());
       return absl::OkStatus();
     }
-    return water_ ? Water(in, x_, y_, linear_, fill_, out)
-                  : Sphere(in, linear_, fill_, out);
+    switch (kind_) {
+      case Kind::kWater:
+        return Water(in, x_, y_, linear_, fill_, out);
+      case Kind::kSphere:
+        return Sphere(in, linear_, fill_, out);
+      case Kind::kJitter:
+        break;
+    }
+    return Jitter(in, n_degree_, rng, linear_, fill_, out);
   }
 
  private:
-  bool water_;
+  Kind kind_;
+  int64_t n_degree_ = 2;
   bool linear_ = false;
   std::vector<float> fill_;
   ScalarArg mask_;
@@ -946,13 +967,16 @@ const std::map<std::string, AugmentOp>& AugmentOps() {
        {[] { return std::make_unique<GaussianBlurOp>(); },
         {"sigma", "window_size"}}},
       {"water",
-       {[] { return std::make_unique<DisplaceOp>(true); },
+       {[] { return std::make_unique<DisplaceOp>(DisplaceOp::Kind::kWater); },
         Join({"linear", "fill_value", "ampl_x", "ampl_y", "freq_x", "freq_y",
               "phase_x", "phase_y"},
              {"mask"})}},
       {"sphere",
-       {[] { return std::make_unique<DisplaceOp>(false); },
+       {[] { return std::make_unique<DisplaceOp>(DisplaceOp::Kind::kSphere); },
         Join({"linear", "fill_value"}, {"mask"})}},
+      {"jitter",
+       {[] { return std::make_unique<DisplaceOp>(DisplaceOp::Kind::kJitter); },
+        Join({"linear", "fill_value", "n_degree"}, {"mask"})}},
       {"jpeg_compression_distortion",
        {[] { return std::make_unique<JpegDistortionOp>(); },
         Join({}, {"quality"})}},

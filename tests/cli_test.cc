@@ -404,6 +404,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.gaussian_noise cpu\n"              \
   "pipeline.hsv cpu\n"                         \
   "pipeline.idx_reader cpu\n"                  \
+  "pipeline.jitter cpu\n"                      \
   "pipeline.jpeg_compression_distortion cpu\n" \
   "pipeline.math cpu\n"                        \
   "pipeline.npy_decode cpu\n"                  \

@@ -1600,8 +1600,8 @@ class DaliTest(unittest.TestCase):
                 fn.resize(images, resize_x=10, mode="fit")
             with self.assertRaisesRegex(ValueError, "'roi_start'"):
                 fn.resize(images, size=[4, 4], roi_start=[0, 0])
-            with self.assertRaisesRegex(NotImplementedError, "fn.jitter"):
-                fn.jitter(images)
+            with self.assertRaisesRegex(NotImplementedError, "fn.coord_transform"):
+                fn.coord_transform(images)
             with self.assertRaisesRegex(AttributeError,
                                         "fn.squeeze is not in actorflow"):
                 fn.squeeze(images)
@@ -2096,6 +2096,39 @@ class AugmentationTest(unittest.TestCase):
         got = run_on(self.images, lambda x: fn.water(x, mask=0))
         for image, out in zip(self.images, got):
             self.assertTrue(numpy.array_equal(out, image))
+
+    def test_jitter(self):
+        # Each pixel is one of its neighbours at an offset from -1 to 1
+        # (nDegree 3), or the fill beyond the border; the offsets follow the
+        # seed.
+        got = run_on(self.images, lambda x: fn.jitter(x, nDegree=3,
+                                                      fill_value=7))
+        for image, out in zip(self.images, got):
+            h, w = image.shape[:2]
+            padded = numpy.full((h + 2, w + 2, 3), 7, numpy.uint8)
+            padded[1:-1, 1:-1] = image
+            matches = numpy.zeros((h, w), bool)
+            for dy in (-1, 0, 1):
+                for dx in (-1, 0, 1):
+                    shifted = padded[1 + dy:1 + dy + h, 1 + dx:1 + dx + w]
+                    matches |= (shifted == out).all(axis=2)
+            self.assertTrue(matches.all())
+            self.assertGreater((out != image).any(axis=2).mean(), 0.3)
+        again = run_on(self.images, lambda x: fn.jitter(x, nDegree=3,
+                                                        fill_value=7))
+        other = run_on(self.images, lambda x: fn.jitter(x, nDegree=3,
+                                                        fill_value=7), seed=4)
+        self.assertTrue(all(numpy.array_equal(a, b)
+                            for a, b in zip(got, again)))
+        self.assertFalse(all(numpy.array_equal(a, b)
+                             for a, b in zip(got, other)))
+        # nDegree 1: no offset; mask 0: the image as it is.
+        for build in (lambda x: fn.jitter(x, nDegree=1),
+                      lambda x: fn.jitter(x, mask=0)):
+            for image, out in zip(self.images, run_on(self.images, build)):
+                self.assertTrue(numpy.array_equal(out, image))
+        with self.assertRaisesRegex(ValueError, "nDegree 0"):
+            run_on(self.images, lambda x: fn.jitter(x, nDegree=0))
 
     def test_resize_nearest_as_dali_interp_nn(self):
         # A segmentation mask's way: INTERP_NN copies source pixels, at

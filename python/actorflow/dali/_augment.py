@@ -150,7 +150,8 @@ def warp_affine(data, *, matrix, size=None, fill_value=None,
 
 def _displace(op, data, attrs, interp_type, fill_value, mask, device,
               name):
-    """water and sphere: DALI's displacement filters (nearest by default)."""
+    """water, sphere and jitter: DALI's displacement filters (nearest by
+    default)."""
     if interp_type not in (None, types.INTERP_NN, types.INTERP_LINEAR):
         raise ValueError(f"fn.{op}: interp_type {interp_type}: INTERP_NN or "
                          "INTERP_LINEAR")
@@ -180,6 +181,19 @@ def sphere(data, *, interp_type=None, fill_value=0.0, mask=1, device="cpu",
     _check_rest("sphere", rest)
     return _displace("sphere", data, {}, interp_type, fill_value, mask,
                      device, name)
+
+
+def jitter(data, *, nDegree=2, fill_value=0.0, interp_type=None, mask=1,
+           device="cpu", name=None, **rest):
+    """Each pixel moved by a random whole offset along each axis, from
+    -nDegree / 2 to nDegree - 1 - nDegree / 2 (drawn from the pipeline's
+    seed and the sample's position)."""
+    _check_rest("jitter", rest)
+    degree = int(_fixed("jitter", "nDegree", nDegree))
+    if degree < 1:
+        raise ValueError(f"fn.jitter: nDegree {degree}: at least 1")
+    return _displace("jitter", data, {"n_degree": degree}, interp_type,
+                     fill_value, mask, device, name)
 
 
 def jpeg_compression_distortion(data, *, quality=95, device="cpu", name=None,

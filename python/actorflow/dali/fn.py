@@ -15,10 +15,10 @@ from actorflow.dali._args import (  # noqa: F401
     _largest_draw, _per_sample, _probability, random)
 from actorflow.dali._augment import (  # noqa: F401
     _cast, brightness, brightness_contrast, cast, cat, color_space_conversion,
-    color_twist, contrast, erase,
-    gaussian_blur, hsv, hue, jpeg_compression_distortion, noise, normalize,
-    one_hot, pad, paste, reshape, rotate, saturation, shapes, slice, sphere,
-    stack, transpose, warp_affine, water)
+    color_twist, contrast, erase, gaussian_blur, hsv, hue, jitter,
+    jpeg_compression_distortion, noise, normalize, one_hot, pad, paste,
+    reshape, rotate, saturation, shapes, slice, sphere, stack, transpose,
+    warp_affine, water)
 from actorflow.dali._external import external_source  # noqa: F401
 from actorflow.dali._python_function import python_function  # noqa: F401
 from actorflow.dali._readers import readers
@@ -438,7 +438,7 @@ def _missing(op):
     return call
 
 
-for _op in ("jitter", "coord_transform", "resize_crop_mirror"):
+for _op in ("coord_transform", "resize_crop_mirror"):
     globals()[_op] = _missing(_op)
 readers.mxnet = _missing("readers.mxnet")
 readers.coco = _missing("readers.coco")
