@@ -1600,7 +1600,8 @@ class DaliTest(unittest.TestCase):
                 fn.resize(images, resize_x=10, mode="fit")
             with self.assertRaisesRegex(ValueError, "'roi_start'"):
                 fn.resize(images, size=[4, 4], roi_start=[0, 0])
-            with self.assertRaisesRegex(NotImplementedError, "fn.coord_transform"):
+            with self.assertRaisesRegex(NotImplementedError,
+                                        "fn.coord_transform"):
                 fn.coord_transform(images)
             with self.assertRaisesRegex(AttributeError,
                                         "fn.squeeze is not in actorflow"):
