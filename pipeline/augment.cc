@@ -188,10 +188,6 @@ absl::Status ConvertColorSpace(const SampleRef& in, ColorSpace from,
   const int64_t shape[] = {in.shape[0], in.shape[1], ChannelsOf(to)};
   out->Reshape(in.type, shape);
   const int64_t pixels = in.shape[0] * in.shape[1];
-  // Where R, G and B sit in a pixel of `from` (gray: all at 0).
-  const int r = from == ColorSpace::kBgr ? 2 : 0,
-            g = from == ColorSpace::kGray ? 0 : 1,
-            b = from == ColorSpace::kRgb ? 2 : 0;
   const int in_c = ChannelsOf(from), out_c = ChannelsOf(to);
   ByType(in, [&](auto tag) {
     using T = decltype(tag);
@@ -200,17 +196,60 @@ absl::Status ConvertColorSpace(const SampleRef& in, ColorSpace from,
     for (int64_t p = 0; p < pixels; ++p) {
       const T* px = src + p * in_c;
       T* to_px = dst + p * out_c;
-      if (to == ColorSpace::kGray) {
-        to_px[0] = from == ColorSpace::kGray
-                       ? px[0]
-                       : StorePixel<T>(0.299f * static_cast<float>(px[r]) +
-                                       0.587f * static_cast<float>(px[g]) +
-                                       0.114f * static_cast<float>(px[b]));
-      } else {
-        const T red = px[r], green = px[g], blue = px[b];
-        to_px[0] = to == ColorSpace::kRgb ? red : blue;
-        to_px[1] = green;
-        to_px[2] = to == ColorSpace::kRgb ? blue : red;
+      // Luma (gray, or YCbCr's Y) passes as it is; everything else goes
+      // through R, G, B as floats, exact for the integers a pixel holds.
+      if (to == ColorSpace::kGray &&
+          (from == ColorSpace::kGray || from == ColorSpace::kYCbCr)) {
+        to_px[0] = px[0];
+        continue;
+      }
+      if (to == ColorSpace::kYCbCr && from == ColorSpace::kGray) {
+        to_px[0] = px[0];
+        to_px[1] = to_px[2] = StorePixel<T>(128.0f);
+        continue;
+      }
+      float r, g, b;
+      const float v0 = static_cast<float>(px[0]);
+      switch (from) {
+        case ColorSpace::kRgb:
+          r = v0, g = static_cast<float>(px[1]), b = static_cast<float>(px[2]);
+          break;
+        case ColorSpace::kBgr:
+          b = v0, g = static_cast<float>(px[1]), r = static_cast<float>(px[2]);
+          break;
+        case ColorSpace::kGray:
+          r = g = b = v0;
+          break;
+        case ColorSpace::kYCbCr: {
+          const float cb = static_cast<float>(px[1]) - 128.0f;
+          const float cr = static_cast<float>(px[2]) - 128.0f;
+          r = v0 + 1.402f * cr;
+          g = v0 - 0.34413629f * cb - 0.71413629f * cr;
+          b = v0 + 1.772f * cb;
+          break;
+        }
+      }
+      switch (to) {
+        case ColorSpace::kRgb:
+          to_px[0] = StorePixel<T>(r);
+          to_px[1] = StorePixel<T>(g);
+          to_px[2] = StorePixel<T>(b);
+          break;
+        case ColorSpace::kBgr:
+          to_px[0] = StorePixel<T>(b);
+          to_px[1] = StorePixel<T>(g);
+          to_px[2] = StorePixel<T>(r);
+          break;
+        case ColorSpace::kGray:
+          to_px[0] = StorePixel<T>(0.299f * r + 0.587f * g + 0.114f * b);
+          break;
+        case ColorSpace::kYCbCr:
+          to_px[0] = StorePixel<T>(0.299f * r + 0.587f * g + 0.114f * b);
+          to_px[1] = StorePixel<T>(-0.16873589f * r - 0.33126411f * g +
+                                   0.5f * b + 128.0f);
+          to_px[2] = StorePixel<T>(0.5f * r - 0.41868759f * g -
+                                   0.08131241f * b + 128.0f);
+          break;
       }
     }
   });

@@ -38,10 +38,14 @@ ColorMatrix ColorTwistMatrix(float hue_degrees, float saturation, float value,
 absl::Status ApplyColorMatrix(const SampleRef& in, const ColorMatrix& matrix,
                               Sample* out);
 
-// DALI's color_space_conversion between these (3, 3 and 1 channels): RGB
-// and BGR swap the first and last channel; to gray, 0.299 R + 0.587 G +
-// 0.114 B; from gray, the value in every channel.
-enum class ColorSpace { kRgb, kBgr, kGray };
+// DALI's color_space_conversion between these (3, 3, 1 and 3 channels):
+// RGB and BGR swap the first and last channel; to gray, 0.299 R + 0.587 G +
+// 0.114 B; from gray, the value in every channel (YCbCr: Y, with Cb and Cr
+// 128). YCbCr is JPEG's full range (BT.601): Y as gray, Cb = -0.16873589 R
+// - 0.33126411 G + 0.5 B + 128, Cr = 0.5 R - 0.41868759 G - 0.08131241 B +
+// 128, and back R = Y + 1.402 (Cr - 128), G = Y - 0.34413629 (Cb - 128) -
+// 0.71413629 (Cr - 128), B = Y + 1.772 (Cb - 128); YCbCr to gray is Y.
+enum class ColorSpace { kRgb, kBgr, kGray, kYCbCr };
 int ChannelsOf(ColorSpace space);
 absl::Status ConvertColorSpace(const SampleRef& in, ColorSpace from,
                                ColorSpace to, Sample* out);

@@ -853,10 +853,12 @@ class ColorSpaceOp final : public SampleOp {
         *space = ColorSpace::kBgr;
       } else if (*name == "gray") {
         *space = ColorSpace::kGray;
+      } else if (*name == "ycbcr") {
+        *space = ColorSpace::kYCbCr;
       } else {
         return absl::InvalidArgumentError(absl::StrCat(
-            "attr '", attr, "': \"rgb\", \"bgr\" or \"gray\", got \"", *name,
-            "\""));
+            "attr '", attr,
+            "': \"rgb\", \"bgr\", \"gray\" or \"ycbcr\", got \"", *name, "\""));
       }
     }
     return absl::OkStatus();

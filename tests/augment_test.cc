@@ -463,7 +463,7 @@ TEST_CASE("operators infer the largest sample they can make") {
   absl::Status bad_space;
   MakeOp(
       "color_space_conversion",
-      {{"image_type", StringAttr("ycbcr")}, {"output_type", StringAttr("rgb")}},
+      {{"image_type", StringAttr("hsv")}, {"output_type", StringAttr("rgb")}},
       &bad_space);
   CHECK(absl::StrContains(bad_space.message(), "image_type"));
   // An encoded image's shape from its header: JPEG and PNG, RGB and gray.

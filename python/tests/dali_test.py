@@ -1837,8 +1837,21 @@ class AugmentationTest(unittest.TestCase):
             self.assertTrue(numpy.allclose(
                 gray[..., 0], image @ numpy.array([0.299, 0.587, 0.114]),
                 atol=1e-6))
-        with self.assertRaisesRegex(ValueError, "YCbCr"):
-            convert(self.images, types.RGB, types.YCbCr)
+        # YCbCr, JPEG's full range: as PIL converts (its integer arithmetic
+        # within 1), back to RGB within 2, Y as the gray.
+        ycbcr = convert(self.images, types.RGB, types.YCbCr)
+        for image, out, back, luma in zip(
+                self.images, ycbcr, convert(ycbcr, types.YCbCr, types.RGB),
+                convert(ycbcr, types.YCbCr, types.GRAY)):
+            want = numpy.asarray(Image.fromarray(image).convert("YCbCr"))
+            self.assertLessEqual(numpy.abs(out.astype(int) - want).max(), 1)
+            self.assertLessEqual(numpy.abs(back.astype(int) - image).max(), 2)
+            self.assertTrue(numpy.array_equal(luma, out[..., :1]))
+        for gray, out in zip(grays, convert(grays, types.GRAY, types.YCbCr)):
+            self.assertTrue(numpy.array_equal(out[..., 0], gray[..., 0]))
+            self.assertTrue((out[..., 1:] == 128).all())
+        with self.assertRaisesRegex(ValueError, "RGB, BGR, GRAY or YCbCr"):
+            convert(self.images, types.RGB, types.ANY_DATA)
         with self.assertRaisesRegex(ValueError, "channel"):
             convert(self.images, types.GRAY, types.RGB)
 

@@ -236,18 +236,20 @@ def paste(data, *, ratio, paste_x=0.5, paste_y=0.5, fill_value=None,
 
 def color_space_conversion(data, *, image_type, output_type, device="cpu",
                            name=None, **rest):
-    """Between RGB, BGR and GRAY (uint8 or float32 HWC): RGB and BGR swap
-    their first and last channel; to GRAY 0.299 R + 0.587 G + 0.114 B; from
-    GRAY the value in every channel."""
+    """Between RGB, BGR, GRAY and YCbCr (uint8 or float32 HWC): RGB and BGR
+    swap their first and last channel; to GRAY 0.299 R + 0.587 G + 0.114 B;
+    from GRAY the value in every channel; YCbCr is JPEG's full range, as
+    DALI's (docs/pipelines.md)."""
     _check_rest("color_space_conversion", rest)
-    spaces = {types.RGB: "rgb", types.BGR: "bgr", types.GRAY: "gray"}
+    spaces = {types.RGB: "rgb", types.BGR: "bgr", types.GRAY: "gray",
+              types.YCbCr: "ycbcr"}
     attrs = {}
     for arg, value in (("image_type", image_type),
                        ("output_type", output_type)):
         if value not in spaces:
             raise ValueError(
-                f"fn.color_space_conversion: {arg} {value}: RGB, BGR or GRAY "
-                "(actorflow.dali has no YCbCr or other color spaces)")
+                f"fn.color_space_conversion: {arg} {value}: RGB, BGR, GRAY "
+                "or YCbCr (actorflow.dali has no other color spaces)")
         attrs[arg] = spaces[value]
     return _augment("color_space_conversion", data, attrs, device, name)
 
