@@ -99,7 +99,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
           "longer_uniform", "longer_normal", "longer_stream",
           "resize_x_uniform", "resize_x_normal", "resize_x_stream",
           "resize_y_uniform", "resize_y_normal", "resize_y_stream"}},
-        {"crop", {"size", "random", "pos"}},
+        {"crop", {"size", "random", "pos", "out_of_bounds", "fill_values"}},
         {"random_resized_crop",
          {"size", "random_area", "random_aspect_ratio", "num_attempts",
           "antialias"}},

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "pipeline/crop_outside.h"
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
 #include "pipeline/sample_args.h"
@@ -349,20 +350,45 @@ class CropOp final : public SampleOp {
   absl::Status Init(const KernelInitContext& ctx) override {
     auto size = SizeAttr(ctx, "size", /*required=*/true);
     auto place = CropPlaceAttrs(ctx, /*random_default=*/false);
+    auto policy = ctx.StringAttrOr("out_of_bounds", "error");
+    auto fill = ctx.FloatListAttr("fill_values");
     if (!size.ok()) return size.status();
     if (!place.ok()) return place.status();
+    if (!policy.ok()) return policy.status();
+    if (!fill.ok()) return fill.status();
+    if (*policy != "error" && *policy != "pad" && *policy != "trim_to_shape") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attr 'out_of_bounds': \"error\", \"pad\" or "
+                       "\"trim_to_shape\", got \"",
+                       *policy, "\""));
+    }
     size_ = *size;
     place_ = *place;
+    outside_ = *policy != "error";
+    trim_ = *policy == "trim_to_shape";
+    fill_.assign(fill->begin(), fill->end());
     return absl::OkStatus();
   }
   absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
     absl::Status ok = ExpectRank("crop", in, 3, "HWC images");
     if (!ok.ok()) return ok;
-    return SampleSpec{in.type, {size_[0], size_[1], in.max_shape[2]}};
+    SampleSpec out{in.type, {size_[0], size_[1], in.max_shape[2]}};
+    for (int d = 0; trim_ && d < 2; ++d) {
+      if (in.max_shape[d] >= 0) {
+        out.max_shape[d] = std::min(out.max_shape[d], in.max_shape[d]);
+      }
+    }
+    return out;
   }
   absl::Status Apply(const SampleRef& in, SampleRng* rng,
                      Sample* out) override {
     if (in.shape.size() != 3) return Crop(in, {}, size_[0], size_[1], out);
+    if (outside_) {
+      int64_t y, x;
+      PlaceCropAnywhere(in.shape[0], in.shape[1], size_[0], size_[1], place_,
+                        rng, &y, &x);
+      return CropOutside(in, y, x, size_[0], size_[1], fill_, trim_, out);
+    }
     CropWindow window;
     absl::Status ok = PlaceCrop(in.shape[0], in.shape[1], size_[0], size_[1],
                                 place_, rng, &window);
@@ -377,6 +403,10 @@ class CropOp final : public SampleOp {
  private:
   std::vector<int64_t> size_;
   CropPlace place_;
+  // out_of_bounds "pad" or "trim_to_shape" (else a window that leaves the
+  // image is the sample's error)
+  bool outside_ = false, trim_ = false;
+  std::vector<float> fill_;
 };
 
 // attr `name`: two floats lo <= hi, both above `floor`, or `fallback`.

@@ -31,6 +31,14 @@ bool PlainResize(const TaskProto& task) {
   return true;
 }
 
+// A crop that stays inside the image (out_of_bounds "error"), which
+// decode_random_crop does.
+bool InsideCrop(const TaskProto& task) {
+  const auto& attrs = task.kernel().attr();
+  auto policy = attrs.find("out_of_bounds");
+  return policy == attrs.end() || policy->second.s() == "error";
+}
+
 }  // namespace
 
 // decode, random_resized_crop [, resize to a size] ->
@@ -91,7 +99,8 @@ std::vector<Planned> FuseDecoders(std::vector<Planned> planned) {
             ? &planned[j + 1]
             : nullptr;
     const size_t crop_at = j + (resize ? 2 : 1);
-    Planned* crop = crop_at < planned.size() && planned[crop_at].op == "crop"
+    Planned* crop = crop_at < planned.size() && planned[crop_at].op == "crop" &&
+                            InsideCrop(planned[crop_at].own)
                         ? &planned[crop_at]
                         : nullptr;
     if (resize == nullptr && crop == nullptr) {

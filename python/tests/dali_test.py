@@ -616,6 +616,28 @@ class DaliTest(unittest.TestCase):
                 self.assertEqual(padded.at(i)[image.shape[0]:].sum(), 0)
                 self.assertEqual(padded.at(i)[:, image.shape[1]:].sum(), 0)
 
+    def test_crop_out_of_bounds_after_the_decoder(self):
+        # Not fused into the decoder (which decodes inside windows only):
+        # the decoded image, padded.
+        root = self.root
+
+        @pipeline_def(batch_size=4, num_threads=2, device_id=None)
+        def padded():
+            jpegs, _ = fn.readers.file(file_root=root)
+            images = fn.decoders.image(jpegs)
+            return images, fn.crop(images, crop=(400, 30), crop_pos_y=0.0,
+                                   out_of_bounds_policy="pad")
+
+        images, crops = padded().run()
+        for i in range(4):
+            image = images.at(i)
+            h, w = image.shape[:2]
+            self.assertLess(h, 400)
+            left = int(numpy.floor(0.5 * (w - 30) + 0.5))  # roundf
+            want = numpy.zeros((400, 30, 3), numpy.uint8)
+            want[:h] = image[:, left:left + 30]
+            self.assertTrue(numpy.array_equal(crops.at(i), want))
+
     def test_dali_low_level_loop(self):
         # DALI's loop without run(): one schedule_run() prefetches
         # prefetch_queue_depth batches, then each share_outputs() /
@@ -2110,6 +2132,46 @@ class AugmentationTest(unittest.TestCase):
         got = run_on(self.images, lambda x: fn.water(x, mask=0))
         for image, out in zip(self.images, got):
             self.assertTrue(numpy.array_equal(out, image))
+
+    def test_crop_out_of_bounds(self):
+        # A window larger than the image: padded with fill_values where it
+        # sticks out (anchored as DALI: roundf(pos * (in - size))), or cut to
+        # the image; where it fits, the plain crop.
+        def corner(size, extent, pos):
+            if size <= extent and pos == 0.5:
+                return (extent - size) // 2
+            value = numpy.float32(pos) * numpy.float32(extent - size)
+            return int(numpy.sign(value) * numpy.floor(abs(value) + 0.5))
+
+        def window(image, top, left, h, w, fill):
+            out = numpy.empty((h, w, 3), numpy.uint8)
+            out[:] = fill
+            for y in range(h):
+                for x in range(w):
+                    sy, sx = top + y, left + x
+                    if 0 <= sy < image.shape[0] and 0 <= sx < image.shape[1]:
+                        out[y, x] = image[sy, sx]
+            return out
+
+        for pos_x in (0.5, 0.0, 1.0):
+            padded, trimmed = run_on(self.images, lambda x: (
+                fn.crop(x, crop=(26, 26), crop_pos_x=pos_x,
+                        out_of_bounds_policy="pad", fill_values=(9, 8, 7)),
+                fn.crop(x, crop=(26, 26), crop_pos_x=pos_x,
+                        out_of_bounds_policy="trim_to_shape")), outputs=2)
+            for i, image in enumerate(self.images):
+                h, w = image.shape[:2]
+                top = corner(26, h, 0.5)
+                left = corner(26, w, pos_x)
+                self.assertTrue(numpy.array_equal(
+                    padded[i], window(image, top, left, 26, 26, (9, 8, 7))))
+                y0, x0 = max(top, 0), max(left, 0)
+                y1, x1 = min(top + 26, h), min(left + 26, w)
+                self.assertTrue(numpy.array_equal(trimmed[i],
+                                                  image[y0:y1, x0:x1]))
+        with self.assertRaisesRegex(ValueError, "'error', 'pad' or"):
+            run_on(self.images, lambda x: fn.crop(
+                x, crop=(4, 4), out_of_bounds_policy="wrap"))
 
     def test_jitter(self):
         # Each pixel is one of its neighbours at an offset from -1 to 1

@@ -304,17 +304,25 @@ def _crop_size(op, crop, crop_h, crop_w):
 
 def crop(data, *, crop=None, crop_h=0, crop_w=0, crop_pos_x=0.5,
          crop_pos_y=0.5, dtype=None, out_of_bounds_policy="error",
-         device="cpu", name=None, **rest):
+         fill_values=None, device="cpu", name=None, **rest):
+    """DALI's crop: a window of crop (h, w) at crop_pos; one that leaves the
+    image is the sample's error, or with out_of_bounds_policy "pad" filled
+    with fill_values (0) there, or with "trim_to_shape" cut to the image."""
     _check_rest("crop", rest)
     _device("crop", device)
-    if out_of_bounds_policy != "error":
-        raise ValueError("fn.crop: out_of_bounds_policy: 'error' only")
+    if out_of_bounds_policy not in ("error", "pad", "trim_to_shape"):
+        raise ValueError(
+            f"fn.crop: out_of_bounds_policy '{out_of_bounds_policy}': "
+            "'error', 'pad' or 'trim_to_shape'")
     size = _crop_size("crop", crop, crop_h, crop_w)
     if size is None:
         raise ValueError("fn.crop: give crop (or crop_h and crop_w)")
-    node = _add_operator("crop", [data], 1, "cpu", name,
-                         {"size": size,
-                          **_crop_pos("crop", crop_pos_x, crop_pos_y)})
+    attrs = {"size": size, **_crop_pos("crop", crop_pos_x, crop_pos_y)}
+    if out_of_bounds_policy != "error":
+        attrs["out_of_bounds"] = out_of_bounds_policy
+        if fill_values is not None:
+            attrs["fill_values"] = _floats(fill_values)
+    node = _add_operator("crop", [data], 1, "cpu", name, attrs)
     node = _node(node, like=data, device=device)
     node.bound = None
     if dtype is not None and types.to_numpy_dtype(dtype).name != "uint8":
