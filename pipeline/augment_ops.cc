@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "pipeline/augment.h"
+#include "pipeline/coord_transform.h"
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
 #include "pipeline/math_op.h"
@@ -1008,6 +1009,7 @@ const std::map<std::string, AugmentOp>& AugmentOps() {
              {"prob", "salt_vs_pepper"})}},
       {"standardize", {MakeStandardizeOp, StandardizeAttrs()}},
       {"math", {MakeMathOp, MathAttrs()}},
+      {"coord_transform", {MakeCoordTransformOp, CoordTransformAttrs()}},
       {"npy_decode", {MakeNpyDecodeOp, NpyDecodeAttrs()}},
       {"shot_noise",
        {[] { return std::make_unique<NoiseOp>(NoiseOp::Kind::kShot); },

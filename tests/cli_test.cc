@@ -389,6 +389,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.chain cpu\n"                       \
   "pipeline.color_space_conversion cpu\n"      \
   "pipeline.color_twist cpu\n"                 \
+  "pipeline.coord_transform cpu\n"             \
   "pipeline.crop cpu\n"                        \
   "pipeline.crop_mirror_normalize cpu\n"       \
   "pipeline.decode cpu\n"                      \

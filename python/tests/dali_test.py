@@ -1623,8 +1623,8 @@ class DaliTest(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "'roi_start'"):
                 fn.resize(images, size=[4, 4], roi_start=[0, 0])
             with self.assertRaisesRegex(NotImplementedError,
-                                        "fn.coord_transform"):
-                fn.coord_transform(images)
+                                        "fn.readers.coco"):
+                fn.readers.coco(file_root=root)
             with self.assertRaisesRegex(AttributeError,
                                         "fn.squeeze is not in actorflow"):
                 fn.squeeze(images)
@@ -2172,6 +2172,37 @@ class AugmentationTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "'error', 'pad' or"):
             run_on(self.images, lambda x: fn.crop(
                 x, crop=(4, 4), out_of_bounds_policy="wrap"))
+
+    def test_coord_transform_and_resize_crop_mirror(self):
+        points = [numpy.array([[1, 2], [3, 4], [-5, 0.5]], numpy.float32),
+                  numpy.array([[0, 0]], numpy.float32)]
+        m = numpy.array([[0, 1], [2, 0], [1, 1]], numpy.float32)
+        t = numpy.array([10, 20, 30], numpy.float32)
+        mapped, scaled, block, ints = run_on(points, lambda p: (
+            fn.coord_transform(p, M=m, T=t),
+            fn.coord_transform(p, M=2.0, T=1.0),
+            fn.coord_transform(p, MT=numpy.hstack([m, t[:, None]])),
+            fn.coord_transform(p, M=m, dtype=types.INT32)), outputs=4)
+        for i, p in enumerate(points):
+            want = p @ m.T + t
+            self.assertTrue(numpy.allclose(mapped[i], want))
+            self.assertTrue(numpy.array_equal(block[i], mapped[i]))
+            self.assertTrue(numpy.allclose(scaled[i], 2 * p + 1))
+            self.assertEqual(ints[i].dtype, numpy.int32)
+            halves_away = numpy.sign(p @ m.T) * numpy.floor(
+                numpy.abs(p @ m.T) + 0.5)  # as DALI's cast rounds
+            self.assertTrue(numpy.array_equal(ints[i], halves_away))
+        with self.assertRaisesRegex(ValueError, "'m' has 5 values"):
+            run_on(points, lambda p: fn.coord_transform(p, M=[1, 2, 3, 4, 5]))
+        # resize_crop_mirror: the three operators it is, one after another.
+        got, want = run_on(self.images, lambda x: (
+            fn.resize_crop_mirror(x, resize_shorter=30, crop=(24, 20),
+                                  crop_pos_x=0.2, mirror=1),
+            fn.flip(fn.crop(fn.resize(x, resize_shorter=30), crop=(24, 20),
+                            crop_pos_x=0.2), horizontal=1)), outputs=2)
+        for a, b in zip(got, want):
+            self.assertEqual(a.shape, (24, 20, 3))
+            self.assertTrue(numpy.array_equal(a, b))
 
     def test_jitter(self):
         # Each pixel is one of its neighbours at an offset from -1 to 1

@@ -457,6 +457,41 @@ def pad(data, *, fill_value=0.0, axes=None, axis_names=None, shape=None,
     return node
 
 
+def coord_transform(data, *, M=None, T=None, MT=None, dtype=types.FLOAT,
+                    device="cpu", name=None, **rest):
+    """Points along the last axis mapped to M p + T (float32, or `dtype`).
+    M: R x D (rows), or a number (times the identity), none the identity;
+    T: R numbers, or one for all; MT: [M T] as rows."""
+    _check_rest("coord_transform", rest)
+    for arg, value in (("M", M), ("T", T), ("MT", MT)):
+        if hasattr(value, "_pipeline") or hasattr(value, "stream_code"):
+            raise NotImplementedError(
+                f"fn.coord_transform: {arg} per sample (a data node or "
+                "fn.random value) is not in actorflow.dali: give numbers")
+    if MT is not None:
+        if M is not None or T is not None:
+            raise ValueError("fn.coord_transform: give MT, or M and T")
+        block = numpy.asarray(MT, numpy.float64)
+        if block.ndim != 2 or block.shape[1] < 2:
+            raise ValueError(
+                "fn.coord_transform: MT as rows [M T] (a 2-D list or array "
+                f"of R x (D + 1) numbers), got shape {block.shape}")
+        M, T = block[:, :-1], block[:, -1]
+    attrs = {}
+    if M is not None:
+        attrs["m"] = [float(v) for v in numpy.asarray(M, numpy.float64)
+                      .reshape(-1)]
+    if T is not None:
+        attrs["t"] = [float(v) for v in numpy.asarray(T, numpy.float64)
+                      .reshape(-1)]
+    node = _augment("coord_transform", data, attrs, device, name, layout="",
+                    bound_same=False)
+    node.unit_dim = False
+    if types.to_numpy_dtype(dtype).name != "float32":
+        node = cast(node, dtype=dtype)
+    return node
+
+
 def one_hot(data, *, num_classes, axis=-1, dtype=types.FLOAT, on_value=1.0,
             off_value=0.0, device="cpu", name=None, **rest):
     """Integer labels -> float32 [..., num_classes] (a label [1] counts as

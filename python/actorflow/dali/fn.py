@@ -15,10 +15,10 @@ from actorflow.dali._args import (  # noqa: F401
     _largest_draw, _per_sample, _probability, random)
 from actorflow.dali._augment import (  # noqa: F401
     _cast, brightness, brightness_contrast, cast, cat, color_space_conversion,
-    color_twist, contrast, erase, gaussian_blur, hsv, hue, jitter,
-    jpeg_compression_distortion, noise, normalize, one_hot, pad, paste,
-    reshape, rotate, saturation, shapes, slice, sphere, stack, transpose,
-    warp_affine, water)
+    color_twist, contrast, coord_transform, erase, gaussian_blur, hsv, hue,
+    jitter, jpeg_compression_distortion, noise, normalize, one_hot, pad,
+    paste, reshape, rotate, saturation, shapes, slice, sphere, stack,
+    transpose, warp_affine, water)
 from actorflow.dali._external import external_source  # noqa: F401
 from actorflow.dali._python_function import python_function  # noqa: F401
 from actorflow.dali._readers import readers
@@ -330,6 +330,9 @@ def crop(data, *, crop=None, crop_h=0, crop_w=0, crop_pos_x=0.5,
     return node
 
 
+_crop_window = crop  # for operators whose own argument is named crop
+
+
 def crop_mirror_normalize(data, *, dtype=None, output_layout="CHW",
                           crop=None, crop_h=0, crop_w=0, crop_pos_x=0.5,
                           crop_pos_y=0.5, mirror=0, mean=0.0, std=1.0,
@@ -422,6 +425,27 @@ def flip(data, *, horizontal=1, vertical=0, depthwise=0, device="cpu",
     return _node(node, like=data, device=device)
 
 
+def resize_crop_mirror(data, *, crop=None, crop_h=0, crop_w=0,
+                       crop_pos_x=0.5, crop_pos_y=0.5, mirror=0,
+                       resize_x=None, resize_y=None, resize_shorter=None,
+                       resize_longer=None, max_size=None, interp_type=None,
+                       antialias=True, min_filter=None, mag_filter=None,
+                       device="cpu", name=None, **rest):
+    """DALI's resize_crop_mirror: resize, then crop, then mirror
+    horizontally where `mirror` (per sample) is 1, as those three give."""
+    _check_rest("resize_crop_mirror", rest)
+    resized = resize(data, resize_x=resize_x, resize_y=resize_y,
+                     resize_shorter=resize_shorter,
+                     resize_longer=resize_longer, max_size=max_size,
+                     interp_type=interp_type, antialias=antialias,
+                     min_filter=min_filter, mag_filter=mag_filter,
+                     device=device)
+    cropped = _crop_window(resized, crop=crop, crop_h=crop_h, crop_w=crop_w,
+                           crop_pos_x=crop_pos_x, crop_pos_y=crop_pos_y,
+                           device=device)
+    return flip(cropped, horizontal=mirror, device=device, name=name)
+
+
 # ---- DALI's names from before its readers, decoders and random
 # namespaces (its fn keeps them as deprecated aliases) ----
 
@@ -446,8 +470,6 @@ def _missing(op):
     return call
 
 
-for _op in ("coord_transform", "resize_crop_mirror"):
-    globals()[_op] = _missing(_op)
 readers.mxnet = _missing("readers.mxnet")
 readers.coco = _missing("readers.coco")
 
