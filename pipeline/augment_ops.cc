@@ -898,6 +898,9 @@ class PeekImageShapeOp final : public SampleOp {
           "attr 'channels': 1 (gray) or 3 (RGB), got ", *channels));
     }
     channels_ = *channels;
+    auto adjust = ctx.BoolAttrOr("adjust_orientation", false);
+    if (!adjust.ok()) return adjust.status();
+    upright_ = *adjust;
     return absl::OkStatus();
   }
   absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
@@ -910,19 +913,20 @@ class PeekImageShapeOp final : public SampleOp {
   }
   absl::Status Apply(const SampleRef& in, SampleRng*, Sample* out) override {
     auto header = ReadImageHeader(
-        absl::MakeConstSpan(in.data, static_cast<size_t>(in.bytes)));
+        absl::MakeConstSpan(in.data, static_cast<size_t>(in.bytes)), upright_);
     if (!header.ok()) return header.status();
     const int64_t rank[] = {3};
     out->Reshape(DT_INT64, rank);
     int64_t* shape = out->as<int64_t>();
-    shape[0] = header->height;
-    shape[1] = header->width;
+    shape[0] = header->upright_height();
+    shape[1] = header->upright_width();
     shape[2] = channels_;
     return absl::OkStatus();
   }
 
  private:
   int64_t channels_ = 3;
+  bool upright_ = false;  // the size shown upright (EXIF orientation)
 };
 
 struct AugmentOp {
@@ -999,7 +1003,8 @@ const std::map<std::string, AugmentOp>& AugmentOps() {
        {[] { return std::make_unique<ColorSpaceOp>(); },
         {"image_type", "output_type"}}},
       {"peek_image_shape",
-       {[] { return std::make_unique<PeekImageShapeOp>(); }, {"channels"}}},
+       {[] { return std::make_unique<PeekImageShapeOp>(); },
+        {"channels", "adjust_orientation"}}},
       {"gaussian_noise",
        {[] { return std::make_unique<NoiseOp>(NoiseOp::Kind::kGaussian); },
         Join({}, {"mean", "stddev"})}},

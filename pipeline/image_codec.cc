@@ -10,6 +10,7 @@
 #include <png.h>
 
 #include "absl/strings/str_cat.h"
+#include "pipeline/orientation.h"
 
 namespace actorflow::internal::pipeline {
 namespace {
@@ -61,9 +62,25 @@ absl::Status TooLarge(const char* format, int64_t height, int64_t width,
                    " (nothing was decoded)"));
 }
 
-absl::Status DecodeJpeg(absl::Span<const uint8_t> encoded,
-                        const DecodeOptions& options, Sample* out,
-                        DecodedRegion* region) {
+// The EXIF orientation among the markers jpeg_save_markers kept (1: none).
+int SavedOrientation(j_decompress_ptr cinfo) {
+  for (jpeg_saved_marker_ptr marker = cinfo->marker_list; marker != nullptr;
+       marker = marker->next) {
+    if (marker->marker == JPEG_APP0 + 1 && marker->data_length >= 6 &&
+        std::memcmp(marker->data, "Exif\0\0", 6) == 0) {
+      return ExifOrientation(marker->data, marker->data_length);
+    }
+  }
+  return 1;
+}
+
+// The JPEG as stored. With `orientation` (and options.adjust_orientation),
+// the file's EXIF orientation is read from the header too: if it is not 1,
+// nothing is decoded and it is returned there (the caller turns the image).
+absl::Status DecodeJpegAsStored(absl::Span<const uint8_t> encoded,
+                                const DecodeOptions& options, Sample* out,
+                                DecodedRegion* region,
+                                int* orientation = nullptr) {
   jpeg_decompress_struct cinfo;
   JpegError err;
   jpeg_progress_mgr progress;
@@ -83,7 +100,16 @@ absl::Status DecodeJpeg(absl::Span<const uint8_t> encoded,
   progress.progress_monitor = JpegProgress;
   cinfo.progress = &progress;
   jpeg_mem_src(&cinfo, encoded.data(), encoded.size());
+  const bool orient = orientation != nullptr && options.adjust_orientation;
+  if (orient) jpeg_save_markers(&cinfo, JPEG_APP0 + 1, 0xFFFF);
   jpeg_read_header(&cinfo, TRUE);
+  if (orient) {
+    *orientation = SavedOrientation(&cinfo);
+    if (*orientation != 1) {
+      jpeg_destroy_decompress(&cinfo);
+      return absl::OkStatus();
+    }
+  }
   const int64_t height = cinfo.image_height, width = cinfo.image_width;
   if (options.max_pixels > 0 && height * width > options.max_pixels) {
     jpeg_destroy_decompress(&cinfo);
@@ -206,7 +232,8 @@ absl::StatusOr<ImageHeader> ReadPngHeader(absl::Span<const uint8_t> encoded) {
   return ImageHeader{"png", be32(20), be32(16)};
 }
 
-absl::StatusOr<ImageHeader> ReadJpegHeader(absl::Span<const uint8_t> encoded) {
+absl::StatusOr<ImageHeader> ReadJpegHeader(absl::Span<const uint8_t> encoded,
+                                           bool read_orientation) {
   jpeg_decompress_struct cinfo;
   JpegError err;
   cinfo.err = jpeg_std_error(&err.mgr);
@@ -218,10 +245,61 @@ absl::StatusOr<ImageHeader> ReadJpegHeader(absl::Span<const uint8_t> encoded) {
   }
   jpeg_create_decompress(&cinfo);
   jpeg_mem_src(&cinfo, encoded.data(), encoded.size());
+  // APP1 (EXIF) kept for its orientation: at most one 64 KiB segment.
+  if (read_orientation) jpeg_save_markers(&cinfo, JPEG_APP0 + 1, 0xFFFF);
   jpeg_read_header(&cinfo, TRUE);
   ImageHeader header{"jpeg", cinfo.image_height, cinfo.image_width};
+  header.orientation = SavedOrientation(&cinfo);
   jpeg_destroy_decompress(&cinfo);
   return header;
+}
+
+// DecodeJpegAsStored, turned upright as the file's EXIF orientation says:
+// the stored image's window that holds the asked-for one is decoded, then
+// turned.
+absl::Status DecodeJpeg(absl::Span<const uint8_t> encoded,
+                        const DecodeOptions& options, Sample* out,
+                        DecodedRegion* region) {
+  int orientation = 1;
+  absl::Status as_stored_ok =
+      DecodeJpegAsStored(encoded, options, out, region, &orientation);
+  if (!as_stored_ok.ok() || orientation == 1) return as_stored_ok;
+  auto header = ReadJpegHeader(encoded, /*read_orientation=*/false);
+  if (!header.ok()) return header.status();
+  const int eighths = std::clamp(options.scale_eighths, 1, 8);
+  const int64_t stored_h = ScaledSize(header->height, eighths);
+  const int64_t stored_w = ScaledSize(header->width, eighths);
+  const int64_t upright_h = SwapsSides(orientation) ? stored_w : stored_h;
+  const int64_t upright_w = SwapsSides(orientation) ? stored_h : stored_w;
+  // The asked-for window, whole where h or w is 0, clipped to the image.
+  Window asked;
+  asked.y = std::clamp<int64_t>(options.y, 0, upright_h);
+  asked.x = std::clamp<int64_t>(options.x, 0, upright_w);
+  asked.h = options.h > 0 ? std::min(upright_h - asked.y, options.h)
+                          : upright_h - asked.y;
+  asked.w = options.w > 0 ? std::min(upright_w - asked.x, options.w)
+                          : upright_w - asked.x;
+  const Window stored = StoredWindow(asked, stored_h, stored_w, orientation);
+  DecodeOptions as_stored = options;
+  as_stored.adjust_orientation = false;
+  as_stored.y = stored.y;
+  as_stored.x = stored.x;
+  as_stored.h = stored.h;
+  as_stored.w = stored.w;
+  Sample piece;
+  DecodedRegion piece_region;
+  absl::Status ok =
+      DecodeJpegAsStored(encoded, as_stored, &piece, &piece_region);
+  if (!ok.ok()) return ok;
+  TurnUpright(piece.ref(), orientation, out);
+  if (region != nullptr) {
+    const Window decoded{piece_region.y, piece_region.x, piece.shape[0],
+                         piece.shape[1]};
+    const Window upright =
+        UprightWindow(decoded, stored_h, stored_w, orientation);
+    *region = DecodedRegion{upright_h, upright_w, upright.y, upright.x};
+  }
+  return absl::OkStatus();
 }
 
 absl::Status NotAnImage(absl::Span<const uint8_t> encoded) {
@@ -262,9 +340,10 @@ std::string SniffImageFormat(absl::Span<const uint8_t> encoded) {
   return "";
 }
 
-absl::StatusOr<ImageHeader> ReadImageHeader(absl::Span<const uint8_t> encoded) {
+absl::StatusOr<ImageHeader> ReadImageHeader(absl::Span<const uint8_t> encoded,
+                                            bool read_orientation) {
   const std::string format = SniffImageFormat(encoded);
-  if (format == "jpeg") return ReadJpegHeader(encoded);
+  if (format == "jpeg") return ReadJpegHeader(encoded, read_orientation);
   if (format == "png") return ReadPngHeader(encoded);
   return NotAnImage(encoded);
 }

@@ -19,10 +19,17 @@ constexpr int64_t kDefaultMaxPixels = int64_t{64} << 20;
 // What an image's header says, read without decoding.
 struct ImageHeader {
   std::string format;  // "jpeg" or "png"
-  int64_t height = 0;
+  int64_t height = 0;  // as stored
   int64_t width = 0;
+  // A JPEG's EXIF orientation (pipeline/orientation.h), read when asked;
+  // else, and for PNG, 1.
+  int orientation = 1;
+  // The size shown upright: height and width swapped for orientations 5-8.
+  int64_t upright_height() const { return orientation >= 5 ? width : height; }
+  int64_t upright_width() const { return orientation >= 5 ? height : width; }
 };
-absl::StatusOr<ImageHeader> ReadImageHeader(absl::Span<const uint8_t> encoded);
+absl::StatusOr<ImageHeader> ReadImageHeader(absl::Span<const uint8_t> encoded,
+                                            bool read_orientation = false);
 
 struct DecodeOptions {
   int channels = 3;  // 3 (RGB) or 1 (gray), whatever the file stores
@@ -40,6 +47,10 @@ struct DecodeOptions {
   // one block around the window (which keeps the window's pixels exactly
   // the whole image's): DecodedRegion says where it lies.
   int64_t y = 0, x = 0, h = 0, w = 0;
+  // JPEG only: the image turned upright as its EXIF orientation says
+  // (DALI's decoders do; PIL's open does not). The window above is then
+  // the upright image's, and so is DecodedRegion.
+  bool adjust_orientation = false;
 };
 
 // Where a decoded image lies in the whole (scaled) image.

@@ -558,9 +558,10 @@ absl::Status DecodeResizeCrop(absl::Span<const uint8_t> encoded,
                               const DecodeCropSpec& spec, SampleRng* rng,
                               Sample* scratch, Sample* out, bool* bad_data) {
   *bad_data = true;
-  auto header = ReadImageHeader(encoded);
+  auto header = ReadImageHeader(encoded, spec.decode.adjust_orientation);
   if (!header.ok()) return header.status();
-  const int64_t h = header->height, w = header->width;
+  // Windows and sizes are the upright image's when it is turned upright.
+  const int64_t h = header->upright_height(), w = header->upright_width();
   if (spec.decode.max_pixels > 0 && h * w > spec.decode.max_pixels) {
     // The decoder's own check, with its message.
     return DecodeImage(encoded, spec.decode, out);

@@ -11,7 +11,8 @@
 // element: the sample operator `math`, attr `fn`:
 // - "abs", "floor", "ceil", "clamp" (attrs `lo`, `hi`), "min", "max" (with
 //   the number `value`): the input's type kept (integers saturate);
-// - "fabs", "sqrt", "rsqrt", "cbrt", "exp", "log", "log2", "log10", "sin", "cos",
+// - "fabs", "sqrt", "rsqrt", "cbrt", "exp", "log", "log2", "log10", "sin",
+// "cos",
 //   "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh",
 //   "acosh", "atanh", "pow" (to the number `value`), "rpow" (`value` to
 //   the element's power): float32.

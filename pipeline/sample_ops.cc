@@ -89,19 +89,32 @@ absl::StatusOr<int64_t> MaxPixels(const KernelInitContext& ctx) {
   return max_pixels;
 }
 
+// The decoders' own attrs: `color` ("rgb" or "gray"), `max_pixels`,
+// `adjust_orientation` (false).
+absl::StatusOr<DecodeOptions> DecodeAttrs(const KernelInitContext& ctx) {
+  auto color = ctx.StringAttrOr("color", "rgb");
+  if (!color.ok()) return color.status();
+  if (*color != "rgb" && *color != "gray") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attr 'color': \"rgb\" or \"gray\", got \"", *color, "\""));
+  }
+  auto max_pixels = MaxPixels(ctx);
+  if (!max_pixels.ok()) return max_pixels.status();
+  auto adjust = ctx.BoolAttrOr("adjust_orientation", false);
+  if (!adjust.ok()) return adjust.status();
+  DecodeOptions options;
+  options.channels = *color == "rgb" ? 3 : 1;
+  options.max_pixels = *max_pixels;
+  options.adjust_orientation = *adjust;
+  return options;
+}
+
 class DecodeOp final : public SampleOp {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
-    auto color = ctx.StringAttrOr("color", "rgb");
-    if (!color.ok()) return color.status();
-    if (*color != "rgb" && *color != "gray") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "attr 'color': \"rgb\" or \"gray\", got \"", *color, "\""));
-    }
-    auto max_pixels = MaxPixels(ctx);
-    if (!max_pixels.ok()) return max_pixels.status();
-    options_.channels = *color == "rgb" ? 3 : 1;
-    options_.max_pixels = *max_pixels;
+    auto options = DecodeAttrs(ctx);
+    if (!options.ok()) return options.status();
+    options_ = *options;
     return absl::OkStatus();
   }
   absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
@@ -132,16 +145,9 @@ class DecodeCropOp final : public SampleOp {
   explicit DecodeCropOp(bool crop) : crop_(crop) {}
 
   absl::Status Init(const KernelInitContext& ctx) override {
-    auto color = ctx.StringAttrOr("color", "rgb");
-    if (!color.ok()) return color.status();
-    if (*color != "rgb" && *color != "gray") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "attr 'color': \"rgb\" or \"gray\", got \"", *color, "\""));
-    }
-    auto max_pixels = MaxPixels(ctx);
-    if (!max_pixels.ok()) return max_pixels.status();
-    options_.channels = *color == "rgb" ? 3 : 1;
-    options_.max_pixels = *max_pixels;
+    auto options = DecodeAttrs(ctx);
+    if (!options.ok()) return options.status();
+    options_ = *options;
     const char* size_name = crop_ ? "resize_size" : "size";
     const char* shorter_name = crop_ ? "resize_shorter" : "shorter";
     auto resize = SizeAttr(ctx, size_name, /*required=*/false);
@@ -498,16 +504,9 @@ class RandomResizedCropOp final : public SampleOp {
 class DecodeAreaCropOp final : public SampleOp {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
-    auto color = ctx.StringAttrOr("color", "rgb");
-    auto max_pixels = MaxPixels(ctx);
-    if (!color.ok()) return color.status();
-    if (!max_pixels.ok()) return max_pixels.status();
-    if (*color != "rgb" && *color != "gray") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "attr 'color': \"rgb\" or \"gray\", got \"", *color, "\""));
-    }
-    spec_.decode.channels = *color == "rgb" ? 3 : 1;
-    spec_.decode.max_pixels = *max_pixels;
+    auto options = DecodeAttrs(ctx);
+    if (!options.ok()) return options.status();
+    spec_.decode = *options;
     absl::Status ok = crop_.Init(ctx);
     if (!ok.ok()) return ok;
     if (!crop_.size().empty()) {

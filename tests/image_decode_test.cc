@@ -173,6 +173,154 @@ TEST_CASE("a decoded window holds exactly the whole image's pixels there") {
   }
 }
 
+// `jpeg` with an EXIF block stating `orientation` (APP1 right after SOI:
+// "Exif\0\0", a little-endian TIFF header, one IFD with tag 0x0112).
+Bytes WithOrientation(const Bytes& jpeg, int orientation) {
+  const uint8_t exif[] = {'E',
+                          'x',
+                          'i',
+                          'f',
+                          0,
+                          0,  // the EXIF header
+                          'I',
+                          'I',
+                          42,
+                          0,
+                          8,
+                          0,
+                          0,
+                          0,  // TIFF, IFD0 at 8
+                          1,
+                          0,  // one entry
+                          0x12,
+                          0x01,
+                          3,
+                          0,
+                          1,
+                          0,
+                          0,
+                          0,  // orientation, SHORT x1
+                          static_cast<uint8_t>(orientation),
+                          0,
+                          0,
+                          0,  // its value
+                          0,
+                          0,
+                          0,
+                          0};  // no next IFD
+  const uint16_t length = sizeof(exif) + 2;
+  Bytes out(jpeg.begin(), jpeg.begin() + 2);  // SOI
+  out.push_back(0xFF);
+  out.push_back(0xE1);
+  out.push_back(static_cast<uint8_t>(length >> 8));
+  out.push_back(static_cast<uint8_t>(length & 0xFF));
+  out.insert(out.end(), exif, exif + sizeof(exif));
+  out.insert(out.end(), jpeg.begin() + 2, jpeg.end());
+  return out;
+}
+
+// The stored image turned upright by EXIF's rule for `orientation`.
+Sample Upright(const Sample& stored, int orientation) {
+  const int64_t h = stored.shape[0], w = stored.shape[1], c = stored.shape[2];
+  const bool swap = orientation >= 5;
+  const int64_t uh = swap ? w : h, uw = swap ? h : w;
+  Sample out;
+  const int64_t shape[] = {uh, uw, c};
+  out.Reshape(DT_UINT8, shape);
+  for (int64_t u = 0; u < uh; ++u) {
+    for (int64_t v = 0; v < uw; ++v) {
+      int64_t r = u, col = v;  // orientation 1
+      switch (orientation) {
+        case 2:
+          col = w - 1 - v;
+          break;
+        case 3:
+          r = h - 1 - u, col = w - 1 - v;
+          break;
+        case 4:
+          r = h - 1 - u;
+          break;
+        case 5:
+          r = v, col = u;
+          break;
+        case 6:
+          r = h - 1 - v, col = u;
+          break;
+        case 7:
+          r = h - 1 - v, col = w - 1 - u;
+          break;
+        case 8:
+          r = v, col = w - 1 - u;
+          break;
+      }
+      for (int64_t k = 0; k < c; ++k) {
+        out.storage[(u * uw + v) * c + k] =
+            stored.storage[(r * w + col) * c + k];
+      }
+    }
+  }
+  return out;
+}
+
+TEST_CASE("an EXIF orientation turns the image upright, windows and all") {
+  const Bytes plain = PhotoJpeg(5, 75, 120);
+  const Sample stored = Decode(plain);
+  for (int orientation = 1; orientation <= 8; ++orientation) {
+    INFO("orientation " << orientation);
+    const Bytes jpeg = WithOrientation(plain, orientation);
+    auto header = ReadImageHeader(jpeg, /*read_orientation=*/true);
+    REQUIRE(header.ok());
+    CHECK(header->orientation == orientation);
+    CHECK(ReadImageHeader(jpeg)->orientation == 1);  // not asked
+    const Sample want = Upright(stored, orientation);
+    CHECK(header->upright_height() == want.shape[0]);
+    CHECK(header->upright_width() == want.shape[1]);
+    // Not asked: the file as stored.
+    CHECK(Compare(Decode(jpeg), stored).max == 0);
+    DecodeOptions options;
+    options.adjust_orientation = true;
+    Sample whole;
+    REQUIRE(DecodeImage(jpeg, options, &whole).ok());
+    CHECK(Compare(whole, want).max == 0);
+    // Windows of the upright image: its pixels exactly, where the region
+    // says they are.
+    using Window = std::tuple<int64_t, int64_t, int64_t, int64_t>;
+    for (const auto& [y, x, h, w] :
+         {Window{0, 0, 10, 10}, Window{17, 33, 40, 21},
+          Window{want.shape[0] - 9, want.shape[1] - 7, 9, 7}}) {
+      INFO("window " << h << "x" << w << " at (" << y << ", " << x << ")");
+      options.y = y, options.x = x, options.h = h, options.w = w;
+      Sample part;
+      DecodedRegion region;
+      REQUIRE(DecodeImage(jpeg, options, &part, &region).ok());
+      CHECK(region.full_height == want.shape[0]);
+      CHECK(region.full_width == want.shape[1]);
+      REQUIRE(region.y <= y);
+      REQUIRE(region.x <= x);
+      REQUIRE(region.y + part.shape[0] >= y + h);
+      REQUIRE(region.x + part.shape[1] >= x + w);
+      int64_t wrong = 0;
+      for (int64_t r = y; r < y + h; ++r) {
+        for (int64_t c = x; c < x + w; ++c) {
+          for (int k = 0; k < 3; ++k) {
+            wrong +=
+                At(part, r - region.y, c - region.x, k) != At(want, r, c, k);
+          }
+        }
+      }
+      CHECK(wrong == 0);
+    }
+    // At half scale: the upright half-scale image.
+    DecodeOptions half;
+    half.scale_eighths = 4;
+    Sample stored_half, upright_half;
+    REQUIRE(DecodeImage(plain, half, &stored_half).ok());
+    half.adjust_orientation = true;
+    REQUIRE(DecodeImage(jpeg, half, &upright_half).ok());
+    CHECK(Compare(upright_half, Upright(stored_half, orientation)).max == 0);
+  }
+}
+
 TEST_CASE("decode_random_crop without a resize is decode then crop, exactly") {
   const uint64_t seed = testing::TestSeed("decode_crop");
   INFO("seed " << seed);

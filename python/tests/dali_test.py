@@ -638,6 +638,59 @@ class DaliTest(unittest.TestCase):
             want[:h] = image[:, left:left + 30]
             self.assertTrue(numpy.array_equal(crops.at(i), want))
 
+    def test_decoders_turn_exif_orientations_upright(self):
+        # Photos from phones store an EXIF orientation: DALI's decoders (and
+        # PIL's exif_transpose) show them upright; adjust_orientation=False
+        # keeps them as stored. Fused decoding (a crop's window decoded
+        # alone, the ImageNet crop) gives the unfused chain's pixels.
+        from PIL import ImageOps
+        root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, root)
+        os.makedirs(os.path.join(root, "a"))
+        rng = numpy.random.default_rng(8)
+        stored = (rng.integers(0, 256, (48, 80, 3)) // 16 * 16).astype(
+            numpy.uint8)
+        for orientation in range(1, 9):
+            exif = Image.Exif()
+            exif[0x0112] = orientation
+            Image.fromarray(stored).save(
+                os.path.join(root, "a", f"{orientation}.jpg"), quality=95,
+                exif=exif.tobytes())
+
+        def run(fuse, adjust=True):
+            @pipeline_def(batch_size=8, num_threads=2, device_id=None,
+                          seed=3, fuse_decode=fuse)
+            def oriented():
+                jpegs, _ = fn.readers.file(file_root=root)
+                images = fn.decoders.image(jpegs,
+                                           adjust_orientation=adjust)
+                return (images, fn.peek_image_shape(
+                            jpegs, adjust_orientation=adjust),
+                        fn.crop(images, crop=(30, 30), crop_pos_x=0.3,
+                                crop_pos_y=0.6),
+                        fn.decoders.image_random_crop(
+                            jpegs, adjust_orientation=adjust))
+            return [t for t in oriented().run()]
+
+        images, shapes, crops, area = run(fuse=True)
+        unfused = run(fuse=False)
+        for i in range(8):
+            path = os.path.join(root, "a", f"{i + 1}.jpg")
+            with Image.open(path) as im:
+                want = numpy.asarray(ImageOps.exif_transpose(im)
+                                     .convert("RGB"))
+            self.assertEqual(images.at(i).shape, want.shape)
+            self.assertLessEqual(
+                numpy.abs(images.at(i).astype(int) - want).max(), 1)
+            self.assertEqual(shapes.at(i).tolist(), list(want.shape))
+            self.assertTrue(numpy.array_equal(crops.at(i),
+                                              unfused[2].at(i)))
+            self.assertTrue(numpy.array_equal(area.at(i), unfused[3].at(i)))
+        as_stored = run(fuse=True, adjust=False)
+        for i in range(8):
+            self.assertEqual(as_stored[0].at(i).shape, (48, 80, 3))
+            self.assertEqual(as_stored[1].at(i).tolist(), [48, 80, 3])
+
     def test_dali_low_level_loop(self):
         # DALI's loop without run(): one schedule_run() prefetches
         # prefetch_queue_depth batches, then each share_outputs() /

@@ -35,13 +35,15 @@ def _color(op, output_type):
     raise ValueError(f"fn.{op}: output_type {output_type}: RGB or GRAY")
 
 
-def _image_decoder(data, *, device="cpu", output_type=types.RGB, name=None,
-                   **rest):
-    """JPEG/PNG -> uint8 HWC."""
+def _image_decoder(data, *, device="cpu", output_type=types.RGB,
+                   adjust_orientation=True, name=None, **rest):
+    """JPEG/PNG -> uint8 HWC; a JPEG turned upright as its EXIF orientation
+    says (adjust_orientation, as DALI's)."""
     _check_rest("decoders.image", rest)
     _device("decoders.image", device)
     node = _add_operator("decode", [data], 1, "cpu", name,
-                         {"color": _color("decoders.image", output_type)})
+                         {"color": _color("decoders.image", output_type),
+                          "adjust_orientation": bool(adjust_orientation)})
     node = _node(node, layout="HWC", device=device)
     node.bound = _largest_side
     return node
@@ -50,14 +52,16 @@ def _image_decoder(data, *, device="cpu", output_type=types.RGB, name=None,
 def _image_random_crop_decoder(data, *, device="cpu", output_type=types.RGB,
                                random_area=(0.08, 1.0),
                                random_aspect_ratio=(3 / 4, 4 / 3),
-                               num_attempts=10, name=None, **rest):
-    """Decode, then the ImageNet crop (a random window of the image, left
-    at its own size)."""
+                               num_attempts=10, adjust_orientation=True,
+                               name=None, **rest):
+    """Decode, then the ImageNet crop (a random window of the upright image,
+    left at its own size)."""
     _check_rest("decoders.image_random_crop", rest)
     _device("decoders.image_random_crop", device)
     decoded = _add_operator(
         "decode", [data], 1, "cpu", None,
-        {"color": _color("decoders.image_random_crop", output_type)})
+        {"color": _color("decoders.image_random_crop", output_type),
+         "adjust_orientation": bool(adjust_orientation)})
     node = _add_operator("random_resized_crop", [decoded], 1, "cpu", name,
                          {"random_area": _floats(random_area),
                           "random_aspect_ratio": _floats(random_aspect_ratio),
@@ -82,14 +86,14 @@ def peek_image_shape(data, *, dtype=types.INT64, image_type=types.RGB,
                      **rest):
     """An encoded image's shape, [height, width, channels], from its header
     (nothing decoded): channels as `image_type` decodes it (3, or 1 for
-    GRAY). The sizes are the file's own: an EXIF orientation is not
-    applied, since the decoders do not apply it either."""
+    GRAY); height and width as shown upright (a JPEG's EXIF orientation)
+    with adjust_orientation, as the decoders give it."""
     _check_rest("peek_image_shape", rest)
     _device("peek_image_shape", device)
-    del adjust_orientation  # the decoders keep the stored orientation too
     channels = 1 if _color("peek_image_shape", image_type) == "gray" else 3
     node = _add_operator("peek_image_shape", [data], 1, "cpu", name,
-                         {"channels": channels})
+                         {"channels": channels,
+                          "adjust_orientation": bool(adjust_orientation)})
     node = _node(node, layout="", device=device)
     if types.to_numpy_dtype(dtype).name != "int64":
         node = cast(node, dtype=dtype)
