@@ -68,6 +68,22 @@ OperatorDef FirstTestImages(int64_t limit) {
                                {"limit", IntAttr(limit)}}};
 }
 
+// The first `limit` test images ("images", the reader's) and each mirrored
+// ("flipped", a stage's), batch_size per batch on `threads` workers.
+std::unique_ptr<Pipeline> ImagesAndFlipped(int64_t limit, int64_t batch_size,
+                                           int threads) {
+  PipelineOptions options;
+  options.batch_size = batch_size;
+  options.num_threads = threads;
+  auto pipe = std::make_unique<Pipeline>(options);
+  pipe->Add(FirstTestImages(limit));
+  pipe->Add(OperatorDef{.op = "flip",
+                        .inputs = {"images"},
+                        .outputs = {"flipped"},
+                        .attrs = {{"horizontal", FloatAttr(1.0)}}});
+  return pipe;
+}
+
 // Image i of an IDX array of 28 x 28 images, as a sample.
 Sample IdxImage(const IdxArray& images, int64_t i) {
   Sample image;
@@ -286,15 +302,8 @@ TEST_CASE("arith takes the reader's samples too, each worker its own") {
   auto raw = ReadIdx(kTestImages);
   REQUIRE(raw.ok());
   for (int threads : {1, 3}) {
-    PipelineOptions options;
-    options.batch_size = 5;
-    options.num_threads = threads;
-    Pipeline pipe(options);
-    pipe.Add(FirstTestImages(15));
-    pipe.Add(OperatorDef{.op = "flip",
-                         .inputs = {"images"},
-                         .outputs = {"flipped"},
-                         .attrs = {{"horizontal", FloatAttr(1.0)}}});
+    auto made = ImagesAndFlipped(15, 5, threads);
+    Pipeline& pipe = *made;
     pipe.Add(OperatorDef{.op = "arith",
                          .inputs = {"images", "flipped"},
                          .outputs = {"sum"},
@@ -334,15 +343,8 @@ TEST_CASE("cat and stack join per-sample nodes along an axis") {
   auto raw = ReadIdx(kTestImages);
   REQUIRE(raw.ok());
   for (int threads : {1, 3}) {
-    PipelineOptions options;
-    options.batch_size = 4;
-    options.num_threads = threads;
-    Pipeline pipe(options);
-    pipe.Add(FirstTestImages(10));
-    pipe.Add(OperatorDef{.op = "flip",
-                         .inputs = {"images"},
-                         .outputs = {"flipped"},
-                         .attrs = {{"horizontal", FloatAttr(1.0)}}});
+    auto made = ImagesAndFlipped(10, 4, threads);
+    Pipeline& pipe = *made;
     pipe.Add(OperatorDef{.op = "cat",
                          .inputs = {"images", "flipped", "images"},
                          .outputs = {"side"},
