@@ -26,8 +26,8 @@ from PIL import Image  # noqa: E402
 from actorflow.dali import fn, ops, pipeline_def, types  # noqa: E402
 from actorflow.dali.pipeline import Pipeline  # noqa: E402
 from actorflow.dali.plugin.pytorch import (  # noqa: E402
-    DALIClassificationIterator, DALIGenericIterator, LastBatchPolicy,
-    feed_ndarray, to_torch_type)
+    DALIClassificationIterator, DALIGenericIterator, DALIRaggedIterator,
+    LastBatchPolicy, feed_ndarray, to_torch_type)
 from image_fixtures import make_images  # noqa: E402
 
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
@@ -690,6 +690,49 @@ class DaliTest(unittest.TestCase):
         for i in range(8):
             self.assertEqual(as_stored[0].at(i).shape, (48, 80, 3))
             self.assertEqual(as_stored[1].at(i).tolist(), [48, 80, 3])
+
+    def test_ragged_iterator(self):
+        # Boxes per image, as a detection pipeline has them: a list of
+        # tensors, a sparse COO tensor, or dense where the shapes agree.
+        boxes = [numpy.arange(4 * k, dtype=numpy.float32).reshape(k, 4) + k
+                 for k in (1, 3, 2, 4, 3)]
+        labels = [numpy.array([k], numpy.int32) for k in range(5)]
+
+        def batches():
+            for start in (0, 2):
+                yield boxes[start:start + 3][:2], labels[start:start + 2]
+
+        pipe = Pipeline(batch_size=2, num_threads=1)
+        with pipe:
+            b, y = fn.external_source(source=batches, num_outputs=2)
+            pipe.set_outputs(b, b, y)
+        it = DALIRaggedIterator(
+            pipe, ["list", "coo", "label"],
+            output_types=[DALIRaggedIterator.SPARSE_LIST_TAG,
+                          DALIRaggedIterator.SPARSE_COO_TAG,
+                          DALIRaggedIterator.DENSE_TAG], size=4)
+        steps = list(it)
+        self.assertEqual(len(steps), 2)
+        for step, start in zip(steps, (0, 2)):
+            got = step[0]
+            self.assertEqual(len(got["list"]), 2)
+            for i in range(2):
+                self.assertTrue(torch.equal(
+                    got["list"][i], torch.from_numpy(boxes[start + i])))
+            coo = got["coo"]
+            self.assertTrue(coo.is_sparse)
+            dense = coo.to_dense()
+            largest = max(boxes[start].shape[0], boxes[start + 1].shape[0])
+            self.assertEqual(tuple(dense.shape), (2, largest, 4))
+            for i in range(2):
+                rows = boxes[start + i].shape[0]
+                self.assertTrue(torch.equal(
+                    dense[i, :rows], torch.from_numpy(boxes[start + i])))
+                self.assertEqual(float(dense[i, rows:].abs().sum()), 0.0)
+            self.assertEqual(got["label"].tolist(), [[start], [start + 1]])
+        with self.assertRaisesRegex(ValueError, "one of dense"):
+            DALIRaggedIterator(pipe, ["a", "b", "c"],
+                               output_types=["dense", "ragged", "dense"])
 
     def test_dali_low_level_loop(self):
         # DALI's loop without run(): one schedule_run() prefetches

@@ -1,5 +1,5 @@
 """DALI's PyTorch iterators on actorflow pipelines: DALIGenericIterator,
-DALIClassificationIterator and LastBatchPolicy (and feed_ndarray,
+DALIClassificationIterator, DALIRaggedIterator and LastBatchPolicy (and feed_ndarray,
 to_torch_type), counting epochs as DALI
 does (reader_name, size, last_batch_policy, last_batch_padded). Each step
 is a list with one dict per pipeline, mapping each name of output_map to
@@ -193,17 +193,23 @@ class DALIGenericIterator:
                     f"DALIGenericIterator: the pipeline has {len(outs)} "
                     f"outputs, output_map names {len(self.output_map)}")
             step_dict = {}
+            devices = self._devices[pipe_index]
             for k, (name, out) in enumerate(zip(self.output_map, outs)):
-                array = _dense(out, name)
-                tensor = torch.from_numpy(array[:keep] if keep < len(array)
-                                          else array)
-                devices = self._devices[pipe_index]
-                if k < len(devices) and devices[k] is not None:
-                    tensor = tensor.to(devices[k], non_blocking=True)
-                step_dict[name] = tensor
+                device = devices[k] if k < len(devices) else None
+                step_dict[name] = self._torch_output(k, name, out, keep,
+                                                     device)
             step.append(step_dict)
         self._counter += len(next(iter(step[0].values()))) if keep < n else n
         return step
+
+    def _torch_output(self, k, name, out, keep, device):
+        """Output k of a step: its first `keep` samples as one tensor."""
+        array = _dense(out, name)
+        tensor = torch.from_numpy(array[:keep] if keep < len(array)
+                                  else array)
+        if device is not None:
+            tensor = tensor.to(device, non_blocking=True)
+        return tensor
 
     next = __next__
 
@@ -308,3 +314,80 @@ class DALIClassificationIterator(DALIGenericIterator):
                          last_batch_padded=last_batch_padded,
                          last_batch_policy=last_batch_policy,
                          prepare_first_batch=prepare_first_batch)
+
+
+class DALIRaggedIterator(DALIGenericIterator):
+    """DALIGenericIterator whose outputs may hold samples of different
+    shapes: output_types, one per output, says how each comes out:
+    DENSE_TAG one tensor (the samples' shapes equal), SPARSE_LIST_TAG a
+    list of one tensor per sample, SPARSE_COO_TAG a torch sparse COO tensor
+    of [samples, largest extent along each axis] holding every sample's
+    elements at their own positions."""
+
+    DENSE_TAG = "dense"
+    SPARSE_LIST_TAG = "sparse_list"
+    SPARSE_COO_TAG = "sparse_coo"
+
+    def __init__(self, pipelines, output_map, size=-1, reader_name=None,
+                 output_types=None, auto_reset=False, fill_last_batch=None,
+                 dynamic_shape=False, last_batch_padded=False,
+                 last_batch_policy=LastBatchPolicy.FILL,
+                 prepare_first_batch=True):
+        tags = (self.DENSE_TAG, self.SPARSE_LIST_TAG, self.SPARSE_COO_TAG)
+        if output_types is None:
+            output_types = [self.DENSE_TAG] * len(output_map)
+        output_types = list(output_types)
+        if len(output_types) != len(output_map):
+            raise ValueError(
+                f"DALIRaggedIterator: {len(output_types)} output_types for "
+                f"{len(output_map)} outputs")
+        for tag in output_types:
+            if tag not in tags:
+                raise ValueError(f"DALIRaggedIterator: output type {tag!r}: "
+                                 f"one of {', '.join(tags)}")
+        self._output_types = output_types
+        super().__init__(pipelines, output_map, size=size,
+                         reader_name=reader_name, auto_reset=auto_reset,
+                         fill_last_batch=fill_last_batch,
+                         dynamic_shape=dynamic_shape,
+                         last_batch_padded=last_batch_padded,
+                         last_batch_policy=last_batch_policy,
+                         prepare_first_batch=prepare_first_batch)
+
+    def _torch_output(self, k, name, out, keep, device):
+        tag = self._output_types[k]
+        if tag == self.DENSE_TAG:
+            return super()._torch_output(k, name, out, keep, device)
+        samples = [torch.from_numpy(numpy.array(out.at(i)))
+                   for i in range(min(keep, len(out)))]
+        if device is not None:
+            samples = [s.to(device, non_blocking=True) for s in samples]
+        if tag == self.SPARSE_LIST_TAG:
+            return samples
+        return _sparse_coo(samples)
+
+
+def _sparse_coo(samples):
+    """Ragged samples as one sparse COO tensor: element e of sample i at
+    (i, *e's position in the sample)."""
+    if not samples:
+        return torch.sparse_coo_tensor(torch.zeros((1, 0), dtype=torch.long),
+                                       torch.zeros(0), (0,))
+    rank = samples[0].dim()
+    if any(s.dim() != rank for s in samples):
+        raise RuntimeError("DALIRaggedIterator: SPARSE_COO_TAG wants samples "
+                           "of one rank")
+    indices, values = [], []
+    for i, sample in enumerate(samples):
+        # Every position of the sample, in its own (row-major) order.
+        at = torch.nonzero(torch.ones(sample.shape, dtype=torch.bool,
+                                      device=sample.device)).t() if rank \
+            else torch.zeros((0, 1), dtype=torch.long, device=sample.device)
+        indices.append(torch.cat([torch.full((1, at.shape[1]), i,
+                                             dtype=torch.long,
+                                             device=sample.device), at]))
+        values.append(sample.reshape(-1))
+    size = [len(samples)] + [max(s.shape[d] for s in samples)
+                             for d in range(rank)]
+    return torch.sparse_coo_tensor(torch.cat(indices, 1), torch.cat(values),
+                                   size)
