@@ -208,7 +208,7 @@ absl::Status ConvertColorSpace(const SampleRef& in, ColorSpace from,
         to_px[1] = to_px[2] = StorePixel<T>(128.0f);
         continue;
       }
-      float r, g, b;
+      float r = 0, g = 0, b = 0;  // every space sets them below
       const float v0 = static_cast<float>(px[0]);
       switch (from) {
         case ColorSpace::kRgb:
