@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <set>
 #include <thread>
@@ -82,6 +83,21 @@ std::unique_ptr<Pipeline> ImagesAndFlipped(int64_t limit, int64_t batch_size,
                         .outputs = {"flipped"},
                         .attrs = {{"horizontal", FloatAttr(1.0)}}});
   return pipe;
+}
+
+// Builds `pipe` and runs it to its end a batch at a time, `check` seeing
+// each batch.
+void EachBatch(Pipeline& pipe,
+               const std::function<void(const BatchView&)>& check) {
+  REQUIRE_OK(pipe.Build());
+  REQUIRE(pipe.Run().ok());
+  while (true) {
+    auto out = pipe.Outputs();
+    if (absl::IsOutOfRange(out.status())) break;
+    REQUIRE(out.ok());
+    check(*out);
+    REQUIRE(pipe.Run().ok());
+  }
 }
 
 // Image i of an IDX array of 28 x 28 images, as a sample.
@@ -251,18 +267,13 @@ TEST_CASE("arith combines two per-sample nodes of the same samples") {
       .outputs = {"twice"},
       .attrs = {{"vertical", FloatAttr(1.0)}, {"horizontal", FloatAttr(1.0)}}});
   pipe.SetOutputs({"diff", "twice"});
-  REQUIRE_OK(pipe.Build());
-  REQUIRE(pipe.Run().ok());
   int64_t seen = 0;
-  while (true) {
-    auto out = pipe.Outputs();
-    if (absl::IsOutOfRange(out.status())) break;
-    REQUIRE(out.ok());
-    auto diff = out->outputs[0].data().data<float>();
-    auto twice = out->outputs[1].data().data<float>();
+  EachBatch(pipe, [&](const BatchView& out) {
+    auto diff = out.outputs[0].data().data<float>();
+    auto twice = out.outputs[1].data().data<float>();
     REQUIRE(diff.ok());
     REQUIRE(twice.ok());
-    for (int64_t i = 0; i < out->outputs[0].num_samples(); ++i, ++seen) {
+    for (int64_t i = 0; i < out.outputs[0].num_samples(); ++i, ++seen) {
       Sample small, flipped;
       REQUIRE_OK(Resize(IdxImage(*raw, seen).ref(), 20, 20, &small));
       REQUIRE_OK(Flip(small.ref(), true, false, &flipped));
@@ -275,8 +286,7 @@ TEST_CASE("arith combines two per-sample nodes of the same samples") {
         REQUIRE((*twice)[i * 400 + 399 - k] == 2.0f * small.storage[k]);
       }
     }
-    REQUIRE(pipe.Run().ok());
-  }
+  });
   CHECK(seen == 16);
   CHECK(pipe.Finish().ok());
 
@@ -309,16 +319,11 @@ TEST_CASE("arith takes the reader's samples too, each worker its own") {
                          .outputs = {"sum"},
                          .attrs = {{"op", StringAttr("add")}}});
     pipe.SetOutputs({"sum"});
-    REQUIRE_OK(pipe.Build());
-    REQUIRE(pipe.Run().ok());
     int64_t seen = 0;
-    while (true) {
-      auto out = pipe.Outputs();
-      if (absl::IsOutOfRange(out.status())) break;
-      REQUIRE(out.ok());
-      auto sum = out->outputs[0].data().data<float>();
+    EachBatch(pipe, [&](const BatchView& out) {
+      auto sum = out.outputs[0].data().data<float>();
       REQUIRE(sum.ok());
-      for (int64_t i = 0; i < out->outputs[0].num_samples(); ++i, ++seen) {
+      for (int64_t i = 0; i < out.outputs[0].num_samples(); ++i, ++seen) {
         const uint8_t* image = raw->data.data() + seen * 784;
         INFO(threads << " threads, sample " << seen);
         for (int y = 0; y < 28; ++y) {
@@ -329,8 +334,7 @@ TEST_CASE("arith takes the reader's samples too, each worker its own") {
           }
         }
       }
-      REQUIRE(pipe.Run().ok());
-    }
+    });
     CHECK(seen == 15);
     CHECK(pipe.Finish().ok());
   }
@@ -354,22 +358,17 @@ TEST_CASE("cat and stack join per-sample nodes along an axis") {
                          .outputs = {"pair"},
                          .attrs = {{"axis", IntAttr(-1)}}});
     pipe.SetOutputs({"side", "pair"});
-    REQUIRE_OK(pipe.Build());
-    REQUIRE(pipe.Run().ok());
     int64_t seen = 0;
-    while (true) {
-      auto out = pipe.Outputs();
-      if (absl::IsOutOfRange(out.status())) break;
-      REQUIRE(out.ok());
-      CHECK(out->outputs[0].data().shape() ==
-            std::vector<int64_t>{out->outputs[0].num_samples(), 28, 84, 1});
-      CHECK(out->outputs[1].data().shape() ==
-            std::vector<int64_t>{out->outputs[1].num_samples(), 28, 28, 1, 2});
-      auto side = out->outputs[0].data().data<uint8_t>();
-      auto pair = out->outputs[1].data().data<uint8_t>();
+    EachBatch(pipe, [&](const BatchView& out) {
+      CHECK(out.outputs[0].data().shape() ==
+            std::vector<int64_t>{out.outputs[0].num_samples(), 28, 84, 1});
+      CHECK(out.outputs[1].data().shape() ==
+            std::vector<int64_t>{out.outputs[1].num_samples(), 28, 28, 1, 2});
+      auto side = out.outputs[0].data().data<uint8_t>();
+      auto pair = out.outputs[1].data().data<uint8_t>();
       REQUIRE(side.ok());
       REQUIRE(pair.ok());
-      for (int64_t i = 0; i < out->outputs[0].num_samples(); ++i, ++seen) {
+      for (int64_t i = 0; i < out.outputs[0].num_samples(); ++i, ++seen) {
         const uint8_t* image = raw->data.data() + seen * 784;
         INFO(threads << " threads, sample " << seen);
         for (int y = 0; y < 28; ++y) {
@@ -385,8 +384,7 @@ TEST_CASE("cat and stack join per-sample nodes along an axis") {
           }
         }
       }
-      REQUIRE(pipe.Run().ok());
-    }
+    });
     CHECK(seen == 10);
     CHECK(pipe.Finish().ok());
   }
@@ -497,18 +495,13 @@ TEST_CASE("a registered sample function makes several outputs per sample") {
                          .outputs = {"flipped"},
                          .attrs = {{"horizontal", FloatAttr(1.0)}}});
     pipe.SetOutputs({"flipped", "sum"});
-    REQUIRE_OK(pipe.Build());
-    REQUIRE(pipe.Run().ok());
     int64_t seen = 0;
-    while (true) {
-      auto out = pipe.Outputs();
-      if (absl::IsOutOfRange(out.status())) break;
-      REQUIRE(out.ok());
-      auto flipped = out->outputs[0].data().data<uint8_t>();
-      auto sums = out->outputs[1].data().data<int64_t>();
+    EachBatch(pipe, [&](const BatchView& out) {
+      auto flipped = out.outputs[0].data().data<uint8_t>();
+      auto sums = out.outputs[1].data().data<int64_t>();
       REQUIRE(flipped.ok());
       REQUIRE(sums.ok());
-      for (int64_t i = 0; i < out->outputs[0].num_samples(); ++i, ++seen) {
+      for (int64_t i = 0; i < out.outputs[0].num_samples(); ++i, ++seen) {
         const uint8_t* image = raw->data.data() + seen * 784;
         INFO(threads << " threads, sample " << seen);
         int64_t sum = 0;
@@ -521,8 +514,7 @@ TEST_CASE("a registered sample function makes several outputs per sample") {
         }
         CHECK((*sums)[i] == sum);
       }
-      REQUIRE(pipe.Run().ok());
-    }
+    });
     CHECK(seen == 10);
     CHECK(pipe.Finish().ok());
   }
