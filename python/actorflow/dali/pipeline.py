@@ -569,11 +569,10 @@ class Pipeline(_base.Pipeline):
             if node is not None and node.unit_dim and data.ndim == 1:
                 data = data.reshape(-1, 1)
                 shapes = numpy.ones((len(batch), 1), numpy.int64)
-            tensor_list = tensors.TensorListCPU.from_batch(
+            lists.append(tensors.TensorListCPU.from_batch(
                 data, shapes, node.layout if node is not None else "",
                 numpy.float16 if node is not None and node.half else None,
-                owned=owned)
-            lists.append(tensor_list)
+                owned=owned))
         # A reader's batches are padded once whole (_full_batch).
         return tuple(lists) if self._readers else self._padded(lists)
 
