@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "pipeline/augment.h"
+#include "pipeline/bb_flip.h"
 #include "pipeline/coord_transform.h"
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
@@ -19,6 +20,7 @@
 #include "pipeline/sample_args.h"
 #include "pipeline/sample_ops.h"
 #include "pipeline/standardize.h"
+#include "pipeline/table_rows.h"
 
 namespace actorflow::internal::pipeline {
 namespace {
@@ -1016,6 +1018,8 @@ const std::map<std::string, AugmentOp>& AugmentOps() {
       {"math", {MakeMathOp, MathAttrs()}},
       {"coord_transform", {MakeCoordTransformOp, CoordTransformAttrs()}},
       {"npy_decode", {MakeNpyDecodeOp, NpyDecodeAttrs()}},
+      {"table_rows", {MakeTableRowsOp, TableRowsAttrs()}},
+      {"bb_flip", {MakeBbFlipOp, BbFlipAttrs()}},
       {"shot_noise",
        {[] { return std::make_unique<NoiseOp>(NoiseOp::Kind::kShot); },
         Join({}, {"factor"})}},

@@ -1,10 +1,12 @@
-// pipeline.arith, pipeline.cat, pipeline.stack and pipeline.function:
-// per-sample nodes combined, sample by sample.
+// pipeline.arith, pipeline.cat, pipeline.stack, pipeline.function and the
+// operators of several inputs or outputs (MultiSampleOp): per-sample nodes
+// combined, sample by sample.
 #include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "pipeline/concatenate.h"
+#include "pipeline/multi_sample_op.h"
 #include "pipeline/sample_function.h"
 #include "pipeline/stage_kernel_util.h"
 #include "pipeline/stage_kernels.h"
@@ -36,13 +38,23 @@ absl::Status CombineStageKernel::Init(const KernelInitContext& ctx) {
                      "), got ", deals->size()));
   }
   is_arith_ = arith;
+  multi_ = MakeMultiSampleOp(ctx.op_type().substr(sizeof("pipeline.") - 1));
   const bool function = ctx.op_type() == "pipeline.function";
-  if (outputs->empty() || (!function && outputs->size() != 1)) {
+  const bool several = function || multi_ != nullptr;
+  if (outputs->empty() || (!several && outputs->size() != 1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("attr 'outputs': ", function ? "at least 1" : "1",
+        absl::StrCat("attr 'outputs': ", several ? "at least 1" : "1",
                      " sample list name(s), got ", outputs->size()));
   }
-  if (arith) {
+  if (multi_ != nullptr) {
+    auto seed = ctx.IntAttrOr("seed", 0);
+    auto op_index = ctx.IntAttrOr("op_index", 0);
+    if (ok.ok()) ok = FirstError({seed.status(), op_index.status()});
+    if (ok.ok()) ok = multi_->Init(ctx);
+    if (!ok.ok()) return ok;
+    seed_ = static_cast<uint64_t>(*seed);
+    op_index_ = static_cast<uint64_t>(*op_index);
+  } else if (arith) {
     auto op = ctx.StringAttr("op");
     if (!op.ok()) return op.status();
     auto parsed = ParseArithOp(*op);
@@ -100,8 +112,14 @@ absl::Status CombineStageKernel::Init(const KernelInitContext& ctx) {
   return ctx.SetOutputBlobs("out", SampleListBlobs(outputs_, *batch));
 }
 
-absl::Status CombineStageKernel::Combine(absl::Span<const SampleRef> parts,
+absl::Status CombineStageKernel::Combine(const SampleHeader& h,
+                                         absl::Span<const SampleRef> parts,
                                          absl::Span<Sample> outs) const {
+  if (multi_ != nullptr) {
+    SampleRng rng(seed_, op_index_, static_cast<uint64_t>(h.epoch),
+                  static_cast<uint64_t>(h.position));
+    return multi_->Apply(parts, &rng, outs);
+  }
   if (function_ != nullptr) return function_->Call(parts, outs);
   if (is_arith_) return Arith(parts[0], parts[1], arith_, &outs[0]);
   return Concatenate(parts, axis_, stack_, &outs[0]);
@@ -168,7 +186,7 @@ absl::Status CombineStageKernel::Forward(KernelContext* ctx) {
         // The outputs are made in scratch, then swapped into the slots: a
         // function fills all its outputs at once.
         results_.resize(outputs_.size());
-        applied = Combine(parts, absl::MakeSpan(results_));
+        applied = Combine(first, parts, absl::MakeSpan(results_));
         for (size_t o = 0; applied.ok() && o < outputs_.size(); ++o) {
           std::swap(slots[o]->sample, results_[o]);
         }
@@ -203,5 +221,8 @@ ACTORFLOW_REGISTER_KERNEL("pipeline.arith", CombineStageKernel);
 ACTORFLOW_REGISTER_KERNEL("pipeline.cat", CombineStageKernel);
 ACTORFLOW_REGISTER_KERNEL("pipeline.stack", CombineStageKernel);
 ACTORFLOW_REGISTER_KERNEL("pipeline.function", CombineStageKernel);
+ACTORFLOW_REGISTER_KERNEL("pipeline.random_bbox_crop", CombineStageKernel);
+ACTORFLOW_REGISTER_KERNEL("pipeline.box_encoder", CombineStageKernel);
+ACTORFLOW_REGISTER_KERNEL("pipeline.slice_at", CombineStageKernel);
 
 }  // namespace actorflow::internal::pipeline

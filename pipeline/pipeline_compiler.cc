@@ -16,6 +16,7 @@
 #include "actorflow/pipeline.h"
 #include "actorflow/session.h"
 #include "pipeline/concatenate.h"
+#include "pipeline/multi_sample_op.h"
 #include "pipeline/sample_function.h"
 #include "pipeline/sample_ops.h"
 #include "pipeline/stage_kernels.h"
@@ -121,6 +122,9 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
     for (auto& [name, attrs] : pipeline::AugmentOpAttrs()) {
       (*table)[name] = attrs;
     }
+    for (auto& [name, attrs] : pipeline::MultiSampleOpAttrs()) {
+      (*table)[name] = attrs;
+    }
     return table;
   }();
   auto it = known->find(op);
@@ -137,7 +141,8 @@ bool IsReader(const std::string& op) {
 constexpr size_t kMaxFunctionOutputs = 64;
 
 bool IsCombine(absl::string_view op) {
-  return op == "arith" || op == "cat" || op == "stack" || op == "function";
+  return op == "arith" || op == "cat" || op == "stack" || op == "function" ||
+         pipeline::MakeMultiSampleOp(std::string(op)) != nullptr;
 }
 bool IsCombineTask(const OpConf& task) {
   const absl::string_view op_type = task.op_type();
@@ -326,6 +331,9 @@ class Pipeline::Compiler {
       int i, const std::vector<const Node*>& inputs);
   absl::StatusOr<SampleSpec> JoinSpec(int i,
                                       const std::vector<const Node*>& inputs);
+  absl::StatusOr<std::vector<SampleSpec>> MultiSampleSpecs(
+      int i, pipeline::MultiSampleOp& op,
+      const std::vector<const Node*>& inputs);
   void CheckSourcesAndOutputs();
   // A fetch per output and per output's shapes, copied off the GPU by the
   // job compiler where the output is on it.
@@ -411,9 +419,10 @@ void Pipeline::Compiler::AddOperator(int i) {
   }
   if (IsCombine(op)) {
     const size_t ins = std::max<size_t>(1, inputs.size());
-    if (op == "arith"      ? ExpectIo(i, 2, 1, 1)
-        : op == "function" ? ExpectIo(i, ins, 1, kMaxFunctionOutputs)
-                           : ExpectIo(i, ins, 1, 1)) {
+    if (op == "arith" ? ExpectIo(i, 2, 1, 1)
+        : op == "function" || pipeline::MakeMultiSampleOp(op) != nullptr
+            ? ExpectIo(i, ins, 1, kMaxFunctionOutputs)
+            : ExpectIo(i, ins, 1, 1)) {
       AddCombine(i, inputs);
     }
     return;
@@ -915,16 +924,25 @@ void Pipeline::Compiler::AddCombine(int i,
       return;
     }
   }
-  absl::StatusOr<std::vector<SampleSpec>> specs =
-      def.op == "function" ? FunctionSpecs(i, inputs)
-                           : [&]() -> absl::StatusOr<std::vector<SampleSpec>> {
+  absl::StatusOr<std::vector<SampleSpec>> specs;
+  if (def.op == "function") {
+    specs = FunctionSpecs(i, inputs);
+  } else if (auto multi = pipeline::MakeMultiSampleOp(def.op)) {
+    specs = MultiSampleSpecs(i, *multi, inputs);
+  } else {
     auto spec = def.op == "arith" ? ArithSpec(i, *inputs[0], *inputs[1])
                                   : JoinSpec(i, inputs);
-    if (!spec.ok()) return spec.status();
-    return std::vector<SampleSpec>{*spec};
-  }();
+    specs = spec.ok() ? absl::StatusOr<std::vector<SampleSpec>>(
+                            std::vector<SampleSpec>{*spec})
+                      : spec.status();
+  }
   if (!specs.ok()) {
     Problem(i, specs.status().message());
+    return;
+  }
+  if (specs->size() != def.outputs.size()) {
+    Problem(i, absl::StrCat("makes ", specs->size(), " outputs, ",
+                            def.outputs.size(), " named"));
     return;
   }
   Node node{"sample", {}, false, {}, {}};
@@ -947,6 +965,8 @@ void Pipeline::Compiler::AddCombine(int i,
     attrs["deals"] = StringListAttr(deals);
     attrs["outputs"] = StringListAttr(def.outputs);
     attrs["op_name"] = StringAttr(def.name);
+    attrs["seed"] = IntAttr(static_cast<int64_t>(options_.seed));
+    attrs["op_index"] = IntAttr(i);
     attrs["batch_size"] = IntAttr(n_);
     attrs["skip_errors"] = BoolAttr(skip_);
     attrs["worker"] = IntAttr(w);
@@ -1016,6 +1036,21 @@ absl::StatusOr<std::vector<SampleSpec>> Pipeline::Compiler::FunctionSpecs(
     specs.push_back(std::move(spec));
   }
   return specs;
+}
+
+// The operator checks its attributes and infers from its inputs', as its
+// stages will.
+absl::StatusOr<std::vector<SampleSpec>> Pipeline::Compiler::MultiSampleSpecs(
+    int i, pipeline::MultiSampleOp& op,
+    const std::vector<const Node*>& inputs) {
+  TaskProto probe_task;
+  auto& probe_attrs = *probe_task.mutable_kernel()->mutable_attr();
+  for (const auto& [key, value] : p_.ops_[i].attrs) probe_attrs[key] = value;
+  absl::Status init = op.Init(MakeInitContext(probe_task, {}, {}));
+  if (!init.ok()) return init;
+  std::vector<SampleSpec> in;
+  for (const Node* node : inputs) in.push_back(node->spec);
+  return op.Infer(in);
 }
 
 // The bound, broadcast as NumPy's (Arith): the shapes aligned at their last

@@ -38,6 +38,18 @@ inline double UniformFor(SampleRng* rng, int64_t stream) {
   return (stream & kInvertedStream) ? 1.0 - u : u;
 }
 
+// A probability attr (a 0/1 argument such as mirror=: the chance of 1),
+// `fallback` when absent.
+inline absl::StatusOr<double> Probability(const KernelInitContext& ctx,
+                                          const char* name, double fallback) {
+  auto p = ctx.FloatAttrOr(name, fallback);
+  if (p.ok() && (*p < 0 || *p > 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attr '", name, "': a probability in [0, 1], got ", *p));
+  }
+  return p;
+}
+
 // A float attr, where a whole number given as an int attr is the same
 // value; `fallback` when absent.
 inline absl::StatusOr<double> NumberAttrOr(const KernelInitContext& ctx,

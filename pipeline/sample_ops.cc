@@ -40,16 +40,6 @@ absl::StatusOr<std::vector<int64_t>> SizeAttr(const KernelInitContext& ctx,
   return size;
 }
 
-absl::StatusOr<double> Probability(const KernelInitContext& ctx,
-                                   const char* name, double fallback) {
-  auto p = ctx.FloatAttrOr(name, fallback);
-  if (p.ok() && (*p < 0 || *p > 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("attr '", name, "': a probability in [0, 1], got ", *p));
-  }
-  return p;
-}
-
 // attrs `random` (default `random_default`) and `pos`: DALI's crop_pos_y
 // and crop_pos_x, two floats in [0, 1] (CropPlace::anchored), only with
 // `random` false.

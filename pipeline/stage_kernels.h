@@ -16,6 +16,7 @@
 #include "pipeline/caffe_lmdb.h"
 #include "pipeline/dataset.h"
 #include "pipeline/elastic_lanes.h"
+#include "pipeline/multi_sample_op.h"
 #include "pipeline/remote_prefetch.h"
 #include "pipeline/sample_dealer.h"
 #include "pipeline/sample_function.h"
@@ -303,7 +304,9 @@ class ExternalSourceKernel final : public Kernel {
 // holding every sample, of which the worker takes those at p % workers ==
 // worker (attrs `worker`, `workers`), as its stages do; else "all". A
 // sample dropped in any operand is dropped in every output, with its
-// error.
+// error. `pipeline.random_bbox_crop`, `pipeline.box_encoder` and
+// `pipeline.slice_at` (MultiSampleOp) draw from each sample's SampleRng (attrs
+// `seed`, `op_index`).
 class CombineStageKernel final : public Kernel {
  public:
   absl::Status Init(const KernelInitContext& ctx) override;
@@ -316,10 +319,12 @@ class CombineStageKernel final : public Kernel {
     bool dealt = false;  // a source's register: p % workers
     Sample file;         // a lazily read file's bytes
   };
-  absl::Status Combine(absl::Span<const SampleRef> parts,
+  absl::Status Combine(const SampleHeader& h, absl::Span<const SampleRef> parts,
                        absl::Span<Sample> outs) const;
 
   bool is_arith_ = false;
+  std::unique_ptr<MultiSampleOp> multi_;
+  uint64_t seed_ = 0, op_index_ = 0;  // the multi op's SampleRng
   std::shared_ptr<const SampleFunction> function_;
   ArithOp arith_ = ArithOp::kAdd;
   int64_t axis_ = 0;

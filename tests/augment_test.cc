@@ -630,5 +630,59 @@ TEST_CASE("resize: nearest neighbour as DALI's INTERP_NN") {
   CHECK(absl::StrContains(init.message(), "attr 'interp'"));
 }
 
+TEST_CASE("table_rows: a sample's row of the table, exactly, or an error") {
+  auto floats = MakeOp("table_rows", {{"values", FloatListAttr({1.5, 2, 3, 4,
+                                                                5, 6, 7, 8})},
+                                      {"offsets", IntListAttr({0, 0, 8})},
+                                      {"row_width", IntAttr(4)}});
+  auto spec = floats->Infer(SampleSpec{DT_INT32, {}});
+  REQUIRE(spec.ok());
+  CHECK(spec->type == DT_FLOAT32);
+  CHECK(spec->max_shape == std::vector<int64_t>{2, 4});
+  Sample index = Image(DT_UINT8, {1}, {1});
+  Sample out;
+  REQUIRE(floats->Apply(index.ref(), nullptr, &out).ok());
+  CHECK(std::vector<int64_t>(out.shape.begin(), out.shape.end()) ==
+        std::vector<int64_t>{2, 4});
+  CHECK(Values(out) == std::vector<double>{1.5, 2, 3, 4, 5, 6, 7, 8});
+  index.storage[0] = 0;  // an empty row: [0, 4]
+  REQUIRE(floats->Apply(index.ref(), nullptr, &out).ok());
+  CHECK(out.shape[0] == 0);
+  index.storage[0] = 2;
+  absl::Status past = floats->Apply(index.ref(), nullptr, &out);
+  CHECK(absl::StrContains(past.message(), "row 2 is not in the table's 2"));
+  CHECK(!floats->Infer(SampleSpec{DT_FLOAT32, {}}).ok());
+  // Ints stay exact beyond float32's 2^24.
+  auto ints = MakeOp("table_rows", {{"int_values", IntListAttr({16777217})},
+                                    {"offsets", IntListAttr({0, 1})}});
+  index.storage[0] = 0;
+  REQUIRE(ints->Apply(index.ref(), nullptr, &out).ok());
+  CHECK(out.type == DT_INT32);
+  CHECK(out.as<int32_t>()[0] == 16777217);
+  absl::Status init;
+  MakeOp("table_rows", {{"values", FloatListAttr({1, 2, 3})},
+                        {"offsets", IntListAttr({0, 2, 3})},
+                        {"row_width", IntAttr(2)}},
+         &init);
+  CHECK(absl::StrContains(init.message(), "row 1 has 1 values"));
+  MakeOp("table_rows", {{"values", FloatListAttr({1})},
+                        {"offsets", IntListAttr({0, 2})}},
+         &init);
+  CHECK(absl::StrContains(init.message(), "attr 'offsets'"));
+}
+
+TEST_CASE("bb_flip takes float32 boxes of four coordinates") {
+  auto flip = MakeOp("bb_flip", {{"ltrb", BoolAttr(true)}});
+  CHECK(!flip->Infer(SampleSpec{DT_UINT8, {4, 4}}).ok());
+  CHECK(!flip->Infer(SampleSpec{DT_FLOAT32, {4, 3}}).ok());
+  Sample boxes = Image(DT_FLOAT32, {1, 4}, {0.25, 0.5, 0.5, 1});
+  Sample out;
+  SampleRng rng(1, 2, 0, 0);
+  REQUIRE(flip->Apply(boxes.ref(), &rng, &out).ok());
+  CHECK(Values(out) == std::vector<double>{0.5, 0.5, 0.75, 1});
+  Sample odd = Image(DT_FLOAT32, {2, 3}, {0, 0, 0, 0, 0, 0});
+  CHECK(!flip->Apply(odd.ref(), &rng, &out).ok());
+}
+
 }  // namespace
 }  // namespace actorflow::internal::pipeline

@@ -382,6 +382,8 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
 #define kPipelineKernels                       \
   "pipeline.arith cpu\n"                       \
   "pipeline.batch cpu\n"                       \
+  "pipeline.bb_flip cpu\n"                     \
+  "pipeline.box_encoder cpu\n"                 \
   "pipeline.brightness_contrast cpu\n"         \
   "pipeline.caffe_reader cpu\n"                \
   "pipeline.cast cpu\n"                        \
@@ -412,6 +414,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.one_hot cpu\n"                     \
   "pipeline.paste cpu\n"                       \
   "pipeline.peek_image_shape cpu\n"            \
+  "pipeline.random_bbox_crop cpu\n"            \
   "pipeline.random_resized_crop cpu\n"         \
   "pipeline.reshape cpu\n"                     \
   "pipeline.resize cpu\n"                      \
@@ -422,9 +425,11 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.shot_noise cpu\n"                  \
   "pipeline.sleep cpu\n"                       \
   "pipeline.slice cpu\n"                       \
+  "pipeline.slice_at cpu\n"                    \
   "pipeline.sphere cpu\n"                      \
   "pipeline.stack cpu\n"                       \
   "pipeline.standardize cpu\n"                 \
+  "pipeline.table_rows cpu\n"                  \
   "pipeline.tfrecord_reader cpu\n"             \
   "pipeline.transpose cpu\n"                   \
   "pipeline.warp_affine cpu\n"                 \

@@ -1719,8 +1719,8 @@ class DaliTest(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "'roi_start'"):
                 fn.resize(images, size=[4, 4], roi_start=[0, 0])
             with self.assertRaisesRegex(NotImplementedError,
-                                        "fn.readers.coco"):
-                fn.readers.coco(file_root=root)
+                                        "fn.readers.mxnet"):
+                fn.readers.mxnet(path=root)
             with self.assertRaisesRegex(AttributeError,
                                         "fn.squeeze is not in actorflow"):
                 fn.squeeze(images)

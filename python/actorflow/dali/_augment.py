@@ -7,7 +7,7 @@ from types import SimpleNamespace as _Namespace
 
 import numpy
 
-from actorflow.dali import types
+from actorflow.dali import _detection, types
 from actorflow.dali._args import (_check_rest, _device, _fixed, _floats,
                                   _hw, _node, _per_sample)
 from actorflow.pipeline import _add_operator
@@ -267,16 +267,29 @@ def gaussian_blur(data, *, sigma=None, window_size=None, device="cpu",
     return _augment("gaussian_blur", data, attrs, device, name)
 
 
-def slice(data, *, start=None, shape=None, rel_start=None, rel_shape=None,
-          axis_names=None, axes=None, out_of_bounds_policy="error",
-          device="cpu", name=None, **rest):
+def slice(data, anchor=None, window_shape=None, /, *, start=None,
+          shape=None, rel_start=None, rel_shape=None, axis_names=None,
+          axes=None, normalized_anchor=True, normalized_shape=True,
+          out_of_bounds_policy="error", device="cpu", name=None, **rest):
     """A window by start/shape or rel_start/rel_shape, in axis_names order
     (DALI's default "WH": x first), or in `axes` order (dimension indices
     of the data's layout; axis_names wins when both are given, as in
-    DALI)."""
+    DALI). Or, as DALI's positional inputs, by an anchor and a shape node
+    per sample (random_bbox_crop's), relative unless normalized_anchor /
+    normalized_shape is False."""
     _check_rest("slice", rest)
     if out_of_bounds_policy != "error":
         raise ValueError("fn.slice: out_of_bounds_policy: 'error' only")
+    if anchor is not None or window_shape is not None:
+        if anchor is None or window_shape is None:
+            raise ValueError("fn.slice: give both the anchor and the shape "
+                             "inputs")
+        if any(v is not None for v in (start, shape, rel_start, rel_shape)):
+            raise ValueError("fn.slice: a window by input nodes takes no "
+                             "start, shape, rel_start or rel_shape")
+        return _detection.slice_at("slice", data, anchor, window_shape,
+                                   axis_names, axes, normalized_anchor,
+                                   normalized_shape, device, name)
     if axis_names is None and axes is not None:
         layout = getattr(data, "layout", "") or ""
         axes = [int(a) for a in ([axes] if isinstance(axes, int) else axes)]

@@ -1,10 +1,14 @@
-"""fn.readers: DALI's file, webdataset, caffe, numpy and tfrecord readers
-on actorflow's file_reader (numpy: with npy_decode), webdataset_reader,
-caffe_reader and tfrecord_reader."""
+"""fn.readers: DALI's file, webdataset, caffe, numpy, tfrecord and coco
+readers on actorflow's file_reader (numpy: with npy_decode; coco: with
+table_rows for the annotations), webdataset_reader, caffe_reader and
+tfrecord_reader."""
 
 import fnmatch
+import json
 import os
 import types as _pytypes
+
+import numpy
 
 from actorflow.dali import types
 from actorflow.dali._args import _check_rest, _node
@@ -376,12 +380,140 @@ def _tfrecord_reader(*, path, index_path=None, features, shard_id=0,
             for key, node in zip(features, nodes)}
 
 
+def _coco_annotations(path, *, images, ltrb, ratio, skip_empty,
+                      size_threshold, include_iscrowd, avoid_class_remapping):
+    """DALI's reading of a COCO annotations file: (file names, per image
+    its boxes (float32 [M, 4]), labels and id), images in id order (or
+    `images`' order), categories renumbered 1.. in the file's order."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise ValueError(f"fn.readers.coco: annotations_file '{path}': "
+                         f"{e.strerror}") from None
+    except ValueError as e:
+        raise ValueError(f"fn.readers.coco: annotations_file '{path}': not "
+                         f"JSON ({e})") from None
+    infos = sorted(doc.get("images", []), key=lambda i: i["id"])
+    if images is not None:
+        by_name = {i["file_name"]: i for i in infos}
+        infos = [by_name[n] for n in images if n in by_name]
+    categories = {c["id"]: k + 1
+                  for k, c in enumerate(doc.get("categories", []))}
+    per_image = {i["id"]: [] for i in infos}
+    for number, a in enumerate(doc.get("annotations", [])):
+        if a.get("iscrowd", 0) and not include_iscrowd:
+            continue
+        box = numpy.asarray(a.get("bbox", ()), numpy.float32)
+        if box.shape != (4,):
+            raise ValueError(f"fn.readers.coco: {path}: annotation {number}: "
+                             f"bbox must hold 4 values, got {box.size}")
+        if box[2] < size_threshold or box[3] < size_threshold:
+            continue
+        if a.get("image_id") in per_image:
+            per_image[a["image_id"]].append((box, a["category_id"], number))
+    files, boxes, labels, ids = [], [], [], []
+    for info in infos:
+        found = per_image[info["id"]]
+        if skip_empty and not found:
+            continue
+        rows = numpy.zeros((len(found), 4), numpy.float32)
+        classes = []
+        for k, (box, category, number) in enumerate(found):
+            if ltrb:
+                box = box.copy()
+                box[2:] += box[:2]
+            if ratio:
+                size = numpy.float32([info["width"], info["height"]] * 2)
+                box = box / size
+            rows[k] = box
+            if avoid_class_remapping:
+                classes.append(int(category))
+            elif category in categories:
+                classes.append(categories[category])
+            else:
+                raise ValueError(
+                    f"fn.readers.coco: {path}: annotation {number}: "
+                    f"category_id {category} is not in 'categories'")
+        files.append(info["file_name"])
+        boxes.append(rows)
+        labels.append(classes)
+        ids.append(int(info["id"]))
+    if not files:
+        raise ValueError(f"fn.readers.coco: {path}: no images"
+                         + (" with annotations" if skip_empty else ""))
+    return files, boxes, labels, ids
+
+
+def _table(index, rows, width, dtype):
+    """Per sample, row `index` of `rows` (a list of arrays): float32 or
+    int32 values."""
+    rows = [numpy.asarray(r, dtype).ravel() for r in rows]
+    offsets = [0]
+    for row in rows:
+        offsets.append(offsets[-1] + row.size)
+    attr = "values" if dtype == numpy.float32 else "int_values"
+    return _add_operator("table_rows", [index], 1, "cpu", None,
+                         {attr: numpy.concatenate(rows).tolist(),
+                          "offsets": offsets, "row_width": width})
+
+
+def _coco_reader(*, file_root=None, annotations_file=None, ltrb=False,
+                 ratio=False, skip_empty=False, size_threshold=0.1,
+                 include_iscrowd=True, avoid_class_remapping=False,
+                 image_ids=False, images=None, polygon_masks=False,
+                 pixelwise_masks=False, shard_id=0, num_shards=1,
+                 random_shuffle=False, initial_fill=1024,
+                 shuffle_after_epoch=False, stick_to_shard=False,
+                 pad_last_batch=False, name=None, device="cpu",
+                 preprocessed_annotations="",
+                 save_preprocessed_annotations=False,
+                 save_preprocessed_annotations_dir="", **rest):
+    """(images, boxes, labels[, image_ids]): each image's bytes, its boxes
+    float32 [M, 4] (xywh, or ltrb; in pixels, or relative with ratio), their
+    labels int32 [M, 1] and, with image_ids, its id int32 [1]; sharded and
+    shuffled as fn.readers.file."""
+    _check_rest("readers.coco", rest)
+    for arg, value in (("polygon_masks", polygon_masks),
+                       ("pixelwise_masks", pixelwise_masks),
+                       ("preprocessed_annotations", preprocessed_annotations),
+                       ("save_preprocessed_annotations",
+                        save_preprocessed_annotations)):
+        if value:
+            raise ValueError(f"fn.readers.coco: {arg} is not in "
+                             "actorflow.dali (boxes, labels and ids only)")
+    if file_root is None or annotations_file is None:
+        raise ValueError("fn.readers.coco: give file_root and "
+                         "annotations_file")
+    files, boxes, labels, ids = _coco_annotations(
+        os.fspath(annotations_file), images=images, ltrb=ltrb, ratio=ratio,
+        skip_empty=skip_empty, size_threshold=float(size_threshold),
+        include_iscrowd=include_iscrowd,
+        avoid_class_remapping=avoid_class_remapping)
+    data, index = _file_reader(
+        file_root=file_root, files=files, labels=list(range(len(files))),
+        shard_id=shard_id, num_shards=num_shards,
+        random_shuffle=random_shuffle, initial_fill=initial_fill,
+        shuffle_after_epoch=shuffle_after_epoch,
+        stick_to_shard=stick_to_shard, pad_last_batch=pad_last_batch,
+        name=name, device=device)
+    outputs = [data,
+               _node(_table(index, boxes, 4, numpy.float32)),
+               _node(_table(index, labels, 1, numpy.int32))]
+    if image_ids:
+        outputs.append(_node(_table(index, [[i] for i in ids], 0,
+                                    numpy.int32)))
+    return tuple(outputs)
+
+
 readers = _pytypes.SimpleNamespace(file=_file_reader,
                                    webdataset=_webdataset_reader,
                                    caffe=_caffe_reader, numpy=_numpy_reader,
-                                   tfrecord=_tfrecord_reader)
+                                   tfrecord=_tfrecord_reader,
+                                   coco=_coco_reader)
 readers.file.__name__ = "file"
 readers.webdataset.__name__ = "webdataset"
 readers.caffe.__name__ = "caffe"
 readers.numpy.__name__ = "numpy"
 readers.tfrecord.__name__ = "tfrecord"
+readers.coco.__name__ = "coco"

@@ -19,6 +19,8 @@ from actorflow.dali._augment import (  # noqa: F401
     jitter, jpeg_compression_distortion, noise, normalize, one_hot, pad,
     paste, reshape, rotate, saturation, shapes, slice, sphere, stack,
     transpose, warp_affine, water)
+from actorflow.dali._detection import (  # noqa: F401
+    bb_flip, box_encoder, random_bbox_crop, slice_at as _slice_at)
 from actorflow.dali._external import external_source  # noqa: F401
 from actorflow.dali._python_function import python_function  # noqa: F401
 from actorflow.dali._readers import readers
@@ -75,8 +77,23 @@ def _largest_side(sizes):
     return max(max(h, w) for h, w in sizes)
 
 
+def _image_slice_decoder(data, anchor, shape, /, *, device="cpu",
+                         output_type=types.RGB, axis_names=None, axes=None,
+                         normalized_anchor=True, normalized_shape=True,
+                         adjust_orientation=True, name=None, **rest):
+    """Decode, then the window the anchor and shape nodes give per sample
+    (random_bbox_crop's: relative, x and y first)."""
+    _check_rest("decoders.image_slice", rest)
+    decoded = _image_decoder(data, device="cpu", output_type=output_type,
+                             adjust_orientation=adjust_orientation)
+    return _slice_at("decoders.image_slice", decoded, anchor, shape,
+                     axis_names, axes, normalized_anchor, normalized_shape,
+                     device, name)
+
+
 decoders = _pytypes.SimpleNamespace(image=_image_decoder,
-                                    image_random_crop=_image_random_crop_decoder)
+                                    image_random_crop=_image_random_crop_decoder,
+                                    image_slice=_image_slice_decoder)
 decoders.image.__name__ = "image"
 decoders.image_random_crop.__name__ = "image_random_crop"
 
@@ -455,9 +472,11 @@ def resize_crop_mirror(data, *, crop=None, crop_h=0, crop_w=0,
 
 file_reader = readers.file
 caffe_reader = readers.caffe
+coco_reader = readers.coco
 numpy_reader = readers.numpy
 image_decoder = decoders.image
 image_decoder_random_crop = decoders.image_random_crop
+image_decoder_slice = decoders.image_slice
 coin_flip = random.coin_flip
 uniform = random.uniform
 normal_distribution = random.normal
@@ -475,7 +494,6 @@ def _missing(op):
 
 
 readers.mxnet = _missing("readers.mxnet")
-readers.coco = _missing("readers.coco")
 
 
 def __getattr__(name):

@@ -89,6 +89,8 @@ _OLDER = {
     "NumpyReader": fn.readers.numpy,
     "ImageDecoder": fn.decoders.image,
     "ImageDecoderRandomCrop": fn.decoders.image_random_crop,
+    "ImageDecoderSlice": fn.decoders.image_slice,
+    "COCOReader": fn.readers.coco,
     "CoinFlip": fn.random.coin_flip,
     "Uniform": fn.random.uniform,
     "NormalDistribution": fn.random.normal,
