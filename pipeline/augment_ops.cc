@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "pipeline/augment.h"
-#include "pipeline/bb_flip.h"
+#include "pipeline/box_transforms.h"
 #include "pipeline/coord_transform.h"
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
@@ -1020,6 +1020,7 @@ const std::map<std::string, AugmentOp>& AugmentOps() {
       {"npy_decode", {MakeNpyDecodeOp, NpyDecodeAttrs()}},
       {"table_rows", {MakeTableRowsOp, TableRowsAttrs()}},
       {"bb_flip", {MakeBbFlipOp, BbFlipAttrs()}},
+      {"bbox_paste", {MakeBboxPasteOp, BboxPasteAttrs()}},
       {"shot_noise",
        {[] { return std::make_unique<NoiseOp>(NoiseOp::Kind::kShot); },
         Join({}, {"factor"})}},

@@ -383,6 +383,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.arith cpu\n"                       \
   "pipeline.batch cpu\n"                       \
   "pipeline.bb_flip cpu\n"                     \
+  "pipeline.bbox_paste cpu\n"                  \
   "pipeline.box_encoder cpu\n"                 \
   "pipeline.brightness_contrast cpu\n"         \
   "pipeline.caffe_reader cpu\n"                \

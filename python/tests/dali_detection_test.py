@@ -262,6 +262,40 @@ class BoxOperatorTest(unittest.TestCase):
                 self.assertEqual(not numpy.array_equal(boxes[i], b),
                                  turned[i])
 
+    def test_bbox_paste_follows_the_pasted_image(self):
+        # A white rectangle on black, pasted on a larger black canvas at
+        # random: the boxes bbox_paste gives, in the canvas's pixels, hold
+        # the rectangle to within what paste's whole pixels allow (its
+        # offset truncated, its canvas rounded: under 1.5 pixels).
+        image = numpy.zeros((40, 60, 3), numpy.uint8)
+        image[8:20, 10:30] = 255
+        box = numpy.float32([[10 / 60, 8 / 40, 30 / 60, 20 / 40]])
+        xywh = numpy.hstack([box[:, :2], box[:, 2:] - box[:, :2]])
+        ratio = fn.random.uniform(range=(1.0, 3.0))
+        at_x = fn.random.uniform(range=(0.0, 1.0))
+        at_y = fn.random.uniform(range=(0.0, 1.0))
+        pasted, boxes, wh = run_nodes(
+            [[image] * 16, [box] * 16, [xywh] * 16], lambda x, b, w: (
+                fn.paste(x, ratio=ratio, paste_x=at_x, paste_y=at_y,
+                         fill_value=0),
+                fn.bbox_paste(b, ltrb=True, ratio=ratio, paste_x=at_x,
+                              paste_y=at_y),
+                fn.bbox_paste(w, ratio=ratio, paste_x=at_x, paste_y=at_y)),
+            layouts=["HWC"])
+        self.assertGreater(len({p.shape for p in pasted}), 4)
+        for canvas, b, w in zip(pasted, boxes, wh):
+            h, wide = canvas.shape[:2]
+            ys, xs = numpy.nonzero(canvas[:, :, 0] > 127)
+            found = [xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]
+            want = b[0] * numpy.float32([wide, h, wide, h])
+            self.assertTrue(numpy.allclose(found, want, atol=1.5),
+                            (found, want))
+            self.assertTrue(numpy.allclose(
+                w[0], [b[0][0], b[0][1], b[0][2] - b[0][0],
+                       b[0][3] - b[0][1]], atol=1e-6))
+        with self.assertRaisesRegex(ValueError, "'ratio': at least 1"):
+            run_nodes([[box]], lambda b: (fn.bbox_paste(b, ratio=0.5),))
+
     def check_crop(self, anchor, shape, kept, labels, boxes, in_labels,
                    threshold, scaling=(0.3, 1.0), ratio=(0.5, 2.0)):
         self.assertEqual(anchor.shape, (2,))
@@ -492,6 +526,7 @@ class SsdPipelineTest(unittest.TestCase):
     def test_ops_names(self):
         # DALI's object API names reach the same operators.
         self.assertIs(ops.BbFlip()._call, fn.bb_flip)
+        self.assertIs(ops.BBoxPaste(ratio=2)._call, fn.bbox_paste)
         self.assertIs(ops.RandomBBoxCrop()._call, fn.random_bbox_crop)
         self.assertIs(ops.BoxEncoder(anchors=[0, 0, 1, 1])._call,
                       fn.box_encoder)

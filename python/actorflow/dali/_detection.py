@@ -1,9 +1,10 @@
-"""DALI's detection operators: bb_flip, random_bbox_crop and box_encoder
-(the SSD recipe), and slice with the window given per sample by other
-nodes (pipeline/bb_flip.h, bbox_crop.h, box_encoder.h, slice_at.h)."""
+"""DALI's detection operators: bb_flip, bbox_paste, random_bbox_crop and
+box_encoder (the SSD recipe), and slice with the window given per sample
+by other nodes (pipeline/box_transforms.h, bbox_crop.h, box_encoder.h,
+slice_at.h)."""
 
 from actorflow.dali._args import (_check_rest, _device, _fixed, _floats,
-                                  _node, _probability)
+                                  _node, _per_sample, _probability)
 from actorflow.pipeline import _add_operator
 
 _LAYOUTS = {"xyXY": True, "xyWH": False}
@@ -38,6 +39,21 @@ def bb_flip(data, *, ltrb=False, horizontal=1, vertical=0, device="cpu",
     _probability("bb_flip", "horizontal", horizontal, attrs)
     _probability("bb_flip", "vertical", vertical, attrs)
     node = _add_operator("bb_flip", [data], 1, "cpu", name, attrs)
+    return _node(node, like=data, device=device)
+
+
+def bbox_paste(data, *, ratio, paste_x=0.5, paste_y=0.5, ltrb=False,
+               device="cpu", name=None, **rest):
+    """Boxes [N, 4] (relative) where fn.paste puts their image: on a canvas
+    `ratio` times its size at (paste_x, paste_y), each per sample; the same
+    fn.random values given to paste give both the same draws."""
+    _check_rest("bbox_paste", rest)
+    _device("bbox_paste", device)
+    attrs = {"ltrb": bool(ltrb)}
+    for arg, value in (("ratio", ratio), ("paste_x", paste_x),
+                       ("paste_y", paste_y)):
+        _per_sample("bbox_paste", arg, value, attrs)
+    node = _add_operator("bbox_paste", [data], 1, "cpu", name, attrs)
     return _node(node, like=data, device=device)
 
 

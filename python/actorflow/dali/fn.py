@@ -20,7 +20,8 @@ from actorflow.dali._augment import (  # noqa: F401
     paste, reshape, rotate, saturation, shapes, slice, sphere, stack,
     transpose, warp_affine, water)
 from actorflow.dali._detection import (  # noqa: F401
-    bb_flip, box_encoder, random_bbox_crop, slice_at as _slice_at)
+    bb_flip, bbox_paste, box_encoder, random_bbox_crop,
+    slice_at as _slice_at)
 from actorflow.dali._external import external_source  # noqa: F401
 from actorflow.dali._python_function import python_function  # noqa: F401
 from actorflow.dali._readers import readers
