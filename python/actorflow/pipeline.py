@@ -309,6 +309,11 @@ class Pipeline:
         self._native_built = True
         if self._restore_from is not None:
             self._native.restore(self._restore_from)
+        # Batches fed before the native pipeline existed, in order (build()
+        # makes it once every source's shape is known, as after a feed).
+        pending, self._pending = self._pending, []
+        for name, batch, shapes in pending:
+            self._feed(name, batch, shapes)
 
     def checkpoint(self, directory, keep_last=0):
         """Writes a checkpoint under `directory` (directory/ckpt-<piece>)
@@ -444,9 +449,6 @@ class Pipeline:
             return
         if not self._native_built:
             self._build_native()
-            for name, batch, shapes in self._pending:
-                self._feed(name, batch, shapes)
-            self._pending = []
         self._native.schedule()
         self._scheduled += 1
 

@@ -1602,9 +1602,36 @@ class DaliTest(unittest.TestCase):
         self.assertEqual(len(serial), 4)  # 2 batches per epoch
         self.assertTrue(all(name.startswith("py_worker") for name in callers))
         self.assertEqual(serial[2][0], [[1] * 3] * 2)  # the second epoch
-        with self.assertRaisesRegex(NotImplementedError, "repeat_last"):
-            with Pipeline(batch_size=2, num_threads=1):
-                fn.external_source(source=sample, repeat_last=True)
+
+    def test_repeat_last(self):
+        # Fed once (before the first run too), repeated until fed again;
+        # nothing fed is an error naming the source.
+        def batch(value):
+            return [numpy.full((2,), value, numpy.int32)] * 2
+
+        pipe = Pipeline(batch_size=2, num_threads=1, prefetch_queue_depth=1)
+        with pipe:
+            x = fn.external_source(name="x", repeat_last=True)
+            y = fn.external_source(name="y")
+            pipe.set_outputs(x, y + 0)
+
+        def step(y_value):
+            pipe.feed_input("y", batch(y_value))
+            xs, ys = pipe.run()
+            return int(xs.as_array()[0, 0]), int(ys.as_array()[0, 0])
+
+        with self.assertRaisesRegex(ValueError, "'x' .*nothing fed yet"):
+            step(0)
+        pipe = Pipeline(batch_size=2, num_threads=1, prefetch_queue_depth=1)
+        with pipe:
+            x = fn.external_source(name="x", repeat_last=True)
+            y = fn.external_source(name="y")
+            pipe.set_outputs(x, y + 0)
+        pipe.feed_input("x", batch(7))
+        self.assertEqual([step(v) for v in range(3)],
+                         [(7, 0), (7, 1), (7, 2)])
+        pipe.feed_input("x", batch(8))
+        self.assertEqual([step(v) for v in range(3, 5)], [(8, 3), (8, 4)])
 
     def test_resize_sizes_as_dali_gives_them(self):
         # Each image's output size by DALI's rule for its arguments

@@ -22,15 +22,13 @@ def external_source(source=None, num_outputs=None, *, cycle=None, name=None,
     an exhausted iterable over, "raise" (as the default) ends the epoch.
     shape (ours, not DALI's): the largest sample's shape, one per output
     or one for all; without it a source is sized from its first batch
-    (twice its largest sample along each axis where the samples differ)."""
+    (twice its largest sample along each axis where the samples differ).
+    repeat_last: a batch scheduled when nothing new was fed repeats the
+    last batch fed."""
     # no_copy, blocking, cuda_stream, use_copy_kernel: how DALI moves the
     # data, not what it is; the data is copied in here whatever they say.
     _check_rest("external_source", rest)
     _device("external_source", device)
-    if repeat_last:
-        raise NotImplementedError(
-            "fn.external_source(repeat_last=True) is not in actorflow.dali: "
-            "feed_input() every batch")
     pipe = Pipeline.current()
     if not isinstance(pipe, Pipeline):
         raise RuntimeError("fn.external_source: call it while defining an "
@@ -55,6 +53,8 @@ def external_source(source=None, num_outputs=None, *, cycle=None, name=None,
              "shape": None if shapes[k] is None
              else [int(d) for d in shapes[k]]})
         nodes.append(_node(node, layout=layouts[k] or "", device=device))
+        if repeat_last:
+            pipe._repeat_last[node.name] = None
     if source is not None:
         pipe._feeds.append(_ExternalFeed(source, [n.name for n in nodes],
                                          num_outputs is not None, batch,

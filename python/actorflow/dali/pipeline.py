@@ -259,6 +259,11 @@ class Pipeline(_base.Pipeline):
         self._output_nodes = []
         self._readers = {}  # op name -> reader_meta without sizes
         self._feeds = []  # _ExternalFeed, in declaration order
+        # external_source(repeat_last=True): name -> the last batch fed
+        # (None before the first), and how many fed batches no scheduled
+        # batch has taken yet.
+        self._repeat_last = {}
+        self._unclaimed = {}
         # per output: samples read ahead of a batch
         self._carry = None if unpacked is None else unpacked.carry
         # () -> (height, width) of each of the reader's images, when known
@@ -424,10 +429,26 @@ class Pipeline(_base.Pipeline):
         super()._pull_sources(epoch_begins)
         for feed in self._feeds:
             feed.pull(self, epoch_begins)
+        # The batch about to be scheduled takes one fed batch from each
+        # repeat_last source, the last one again when none is waiting.
+        for name, last in self._repeat_last.items():
+            if self._unclaimed.get(name, 0) == 0:
+                if last is None:
+                    raise ValueError(
+                        f"external_source '{name}' (repeat_last=True): "
+                        "nothing fed yet to repeat; feed_input() a first "
+                        "batch")
+                self.feed_input(name, last)
+            self._unclaimed[name] -= 1
 
     def feed_input(self, data_node, data, layout=None, cuda_stream=None,
                    use_copy_kernel=False):
-        super().feed_input(data_node, _as_host(data))
+        data = _as_host(data)
+        super().feed_input(data_node, data)
+        name = getattr(data_node, "name", data_node)
+        if name in self._repeat_last:
+            self._repeat_last[name] = data
+            self._unclaimed[name] = self._unclaimed.get(name, 0) + 1
 
     # ---- readers ----
 
