@@ -43,6 +43,7 @@ using pipeline::MakeSampleOp;
 using pipeline::ParseArithOp;
 using pipeline::ReaderKernel;
 using pipeline::ReadIdxHeader;
+using pipeline::RecordIoReaderKernel;
 using pipeline::SampleDealers;
 using pipeline::SampleOp;
 using pipeline::SampleOpNames;
@@ -82,6 +83,9 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
          {"paths", "features", "kinds", "shapes", "defaults", "shard_id",
           "num_shards", "stick_to_shard", "shuffle_window", "shuffle_list",
           "limit", "elastic"}},
+        {"recordio_reader",
+         {"paths", "shard_id", "num_shards", "stick_to_shard", "shuffle_window",
+          "shuffle_list", "limit", "elastic"}},
         {"external_source", {"dtype", "shape"}},
         {"decode", {"color", "max_pixels", "adjust_orientation"}},
         {"decode_random_crop",
@@ -134,7 +138,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op) {
 bool IsReader(const std::string& op) {
   return op == "file_reader" || op == "idx_reader" ||
          op == "webdataset_reader" || op == "caffe_reader" ||
-         op == "tfrecord_reader";
+         op == "tfrecord_reader" || op == "recordio_reader";
 }
 // More would not fit one register's blobs sensibly; DALI's functions
 // return a few.
@@ -445,7 +449,8 @@ void Pipeline::Compiler::AddOperator(int i) {
   if (!sample_op.ok()) {
     Problem(i, absl::StrCat("unknown operator; operators: file_reader, "
                             "webdataset_reader, caffe_reader, "
-                            "tfrecord_reader, idx_reader, external_source, ",
+                            "tfrecord_reader, recordio_reader, idx_reader, "
+                            "external_source, ",
                             absl::StrJoin(SampleOpNames(), ", "),
                             ", batch, normalize"));
     return;
@@ -532,6 +537,10 @@ void Pipeline::Compiler::AddSource(int i) {
     // Types and shapes from the features' declarations (ProbeReader checks
     // them and bounds the bytes and "var" ones by the largest record).
     specs.assign(def.outputs.size(), SampleSpec{DT_UINT8, {-1}});
+  } else if (op == "recordio_reader") {
+    // Bounded by the records' headers (ProbeReader).
+    specs = {SampleSpec{DT_UINT8, {-1}}, SampleSpec{DT_FLOAT32, {-1}}};
+    specs.resize(def.outputs.size());
   } else if (op == "webdataset_reader") {
     // Each component's bytes, read as its dtype (ProbeReader checks them).
     for (size_t k = 0; k < def.outputs.size(); ++k) {
@@ -577,6 +586,10 @@ void Pipeline::Compiler::AddSource(int i) {
         }
       }
     }
+    if (probed != nullptr && op == "recordio_reader") {
+      specs[0].max_shape = {probed->LargestSample(0)};
+      if (specs.size() > 1) specs[1].max_shape = {probed->LargestSample(1) / 4};
+    }
     if (probed != nullptr && op == "file_reader") {
       std::shared_ptr<ReaderKernel> reader = std::move(probed);
       largest_bytes = [reader] { return reader->LargestSample(0); };
@@ -607,6 +620,8 @@ std::unique_ptr<ReaderKernel> Pipeline::Compiler::ProbeReader(
     reader = std::make_unique<CaffeReaderKernel>();
   } else if (p_.ops_[i].op == "tfrecord_reader") {
     reader = std::make_unique<TfRecordReaderKernel>();
+  } else if (p_.ops_[i].op == "recordio_reader") {
+    reader = std::make_unique<RecordIoReaderKernel>();
   } else {
     reader = std::make_unique<IdxReaderKernel>();
   }

@@ -17,6 +17,7 @@
 #include "pipeline/dataset.h"
 #include "pipeline/elastic_lanes.h"
 #include "pipeline/multi_sample_op.h"
+#include "pipeline/recordio.h"
 #include "pipeline/remote_prefetch.h"
 #include "pipeline/sample_dealer.h"
 #include "pipeline/sample_function.h"
@@ -276,6 +277,27 @@ class TfRecordReaderKernel final : public ReaderKernel {
   // The last record parsed: the outputs of one sample share it.
   int64_t parsed_ = -1;
   actorflow::pipeline::TfExample example_;
+};
+
+// `pipeline.recordio_reader`: the images and labels of MXNet RecordIO
+// files (attr `paths`, pipeline/recordio.h), outputs the image's bytes
+// (uint8) and its labels (float32 [1], or [flag] where the record holds
+// `flag` labels).
+class RecordIoReaderKernel final : public ReaderKernel {
+ public:
+  int64_t LargestSample(int k) const override;
+
+ protected:
+  absl::StatusOr<int64_t> Open(const KernelInitContext& ctx) override;
+  absl::Status Fill(int64_t index, int k, SampleSlots::Slot* slot,
+                    bool* lazy) override;
+
+ private:
+  std::unique_ptr<RecordIoFiles> files_;
+  // The last record read: a sample's two outputs share it.
+  int64_t read_ = -1;
+  std::string image_;
+  std::vector<float> labels_;
 };
 
 // `pipeline.external_source`: each piece splits the batch fed to its

@@ -417,6 +417,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.peek_image_shape cpu\n"            \
   "pipeline.random_bbox_crop cpu\n"            \
   "pipeline.random_resized_crop cpu\n"         \
+  "pipeline.recordio_reader cpu\n"             \
   "pipeline.reshape cpu\n"                     \
   "pipeline.resize cpu\n"                      \
   "pipeline.rotate cpu\n"                      \

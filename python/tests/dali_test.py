@@ -1147,6 +1147,90 @@ class DaliTest(unittest.TestCase):
                                     "float list"):
             bad.run()
 
+    def test_mxnet_recordio_reader(self):
+        # RecordIO written here as MXNet's im2rec frames it (dmlc's
+        # recordio: a record holding the magic number is split into parts
+        # at it); DALI's MXNet ResNet-50 flow reads it through
+        # fn.readers.mxnet. Record 4's image gets the magic appended (read
+        # back whole from its parts), record 7 carries three labels.
+        import struct
+        magic = struct.pack("<I", 0xced7230a)
+
+        def frame(flag, part):
+            pad = b"\0" * (-len(part) % 4)
+            return magic + struct.pack("<I", flag << 29 | len(part)) + \
+                part + pad
+
+        def record(data):
+            parts = data.split(magic)
+            if len(parts) == 1:
+                return frame(0, data)
+            return b"".join(frame(1 if k == 0 else
+                                  3 if k == len(parts) - 1 else 2, p)
+                            for k, p in enumerate(parts))
+
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        images, labels, files = [], [], []
+        for part in range(2):
+            path = os.path.join(tmp, f"train-{part}.rec")
+            files.append(path)
+            with open(path, "wb") as out:
+                for i in range(part * 10, part * 10 + 10):
+                    with open(self.paths[i], "rb") as f:
+                        image = f.read()
+                    if i == 4:
+                        image += magic + b"tail"  # after the JPEG's end
+                    want = [float(self.labels[i])] if i != 7 else \
+                        [1.5, 2.5, 3.5]
+                    header = struct.pack(
+                        "<IfQQ", 0 if i != 7 else 3,
+                        want[0] if i != 7 else 0.0, i, 0)
+                    extra = b"" if i != 7 else struct.pack("<3f", *want)
+                    out.write(record(header + extra + image))
+                    images.append(image)
+                    labels.append(want)
+
+        @pipeline_def
+        def mxnet_pipe(shard_id, num_shards):
+            jpegs, labels = fn.readers.mxnet(
+                path=files, index_path=[p[:-4] + ".idx" for p in files],
+                shard_id=shard_id, num_shards=num_shards, name="Reader")
+            decoded = fn.resize(fn.decoders.image(jpegs), resize_x=8,
+                                resize_y=8)
+            return jpegs, labels, decoded
+
+        pipe = mxnet_pipe(batch_size=5, num_threads=2, device_id=0,
+                          shard_id=0, num_shards=1)
+        self.assertEqual(pipe.epoch_size("Reader"), 20)
+        for step in range(4):
+            jpegs, got, decoded = pipe.run()
+            self.assertEqual(got.dtype, types.FLOAT)
+            self.assertEqual(decoded.as_array().shape, (5, 8, 8, 3))
+            for j in range(5):
+                i = step * 5 + j
+                self.assertEqual(bytes(jpegs.at(j)), images[i])
+                self.assertEqual(got.at(j).tolist(), labels[i])
+        seen = []
+        for shard in range(2):
+            pipe = mxnet_pipe(batch_size=5, num_threads=1, device_id=0,
+                              shard_id=shard, num_shards=2)
+            for step in range(2):
+                jpegs = pipe.run()[0]
+                seen += [bytes(jpegs.at(j)) for j in range(5)]
+        self.assertEqual(sorted(seen), sorted(images))
+        self.assertIs(ops.MXNetReader(path=files)._call, fn.readers.mxnet)
+        # A file that is no RecordIO, and one cut short, are named.
+        for name, data in (("junk.rec", b"not a record"),
+                           ("cut.rec", record(b"\0" * 40)[:30])):
+            with open(os.path.join(tmp, name), "wb") as out:
+                out.write(data)
+            with Pipeline(batch_size=2, num_threads=1) as bad:
+                bad.set_outputs(*fn.readers.mxnet(
+                    path=os.path.join(tmp, name)))
+            with self.assertRaisesRegex(ValueError, name):
+                bad.build()
+
     def test_numpy_reader(self):
         # DALI's fn.readers.numpy over files numpy.save wrote (one in
         # Fortran order, one in format version 2), of their own shapes.
@@ -1746,8 +1830,8 @@ class DaliTest(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "'roi_start'"):
                 fn.resize(images, size=[4, 4], roi_start=[0, 0])
             with self.assertRaisesRegex(NotImplementedError,
-                                        "fn.readers.mxnet"):
-                fn.readers.mxnet(path=root)
+                                        "fn.readers.caffe2"):
+                fn.readers.caffe2(path=root)
             with self.assertRaisesRegex(AttributeError,
                                         "fn.squeeze is not in actorflow"):
                 fn.squeeze(images)

@@ -1,7 +1,7 @@
-"""fn.readers: DALI's file, webdataset, caffe, numpy, tfrecord and coco
-readers on actorflow's file_reader (numpy: with npy_decode; coco: with
-table_rows for the annotations), webdataset_reader, caffe_reader and
-tfrecord_reader."""
+"""fn.readers: DALI's file, webdataset, caffe, numpy, tfrecord, coco and
+mxnet readers on actorflow's file_reader (numpy: with npy_decode; coco:
+with table_rows for the annotations), webdataset_reader, caffe_reader,
+tfrecord_reader and recordio_reader."""
 
 import fnmatch
 import json
@@ -380,6 +380,29 @@ def _tfrecord_reader(*, path, index_path=None, features, shard_id=0,
             for key, node in zip(features, nodes)}
 
 
+def _mxnet_reader(*, path, index_path=None, shard_id=0, num_shards=1,
+                  random_shuffle=False, initial_fill=1024,
+                  stick_to_shard=False, pad_last_batch=False, name=None,
+                  device="cpu", **rest):
+    """(data, labels): MXNet RecordIO image records (`path`: one .rec file
+    or a list, read in order as one dataset), each image's encoded bytes
+    and its labels, float32 [1] (or [n] for a record of n labels).
+    index_path is accepted and not needed: the files' framing is read when
+    the pipeline is built."""
+    _check_rest("readers.mxnet", rest)
+    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    if not paths:
+        raise ValueError("fn.readers.mxnet: give path (the .rec files)")
+    attrs = {"paths": [os.fspath(p) for p in paths],
+             **_shard_attrs(shard_id, num_shards, stick_to_shard,
+                            random_shuffle, initial_fill)}
+    data, labels = _add_operator("recordio_reader", [], 2, "cpu", name,
+                                 attrs)
+    # Decoded images: resize or crop them (no pass over the records).
+    _register_reader(data, attrs, pad_last_batch, None)
+    return _node(data, device=device), _node(labels, device=device)
+
+
 def _coco_annotations(path, *, images, ltrb, ratio, skip_empty,
                       size_threshold, include_iscrowd, avoid_class_remapping):
     """DALI's reading of a COCO annotations file: (file names, per image
@@ -510,10 +533,11 @@ readers = _pytypes.SimpleNamespace(file=_file_reader,
                                    webdataset=_webdataset_reader,
                                    caffe=_caffe_reader, numpy=_numpy_reader,
                                    tfrecord=_tfrecord_reader,
-                                   coco=_coco_reader)
+                                   coco=_coco_reader, mxnet=_mxnet_reader)
 readers.file.__name__ = "file"
 readers.webdataset.__name__ = "webdataset"
 readers.caffe.__name__ = "caffe"
 readers.numpy.__name__ = "numpy"
 readers.tfrecord.__name__ = "tfrecord"
 readers.coco.__name__ = "coco"
+readers.mxnet.__name__ = "mxnet"

@@ -473,6 +473,7 @@ def resize_crop_mirror(data, *, crop=None, crop_h=0, crop_w=0,
 
 file_reader = readers.file
 caffe_reader = readers.caffe
+mxnet_reader = readers.mxnet
 coco_reader = readers.coco
 numpy_reader = readers.numpy
 image_decoder = decoders.image
@@ -494,7 +495,7 @@ def _missing(op):
     return call
 
 
-readers.mxnet = _missing("readers.mxnet")
+readers.caffe2 = _missing("readers.caffe2")
 
 
 def __getattr__(name):

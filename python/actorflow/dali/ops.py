@@ -91,6 +91,7 @@ _OLDER = {
     "ImageDecoderRandomCrop": fn.decoders.image_random_crop,
     "ImageDecoderSlice": fn.decoders.image_slice,
     "COCOReader": fn.readers.coco,
+    "MXNetReader": fn.readers.mxnet,
     "CoinFlip": fn.random.coin_flip,
     "Uniform": fn.random.uniform,
     "NormalDistribution": fn.random.normal,
