@@ -133,6 +133,11 @@ absl::Status RecordIoFiles::Read(int64_t i, std::string* image,
   std::string data;
   absl::Status ok = ReadData(i, &data);
   if (!ok.ok()) return ok;
+  if (static_cast<int64_t>(data.size()) < kImageHeaderBytes) {
+    // The scan saw more: the file changed since.
+    return absl::DataLossError(absl::StrCat("the record at ", Describe(i),
+                                            " is shorter than its header"));
+  }
   const auto* p = reinterpret_cast<const unsigned char*>(data.data());
   const uint32_t flag = Le32(p);
   const int64_t label_bytes = int64_t{flag} * 4;
