@@ -23,21 +23,9 @@ class BbFlipOp final : public SampleOp {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
     auto ltrb = ctx.BoolAttrOr("ltrb", false);
-    auto horizontal = Probability(ctx, "horizontal", 1.0);
-    auto vertical = Probability(ctx, "vertical", 0.0);
-    auto h_stream = ctx.IntAttrOr("horizontal_stream", -1);
-    auto v_stream = ctx.IntAttrOr("vertical_stream", -1);
-    for (const absl::Status& s :
-         {ltrb.status(), horizontal.status(), vertical.status(),
-          h_stream.status(), v_stream.status()}) {
-      if (!s.ok()) return s;
-    }
+    if (!ltrb.ok()) return ltrb.status();
     ltrb_ = *ltrb;
-    horizontal_ = *horizontal;
-    vertical_ = *vertical;
-    h_stream_ = *h_stream;
-    v_stream_ = *v_stream;
-    return absl::OkStatus();
+    return sides_.Init(ctx, 1.0, 0.0);
   }
 
   absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
@@ -46,10 +34,9 @@ class BbFlipOp final : public SampleOp {
 
   absl::Status Apply(const SampleRef& in, SampleRng* rng,
                      Sample* out) override {
-    // Both draws always happen, as flip's do, so that a coin shared with
-    // flip or crop_mirror_normalize gives both the same side.
-    const bool h = UniformFor(rng, h_stream_) < horizontal_;
-    const bool v = UniformFor(rng, v_stream_) < vertical_;
+    // As flip draws: a coin shared with flip or crop_mirror_normalize
+    // gives both the same side.
+    const auto [h, v] = sides_.Draw(rng);
     auto boxes = ReadBoxes(in, ltrb_, "bb_flip");
     if (!boxes.ok()) return boxes.status();
     out->Reshape(in.type, in.shape);
@@ -75,8 +62,7 @@ class BbFlipOp final : public SampleOp {
   }
 
   bool ltrb_ = false;
-  double horizontal_ = 1, vertical_ = 0;
-  int64_t h_stream_ = -1, v_stream_ = -1;
+  FlipSides sides_;
 };
 
 class BboxPasteOp final : public SampleOp {

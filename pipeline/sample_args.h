@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -49,6 +50,41 @@ inline absl::StatusOr<double> Probability(const KernelInitContext& ctx,
   }
   return p;
 }
+
+// The two sides of a flip (`flip`, `bb_flip`): attrs `horizontal` and
+// `vertical`, each the probability of flipping that way, with
+// `horizontal_stream` / `vertical_stream` for a coin flip shared between
+// operators. Both are drawn for every sample, so that one probability does
+// not shift the other's draws, and every operator given the same streams
+// flips the same samples the same ways.
+struct FlipSides {
+  double horizontal = 0, vertical = 0;
+  int64_t h_stream = -1, v_stream = -1;
+
+  absl::Status Init(const KernelInitContext& ctx, double horizontal_default,
+                    double vertical_default) {
+    auto h = Probability(ctx, "horizontal", horizontal_default);
+    auto v = Probability(ctx, "vertical", vertical_default);
+    auto hs = ctx.IntAttrOr("horizontal_stream", -1);
+    auto vs = ctx.IntAttrOr("vertical_stream", -1);
+    for (const absl::Status& s :
+         {h.status(), v.status(), hs.status(), vs.status()}) {
+      if (!s.ok()) return s;
+    }
+    horizontal = *h;
+    vertical = *v;
+    h_stream = *hs;
+    v_stream = *vs;
+    return absl::OkStatus();
+  }
+
+  // This sample's sides: {horizontally, vertically}.
+  std::pair<bool, bool> Draw(SampleRng* rng) const {
+    const bool h = UniformFor(rng, h_stream) < horizontal;
+    const bool v = UniformFor(rng, v_stream) < vertical;
+    return {h, v};
+  }
+};
 
 // A float attr, where a whole number given as an int attr is the same
 // value; `fallback` when absent.

@@ -537,19 +537,7 @@ class DecodeAreaCropOp final : public SampleOp {
 class FlipOp final : public SampleOp {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
-    auto horizontal = Probability(ctx, "horizontal", 0.5);
-    auto vertical = Probability(ctx, "vertical", 0.0);
-    auto h_stream = ctx.IntAttrOr("horizontal_stream", -1);
-    auto v_stream = ctx.IntAttrOr("vertical_stream", -1);
-    for (const absl::Status& s : {horizontal.status(), vertical.status(),
-                                  h_stream.status(), v_stream.status()}) {
-      if (!s.ok()) return s;
-    }
-    horizontal_ = *horizontal;
-    vertical_ = *vertical;
-    h_stream_ = *h_stream;
-    v_stream_ = *v_stream;
-    return absl::OkStatus();
+    return sides_.Init(ctx, 0.5, 0.0);
   }
   absl::StatusOr<SampleSpec> Infer(const SampleSpec& in) const override {
     absl::Status ok = ExpectRank("flip", in, 3, "HWC images");
@@ -558,18 +546,12 @@ class FlipOp final : public SampleOp {
   }
   absl::Status Apply(const SampleRef& in, SampleRng* rng,
                      Sample* out) override {
-    // Both draws always happen, so one probability does not shift the
-    // other's stream.
-    const bool h = UniformFor(rng, h_stream_) < horizontal_;
-    const bool v = UniformFor(rng, v_stream_) < vertical_;
+    const auto [h, v] = sides_.Draw(rng);
     return Flip(in, h, v, out);
   }
 
  private:
-  double horizontal_ = 0.5;
-  double vertical_ = 0;
-  // A coin flip shared with other operators (ScalarArg's streams).
-  int64_t h_stream_ = -1, v_stream_ = -1;
+  FlipSides sides_;
 };
 
 class CropMirrorNormalizeOp final : public SampleOp {
