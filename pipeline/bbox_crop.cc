@@ -154,7 +154,9 @@ class RandomBboxCropOp final : public MultiSampleOp {
   // The window and the boxes it keeps (their indices).
   void FindWindow(const std::vector<Box>& boxes, SampleRng* rng, Box* window,
                   std::vector<int>* kept) const {
-    int64_t windows = 0;
+    // A window holds only with a box's centre in it: without boxes none
+    // does, and only "no crop" can end the search.
+    int64_t windows = boxes.empty() ? most_windows_ : 0;
     while (windows < most_windows_) {
       const float option = options_[rng->Below(options_.size())];
       if (option == kNoCrop) break;

@@ -210,6 +210,14 @@ class CocoReaderTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "category_id 42"):
             fn.readers.coco(file_root=images, annotations_file=bad)
         with open(bad, "w") as f:
+            json.dump({"images": [{"id": 1, "file_name": "000.jpg"}],
+                       "annotations": [{"image_id": 1, "bbox": [0, 0, 2, 2],
+                                        "category_id": 9}],
+                       "categories": CATEGORIES}, f)
+        with self.assertRaisesRegex(ValueError, "without 'width'"):
+            fn.readers.coco(file_root=images, annotations_file=bad,
+                            ratio=True)
+        with open(bad, "w") as f:
             f.write("{not json")
         with self.assertRaisesRegex(ValueError, "not JSON"):
             fn.readers.coco(file_root=images, annotations_file=bad)
@@ -360,10 +368,17 @@ class BoxOperatorTest(unittest.TestCase):
             self.check_crop(anchor[i], shape[i], ltrb,
                             numpy.zeros(len(ltrb)), b,
                             numpy.zeros(len(b)), 0.0, scaling=(0.5, 1.0))
+        # Samples without boxes too: no window can hold one.
         anchor, shape, kept = run_nodes([self.boxes], lambda b:
                                         fn.random_bbox_crop(
             b, thresholds=[0.99], scaling=[0.9, 1.0], allow_no_crop=False,
             total_num_attempts=50))
+        empty = [numpy.zeros((0, 4), numpy.float32)] * 8
+        whole = run_nodes([empty], lambda b: fn.random_bbox_crop(
+            b, thresholds=[0.5], allow_no_crop=False))
+        for a, s, k in zip(*whole):
+            self.assertEqual((a.tolist(), s.tolist(), k.shape),
+                             ([0, 0], [1, 1], (0, 4)))
         for i, b in enumerate(self.boxes):
             self.assertEqual(anchor[i].tolist(), [0, 0])
             self.assertEqual(shape[i].tolist(), [1, 1])

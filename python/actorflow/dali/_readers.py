@@ -508,11 +508,17 @@ def _coco_reader(*, file_root=None, annotations_file=None, ltrb=False,
     if file_root is None or annotations_file is None:
         raise ValueError("fn.readers.coco: give file_root and "
                          "annotations_file")
-    files, boxes, labels, ids = _coco_annotations(
-        os.fspath(annotations_file), images=images, ltrb=ltrb, ratio=ratio,
-        skip_empty=skip_empty, size_threshold=float(size_threshold),
-        include_iscrowd=include_iscrowd,
-        avoid_class_remapping=avoid_class_remapping)
+    path = os.fspath(annotations_file)
+    try:
+        files, boxes, labels, ids = _coco_annotations(
+            path, images=images, ltrb=ltrb, ratio=ratio,
+            skip_empty=skip_empty, size_threshold=float(size_threshold),
+            include_iscrowd=include_iscrowd,
+            avoid_class_remapping=avoid_class_remapping)
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"fn.readers.coco: {path}: not COCO's layout (an "
+                         f"image or annotation without {e}, or of another "
+                         "shape)") from None
     data, index = _file_reader(
         file_root=file_root, files=files, labels=list(range(len(files))),
         shard_id=shard_id, num_shards=num_shards,
