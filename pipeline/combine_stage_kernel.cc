@@ -224,5 +224,6 @@ ACTORFLOW_REGISTER_KERNEL("pipeline.function", CombineStageKernel);
 ACTORFLOW_REGISTER_KERNEL("pipeline.random_bbox_crop", CombineStageKernel);
 ACTORFLOW_REGISTER_KERNEL("pipeline.box_encoder", CombineStageKernel);
 ACTORFLOW_REGISTER_KERNEL("pipeline.slice_at", CombineStageKernel);
+ACTORFLOW_REGISTER_KERNEL("pipeline.decode_slice", CombineStageKernel);
 
 }  // namespace actorflow::internal::pipeline

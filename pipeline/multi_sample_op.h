@@ -14,9 +14,9 @@
 #include "pipeline/sample_ops.h"
 
 // A per-sample operator of several inputs and outputs (the detection
-// operators random_bbox_crop and box_encoder, and slice_at), which the pipeline
-// runs on its combine stage, as arith and cat: one sample of each input in, one
-// of each output out.
+// operators random_bbox_crop and box_encoder, slice_at and decode_slice),
+// which the pipeline runs on its combine stage, as arith and cat: one
+// sample of each input in, one of each output out.
 namespace actorflow::internal::pipeline {
 
 class MultiSampleOp {

@@ -79,26 +79,6 @@ absl::StatusOr<int64_t> MaxPixels(const KernelInitContext& ctx) {
   return max_pixels;
 }
 
-// The decoders' own attrs: `color` ("rgb" or "gray"), `max_pixels`,
-// `adjust_orientation` (false).
-absl::StatusOr<DecodeOptions> DecodeAttrs(const KernelInitContext& ctx) {
-  auto color = ctx.StringAttrOr("color", "rgb");
-  if (!color.ok()) return color.status();
-  if (*color != "rgb" && *color != "gray") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attr 'color': \"rgb\" or \"gray\", got \"", *color, "\""));
-  }
-  auto max_pixels = MaxPixels(ctx);
-  if (!max_pixels.ok()) return max_pixels.status();
-  auto adjust = ctx.BoolAttrOr("adjust_orientation", false);
-  if (!adjust.ok()) return adjust.status();
-  DecodeOptions options;
-  options.channels = *color == "rgb" ? 3 : 1;
-  options.max_pixels = *max_pixels;
-  options.adjust_orientation = *adjust;
-  return options;
-}
-
 class DecodeOp final : public SampleOp {
  public:
   absl::Status Init(const KernelInitContext& ctx) override {
@@ -751,6 +731,24 @@ absl::StatusOr<std::unique_ptr<SampleOp>> MakeSampleOp(
   if (name == "sleep") return std::make_unique<SleepOp>();
   if (std::unique_ptr<SampleOp> op = MakeAugmentOp(name)) return op;
   return absl::NotFoundError(absl::StrCat("no sample operator '", name, "'"));
+}
+
+absl::StatusOr<DecodeOptions> DecodeAttrs(const KernelInitContext& ctx) {
+  auto color = ctx.StringAttrOr("color", "rgb");
+  if (!color.ok()) return color.status();
+  if (*color != "rgb" && *color != "gray") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attr 'color': \"rgb\" or \"gray\", got \"", *color, "\""));
+  }
+  auto max_pixels = MaxPixels(ctx);
+  if (!max_pixels.ok()) return max_pixels.status();
+  auto adjust = ctx.BoolAttrOr("adjust_orientation", false);
+  if (!adjust.ok()) return adjust.status();
+  DecodeOptions options;
+  options.channels = *color == "rgb" ? 3 : 1;
+  options.max_pixels = *max_pixels;
+  options.adjust_orientation = *adjust;
+  return options;
 }
 
 }  // namespace actorflow::internal::pipeline

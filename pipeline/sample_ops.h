@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "actorflow/kernel.h"
+#include "pipeline/image_codec.h"
 #include "pipeline/sample.h"
 
 // The per-sample operators a pipeline stage applies, with what they read
@@ -52,6 +53,10 @@ class SampleOp {
 // "sleep"; NotFound for anything else.
 absl::StatusOr<std::unique_ptr<SampleOp>> MakeSampleOp(const std::string& name);
 std::vector<std::string> SampleOpNames();
+
+// The decoders' own attrs: `color` ("rgb" or "gray"), `max_pixels`,
+// `adjust_orientation` (false).
+absl::StatusOr<DecodeOptions> DecodeAttrs(const KernelInitContext& ctx);
 
 // DALI's augmentations and the other operators augment_ops.cc lists (its
 // AugmentOps table: color, geometry, noise, standardize, ...). nullptr for

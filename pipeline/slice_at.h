@@ -15,10 +15,18 @@
 // shares of that dimension's extent. The window is [round(a), round(a +
 // s)) along each (half away from zero), the data's whole extent along the
 // others; a window outside the data is the sample's error.
+//
+// `decode_slice`: the same window of an encoded image (DALI's
+// decoders.image_slice), decoded as `decode` decodes it (attrs `color`,
+// `max_pixels`, `adjust_orientation`; `axes` of its HWC shape) but a JPEG's
+// rows and columns outside the window only entropy-decoded: the pixels of
+// `decode` and then `slice_at`, for less work.
 namespace actorflow::internal::pipeline {
 
 std::unique_ptr<MultiSampleOp> MakeSliceAtOp();
 std::vector<std::string> SliceAtAttrs();
+std::unique_ptr<MultiSampleOp> MakeDecodeSliceOp();
+std::vector<std::string> DecodeSliceAttrs();
 
 }  // namespace actorflow::internal::pipeline
 

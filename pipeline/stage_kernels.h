@@ -326,8 +326,8 @@ class ExternalSourceKernel final : public Kernel {
 // holding every sample, of which the worker takes those at p % workers ==
 // worker (attrs `worker`, `workers`), as its stages do; else "all". A
 // sample dropped in any operand is dropped in every output, with its
-// error. `pipeline.random_bbox_crop`, `pipeline.box_encoder` and
-// `pipeline.slice_at` (MultiSampleOp) draw from each sample's SampleRng (attrs
+// error. `pipeline.random_bbox_crop`, `pipeline.box_encoder`,
+// `pipeline.slice_at` and `pipeline.decode_slice` (MultiSampleOp) draw from each sample's SampleRng (attrs
 // `seed`, `op_index`).
 class CombineStageKernel final : public Kernel {
  public:

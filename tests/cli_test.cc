@@ -399,6 +399,7 @@ TEST_CASE("arguments: help, unknown commands and options, missing files",
   "pipeline.decode_random_crop cpu\n"          \
   "pipeline.decode_random_resized_crop cpu\n"  \
   "pipeline.decode_resize cpu\n"               \
+  "pipeline.decode_slice cpu\n"                \
   "pipeline.erase cpu\n"                       \
   "pipeline.external_source cpu\n"             \
   "pipeline.file_reader cpu\n"                 \

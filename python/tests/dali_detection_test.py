@@ -479,6 +479,49 @@ class BoxOperatorTest(unittest.TestCase):
                 fn.slice(x, a, s),), layouts=["HWC"])
 
 
+class DecodeSliceTest(unittest.TestCase):
+
+    def test_image_slice_is_decode_then_slice(self):
+        # decoders.image_slice decodes only the window's rows and columns
+        # of a JPEG: the pixels of decoding whole and slicing, per pixel,
+        # for windows anywhere (and a PNG, decoded whole).
+        with tempfile.TemporaryDirectory() as root:
+            make_coco(root, count=6)
+            names = sorted(os.listdir(os.path.join(root, "images")))
+            encoded = []
+            for n in names:
+                with open(os.path.join(root, "images", n), "rb") as f:
+                    encoded.append(numpy.frombuffer(f.read(), numpy.uint8))
+            png = io_png(numpy.random.default_rng(3).integers(
+                0, 256, (33, 47, 3), dtype=numpy.uint8))
+            encoded.append(png)
+        rng = numpy.random.default_rng(9)
+        files = encoded * 4
+        anchors = [numpy.float32(rng.uniform(0, 0.6, 2)) for _ in files]
+        shapes = [numpy.float32(rng.uniform(0.05, 0.4, 2)) for _ in files]
+        fused, plain, gray = run_nodes([files, anchors, shapes],
+                                       lambda x, a, s: (
+            fn.decoders.image_slice(x, a, s),
+            fn.slice(fn.decoders.image(x), a, s),
+            fn.decoders.image_slice(x, a, s, output_type=types.GRAY)))
+        for f, p, g in zip(fused, plain, gray):
+            self.assertGreater(f.size, 0)
+            self.assertTrue(numpy.array_equal(f, p))
+            self.assertEqual(g.shape, f.shape[:2] + (1,))
+        with self.assertRaisesRegex(ValueError, "outside the sample"):
+            run_nodes([files, [numpy.float32([0.9, 0])] * len(files),
+                       shapes], lambda x, a, s: (
+                fn.decoders.image_slice(x, a, s),))
+
+
+def io_png(pixels):
+    """The PNG file of `pixels`, as uint8 bytes."""
+    import io
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, format="PNG")
+    return numpy.frombuffer(out.getvalue(), numpy.uint8)
+
+
 @pipeline_def
 def ssd_pipeline(file_root, annotations_file, anchors):
     """DALI's SSD training pipeline (its PyTorch example), on the CPU."""

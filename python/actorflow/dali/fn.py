@@ -20,8 +20,7 @@ from actorflow.dali._augment import (  # noqa: F401
     paste, reshape, rotate, saturation, shapes, slice, sphere, stack,
     transpose, warp_affine, water)
 from actorflow.dali._detection import (  # noqa: F401
-    bb_flip, bbox_paste, box_encoder, random_bbox_crop,
-    slice_at as _slice_at)
+    _window_axes, bb_flip, bbox_paste, box_encoder, random_bbox_crop)
 from actorflow.dali._external import external_source  # noqa: F401
 from actorflow.dali._python_function import python_function  # noqa: F401
 from actorflow.dali._readers import readers
@@ -82,14 +81,24 @@ def _image_slice_decoder(data, anchor, shape, /, *, device="cpu",
                          output_type=types.RGB, axis_names=None, axes=None,
                          normalized_anchor=True, normalized_shape=True,
                          adjust_orientation=True, name=None, **rest):
-    """Decode, then the window the anchor and shape nodes give per sample
-    (random_bbox_crop's: relative, x and y first)."""
+    """The window the anchor and shape nodes give per sample
+    (random_bbox_crop's: relative, x and y first) of each decoded image;
+    a JPEG's rows and columns outside it are not transformed."""
     _check_rest("decoders.image_slice", rest)
-    decoded = _image_decoder(data, device="cpu", output_type=output_type,
-                             adjust_orientation=adjust_orientation)
-    return _slice_at("decoders.image_slice", decoded, anchor, shape,
-                     axis_names, axes, normalized_anchor, normalized_shape,
-                     device, name)
+    _device("decoders.image_slice", device)
+    # The window's axes in the decoded image's layout (HWC).
+    hwc = _pytypes.SimpleNamespace(layout="HWC")
+    attrs = {"axes": _window_axes("decoders.image_slice", hwc, axis_names,
+                                  axes),
+             "normalized_anchor": bool(normalized_anchor),
+             "normalized_shape": bool(normalized_shape),
+             "color": _color("decoders.image_slice", output_type),
+             "adjust_orientation": bool(adjust_orientation)}
+    node = _add_operator("decode_slice", [data, anchor, shape], 1, "cpu",
+                         name, attrs)
+    node = _node(node, layout="HWC", device=device)
+    node.bound = _largest_side
+    return node
 
 
 decoders = _pytypes.SimpleNamespace(image=_image_decoder,
