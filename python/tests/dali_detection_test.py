@@ -180,6 +180,16 @@ class CocoReaderTest(unittest.TestCase):
             ids = [int(g[3][0]) for g in got]
             self.assertEqual(ids, sorted(ids), options)
 
+    def test_images_argument_picks_and_orders(self):
+        # images=: those files only, in that order (DALI's), a name the
+        # annotations lack left out.
+        with open(self.annotations) as f:
+            info = {i["file_name"]: i["id"] for i in json.load(f)["images"]}
+        picked = ["007.jpg", "002.jpg", "nope.jpg", "011.jpg"]
+        got = self.read_all(batch_size=3, images=picked)
+        self.assertEqual([int(g[3][0]) for g in got],
+                         [info[n] for n in picked if n in info])
+
     def test_shards_and_shuffle(self):
         whole = {int(g[3][0]) for g in self.read_all()}
         halves = [self.read_all(shard_id=s, num_shards=2, shards=2)
