@@ -1,24 +1,43 @@
 #include "pipeline/multi_sample_op.h"
 
+#include <functional>
+
 #include "pipeline/bbox_crop.h"
 #include "pipeline/box_encoder.h"
 #include "pipeline/slice_at.h"
 
 namespace actorflow::internal::pipeline {
 
+namespace {
+
+struct MultiOpEntry {
+  std::function<std::unique_ptr<MultiSampleOp>()> make;
+  std::vector<std::string> attrs;
+};
+
+// Every operator of several inputs or outputs, by name: one table for
+// both what makes it and what it reads.
+const std::map<std::string, MultiOpEntry>& MultiOps() {
+  static const auto* ops = new std::map<std::string, MultiOpEntry>{
+      {"random_bbox_crop", {MakeRandomBboxCropOp, RandomBboxCropAttrs()}},
+      {"box_encoder", {MakeBoxEncoderOp, BoxEncoderAttrs()}},
+      {"slice_at", {MakeSliceAtOp, SliceAtAttrs()}},
+      {"decode_slice", {MakeDecodeSliceOp, DecodeSliceAttrs()}},
+  };
+  return *ops;
+}
+
+}  // namespace
+
 std::unique_ptr<MultiSampleOp> MakeMultiSampleOp(const std::string& name) {
-  if (name == "random_bbox_crop") return MakeRandomBboxCropOp();
-  if (name == "box_encoder") return MakeBoxEncoderOp();
-  if (name == "slice_at") return MakeSliceAtOp();
-  if (name == "decode_slice") return MakeDecodeSliceOp();
-  return nullptr;
+  auto it = MultiOps().find(name);
+  return it == MultiOps().end() ? nullptr : it->second.make();
 }
 
 std::map<std::string, std::vector<std::string>> MultiSampleOpAttrs() {
-  return {{"random_bbox_crop", RandomBboxCropAttrs()},
-          {"box_encoder", BoxEncoderAttrs()},
-          {"slice_at", SliceAtAttrs()},
-          {"decode_slice", DecodeSliceAttrs()}};
+  std::map<std::string, std::vector<std::string>> attrs;
+  for (const auto& [name, op] : MultiOps()) attrs[name] = op.attrs;
+  return attrs;
 }
 
 }  // namespace actorflow::internal::pipeline

@@ -139,13 +139,21 @@ def _window_axes(op, data, axis_names, axes):
     return [layout.index(c) for c in names]
 
 
+def window_attrs(op, data, axis_names, axes, normalized_anchor,
+                 normalized_shape):
+    """The attrs slice_at and decode_slice read for the window (of `data`'s
+    layout)."""
+    return {"axes": _window_axes(op, data, axis_names, axes),
+            "normalized_anchor": bool(normalized_anchor),
+            "normalized_shape": bool(normalized_shape)}
+
+
 def slice_at(op, data, anchor, shape, axis_names, axes, normalized_anchor,
              normalized_shape, device, name):
     """data's window at the per-sample anchor and shape nodes."""
     _device(op, device)
-    attrs = {"axes": _window_axes(op, data, axis_names, axes),
-             "normalized_anchor": bool(normalized_anchor),
-             "normalized_shape": bool(normalized_shape)}
+    attrs = window_attrs(op, data, axis_names, axes, normalized_anchor,
+                         normalized_shape)
     node = _add_operator("slice_at", [data, anchor, shape], 1, "cpu", name,
                          attrs)
     return _node(node, like=data, device=device)

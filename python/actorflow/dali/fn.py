@@ -20,7 +20,8 @@ from actorflow.dali._augment import (  # noqa: F401
     paste, reshape, rotate, saturation, shapes, slice, sphere, stack,
     transpose, warp_affine, water)
 from actorflow.dali._detection import (  # noqa: F401
-    _window_axes, bb_flip, bbox_paste, box_encoder, random_bbox_crop)
+    bb_flip, bbox_paste, box_encoder, random_bbox_crop,
+    window_attrs as _window_attrs)
 from actorflow.dali._external import external_source  # noqa: F401
 from actorflow.dali._python_function import python_function  # noqa: F401
 from actorflow.dali._readers import readers
@@ -88,12 +89,10 @@ def _image_slice_decoder(data, anchor, shape, /, *, device="cpu",
     _device("decoders.image_slice", device)
     # The window's axes in the decoded image's layout (HWC).
     hwc = _pytypes.SimpleNamespace(layout="HWC")
-    attrs = {"axes": _window_axes("decoders.image_slice", hwc, axis_names,
-                                  axes),
-             "normalized_anchor": bool(normalized_anchor),
-             "normalized_shape": bool(normalized_shape),
-             "color": _color("decoders.image_slice", output_type),
-             "adjust_orientation": bool(adjust_orientation)}
+    attrs = _window_attrs("decoders.image_slice", hwc, axis_names, axes,
+                          normalized_anchor, normalized_shape)
+    attrs.update(color=_color("decoders.image_slice", output_type),
+                 adjust_orientation=bool(adjust_orientation))
     node = _add_operator("decode_slice", [data, anchor, shape], 1, "cpu",
                          name, attrs)
     node = _node(node, layout="HWC", device=device)
