@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "actor/act_context.h"
 #include "pipeline/stage_kernel_util.h"
 #include "pipeline/stage_kernels.h"
 
@@ -91,6 +92,8 @@ absl::Status BatchKernel::Init(const KernelInitContext& ctx) {
     return absl::InvalidArgumentError(
         "attr 'input_index': more entries than 'inputs_per_output' adds up to");
   }
+  ok = InitFinishing(ctx);
+  if (!ok.ok()) return ok;
   for (const Output& out : outputs_) {
     std::vector<int64_t> dims = {batch_size_};
     dims.insert(dims.end(), out.spec.max_shape.begin(),
@@ -108,6 +111,97 @@ absl::Status BatchKernel::Init(const KernelInitContext& ctx) {
     if (!ok.ok()) return ok;
   }
   return absl::OkStatus();
+}
+
+absl::Status BatchKernel::InitFinishing(const KernelInitContext& ctx) {
+  auto ops = ctx.StringListAttr("finish_ops");
+  auto names = ctx.StringListAttr("finish_op_names");
+  auto indices = ctx.IntListAttr("finish_op_indices");
+  auto seed = ctx.IntAttrOr("seed", 0);
+  absl::Status ok = FirstError(
+      {ops.status(), names.status(), indices.status(), seed.status()});
+  if (!ok.ok()) return ok;
+  if (ops->empty()) return absl::OkStatus();
+  if (ops->size() != outputs_.size() || names->size() != outputs_.size() ||
+      indices->size() != outputs_.size()) {
+    return absl::InvalidArgumentError(
+        "attrs 'finish_ops', 'finish_op_names' and 'finish_op_indices': one "
+        "entry per output (\"\", 0 where none)");
+  }
+  seed_ = static_cast<uint64_t>(*seed);
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    if ((*ops)[k].empty()) continue;
+    auto op = MakeSampleOp((*ops)[k]);
+    if (op.ok() && !(*op)->finishes_in_batch()) {
+      op = absl::InvalidArgumentError("it does not finish in a batch");
+    }
+    // Its attributes are those named "finish.<k>.<attr>".
+    TaskProto own;
+    own.set_name((*names)[k]);
+    const std::string prefix = absl::StrCat("finish.", k, ".");
+    for (const auto& [key, value] : TaskOf(ctx).kernel().attr()) {
+      if (absl::StartsWith(key, prefix)) {
+        (*own.mutable_kernel()->mutable_attr())[key.substr(prefix.size())] =
+            value;
+      }
+    }
+    if (op.ok()) ok = (*op)->Init(MakeInitContext(own, {}, {}));
+    if (!op.ok() || !ok.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attr 'finish_ops': output '", outputs_[k].name, "': operator '",
+          (*ops)[k], "': ", (op.ok() ? ok : op.status()).message()));
+    }
+    outputs_[k].finish = std::move(*op);
+    outputs_[k].finish_name = (*names)[k];
+    outputs_[k].finish_index = (*indices)[k];
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The sample's generator for output `finish_index`'s operator: its chain's.
+SampleRng FinishRng(uint64_t seed, int64_t finish_index,
+                    const SampleHeader& h) {
+  return SampleRng(seed, static_cast<uint64_t>(finish_index),
+                   static_cast<uint64_t>(h.epoch),
+                   static_cast<uint64_t>(h.position));
+}
+
+}  // namespace
+
+absl::Status BatchKernel::Finish(const Output& out, const SampleRef& sample,
+                                 const SampleHeader& h, Sample* to,
+                                 uint8_t* row) {
+  SampleRng rng = FinishRng(seed_, out.finish_index, h);
+  absl::Status ok = row != nullptr ? out.finish->ApplyInto(sample, &rng, row)
+                                   : out.finish->Apply(sample, &rng, to);
+  if (ok.ok()) return ok;
+  return absl::Status(
+      ok.code(),
+      absl::StrCat("output '", out.name, "': operator '", out.finish_name,
+                   "': ", DescribeSample(h), ": ", ok.message()));
+}
+
+absl::Status BatchKernel::PlaceFinished(const Output& out,
+                                        const SampleRef& sample,
+                                        const SampleHeader& h, TensorView data,
+                                        TensorView shapes, int64_t row) {
+  auto shape = out.finish->OutputShape(sample);
+  if (shape.ok() && out.spec.max_shape ==
+                        std::vector<int64_t>(shape->begin(), shape->end())) {
+    // The sample fills its box: written there at once.
+    int64_t* dims = static_cast<int64_t*>(shapes.mutable_raw_data()) +
+                    row * static_cast<int64_t>(shape->size());
+    std::copy(shape->begin(), shape->end(), dims);
+    const int64_t box = ShapeElemCnt(*shape) * DataTypeSize(out.spec.type);
+    return Finish(out, sample, h, nullptr,
+                  static_cast<uint8_t*>(data.mutable_raw_data()) + row * box);
+  }
+  // Smaller than its box (or failing): made whole, then placed padded.
+  absl::Status ok = Finish(out, sample, h, &finished_);
+  if (!ok.ok()) return ok;
+  return Place(out, finished_.ref(), DescribeSample(h), data, shapes, row);
 }
 
 absl::Status BatchKernel::Place(const Output& out, const SampleRef& sample,
@@ -249,16 +343,18 @@ absl::Status BatchKernel::Assemble(KernelContext* ctx) {
                                            "': ", DescribeSample(h), ": ",
                                            ref.status().message()));
         }
-        absl::Status ok = Place(outputs_[k], *ref, DescribeSample(h), data[k],
-                                shapes[k], row);
+        absl::Status ok =
+            outputs_[k].finish != nullptr
+                ? PlaceFinished(outputs_[k], *ref, h, data[k], shapes[k], row)
+                : Place(outputs_[k], *ref, DescribeSample(h), data[k],
+                        shapes[k], row);
         if (!ok.ok()) return ok;
       } else {
         if (k == 0) backlog_.emplace_back(n_out);
-        Sample& held = backlog_.back()[k];
         auto ref = Materialize(h, &file_);
         if (!ref.ok()) return ref.status();
-        held.Reshape(ref->type, ref->shape);
-        std::memcpy(held.storage.data(), ref->data, ref->bytes);
+        absl::Status ok = Keep(outputs_[k], *ref, h, &backlog_.back()[k]);
+        if (!ok.ok()) return ok;
       }
     }
     if (row < emit) ++row;
@@ -293,9 +389,17 @@ absl::Status BatchKernel::Hold(const std::vector<const SampleHeader*>& sample,
                                        "': ", DescribeSample(*sample[k]), ": ",
                                        ref.status().message()));
     }
-    (*held)[k].Reshape(ref->type, ref->shape);
-    std::memcpy((*held)[k].storage.data(), ref->data, ref->bytes);
+    absl::Status ok = Keep(outputs_[k], *ref, *sample[k], &(*held)[k]);
+    if (!ok.ok()) return ok;
   }
+  return absl::OkStatus();
+}
+
+absl::Status BatchKernel::Keep(const Output& out, const SampleRef& sample,
+                               const SampleHeader& h, Sample* held) {
+  if (out.finish != nullptr) return Finish(out, sample, h, held);
+  held->Reshape(sample.type, sample.shape);
+  std::memcpy(held->storage.data(), sample.data, sample.bytes);
   return absl::OkStatus();
 }
 

@@ -307,10 +307,8 @@ void SourceRows(int64_t in_size, int64_t out_size, int64_t first, int64_t count,
   *begin = in_size;
   *end = 0;
   if (antialias && in_size > out_size) {
-    const FilterTaps taps = TriangleTaps(in_size, out_size, first, count, 0);
-    for (int64_t i = 0; i < count; ++i) {
-      *begin = std::min(*begin, taps.begin[i]);
-      *end = std::max(*end, taps.begin[i] + taps.size[i]);
+    if (count > 0) {
+      TriangleSourceRange(in_size, out_size, first, count, begin, end);
     }
   } else {
     for (const Tap& tap : Taps(in_size, out_size, first, count, 0)) {
@@ -473,36 +471,38 @@ absl::Status Flip(const SampleRef& in, bool horizontal, bool vertical,
   return absl::OkStatus();
 }
 
-absl::Status CropMirrorNormalize(const SampleRef& in, const CropWindow& window,
-                                 int64_t height, int64_t width, bool mirror,
-                                 const std::vector<float>& mean,
-                                 const std::vector<float>& stddev, Sample* out,
-                                 const std::vector<float>& pad) {
+namespace {
+
+// mean and std as one value per channel of `c`: an error if they hold
+// neither one nor c values.
+absl::Status PerChannel(const std::vector<float>& values, const char* what,
+                        int64_t c, std::vector<float>* full) {
+  if (values.size() != 1 && static_cast<int64_t>(values.size()) != c) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "crop_mirror_normalize: ", what, " has ", values.size(),
+        " values for an image of ", c, " channels (give 1 or ", c, ")"));
+  }
+  full->assign(c, values[0]);
+  if (values.size() > 1) full->assign(values.begin(), values.end());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckCropMirrorNormalize(const SampleRef& in,
+                                      const CropWindow& window, int64_t height,
+                                      int64_t width,
+                                      const std::vector<float>& mean,
+                                      const std::vector<float>& stddev) {
   absl::Status ok = ExpectImage("crop_mirror_normalize", in);
   if (ok.ok()) ok = ExpectType("crop_mirror_normalize", in, {DT_UINT8});
   if (!ok.ok()) return ok;
-  const int64_t c = in.shape[2];
-  auto per_channel = [&](const std::vector<float>& values, const char* what,
-                         std::vector<float>* full) -> absl::Status {
-    if (values.size() != 1 && static_cast<int64_t>(values.size()) != c) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "crop_mirror_normalize: ", what, " has ", values.size(),
-          " values for an image of ", c, " channels (give 1 or ", c, ")"));
-    }
-    full->assign(c, values[0]);
-    if (values.size() > 1) full->assign(values.begin(), values.end());
-    return absl::OkStatus();
-  };
-  std::vector<float> m, inv;
-  ok = per_channel(mean, "mean", &m);
-  if (ok.ok()) ok = per_channel(stddev, "std", &inv);
+  std::vector<float> m, s;
+  ok = PerChannel(mean, "mean", in.shape[2], &m);
+  if (ok.ok()) ok = PerChannel(stddev, "std", in.shape[2], &s);
   if (!ok.ok()) return ok;
-  for (float& s : inv) {
-    if (s == 0) {
-      return absl::InvalidArgumentError(
-          "crop_mirror_normalize: std has a zero");
-    }
-    s = 1.0f / s;
+  if (std::find(s.begin(), s.end(), 0.0f) != s.end()) {
+    return absl::InvalidArgumentError("crop_mirror_normalize: std has a zero");
   }
   if (window.y < 0 || window.x < 0 || window.y + height > in.shape[0] ||
       window.x + width > in.shape[1]) {
@@ -511,11 +511,20 @@ absl::Status CropMirrorNormalize(const SampleRef& in, const CropWindow& window,
                      " at (", window.y, ", ", window.x,
                      ") leaves the image of ", in.shape[0], "x", in.shape[1]));
   }
-  const int64_t padded = c + static_cast<int64_t>(pad.size());
-  const int64_t shape[] = {padded, height, width};
-  out->Reshape(DT_FLOAT32, shape);
+  return absl::OkStatus();
+}
+
+void CropMirrorNormalizeInto(const SampleRef& in, const CropWindow& window,
+                             int64_t height, int64_t width, bool mirror,
+                             const std::vector<float>& mean,
+                             const std::vector<float>& stddev, float* dst,
+                             const std::vector<float>& pad, bool stream) {
+  const int64_t c = in.shape[2];
+  std::vector<float> m, inv;
+  PerChannel(mean, "mean", c, &m).IgnoreError();  // checked
+  PerChannel(stddev, "std", c, &inv).IgnoreError();
+  for (float& s : inv) s = 1.0f / s;
   const uint8_t* src = in.data;
-  float* dst = out->as<float>();
   const int64_t in_w = in.shape[1];
   // (v - mean) * (1 / std) for every byte value, per channel: the values the
   // per-pixel arithmetic gives, at one load each.
@@ -532,7 +541,8 @@ absl::Status CropMirrorNormalize(const SampleRef& in, const CropWindow& window,
     if (c == 3) {
       float* const planes[3] = {dst + y * width, dst + (height + y) * width,
                                 dst + (2 * height + y) * width};
-      done = NormalizeRgbRow(row, width, mirror, m.data(), inv.data(), planes);
+      done = NormalizeRgbRow(row, width, mirror, m.data(), inv.data(), planes,
+                             stream);
     }
     for (int64_t k = 0; k < c; ++k) {
       const float* of = table.data() + k * 256;
@@ -551,6 +561,22 @@ absl::Status CropMirrorNormalize(const SampleRef& in, const CropWindow& window,
     float* plane = dst + (c + static_cast<int64_t>(k)) * height * width;
     std::fill(plane, plane + height * width, pad[k]);
   }
+  if (stream) EndStreaming();
+}
+
+absl::Status CropMirrorNormalize(const SampleRef& in, const CropWindow& window,
+                                 int64_t height, int64_t width, bool mirror,
+                                 const std::vector<float>& mean,
+                                 const std::vector<float>& stddev, Sample* out,
+                                 const std::vector<float>& pad) {
+  absl::Status ok =
+      CheckCropMirrorNormalize(in, window, height, width, mean, stddev);
+  if (!ok.ok()) return ok;
+  const int64_t shape[] = {in.shape[2] + static_cast<int64_t>(pad.size()),
+                           height, width};
+  out->Reshape(DT_FLOAT32, shape);
+  CropMirrorNormalizeInto(in, window, height, width, mirror, mean, stddev,
+                          out->as<float>(), pad);
   return absl::OkStatus();
 }
 

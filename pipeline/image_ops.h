@@ -131,6 +131,21 @@ absl::Status CropMirrorNormalize(const SampleRef& in, const CropWindow& window,
                                  const std::vector<float>& mean,
                                  const std::vector<float>& stddev, Sample* out,
                                  const std::vector<float>& pad = {});
+// Its checks alone: the error it would return, or OK.
+absl::Status CheckCropMirrorNormalize(const SampleRef& in,
+                                      const CropWindow& window, int64_t height,
+                                      int64_t width,
+                                      const std::vector<float>& mean,
+                                      const std::vector<float>& stddev);
+// Its values written to `dst` ({channels + pad, height, width} floats), the
+// checks passed; `stream`: past the cache (NormalizeRgbRow), for a batch's
+// row.
+void CropMirrorNormalizeInto(const SampleRef& in, const CropWindow& window,
+                             int64_t height, int64_t width, bool mirror,
+                             const std::vector<float>& mean,
+                             const std::vector<float>& stddev, float* dst,
+                             const std::vector<float>& pad = {},
+                             bool stream = false);
 
 // Decode, then resize, then crop, as one step that decodes only what the
 // result needs: a JPEG at the smallest DCT scale (1/8, 2/8, 4/8 or whole)

@@ -30,10 +30,11 @@ constexpr ChannelMasks MakeMasks() {
 }
 constexpr ChannelMasks kMasks = MakeMasks();
 
-// Sixteen bytes as floats, less `mean`, times `inv`, to out[0, 16).
-__attribute__((target("ssse3"))) void StoreNormalized(__m128i bytes,
-                                                      __m128 mean, __m128 inv,
-                                                      float* out) {
+// Sixteen bytes as floats, less `mean`, times `inv`, to out[0, 16):
+// streamed (`out` 16-byte aligned) or stored.
+template <bool kStream>
+__attribute__((target("ssse3"), always_inline)) inline void StoreNormalized(
+    __m128i bytes, __m128 mean, __m128 inv, float* out) {
   const __m128i zero = _mm_setzero_si128();
   const __m128i low = _mm_unpacklo_epi8(bytes, zero);
   const __m128i high = _mm_unpackhi_epi8(bytes, zero);
@@ -42,10 +43,16 @@ __attribute__((target("ssse3"))) void StoreNormalized(__m128i bytes,
       _mm_unpacklo_epi16(high, zero), _mm_unpackhi_epi16(high, zero)};
   for (int i = 0; i < 4; ++i) {
     const __m128 value = _mm_cvtepi32_ps(words[i]);
-    _mm_storeu_ps(out + 4 * i, _mm_mul_ps(_mm_sub_ps(value, mean), inv));
+    const __m128 normalized = _mm_mul_ps(_mm_sub_ps(value, mean), inv);
+    if constexpr (kStream) {
+      _mm_stream_ps(out + 4 * i, normalized);
+    } else {
+      _mm_storeu_ps(out + 4 * i, normalized);
+    }
   }
 }
 
+template <bool kStream>
 __attribute__((target("ssse3"))) int64_t NormalizeRgbRowSsse3(
     const uint8_t* row, int64_t width, bool mirror, const float* mean,
     const float* inv, float* const planes[3]) {
@@ -74,8 +81,8 @@ __attribute__((target("ssse3"))) int64_t NormalizeRgbRowSsse3(
                                     _mm_shuffle_epi8(b, masks[k][1])),
                        _mm_shuffle_epi8(c, masks[k][2]));
       if (mirror) bytes = _mm_shuffle_epi8(bytes, reverse);
-      StoreNormalized(bytes, _mm_set1_ps(mean[k]), _mm_set1_ps(inv[k]),
-                      planes[k] + x);
+      StoreNormalized<kStream>(bytes, _mm_set1_ps(mean[k]), _mm_set1_ps(inv[k]),
+                               planes[k] + x);
     }
   }
   return x;
@@ -86,14 +93,27 @@ __attribute__((target("ssse3"))) int64_t NormalizeRgbRowSsse3(
 
 int64_t NormalizeRgbRow(const uint8_t* row, int64_t width, bool mirror,
                         const float* mean, const float* inv,
-                        float* const planes[3]) {
+                        float* const planes[3], bool stream) {
 #if defined(__x86_64__)
   static const bool ssse3 = __builtin_cpu_supports("ssse3");
   if (ssse3) {
-    return NormalizeRgbRowSsse3(row, width, mirror, mean, inv, planes);
+    bool aligned = true;
+    for (int k = 0; k < 3; ++k) {
+      aligned = aligned && reinterpret_cast<uintptr_t>(planes[k]) % 16 == 0;
+    }
+    return stream && aligned ? NormalizeRgbRowSsse3<true>(row, width, mirror,
+                                                          mean, inv, planes)
+                             : NormalizeRgbRowSsse3<false>(row, width, mirror,
+                                                           mean, inv, planes);
   }
 #endif
   return 0;
+}
+
+void EndStreaming() {
+#if defined(__x86_64__)
+  _mm_sfence();
+#endif
 }
 
 }  // namespace actorflow::internal::pipeline

@@ -12,9 +12,14 @@ namespace actorflow::internal::pipeline {
 // and a float multiply per value, exactly as the scalar loop's, so the
 // values are the same bit for bit. Returns how many of the first pixels it
 // wrote (a multiple of 16; 0 without SSSE3): the caller writes the rest.
+// `stream`: where the planes are 16-byte aligned, with stores that bypass
+// the cache (for output that nothing reads soon: a batch's rows, where a
+// cached store would first read each line in); EndStreaming() then orders
+// them before anything that hands the output on.
 int64_t NormalizeRgbRow(const uint8_t* row, int64_t width, bool mirror,
                         const float* mean, const float* inv,
-                        float* const planes[3]);
+                        float* const planes[3], bool stream = false);
+void EndStreaming();
 
 }  // namespace actorflow::internal::pipeline
 

@@ -57,7 +57,7 @@ namespace {
 const std::set<std::string> kStageAttrs = {
     "input",    "output",   "worker",     "workers",     "seed",
     "op_index", "op_name",  "batch_size", "skip_errors", "deal",
-    "ops",      "op_names", "op_indices", "fuse_decode"};
+    "ops",      "op_names", "op_indices", "fuse_decode", "finish_in_batch"};
 
 // The attributes each operator reads (docs/pipelines.md, "Operators"); null for
 // an op this table does not know (Build reports unknown operators itself).
@@ -317,6 +317,13 @@ class Pipeline::Compiler {
   // The batch task (and its copies to the device when mixed): explicit
   // (operator bi), or implied (bi < 0) by outputs that are still samples.
   void AddBatch(const OperatorDef& batch_def, int bi);
+  // Output k of the batch `task`: the last operator of the chain that makes
+  // node `name`, when it finishes in a batch and nothing else reads the
+  // node, moved to the batch (its chain then only checks it). Returns the
+  // operator's name ("" where it stays).
+  std::string FinishInBatch(const std::string& name, const Node& in, size_t k,
+                            OpConf* task, std::vector<std::string>* names,
+                            std::vector<int64_t>* indices);
   void AddImpliedBatch();
   // cast and normalize on whole batches, on the CPU or the GPU.
   void AddDenseOperator(int i, const Node& in);
@@ -730,7 +737,21 @@ void Pipeline::Compiler::AddBatch(const OperatorDef& batch_def, int bi) {
     batched.push_back(out);
   }
   if (batched.size() != batch_def.inputs.size()) return;
+  std::vector<std::string> finish_ops, finish_names;
+  std::vector<int64_t> finish_indices;
+  for (size_t k = 0; k < batch_def.inputs.size(); ++k) {
+    const std::string& name = batch_def.inputs[k];
+    finish_ops.push_back(FinishInBatch(name, nodes_.at(name), k, task,
+                                       &finish_names, &finish_indices));
+  }
   auto& attrs = *task->mutable_attr();
+  if (std::any_of(finish_ops.begin(), finish_ops.end(),
+                  [](const std::string& op) { return !op.empty(); })) {
+    attrs["finish_ops"] = StringListAttr(finish_ops);
+    attrs["finish_op_names"] = StringListAttr(finish_names);
+    attrs["finish_op_indices"] = IntListAttr(finish_indices);
+    attrs["seed"] = IntAttr(static_cast<int64_t>(options_.seed));
+  }
   attrs["outputs"] = StringListAttr(batch_def.inputs);
   attrs["inputs_per_output"] = IntListAttr(counts);
   attrs["input_index"] = IntListAttr(input_index);
@@ -755,6 +776,44 @@ void Pipeline::Compiler::AddBatch(const OperatorDef& batch_def, int bi) {
     nodes_.erase(batch_def.outputs[k]);
     nodes_.emplace(batch_def.outputs[k], out);
   }
+}
+
+std::string Pipeline::Compiler::FinishInBatch(const std::string& name,
+                                              const Node& in, size_t k,
+                                              OpConf* task,
+                                              std::vector<std::string>* names,
+                                              std::vector<int64_t>* indices) {
+  names->push_back("");
+  indices->push_back(0);
+  // A fusion as fuse_decode's are: off, every operator runs as written.
+  if (!options_.fuse_decode || in.kind != "sample" || in.tasks.empty() ||
+      consumers_[name] != 1) {
+    return "";
+  }
+  for (const OpConf* chain : in.tasks) {
+    if (chain->op_type() != "pipeline.chain" ||
+        chain->attr().at("ops").list().s_size() < 2) {
+      return "";
+    }
+  }
+  const auto& chain_attrs = in.tasks[0]->attr();
+  const int last = chain_attrs.at("ops").list().s_size() - 1;
+  const std::string op = chain_attrs.at("ops").list().s(last);
+  auto sample_op = pipeline::MakeSampleOp(op);
+  if (!sample_op.ok() || !(*sample_op)->finishes_in_batch()) return "";
+  const std::string prefix = absl::StrCat(last, ".");
+  auto& attrs = *task->mutable_attr();
+  for (const auto& [key, value] : chain_attrs) {
+    if (absl::StartsWith(key, prefix)) {
+      attrs[absl::StrCat("finish.", k, ".", key.substr(prefix.size()))] = value;
+    }
+  }
+  names->back() = chain_attrs.at("op_names").list().s(last);
+  indices->back() = chain_attrs.at("op_indices").list().i(last);
+  for (OpConf* chain : in.tasks) {
+    (*chain->mutable_attr())["finish_in_batch"] = BoolAttr(true);
+  }
+  return op;
 }
 
 void Pipeline::Compiler::AddImpliedBatch() {

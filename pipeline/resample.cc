@@ -13,41 +13,66 @@
 
 namespace actorflow::internal::pipeline {
 
+namespace {
+
+// The source pixels [*lo, *hi) whose centres lie within output i's
+// support (`scale` = in_size / out_size; the support's half width is the
+// scale, at least 1). Both grow with i.
+void TriangleSpan(int64_t in_size, double scale, int64_t i, int64_t* lo,
+                  int64_t* hi) {
+  const double support = std::max(scale, 1.0);
+  const double center = (i + 0.5) * scale;
+  *lo = std::max<int64_t>(
+      0, static_cast<int64_t>(std::floor(center - support + 0.5)));
+  *hi = std::min<int64_t>(
+      in_size, static_cast<int64_t>(std::floor(center + support + 0.5)));
+}
+
+}  // namespace
+
+void TriangleSourceRange(int64_t in_size, int64_t out_size, int64_t first,
+                         int64_t count, int64_t* begin, int64_t* end) {
+  const double scale = static_cast<double>(in_size) / out_size;
+  int64_t ignored;
+  TriangleSpan(in_size, scale, first, begin, &ignored);
+  TriangleSpan(in_size, scale, first + count - 1, &ignored, end);
+}
+
 FilterTaps TriangleTaps(int64_t in_size, int64_t out_size, int64_t first,
                         int64_t count, int64_t origin) {
   const double scale = static_cast<double>(in_size) / out_size;
   // Shrinking by s: the filter is s times wider (and s times lower).
   const double widen = std::max(scale, 1.0);
-  const double support = widen;  // the triangle's half width
   FilterTaps taps;
-  // An open interval 2 * support long holds at most ceil(2 * support)
-  // pixel centres; one more for rounding at its ends.
-  taps.width = static_cast<int64_t>(std::ceil(2 * support)) + 1;
   taps.begin.resize(count);
   taps.size.resize(count);
+  std::vector<int64_t> lo(count), hi(count);
+  for (int64_t i = 0; i < count; ++i) {
+    TriangleSpan(in_size, scale, first + i, &lo[i], &hi[i]);
+    taps.width = std::max(taps.width, hi[i] - lo[i]);
+  }
+  // As wide as the widest output's taps, and no wider: the row passes run
+  // every output over `width` taps (a tap more, of weight 0, was a quarter
+  // of their time).
+  taps.width = std::max<int64_t>(taps.width, 1);
   taps.weights.assign(count * taps.width, 0.0f);
   for (int64_t i = 0; i < count; ++i) {
     const double center = (first + i + 0.5) * scale;
-    // The source pixels whose centres lie within the support.
-    const int64_t lo = std::max<int64_t>(
-        0, static_cast<int64_t>(std::floor(center - support + 0.5)));
-    const int64_t hi = std::min<int64_t>(
-        in_size, static_cast<int64_t>(std::floor(center + support + 0.5)));
     // Raw weights first, then normalized. A pixel exactly at the
     // support's edge weighs 0; the nearest weighs more (its centre lies
     // within half a pixel of the output's).
     float* to = taps.weights.data() + i * taps.width;
     double total = 0;
-    for (int64_t x = lo; x < hi; ++x) {
+    for (int64_t x = lo[i]; x < hi[i]; ++x) {
       const double d = std::abs((x + 0.5 - center) / widen);
-      to[x - lo] = static_cast<float>(d < 1 ? 1 - d : 0);
-      total += to[x - lo];
+      to[x - lo[i]] = static_cast<float>(d < 1 ? 1 - d : 0);
+      total += to[x - lo[i]];
     }
-    for (int64_t k = 0; k < hi - lo; ++k) {
+    for (int64_t k = 0; k < hi[i] - lo[i]; ++k) {
       to[k] = static_cast<float>(to[k] / total);
     }
-    taps.begin[i] = lo - origin;
-    taps.size[i] = hi - lo;
+    taps.begin[i] = lo[i] - origin;
+    taps.size[i] = hi[i] - lo[i];
   }
   return taps;
 }

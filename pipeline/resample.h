@@ -25,6 +25,10 @@ struct FilterTaps {
 };
 FilterTaps TriangleTaps(int64_t in_size, int64_t out_size, int64_t first,
                         int64_t count, int64_t origin);
+// The source pixels [begin, end) that TriangleTaps' outputs [first, first
+// + count) read, count > 0.
+void TriangleSourceRange(int64_t in_size, int64_t out_size, int64_t first,
+                         int64_t count, int64_t* begin, int64_t* end);
 
 // ResizeWindow's window, with TriangleTaps along both axes (the caller
 // has checked the arguments and that `in` holds what the taps read).

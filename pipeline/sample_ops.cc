@@ -592,21 +592,55 @@ class CropMirrorNormalizeOp final : public SampleOp {
   }
   absl::Status Apply(const SampleRef& in, SampleRng* rng,
                      Sample* out) override {
-    const bool mirror = UniformFor(rng, mirror_stream_) < mirror_;
+    auto shape = OutputShape(in);
+    if (!shape.ok()) return shape.status();
+    out->Reshape(DT_FLOAT32, *shape);
+    // A sample is read again soon (copied into its batch): cached stores.
+    return Write(in, rng, out->as<float>(), /*stream=*/false);
+  }
+  bool finishes_in_batch() const override { return true; }
+  absl::StatusOr<SampleShape> OutputShape(const SampleRef& in) const override {
     if (in.shape.size() != 3) {
-      return CropMirrorNormalize(in, {}, 0, 0, mirror, mean_, std_, out);
+      return CheckCropMirrorNormalize(in, {}, 0, 0, mean_, std_);
     }
-    const int64_t h = crop_.empty() ? in.shape[0] : crop_[0];
-    const int64_t w = crop_.empty() ? in.shape[1] : crop_[1];
+    const auto [h, w] = CropSize(in);
     CropWindow window;
-    absl::Status ok = PlaceCrop(in.shape[0], in.shape[1], h, w,
-                                {.random = random_}, rng, &window);
+    absl::Status ok =
+        PlaceCrop(in.shape[0], in.shape[1], h, w, {}, nullptr, &window);
+    if (ok.ok()) ok = CheckCropMirrorNormalize(in, window, h, w, mean_, std_);
     if (!ok.ok()) return ok;
-    return CropMirrorNormalize(in, window, h, w, mirror, mean_, std_, out,
-                               PadFor(in.shape[2]));
+    return SampleShape{
+        in.shape[2] + static_cast<int64_t>(PadFor(in.shape[2]).size()), h, w};
+  }
+  absl::Status ApplyInto(const SampleRef& in, SampleRng* rng,
+                         uint8_t* to) override {
+    // A batch's row, which nothing reads soon: streamed past the cache.
+    return Write(in, rng, reinterpret_cast<float*>(to), /*stream=*/true);
   }
 
  private:
+  absl::Status Write(const SampleRef& in, SampleRng* rng, float* to,
+                     bool stream) {
+    const bool mirror = UniformFor(rng, mirror_stream_) < mirror_;
+    if (in.shape.size() != 3) {
+      return CheckCropMirrorNormalize(in, {}, 0, 0, mean_, std_);
+    }
+    const auto [h, w] = CropSize(in);
+    CropWindow window;
+    absl::Status ok = PlaceCrop(in.shape[0], in.shape[1], h, w,
+                                {.random = random_}, rng, &window);
+    if (ok.ok()) ok = CheckCropMirrorNormalize(in, window, h, w, mean_, std_);
+    if (!ok.ok()) return ok;
+    CropMirrorNormalizeInto(in, window, h, w, mirror, mean_, std_, to,
+                            PadFor(in.shape[2]), stream);
+    return absl::OkStatus();
+  }
+  // The window's size: crop, else the whole image (rank-3 `in`).
+  std::pair<int64_t, int64_t> CropSize(const SampleRef& in) const {
+    return crop_.empty() ? std::make_pair(in.shape[0], in.shape[1])
+                         : std::make_pair(crop_[0], crop_[1]);
+  }
+
   std::vector<int64_t> crop_;
   bool random_ = false;
   double mirror_ = 0;
@@ -690,6 +724,14 @@ class SleepOp final : public SampleOp {
 };
 
 }  // namespace
+
+absl::StatusOr<SampleShape> SampleOp::OutputShape(const SampleRef&) const {
+  return absl::UnimplementedError("this operator does not finish in a batch");
+}
+
+absl::Status SampleOp::ApplyInto(const SampleRef&, SampleRng*, uint8_t*) {
+  return absl::UnimplementedError("this operator does not finish in a batch");
+}
 
 std::vector<std::string> SampleOpNames() {
   std::vector<std::string> names = {"cast",

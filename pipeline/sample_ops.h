@@ -47,6 +47,18 @@ class SampleOp {
   // Whether Apply would give `in` back unchanged (a crop to the whole
   // image): a chain then hands `in` to the next op without the copy.
   virtual bool PassesThrough(const SampleRef& in) const { return false; }
+
+  // An op the batch may run as it places a sample (`pipeline.batch`'s
+  // finishing ops): its output is large beside its input and it is cheap to
+  // compute, so writing it once into the batch's row costs less than
+  // writing a sample and copying that (crop_mirror_normalize's floats).
+  virtual bool finishes_in_batch() const { return false; }
+  // The shape Apply would give `in`, or the error Apply would return for
+  // it (whatever `rng` draws). Ops that finish in the batch only.
+  virtual absl::StatusOr<SampleShape> OutputShape(const SampleRef& in) const;
+  // Apply, writing OutputShape(in)'s elements of Infer's type to `to`.
+  virtual absl::Status ApplyInto(const SampleRef& in, SampleRng* rng,
+                                 uint8_t* to);
 };
 
 // "decode", "resize", "crop", "flip", "crop_mirror_normalize", "cast",

@@ -212,9 +212,11 @@ absl::Status SampleStageKernel::Init(const KernelInitContext& ctx) {
   auto batch = PositiveAttr(ctx, "batch_size", 0, 1);
   auto skip = ctx.BoolAttrOr("skip_errors", false);
   auto deal = ctx.StringAttrOr("deal", "static");
-  absl::Status ok = FirstError(
-      {input.status(), output.status(), worker.status(), workers.status(),
-       seed.status(), batch.status(), skip.status(), deal.status()});
+  auto finish = ctx.BoolAttrOr("finish_in_batch", false);
+  absl::Status ok =
+      FirstError({input.status(), output.status(), worker.status(),
+                  workers.status(), seed.status(), batch.status(),
+                  skip.status(), deal.status(), finish.status()});
   if (ok.ok() && *deal != "static" && *deal != "dynamic" && *deal != "all") {
     ok = absl::InvalidArgumentError(
         absl::StrCat("attr 'deal': \"static\", \"dynamic\" or \"all\", got \"",
@@ -223,7 +225,14 @@ absl::Status SampleStageKernel::Init(const KernelInitContext& ctx) {
   if (ok.ok()) ok = ctx.ExpectInputs(1, 1);
   if (ok.ok()) ok = ctx.ExpectOutput(/*required=*/true);
   if (ok.ok()) ok = InitSteps(ctx);
+  if (ok.ok() && *finish &&
+      (steps_.size() < 2 || !steps_.back().op->finishes_in_batch())) {
+    ok = absl::InvalidArgumentError(absl::StrCat(
+        "attr 'finish_in_batch': operator '", steps_.back().name,
+        "' does not finish in a batch, or is the chain's only one"));
+  }
   if (!ok.ok()) return ok;
+  finish_in_batch_ = *finish;
   const KernelIo& in = ctx.inputs()[0];
   const bool has_input =
       std::any_of(in.blobs.begin(), in.blobs.end(),
@@ -257,7 +266,10 @@ absl::Status SampleStageKernel::Apply(const SampleHeader& h, Sample* out) {
     return SampleError(steps_[0].name, h, input.status());
   }
   SampleRef current = *input;
-  const size_t n = steps_.size();
+  // A last operator the batch finishes is only checked here: it fails (or
+  // skips) the sample here as it would have, and the batch then writes its
+  // result straight into the sample's row.
+  const size_t n = steps_.size() - (finish_in_batch_ ? 1 : 0);
   int written = 0;  // scratch buffers written so far
   for (size_t j = 0; j < n; ++j) {
     Step& step = steps_[j];
@@ -275,6 +287,12 @@ absl::Status SampleStageKernel::Apply(const SampleHeader& h, Sample* out) {
       return SampleError(step.name, h, ok);
     }
     current = target->ref();
+  }
+  if (finish_in_batch_) {
+    if (auto shape = steps_[n].op->OutputShape(current); !shape.ok()) {
+      failed_step_ = n;
+      return SampleError(steps_[n].name, h, shape.status());
+    }
   }
   return absl::OkStatus();
 }

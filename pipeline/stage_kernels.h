@@ -327,8 +327,8 @@ class ExternalSourceKernel final : public Kernel {
 // worker (attrs `worker`, `workers`), as its stages do; else "all". A
 // sample dropped in any operand is dropped in every output, with its
 // error. `pipeline.random_bbox_crop`, `pipeline.box_encoder`,
-// `pipeline.slice_at` and `pipeline.decode_slice` (MultiSampleOp) draw from each sample's SampleRng (attrs
-// `seed`, `op_index`).
+// `pipeline.slice_at` and `pipeline.decode_slice` (MultiSampleOp) draw from
+// each sample's SampleRng (attrs `seed`, `op_index`).
 class CombineStageKernel final : public Kernel {
  public:
   absl::Status Init(const KernelInitContext& ctx) override;
@@ -374,7 +374,10 @@ class CombineStageKernel final : public Kernel {
 // With attr `fuse_decode` (the Pipeline sets it from
 // PipelineOptions::fuse_decode), a chain's decode followed by resize and/or
 // crop runs as one fused step (decode_resize, decode_random_crop) that
-// decodes a JPEG at a reduced DCT scale and only the region kept.
+// decodes a JPEG at a reduced DCT scale and only the region kept. With attr
+// `finish_in_batch`, the last operator (one whose SampleOp finishes in a
+// batch) is only checked on each sample; the batch applies it as it places
+// the sample (BatchKernel's `finish_ops`).
 class SampleStageKernel final : public Kernel {
  public:
   explicit SampleStageKernel(SampleDealers* dealers) : dealers_(dealers) {}
@@ -405,6 +408,7 @@ class SampleStageKernel final : public Kernel {
   bool take_all_ = false;
   uint64_t seed_ = 0;
   bool skip_errors_ = false;
+  bool finish_in_batch_ = false;
   SampleSlots slots_;
 };
 
@@ -414,7 +418,12 @@ class SampleStageKernel final : public Kernel {
 // registers "out_<name>" and "shape_<name>". A position dropped in any
 // output is dropped from all; batches are then filled from later chunks, so
 // every batch but an epoch's last has batch_size samples, and a chunk that
-// completes none makes an empty piece (n = 0).
+// completes none makes an empty piece (n = 0). Attr `finish_ops` (one name
+// per output, "" for none; with `finish_op_names`, `finish_op_indices`,
+// `seed`, and op k's attributes as "finish.<k>.<attr>"): the last operator
+// of output k's chain, which the chain only checks (its
+// `finish_in_batch`), applied here as each sample is placed, its values
+// written once, into the batch.
 class BatchKernel final : public Kernel {
  public:
   explicit BatchKernel(SkipLog* log = nullptr,
@@ -436,6 +445,10 @@ class BatchKernel final : public Kernel {
     std::string name;
     SampleSpec spec;
     std::vector<int> inputs;  // indices of the registers that carry it
+    // Its finishing operator (attr `finish_ops`), or null.
+    std::unique_ptr<SampleOp> finish;
+    std::string finish_name;
+    int64_t finish_index = 0;  // seeds its randomness, as in its chain
   };
   // A sample waiting for the next batch: one per output.
   using Pending = std::vector<Sample>;
@@ -447,6 +460,24 @@ class BatchKernel final : public Kernel {
   absl::Status Place(const Output& out, const SampleRef& sample,
                      const std::string& where, TensorView data,
                      TensorView shapes, int64_t row) const;
+  // The finishing operators (attrs `finish_ops`, ...), made and checked.
+  absl::Status InitFinishing(const KernelInitContext& ctx);
+  // Output `out`'s finishing operator on sample `h`, placed at `row`:
+  // written straight into the row where its result fills the box, else
+  // made whole first and placed padded.
+  absl::Status PlaceFinished(const Output& out, const SampleRef& sample,
+                             const SampleHeader& h, TensorView data,
+                             TensorView shapes, int64_t row);
+  // The finishing operator on sample `h` into `to`, or with `row` into
+  // that row's bytes (ApplyInto); errors name the output, the operator and
+  // the sample.
+  absl::Status Finish(const Output& out, const SampleRef& sample,
+                      const SampleHeader& h, Sample* to,
+                      uint8_t* row = nullptr);
+  // A sample kept for a later batch, finished (held samples and the
+  // checkpoint's are the outputs' own).
+  absl::Status Keep(const Output& out, const SampleRef& sample,
+                    const SampleHeader& h, Sample* held);
   // Copies a sample's outputs into `held`.
   absl::Status Hold(const std::vector<const SampleHeader*>& sample,
                     Pending* held);
@@ -465,7 +496,9 @@ class BatchKernel final : public Kernel {
 
   SkipLog* log_;
   const LaneCursors* cursors_;
-  Sample file_;  // a lazily read file's bytes
+  Sample file_;        // a lazily read file's bytes
+  Sample finished_;    // a finished sample smaller than its box
+  uint64_t seed_ = 0;  // the finishing operators' SampleRng
   int64_t batch_size_ = 1;
   std::vector<Output> outputs_;
   int64_t backlog_epoch_ = -1;

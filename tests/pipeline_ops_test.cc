@@ -465,6 +465,21 @@ TEST_CASE("antialiased byte resize is its float definition exactly") {
       REQUIRE(out.shape == SampleShape{out_h, out_w, c});
       const FilterTaps ys = TriangleTaps(h, height, window.y, out_h, 0);
       const FilterTaps xs = TriangleTaps(w, width, window.x, out_w, 0);
+      // Taps as wide as the widest output's, no wider (the row passes run
+      // every output over `width` taps); the source range of the rows is
+      // the taps' own.
+      for (const FilterTaps* taps : {&ys, &xs}) {
+        CHECK(taps->width ==
+              std::max<int64_t>(
+                  1, *std::max_element(taps->size.begin(), taps->size.end())));
+      }
+      int64_t begin = 0, end = 0, want_begin = h, want_end = 0;
+      TriangleSourceRange(h, height, window.y, out_h, &begin, &end);
+      for (int64_t y = 0; y < out_h; ++y) {
+        want_begin = std::min(want_begin, ys.begin[y]);
+        want_end = std::max(want_end, ys.begin[y] + ys.size[y]);
+      }
+      CHECK((begin == want_begin && end == want_end));
       auto filtered = [&](int64_t r, int64_t x, int64_t k) {
         float sum = 0;
         for (int64_t j = 0; j < xs.size[x]; ++j) {
@@ -543,6 +558,15 @@ TEST_CASE("crop_mirror_normalize is its per-value definition exactly") {
         }
       }
     }
+    // Into a batch's row, streamed past the cache where it is aligned (16
+    // bytes) and stored where not (4): the same values.
+    std::vector<float> row(c * height * width + 4);
+    float* at = row.data();
+    while (reinterpret_cast<uintptr_t>(at) % 16 != 0) ++at;
+    if (round % 2 == 1) ++at;
+    CropMirrorNormalizeInto(image.ref(), window, height, width, mirror, mean,
+                            stddev, at, {}, /*stream=*/true);
+    CHECK(std::memcmp(at, got, out.storage.size()) == 0);
   }
 }
 

@@ -906,6 +906,85 @@ TEST_CASE(
   CHECK(explicit_op.Finish().ok());
 }
 
+TEST_CASE(
+    "a chain's last crop_mirror_normalize, run by the batch, gives its "
+    "values") {
+  // 21 good RGB images of 32 px and 2 corrupt files, skipped: the batches
+  // of 5 then take samples held over from earlier chunks. A random window
+  // and a random mirror per sample, so a sample finished with another's
+  // generator would show.
+  const std::string dir = ImageDir("finishing", 21, 32, 2);
+  const uint64_t seed = testing::TestSeed("finishing in the batch");
+  auto make = [&](bool fuse, int threads, int64_t crop) {
+    PipelineOptions options;
+    options.batch_size = 5;
+    options.num_threads = threads;
+    options.seed = seed;
+    options.fuse_decode = fuse;
+    options.on_error = OnError::kSkipSample;
+    auto pipe = std::make_unique<Pipeline>(options);
+    pipe->Add(OperatorDef{.op = "file_reader",
+                          .outputs = {"files"},
+                          .attrs = {{"dir", StringAttr(dir)}}});
+    pipe->Add(OperatorDef{.op = "decode",
+                          .inputs = {"files"},
+                          .outputs = {"images"},
+                          .attrs = {{"color", StringAttr("rgb")}}});
+    pipe->Add(
+        OperatorDef{.op = "crop_mirror_normalize",
+                    .name = "cmn",
+                    .inputs = {"images"},
+                    .outputs = {"normalized"},
+                    .attrs = {{"crop", IntListAttr({crop, crop})},
+                              {"crop_pos", StringAttr("random")},
+                              {"mirror", FloatAttr(0.5)},
+                              {"mean", FloatListAttr({120.5, 110.25, 100})},
+                              {"std", FloatListAttr({60, 55.5, 50})}}});
+    pipe->SetOutputs({"normalized"});
+    return pipe;
+  };
+  auto finishing = [](const Pipeline& pipe) {
+    int chains = 0, batches = 0;
+    for (const TaskProto& task : pipe.plan().task()) {
+      const auto& attrs = task.kernel().attr();
+      chains +=
+          attrs.count("finish_in_batch") && attrs.at("finish_in_batch").b();
+      batches += attrs.count("finish_ops") &&
+                 attrs.at("finish_ops").list().s(0) == "crop_mirror_normalize";
+    }
+    return std::pair{chains, batches};
+  };
+  // fuse_decode = false: every operator where it was written.
+  auto written = make(false, 2, 24);
+  REQUIRE_OK(written->Build());
+  CHECK(finishing(*written) == std::pair{0, 0});
+  const auto want = EpochImages(written.get());
+  REQUIRE(want.size() == 5);  // 21 good images in batches of 5
+  REQUIRE(written->skipped().size() == 2);
+  for (int threads : {1, 2, 3}) {
+    INFO("threads " << threads);
+    auto finished = make(true, threads, 24);
+    REQUIRE_OK(finished->Build());
+    CHECK(finishing(*finished) == std::pair{threads, 1});
+    CHECK(EpochImages(finished.get()) == want);
+  }
+  // A window larger than the images fails both alike, naming the operator
+  // and the file (the chain checks what the batch will run).
+  std::string errors[2];
+  for (bool fuse : {false, true}) {
+    auto pipe = make(fuse, 2, 40);
+    REQUIRE_OK(pipe->Build());
+    REQUIRE(pipe->Run().ok());
+    auto out = pipe->Outputs();
+    REQUIRE_FALSE(out.ok());
+    errors[fuse] = std::string(out.status().message());
+  }
+  CHECK(errors[0] == errors[1]);
+  CHECK_THAT(errors[1], Catch::Contains("operator 'cmn'") &&
+                            Catch::Contains(".png") &&
+                            Catch::Contains("does not fit in the image"));
+}
+
 TEST_CASE("the reader is never more than the prefetch depth ahead") {
   for (int depth : {1, 2, 4}) {
     PipelineOptions options;

@@ -83,7 +83,9 @@ struct PipelineOptions {
   // resize's target, and only the rows and columns the crop keeps. Crops
   // of unresized images come out identical; resized ones differ from the
   // unfused chain by the DCT scaling's rounding (pipeline_ops_test states
-  // the bounds). false: every operator as written.
+  // the bounds). Also a chain's last crop_mirror_normalize is run by the
+  // batch, writing each row once (the same values; docs/pipelines.md,
+  // "Writing the batch once"). false: every operator as written.
   bool fuse_decode = true;
   // Which CUDA devices are usable (tests pass their own).
   DeviceProbe probe = cuda::DeviceAvailable;
