@@ -217,43 +217,69 @@ void FilterColumnBytes(const float* first, int64_t stride, const float* w,
 // each value is the same multiplies and adds in the same order, so the
 // results are the SSE2 paths' bit for bit).
 //
-// The row pass takes two output pixels a vector: `pair_weights` holds, per
-// pair p and tap j, pixel 2p's weight four times then pixel 2p + 1's
-// (PairWeights). Two pairs are summed side by side, as FilterRowRgb sums
-// four pixels.
-std::vector<float> PairWeights(const FilterTaps& xs, int64_t out_w) {
-  const int64_t pairs = out_w / 2;
-  std::vector<float> w(pairs * xs.width * 8);
-  for (int64_t p = 0; p < pairs; ++p) {
-    for (int64_t j = 0; j < xs.width; ++j) {
-      for (int lane = 0; lane < 8; ++lane) {
-        const int64_t x = 2 * p + lane / 4;
-        w[(p * xs.width + j) * 8 + lane] = xs.weights[x * xs.width + j];
+// The row pass takes two neighbouring output pixels a vector, whose lanes
+// 0-2 and 3-5 are their six values as the output row holds them: one
+// unaligned load of eight floats at source pixel `base` + t gives lanes 0-2
+// pixel base + t and lanes 3-5 pixel base + t + 1, so tap t of the pair
+// weighs pixel base + t for the first output and base + t + 1 for the
+// second. Each output's own taps sit at their offset from `base` in the
+// pair's run of taps, zero weights around them: a zero weight adds +0 to a
+// sum of non-negative terms, so every value is its taps' sum in order, as
+// the SSE2 pass makes it.
+struct RowPairs {
+  std::vector<int64_t> base;   // per pair: its first tap's source pixel
+  int64_t taps = 0;            // per pair, the most any needs
+  std::vector<float> weights;  // per pair and tap: eight lanes
+  int64_t first_pixel = 0;     // the least pixel a load reads
+  int64_t end_pixel = 0;       // past the last pixel a load reaches
+};
+
+RowPairs MakeRowPairs(const FilterTaps& xs, int64_t out_w) {
+  RowPairs pairs;
+  const int64_t n = out_w / 2;
+  // Output x's taps start at base + first[0], output x + 1's at base +
+  // first[1] (the lanes add 1).
+  std::vector<std::array<int64_t, 2>> firsts(n);
+  pairs.base.resize(n);
+  for (int64_t p = 0; p < n; ++p) {
+    const int64_t x = 2 * p;
+    pairs.base[p] = std::min(xs.begin[x], xs.begin[x + 1] - 1);
+    firsts[p] = {xs.begin[x] - pairs.base[p],
+                 xs.begin[x + 1] - 1 - pairs.base[p]};
+    pairs.taps = std::max(
+        {pairs.taps, firsts[p][0] + xs.size[x], firsts[p][1] + xs.size[x + 1]});
+  }
+  pairs.weights.assign(n * pairs.taps * 8, 0.0f);
+  pairs.first_pixel = out_w > 0 ? xs.begin[0] : 0;
+  for (int64_t p = 0; p < n; ++p) {
+    float* w = pairs.weights.data() + p * pairs.taps * 8;
+    for (int k = 0; k < 2; ++k) {
+      const int64_t x = 2 * p + k;
+      for (int64_t j = 0; j < xs.size[x]; ++j) {
+        for (int lane = 3 * k; lane < 3 * k + 3; ++lane) {
+          w[(firsts[p][k] + j) * 8 + lane] = xs.weights[x * xs.width + j];
+        }
       }
     }
+    pairs.first_pixel = std::min(pairs.first_pixel, pairs.base[p]);
+    // A load at pixel base + t reads eight floats: into pixel base + t + 2.
+    pairs.end_pixel = std::max(pairs.end_pixel, pairs.base[p] + pairs.taps + 2);
   }
-  return w;
+  return pairs;
 }
 
-// `sum` plus pixels x and x + 1's tap j, one vector: their weights times
-// their values, which start at f[begin * 3 - b0] (FilterRowRgb's floats).
-__attribute__((target("avx2"), always_inline)) inline __m256 PairTap(
-    __m256 sum, const float* f, int64_t b0, const FilterTaps& xs,
-    const float* pair_weights, int64_t x, int64_t j) {
-  const __m128 lo = _mm_loadu_ps(f + (xs.begin[x] * 3 - b0) + j * 3);
-  const __m128 hi = _mm_loadu_ps(f + (xs.begin[x + 1] * 3 - b0) + j * 3);
-  const __m256 values = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
-  const __m256 weights =
-      _mm256_loadu_ps(pair_weights + ((x / 2) * xs.width + j) * 8);
-  return _mm256_add_ps(sum, _mm256_mul_ps(weights, values));
-}
-
-// Two pixels' sums to `to`, in order: each store's fourth lane is the next
-// one's first.
-__attribute__((target("avx2"), always_inline)) inline void StorePair(
-    __m256 sum, float* to) {
-  _mm_storeu_ps(to, _mm256_castps256_ps128(sum));
-  _mm_storeu_ps(to + 3, _mm256_extractf128_ps(sum, 1));
+// Output pixel x alone (FilterRowRgb's): `f` holds pixel `origin` first.
+__attribute__((target("avx2"))) void LastRgbPixel(const float* f,
+                                                  int64_t origin,
+                                                  const FilterTaps& xs,
+                                                  int64_t x, float* to) {
+  __m128 sum = _mm_setzero_ps();
+  for (int64_t j = 0; j < xs.width; ++j) {
+    sum = _mm_add_ps(
+        sum, _mm_mul_ps(_mm_set1_ps(xs.weights[x * xs.width + j]),
+                        _mm_loadu_ps(f + (xs.begin[x] - origin + j) * 3)));
+  }
+  _mm_storeu_ps(to + x * 3, sum);
 }
 
 // Eight values as StorePixel<uint8_t> rounds them, to `to`[0, 8).
@@ -269,32 +295,70 @@ __attribute__((target("avx2"), always_inline)) inline void StoreBytes8(
                    _mm_packus_epi16(words, words));
 }
 
+// `sum` plus a pair's tap t: its eight weights times the eight floats from
+// its base's pixel t on.
+__attribute__((target("avx2"), always_inline)) inline __m256 PairTap(
+    __m256 sum, const float* weights, const float* values, int64_t t) {
+  return _mm256_add_ps(sum, _mm256_mul_ps(_mm256_loadu_ps(weights + t * 8),
+                                          _mm256_loadu_ps(values + t * 3)));
+}
+
+// The row pass for RGB bytes: `to` has two floats of room after the row
+// (a pair's store writes eight).
 __attribute__((target("avx2"))) void FilterRowRgbAvx2(
-    const uint8_t* from, const FilterTaps& xs, const float* pair_weights,
-    int64_t out_w, std::vector<float>* floats, float* to) {
-  const RowFloats row = RowFloatsFor(xs, out_w, floats);
-  const int64_t b0 = row.b0, b1 = row.b1;
-  float* f = row.f;
+    const uint8_t* from, int64_t in_w, const FilterTaps& xs,
+    const RowPairs& pairs, int64_t out_w, std::vector<float>* floats,
+    float* to) {
+  // The row's floats from pixel `origin` on, zeros where a load reaches
+  // past the row's own pixels (a zero weight times them must be 0, not
+  // NaN).
+  const int64_t origin = pairs.first_pixel;
+  const int64_t end = std::max(
+      pairs.end_pixel, out_w > 0 ? xs.begin[out_w - 1] + xs.width + 2 : origin);
+  if (static_cast<int64_t>(floats->size()) < (end - origin) * 3) {
+    floats->resize((end - origin) * 3);
+  }
+  float* f = floats->data();
+  const int64_t b0 = std::max<int64_t>(0, origin) * 3;
+  const int64_t b1 = std::min(in_w, end) * 3;
+  std::fill(f, f + (b0 - origin * 3), 0.0f);
   int64_t i = b0;
   for (; i + 8 <= b1; i += 8) {
     const __m128i bytes =
         _mm_loadl_epi64(reinterpret_cast<const __m128i*>(from + i));
-    _mm256_storeu_ps(f + (i - b0),
+    _mm256_storeu_ps(f + (i - origin * 3),
                      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)));
   }
-  for (; i < b1; ++i) f[i - b0] = static_cast<float>(from[i]);
-  const int64_t width = xs.width;
-  int64_t x = 0;
-  for (; x + 4 <= out_w; x += 4) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
-    for (int64_t j = 0; j < width; ++j) {
-      s0 = PairTap(s0, f, b0, xs, pair_weights, x, j);
-      s1 = PairTap(s1, f, b0, xs, pair_weights, x + 2, j);
+  for (; i < b1; ++i) f[i - origin * 3] = static_cast<float>(from[i]);
+  std::fill(f + (b1 - origin * 3), f + (end - origin) * 3, 0.0f);
+  // Four pairs side by side: each sum is a chain of dependent adds, and
+  // four independent chains keep the adder busy.
+  const int64_t n = out_w / 2, taps = pairs.taps;
+  auto values = [&](int64_t p) { return f + (pairs.base[p] - origin) * 3; };
+  auto weights = [&](int64_t p) { return pairs.weights.data() + p * taps * 8; };
+  int64_t p = 0;
+  for (; p + 4 <= n; p += 4) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (int64_t t = 0; t < taps; ++t) {
+      s0 = PairTap(s0, weights(p), values(p), t);
+      s1 = PairTap(s1, weights(p + 1), values(p + 1), t);
+      s2 = PairTap(s2, weights(p + 2), values(p + 2), t);
+      s3 = PairTap(s3, weights(p + 3), values(p + 3), t);
     }
-    StorePair(s0, to + x * 3);
-    StorePair(s1, to + x * 3 + 6);
+    // In order: each store's last two lanes are the next one's first.
+    _mm256_storeu_ps(to + p * 6, s0);
+    _mm256_storeu_ps(to + p * 6 + 6, s1);
+    _mm256_storeu_ps(to + p * 6 + 12, s2);
+    _mm256_storeu_ps(to + p * 6 + 18, s3);
   }
-  for (; x < out_w; ++x) _mm_storeu_ps(to + x * 3, RgbPixelSum(row, xs, x));
+  for (; p < n; ++p) {
+    __m256 sum = _mm256_setzero_ps();
+    for (int64_t t = 0; t < taps; ++t) {
+      sum = PairTap(sum, weights(p), values(p), t);
+    }
+    _mm256_storeu_ps(to + p * 6, sum);
+  }
+  if (out_w % 2 == 1) LastRgbPixel(f, origin, xs, out_w - 1, to);
 }
 
 __attribute__((target("avx2"))) void FilterColumnBytesAvx2(
@@ -322,13 +386,15 @@ bool HasAvx2() {
 }
 #endif
 
-// A resample's taps along both axes, and, with `pairs`, the width's
-// weights as FilterRowRgbAvx2 reads them (PairWeights).
+// A resample's taps along both axes, and, with `pairs`, the width's as
+// FilterRowRgbAvx2 reads them.
 struct ResampleTaps {
   std::array<int64_t, 10> geometry{};  // what they were made for
   bool pairs = false;
   FilterTaps ys, xs;
-  std::vector<float> pair_weights;
+#if defined(__SSE2__)
+  RowPairs row_pairs;
+#endif
 };
 
 // The taps of this thread's last resample if it had the same geometry,
@@ -348,9 +414,8 @@ const ResampleTaps& TapsFor(const ResizeArea& area, int64_t height,
   last.pairs = pairs;
   last.ys = TriangleTaps(area.full_h, height, window.y, out_h, area.y);
   last.xs = TriangleTaps(area.full_w, width, window.x, out_w, area.x);
-  last.pair_weights.clear();
 #if defined(__SSE2__)
-  if (pairs) last.pair_weights = PairWeights(last.xs, out_w);
+  last.row_pairs = pairs ? MakeRowPairs(last.xs, out_w) : RowPairs();
 #endif
   made = true;
   return last;
@@ -370,23 +435,20 @@ void Resample(const SampleRef& in, const ResizeArea& area, int64_t height,
       TapsFor(area, height, width, window, out_h, out_w, avx2 && c == 3);
   const FilterTaps& ys = taps.ys;
   const FilterTaps& xs = taps.xs;
-  // The held rows the window reads, each filtered along the width once
-  // (a float of room after each: FilterRowRgb).
+  // The held rows the window reads, each filtered along the width once.
   int64_t r0 = in.shape[0], r1 = 0;
   for (int64_t y = 0; y < out_h; ++y) {
     r0 = std::min(r0, ys.begin[y]);
     r1 = std::max(r1, ys.begin[y] + ys.size[y]);
   }
-  const int64_t row_len = out_w * c, stride = row_len + 1;
+  // Two floats of room after each held row: FilterRowRgbAvx2.
+  const int64_t row_len = out_w * c, stride = row_len + 2;
   // Every held row is written before it is read: no zeroing (it was 4% of
   // a validation pipeline's time).
   std::unique_ptr<float[]> rows(
       new float[std::max<int64_t>(0, r1 - r0) * stride]);
   std::vector<float> floats;
   const T* src = in.as<T>();
-#if defined(__SSE2__)
-  const std::vector<float>& pair_weights = taps.pair_weights;
-#endif
   for (int64_t r = r0; r < r1; ++r) {
     const T* from = src + r * in_w * c;
     float* to = rows.get() + (r - r0) * stride;
@@ -394,7 +456,7 @@ void Resample(const SampleRef& in, const ResizeArea& area, int64_t height,
     if constexpr (std::is_same_v<T, uint8_t>) {
       if (c == 3) {
         if (avx2) {
-          FilterRowRgbAvx2(from, xs, pair_weights.data(), out_w, &floats, to);
+          FilterRowRgbAvx2(from, in_w, xs, taps.row_pairs, out_w, &floats, to);
         } else {
           FilterRowRgb(from, xs, out_w, &floats, to);
         }
