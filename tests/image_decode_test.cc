@@ -4,6 +4,10 @@
 // more than they are or are damaged: refused before anything is allocated,
 // never a crash, never more memory than the image itself.
 #include <zlib.h>
+// clang-format off
+#include <cstdio>  // before jpeglib.h, which needs FILE
+#include <jpeglib.h>
+// clang-format on
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -153,7 +157,7 @@ TEST_CASE("a decoded window holds exactly the whole image's pixels there") {
     REQUIRE(DecodeImage(jpeg, options, &part, &region).ok());
     CHECK(region.full_height == 375);
     CHECK(region.full_width == 500);
-    // Widened by a block's margin (to block boundaries), never narrower.
+    // Widened by a margin (columns to block boundaries), never narrower.
     CHECK(region.y <= win.y);
     CHECK(region.x <= win.x);
     CHECK(region.y + part.shape[0] >= win.y + win.h);
@@ -170,6 +174,102 @@ TEST_CASE("a decoded window holds exactly the whole image's pixels there") {
       }
     }
     CHECK(wrong == 0);
+  }
+}
+
+// A photo-like JPEG of height x width encoded with luma sampling factors
+// h_samp x v_samp (chroma at 1 x 1: 4:4:4 is 1 x 1, 4:2:2 is 2 x 1, 4:2:0
+// is 2 x 2, 4:4:0 is 1 x 2), progressive or baseline, or gray (one
+// component).
+Bytes SampledJpeg(uint64_t seed, int64_t height, int64_t width, int h_samp,
+                  int v_samp, bool progressive, bool gray) {
+  Sample photo;
+  MakePhotoImage(seed, height, width, &photo);
+  jpeg_compress_struct cinfo;
+  jpeg_error_mgr err;
+  cinfo.err = jpeg_std_error(&err);
+  jpeg_create_compress(&cinfo);
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;  // NOLINT(runtime/int): libjpeg's type
+  jpeg_mem_dest(&cinfo, &buffer, &size);
+  cinfo.image_width = static_cast<JDIMENSION>(width);
+  cinfo.image_height = static_cast<JDIMENSION>(height);
+  cinfo.input_components = 3;
+  cinfo.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&cinfo);
+  if (gray) jpeg_set_colorspace(&cinfo, JCS_GRAYSCALE);
+  jpeg_set_quality(&cinfo, 90, TRUE);
+  cinfo.comp_info[0].h_samp_factor = h_samp;
+  cinfo.comp_info[0].v_samp_factor = v_samp;
+  if (progressive) jpeg_simple_progression(&cinfo);
+  jpeg_start_compress(&cinfo, TRUE);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    JSAMPROW row = photo.storage.data() + cinfo.next_scanline * width * 3;
+    jpeg_write_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  jpeg_destroy_compress(&cinfo);
+  Bytes out(buffer, buffer + size);
+  free(buffer);
+  return out;
+}
+
+TEST_CASE("windows are exact whatever the sampling, scan mode and scale") {
+  // The window's margin is what the decoder's chroma upsampling reads past
+  // an edge; too little and the pixels next to the window's edge differ
+  // from the whole image's. Random windows (edges, corners, one pixel
+  // wide) in images of odd sizes, each sampling and both scan modes, at
+  // every DCT scale the fused decoders use.
+  const uint64_t seed = testing::TestSeed("windows at every sampling");
+  std::mt19937_64 gen(seed);
+  auto below = [&](int64_t n) {
+    return static_cast<int64_t>(gen() % static_cast<uint64_t>(n));
+  };
+  struct Sampling {
+    int h, v;
+    bool gray;
+  };
+  for (const Sampling& sampling :
+       {Sampling{1, 1, false}, Sampling{2, 1, false}, Sampling{2, 2, false},
+        Sampling{1, 2, false}, Sampling{1, 1, true}}) {
+    for (bool progressive : {false, true}) {
+      const int64_t height = 97 + below(90), width = 97 + below(90);
+      const Bytes jpeg = SampledJpeg(gen(), height, width, sampling.h,
+                                     sampling.v, progressive, sampling.gray);
+      for (int scale : {8, 4, 2, 1}) {
+        DecodeOptions whole_options;
+        whole_options.scale_eighths = scale;
+        Sample whole;
+        REQUIRE(DecodeImage(jpeg, whole_options, &whole, nullptr).ok());
+        const int64_t full_h = whole.shape[0], full_w = whole.shape[1];
+        for (int round = 0; round < 12; ++round) {
+          DecodeOptions options = whole_options;
+          options.h = 1 + below(round % 3 == 0 ? 3 : full_h);
+          options.w = 1 + below(round % 3 == 1 ? 3 : full_w);
+          options.y = below(full_h - options.h + 1);
+          options.x = below(full_w - options.w + 1);
+          Sample part;
+          DecodedRegion region;
+          REQUIRE(DecodeImage(jpeg, options, &part, &region).ok());
+          int64_t wrong = 0;
+          for (int64_t y = options.y; y < options.y + options.h; ++y) {
+            for (int64_t x = options.x; x < options.x + options.w; ++x) {
+              for (int k = 0; k < 3; ++k) {
+                wrong += At(part, y - region.y, x - region.x, k) !=
+                         At(whole, y, x, k);
+              }
+            }
+          }
+          INFO("sampling " << sampling.h << "x" << sampling.v
+                           << (sampling.gray ? " gray" : "")
+                           << (progressive ? " progressive" : " baseline")
+                           << ", " << height << "x" << width << " at " << scale
+                           << "/8, window " << options.h << "x" << options.w
+                           << " at (" << options.y << ", " << options.x << ")");
+          REQUIRE(wrong == 0);
+        }
+      }
+    }
   }
 }
 
