@@ -270,10 +270,16 @@ absl::Status SampleStageKernel::Apply(const SampleHeader& h, Sample* out) {
   // skips) the sample here as it would have, and the batch then writes its
   // result straight into the sample's row.
   const size_t n = steps_.size() - (finish_in_batch_ ? 1 : 0);
-  int written = 0;  // scratch buffers written so far
+  int written = 0;         // scratch buffers written so far
+  Sample* held = nullptr;  // the one `current` is in (null: the input)
   for (size_t j = 0; j < n; ++j) {
     Step& step = steps_[j];
-    if (j + 1 < n && step.op->PassesThrough(current)) continue;
+    // A last step that passes through still writes the slot from the
+    // input itself (the slot must hold the sample), but from a scratch
+    // buffer the buffer is handed over below.
+    if ((j + 1 < n || held != nullptr) && step.op->PassesThrough(current)) {
+      continue;
+    }
     // Between operators the sample lives in this worker's two scratch
     // buffers, in turn (hot in cache, reused; never the one `current` is
     // in); the last writes the slot.
@@ -287,11 +293,24 @@ absl::Status SampleStageKernel::Apply(const SampleHeader& h, Sample* out) {
       return SampleError(step.name, h, ok);
     }
     current = target->ref();
+    held = target;
   }
   if (finish_in_batch_) {
     if (auto shape = steps_[n].op->OutputShape(current); !shape.ok()) {
       failed_step_ = n;
       return SampleError(steps_[n].name, h, shape.status());
+    }
+  }
+  if (held != out) {
+    // The last steps passed the sample through: the scratch buffer goes to
+    // the slot and the slot's to the scratch, rather than a copy; but a
+    // buffer mostly empty is copied from, so that slots do not grow to
+    // the chain's largest intermediate (a decoded image).
+    if (held->bytes() * 2 >= static_cast<int64_t>(held->storage.capacity())) {
+      std::swap(*out, *held);
+    } else {
+      out->Reshape(held->type, held->shape);
+      std::memcpy(out->storage.data(), held->storage.data(), held->bytes());
     }
   }
   return absl::OkStatus();
