@@ -558,12 +558,13 @@ TEST_CASE("crop_mirror_normalize is its per-value definition exactly") {
         }
       }
     }
-    // Into a batch's row, streamed past the cache where it is aligned (16
-    // bytes) and stored where not (4): the same values.
-    std::vector<float> row(c * height * width + 4);
+    // Into a batch's row, streamed past the cache where it is aligned to the
+    // vector (32 or 16 bytes) and stored where not: the same values.
+    std::vector<float> row(c * height * width + 8);
     float* at = row.data();
-    while (reinterpret_cast<uintptr_t>(at) % 16 != 0) ++at;
-    if (round % 2 == 1) ++at;
+    while (reinterpret_cast<uintptr_t>(at) % 32 != 0) ++at;
+    const int64_t offset[] = {0, 4, 1};  // floats: 32, 16 and 4 bytes
+    at += offset[round % 3];
     CropMirrorNormalizeInto(image.ref(), window, height, width, mirror, mean,
                             stddev, at, {}, /*stream=*/true);
     CHECK(std::memcmp(at, got, out.storage.size()) == 0);
