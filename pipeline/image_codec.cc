@@ -10,6 +10,7 @@
 #include <png.h>
 
 #include "absl/strings/str_cat.h"
+#include "pipeline/clean_jpegs.h"
 #include "pipeline/orientation.h"
 
 namespace actorflow::internal::pipeline {
@@ -164,6 +165,11 @@ absl::Status DecodeJpegAsStored(absl::Span<const uint8_t> encoded,
     x0 = xoffset;
     cols = crop_width;
   }
+  // A file decoded clean to its end before need not be read past the
+  // window (CleanJpegs); any other is, and is then known clean.
+  const bool rows_below = y1 < full_h;
+  const uint64_t key = rows_below ? CleanJpegs::Key(encoded) : 0;
+  const bool clean = rows_below && CleanJpegs::Get().Contains(key);
   if (y0 > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(y0));
   const int64_t shape[] = {rows, cols, options.channels};
   out->Reshape(DT_UINT8, shape);
@@ -171,6 +177,12 @@ absl::Status DecodeJpegAsStored(absl::Span<const uint8_t> encoded,
   for (int64_t r = 0; r < rows; ++r) {
     JSAMPROW row = out->storage.data() + r * row_bytes;
     jpeg_read_scanlines(&cinfo, &row, 1);
+  }
+  if (region != nullptr) *region = DecodedRegion{full_h, full_w, y0, x0};
+  if (clean) {
+    jpeg_abort_decompress(&cinfo);
+    jpeg_destroy_decompress(&cinfo);
+    return absl::OkStatus();
   }
   // The rows below the window are skipped (entropy-decoded, not
   // transformed) but for the last, which is read, so that the decoder
@@ -187,7 +199,7 @@ absl::Status DecodeJpegAsStored(absl::Span<const uint8_t> encoded,
   }
   jpeg_finish_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
-  if (region != nullptr) *region = DecodedRegion{full_h, full_w, y0, x0};
+  if (rows_below) CleanJpegs::Get().Add(key);
   return absl::OkStatus();
 }
 

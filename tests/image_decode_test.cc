@@ -21,6 +21,7 @@
 
 #include "absl/strings/match.h"
 #include "actor/act_context.h"
+#include "pipeline/clean_jpegs.h"
 #include "pipeline/fixtures.h"
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
@@ -784,6 +785,37 @@ TEST_CASE("a damaged JPEG fails whatever window is decoded") {
   Sample out;
   CHECK_FALSE(DecodeImage(extraneous, 3, &out).ok());
   CHECK(failed >= 2);
+}
+
+TEST_CASE("a file read clean to its end is not read past a window again") {
+  // CleanJpegs: the first window of a file reads its data to the end; once
+  // that found no damage, later windows stop after their last row, with the
+  // same pixels. A damaged file is never taken for clean: every window of
+  // it reads to the end again, and fails.
+  const uint64_t seed = testing::TestSeed("clean jpegs");
+  const Bytes jpeg = PhotoJpeg(seed, 375, 500);
+  Bytes damaged = jpeg;
+  damaged.insert(damaged.end() - 2, 509, 0x5A);  // found only at the end
+  DecodeOptions options;
+  options.y = 40;
+  options.x = 100;
+  options.h = 64;
+  options.w = 64;
+  CleanJpegs& clean = CleanJpegs::Get();
+  CHECK_FALSE(clean.Contains(CleanJpegs::Key(jpeg)));
+  Sample first, again;
+  DecodedRegion first_region, again_region;
+  REQUIRE(DecodeImage(jpeg, options, &first, &first_region).ok());
+  CHECK(clean.Contains(CleanJpegs::Key(jpeg)));
+  REQUIRE(DecodeImage(jpeg, options, &again, &again_region).ok());
+  CHECK(again.shape == first.shape);
+  CHECK(again.storage == first.storage);
+  CHECK((again_region.y == first_region.y && again_region.x == first_region.x));
+  for (int round = 0; round < 2; ++round) {
+    Sample part;
+    CHECK_FALSE(DecodeImage(damaged, options, &part).ok());
+    CHECK_FALSE(clean.Contains(CleanJpegs::Key(damaged)));
+  }
 }
 
 TEST_CASE("damaged files fail fast and small, or decode; never crash") {
