@@ -52,8 +52,8 @@ FilterTaps TriangleTaps(int64_t in_size, int64_t out_size, int64_t first,
     taps.width = std::max(taps.width, hi[i] - lo[i]);
   }
   // As wide as the widest output's taps, and no wider: the row passes run
-  // every output over `width` taps (a tap more, of weight 0, was a quarter
-  // of their time).
+  // every output over `width` taps, and a tap more, of weight 0, would
+  // cost them a quarter more time).
   taps.width = std::max<int64_t>(taps.width, 1);
   taps.weights.assign(count * taps.width, 0.0f);
   for (int64_t i = 0; i < count; ++i) {
