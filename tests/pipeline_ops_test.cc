@@ -560,7 +560,7 @@ TEST_CASE("crop_mirror_normalize is its per-value definition exactly") {
     }
     // Into a batch's row, streamed past the cache where it is aligned to the
     // vector (32 or 16 bytes) and stored where not: the same values.
-    std::vector<float> row(c * height * width + 8);
+    std::vector<float> row(c * height * width + 12);  // room to shift
     float* at = row.data();
     while (reinterpret_cast<uintptr_t>(at) % 32 != 0) ++at;
     const int64_t offset[] = {0, 4, 1};  // floats: 32, 16 and 4 bytes
