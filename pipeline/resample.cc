@@ -268,20 +268,6 @@ RowPairs MakeRowPairs(const FilterTaps& xs, int64_t out_w) {
   return pairs;
 }
 
-// Output pixel x alone (FilterRowRgb's): `f` holds pixel `origin` first.
-__attribute__((target("avx2"))) void LastRgbPixel(const float* f,
-                                                  int64_t origin,
-                                                  const FilterTaps& xs,
-                                                  int64_t x, float* to) {
-  __m128 sum = _mm_setzero_ps();
-  for (int64_t j = 0; j < xs.width; ++j) {
-    sum = _mm_add_ps(
-        sum, _mm_mul_ps(_mm_set1_ps(xs.weights[x * xs.width + j]),
-                        _mm_loadu_ps(f + (xs.begin[x] - origin + j) * 3)));
-  }
-  _mm_storeu_ps(to + x * 3, sum);
-}
-
 // Eight values as StorePixel<uint8_t> rounds them, to `to`[0, 8).
 __attribute__((target("avx2"), always_inline)) inline void StoreBytes8(
     __m256 v, uint8_t* to) {
@@ -358,7 +344,12 @@ __attribute__((target("avx2"))) void FilterRowRgbAvx2(
     }
     _mm256_storeu_ps(to + p * 6, sum);
   }
-  if (out_w % 2 == 1) LastRgbPixel(f, origin, xs, out_w - 1, to);
+  if (out_w % 2 == 1) {
+    // The last pixel alone, as FilterRowRgb sums one (`f` starts at pixel
+    // `origin`).
+    const RowFloats row{origin * 3, b1, f};
+    _mm_storeu_ps(to + (out_w - 1) * 3, RgbPixelSum(row, xs, out_w - 1));
+  }
 }
 
 __attribute__((target("avx2"))) void FilterColumnBytesAvx2(
