@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -25,6 +26,7 @@
 #include "pipeline/fixtures.h"
 #include "pipeline/image_codec.h"
 #include "pipeline/image_ops.h"
+#include "pipeline/jpeg_rows.h"
 #include "pipeline/sample_ops.h"
 #include "plan/plan_builder.h"
 #include "tests/test_util.h"
@@ -183,7 +185,8 @@ TEST_CASE("a decoded window holds exactly the whole image's pixels there") {
 // is 2 x 2, 4:4:0 is 1 x 2), progressive or baseline, or gray (one
 // component).
 Bytes SampledJpeg(uint64_t seed, int64_t height, int64_t width, int h_samp,
-                  int v_samp, bool progressive, bool gray) {
+                  int v_samp, bool progressive, bool gray,
+                  bool optimize_coding = false, int restart_rows = 0) {
   Sample photo;
   MakePhotoImage(seed, height, width, &photo);
   jpeg_compress_struct cinfo;
@@ -203,6 +206,8 @@ Bytes SampledJpeg(uint64_t seed, int64_t height, int64_t width, int h_samp,
   cinfo.comp_info[0].h_samp_factor = h_samp;
   cinfo.comp_info[0].v_samp_factor = v_samp;
   if (progressive) jpeg_simple_progression(&cinfo);
+  cinfo.optimize_coding = optimize_coding ? TRUE : FALSE;
+  cinfo.restart_in_rows = restart_rows;
   jpeg_start_compress(&cinfo, TRUE);
   while (cinfo.next_scanline < cinfo.image_height) {
     JSAMPROW row = photo.storage.data() + cinfo.next_scanline * width * 3;
@@ -270,6 +275,167 @@ TEST_CASE("windows are exact whatever the sampling, scan mode and scale") {
           REQUIRE(wrong == 0);
         }
       }
+    }
+  }
+}
+
+TEST_CASE("a JPEG entered at any MCU row decodes as the whole image there") {
+  // JpegRows: from each row's start (found by reading the Huffman codes),
+  // a stand-in row that leaves the DC predictors as the row needs and ends
+  // on its first bit, then the file's own data: every row below the first
+  // is the whole image's, at every sampling, with the standard tables and
+  // with tables fitted to the image (which may lack the codes a one-block
+  // stand-in would use, such as a difference of 0).
+  const uint64_t seed = testing::TestSeed("jpeg rows");
+  INFO("seed " << seed << " (ACTORFLOW_SEED replays it)");
+  std::mt19937_64 gen(seed);
+  struct Sampling {
+    int h, v;
+    bool gray;
+  };
+  const Sampling samplings[] = {
+      {1, 1, false}, {2, 1, false}, {2, 2, false}, {1, 2, false}, {1, 1, true}};
+  // Rows that begin inside a 0xFF byte (whose 0x00 the copy passes over).
+  int inside_ff = 0;
+  auto check_every_row = [&](const Sampling& sampling, bool optimize) {
+    const int64_t height = 90 + gen() % 120, width = 90 + gen() % 120;
+    const Bytes jpeg = SampledJpeg(gen(), height, width, sampling.h, sampling.v,
+                                   false, sampling.gray, optimize);
+    INFO("sampling " << sampling.h << "x" << sampling.v
+                     << (sampling.gray ? " gray" : "")
+                     << (optimize ? ", fitted tables" : ", standard tables")
+                     << ", " << height << "x" << width);
+    std::optional<JpegRows> rows = JpegRows::Parse(jpeg);
+    REQUIRE(rows.has_value());
+    const int mcu = rows->mcu_height();
+    CHECK(mcu == 8 * (sampling.gray ? 1 : sampling.v));
+    CHECK(rows->mcu_rows() == (height + mcu - 1) / mcu);
+    std::vector<JpegRowStart> starts;
+    REQUIRE(rows->Scan(jpeg, rows->mcu_rows() - 1, &starts));
+    REQUIRE(static_cast<int>(starts.size()) == rows->mcu_rows());
+    Sample whole;
+    REQUIRE(DecodeImage(jpeg, 3, &whole).ok());
+    for (int r = 1; r < rows->mcu_rows(); ++r) {
+      INFO("from row " << r << " (byte " << starts[r].byte << ", bit "
+                       << int{starts[r].bit} << ")");
+      inside_ff += starts[r].bit > 0 && jpeg[starts[r].byte] == 0xFF;
+      std::vector<uint8_t> data;
+      REQUIRE(rows->StartingAt(jpeg, r, starts[r], &data));
+      Sample part;
+      REQUIRE(DecodeImage(data, 3, &part).ok());
+      REQUIRE(part.shape[0] == height - (r - 1) * mcu);
+      REQUIRE(part.shape[1] == width);
+      int64_t wrong = 0;
+      for (int64_t y = mcu + 1; y < part.shape[0]; ++y) {
+        for (int64_t x = 0; x < width; ++x) {
+          for (int k = 0; k < 3; ++k) {
+            wrong += At(part, y, x, k) != At(whole, y + (r - 1) * mcu, x, k);
+          }
+        }
+      }
+      REQUIRE(wrong == 0);
+    }
+  };
+  for (const Sampling& sampling : samplings) {
+    for (bool optimize : {false, true}) check_every_row(sampling, optimize);
+  }
+  // A row rarely begins inside a 0xFF byte (the row above must end, and
+  // the row begin, with 1-bits, where the commonest codes begin with 0):
+  // the splice is checked on a start made up at such a byte instead. The
+  // stand-in's last byte takes the byte's unused bits; the file's 0x00
+  // after it is passed over, and its data follow as they are.
+  INFO("rows seen to begin inside a 0xFF byte: " << inside_ff);
+  const Bytes jpeg = SampledJpeg(gen(), 160, 160, 2, 2, false, false);
+  std::optional<JpegRows> rows = JpegRows::Parse(jpeg);
+  REQUIRE(rows.has_value());
+  std::vector<JpegRowStart> starts;
+  REQUIRE(rows->Scan(jpeg, 1, &starts));
+  size_t at = starts[1].byte;
+  while (at + 2 < jpeg.size() && !(jpeg[at] == 0xFF && jpeg[at + 1] == 0)) {
+    ++at;
+  }
+  REQUIRE(at + 2 < jpeg.size());
+  for (int bit = 1; bit < 8; ++bit) {
+    INFO("a start at bit " << bit << " of the 0xFF at byte " << at);
+    JpegRowStart start = starts[1];
+    start.byte = static_cast<uint32_t>(at);
+    start.bit = static_cast<uint8_t>(bit);
+    std::vector<uint8_t> data;
+    REQUIRE(rows->StartingAt(jpeg, 1, start, &data));
+    const size_t tail = jpeg.size() - (at + 2);
+    REQUIRE(data.size() > tail + 2);
+    CHECK(std::equal(jpeg.begin() + at + 2, jpeg.end(), data.end() - tail));
+    const uint8_t before = data[data.size() - tail - 1];
+    const uint8_t low_bits = (1u << (8 - bit)) - 1;
+    if (before == 0) {
+      // The spliced byte came out 0xFF: the writer stuffed it.
+      CHECK(data[data.size() - tail - 2] == 0xFF);
+    } else {
+      CHECK((before & low_bits) == low_bits);
+      CHECK(before != 0xFF);
+    }
+  }
+}
+
+TEST_CASE("windows of clean files start at their MCU row; others as before") {
+  // The first window of a file reads it whole to its end; later windows of
+  // it, once clean, start at the MCU row above them (CleanJpegs keeps the
+  // row starts found), with the same pixels. Files JpegRows does not
+  // follow (progressive, restart markers) never do, and still decode
+  // exactly; a file cut short has rows only as far as its data go.
+  const uint64_t seed = testing::TestSeed("windows from rows");
+  std::mt19937_64 gen(seed);
+  const Bytes baseline = SampledJpeg(gen(), 200, 150, 2, 2, false, false);
+  const Bytes progressive = SampledJpeg(gen(), 200, 150, 2, 2, true, false);
+  const Bytes restarts = SampledJpeg(gen(), 200, 150, 2, 2, false, false, false,
+                                     /*restart_rows=*/1);
+  CHECK(JpegRows::Parse(baseline).has_value());
+  CHECK_FALSE(JpegRows::Parse(progressive).has_value());
+  CHECK_FALSE(JpegRows::Parse(restarts).has_value());
+  CHECK_FALSE(JpegRows::Parse(PhotoPng(seed, 20, 20)).has_value());
+  CHECK_FALSE(JpegRows::Parse(Bytes(baseline.begin(), baseline.begin() + 100))
+                  .has_value());
+  {
+    const Bytes cut(baseline.begin(), baseline.begin() + baseline.size() / 2);
+    std::optional<JpegRows> rows = JpegRows::Parse(cut);
+    REQUIRE(rows.has_value());
+    std::vector<JpegRowStart> starts;
+    CHECK(rows->Scan(cut, 1, &starts));
+    CHECK_FALSE(rows->Scan(cut, rows->mcu_rows() - 1, &starts));
+    CHECK(static_cast<int>(starts.size()) < rows->mcu_rows());
+  }
+  for (const Bytes* jpeg : {&baseline, &progressive, &restarts}) {
+    const uint64_t key = CleanJpegs::Key(*jpeg);
+    Sample whole;
+    REQUIRE(DecodeImage(*jpeg, 3, &whole).ok());
+    for (int round = 0; round < 6; ++round) {
+      DecodeOptions options;
+      options.y = 40 + 25 * round;
+      options.h = 200 - options.y - 5 * round;
+      options.x = 3 * round;
+      options.w = 60;
+      Sample part;
+      DecodedRegion region;
+      REQUIRE(DecodeImage(*jpeg, options, &part, &region).ok());
+      int64_t wrong = 0;
+      for (int64_t y = options.y; y < options.y + options.h; ++y) {
+        for (int64_t x = options.x; x < options.x + options.w; ++x) {
+          for (int k = 0; k < 3; ++k) {
+            wrong +=
+                At(part, y - region.y, x - region.x, k) != At(whole, y, x, k);
+          }
+        }
+      }
+      INFO("window at row " << options.y << ", round " << round);
+      CHECK(wrong == 0);
+    }
+    CHECK(CleanJpegs::Get().Contains(key));
+    // Rows 0 to 10 (of 16 pixels): the lowest window's first row (165,
+    // less its margin of 2) is in row 10.
+    if (jpeg == &baseline) {
+      CHECK(CleanJpegs::Get().KnownRows(key) == (165 - 2) / 16 + 1);
+    } else {
+      CHECK(CleanJpegs::Get().KnownRows(key) == 0);
     }
   }
 }
@@ -768,7 +934,7 @@ TEST_CASE("a damaged JPEG fails whatever window is decoded") {
     INFO(what);
     Sample whole;
     const absl::Status verdict = DecodeImage(file, 3, &whole);
-    for (int64_t y : {0, 64, 150}) {
+    for (int64_t y : {0, 64, 150, 250}) {
       DecodeOptions options;
       options.y = y;
       options.x = 100;

@@ -1,0 +1,608 @@
+#include "pipeline/jpeg_rows.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <limits>
+
+namespace actorflow::internal::pipeline {
+namespace {
+
+// Decodes one DHT table's codes: a 9-bit table for the short codes (most
+// symbols) and the canonical bounds per length for the rest.
+class HuffmanDecoder {
+ public:
+  // False if the counts overrun the code space (a table no encoder makes).
+  bool Build(const uint8_t counts[17], const std::vector<uint8_t>& symbols) {
+    symbols_ = &symbols;
+    fast_.fill(0);
+    int code = 0, k = 0;
+    for (int len = 1; len <= 16; ++len) {
+      valoffset_[len] = k - code;
+      for (int i = 0; i < counts[len]; ++i, ++k, ++code) {
+        if (code >= (1 << len) || k >= static_cast<int>(symbols.size())) {
+          return false;
+        }
+        if (len <= kFastBits) {
+          const int shift = kFastBits - len;
+          for (int j = 0; j < (1 << shift); ++j) {
+            fast_[(code << shift) | j] =
+                static_cast<uint16_t>((len << 8) | symbols[k]);
+          }
+        }
+      }
+      maxcode_[len] = counts[len] > 0 ? code - 1 : -1;
+      code <<= 1;
+    }
+    return true;
+  }
+
+  // For an AC table: the bits a coefficient's code and value take
+  // together and how far it moves in the block (its run and itself; 16 for
+  // a run of 16 zeros, 64 for the end of the block), in one look, for the
+  // codes of up to kFastBits bits; 0 for the rest.
+  void BuildSkips() {
+    for (int i = 0; i < (1 << kFastBits); ++i) {
+      const uint16_t entry = fast_[i];
+      if (entry == 0) {
+        skip_[i] = 0;
+        continue;
+      }
+      const int length = entry >> 8, run = (entry >> 4) & 15, size = entry & 15;
+      const int advance = size != 0 ? run + 1 : (run == 15 ? 16 : 64);
+      skip_[i] = static_cast<uint16_t>((advance << 5) | (length + size));
+    }
+  }
+  // Skips one AC coefficient (or a run of zeros, or the block's end);
+  // returns how far it moved in the block, or -1 for a code no table has.
+  template <typename Reader>
+  int SkipCoefficient(Reader* bits) const {
+    const uint16_t entry = skip_[bits->Peek(kFastBits)];
+    if (entry != 0) {
+      bits->Skip(entry & 31);
+      return entry >> 5;
+    }
+    const int rs = Decode(bits);
+    if (rs < 0) return -1;
+    const int run = rs >> 4, size = rs & 15;
+    if (size != 0) {
+      bits->Skip(size);
+      return run + 1;
+    }
+    return run == 15 ? 16 : 64;
+  }
+
+  template <typename Reader>
+  int Decode(Reader* bits) const {
+    const uint16_t entry = fast_[bits->Peek(kFastBits)];
+    if (entry != 0) {
+      bits->Skip(entry >> 8);
+      return entry & 0xFF;
+    }
+    for (int len = kFastBits + 1; len <= 16; ++len) {
+      const int code = static_cast<int>(bits->Peek(len));
+      if (code <= maxcode_[len]) {
+        bits->Skip(len);
+        return (*symbols_)[valoffset_[len] + code];
+      }
+    }
+    return -1;
+  }
+
+ private:
+  static constexpr int kFastBits = 9;
+  std::array<uint16_t, 1 << kFastBits> fast_;  // (length << 8) | symbol
+  std::array<uint16_t, 1 << kFastBits> skip_;  // (advance << 5) | bits
+  int maxcode_[17] = {0};
+  int valoffset_[17] = {0};
+  const std::vector<uint8_t>* symbols_ = nullptr;
+};
+
+// Reads entropy-coded bits, dropping the 0x00 after each 0xFF. Remembers
+// where in the file each of the last bytes it loaded lies, so that the
+// position of the next bit can be told in file offsets. A marker or the
+// end of the data reads as zeros, as libjpeg reads them; OverRan says
+// whether any such bit was used.
+class BitReader {
+ public:
+  BitReader(absl::Span<const uint8_t> data, uint32_t byte, int bit)
+      : data_(data), pos_(byte) {
+    Fill();
+    Skip(bit);
+  }
+
+  void Fill() {
+    while (bits_ <= 56) {
+      const auto at = static_cast<uint32_t>(pos_);
+      uint8_t c = 0;
+      if (pos_ < data_.size()) {
+        c = data_[pos_];
+        if (c != 0xFF) {
+          ++pos_;
+        } else if (pos_ + 1 < data_.size() && data_[pos_ + 1] == 0) {
+          pos_ += 2;
+        } else {
+          c = 0;  // a marker: stays where it is
+          MarkEnd();
+        }
+      } else {
+        MarkEnd();
+      }
+      buffer_ |= uint64_t{c} << (56 - bits_);
+      bits_ += 8;
+      offsets_[loaded_ & 15] = at;
+      ++loaded_;
+    }
+  }
+  // Callers Fill while fewer than 32 bits are left: one code and its
+  // extra bits need at most 32.
+  bool Low() const { return bits_ < 32; }
+  uint32_t Peek(int n) const {
+    return static_cast<uint32_t>(buffer_ >> (64 - n));
+  }
+  void Skip(int n) {
+    buffer_ <<= n;
+    bits_ -= n;
+  }
+  uint32_t Take(int n) {
+    const uint32_t v = Peek(n);
+    Skip(n);
+    return v;
+  }
+  bool OverRan() const { return Used() > end_ * 8; }
+  // The next bit's byte in the file, and how many bits of it were used.
+  // Right after a Fill, that byte is among the last 16 loaded.
+  uint32_t byte() const { return offsets_[(Used() >> 3) & 15]; }
+  int bit() const { return static_cast<int>(Used() & 7); }
+
+ private:
+  uint64_t Used() const { return loaded_ * 8 - static_cast<uint64_t>(bits_); }
+  void MarkEnd() { end_ = std::min(end_, loaded_); }
+
+  absl::Span<const uint8_t> data_;
+  size_t pos_;
+  uint64_t buffer_ = 0;  // the next bits_, from the top
+  int bits_ = 0;
+  uint64_t loaded_ = 0;
+  uint64_t end_ = std::numeric_limits<uint64_t>::max();  // first padded byte
+  uint32_t offsets_[16] = {0};
+};
+
+// Writes entropy-coded bits, a 0x00 after each 0xFF byte; the last partial
+// byte's bits stay in `pending`.
+class BitWriter {
+ public:
+  explicit BitWriter(std::vector<uint8_t>* out) : out_(out) {}
+  void Put(uint32_t value, int n) {
+    for (int i = n - 1; i >= 0; --i) {
+      pending_ = (pending_ << 1) | ((value >> i) & 1);
+      if (++pending_bits_ == 8) {
+        out_->push_back(static_cast<uint8_t>(pending_));
+        if (pending_ == 0xFF) out_->push_back(0);
+        pending_ = 0;
+        pending_bits_ = 0;
+      }
+    }
+  }
+  int pending_bits() const { return pending_bits_; }
+
+ private:
+  std::vector<uint8_t>* out_;
+  uint32_t pending_ = 0;
+  int pending_bits_ = 0;
+};
+
+// A table's code for each symbol (length 0: none).
+struct HuffmanCodes {
+  uint16_t code[256] = {0};
+  uint8_t length[256] = {0};
+  void Build(const uint8_t counts[17], const std::vector<uint8_t>& symbols) {
+    int code_value = 0, k = 0;
+    for (int len = 1; len <= 16; ++len) {
+      for (int i = 0; i < counts[len]; ++i, ++k, ++code_value) {
+        code[symbols[k]] = static_cast<uint16_t>(code_value);
+        length[symbols[k]] = static_cast<uint8_t>(len);
+      }
+      code_value <<= 1;
+    }
+  }
+};
+
+int Category(int value) {
+  int magnitude = std::abs(value), c = 0;
+  while (magnitude > 0) {
+    magnitude >>= 1;
+    ++c;
+  }
+  return c;
+}
+
+int Extend(uint32_t bits, int size) {
+  const int v = static_cast<int>(bits);
+  return v < (1 << (size - 1)) ? v - (1 << size) + 1 : v;
+}
+
+// DC differences for `blocks` blocks, each of a category `dc` has a code
+// for, that sum to `target`: the largest the table codes first, then
+// zeros; or, for a table without a code for 0 (tables fitted to an image
+// whose blocks all differ), pairs that cancel (+v, -v), with one triple
+// (+v, +v, -2v) or one difference split in two where the count is odd.
+bool StandInDiffs(const HuffmanCodes& dc, int target, int blocks,
+                  std::vector<int>* diffs) {
+  auto coded = [&](int value) {
+    const int category = Category(value);
+    return category <= 15 && dc.length[category] != 0;
+  };
+  int rest = target;
+  while (rest != 0) {
+    const int magnitude = std::abs(rest);
+    int category = std::min(Category(magnitude), 15);
+    while (category > 0 && dc.length[category] == 0) --category;
+    if (category == 0 || static_cast<int>(diffs->size()) == blocks) {
+      return false;
+    }
+    const int value = std::min(magnitude, (1 << category) - 1);
+    diffs->push_back(rest > 0 ? value : -value);
+    rest -= diffs->back();
+  }
+  if (dc.length[0] != 0) {
+    diffs->resize(blocks, 0);
+    return true;
+  }
+  int smallest = 1;
+  while (smallest <= 15 && dc.length[smallest] == 0) ++smallest;
+  if (smallest > 15) return false;
+  const int v = 1 << (smallest - 1);
+  int left = blocks - static_cast<int>(diffs->size());
+  if (left % 2 != 0) {
+    if (left >= 3 && coded(2 * v)) {
+      diffs->insert(diffs->end(), {v, v, -2 * v});
+      left -= 3;
+    } else {
+      // Split a difference d into v and d - v (or -v and d + v).
+      bool split = false;
+      for (int& d : *diffs) {
+        const int part = d > 0 ? v : -v;
+        if (d != part && coded(d - part)) {
+          d -= part;
+          diffs->push_back(part);
+          split = true;
+          break;
+        }
+      }
+      if (!split || left < 1) return false;
+      --left;
+    }
+  }
+  if (left < 0) return false;
+  for (; left > 0; left -= 2) diffs->insert(diffs->end(), {v, -v});
+  return static_cast<int>(diffs->size()) == blocks;
+}
+
+uint16_t Be16(absl::Span<const uint8_t> e, size_t at) {
+  return static_cast<uint16_t>((e[at] << 8) | e[at + 1]);
+}
+
+}  // namespace
+
+std::optional<JpegRows> JpegRows::Parse(absl::Span<const uint8_t> e) {
+  const size_t n = e.size();
+  if (n < 4 || e[0] != 0xFF || e[1] != 0xD8) return std::nullopt;
+  JpegRows rows;
+  rows.kept_segments_.push_back({0, 2});
+  struct FrameComponent {
+    int id, h, v;
+  };
+  std::vector<FrameComponent> frame;
+  size_t p = 2;
+  while (true) {
+    if (p + 1 >= n || e[p] != 0xFF) return std::nullopt;
+    while (p < n && e[p] == 0xFF) ++p;  // fill bytes
+    if (p + 2 >= n) return std::nullopt;
+    const uint8_t marker = e[p];
+    const size_t begin = p - 1;
+    ++p;
+    if (marker == 0x01) continue;  // TEM: no segment
+    if (marker == 0xD8 || marker == 0xD9 ||
+        (marker >= 0xD0 && marker <= 0xD7)) {
+      return std::nullopt;
+    }
+    const size_t length = Be16(e, p);
+    if (length < 2 || p + length > n) return std::nullopt;
+    const absl::Span<const uint8_t> s = e.subspan(p + 2, length - 2);
+    const size_t end = p + length;
+    bool keep = false;
+    switch (marker) {
+      case 0xC0:    // baseline
+      case 0xC1: {  // extended sequential, Huffman
+        if (s.size() < 6 || s[0] != 8) return std::nullopt;
+        rows.height_ = Be16(s, 1);
+        rows.width_ = Be16(s, 3);
+        const int count = s[5];
+        if ((count != 1 && count != 3) || s.size() != 6u + 3u * count) {
+          return std::nullopt;
+        }
+        for (int c = 0; c < count; ++c) {
+          const int h = s[7 + 3 * c] >> 4, v = s[7 + 3 * c] & 15;
+          if (h < 1 || h > 4 || v < 1 || v > 4) return std::nullopt;
+          frame.push_back({s[6 + 3 * c], h, v});
+        }
+        rows.height_offset_ = static_cast<uint32_t>(p + 3);
+        keep = true;
+        break;
+      }
+      case 0xC4: {  // DHT
+        size_t q = 0;
+        while (q < s.size()) {
+          const int kind = s[q] >> 4, id = s[q] & 15;
+          if (kind > 1 || id > 3 || q + 17 > s.size()) return std::nullopt;
+          HuffmanTable& table = kind == 0 ? rows.dc_[id] : rows.ac_[id];
+          int total = 0;
+          for (int len = 1; len <= 16; ++len) {
+            table.counts[len] = s[q + len];
+            total += s[q + len];
+          }
+          if (total > 256 || q + 17 + total > s.size()) return std::nullopt;
+          table.symbols.assign(s.begin() + q + 17, s.begin() + q + 17 + total);
+          table.defined = true;
+          q += 17 + total;
+        }
+        keep = true;
+        break;
+      }
+      case 0xDD:  // DRI
+        if (s.size() < 2 || Be16(s, 0) != 0) return std::nullopt;
+        break;
+      case 0xDB:  // DQT
+      case 0xE0:  // JFIF and Adobe: they choose the color transform
+      case 0xEE:
+        keep = true;
+        break;
+      case 0xDA: {  // SOS
+        if (frame.empty() || s.empty() || s[0] != frame.size() ||
+            s.size() != 4u + 2u * s[0]) {
+          return std::nullopt;
+        }
+        int h_max = 1, v_max = 1;
+        for (const FrameComponent& f : frame) {
+          h_max = std::max(h_max, f.h);
+          v_max = std::max(v_max, f.v);
+        }
+        for (int c = 0; c < s[0]; ++c) {
+          auto it = std::find_if(
+              frame.begin(), frame.end(),
+              [&](const FrameComponent& f) { return f.id == s[1 + 2 * c]; });
+          if (it == frame.end()) return std::nullopt;
+          Component component;
+          component.h = frame.size() == 1 ? 1 : it->h;
+          component.v = frame.size() == 1 ? 1 : it->v;
+          component.dc_table = s[2 + 2 * c] >> 4;
+          component.ac_table = s[2 + 2 * c] & 15;
+          if (component.dc_table > 3 || component.ac_table > 3 ||
+              !rows.dc_[component.dc_table].defined ||
+              !rows.ac_[component.ac_table].defined) {
+            return std::nullopt;
+          }
+          rows.components_.push_back(component);
+        }
+        const size_t t = 1 + 2 * s[0];
+        if (s[t] != 0 || s[t + 1] != 63 || s[t + 2] != 0) return std::nullopt;
+        if (frame.size() == 1) {
+          if (frame[0].h != 1 || frame[0].v != 1) return std::nullopt;
+          h_max = v_max = 1;
+        }
+        if (rows.height_ == 0 || rows.width_ == 0) return std::nullopt;
+        rows.mcu_height_ = 8 * v_max;
+        rows.mcus_per_row_ = (rows.width_ + 8 * h_max - 1) / (8 * h_max);
+        rows.mcu_rows_ = (rows.height_ + 8 * v_max - 1) / (8 * v_max);
+        rows.kept_segments_.push_back(
+            {static_cast<uint32_t>(begin), static_cast<uint32_t>(end)});
+        rows.data_begin_ = static_cast<uint32_t>(end);
+        return rows;
+      }
+      default:
+        // Other frames (progressive, lossless, arithmetic) and DAC: not
+        // followed. APPn and COM: not needed to decode.
+        if ((marker >= 0xC2 && marker <= 0xCF) || marker == 0xDC) {
+          return std::nullopt;
+        }
+        break;
+    }
+    if (keep) {
+      rows.kept_segments_.push_back(
+          {static_cast<uint32_t>(begin), static_cast<uint32_t>(end)});
+    }
+    p = end;
+  }
+}
+
+bool JpegRows::Scan(absl::Span<const uint8_t> encoded, int row,
+                    std::vector<JpegRowStart>* starts) const {
+  if (row < 0 || row >= mcu_rows_) return false;
+  if (starts->empty()) starts->push_back({data_begin_, 0, {0, 0, 0}});
+  if (static_cast<int>(starts->size()) > row) return true;
+  HuffmanDecoder dc[4], ac[4];
+  for (int t = 0; t < 4; ++t) {
+    if (dc_[t].defined && !dc[t].Build(dc_[t].counts, dc_[t].symbols)) {
+      return false;
+    }
+    if (ac_[t].defined) {
+      if (!ac[t].Build(ac_[t].counts, ac_[t].symbols)) return false;
+      ac[t].BuildSkips();
+    }
+  }
+  const JpegRowStart& from = starts->back();
+  BitReader bits(encoded, from.byte, from.bit);
+  int pred[3] = {from.pred[0], from.pred[1], from.pred[2]};
+  const int components = static_cast<int>(components_.size());
+  for (int r = static_cast<int>(starts->size()) - 1; r < row; ++r) {
+    for (int m = 0; m < mcus_per_row_; ++m) {
+      for (int c = 0; c < components; ++c) {
+        const Component& component = components_[c];
+        const HuffmanDecoder& dc_codes = dc[component.dc_table];
+        const HuffmanDecoder& ac_codes = ac[component.ac_table];
+        for (int b = component.h * component.v; b > 0; --b) {
+          if (bits.Low()) bits.Fill();
+          const int size = dc_codes.Decode(&bits);
+          if (size < 0 || size > 15) return false;
+          if (size > 0) pred[c] += Extend(bits.Take(size), size);
+          for (int k = 1; k < 64;) {
+            if (bits.Low()) bits.Fill();
+            const int advance = ac_codes.SkipCoefficient(&bits);
+            if (advance < 0) return false;
+            k += advance;
+          }
+        }
+      }
+    }
+    bits.Fill();  // so that the next bit's byte is among those loaded
+    if (bits.OverRan()) return false;
+    JpegRowStart start{
+        bits.byte(), static_cast<uint8_t>(bits.bit()), {0, 0, 0}};
+    for (int c = 0; c < components; ++c) {
+      if (pred[c] < std::numeric_limits<int16_t>::min() ||
+          pred[c] > std::numeric_limits<int16_t>::max()) {
+        return false;
+      }
+      start.pred[c] = static_cast<int16_t>(pred[c]);
+    }
+    starts->push_back(start);
+  }
+  return true;
+}
+
+bool JpegRows::StartingAt(absl::Span<const uint8_t> encoded, int start_row,
+                          const JpegRowStart& start,
+                          std::vector<uint8_t>* out) const {
+  if (start_row < 1 || start_row >= mcu_rows_ || start.byte >= encoded.size()) {
+    return false;
+  }
+  const int components = static_cast<int>(components_.size());
+  HuffmanCodes dc[4], ac[4];
+  for (int t = 0; t < 4; ++t) {
+    if (dc_[t].defined) dc[t].Build(dc_[t].counts, dc_[t].symbols);
+    if (ac_[t].defined) ac[t].Build(ac_[t].counts, ac_[t].symbols);
+  }
+  // The stand-in's blocks, component by component: DC differences that
+  // sum to the predictor the row needs (StandInDiffs); every block ends at
+  // once (EOB) but for up to 7 AC coefficients that bring the row's length
+  // to the bit the real row starts at.
+  std::vector<std::vector<int>> diffs(components);
+  int64_t length = 0;
+  for (int c = 0; c < components; ++c) {
+    const Component& component = components_[c];
+    const HuffmanCodes& dc_codes = dc[component.dc_table];
+    const HuffmanCodes& ac_codes = ac[component.ac_table];
+    if (ac_codes.length[0] == 0 ||
+        !StandInDiffs(dc_codes, start.pred[c],
+                      mcus_per_row_ * component.h * component.v, &diffs[c])) {
+      return false;
+    }
+    for (int d : diffs[c]) {
+      const int category = Category(d);
+      length += dc_codes.length[category] + category + ac_codes.length[0];
+    }
+  }
+  // Fewest AC coefficients (each: its code and its value's bits) that
+  // make the length end on start.bit, found breadth-first over length mod 8.
+  struct Extra {
+    int component, symbol;
+  };
+  std::vector<Extra> menu;
+  for (int c = 0; c < components; ++c) {
+    const HuffmanCodes& ac_codes = ac[components_[c].ac_table];
+    for (int symbol = 1; symbol < 0x80; ++symbol) {
+      if ((symbol & 15) != 0 && ac_codes.length[symbol] != 0) {
+        menu.push_back({c, symbol});
+      }
+    }
+  }
+  const int want = ((start.bit - length) % 8 + 8) % 8;
+  std::array<int, 8> came_from;  // menu index that reached a residue
+  std::array<int, 8> previous;
+  came_from.fill(-2);
+  came_from[0] = -1;
+  std::vector<int> frontier = {0};
+  for (int depth = 0; depth < 7 && came_from[want] == -2; ++depth) {
+    std::vector<int> next;
+    for (int residue : frontier) {
+      for (int i = 0; i < static_cast<int>(menu.size()); ++i) {
+        const HuffmanCodes& ac_codes =
+            ac[components_[menu[i].component].ac_table];
+        const int cost =
+            ac_codes.length[menu[i].symbol] + (menu[i].symbol & 15);
+        const int to = (residue + cost) % 8;
+        if (came_from[to] != -2) continue;
+        came_from[to] = i;
+        previous[to] = residue;
+        next.push_back(to);
+      }
+    }
+    frontier = std::move(next);
+  }
+  if (came_from[want] == -2) return false;
+  std::vector<std::vector<int>> extras(components);  // symbols, first block
+  for (int residue = want; came_from[residue] != -1;
+       residue = previous[residue]) {
+    const Extra& extra = menu[came_from[residue]];
+    extras[extra.component].push_back(extra.symbol);
+  }
+
+  out->clear();
+  out->reserve(encoded.size() - start.byte + 1024);
+  for (const auto& [begin, end] : kept_segments_) {
+    const size_t at = out->size();
+    out->insert(out->end(), encoded.begin() + begin, encoded.begin() + end);
+    if (height_offset_ >= begin && height_offset_ + 2 <= end) {
+      const int height = height_ - start_row * mcu_height_ + mcu_height_;
+      (*out)[at + height_offset_ - begin] = static_cast<uint8_t>(height >> 8);
+      (*out)[at + height_offset_ - begin + 1] = static_cast<uint8_t>(height);
+    }
+  }
+  BitWriter writer(out);
+  std::vector<int> next_block(components, 0);
+  for (int m = 0; m < mcus_per_row_; ++m) {
+    for (int c = 0; c < components; ++c) {
+      const Component& component = components_[c];
+      const HuffmanCodes& dc_codes = dc[component.dc_table];
+      const HuffmanCodes& ac_codes = ac[component.ac_table];
+      for (int b = component.h * component.v; b > 0; --b) {
+        const int block = next_block[c]++;
+        const int d = diffs[c][block];
+        const int category = Category(d);
+        writer.Put(dc_codes.code[category], dc_codes.length[category]);
+        if (category > 0) {
+          writer.Put(d > 0 ? d : d + (1 << category) - 1, category);
+        }
+        if (block == 0) {
+          // At most 7 coefficients of runs up to 7: they end by index 56.
+          for (int symbol : extras[c]) {
+            writer.Put(ac_codes.code[symbol], ac_codes.length[symbol]);
+            const int size = symbol & 15;
+            writer.Put(1u << (size - 1), size);
+          }
+        }
+        writer.Put(ac_codes.code[0], ac_codes.length[0]);
+      }
+    }
+  }
+  if (writer.pending_bits() != start.bit) return false;  // cannot happen
+  // The first byte's bits the row above did not use complete the
+  // stand-in's last byte; from the next one on, the file's bytes as they
+  // are (a 0xFF's 0x00 is the writer's to add, the file's is passed over).
+  size_t next = start.byte;
+  if (start.bit > 0) {
+    const uint8_t original = encoded[start.byte];
+    const int low = 8 - start.bit;
+    writer.Put(original & ((1u << low) - 1), low);
+    ++next;
+    if (original == 0xFF) {
+      if (next >= encoded.size() || encoded[next] != 0) return false;
+      ++next;
+    }
+  }
+  out->insert(out->end(), encoded.begin() + next, encoded.end());
+  return true;
+}
+
+}  // namespace actorflow::internal::pipeline
