@@ -43,6 +43,14 @@ void JpegEmitMessage(j_common_ptr cinfo, int level) {
   std::longjmp(err->jump, 1);
 }
 
+// Routes a decoder's errors and warnings to `err` (its caller setjmps
+// err->jump before any libjpeg call that may fail).
+void CatchJpegErrors(jpeg_decompress_struct* cinfo, JpegError* err) {
+  cinfo->err = jpeg_std_error(&err->mgr);
+  err->mgr.error_exit = JpegErrorExit;
+  err->mgr.emit_message = JpegEmitMessage;
+}
+
 // A progressive JPEG may hold any number of scans, each a pass over the
 // whole coefficient buffer: a few kilobytes of them can cost minutes.
 constexpr int kMaxJpegScans = 1000;
@@ -121,9 +129,7 @@ bool DecodeFromRow(absl::Span<const uint8_t> encoded, uint64_t key,
   }
   jpeg_decompress_struct cinfo;
   JpegError err;
-  cinfo.err = jpeg_std_error(&err.mgr);
-  err.mgr.error_exit = JpegErrorExit;
-  err.mgr.emit_message = JpegEmitMessage;
+  CatchJpegErrors(&cinfo, &err);
   if (setjmp(err.jump)) {
     jpeg_destroy_decompress(&cinfo);
     return false;
@@ -175,9 +181,7 @@ absl::Status DecodeJpegAsStored(absl::Span<const uint8_t> encoded,
   jpeg_decompress_struct cinfo;
   JpegError err;
   jpeg_progress_mgr progress;
-  cinfo.err = jpeg_std_error(&err.mgr);
-  err.mgr.error_exit = JpegErrorExit;
-  err.mgr.emit_message = JpegEmitMessage;
+  CatchJpegErrors(&cinfo, &err);
   // Everything the longjmp skips over is plain data: no destructors.
   if (setjmp(err.jump)) {
     jpeg_destroy_decompress(&cinfo);
@@ -358,9 +362,7 @@ absl::StatusOr<ImageHeader> ReadJpegHeader(absl::Span<const uint8_t> encoded,
                                            bool read_orientation) {
   jpeg_decompress_struct cinfo;
   JpegError err;
-  cinfo.err = jpeg_std_error(&err.mgr);
-  err.mgr.error_exit = JpegErrorExit;
-  err.mgr.emit_message = JpegEmitMessage;
+  CatchJpegErrors(&cinfo, &err);
   if (setjmp(err.jump)) {
     jpeg_destroy_decompress(&cinfo);
     return absl::DataLossError(absl::StrCat("JPEG: ", err.message));

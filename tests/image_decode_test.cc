@@ -65,6 +65,22 @@ int At(const Sample& s, int64_t y, int64_t x, int64_t k) {
   return s.storage[(y * s.shape[1] + x) * s.shape[2] + k];
 }
 
+// How many values of rows [y0, y0 + h) and columns [x0, x0 + w) of `whole`
+// `part` (decoded where `region` says) does not hold.
+int64_t WrongInWindow(const Sample& part, const DecodedRegion& region,
+                      const Sample& whole, int64_t y0, int64_t x0, int64_t h,
+                      int64_t w) {
+  int64_t wrong = 0;
+  for (int64_t y = y0; y < y0 + h; ++y) {
+    for (int64_t x = x0; x < x0 + w; ++x) {
+      for (int k = 0; k < 3; ++k) {
+        wrong += At(part, y - region.y, x - region.x, k) != At(whole, y, x, k);
+      }
+    }
+  }
+  return wrong;
+}
+
 // A sample operator made from attrs, as a pipeline stage makes it.
 std::unique_ptr<SampleOp> MakeOp(
     const std::string& name, const std::map<std::string, AttrValue>& attrs) {
@@ -167,16 +183,7 @@ TEST_CASE("a decoded window holds exactly the whole image's pixels there") {
     CHECK(region.x + part.shape[1] >= win.x + win.w);
     CHECK(part.shape[0] <= win.h + 2 * 16);
     CHECK(part.shape[1] <= win.w + 3 * 16);
-    int64_t wrong = 0;
-    for (int64_t y = win.y; y < win.y + win.h; ++y) {
-      for (int64_t x = win.x; x < win.x + win.w; ++x) {
-        for (int k = 0; k < 3; ++k) {
-          wrong +=
-              At(part, y - region.y, x - region.x, k) != At(whole, y, x, k);
-        }
-      }
-    }
-    CHECK(wrong == 0);
+    CHECK(WrongInWindow(part, region, whole, win.y, win.x, win.h, win.w) == 0);
   }
 }
 
@@ -417,17 +424,9 @@ TEST_CASE("windows of clean files start at their MCU row; others as before") {
       Sample part;
       DecodedRegion region;
       REQUIRE(DecodeImage(*jpeg, options, &part, &region).ok());
-      int64_t wrong = 0;
-      for (int64_t y = options.y; y < options.y + options.h; ++y) {
-        for (int64_t x = options.x; x < options.x + options.w; ++x) {
-          for (int k = 0; k < 3; ++k) {
-            wrong +=
-                At(part, y - region.y, x - region.x, k) != At(whole, y, x, k);
-          }
-        }
-      }
       INFO("window at row " << options.y << ", round " << round);
-      CHECK(wrong == 0);
+      CHECK(WrongInWindow(part, region, whole, options.y, options.x, options.h,
+                          options.w) == 0);
     }
     CHECK(CleanJpegs::Get().Contains(key));
     // Rows 0 to 10 (of 16 pixels): the lowest window's first row (165,
