@@ -90,8 +90,7 @@ int SavedOrientation(j_decompress_ptr cinfo) {
 // has placed it, and the decoder's MCU rows.
 struct RowWindow {
   int64_t y = 0, rows = 0;
-  int64_t asked_x = 0, asked_cols = 0;  // before jpeg_crop_scanline
-  int64_t x = 0, cols = 0;              // after
+  int64_t x = 0, cols = 0;  // before jpeg_crop_scanline widens them
   int64_t full_height = 0, full_width = 0;
   int64_t mcu_height = 0;  // output rows per MCU row
 };
@@ -103,11 +102,12 @@ struct RowWindow {
 // file: the verdict on any other comes from libjpeg's own reading from its
 // first row to its end. False, and `out` to be written again, where the
 // file is not one JpegRows follows, the data do not decode, or anything
-// differs from what the file's own decoder showed: the caller then decodes
-// the file as usual.
+// differs from what the file's own header showed: the caller then decodes
+// the file as usual. On success, *x and *cols are the columns decoded
+// (jpeg_crop_scanline's).
 bool DecodeFromRow(absl::Span<const uint8_t> encoded, uint64_t key,
                    const DecodeOptions& options, const RowWindow& window,
-                   Sample* out) {
+                   Sample* out, int64_t* x, int64_t* cols) {
   // The MCU row holding the window's first row. Its own first output row
   // is blended with the stand-in above it by chroma upsampling; the
   // window's margin lies between that row and the rows asked for.
@@ -144,24 +144,24 @@ bool DecodeFromRow(absl::Span<const uint8_t> encoded, uint64_t key,
   // Output rows of the stand-in and of the file's rows above the window.
   const int64_t skip =
       window.mcu_height + window.y - start_row * window.mcu_height;
-  bool same = cinfo.output_width == window.full_width &&
-              cinfo.max_v_samp_factor * cinfo.min_DCT_scaled_size ==
-                  window.mcu_height &&
-              skip + window.rows <= cinfo.output_height;
-  if (same && window.cols < window.full_width) {
-    JDIMENSION xoffset = static_cast<JDIMENSION>(window.asked_x);
-    JDIMENSION crop_width = static_cast<JDIMENSION>(window.asked_cols);
-    jpeg_crop_scanline(&cinfo, &xoffset, &crop_width);
-    same = xoffset == window.x && crop_width == window.cols;
-  }
-  if (!same) {
+  if (cinfo.output_width != window.full_width ||
+      cinfo.max_v_samp_factor * cinfo.min_DCT_scaled_size !=
+          window.mcu_height ||
+      skip + window.rows > cinfo.output_height) {
     jpeg_destroy_decompress(&cinfo);
     return false;
   }
+  JDIMENSION xoffset = static_cast<JDIMENSION>(window.x);
+  JDIMENSION crop_width = static_cast<JDIMENSION>(window.cols);
+  if (window.cols < window.full_width) {
+    jpeg_crop_scanline(&cinfo, &xoffset, &crop_width);
+  }
+  *x = xoffset;
+  *cols = crop_width;
   jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(skip));
-  const int64_t shape[] = {window.rows, window.cols, options.channels};
+  const int64_t shape[] = {window.rows, *cols, options.channels};
   out->Reshape(DT_UINT8, shape);
-  const int64_t row_bytes = window.cols * options.channels;
+  const int64_t row_bytes = *cols * options.channels;
   for (int64_t r = 0; r < window.rows; ++r) {
     JSAMPROW row = out->storage.data() + r * row_bytes;
     jpeg_read_scanlines(&cinfo, &row, 1);
@@ -224,7 +224,7 @@ absl::Status DecodeJpegAsStored(absl::Span<const uint8_t> encoded,
   cinfo.scale_num =
       static_cast<unsigned>(std::clamp(options.scale_eighths, 1, 8));
   cinfo.scale_denom = 8;
-  jpeg_start_decompress(&cinfo);
+  jpeg_calc_output_dimensions(&cinfo);
   const int64_t full_h = cinfo.output_height, full_w = cinfo.output_width;
   // The rows and columns asked for, within the image, widened by the
   // output pixels one chroma sample covers (the luma sampling factor) on
@@ -250,7 +250,29 @@ absl::Status DecodeJpegAsStored(absl::Span<const uint8_t> encoded,
   }
   const int64_t rows = y1 - y0;
   int64_t cols = x1 - x0;
-  const int64_t asked_x = x0, asked_cols = cols;
+  // A file decoded clean to its end before need not be read past the
+  // window, nor from its first row (CleanJpegs); any other is, and is then
+  // known clean.
+  const bool rows_below = y1 < full_h;
+  const uint64_t key = rows_below || y0 > 0 ? CleanJpegs::Key(encoded) : 0;
+  const bool clean = key != 0 && CleanJpegs::Get().Contains(key);
+  if (clean && y0 > 0 && cols > 0) {
+    const RowWindow window{
+        .y = y0,
+        .rows = rows,
+        .x = x0,
+        .cols = cols,
+        .full_height = full_h,
+        .full_width = full_w,
+        .mcu_height = cinfo.max_v_samp_factor * cinfo.min_DCT_scaled_size,
+    };
+    if (DecodeFromRow(encoded, key, options, window, out, &x0, &cols)) {
+      jpeg_destroy_decompress(&cinfo);
+      if (region != nullptr) *region = DecodedRegion{full_h, full_w, y0, x0};
+      return absl::OkStatus();
+    }
+  }
+  jpeg_start_decompress(&cinfo);
   if (cols > 0 && cols < full_w) {
     JDIMENSION xoffset = static_cast<JDIMENSION>(x0);
     JDIMENSION crop_width = static_cast<JDIMENSION>(cols);
@@ -259,30 +281,6 @@ absl::Status DecodeJpegAsStored(absl::Span<const uint8_t> encoded,
     jpeg_crop_scanline(&cinfo, &xoffset, &crop_width);
     x0 = xoffset;
     cols = crop_width;
-  }
-  // A file decoded clean to its end before need not be read past the
-  // window, nor from its first row (CleanJpegs); any other is, and is then
-  // known clean.
-  const bool rows_below = y1 < full_h;
-  const uint64_t key = rows_below || y0 > 0 ? CleanJpegs::Key(encoded) : 0;
-  const bool clean = key != 0 && CleanJpegs::Get().Contains(key);
-  if (clean && y0 > 0) {
-    const RowWindow window{
-        .y = y0,
-        .rows = rows,
-        .asked_x = asked_x,
-        .asked_cols = asked_cols,
-        .x = x0,
-        .cols = cols,
-        .full_height = full_h,
-        .full_width = full_w,
-        .mcu_height = cinfo.max_v_samp_factor * cinfo.min_DCT_scaled_size,
-    };
-    if (DecodeFromRow(encoded, key, options, window, out)) {
-      jpeg_destroy_decompress(&cinfo);
-      if (region != nullptr) *region = DecodedRegion{full_h, full_w, y0, x0};
-      return absl::OkStatus();
-    }
   }
   if (y0 > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(y0));
   const int64_t shape[] = {rows, cols, options.channels};
