@@ -3,38 +3,48 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
 
 namespace actorflow::internal::pipeline {
 namespace {
 
+// Walks a DHT table's canonical codes (shortest first, each length's codes
+// consecutive): f(length, code, index) for each symbol in order. False if
+// the counts overrun the code space or the symbols (a table no encoder
+// makes; libjpeg refuses it too).
+template <typename F>
+bool ForEachCode(const uint8_t counts[17], size_t symbols, F&& f) {
+  int code = 0, k = 0;
+  for (int len = 1; len <= 16; ++len) {
+    for (int i = 0; i < counts[len]; ++i, ++k, ++code) {
+      if (code >= (1 << len) || k >= static_cast<int>(symbols)) return false;
+      f(len, code, k);
+    }
+    code <<= 1;
+  }
+  return true;
+}
+
 // Decodes one DHT table's codes: a 9-bit table for the short codes (most
 // symbols) and the canonical bounds per length for the rest.
 class HuffmanDecoder {
  public:
-  // False if the counts overrun the code space (a table no encoder makes).
   bool Build(const uint8_t counts[17], const std::vector<uint8_t>& symbols) {
     symbols_ = &symbols;
     fast_.fill(0);
-    int code = 0, k = 0;
-    for (int len = 1; len <= 16; ++len) {
+    std::fill(std::begin(maxcode_), std::end(maxcode_), -1);
+    return ForEachCode(counts, symbols.size(), [&](int len, int code, int k) {
+      maxcode_[len] = code;
       valoffset_[len] = k - code;
-      for (int i = 0; i < counts[len]; ++i, ++k, ++code) {
-        if (code >= (1 << len) || k >= static_cast<int>(symbols.size())) {
-          return false;
-        }
-        if (len <= kFastBits) {
-          const int shift = kFastBits - len;
-          for (int j = 0; j < (1 << shift); ++j) {
-            fast_[(code << shift) | j] =
-                static_cast<uint16_t>((len << 8) | symbols[k]);
-          }
+      if (len <= kFastBits) {
+        const int shift = kFastBits - len;
+        for (int j = 0; j < (1 << shift); ++j) {
+          fast_[(code << shift) | j] =
+              static_cast<uint16_t>((len << 8) | symbols[k]);
         }
       }
-      maxcode_[len] = counts[len] > 0 ? code - 1 : -1;
-      code <<= 1;
-    }
-    return true;
+    });
   }
 
   // For an AC table: the bits a coefficient's code and value take
@@ -196,15 +206,11 @@ class BitWriter {
 struct HuffmanCodes {
   uint16_t code[256] = {0};
   uint8_t length[256] = {0};
-  void Build(const uint8_t counts[17], const std::vector<uint8_t>& symbols) {
-    int code_value = 0, k = 0;
-    for (int len = 1; len <= 16; ++len) {
-      for (int i = 0; i < counts[len]; ++i, ++k, ++code_value) {
-        code[symbols[k]] = static_cast<uint16_t>(code_value);
-        length[symbols[k]] = static_cast<uint8_t>(len);
-      }
-      code_value <<= 1;
-    }
+  bool Build(const uint8_t counts[17], const std::vector<uint8_t>& symbols) {
+    return ForEachCode(counts, symbols.size(), [&](int len, int value, int k) {
+      code[symbols[k]] = static_cast<uint16_t>(value);
+      length[symbols[k]] = static_cast<uint8_t>(len);
+    });
   }
 };
 
@@ -480,8 +486,10 @@ bool JpegRows::StartingAt(absl::Span<const uint8_t> encoded, int start_row,
   const int components = static_cast<int>(components_.size());
   HuffmanCodes dc[4], ac[4];
   for (int t = 0; t < 4; ++t) {
-    if (dc_[t].defined) dc[t].Build(dc_[t].counts, dc_[t].symbols);
-    if (ac_[t].defined) ac[t].Build(ac_[t].counts, ac_[t].symbols);
+    if ((dc_[t].defined && !dc[t].Build(dc_[t].counts, dc_[t].symbols)) ||
+        (ac_[t].defined && !ac[t].Build(ac_[t].counts, ac_[t].symbols))) {
+      return false;
+    }
   }
   // The stand-in's blocks, component by component: DC differences that
   // sum to the predictor the row needs (StandInDiffs); every block ends at
