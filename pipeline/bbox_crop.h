@@ -24,9 +24,10 @@
 // (`threshold_type` "iou", the default, or "overlap": the share of the
 // box inside) and a box's centre lies inside; otherwise the next round.
 // After `total_num_attempts` windows (default -1: no limit beside 10^6)
-// it gives the whole image, as it does at once for a sample without boxes. Attrs: those, `ltrb` (default true; false:
-// xywh boxes), `bbox_prune_threshold` (a box kept when that share of it
-// lies in the window, instead of its centre).
+// it gives the whole image, as it does at once for a sample without boxes.
+// Attrs: those, `ltrb` (default true; false: xywh boxes),
+// `bbox_prune_threshold` (a box kept when that share of it lies in the window,
+// instead of its centre).
 namespace actorflow::internal::pipeline {
 
 std::unique_ptr<MultiSampleOp> MakeRandomBboxCropOp();

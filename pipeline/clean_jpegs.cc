@@ -1,5 +1,9 @@
 #include "pipeline/clean_jpegs.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+
 #include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
 
@@ -17,50 +21,43 @@ uint64_t CleanJpegs::Key(absl::Span<const uint8_t> encoded) {
       reinterpret_cast<const char*>(encoded.data()), encoded.size()));
 }
 
+int64_t CleanJpegs::MaxStartBytes() {
+  static const int64_t bytes = [] {
+    const int64_t pages = sysconf(_SC_PHYS_PAGES);
+    const int64_t page = sysconf(_SC_PAGESIZE);
+    return std::max<int64_t>(int64_t{256} << 20,
+                             pages > 0 && page > 0 ? pages / 32 * page : 0);
+  }();
+  return bytes;
+}
+
 bool CleanJpegs::Contains(uint64_t key) const {
   MutexLock lock(&mu_);
   return files_.contains(key);
 }
 
-void CleanJpegs::Add(uint64_t key) {
+void CleanJpegs::Add(uint64_t key, std::vector<JpegMcuStart> starts) {
+  const auto bytes = static_cast<int64_t>(starts.size() * sizeof(JpegMcuStart));
   MutexLock lock(&mu_);
-  if (static_cast<int64_t>(files_.size()) < kMaxFiles) files_.try_emplace(key);
+  if (static_cast<int64_t>(files_.size()) >= kMaxFiles) return;
+  Starts& kept = files_[key];
+  if (kept == nullptr && !starts.empty() &&
+      start_bytes_ + bytes <= MaxStartBytes()) {
+    start_bytes_ += bytes;
+    kept = std::make_shared<const std::vector<JpegMcuStart>>(std::move(starts));
+  }
 }
 
-std::optional<JpegRowStart> CleanJpegs::RowStart(
-    uint64_t key, const JpegRows& rows, absl::Span<const uint8_t> encoded,
-    int row) {
-  std::vector<JpegRowStart> starts;
-  {
-    MutexLock lock(&mu_);
-    auto it = files_.find(key);
-    if (it == files_.end()) return std::nullopt;
-    if (row < static_cast<int>(it->second.size())) return it->second[row];
-    starts = it->second;
-  }
-  // Read outside the lock: other workers' files meanwhile.
-  const size_t known = starts.size();
-  std::optional<JpegRowStart> start;
-  if (rows.Scan(encoded, row, &starts)) start = starts[row];
-  if (starts.size() > known) {
-    MutexLock lock(&mu_);
-    auto it = files_.find(key);
-    if (it != files_.end() && starts.size() > it->second.size()) {
-      const auto more = static_cast<int64_t>(
-          (starts.size() - it->second.size()) * sizeof(JpegRowStart));
-      if (row_bytes_ + more <= kMaxRowBytes) {
-        row_bytes_ += more;
-        it->second = std::move(starts);
-      }
-    }
-  }
-  return start;
+bool CleanJpegs::HasRoom() const {
+  MutexLock lock(&mu_);
+  return static_cast<int64_t>(files_.size()) < kMaxFiles &&
+         start_bytes_ < MaxStartBytes();
 }
 
-int CleanJpegs::KnownRows(uint64_t key) const {
+CleanJpegs::Starts CleanJpegs::Find(uint64_t key) const {
   MutexLock lock(&mu_);
   auto it = files_.find(key);
-  return it == files_.end() ? 0 : static_cast<int>(it->second.size());
+  return it == files_.end() ? nullptr : it->second;
 }
 
 }  // namespace actorflow::internal::pipeline

@@ -87,46 +87,71 @@ int SavedOrientation(j_decompress_ptr cinfo) {
 }
 
 // A window of a JPEG's (scaled) rows and columns, as DecodeJpegAsStored
-// has placed it, and the decoder's MCU rows.
+// has placed it (its margin included), and the decoder's MCUs.
 struct RowWindow {
   int64_t y = 0, rows = 0;
   int64_t x = 0, cols = 0;  // before jpeg_crop_scanline widens them
   int64_t full_height = 0, full_width = 0;
-  int64_t mcu_height = 0;  // output rows per MCU row
+  int64_t mcu_height = 0, mcu_width = 0;  // output pixels per MCU
 };
 
-// Decodes `window` of the clean file `key` from the MCU row above it
-// (JpegRows, CleanJpegs::RowStart): once a window has found where the rows
-// above begin, later windows of the file do not Huffman-decode them again.
-// The same pixels, in less time (docs/pipelines.md). Only for a clean
-// file: the verdict on any other comes from libjpeg's own reading from its
-// first row to its end. False, and `out` to be written again, where the
-// file is not one JpegRows follows, the data do not decode, or anything
-// differs from what the file's own header showed: the caller then decodes
-// the file as usual. On success, *x and *cols are the columns decoded
-// (jpeg_crop_scanline's).
-bool DecodeFromRow(absl::Span<const uint8_t> encoded, uint64_t key,
-                   const DecodeOptions& options, const RowWindow& window,
-                   Sample* out, int64_t* x, int64_t* cols) {
-  // The MCU row holding the window's first row. Its own first output row
-  // is blended with the stand-in above it by chroma upsampling; the
-  // window's margin lies between that row and the rows asked for.
-  const int64_t start_row = window.y / window.mcu_height;
-  if (start_row < 1) return false;
+// Decodes `window` of the clean file `key` from the MCUs it needs, as
+// CleanJpegs keeps their starts (JpegRows): its columns' MCUs of its rows
+// (JpegRows::Columns) where the window does not begin at the file's left
+// edge, else the rows from the MCU row above it (JpegRows::StartingAt).
+// Neither Huffman-decodes the MCUs above the window again, and Columns
+// not those beside it either: the same pixels in less time
+// (docs/pipelines.md). Only for a clean file: the verdict on any other
+// comes from libjpeg's own reading from its first row to its end. False,
+// and `out` to be written again, where the file is not one JpegRows
+// follows, the stand-ins lack codes, or anything differs from what the
+// file's own header showed: the caller then decodes the file as usual. On
+// success, *x and *cols are the columns decoded (jpeg_crop_scanline's).
+bool DecodeFromStarts(absl::Span<const uint8_t> encoded, uint64_t key,
+                      const DecodeOptions& options, const RowWindow& window,
+                      Sample* out, int64_t* x, int64_t* cols) {
+  const CleanJpegs::Starts starts = CleanJpegs::Get().Find(key);
+  if (starts == nullptr) return false;
   std::optional<JpegRows> layout = JpegRows::Parse(encoded);
   const int scale = std::clamp(options.scale_eighths, 1, 8);
   if (!layout.has_value() ||
-      layout->mcu_height() * scale != window.mcu_height * 8) {
+      layout->mcu_height() * scale != window.mcu_height * 8 ||
+      layout->mcu_width() * scale != window.mcu_width * 8) {
     return false;
   }
-  std::optional<JpegRowStart> start = CleanJpegs::Get().RowStart(
-      key, *layout, encoded, static_cast<int>(start_row));
+  // The JPEG made of the window's MCUs, and where the file's pixel (0, 0)
+  // lies in it. Its edges that cut the file (next to a stand-in, or where
+  // the file goes on) differ from the file's by a pixel at most, which
+  // the window's margin keeps from the pixels asked for.
   std::vector<uint8_t> data;
-  if (!start.has_value() ||
-      !layout->StartingAt(encoded, static_cast<int>(start_row), *start,
-                          &data)) {
-    return false;
+  int64_t origin_y = 0, origin_x = 0;
+  bool made = false;
+  const int64_t first_row = window.y / window.mcu_height;
+  if (window.x > 0) {
+    constexpr int kStride = JpegRows::kColumnStride;
+    const int64_t first_mcu = window.x / window.mcu_width / kStride * kStride;
+    const int64_t end_x = window.x + window.cols,
+                  end_y = window.y + window.rows;
+    const int64_t end_mcu = std::min<int64_t>(
+        layout->mcus_per_row(), (end_x + kStride * window.mcu_width - 1) /
+                                    (kStride * window.mcu_width) * kStride);
+    const int64_t end_row =
+        std::min<int64_t>(layout->mcu_rows(),
+                          (end_y + window.mcu_height - 1) / window.mcu_height);
+    made =
+        layout->Columns(encoded, *starts, static_cast<int>(first_row),
+                        static_cast<int>(end_row), static_cast<int>(first_mcu),
+                        static_cast<int>(end_mcu), &data);
+    origin_y = first_row * window.mcu_height;
+    origin_x = first_mcu * window.mcu_width - window.mcu_width;
   }
+  if (!made && first_row >= 1) {
+    made = layout->StartingAt(encoded, *starts, static_cast<int>(first_row),
+                              &data);
+    origin_y = first_row * window.mcu_height - window.mcu_height;
+    origin_x = 0;
+  }
+  if (!made) return false;
   jpeg_decompress_struct cinfo;
   JpegError err;
   CatchJpegErrors(&cinfo, &err);
@@ -141,24 +166,27 @@ bool DecodeFromRow(absl::Span<const uint8_t> encoded, uint64_t key,
   cinfo.scale_num = static_cast<unsigned>(scale);
   cinfo.scale_denom = 8;
   jpeg_start_decompress(&cinfo);
-  // Output rows of the stand-in and of the file's rows above the window.
-  const int64_t skip =
-      window.mcu_height + window.y - start_row * window.mcu_height;
-  if (cinfo.output_width != window.full_width ||
-      cinfo.max_v_samp_factor * cinfo.min_DCT_scaled_size !=
+  // The window in the made JPEG's pixels.
+  const int64_t skip = window.y - origin_y;
+  const int64_t left = window.x - origin_x;
+  if (cinfo.max_v_samp_factor * cinfo.min_DCT_scaled_size !=
           window.mcu_height ||
-      skip + window.rows > cinfo.output_height) {
+      cinfo.max_h_samp_factor * cinfo.min_DCT_scaled_size != window.mcu_width ||
+      skip < 0 || left < 0 || skip + window.rows > cinfo.output_height ||
+      left + window.cols > cinfo.output_width ||
+      origin_x + cinfo.output_width > window.full_width ||
+      origin_y + cinfo.output_height > window.full_height) {
     jpeg_destroy_decompress(&cinfo);
     return false;
   }
-  JDIMENSION xoffset = static_cast<JDIMENSION>(window.x);
+  JDIMENSION xoffset = static_cast<JDIMENSION>(left);
   JDIMENSION crop_width = static_cast<JDIMENSION>(window.cols);
-  if (window.cols < window.full_width) {
+  if (window.cols < cinfo.output_width) {
     jpeg_crop_scanline(&cinfo, &xoffset, &crop_width);
   }
-  *x = xoffset;
+  *x = origin_x + xoffset;
   *cols = crop_width;
-  jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(skip));
+  if (skip > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(skip));
   const int64_t shape[] = {window.rows, *cols, options.channels};
   out->Reshape(DT_UINT8, shape);
   const int64_t row_bytes = *cols * options.channels;
@@ -256,7 +284,7 @@ absl::Status DecodeJpegAsStored(absl::Span<const uint8_t> encoded,
   const bool rows_below = y1 < full_h;
   const uint64_t key = rows_below || y0 > 0 ? CleanJpegs::Key(encoded) : 0;
   const bool clean = key != 0 && CleanJpegs::Get().Contains(key);
-  if (clean && y0 > 0 && cols > 0) {
+  if (clean && (y0 > 0 || x0 > 0) && cols > 0) {
     const RowWindow window{
         .y = y0,
         .rows = rows,
@@ -265,8 +293,9 @@ absl::Status DecodeJpegAsStored(absl::Span<const uint8_t> encoded,
         .full_height = full_h,
         .full_width = full_w,
         .mcu_height = cinfo.max_v_samp_factor * cinfo.min_DCT_scaled_size,
+        .mcu_width = cinfo.max_h_samp_factor * cinfo.min_DCT_scaled_size,
     };
-    if (DecodeFromRow(encoded, key, options, window, out, &x0, &cols)) {
+    if (DecodeFromStarts(encoded, key, options, window, out, &x0, &cols)) {
       jpeg_destroy_decompress(&cinfo);
       if (region != nullptr) *region = DecodedRegion{full_h, full_w, y0, x0};
       return absl::OkStatus();
@@ -311,7 +340,16 @@ absl::Status DecodeJpegAsStored(absl::Span<const uint8_t> encoded,
   }
   jpeg_finish_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
-  if (key != 0) CleanJpegs::Get().Add(key);
+  if (key != 0) {
+    // Where its MCUs begin, for its later windows: read once here, as
+    // every later epoch's windows save about what this costs.
+    std::vector<JpegMcuStart> starts;
+    std::optional<JpegRows> layout = JpegRows::Parse(encoded);
+    if (layout.has_value() && CleanJpegs::Get().HasRoom()) {
+      layout->Scan(encoded, &starts);
+    }
+    CleanJpegs::Get().Add(key, std::move(starts));
+  }
   return absl::OkStatus();
 }
 

@@ -43,10 +43,11 @@ struct DecodeOptions {
   // (scaled) image, h or w 0 meaning all. libjpeg-turbo skips the rest:
   // rows outside are entropy-decoded but not inverse-transformed (so damage
   // anywhere fails the decode, whatever the window), columns outside not
-  // transformed either. The output holds a margin around the window (a
-  // chroma sample's pixels, the columns widened to whole blocks on the
-  // left), which keeps the window's pixels exactly the whole image's:
-  // DecodedRegion says where it lies.
+  // transformed either; once a file has decoded clean, later windows of it
+  // read only their own MCUs (CleanJpegs, JpegRows). The output holds a
+  // margin around the window (a chroma sample's pixels, the columns widened
+  // to whole blocks on the left), which keeps the window's pixels exactly
+  // the whole image's: DecodedRegion says where it lies.
   int64_t y = 0, x = 0, h = 0, w = 0;
   // JPEG only: the image turned upright as its EXIF orientation says
   // (DALI's decoders do; PIL's open does not). The window above is then

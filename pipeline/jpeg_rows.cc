@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <iterator>
 #include <limits>
+#include <memory>
+
+#include "absl/base/attributes.h"
 
 namespace actorflow::internal::pipeline {
 namespace {
@@ -26,7 +29,7 @@ bool ForEachCode(const uint8_t counts[17], size_t symbols, F&& f) {
   return true;
 }
 
-// Decodes one DHT table's codes: a 9-bit table for the short codes (most
+// Decodes one DHT table's codes: a 12-bit table for the short codes (most
 // symbols) and the canonical bounds per length for the rest.
 class HuffmanDecoder {
  public:
@@ -47,39 +50,61 @@ class HuffmanDecoder {
     });
   }
 
-  // For an AC table: the bits a coefficient's code and value take
-  // together and how far it moves in the block (its run and itself; 16 for
-  // a run of 16 zeros, 64 for the end of the block), in one look, for the
-  // codes of up to kFastBits bits; 0 for the rest.
+  // For an AC table: what the coefficients whose codes begin within the
+  // next kFastBits bits do (each: its code and its value's bits, and how
+  // far it moves in the block: its run and itself, 16 for a run of 16
+  // zeros, 64 for the block's end), in one look. Reading several codes at
+  // once breaks the chain of look, shift, look that bounds a scan's speed.
+  // Packed: the bits and the advance of the first code, of all of them,
+  // and the advance of all but the last (the block may end before it).
   void BuildSkips() {
-    for (int i = 0; i < (1 << kFastBits); ++i) {
-      const uint16_t entry = fast_[i];
-      if (entry == 0) {
-        skip_[i] = 0;
-        continue;
+    constexpr uint32_t kWindow = (1u << kFastBits) - 1;
+    for (uint32_t i = 0; i <= kWindow; ++i) {
+      int used = 0, advance = 0, before_last = 0, count = 0;
+      int first_bits = 0, first_advance = 0;
+      while (used < kFastBits && advance < 64) {
+        const uint16_t entry = fast_[(i << used) & kWindow];
+        const int length = entry >> 8;
+        if (entry == 0 || used + length > kFastBits) break;
+        const int run = (entry >> 4) & 15, size = entry & 15;
+        const int moves = size != 0 ? run + 1 : (run == 15 ? 16 : 64);
+        before_last = advance;
+        used += length + size;
+        advance += moves;
+        if (++count == 1) {
+          first_bits = used;
+          first_advance = moves;
+        }
       }
-      const int length = entry >> 8, run = (entry >> 4) & 15, size = entry & 15;
-      const int advance = size != 0 ? run + 1 : (run == 15 ? 16 : 64);
-      skip_[i] = static_cast<uint16_t>((advance << 5) | (length + size));
+      skip_[i] = count == 0
+                     ? 0
+                     : static_cast<uint32_t>(first_bits | (first_advance << 5) |
+                                             (used << 12) | (advance << 17) |
+                                             (before_last << 24));
     }
   }
-  // Skips one AC coefficient (or a run of zeros, or the block's end);
-  // returns how far it moved in the block, or -1 for a code no table has.
+  // Skips the coefficients of a block from index k on as far as one look
+  // goes; returns the index reached (64 or more: the block ended), or -1
+  // for a code no table has.
   template <typename Reader>
-  int SkipCoefficient(Reader* bits) const {
-    const uint16_t entry = skip_[bits->Peek(kFastBits)];
+  int SkipCoefficients(Reader* bits, int k) const {
+    const uint32_t entry = skip_[bits->Peek(kFastBits)];
     if (entry != 0) {
+      if (k + static_cast<int>(entry >> 24) < 64) {
+        bits->Skip((entry >> 12) & 31);
+        return k + static_cast<int>((entry >> 17) & 127);
+      }
       bits->Skip(entry & 31);
-      return entry >> 5;
+      return k + static_cast<int>((entry >> 5) & 127);
     }
     const int rs = Decode(bits);
     if (rs < 0) return -1;
     const int run = rs >> 4, size = rs & 15;
     if (size != 0) {
       bits->Skip(size);
-      return run + 1;
+      return k + run + 1;
     }
-    return run == 15 ? 16 : 64;
+    return k + (run == 15 ? 16 : 64);
   }
 
   template <typename Reader>
@@ -100,9 +125,9 @@ class HuffmanDecoder {
   }
 
  private:
-  static constexpr int kFastBits = 9;
+  static constexpr int kFastBits = 12;
   std::array<uint16_t, 1 << kFastBits> fast_;  // (length << 8) | symbol
-  std::array<uint16_t, 1 << kFastBits> skip_;  // (advance << 5) | bits
+  std::array<uint32_t, 1 << kFastBits> skip_;  // as BuildSkips packs it
   int maxcode_[17] = {0};
   int valoffset_[17] = {0};
   const std::vector<uint8_t>* symbols_ = nullptr;
@@ -121,7 +146,7 @@ class BitReader {
     Skip(bit);
   }
 
-  void Fill() {
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void Fill() {
     while (bits_ <= 56) {
       const auto at = static_cast<uint32_t>(pos_);
       uint8_t c = 0;
@@ -178,11 +203,13 @@ class BitReader {
   uint32_t offsets_[16] = {0};
 };
 
+}  // namespace
+
 // Writes entropy-coded bits, a 0x00 after each 0xFF byte; the last partial
-// byte's bits stay in `pending`.
-class BitWriter {
+// byte's bits stay pending.
+class JpegBitWriter {
  public:
-  explicit BitWriter(std::vector<uint8_t>* out) : out_(out) {}
+  explicit JpegBitWriter(std::vector<uint8_t>* out) : out_(out) {}
   void Put(uint32_t value, int n) {
     for (int i = n - 1; i >= 0; --i) {
       pending_ = (pending_ << 1) | ((value >> i) & 1);
@@ -194,6 +221,16 @@ class BitWriter {
       }
     }
   }
+  // Bytes of entropy-coded data as they are (stuffed already), at a byte
+  // boundary.
+  void Append(absl::Span<const uint8_t> stuffed) {
+    out_->insert(out_->end(), stuffed.begin(), stuffed.end());
+  }
+  // Completes the last byte with 1-bits, as an encoder ends a scan.
+  void Finish() {
+    if (pending_bits_ > 0)
+      Put((1u << (8 - pending_bits_)) - 1, 8 - pending_bits_);
+  }
   int pending_bits() const { return pending_bits_; }
 
  private:
@@ -201,6 +238,8 @@ class BitWriter {
   uint32_t pending_ = 0;
   int pending_bits_ = 0;
 };
+
+namespace {
 
 // A table's code for each symbol (length 0: none).
 struct HuffmanCodes {
@@ -399,6 +438,7 @@ std::optional<JpegRows> JpegRows::Parse(absl::Span<const uint8_t> e) {
         }
         if (rows.height_ == 0 || rows.width_ == 0) return std::nullopt;
         rows.mcu_height_ = 8 * v_max;
+        rows.mcu_width_ = 8 * h_max;
         rows.mcus_per_row_ = (rows.width_ + 8 * h_max - 1) / (8 * h_max);
         rows.mcu_rows_ = (rows.height_ + 8 * v_max - 1) / (8 * v_max);
         rows.kept_segments_.push_back(
@@ -422,48 +462,72 @@ std::optional<JpegRows> JpegRows::Parse(absl::Span<const uint8_t> e) {
   }
 }
 
-bool JpegRows::Scan(absl::Span<const uint8_t> encoded, int row,
-                    std::vector<JpegRowStart>* starts) const {
-  if (row < 0 || row >= mcu_rows_) return false;
-  if (starts->empty()) starts->push_back({data_begin_, 0, {0, 0, 0}});
-  if (static_cast<int>(starts->size()) > row) return true;
-  HuffmanDecoder dc[4], ac[4];
-  for (int t = 0; t < 4; ++t) {
-    if (dc_[t].defined && !dc[t].Build(dc_[t].counts, dc_[t].symbols)) {
+namespace {
+
+// A thread's decoders of the tables its last scans used: a dataset's files
+// mostly share their tables (their encoder's standard ones), and building
+// a decoder costs about an eighth of scanning a photo. Null for a table
+// no decoder can be built from. A decoder dropped from the cache lives on
+// while a scan holds it.
+std::shared_ptr<const HuffmanDecoder> CachedDecoder(
+    const uint8_t counts[17], const std::vector<uint8_t>& symbols, bool ac) {
+  struct Entry {
+    bool ac = false, ok = false;
+    uint8_t counts[17] = {0};
+    std::vector<uint8_t> symbols;
+    HuffmanDecoder decoder;
+  };
+  constexpr size_t kEntries = 8;
+  thread_local std::vector<std::shared_ptr<Entry>> cache;  // oldest first
+  auto found = std::find_if(
+      cache.begin(), cache.end(), [&](const std::shared_ptr<Entry>& entry) {
+        return entry->ac == ac && entry->symbols == symbols &&
+               std::equal(counts, counts + 17, entry->counts);
+      });
+  if (found != cache.end()) {
+    std::rotate(found, found + 1, cache.end());
+  } else {
+    if (cache.size() == kEntries) cache.erase(cache.begin());
+    auto entry = std::make_shared<Entry>();
+    entry->ac = ac;
+    std::copy(counts, counts + 17, entry->counts);
+    entry->symbols = symbols;
+    entry->ok = entry->decoder.Build(entry->counts, entry->symbols);
+    if (entry->ok && ac) entry->decoder.BuildSkips();
+    cache.push_back(std::move(entry));
+  }
+  const std::shared_ptr<Entry>& last = cache.back();
+  if (!last->ok) return nullptr;
+  return std::shared_ptr<const HuffmanDecoder>(last, &last->decoder);
+}
+
+}  // namespace
+
+bool JpegRows::Scan(absl::Span<const uint8_t> encoded,
+                    std::vector<JpegMcuStart>* starts) const {
+  starts->clear();
+  std::shared_ptr<const HuffmanDecoder> dc[4], ac[4];
+  for (const Component& component : components_) {
+    const HuffmanTable& dc_table = dc_[component.dc_table];
+    const HuffmanTable& ac_table = ac_[component.ac_table];
+    dc[component.dc_table] =
+        CachedDecoder(dc_table.counts, dc_table.symbols, false);
+    ac[component.ac_table] =
+        CachedDecoder(ac_table.counts, ac_table.symbols, true);
+    if (dc[component.dc_table] == nullptr ||
+        ac[component.ac_table] == nullptr) {
       return false;
     }
-    if (ac_[t].defined) {
-      if (!ac[t].Build(ac_[t].counts, ac_[t].symbols)) return false;
-      ac[t].BuildSkips();
-    }
   }
-  const JpegRowStart& from = starts->back();
-  BitReader bits(encoded, from.byte, from.bit);
-  int pred[3] = {from.pred[0], from.pred[1], from.pred[2]};
+  starts->reserve(static_cast<size_t>(mcu_rows_) * starts_per_row() + 1);
+  BitReader bits(encoded, data_begin_, 0);
+  int pred[3] = {0, 0, 0};
   const int components = static_cast<int>(components_.size());
-  for (int r = static_cast<int>(starts->size()) - 1; r < row; ++r) {
-    for (int m = 0; m < mcus_per_row_; ++m) {
-      for (int c = 0; c < components; ++c) {
-        const Component& component = components_[c];
-        const HuffmanDecoder& dc_codes = dc[component.dc_table];
-        const HuffmanDecoder& ac_codes = ac[component.ac_table];
-        for (int b = component.h * component.v; b > 0; --b) {
-          if (bits.Low()) bits.Fill();
-          const int size = dc_codes.Decode(&bits);
-          if (size < 0 || size > 15) return false;
-          if (size > 0) pred[c] += Extend(bits.Take(size), size);
-          for (int k = 1; k < 64;) {
-            if (bits.Low()) bits.Fill();
-            const int advance = ac_codes.SkipCoefficient(&bits);
-            if (advance < 0) return false;
-            k += advance;
-          }
-        }
-      }
-    }
+  // Where the next bit lies, with the predictors so far.
+  auto keep = [&]() ABSL_ATTRIBUTE_ALWAYS_INLINE {
     bits.Fill();  // so that the next bit's byte is among those loaded
     if (bits.OverRan()) return false;
-    JpegRowStart start{
+    JpegMcuStart start{
         bits.byte(), static_cast<uint8_t>(bits.bit()), {0, 0, 0}};
     for (int c = 0; c < components; ++c) {
       if (pred[c] < std::numeric_limits<int16_t>::min() ||
@@ -473,37 +537,99 @@ bool JpegRows::Scan(absl::Span<const uint8_t> encoded, int row,
       start.pred[c] = static_cast<int16_t>(pred[c]);
     }
     starts->push_back(start);
+    return true;
+  };
+  for (int r = 0; r < mcu_rows_; ++r) {
+    for (int m = 0; m < mcus_per_row_; ++m) {
+      if (m % kColumnStride == 0 && !keep()) {
+        starts->clear();
+        return false;
+      }
+      for (int c = 0; c < components; ++c) {
+        const Component& component = components_[c];
+        const HuffmanDecoder& dc_codes = *dc[component.dc_table];
+        const HuffmanDecoder& ac_codes = *ac[component.ac_table];
+        for (int b = component.h * component.v; b > 0; --b) {
+          if (bits.Low()) bits.Fill();
+          const int size = dc_codes.Decode(&bits);
+          if (size < 0 || size > 15) {
+            starts->clear();
+            return false;
+          }
+          if (size > 0) pred[c] += Extend(bits.Take(size), size);
+          for (int k = 1; k < 64;) {
+            if (bits.Low()) bits.Fill();
+            k = ac_codes.SkipCoefficients(&bits, k);
+            if (k < 0) {
+              starts->clear();
+              return false;
+            }
+          }
+        }
+      }
+    }
+  }
+  if (!keep()) {
+    starts->clear();
+    return false;
   }
   return true;
 }
 
-bool JpegRows::StartingAt(absl::Span<const uint8_t> encoded, int start_row,
-                          const JpegRowStart& start,
-                          std::vector<uint8_t>* out) const {
-  if (start_row < 1 || start_row >= mcu_rows_ || start.byte >= encoded.size()) {
-    return false;
-  }
-  const int components = static_cast<int>(components_.size());
-  HuffmanCodes dc[4], ac[4];
-  for (int t = 0; t < 4; ++t) {
-    if ((dc_[t].defined && !dc[t].Build(dc_[t].counts, dc_[t].symbols)) ||
-        (ac_[t].defined && !ac[t].Build(ac_[t].counts, ac_[t].symbols))) {
-      return false;
+const JpegMcuStart& JpegRows::Start(absl::Span<const JpegMcuStart> starts,
+                                    int row, int mcu) const {
+  if (mcu >= mcus_per_row_) return starts[(row + 1) * starts_per_row()];
+  return starts[row * starts_per_row() + mcu / kColumnStride];
+}
+
+void JpegRows::WriteHeader(absl::Span<const uint8_t> encoded, int height,
+                           int width, std::vector<uint8_t>* out) const {
+  for (const auto& [begin, end] : kept_segments_) {
+    const size_t at = out->size();
+    out->insert(out->end(), encoded.begin() + begin, encoded.begin() + end);
+    if (height_offset_ >= begin && height_offset_ + 4 <= end) {
+      uint8_t* size = out->data() + at + (height_offset_ - begin);
+      size[0] = static_cast<uint8_t>(height >> 8);
+      size[1] = static_cast<uint8_t>(height);
+      size[2] = static_cast<uint8_t>(width >> 8);
+      size[3] = static_cast<uint8_t>(width);
     }
   }
+}
+
+struct JpegRows::Codes {
+  HuffmanCodes dc[4], ac[4];
+  bool Build(const HuffmanTable (&dc_tables)[4],
+             const HuffmanTable (&ac_tables)[4]) {
+    for (int t = 0; t < 4; ++t) {
+      if ((dc_tables[t].defined &&
+           !dc[t].Build(dc_tables[t].counts, dc_tables[t].symbols)) ||
+          (ac_tables[t].defined &&
+           !ac[t].Build(ac_tables[t].counts, ac_tables[t].symbols))) {
+        return false;
+      }
+    }
+    return true;
+  }
+};
+
+bool JpegRows::WriteStandIn(const Codes& codes, int mcus, const int16_t from[3],
+                            const int16_t to[3], int to_bit,
+                            JpegBitWriter* writer) const {
   // The stand-in's blocks, component by component: DC differences that
-  // sum to the predictor the row needs (StandInDiffs); every block ends at
-  // once (EOB) but for up to 7 AC coefficients that bring the row's length
-  // to the bit the real row starts at.
-  std::vector<std::vector<int>> diffs(components);
-  int64_t length = 0;
+  // sum to the change of predictor (StandInDiffs); every block ends at
+  // once (EOB) but for up to 7 AC coefficients that bring its length to
+  // the bit asked for.
+  const int components = static_cast<int>(components_.size());
+  std::vector<int> diffs[3];
+  int64_t length = writer->pending_bits();
   for (int c = 0; c < components; ++c) {
     const Component& component = components_[c];
-    const HuffmanCodes& dc_codes = dc[component.dc_table];
-    const HuffmanCodes& ac_codes = ac[component.ac_table];
+    const HuffmanCodes& dc_codes = codes.dc[component.dc_table];
+    const HuffmanCodes& ac_codes = codes.ac[component.ac_table];
     if (ac_codes.length[0] == 0 ||
-        !StandInDiffs(dc_codes, start.pred[c],
-                      mcus_per_row_ * component.h * component.v, &diffs[c])) {
+        !StandInDiffs(dc_codes, int{to[c]} - int{from[c]},
+                      mcus * component.h * component.v, &diffs[c])) {
       return false;
     }
     for (int d : diffs[c]) {
@@ -512,20 +638,20 @@ bool JpegRows::StartingAt(absl::Span<const uint8_t> encoded, int start_row,
     }
   }
   // Fewest AC coefficients (each: its code and its value's bits) that
-  // make the length end on start.bit, found breadth-first over length mod 8.
+  // make the length end on to_bit, found breadth-first over length mod 8.
   struct Extra {
     int component, symbol;
   };
   std::vector<Extra> menu;
   for (int c = 0; c < components; ++c) {
-    const HuffmanCodes& ac_codes = ac[components_[c].ac_table];
+    const HuffmanCodes& ac_codes = codes.ac[components_[c].ac_table];
     for (int symbol = 1; symbol < 0x80; ++symbol) {
       if ((symbol & 15) != 0 && ac_codes.length[symbol] != 0) {
         menu.push_back({c, symbol});
       }
     }
   }
-  const int want = ((start.bit - length) % 8 + 8) % 8;
+  const int want = ((to_bit - length) % 8 + 8) % 8;
   std::array<int, 8> came_from;  // menu index that reached a residue
   std::array<int, 8> previous;
   came_from.fill(-2);
@@ -536,80 +662,153 @@ bool JpegRows::StartingAt(absl::Span<const uint8_t> encoded, int start_row,
     for (int residue : frontier) {
       for (int i = 0; i < static_cast<int>(menu.size()); ++i) {
         const HuffmanCodes& ac_codes =
-            ac[components_[menu[i].component].ac_table];
+            codes.ac[components_[menu[i].component].ac_table];
         const int cost =
             ac_codes.length[menu[i].symbol] + (menu[i].symbol & 15);
-        const int to = (residue + cost) % 8;
-        if (came_from[to] != -2) continue;
-        came_from[to] = i;
-        previous[to] = residue;
-        next.push_back(to);
+        const int reached = (residue + cost) % 8;
+        if (came_from[reached] != -2) continue;
+        came_from[reached] = i;
+        previous[reached] = residue;
+        next.push_back(reached);
       }
     }
     frontier = std::move(next);
   }
   if (came_from[want] == -2) return false;
-  std::vector<std::vector<int>> extras(components);  // symbols, first block
+  std::vector<int> extras[3];  // symbols, in each component's first block
   for (int residue = want; came_from[residue] != -1;
        residue = previous[residue]) {
     const Extra& extra = menu[came_from[residue]];
     extras[extra.component].push_back(extra.symbol);
   }
-
-  out->clear();
-  out->reserve(encoded.size() - start.byte + 1024);
-  for (const auto& [begin, end] : kept_segments_) {
-    const size_t at = out->size();
-    out->insert(out->end(), encoded.begin() + begin, encoded.begin() + end);
-    if (height_offset_ >= begin && height_offset_ + 2 <= end) {
-      const int height = height_ - start_row * mcu_height_ + mcu_height_;
-      (*out)[at + height_offset_ - begin] = static_cast<uint8_t>(height >> 8);
-      (*out)[at + height_offset_ - begin + 1] = static_cast<uint8_t>(height);
-    }
-  }
-  BitWriter writer(out);
-  std::vector<int> next_block(components, 0);
-  for (int m = 0; m < mcus_per_row_; ++m) {
+  int next_block[3] = {0, 0, 0};
+  for (int m = 0; m < mcus; ++m) {
     for (int c = 0; c < components; ++c) {
       const Component& component = components_[c];
-      const HuffmanCodes& dc_codes = dc[component.dc_table];
-      const HuffmanCodes& ac_codes = ac[component.ac_table];
+      const HuffmanCodes& dc_codes = codes.dc[component.dc_table];
+      const HuffmanCodes& ac_codes = codes.ac[component.ac_table];
       for (int b = component.h * component.v; b > 0; --b) {
         const int block = next_block[c]++;
         const int d = diffs[c][block];
         const int category = Category(d);
-        writer.Put(dc_codes.code[category], dc_codes.length[category]);
+        writer->Put(dc_codes.code[category], dc_codes.length[category]);
         if (category > 0) {
-          writer.Put(d > 0 ? d : d + (1 << category) - 1, category);
+          writer->Put(d > 0 ? d : d + (1 << category) - 1, category);
         }
         if (block == 0) {
           // At most 7 coefficients of runs up to 7: they end by index 56.
           for (int symbol : extras[c]) {
-            writer.Put(ac_codes.code[symbol], ac_codes.length[symbol]);
+            writer->Put(ac_codes.code[symbol], ac_codes.length[symbol]);
             const int size = symbol & 15;
-            writer.Put(1u << (size - 1), size);
+            writer->Put(1u << (size - 1), size);
           }
         }
-        writer.Put(ac_codes.code[0], ac_codes.length[0]);
+        writer->Put(ac_codes.code[0], ac_codes.length[0]);
       }
     }
   }
-  if (writer.pending_bits() != start.bit) return false;  // cannot happen
-  // The first byte's bits the row above did not use complete the
-  // stand-in's last byte; from the next one on, the file's bytes as they
-  // are (a 0xFF's 0x00 is the writer's to add, the file's is passed over).
-  size_t next = start.byte;
-  if (start.bit > 0) {
-    const uint8_t original = encoded[start.byte];
-    const int low = 8 - start.bit;
-    writer.Put(original & ((1u << low) - 1), low);
+  return writer->pending_bits() == to_bit;  // cannot differ
+}
+
+namespace {
+
+// Copies the entropy-coded bits from `from` to `to` of `encoded` to a
+// writer left from.bit bits into a byte: the first byte's bits the MCUs
+// before did not use, then the file's bytes as they are (a 0xFF's 0x00
+// is the writer's to add where it writes the byte, the file's where the
+// file's bytes are copied), then the bits of the last byte up to `to`.
+bool CopyBits(absl::Span<const uint8_t> encoded, const JpegMcuStart& from,
+              const JpegMcuStart& to, JpegBitWriter* writer) {
+  if (to.byte < from.byte || to.byte >= encoded.size() ||
+      writer->pending_bits() != from.bit) {
+    return false;
+  }
+  if (from.byte == to.byte) {
+    const int n = to.bit - from.bit;
+    if (n < 0) return false;
+    writer->Put((encoded[to.byte] >> (8 - to.bit)) & ((1u << n) - 1), n);
+    return true;
+  }
+  size_t next = from.byte;
+  if (from.bit > 0) {
+    const uint8_t first = encoded[from.byte];
+    const int low = 8 - from.bit;
+    writer->Put(first & ((1u << low) - 1), low);
     ++next;
-    if (original == 0xFF) {
-      if (next >= encoded.size() || encoded[next] != 0) return false;
+    if (first == 0xFF) {
+      if (next >= to.byte || encoded[next] != 0) return false;
       ++next;
     }
   }
-  out->insert(out->end(), encoded.begin() + next, encoded.end());
+  writer->Append(encoded.subspan(next, to.byte - next));
+  if (to.bit > 0) writer->Put(encoded[to.byte] >> (8 - to.bit), to.bit);
+  return true;
+}
+
+}  // namespace
+
+bool JpegRows::StartingAt(absl::Span<const uint8_t> encoded,
+                          absl::Span<const JpegMcuStart> starts, int start_row,
+                          std::vector<uint8_t>* out) const {
+  Codes codes;
+  if (start_row < 1 || start_row >= mcu_rows_ || !Fits(starts) ||
+      !codes.Build(dc_, ac_)) {
+    return false;
+  }
+  out->clear();
+  out->reserve(encoded.size() - Start(starts, start_row, 0).byte + 1024);
+  WriteHeader(encoded, height_ - start_row * mcu_height_ + mcu_height_, width_,
+              out);
+  JpegBitWriter writer(out);
+  const JpegMcuStart& start = Start(starts, start_row, 0);
+  const int16_t zero[3] = {0, 0, 0};
+  if (!WriteStandIn(codes, mcus_per_row_, zero, start.pred, start.bit,
+                    &writer) ||
+      !CopyBits(encoded, start, starts.back(), &writer)) {
+    return false;
+  }
+  writer.Finish();
+  out->insert(out->end(), {0xFF, 0xD9});
+  return true;
+}
+
+bool JpegRows::Columns(absl::Span<const uint8_t> encoded,
+                       absl::Span<const JpegMcuStart> starts, int first_row,
+                       int end_row, int first_mcu, int end_mcu,
+                       std::vector<uint8_t>* out) const {
+  Codes codes;
+  if (first_row < 0 || first_row >= end_row || end_row > mcu_rows_ ||
+      first_mcu < 0 || first_mcu >= end_mcu || end_mcu > mcus_per_row_ ||
+      first_mcu % kColumnStride != 0 ||
+      (end_mcu % kColumnStride != 0 && end_mcu != mcus_per_row_) ||
+      !Fits(starts) || !codes.Build(dc_, ac_)) {
+    return false;
+  }
+  // Where the kept MCUs reach the file's last row or column, the JPEG
+  // ends where the file does (its last MCU's padding cut as the file's).
+  const int height = end_row == mcu_rows_ ? height_ - first_row * mcu_height_
+                                          : (end_row - first_row) * mcu_height_;
+  const int width = end_mcu == mcus_per_row_
+                        ? width_ - first_mcu * mcu_width_ + mcu_width_
+                        : (end_mcu - first_mcu + 1) * mcu_width_;
+  out->clear();
+  out->reserve(Start(starts, end_row - 1, end_mcu).byte -
+               Start(starts, first_row, first_mcu).byte + 1024);
+  WriteHeader(encoded, height, width, out);
+  JpegBitWriter writer(out);
+  const int16_t zero[3] = {0, 0, 0};
+  const int16_t* pred = zero;
+  for (int r = first_row; r < end_row; ++r) {
+    const JpegMcuStart& from = Start(starts, r, first_mcu);
+    const JpegMcuStart& to = Start(starts, r, end_mcu);
+    if (!WriteStandIn(codes, 1, pred, from.pred, from.bit, &writer) ||
+        !CopyBits(encoded, from, to, &writer)) {
+      return false;
+    }
+    pred = to.pred;
+  }
+  writer.Finish();
+  out->insert(out->end(), {0xFF, 0xD9});
   return true;
 }
 

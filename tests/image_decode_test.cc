@@ -317,17 +317,17 @@ TEST_CASE("a JPEG entered at any MCU row decodes as the whole image there") {
     const int mcu = rows->mcu_height();
     CHECK(mcu == 8 * (sampling.gray ? 1 : sampling.v));
     CHECK(rows->mcu_rows() == (height + mcu - 1) / mcu);
-    std::vector<JpegRowStart> starts;
-    REQUIRE(rows->Scan(jpeg, rows->mcu_rows() - 1, &starts));
-    REQUIRE(static_cast<int>(starts.size()) == rows->mcu_rows());
+    std::vector<JpegMcuStart> starts;
+    REQUIRE(rows->Scan(jpeg, &starts));
     Sample whole;
     REQUIRE(DecodeImage(jpeg, 3, &whole).ok());
     for (int r = 1; r < rows->mcu_rows(); ++r) {
-      INFO("from row " << r << " (byte " << starts[r].byte << ", bit "
-                       << int{starts[r].bit} << ")");
-      inside_ff += starts[r].bit > 0 && jpeg[starts[r].byte] == 0xFF;
+      const JpegMcuStart& start = rows->Start(starts, r, 0);
+      INFO("from row " << r << " (byte " << start.byte << ", bit "
+                       << int{start.bit} << ")");
+      inside_ff += start.bit > 0 && jpeg[start.byte] == 0xFF;
       std::vector<uint8_t> data;
-      REQUIRE(rows->StartingAt(jpeg, r, starts[r], &data));
+      REQUIRE(rows->StartingAt(jpeg, starts, r, &data));
       Sample part;
       REQUIRE(DecodeImage(data, 3, &part).ok());
       REQUIRE(part.shape[0] == height - (r - 1) * mcu);
@@ -355,20 +355,21 @@ TEST_CASE("a JPEG entered at any MCU row decodes as the whole image there") {
   const Bytes jpeg = SampledJpeg(gen(), 160, 160, 2, 2, false, false);
   std::optional<JpegRows> rows = JpegRows::Parse(jpeg);
   REQUIRE(rows.has_value());
-  std::vector<JpegRowStart> starts;
-  REQUIRE(rows->Scan(jpeg, 1, &starts));
-  size_t at = starts[1].byte;
+  std::vector<JpegMcuStart> starts;
+  REQUIRE(rows->Scan(jpeg, &starts));
+  const size_t row1 = &rows->Start(starts, 1, 0) - starts.data();
+  size_t at = starts[row1].byte;
   while (at + 2 < jpeg.size() && !(jpeg[at] == 0xFF && jpeg[at + 1] == 0)) {
     ++at;
   }
   REQUIRE(at + 2 < jpeg.size());
   for (int bit = 1; bit < 8; ++bit) {
     INFO("a start at bit " << bit << " of the 0xFF at byte " << at);
-    JpegRowStart start = starts[1];
-    start.byte = static_cast<uint32_t>(at);
-    start.bit = static_cast<uint8_t>(bit);
+    std::vector<JpegMcuStart> made_up = starts;
+    made_up[row1].byte = static_cast<uint32_t>(at);
+    made_up[row1].bit = static_cast<uint8_t>(bit);
     std::vector<uint8_t> data;
-    REQUIRE(rows->StartingAt(jpeg, 1, start, &data));
+    REQUIRE(rows->StartingAt(jpeg, made_up, 1, &data));
     const size_t tail = jpeg.size() - (at + 2);
     REQUIRE(data.size() > tail + 2);
     CHECK(std::equal(jpeg.begin() + at + 2, jpeg.end(), data.end() - tail));
@@ -384,12 +385,138 @@ TEST_CASE("a JPEG entered at any MCU row decodes as the whole image there") {
   }
 }
 
-TEST_CASE("windows of clean files start at their MCU row; others as before") {
-  // The first window of a file reads it whole to its end; later windows of
-  // it, once clean, start at the MCU row above them (CleanJpegs keeps the
-  // row starts found), with the same pixels. Files JpegRows does not
-  // follow (progressive, restart markers) never do, and still decode
-  // exactly; a file cut short has rows only as far as its data go.
+TEST_CASE("a JPEG's block of MCUs decodes as the whole image there") {
+  // JpegRows::Columns: each row of the block led by a stand-in MCU that
+  // moves the DC predictors from where the row above's last MCU left them
+  // to what the row's first needs, and ends on its first bit. Inside a
+  // pixel of the cut edges, the block is the whole image's, at every
+  // sampling, with standard tables and tables fitted to the image; where
+  // the block reaches the image's last row or column, to the edge.
+  const uint64_t seed = testing::TestSeed("jpeg columns");
+  INFO("seed " << seed << " (ACTORFLOW_SEED replays it)");
+  std::mt19937_64 gen(seed);
+  auto below = [&](int n) { return static_cast<int>(gen() % n); };
+  struct Sampling {
+    int h, v;
+    bool gray;
+  };
+  constexpr int kStride = JpegRows::kColumnStride;
+  int made = 0, refused = 0;
+  for (const Sampling& sampling :
+       {Sampling{1, 1, false}, Sampling{2, 1, false}, Sampling{2, 2, false},
+        Sampling{1, 2, false}, Sampling{1, 1, true}}) {
+    for (bool optimize : {false, true}) {
+      const int64_t height = 90 + below(120), width = 90 + below(200);
+      const Bytes jpeg =
+          SampledJpeg(gen(), height, width, sampling.h, sampling.v, false,
+                      sampling.gray, optimize);
+      std::optional<JpegRows> rows = JpegRows::Parse(jpeg);
+      REQUIRE(rows.has_value());
+      const int mh = rows->mcu_height(), mw = rows->mcu_width();
+      CHECK(mw == 8 * (sampling.gray ? 1 : sampling.h));
+      CHECK(rows->mcus_per_row() == (width + mw - 1) / mw);
+      std::vector<JpegMcuStart> starts;
+      REQUIRE(rows->Scan(jpeg, &starts));
+      Sample whole;
+      REQUIRE(DecodeImage(jpeg, 3, &whole).ok());
+      const int column_starts = (rows->mcus_per_row() + kStride - 1) / kStride;
+      for (int round = 0; round < 16; ++round) {
+        // Round 0: the whole image; round 1: its last row and column.
+        int first_row = 0, end_row = rows->mcu_rows(), first_mcu = 0;
+        int end_mcu = rows->mcus_per_row();
+        if (round == 1) {
+          first_row = rows->mcu_rows() - 1;
+          first_mcu = (column_starts - 1) * kStride;
+        } else if (round > 1) {
+          first_row = below(rows->mcu_rows());
+          end_row = first_row + 1 + below(rows->mcu_rows() - first_row);
+          first_mcu = below(column_starts) * kStride;
+          end_mcu = std::min(rows->mcus_per_row(),
+                             first_mcu + kStride * (1 + below(column_starts)));
+        }
+        INFO("sampling " << sampling.h << "x" << sampling.v
+                         << (sampling.gray ? " gray" : "")
+                         << (optimize ? ", fitted tables" : ", standard tables")
+                         << ", " << height << "x" << width << ": rows "
+                         << first_row << "-" << end_row << ", MCUs "
+                         << first_mcu << "-" << end_mcu);
+        std::vector<uint8_t> data;
+        if (!rows->Columns(jpeg, starts, first_row, end_row, first_mcu, end_mcu,
+                           &data)) {
+          // Only tables fitted to an image may lack the codes a one-MCU
+          // stand-in needs.
+          REQUIRE(optimize);
+          ++refused;
+          continue;
+        }
+        ++made;
+        Sample part;
+        REQUIRE(DecodeImage(data, 3, &part).ok());
+        const bool last_row = end_row == rows->mcu_rows();
+        const bool last_column = end_mcu == rows->mcus_per_row();
+        const int64_t top = first_row * mh, left = first_mcu * mw;
+        REQUIRE(part.shape[0] ==
+                (last_row ? height - top : (end_row - first_row) * mh));
+        REQUIRE(part.shape[1] ==
+                mw + (last_column ? width - left : (end_mcu - first_mcu) * mw));
+        int64_t wrong = 0;
+        for (int64_t y = first_row > 0 ? 1 : 0;
+             y < part.shape[0] - (last_row ? 0 : 1); ++y) {
+          for (int64_t x = mw + 1; x < part.shape[1] - (last_column ? 0 : 1);
+               ++x) {
+            for (int k = 0; k < 3; ++k) {
+              wrong +=
+                  At(part, y, x, k) != At(whole, top + y, left + x - mw, k);
+            }
+          }
+        }
+        REQUIRE(wrong == 0);
+      }
+    }
+  }
+  INFO("blocks made " << made << ", refused " << refused);
+  CHECK(made >= 8 * refused);
+}
+
+TEST_CASE("a scan finds the same starts whatever was scanned before") {
+  // Scans keep the decoders of recent tables (per thread, a few): files
+  // with tables fitted to each image, scanned in turns and in an order
+  // that reuses some tables while others are built, find what a first
+  // scan of each found.
+  const uint64_t seed = testing::TestSeed("scans in turn");
+  INFO("seed " << seed << " (ACTORFLOW_SEED replays it)");
+  std::mt19937_64 gen(seed);
+  std::vector<Bytes> jpegs;
+  std::vector<std::vector<JpegMcuStart>> first;
+  for (int i = 0; i < 7; ++i) {
+    jpegs.push_back(SampledJpeg(gen(), 40 + i * 8, 56, 2, 2, false, false,
+                                /*optimize_coding=*/true));
+    std::optional<JpegRows> rows = JpegRows::Parse(jpegs.back());
+    REQUIRE(rows.has_value());
+    first.emplace_back();
+    REQUIRE(rows->Scan(jpegs.back(), &first.back()));
+  }
+  for (int round = 0; round < 40; ++round) {
+    const size_t i = gen() % jpegs.size();
+    INFO("round " << round << ", file " << i);
+    std::vector<JpegMcuStart> again;
+    REQUIRE(JpegRows::Parse(jpegs[i])->Scan(jpegs[i], &again));
+    REQUIRE(again.size() == first[i].size());
+    for (size_t k = 0; k < again.size(); ++k) {
+      REQUIRE(again[k].byte == first[i][k].byte);
+      REQUIRE(again[k].bit == first[i][k].bit);
+      REQUIRE(std::equal(again[k].pred, again[k].pred + 3, first[i][k].pred));
+    }
+  }
+}
+
+TEST_CASE("windows of clean files start at their MCUs; others as before") {
+  // The first window of a file reads it whole to its end, and then where
+  // its MCUs begin (CleanJpegs); later windows of it decode their MCUs
+  // alone (their rows from the left edge, or their block of columns),
+  // with the same pixels. Files JpegRows does not follow (progressive,
+  // restart markers) never do, and still decode exactly; a file cut short
+  // has no starts.
   const uint64_t seed = testing::TestSeed("windows from rows");
   std::mt19937_64 gen(seed);
   const Bytes baseline = SampledJpeg(gen(), 200, 150, 2, 2, false, false);
@@ -406,10 +533,9 @@ TEST_CASE("windows of clean files start at their MCU row; others as before") {
     const Bytes cut(baseline.begin(), baseline.begin() + baseline.size() / 2);
     std::optional<JpegRows> rows = JpegRows::Parse(cut);
     REQUIRE(rows.has_value());
-    std::vector<JpegRowStart> starts;
-    CHECK(rows->Scan(cut, 1, &starts));
-    CHECK_FALSE(rows->Scan(cut, rows->mcu_rows() - 1, &starts));
-    CHECK(static_cast<int>(starts.size()) < rows->mcu_rows());
+    std::vector<JpegMcuStart> starts;
+    CHECK_FALSE(rows->Scan(cut, &starts));
+    CHECK(starts.empty());
   }
   for (const Bytes* jpeg : {&baseline, &progressive, &restarts}) {
     const uint64_t key = CleanJpegs::Key(*jpeg);
@@ -429,12 +555,14 @@ TEST_CASE("windows of clean files start at their MCU row; others as before") {
                           options.w) == 0);
     }
     CHECK(CleanJpegs::Get().Contains(key));
-    // Rows 0 to 10 (of 16 pixels): the lowest window's first row (165,
-    // less its margin of 2) is in row 10.
+    // 13 rows of 10 MCUs (16 x 16 pixels), a start kept at MCUs 0, 4
+    // and 8 of each, and the end of the data.
+    const CleanJpegs::Starts starts = CleanJpegs::Get().Find(key);
     if (jpeg == &baseline) {
-      CHECK(CleanJpegs::Get().KnownRows(key) == (165 - 2) / 16 + 1);
+      REQUIRE(starts != nullptr);
+      CHECK(starts->size() == 13 * 3 + 1);
     } else {
-      CHECK(CleanJpegs::Get().KnownRows(key) == 0);
+      CHECK(starts == nullptr);
     }
   }
 }
