@@ -138,12 +138,13 @@ bool DecodeFromStarts(absl::Span<const uint8_t> encoded, uint64_t key,
     const int64_t end_row =
         std::min<int64_t>(layout->mcu_rows(),
                           (end_y + window.mcu_height - 1) / window.mcu_height);
+    int stand_in_mcus = 0;
     made =
         layout->Columns(encoded, *starts, static_cast<int>(first_row),
                         static_cast<int>(end_row), static_cast<int>(first_mcu),
-                        static_cast<int>(end_mcu), &data);
+                        static_cast<int>(end_mcu), &data, &stand_in_mcus);
     origin_y = first_row * window.mcu_height;
-    origin_x = first_mcu * window.mcu_width - window.mcu_width;
+    origin_x = (first_mcu - stand_in_mcus) * window.mcu_width;
   }
   if (!made && first_row >= 1) {
     made = layout->StartingAt(encoded, *starts, static_cast<int>(first_row),

@@ -599,27 +599,61 @@ void JpegRows::WriteHeader(absl::Span<const uint8_t> encoded, int height,
 
 struct JpegRows::Codes {
   HuffmanCodes dc[4], ac[4];
-  bool Build(const HuffmanTable (&dc_tables)[4],
-             const HuffmanTable (&ac_tables)[4]) {
-    for (int t = 0; t < 4; ++t) {
-      if ((dc_tables[t].defined &&
-           !dc[t].Build(dc_tables[t].counts, dc_tables[t].symbols)) ||
-          (ac_tables[t].defined &&
-           !ac[t].Build(ac_tables[t].counts, ac_tables[t].symbols))) {
-        return false;
+  // For each length mod 8 a stand-in must add, the fewest AC coefficients
+  // that add it (component, symbol; each: its code and its value's bits),
+  // found breadth-first; `reachable` false where none do.
+  std::array<std::vector<std::pair<int, int>>, 8> extras;
+  std::array<bool, 8> reachable = {};
+};
+
+bool JpegRows::BuildCodes(Codes* codes) const {
+  for (int t = 0; t < 4; ++t) {
+    if ((dc_[t].defined &&
+         !codes->dc[t].Build(dc_[t].counts, dc_[t].symbols)) ||
+        (ac_[t].defined &&
+         !codes->ac[t].Build(ac_[t].counts, ac_[t].symbols))) {
+      return false;
+    }
+  }
+  const int components = static_cast<int>(components_.size());
+  std::vector<std::pair<int, int>> menu;
+  for (int c = 0; c < components; ++c) {
+    const HuffmanCodes& ac_codes = codes->ac[components_[c].ac_table];
+    for (int symbol = 1; symbol < 0x80; ++symbol) {
+      if ((symbol & 15) != 0 && ac_codes.length[symbol] != 0) {
+        menu.push_back({c, symbol});
       }
     }
-    return true;
   }
-};
+  codes->reachable.fill(false);
+  codes->reachable[0] = true;
+  std::vector<int> frontier = {0};
+  for (int depth = 0; depth < 7 && !frontier.empty(); ++depth) {
+    std::vector<int> next;
+    for (int residue : frontier) {
+      for (const auto& [c, symbol] : menu) {
+        const int cost =
+            codes->ac[components_[c].ac_table].length[symbol] + (symbol & 15);
+        const int reached = (residue + cost) % 8;
+        if (codes->reachable[reached]) continue;
+        codes->reachable[reached] = true;
+        codes->extras[reached] = codes->extras[residue];
+        codes->extras[reached].push_back({c, symbol});
+        next.push_back(reached);
+      }
+    }
+    frontier = std::move(next);
+  }
+  return true;
+}
 
 bool JpegRows::WriteStandIn(const Codes& codes, int mcus, const int16_t from[3],
                             const int16_t to[3], int to_bit,
                             JpegBitWriter* writer) const {
   // The stand-in's blocks, component by component: DC differences that
   // sum to the change of predictor (StandInDiffs); every block ends at
-  // once (EOB) but for up to 7 AC coefficients that bring its length to
-  // the bit asked for.
+  // once (EOB) but for up to 7 AC coefficients (Codes::extras) that bring
+  // its length to the bit asked for.
   const int components = static_cast<int>(components_.size());
   std::vector<int> diffs[3];
   int64_t length = writer->pending_bits();
@@ -637,49 +671,11 @@ bool JpegRows::WriteStandIn(const Codes& codes, int mcus, const int16_t from[3],
       length += dc_codes.length[category] + category + ac_codes.length[0];
     }
   }
-  // Fewest AC coefficients (each: its code and its value's bits) that
-  // make the length end on to_bit, found breadth-first over length mod 8.
-  struct Extra {
-    int component, symbol;
-  };
-  std::vector<Extra> menu;
-  for (int c = 0; c < components; ++c) {
-    const HuffmanCodes& ac_codes = codes.ac[components_[c].ac_table];
-    for (int symbol = 1; symbol < 0x80; ++symbol) {
-      if ((symbol & 15) != 0 && ac_codes.length[symbol] != 0) {
-        menu.push_back({c, symbol});
-      }
-    }
-  }
   const int want = ((to_bit - length) % 8 + 8) % 8;
-  std::array<int, 8> came_from;  // menu index that reached a residue
-  std::array<int, 8> previous;
-  came_from.fill(-2);
-  came_from[0] = -1;
-  std::vector<int> frontier = {0};
-  for (int depth = 0; depth < 7 && came_from[want] == -2; ++depth) {
-    std::vector<int> next;
-    for (int residue : frontier) {
-      for (int i = 0; i < static_cast<int>(menu.size()); ++i) {
-        const HuffmanCodes& ac_codes =
-            codes.ac[components_[menu[i].component].ac_table];
-        const int cost =
-            ac_codes.length[menu[i].symbol] + (menu[i].symbol & 15);
-        const int reached = (residue + cost) % 8;
-        if (came_from[reached] != -2) continue;
-        came_from[reached] = i;
-        previous[reached] = residue;
-        next.push_back(reached);
-      }
-    }
-    frontier = std::move(next);
-  }
-  if (came_from[want] == -2) return false;
+  if (!codes.reachable[want]) return false;
   std::vector<int> extras[3];  // symbols, in each component's first block
-  for (int residue = want; came_from[residue] != -1;
-       residue = previous[residue]) {
-    const Extra& extra = menu[came_from[residue]];
-    extras[extra.component].push_back(extra.symbol);
+  for (const auto& [c, symbol] : codes.extras[want]) {
+    extras[c].push_back(symbol);
   }
   int next_block[3] = {0, 0, 0};
   for (int m = 0; m < mcus; ++m) {
@@ -752,7 +748,7 @@ bool JpegRows::StartingAt(absl::Span<const uint8_t> encoded,
                           std::vector<uint8_t>* out) const {
   Codes codes;
   if (start_row < 1 || start_row >= mcu_rows_ || !Fits(starts) ||
-      !codes.Build(dc_, ac_)) {
+      !BuildCodes(&codes)) {
     return false;
   }
   out->clear();
@@ -775,22 +771,42 @@ bool JpegRows::StartingAt(absl::Span<const uint8_t> encoded,
 bool JpegRows::Columns(absl::Span<const uint8_t> encoded,
                        absl::Span<const JpegMcuStart> starts, int first_row,
                        int end_row, int first_mcu, int end_mcu,
-                       std::vector<uint8_t>* out) const {
+                       std::vector<uint8_t>* out, int* stand_in_mcus) const {
   Codes codes;
   if (first_row < 0 || first_row >= end_row || end_row > mcu_rows_ ||
       first_mcu < 0 || first_mcu >= end_mcu || end_mcu > mcus_per_row_ ||
       first_mcu % kColumnStride != 0 ||
       (end_mcu % kColumnStride != 0 && end_mcu != mcus_per_row_) ||
-      !Fits(starts) || !codes.Build(dc_, ac_)) {
+      !Fits(starts) || !BuildCodes(&codes)) {
     return false;
   }
+  // One stand-in MCU moves a predictor by one difference a block (per
+  // block of the component in an MCU); tables fitted to an image may lack
+  // the large ones, and more MCUs share the move.
+  for (int mcus : {1, 2, 4, 8}) {
+    if (WriteColumns(encoded, starts, codes, first_row, end_row, first_mcu,
+                     end_mcu, mcus, out)) {
+      *stand_in_mcus = mcus;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool JpegRows::WriteColumns(absl::Span<const uint8_t> encoded,
+                            absl::Span<const JpegMcuStart> starts,
+                            const Codes& codes, int first_row, int end_row,
+                            int first_mcu, int end_mcu, int stand_in_mcus,
+                            std::vector<uint8_t>* out) const {
   // Where the kept MCUs reach the file's last row or column, the JPEG
   // ends where the file does (its last MCU's padding cut as the file's).
   const int height = end_row == mcu_rows_ ? height_ - first_row * mcu_height_
                                           : (end_row - first_row) * mcu_height_;
-  const int width = end_mcu == mcus_per_row_
-                        ? width_ - first_mcu * mcu_width_ + mcu_width_
-                        : (end_mcu - first_mcu + 1) * mcu_width_;
+  const int width =
+      (end_mcu == mcus_per_row_ ? width_ - first_mcu * mcu_width_
+                                : (end_mcu - first_mcu) * mcu_width_) +
+      stand_in_mcus * mcu_width_;
+  if (width > 0xFFFF) return false;
   out->clear();
   out->reserve(Start(starts, end_row - 1, end_mcu).byte -
                Start(starts, first_row, first_mcu).byte + 1024);
@@ -801,7 +817,8 @@ bool JpegRows::Columns(absl::Span<const uint8_t> encoded,
   for (int r = first_row; r < end_row; ++r) {
     const JpegMcuStart& from = Start(starts, r, first_mcu);
     const JpegMcuStart& to = Start(starts, r, end_mcu);
-    if (!WriteStandIn(codes, 1, pred, from.pred, from.bit, &writer) ||
+    if (!WriteStandIn(codes, stand_in_mcus, pred, from.pred, from.bit,
+                      &writer) ||
         !CopyBits(encoded, from, to, &writer)) {
       return false;
     }

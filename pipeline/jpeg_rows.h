@@ -75,9 +75,10 @@ class JpegRows {
 
   // A JPEG of the file's MCUs `first_mcu` .. `end_mcu` - 1 (multiples of
   // kColumnStride, or mcus_per_row() for `end_mcu`) of rows `first_row` ..
-  // `end_row` - 1, each row led by one stand-in MCU (its pixels are not the
-  // file's) that sets the DC predictors and the bit alignment its MCUs
-  // need. Decoded, its pixels from column mcu_width() on are the file's
+  // `end_row` - 1, each row led by *stand_in_mcus stand-in MCUs (1, or up
+  // to 8 where the tables need them; their pixels are not the file's) that
+  // set the DC predictors and the bit alignment its MCUs need. Decoded,
+  // its pixels from column *stand_in_mcus * mcu_width() on are the file's
   // from column first_mcu * mcu_width() on, exactly, but next to the edges
   // where the file goes on (chroma upsampling reads a neighbour: the
   // stand-in, or nothing): its first column, its first row if `first_row`
@@ -87,7 +88,7 @@ class JpegRows {
   bool Columns(absl::Span<const uint8_t> encoded,
                absl::Span<const JpegMcuStart> starts, int first_row,
                int end_row, int first_mcu, int end_mcu,
-               std::vector<uint8_t>* out) const;
+               std::vector<uint8_t>* out, int* stand_in_mcus) const;
 
  private:
   struct Component {
@@ -101,6 +102,9 @@ class JpegRows {
     std::vector<uint8_t> symbols;
   };
   struct Codes;
+  // The codes of the scan's tables, for stand-ins. False for a table no
+  // encoder makes.
+  bool BuildCodes(Codes* codes) const;
   // Writes `mcus` stand-in MCUs (their pixels are nobody's) that move the
   // DC predictors from `from` to `to` and leave the writer `to_bit` bits
   // into a byte. False if the tables lack the codes that needs.
@@ -116,6 +120,12 @@ class JpegRows {
     return starts.size() ==
            static_cast<size_t>(mcu_rows_) * starts_per_row() + 1;
   }
+  // Columns with `stand_in_mcus` stand-ins a row; false if they cannot
+  // be coded.
+  bool WriteColumns(absl::Span<const uint8_t> encoded,
+                    absl::Span<const JpegMcuStart> starts, const Codes& codes,
+                    int first_row, int end_row, int first_mcu, int end_mcu,
+                    int stand_in_mcus, std::vector<uint8_t>* out) const;
   // The header's kept segments, SOF's height and width set as given.
   void WriteHeader(absl::Span<const uint8_t> encoded, int height, int width,
                    std::vector<uint8_t>* out) const;
