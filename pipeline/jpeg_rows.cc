@@ -210,16 +210,17 @@ class BitReader {
 class JpegBitWriter {
  public:
   explicit JpegBitWriter(std::vector<uint8_t>* out) : out_(out) {}
+  // The low n bits of value (n up to 16), first the highest.
   void Put(uint32_t value, int n) {
-    for (int i = n - 1; i >= 0; --i) {
-      pending_ = (pending_ << 1) | ((value >> i) & 1);
-      if (++pending_bits_ == 8) {
-        out_->push_back(static_cast<uint8_t>(pending_));
-        if (pending_ == 0xFF) out_->push_back(0);
-        pending_ = 0;
-        pending_bits_ = 0;
-      }
+    pending_ = (pending_ << n) | (value & ((1u << n) - 1));
+    pending_bits_ += n;
+    while (pending_bits_ >= 8) {
+      pending_bits_ -= 8;
+      const auto byte = static_cast<uint8_t>(pending_ >> pending_bits_);
+      out_->push_back(byte);
+      if (byte == 0xFF) out_->push_back(0);
     }
+    pending_ &= (1u << pending_bits_) - 1;
   }
   // Bytes of entropy-coded data as they are (stuffed already), at a byte
   // boundary.
@@ -655,12 +656,13 @@ bool JpegRows::WriteStandIn(const Codes& codes, int mcus, const int16_t from[3],
   // once (EOB) but for up to 7 AC coefficients (Codes::extras) that bring
   // its length to the bit asked for.
   const int components = static_cast<int>(components_.size());
-  std::vector<int> diffs[3];
+  thread_local std::vector<int> diffs[3];  // kept for their capacity
   int64_t length = writer->pending_bits();
   for (int c = 0; c < components; ++c) {
     const Component& component = components_[c];
     const HuffmanCodes& dc_codes = codes.dc[component.dc_table];
     const HuffmanCodes& ac_codes = codes.ac[component.ac_table];
+    diffs[c].clear();
     if (ac_codes.length[0] == 0 ||
         !StandInDiffs(dc_codes, int{to[c]} - int{from[c]},
                       mcus * component.h * component.v, &diffs[c])) {
@@ -673,10 +675,6 @@ bool JpegRows::WriteStandIn(const Codes& codes, int mcus, const int16_t from[3],
   }
   const int want = ((to_bit - length) % 8 + 8) % 8;
   if (!codes.reachable[want]) return false;
-  std::vector<int> extras[3];  // symbols, in each component's first block
-  for (const auto& [c, symbol] : codes.extras[want]) {
-    extras[c].push_back(symbol);
-  }
   int next_block[3] = {0, 0, 0};
   for (int m = 0; m < mcus; ++m) {
     for (int c = 0; c < components; ++c) {
@@ -693,7 +691,8 @@ bool JpegRows::WriteStandIn(const Codes& codes, int mcus, const int16_t from[3],
         }
         if (block == 0) {
           // At most 7 coefficients of runs up to 7: they end by index 56.
-          for (int symbol : extras[c]) {
+          for (const auto& [extra_component, symbol] : codes.extras[want]) {
+            if (extra_component != c) continue;
             writer->Put(ac_codes.code[symbol], ac_codes.length[symbol]);
             const int size = symbol & 15;
             writer->Put(1u << (size - 1), size);
