@@ -280,10 +280,10 @@ absl::Status DecodeJpegAsStored(absl::Span<const uint8_t> encoded,
   const int64_t rows = y1 - y0;
   int64_t cols = x1 - x0;
   // A file decoded clean to its end before need not be read past the
-  // window, nor from its first row (CleanJpegs); any other is, and is then
+  // window, nor outside its MCUs (CleanJpegs); any other is, and is then
   // known clean.
-  const bool rows_below = y1 < full_h;
-  const uint64_t key = rows_below || y0 > 0 ? CleanJpegs::Key(encoded) : 0;
+  const bool partial = y0 > 0 || y1 < full_h || x0 > 0 || x1 < full_w;
+  const uint64_t key = partial ? CleanJpegs::Key(encoded) : 0;
   const bool clean = key != 0 && CleanJpegs::Get().Contains(key);
   if (clean && (y0 > 0 || x0 > 0) && cols > 0) {
     const RowWindow window{
