@@ -507,6 +507,8 @@ std::shared_ptr<const HuffmanDecoder> CachedDecoder(
 bool JpegRows::Scan(absl::Span<const uint8_t> encoded,
                     std::vector<JpegMcuStart>* starts) const {
   starts->clear();
+  // A start's byte is 32 bits.
+  if (encoded.size() > std::numeric_limits<uint32_t>::max()) return false;
   std::shared_ptr<const HuffmanDecoder> dc[4], ac[4];
   for (const Component& component : components_) {
     const HuffmanTable& dc_table = dc_[component.dc_table];

@@ -51,7 +51,7 @@ class JpegRows {
   // 0, kColumnStride, 2 * kColumnStride, ... of each row begin, row after
   // row, and then where the data end (Start reads them). False if the data
   // do not decode to their end (a damaged file, or one libjpeg reads more
-  // leniently): `starts` is then empty.
+  // leniently), or the file is over 4 GiB: `starts` is then empty.
   bool Scan(absl::Span<const uint8_t> encoded,
             std::vector<JpegMcuStart>* starts) const;
   // Where MCU `mcu` of row `row` begins, for `mcu` a multiple of
