@@ -229,8 +229,9 @@ class JpegBitWriter {
   }
   // Completes the last byte with 1-bits, as an encoder ends a scan.
   void Finish() {
-    if (pending_bits_ > 0)
+    if (pending_bits_ > 0) {
       Put((1u << (8 - pending_bits_)) - 1, 8 - pending_bits_);
+    }
   }
   int pending_bits() const { return pending_bits_; }
 
