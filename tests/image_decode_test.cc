@@ -187,6 +187,15 @@ TEST_CASE("a decoded window holds exactly the whole image's pixels there") {
   }
 }
 
+// A JPEG's luma sampling (chroma at 1x1): 4:4:4, 4:2:2, 4:2:0, 4:4:0,
+// and gray.
+struct Sampling {
+  int h, v;
+  bool gray;
+};
+constexpr Sampling kSamplings[] = {
+    {1, 1, false}, {2, 1, false}, {2, 2, false}, {1, 2, false}, {1, 1, true}};
+
 // A photo-like JPEG of height x width encoded with luma sampling factors
 // h_samp x v_samp (chroma at 1 x 1: 4:4:4 is 1 x 1, 4:2:2 is 2 x 1, 4:2:0
 // is 2 x 2, 4:4:0 is 1 x 2), progressive or baseline, or gray (one
@@ -238,14 +247,8 @@ TEST_CASE("windows are exact whatever the sampling, scan mode and scale") {
   auto below = [&](int64_t n) {
     return static_cast<int64_t>(gen() % static_cast<uint64_t>(n));
   };
-  struct Sampling {
-    int h, v;
-    bool gray;
-  };
   int index = 0;
-  for (const Sampling& sampling :
-       {Sampling{1, 1, false}, Sampling{2, 1, false}, Sampling{2, 2, false},
-        Sampling{1, 2, false}, Sampling{1, 1, true}}) {
+  for (const Sampling& sampling : kSamplings) {
     // Baseline files of every other sampling with tables fitted to the
     // image (whose windows may need wider stand-ins: JpegRows::Columns).
     const bool fitted = index++ % 2 == 1;
@@ -302,12 +305,6 @@ TEST_CASE("a JPEG entered at any MCU row decodes as the whole image there") {
   const uint64_t seed = testing::TestSeed("jpeg rows");
   INFO("seed " << seed << " (ACTORFLOW_SEED replays it)");
   std::mt19937_64 gen(seed);
-  struct Sampling {
-    int h, v;
-    bool gray;
-  };
-  const Sampling samplings[] = {
-      {1, 1, false}, {2, 1, false}, {2, 2, false}, {1, 2, false}, {1, 1, true}};
   // Rows that begin inside a 0xFF byte (whose 0x00 the copy passes over).
   int inside_ff = 0;
   auto check_every_row = [&](const Sampling& sampling, bool optimize) {
@@ -349,7 +346,7 @@ TEST_CASE("a JPEG entered at any MCU row decodes as the whole image there") {
       REQUIRE(wrong == 0);
     }
   };
-  for (const Sampling& sampling : samplings) {
+  for (const Sampling& sampling : kSamplings) {
     for (bool optimize : {false, true}) check_every_row(sampling, optimize);
   }
   // A row rarely begins inside a 0xFF byte (the row above must end, and
@@ -402,15 +399,9 @@ TEST_CASE("a JPEG's block of MCUs decodes as the whole image there") {
   INFO("seed " << seed << " (ACTORFLOW_SEED replays it)");
   std::mt19937_64 gen(seed);
   auto below = [&](int n) { return static_cast<int>(gen() % n); };
-  struct Sampling {
-    int h, v;
-    bool gray;
-  };
   constexpr int kStride = JpegRows::kColumnStride;
   int made = 0, refused = 0, wider = 0;
-  for (const Sampling& sampling :
-       {Sampling{1, 1, false}, Sampling{2, 1, false}, Sampling{2, 2, false},
-        Sampling{1, 2, false}, Sampling{1, 1, true}}) {
+  for (const Sampling& sampling : kSamplings) {
     for (bool optimize : {false, true}) {
       const int64_t height = 90 + below(120), width = 90 + below(200);
       const Bytes jpeg =
@@ -572,7 +563,8 @@ TEST_CASE("windows of clean files start at their MCUs; others as before") {
     CHECK(CleanJpegs::Get().Contains(key));
     // 13 rows of 10 MCUs (16 x 16 pixels), a start kept at MCUs 0, 4
     // and 8 of each, and the end of the data.
-    const CleanJpegs::Starts starts = CleanJpegs::Get().Find(key);
+    CleanJpegs::Starts starts;
+    REQUIRE(CleanJpegs::Get().Find(key, &starts));
     if (jpeg == &baseline) {
       REQUIRE(starts != nullptr);
       CHECK(starts->size() == 13 * 3 + 1);
