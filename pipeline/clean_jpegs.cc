@@ -54,10 +54,12 @@ bool CleanJpegs::HasRoom() const {
          start_bytes_ < MaxStartBytes();
 }
 
-CleanJpegs::Starts CleanJpegs::Find(uint64_t key) const {
+bool CleanJpegs::Find(uint64_t key, Starts* starts) const {
   MutexLock lock(&mu_);
   auto it = files_.find(key);
-  return it == files_.end() ? nullptr : it->second;
+  if (it == files_.end()) return false;
+  *starts = it->second;
+  return true;
 }
 
 }  // namespace actorflow::internal::pipeline

@@ -43,8 +43,9 @@ class CleanJpegs {
   // Whether starts of another file would be kept (not worth a Scan if
   // not).
   bool HasRoom() const;
-  // The starts kept for `key`: null if none are.
-  Starts Find(uint64_t key) const;
+  // Whether `key` is known clean; if so, *starts is what is kept of its
+  // starts (null: none).
+  bool Find(uint64_t key, Starts* starts) const;
 
  private:
   mutable Mutex mu_;

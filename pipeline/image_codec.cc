@@ -95,10 +95,11 @@ struct RowWindow {
   int64_t mcu_height = 0, mcu_width = 0;  // output pixels per MCU
 };
 
-// Decodes `window` of the clean file `key` from the MCUs it needs, as
-// CleanJpegs keeps their starts (JpegRows): its columns' MCUs of its rows
-// (JpegRows::Columns) where the window does not begin at the file's left
-// edge, else the rows from the MCU row above it (JpegRows::StartingAt).
+// Decodes `window` of a clean file from the MCUs it needs, as `starts`
+// (CleanJpegs's, null: none kept) says where they begin (JpegRows): its
+// columns' MCUs of its rows (JpegRows::Columns) where the window does not
+// begin at the file's left edge, else the rows from the MCU row above it
+// (JpegRows::StartingAt).
 // Neither Huffman-decodes the MCUs above the window again, and Columns
 // not those beside it either: the same pixels in less time
 // (docs/pipelines.md). Only for a clean file: the verdict on any other
@@ -107,10 +108,10 @@ struct RowWindow {
 // follows, the stand-ins lack codes, or anything differs from what the
 // file's own header showed: the caller then decodes the file as usual. On
 // success, *x and *cols are the columns decoded (jpeg_crop_scanline's).
-bool DecodeFromStarts(absl::Span<const uint8_t> encoded, uint64_t key,
+bool DecodeFromStarts(absl::Span<const uint8_t> encoded,
+                      const CleanJpegs::Starts& starts,
                       const DecodeOptions& options, const RowWindow& window,
                       Sample* out, int64_t* x, int64_t* cols) {
-  const CleanJpegs::Starts starts = CleanJpegs::Get().Find(key);
   if (starts == nullptr) return false;
   std::optional<JpegRows> layout = JpegRows::Parse(encoded);
   const int scale = std::clamp(options.scale_eighths, 1, 8);
@@ -284,7 +285,8 @@ absl::Status DecodeJpegAsStored(absl::Span<const uint8_t> encoded,
   // known clean.
   const bool partial = y0 > 0 || y1 < full_h || x0 > 0 || x1 < full_w;
   const uint64_t key = partial ? CleanJpegs::Key(encoded) : 0;
-  const bool clean = key != 0 && CleanJpegs::Get().Contains(key);
+  CleanJpegs::Starts starts;
+  const bool clean = key != 0 && CleanJpegs::Get().Find(key, &starts);
   if (clean && (y0 > 0 || x0 > 0) && cols > 0) {
     const RowWindow window{
         .y = y0,
@@ -296,7 +298,7 @@ absl::Status DecodeJpegAsStored(absl::Span<const uint8_t> encoded,
         .mcu_height = cinfo.max_v_samp_factor * cinfo.min_DCT_scaled_size,
         .mcu_width = cinfo.max_h_samp_factor * cinfo.min_DCT_scaled_size,
     };
-    if (DecodeFromStarts(encoded, key, options, window, out, &x0, &cols)) {
+    if (DecodeFromStarts(encoded, starts, options, window, out, &x0, &cols)) {
       jpeg_destroy_decompress(&cinfo);
       if (region != nullptr) *region = DecodedRegion{full_h, full_w, y0, x0};
       return absl::OkStatus();
@@ -342,14 +344,15 @@ absl::Status DecodeJpegAsStored(absl::Span<const uint8_t> encoded,
   jpeg_finish_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
   if (key != 0) {
-    // Where its MCUs begin, for its later windows: read once here, as
-    // every later epoch's windows save about what this costs.
-    std::vector<JpegMcuStart> starts;
+    // Where its MCUs begin, for its later windows: read once here (about
+    // half a decode), repaid by the MCUs those windows no longer read
+    // (docs/pipelines.md, "MCU starts").
+    std::vector<JpegMcuStart> found;
     std::optional<JpegRows> layout = JpegRows::Parse(encoded);
     if (layout.has_value() && CleanJpegs::Get().HasRoom()) {
-      layout->Scan(encoded, &starts);
+      layout->Scan(encoded, &found);
     }
-    CleanJpegs::Get().Add(key, std::move(starts));
+    CleanJpegs::Get().Add(key, std::move(found));
   }
   return absl::OkStatus();
 }

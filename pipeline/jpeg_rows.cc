@@ -508,6 +508,13 @@ std::shared_ptr<const HuffmanDecoder> CachedDecoder(
 bool JpegRows::Scan(absl::Span<const uint8_t> encoded,
                     std::vector<JpegMcuStart>* starts) const {
   starts->clear();
+  if (ReadStarts(encoded, starts)) return true;
+  starts->clear();
+  return false;
+}
+
+bool JpegRows::ReadStarts(absl::Span<const uint8_t> encoded,
+                          std::vector<JpegMcuStart>* starts) const {
   // A start's byte is 32 bits.
   if (encoded.size() > std::numeric_limits<uint32_t>::max()) return false;
   std::shared_ptr<const HuffmanDecoder> dc[4], ac[4];
@@ -545,10 +552,7 @@ bool JpegRows::Scan(absl::Span<const uint8_t> encoded,
   };
   for (int r = 0; r < mcu_rows_; ++r) {
     for (int m = 0; m < mcus_per_row_; ++m) {
-      if (m % kColumnStride == 0 && !keep()) {
-        starts->clear();
-        return false;
-      }
+      if (m % kColumnStride == 0 && !keep()) return false;
       for (int c = 0; c < components; ++c) {
         const Component& component = components_[c];
         const HuffmanDecoder& dc_codes = *dc[component.dc_table];
@@ -556,28 +560,18 @@ bool JpegRows::Scan(absl::Span<const uint8_t> encoded,
         for (int b = component.h * component.v; b > 0; --b) {
           if (bits.Low()) bits.Fill();
           const int size = dc_codes.Decode(&bits);
-          if (size < 0 || size > 15) {
-            starts->clear();
-            return false;
-          }
+          if (size < 0 || size > 15) return false;
           if (size > 0) pred[c] += Extend(bits.Take(size), size);
           for (int k = 1; k < 64;) {
             if (bits.Low()) bits.Fill();
             k = ac_codes.SkipCoefficients(&bits, k);
-            if (k < 0) {
-              starts->clear();
-              return false;
-            }
+            if (k < 0) return false;
           }
         }
       }
     }
   }
-  if (!keep()) {
-    starts->clear();
-    return false;
-  }
-  return true;
+  return keep();
 }
 
 const JpegMcuStart& JpegRows::Start(absl::Span<const JpegMcuStart> starts,

@@ -101,6 +101,9 @@ class JpegRows {
     uint8_t counts[17] = {0};
     std::vector<uint8_t> symbols;
   };
+  // Scan's reading; on false, `starts` holds what was found.
+  bool ReadStarts(absl::Span<const uint8_t> encoded,
+                  std::vector<JpegMcuStart>* starts) const;
   struct Codes;
   // The codes of the scan's tables, for stand-ins. False for a table no
   // encoder makes.
